@@ -1,0 +1,1 @@
+"""praha: a Kafka-compatible replicated log cluster."""

@@ -1,0 +1,105 @@
+"""Small value types shared by the ZooKeeper layer, the controller and the broker."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+NO_LEADER = -1
+#: Leader id a controller puts in UpdateMetadata for partitions of a topic being deleted.
+LEADER_DURING_DELETE = -2
+#: Leader epoch sent in StopReplica when the partition is being deleted (Kafka's EpochDuringDelete).
+EPOCH_DURING_DELETE = -2
+INITIAL_CONTROLLER_EPOCH = 0
+INITIAL_LEADER_EPOCH = 0
+INITIAL_PARTITION_EPOCH = 0
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class EndPoint:
+    host: str
+    port: int
+    listener: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """What a broker registers under /brokers/ids/<id>; `epoch` is the znode's czxid."""
+
+    id: int
+    endpoints: tuple[EndPoint, ...]
+    rack: str | None = None
+    epoch: int = -1
+
+    @property
+    def host(self) -> str:
+        return self.endpoints[0].host
+
+    @property
+    def port(self) -> int:
+        return self.endpoints[0].port
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """Leader, leader epoch and ISR of one partition, plus the zkVersion of its state znode."""
+
+    leader: int
+    isr: tuple[int, ...]
+    leader_epoch: int = INITIAL_LEADER_EPOCH
+    zk_version: int = INITIAL_PARTITION_EPOCH
+
+    def new_leader(self, leader: int, isr: tuple[int, ...] | None = None) -> "LeaderAndIsr":
+        """A new election: bump the leader epoch (the zkVersion is set by the write)."""
+        return LeaderAndIsr(leader, tuple(self.isr if isr is None else isr), self.leader_epoch + 1, self.zk_version)
+
+    def with_isr(self, isr: tuple[int, ...]) -> "LeaderAndIsr":
+        """ISR change made by the leader itself: same leader epoch (as Kafka's Partition.shrinkIsr).
+
+        ISR changes made by the controller go through `new_leader`, which bumps the epoch."""
+        return LeaderAndIsr(self.leader, tuple(isr), self.leader_epoch, self.zk_version)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsrAndControllerEpoch:
+    """The content of /brokers/topics/<t>/partitions/<p>/state."""
+
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
+
+
+@dataclass(slots=True)
+class ReplicaAssignment:
+    """Assigned replicas of a partition; adding/removing are non-empty during a reassignment."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+
+@dataclass(slots=True)
+class TopicAssignment:
+    """The content of /brokers/topics/<t> (partition id → assignment) plus an optional topic id."""
+
+    partitions: dict[int, ReplicaAssignment] = field(default_factory=dict)
+    topic_id: str | None = None

@@ -1,0 +1,132 @@
+"""One root exception for praha, carrying the Kafka error code a client would see.
+
+Every error praha raises on purpose is a `PrahaError`. Subclasses exist where a caller
+needs to tell cases apart (a lost controller seat, a corrupt znode, bad input). The
+`ErrorCode` enum lists the Kafka wire codes we use, so handlers can answer clients with
+exactly the code Kafka would send.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    """Kafka protocol error codes (the subset praha produces)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
+    KAFKA_STORAGE_ERROR = 56
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    STALE_BROKER_EPOCH = 77
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    INVALID_RECORD = 87
+
+
+class PrahaError(Exception):
+    """Root of every error praha raises deliberately."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str = "", code: ErrorCode | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class ConfigError(PrahaError):
+    """A configuration value is missing, unknown or invalid; start-up must stop."""
+
+    code = ErrorCode.INVALID_CONFIG
+
+
+class InvalidRequestError(PrahaError):
+    """Bad input from a client or an operator (malformed frame, bad argument)."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
+class ZNodeDecodeError(PrahaError):
+    """A znode holds data that is not valid for its kind (garbage, unknown version)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"corrupt znode {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class ControllerMovedError(PrahaError):
+    """This broker is not (or no longer) the active controller; its writes are fenced."""
+
+    code = ErrorCode.NOT_CONTROLLER
+
+
+class StaleControllerEpochError(PrahaError):
+    code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+class StaleBrokerEpochError(PrahaError):
+    code = ErrorCode.STALE_BROKER_EPOCH
+
+
+class BrokerIdInUseError(PrahaError):
+    """Another live broker already registered this broker.id."""
+
+
+class UnknownTopicError(PrahaError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class TopicExistsError(PrahaError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidTopicError(PrahaError):
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class InvalidPartitionsError(PrahaError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(PrahaError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(PrahaError):
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class CorruptLogError(PrahaError):
+    code = ErrorCode.CORRUPT_MESSAGE
