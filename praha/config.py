@@ -1,0 +1,200 @@
+"""Broker configuration: Kafka's property names and defaults, validated at start-up.
+
+`BrokerConfig.from_properties(text)` parses a `server.properties` file. Unknown keys are
+kept and reported as warnings (Kafka logs them too); an invalid value raises `ConfigError`
+naming the key, so a broker refuses to start rather than run with a surprise.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from praha.common import EndPoint
+from praha.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+def parse_listeners(value: str, key: str = "listeners") -> tuple[EndPoint, ...]:
+    """Parse `PLAINTEXT://127.0.0.1:9092[,NAME://host:port]` (Kafka's listener syntax)."""
+    endpoints = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        m = _LISTENER_RE.match(item)
+        if not m:
+            raise ConfigError(f"{key}: {item!r} is not of the form NAME://host:port")
+        port = int(m["port"])
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{key}: port {port} out of range")
+        name = m["name"].upper()
+        if name != "PLAINTEXT":
+            raise ConfigError(f"{key}: only PLAINTEXT listeners are supported, got {name}")
+        endpoints.append(EndPoint(m["host"] or "127.0.0.1", port, name, "PLAINTEXT"))
+    if not endpoints:
+        raise ConfigError(f"{key}: at least one listener is required")
+    return tuple(endpoints)
+
+
+def _bool(v: str) -> bool:
+    s = v.strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {v!r}")
+
+
+def _int(v: str) -> int:
+    return int(v.strip())
+
+
+def _str(v: str) -> str:
+    return v.strip()
+
+
+def _float(v: str) -> float:
+    return float(v.strip())
+
+
+def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum: float | None = None, doc: str = ""):
+    return field(default=default, metadata={"key": kafka_name, "parse": parse, "min": minimum, "doc": doc})
+
+
+@dataclass
+class BrokerConfig:
+    """Every broker setting praha understands, under Kafka's names (see `KEYS`)."""
+
+    broker_id: int = _option("broker.id", -1, _int, 0, "unique id of this broker")
+    listeners: str = _option("listeners", "PLAINTEXT://127.0.0.1:9092", _str)
+    advertised_listeners: str = _option("advertised.listeners", "", _str)
+    log_dirs: str = _option("log.dirs", "/tmp/praha-logs", _str)
+    zookeeper_connect: str = _option("zookeeper.connect", "", _str)
+    zookeeper_session_timeout_ms: int = _option("zookeeper.session.timeout.ms", 18000, _int, 1000)
+    zookeeper_connection_timeout_ms: int = _option("zookeeper.connection.timeout.ms", 18000, _int, 100)
+    broker_rack: str = _option("broker.rack", "", _str)
+    controlled_shutdown_enable: bool = _option("controlled.shutdown.enable", True, _bool)
+    controlled_shutdown_max_retries: int = _option("controlled.shutdown.max.retries", 3, _int, 0)
+    controlled_shutdown_retry_backoff_ms: int = _option("controlled.shutdown.retry.backoff.ms", 5000, _int, 0)
+    controller_socket_timeout_ms: int = _option("controller.socket.timeout.ms", 30000, _int, 100)
+    auto_leader_rebalance_enable: bool = _option("auto.leader.rebalance.enable", True, _bool)
+    leader_imbalance_per_broker_percentage: int = _option("leader.imbalance.per.broker.percentage", 10, _int, 0)
+    leader_imbalance_check_interval_seconds: int = _option("leader.imbalance.check.interval.seconds", 300, _int, 1)
+    unclean_leader_election_enable: bool = _option("unclean.leader.election.enable", False, _bool)
+    delete_topic_enable: bool = _option("delete.topic.enable", True, _bool)
+    auto_create_topics_enable: bool = _option("auto.create.topics.enable", False, _bool)
+    min_insync_replicas: int = _option("min.insync.replicas", 1, _int, 1)
+    replica_lag_time_max_ms: int = _option("replica.lag.time.max.ms", 30000, _int, 1)
+    replica_fetch_max_bytes: int = _option("replica.fetch.max.bytes", 1048576, _int, 1)
+    replica_fetch_wait_max_ms: int = _option("replica.fetch.wait.max.ms", 500, _int, 0)
+    replica_fetch_backoff_ms: int = _option("replica.fetch.backoff.ms", 1000, _int, 0)
+    default_replication_factor: int = _option("default.replication.factor", 1, _int, 1)
+    num_partitions: int = _option("num.partitions", 1, _int, 1)
+    message_max_bytes: int = _option("message.max.bytes", 1048588, _int, 0)
+    socket_request_max_bytes: int = _option("socket.request.max.bytes", 104857600, _int, 1)
+    log_segment_bytes: int = _option("log.segment.bytes", 1073741824, _int, 14)
+    log_roll_ms: int = _option("log.roll.ms", 604800000, _int, 1)
+    log_retention_ms: int = _option("log.retention.ms", 604800000, _int, -1)
+    log_retention_bytes: int = _option("log.retention.bytes", -1, _int, -1)
+    log_retention_check_interval_ms: int = _option("log.retention.check.interval.ms", 300000, _int, 1)
+    log_flush_interval_messages: int = _option("log.flush.interval.messages", 9223372036854775807, _int, 1)
+    isr_change_notification_interval_ms: int = _option("isr.change.notification.interval.ms", 2500, _int, 1)
+    metrics_port: int = _option("praha.metrics.port", 0, _int, 0, "HTTP port for Prometheus metrics (0 = any free)")
+    state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
+    cluster_id: str = _option("praha.cluster.id", "", _str)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    # ---- derived views ------------------------------------------------------------
+    @property
+    def endpoints(self) -> tuple[EndPoint, ...]:
+        return parse_listeners(self.listeners)
+
+    @property
+    def advertised_endpoints(self) -> tuple[EndPoint, ...]:
+        if self.advertised_listeners:
+            return parse_listeners(self.advertised_listeners, "advertised.listeners")
+        return self.endpoints
+
+    @property
+    def log_dir_list(self) -> list[Path]:
+        return [Path(p.strip()) for p in self.log_dirs.split(",") if p.strip()]
+
+    # ---- parsing ------------------------------------------------------------------
+    @classmethod
+    def keys(cls) -> dict[str, dataclasses.Field]:
+        return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
+
+    @classmethod
+    def from_dict(cls, props: dict[str, str]) -> "BrokerConfig":
+        by_key = cls.keys()
+        values: dict[str, Any] = {}
+        unknown: dict[str, str] = {}
+        for key, raw in props.items():
+            f = by_key.get(key)
+            if f is None:
+                unknown[key] = raw
+                continue
+            try:
+                value = f.metadata["parse"](raw)
+            except ValueError as e:
+                raise ConfigError(f"invalid value {raw!r} for {key}: {e}") from None
+            minimum = f.metadata["min"]
+            if minimum is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
+                raise ConfigError(f"invalid value {raw!r} for {key}: must be at least {minimum}")
+            values[f.name] = value
+        cfg = cls(**values, unknown=unknown)
+        cfg.validate()
+        for key in unknown:
+            log.warning("unknown configuration key %r ignored", key)
+        return cfg
+
+    @classmethod
+    def from_properties(cls, text: str) -> "BrokerConfig":
+        return cls.from_dict(parse_properties(text))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "BrokerConfig":
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+        return cls.from_properties(text)
+
+    def validate(self) -> None:
+        if self.broker_id < 0:
+            raise ConfigError("broker.id is required and must be >= 0")
+        if not self.zookeeper_connect:
+            raise ConfigError("zookeeper.connect is required")
+        if not self.log_dir_list:
+            raise ConfigError("log.dirs must name at least one directory")
+        self.endpoints  # noqa: B018 - parse to validate
+        self.advertised_endpoints  # noqa: B018
+
+    def to_properties(self) -> str:
+        lines = []
+        for f in dataclasses.fields(self):
+            if "key" not in f.metadata:
+                continue
+            v = getattr(self, f.name)
+            lines.append(f"{f.metadata['key']}={str(v).lower() if isinstance(v, bool) else v}")
+        return "\n".join(lines) + "\n"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties subset: `key=value` or `key: value`, `#`/`!` comments, blank lines."""
+    props: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s[0] in "#!":
+            continue
+        m = re.match(r"^([^=:\s]+)\s*[=:]\s*(.*)$", s)
+        if not m:
+            raise ConfigError(f"line {lineno}: expected key=value, got {s!r}")
+        props[m.group(1)] = m.group(2)
+    return props

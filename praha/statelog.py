@@ -1,0 +1,55 @@
+"""The state-change log: one JSON line per controller or broker event.
+
+Each line: `{"time_ms", "broker_id", "controller_id", "controller_epoch", "event", ...}`
+plus what changed. Bulk changes go in one line as compact maps (partition → value),
+never one line per partition, so a 10k-partition event is one write. The analytics job
+(`praha analyze state-change-log`) reads these files.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+class StateChangeLog:
+    def __init__(self, path: str | Path | None, broker_id: int):
+        self.broker_id = broker_id
+        self._lock = threading.Lock()
+        self._file = None
+        if path is not None:
+            p = Path(path)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(p, "a", buffering=1, encoding="utf-8")
+        self.lines_written = 0
+
+    def record(self, event: str, controller_id: int = -1, controller_epoch: int = -1, **details: Any) -> None:
+        line = {
+            "time_ms": int(time.time() * 1000),
+            "broker_id": self.broker_id,
+            "controller_id": controller_id,
+            "controller_epoch": controller_epoch,
+            "event": event,
+        }
+        line.update(details)
+        text = json.dumps(line, separators=(",", ":"), default=_default)
+        with self._lock:
+            if self._file is not None:
+                self._file.write(text + "\n")
+            self.lines_written += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "value"):
+        return o.value
+    return str(o)
