@@ -273,10 +273,9 @@ class Controller:
         self._initialize_controller_context()
         self.channel_manager.startup([ctx.live_brokers[b] for b in sorted(ctx.live_brokers)])
         self._flows.on_failover_before_metadata()
-        self.request_batch.new_batch()
-        self.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, None)
-        self.request_batch.send_requests_to_brokers(ctx.epoch)
-        self._flows.on_failover_after_metadata()
+        with self._flows.batch() as batch:
+            batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, None)
+            self._flows.on_failover()
         self.failovers += 1
         self.last_failover_s = time.monotonic() - start
         log.info(
@@ -424,25 +423,27 @@ class Controller:
             new=sorted(new_ids), dead=sorted(dead_ids), bounced=sorted(bounced_ids),
             epochs={b: current[b].epoch for b in sorted(new_ids | bounced_ids)},
         )
-        for b in new_ids:
-            self.channel_manager.add_broker(current[b])
-        for b in bounced_ids:
-            self.channel_manager.remove_broker(b)
-        for b in dead_ids:
-            self.channel_manager.remove_broker(b)
-        if new_ids:
-            ctx.add_live_brokers(current[b] for b in new_ids)
-            self._flows.on_broker_startup(new_ids)
-        if bounced_ids:
-            ctx.remove_live_brokers(bounced_ids)
-            self._flows.on_broker_failure(bounced_ids)
-            ctx.add_live_brokers(current[b] for b in bounced_ids)
-            for b in bounced_ids:
+        # One batch for the whole event. A bounced broker is handled as a failure then a
+        # start-up; requests addressed to it while it is out of the live set are dropped
+        # when added, so it never receives the failure half (e.g. a StopReplica).
+        with self._flows.batch():
+            for b in new_ids:
                 self.channel_manager.add_broker(current[b])
-            self._flows.on_broker_startup(bounced_ids)
-        if dead_ids:
-            ctx.remove_live_brokers(dead_ids)
-            self._flows.on_broker_failure(dead_ids)
+            for b in bounced_ids | dead_ids:
+                self.channel_manager.remove_broker(b)
+            if new_ids:
+                ctx.add_live_brokers(current[b] for b in new_ids)
+                self._flows.on_broker_startup(new_ids)
+            if bounced_ids:
+                ctx.remove_live_brokers(bounced_ids)
+                self._flows.on_broker_failure(bounced_ids)
+                ctx.add_live_brokers(current[b] for b in bounced_ids)
+                for b in bounced_ids:
+                    self.channel_manager.add_broker(current[b])
+                self._flows.on_broker_startup(bounced_ids)
+            if dead_ids:
+                ctx.remove_live_brokers(dead_ids)
+                self._flows.on_broker_failure(dead_ids)
 
     def _process_broker_modifications(self, event: ev.BrokerModifications) -> None:
         if not self.is_active:
@@ -455,9 +456,8 @@ class Controller:
             self.send_update_metadata(self.context.live_or_shutting_down_broker_ids, [])
 
     def send_update_metadata(self, broker_ids, partitions) -> None:
-        self.request_batch.new_batch()
-        self.request_batch.add_update_metadata(broker_ids, partitions)
-        self.request_batch.send_requests_to_brokers(self.context.epoch)
+        with self._flows.batch() as batch:
+            batch.add_update_metadata(broker_ids, partitions)
 
     # ------------------------------------------------------------------ requests from brokers
     def controlled_shutdown(self, broker_id: int, broker_epoch: int, callback) -> None:

@@ -106,9 +106,10 @@ class ControllerRequestBatch:
             removing_replicas=tuple(assignment.removing),
             is_new=is_new,
         )
+        live = self.context.live_or_shutting_down_broker_ids
         for b in broker_ids:
-            if b < 0:
-                continue
+            if b not in live:
+                continue  # a dead broker cannot act on it; it gets full metadata when it returns
             prev = self._leader_and_isr[b].get(tp)
             # a replica that is new in this batch stays "new" if re-added
             self._leader_and_isr[b][tp] = replace(state, is_new=True) if prev and prev.is_new else state
@@ -120,8 +121,9 @@ class ControllerRequestBatch:
             epoch = EPOCH_DURING_DELETE
         else:
             epoch = li.leader_and_isr.leader_epoch if li else -1
+        live = self.context.live_or_shutting_down_broker_ids
         for b in broker_ids:
-            if b < 0:
+            if b not in live:
                 continue
             prev = self._stop_replica[b].get(tp)
             # a delete request wins over a plain stop for the same partition

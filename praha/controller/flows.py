@@ -1,0 +1,227 @@
+"""The controller's flows (SPEC §8) on top of the two state machines.
+
+Each event handler runs inside `self.batch()`: a fresh request batch at the start, one
+send at the end, so an event sends at most one LeaderAndIsr, one UpdateMetadata and one
+StopReplica per broker, whatever the state machines decided along the way.
+
+  topic creation      new children of /brokers/topics → partitions New, replicas New,
+                      partitions Online (first live replica leads), replicas Online
+  broker start-up     brokers-only UpdateMetadata to the others, full to the new ones;
+                      their replicas → Online; elections for New/Offline partitions
+  broker failure      partitions they led → Offline, then offline elections; their
+                      replicas → Offline (ISR shrinks); no leader lost → brokers-only UpdateMetadata
+  ISR change          re-read the notified partitions' state, UpdateMetadata for them to all,
+                      delete the notification znodes
+  controlled shutdown mark shutting down; move leadership away (controlled-shutdown
+                      election); stop and take out of the ISR the replicas it follows
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from praha.common import TopicPartition
+from praha.controller import events as ev
+from praha.controller.election import ElectionKind
+from praha.controller.partition_state_machine import PartitionStateMachine
+from praha.controller.replica_state_machine import ReplicaStateMachine
+from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+
+if TYPE_CHECKING:
+    from praha.controller.controller import Controller
+
+log = logging.getLogger(__name__)
+
+
+class ControllerFlows:
+    def __init__(self, controller: "Controller"):
+        self.c = controller
+        self.context = controller.context
+        self.partition_sm = PartitionStateMachine(
+            controller.broker_id, controller.context, controller.store, controller.request_batch,
+            controller.state_log, unclean_default=controller.config.unclean_leader_election_enable,
+        )
+        self.replica_sm = ReplicaStateMachine(
+            controller.broker_id, controller.context, controller.store, controller.request_batch, controller.state_log
+        )
+
+    def handlers(self) -> dict[type, Callable]:
+        return {
+            ev.TopicChange: self._guard(self.process_topic_change),
+            ev.IsrChangeNotification: self._guard(self.process_isr_change),
+            ev.LeaderAndIsrResponseReceived: self._guard(self.process_leader_and_isr_response),
+        }
+
+    def _guard(self, fn: Callable) -> Callable:
+        """Only the active controller processes flow events."""
+
+        def run(event):
+            if self.c.is_active:
+                with self.batch():
+                    fn(event)
+
+        return run
+
+    @contextlib.contextmanager
+    def batch(self):
+        rb = self.c.request_batch
+        rb.new_batch()
+        ok = False
+        try:
+            yield rb
+            ok = True
+        finally:
+            if ok:
+                rb.send_requests_to_brokers(self.context.epoch)
+            else:
+                rb.clear()
+
+    # ---- failover hooks ------------------------------------------------------------------
+    def on_failover_before_metadata(self) -> None:
+        """Hook: initialise topic deletion (queued and ineligible topics)."""
+
+    def on_failover(self) -> None:
+        """Runs inside the failover's batch, after the full UpdateMetadata was added."""
+        self.replica_sm.startup()
+        self.partition_sm.startup()
+
+    def on_resignation(self) -> None:
+        pass
+
+    # ---- topics ----------------------------------------------------------------------------
+    def process_topic_change(self, _event: ev.TopicChange) -> None:
+        ctx = self.context
+        topics = set(self.c.store.get_all_topics())
+        new_topics = topics - ctx.all_topics
+        deleted = ctx.all_topics - topics
+        for t in deleted:
+            self.c.unwatch_topic(t)
+            ctx.remove_topic(t)
+        if not new_topics:
+            return
+        assignments, bad = self.c.store.get_topic_assignments(sorted(new_topics))
+        for t, err in bad.items():
+            log.error("new topic %s has a corrupt assignment znode, ignored: %s", t, err)
+        configs = self.c.store.get_topic_configs(sorted(assignments))
+        new_partitions: list[TopicPartition] = []
+        for t, ta in assignments.items():
+            ctx.all_topics.add(t)
+            ctx.assignments[t] = dict(ta.partitions)
+            if ta.topic_id:
+                ctx.topic_ids[t] = ta.topic_id
+            ctx.topic_configs[t] = configs.get(t, {})
+            new_partitions.extend(TopicPartition(t, p) for p in sorted(ta.partitions))
+        self.c.watch_topics(sorted(assignments))
+        log.info("new topics %s with %d partitions", sorted(assignments), len(new_partitions))
+        self.on_new_partition_creation(new_partitions)
+
+    def on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
+        ctx = self.context
+        replicas = [PartitionAndReplica(tp, r) for tp in partitions for r in ctx.partition_replicas(tp)]
+        self.partition_sm.handle_state_changes(partitions, PartitionState.NEW)
+        self.replica_sm.handle_state_changes(replicas, ReplicaState.NEW)
+        self.partition_sm.handle_state_changes(partitions, PartitionState.ONLINE, ElectionKind.OFFLINE)
+        self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE)
+
+    # ---- brokers ---------------------------------------------------------------------------
+    def on_broker_startup(self, new_ids: set[int]) -> None:
+        """Runs inside the broker-change event's batch."""
+        rb = self.c.request_batch
+        ctx = self.context
+        existing = ctx.live_or_shutting_down_broker_ids - new_ids
+        rb.add_update_metadata(existing, [])
+        rb.add_update_metadata(new_ids, None)
+        replicas = [
+            pr for pr in ctx.replicas_on_brokers(new_ids)
+            if not ctx.is_topic_queued_for_deletion(pr.partition.topic)
+        ]
+        self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE)
+        self.partition_sm.trigger_online_partition_state_change()
+        self.after_broker_startup(new_ids)
+
+    def after_broker_startup(self, new_ids: set[int]) -> None:
+        """Hook: resume reassignments and deletions that waited for these brokers."""
+
+    def on_broker_failure(self, dead_ids: set[int]) -> None:
+        """Runs inside the broker-change event's batch."""
+        rb = self.c.request_batch
+        ctx = self.context
+        lost_leader = [
+            tp for tp, li in ctx.leadership.items()
+            if li.leader_and_isr.leader in dead_ids and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        self.partition_sm.handle_state_changes(lost_leader, PartitionState.OFFLINE)
+        self.partition_sm.trigger_online_partition_state_change()
+        replicas = ctx.replicas_on_brokers(dead_ids)
+        self.replica_sm.handle_state_changes(
+            [pr for pr in replicas if not ctx.is_topic_queued_for_deletion(pr.partition.topic)],
+            ReplicaState.OFFLINE,
+        )
+        self.after_broker_failure(dead_ids, [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)])
+        if not lost_leader:
+            rb.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [])
+        log.info(
+            "brokers %s failed: %d partitions lost their leader, %d offline after elections",
+            sorted(dead_ids), len(lost_leader), ctx.offline_partition_count,
+        )
+
+    def after_broker_failure(self, dead_ids: set[int], replicas_of_deleted_topics: list) -> None:
+        """Hook: replicas of topics being deleted become DeletionIneligible."""
+
+    # ---- ISR changes -----------------------------------------------------------------------
+    def process_isr_change(self, _event: ev.IsrChangeNotification) -> None:
+        ctx = self.context
+        names, partitions = self.c.store.get_isr_change_notifications()
+        known = [tp for tp in partitions if tp.topic in ctx.all_topics]
+        if known:
+            states, _bad = self.c.store.get_partition_states(known)
+            for tp, st in states.items():
+                ctx.leadership[tp] = st
+            self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, list(states))
+            self.after_isr_change(set(states))
+        if names:
+            self.c.store.delete_isr_change_notifications(names, ctx.epoch_zk_version)
+        self.c.state_log.record(
+            "IsrChange", self.c.broker_id, ctx.epoch, notifications=len(names), partitions=len(known),
+            isr={str(tp): list(ctx.leadership[tp].leader_and_isr.isr) for tp in known if tp in ctx.leadership},
+        )
+
+    def after_isr_change(self, partitions: set[TopicPartition]) -> None:
+        """Hook: reassignments waiting for their targets to join the ISR."""
+
+    def process_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        errors = {tp: code for tp, code in event.response.partition_errors.items() if code}
+        log.warning(
+            "broker %d answered LeaderAndIsr with error %d and %d partition errors",
+            event.broker_id, event.response.error_code, len(errors),
+        )
+
+    # ---- controlled shutdown ----------------------------------------------------------------
+    def on_controlled_shutdown(self, broker_id: int) -> set[TopicPartition]:
+        ctx = self.context
+        with self.batch():
+            ctx.shutting_down_broker_ids.add(broker_id)
+            partitions = [
+                tp for tp in ctx.partitions_on_broker(broker_id)
+                if len(ctx.partition_replicas(tp)) > 1 and tp in ctx.leadership
+                and not ctx.is_topic_queued_for_deletion(tp.topic)
+            ]
+            led = [tp for tp in partitions if ctx.leadership[tp].leader_and_isr.leader == broker_id]
+            followed = [tp for tp in partitions if ctx.leadership[tp].leader_and_isr.leader != broker_id]
+            self.partition_sm.handle_state_changes(led, PartitionState.ONLINE, ElectionKind.CONTROLLED_SHUTDOWN)
+            self.replica_sm.handle_state_changes(
+                [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
+            )
+        remaining = {
+            tp for tp in ctx.partitions_led_by(broker_id) if len(ctx.partition_replicas(tp)) > 1
+        }
+        log.info(
+            "controlled shutdown of broker %d: moved %d leaders, stopped %d followers, %d still led",
+            broker_id, len(led) - len(remaining & set(led)), len(followed), len(remaining),
+        )
+        self.c.state_log.record(
+            "ControlledShutdown", self.c.broker_id, ctx.epoch, broker=broker_id,
+            leaders_to_move=len(led), followers_stopped=len(followed), remaining=[str(tp) for tp in remaining],
+        )
+        return remaining

@@ -1,0 +1,184 @@
+"""The replica state machine (SPEC §7), with Kafka 2.x/3.x's valid-previous table.
+
+`handle_state_changes(replicas, target)` refuses invalid transitions (counted, logged
+once per call) and applies the valid ones:
+  → New: LeaderAndIsr with the current leader/ISR to the replica (it can only follow);
+  New → Online: add it to the assignment if missing;
+  Online/Offline/Ineligible → Online: LeaderAndIsr with the current leader/ISR to it;
+  → Offline: StopReplica (no delete) to it; remove it from the ISR (conditional znode
+     write, leader epoch + 1; the last ISR member is kept, as Kafka does, and a leader that
+     goes offline leaves leader = -1); LeaderAndIsr with the new ISR to the remaining
+     replicas (UpdateMetadata to all follows from the batch);
+  Offline → DeletionStarted: StopReplica (delete);
+  → DeletionSuccessful / DeletionIneligible: the state only;
+  DeletionSuccessful → NonExistent: drop the replica from the assignment.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Iterable
+
+from praha.common import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from praha.controller.context import ControllerContext
+from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
+from praha.controller.request_batch import ControllerRequestBatch
+from praha.controller.states import REPLICA_VALID_PREVIOUS, PartitionAndReplica, ReplicaState
+from praha.statelog import StateChangeLog
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaStateMachine:
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        store: PartitionStateStore,
+        batch: ControllerRequestBatch,
+        state_log: StateChangeLog,
+    ):
+        self.controller_id = controller_id
+        self.context = context
+        self.store = store
+        self.batch = batch
+        self.state_log = state_log
+        self.invalid_transitions = 0
+
+    def startup(self) -> None:
+        self.initialize_replica_state()
+        ctx = self.context
+        online, offline = [], []
+        live = ctx.live_broker_ids
+        for pr in ctx.replica_states:
+            (online if pr.replica in live else offline).append(pr)
+        self.handle_state_changes(online, ReplicaState.ONLINE)
+        self.handle_state_changes(
+            [pr for pr in offline if not ctx.is_topic_queued_for_deletion(pr.partition.topic)], ReplicaState.OFFLINE
+        )
+
+    def initialize_replica_state(self) -> None:
+        ctx = self.context
+        live = ctx.live_broker_ids
+        for t, parts in ctx.assignments.items():
+            deleting = ctx.is_topic_queued_for_deletion(t)
+            for p, a in parts.items():
+                tp = TopicPartition(t, p)
+                for r in a.replicas:
+                    if r in live:
+                        state = ReplicaState.ONLINE
+                    else:
+                        state = ReplicaState.DELETION_INELIGIBLE if deleting else ReplicaState.OFFLINE
+                    ctx.replica_states[PartitionAndReplica(tp, r)] = state
+
+    def _valid(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> list[PartitionAndReplica]:
+        ctx = self.context
+        allowed = REPLICA_VALID_PREVIOUS[target]
+        valid, invalid = [], []
+        for pr in replicas:
+            cur = ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT)
+            (valid if cur in allowed else invalid).append(pr)
+        if invalid:
+            self.invalid_transitions += len(invalid)
+            sample = ", ".join(
+                f"{pr}:{ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT).value}" for pr in invalid[:5]
+            )
+            log.error("refused %d invalid replica transitions to %s (e.g. %s)", len(invalid), target.value, sample)
+            self.state_log.record(
+                "InvalidReplicaTransition", self.controller_id, ctx.epoch, target=target.value, count=len(invalid),
+                replicas={str(pr): ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT).value for pr in invalid},
+            )
+        return valid
+
+    def handle_state_changes(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> None:
+        ctx = self.context
+        valid = self._valid(replicas, target)
+        if not valid:
+            return
+        batch = self.batch
+        if target is ReplicaState.NEW:
+            for pr in valid:
+                li = ctx.leadership.get(pr.partition)
+                if li is not None:
+                    if li.leader_and_isr.leader == pr.replica:
+                        log.error("replica %s is the leader of its partition; it cannot become NewReplica", pr)
+                        continue
+                    batch.add_leader_and_isr(
+                        [pr.replica], pr.partition, li, ctx.partition_assignment(pr.partition), is_new=True
+                    )
+                ctx.replica_states[pr] = ReplicaState.NEW
+        elif target is ReplicaState.ONLINE:
+            for pr in valid:
+                cur = ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT)
+                assignment = ctx.partition_assignment(pr.partition)
+                if cur is ReplicaState.NEW:
+                    if assignment is not None and pr.replica not in assignment.replicas:
+                        ctx.update_assignment(
+                            pr.partition,
+                            ReplicaAssignment(assignment.replicas + (pr.replica,), assignment.adding, assignment.removing),
+                        )
+                else:
+                    li = ctx.leadership.get(pr.partition)
+                    if li is not None and assignment is not None:
+                        batch.add_leader_and_isr([pr.replica], pr.partition, li, assignment)
+                ctx.replica_states[pr] = ReplicaState.ONLINE
+        elif target is ReplicaState.OFFLINE:
+            for pr in valid:
+                batch.add_stop_replica([pr.replica], pr.partition, delete=False)
+            self._remove_from_isr(valid)
+            for pr in valid:
+                ctx.replica_states[pr] = ReplicaState.OFFLINE
+        elif target is ReplicaState.DELETION_STARTED:
+            for pr in valid:
+                batch.add_stop_replica([pr.replica], pr.partition, delete=True)
+                ctx.replica_states[pr] = ReplicaState.DELETION_STARTED
+        elif target in (ReplicaState.DELETION_SUCCESSFUL, ReplicaState.DELETION_INELIGIBLE):
+            for pr in valid:
+                ctx.replica_states[pr] = target
+        elif target is ReplicaState.NON_EXISTENT:
+            for pr in valid:
+                a = ctx.partition_assignment(pr.partition)
+                if a is not None:
+                    ctx.update_assignment(
+                        pr.partition,
+                        ReplicaAssignment(tuple(r for r in a.replicas if r != pr.replica), a.adding, a.removing),
+                    )
+                ctx.replica_states.pop(pr, None)
+        self.state_log.record(
+            "ReplicaStateChange", self.controller_id, ctx.epoch, target=target.value, count=len(valid),
+            brokers=sorted({pr.replica for pr in valid}),
+        )
+
+    def _remove_from_isr(self, replicas: list[PartitionAndReplica]) -> None:
+        """Take each replica out of its partition's ISR (grouped: one read/write pass per broker)."""
+        ctx = self.context
+        by_replica: dict[int, list[TopicPartition]] = defaultdict(list)
+        for pr in replicas:
+            if pr.partition in ctx.leadership:
+                by_replica[pr.replica].append(pr.partition)
+        for replica_id, partitions in by_replica.items():
+
+            def decide(tp: TopicPartition, cur: LeaderAndIsr, replica_id=replica_id):
+                if replica_id not in cur.isr and cur.leader != replica_id:
+                    return None
+                new_leader = NO_LEADER if cur.leader == replica_id else cur.leader
+                if len(cur.isr) == 1 and replica_id in cur.isr:
+                    new_isr = cur.isr  # never shrink the ISR to nothing: keep the last member
+                else:
+                    new_isr = tuple(r for r in cur.isr if r != replica_id)
+                if new_leader == cur.leader and new_isr == cur.isr:
+                    return None
+                return cur.new_leader(new_leader, new_isr)
+
+            outcome = update_leader_and_isr(self.store, ctx, partitions, decide)
+            for tp, state in outcome.updated.items():
+                if ctx.is_topic_queued_for_deletion(tp.topic):
+                    continue
+                assignment = ctx.partition_assignment(tp)
+                recipients = [r for r in assignment.replicas if r != replica_id]
+                self.batch.add_leader_and_isr(recipients, tp, state, assignment)
+            if outcome.failed:
+                log.warning(
+                    "could not remove broker %d from the ISR of %d partitions (e.g. %s: %s)",
+                    replica_id, len(outcome.failed), *next(iter(outcome.failed.items())),
+                )
