@@ -1,0 +1,41 @@
+# praha — `make run` starts the showcase, `make test` runs the tests. Needs Python 3.11+ and Java 17.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test test-unit test-integration bench chaos clean cluster-down help
+
+help:
+	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
+	@echo "make test   set up .venv and run the test suite"
+	@echo "make bench  run the benchmarks in bench/ (slow)"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
+	@command -v java >/dev/null || { echo "praha needs Java 17 (java on PATH) for the embedded ZooKeeper"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m praha.showcase
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+test-integration: $(STAMP)
+	$(PY) -m pytest -q -m "integration and not slow" tests
+
+bench: $(STAMP)
+	$(PY) bench/failover.py
+
+cluster-down: $(STAMP)
+	$(PY) -m praha cluster down
+
+clean:
+	rm -rf $(VENV) .praha build *.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+from praha.cli.main import main
+
+raise SystemExit(main())

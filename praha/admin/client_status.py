@@ -1,0 +1,51 @@
+"""Cluster status through any broker's Metadata API (`--bootstrap-server`).
+
+ZooKeeper-only facts (controller epoch, broker epochs) are not in Metadata responses;
+they are reported as -1 here. Use `--zookeeper` or `--dir` for those.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.metadata import MetadataRequest
+
+from praha.protocol.client import BrokerConnection
+
+
+def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0):
+    host, _, port = bootstrap.rpartition(":")
+    conn = BrokerConnection(host, int(port), timeout=timeout)
+    conn.connect()
+    try:
+        req_topics = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in topics]
+        return conn.send(MetadataRequest(topics=req_topics, allow_auto_topic_creation=False,
+                                         include_cluster_authorized_operations=False,
+                                         include_topic_authorized_operations=False), 12)
+    finally:
+        conn.close()
+
+
+def status_via_bootstrap(bootstrap: str) -> dict[str, Any]:
+    md = fetch_metadata(bootstrap)
+    live = {b.node_id for b in md.brokers}
+    topics = {}
+    for t in md.topics:
+        parts = []
+        for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            parts.append({
+                "partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+                "isr": list(p.isr_nodes), "replicas": list(p.replica_nodes),
+                "offline_replicas": list(p.offline_replicas or []),
+                "under_replicated": len(p.isr_nodes) < len(p.replica_nodes),
+                "offline": p.leader_id not in live,
+            })
+        topics[t.name] = {"partitions": parts}
+    return {
+        "bootstrap_server": bootstrap,
+        "zookeeper": "unknown (ask with --zookeeper)",
+        "cluster_id": md.cluster_id,
+        "controller": {"id": md.controller_id, "epoch": -1},
+        "brokers": [{"id": b.node_id, "epoch": -1, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in sorted(md.brokers, key=lambda b: b.node_id)],
+        "topics": topics,
+    }

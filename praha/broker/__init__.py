@@ -1,0 +1,1 @@
+"""The broker process: network, request handlers, metadata cache, replicas and logs."""

@@ -1,0 +1,62 @@
+"""Prometheus figures for one broker process, computed at scrape time.
+
+A custom collector reads the controller's figures and the broker's counters when
+Prometheus (or `praha cluster status`) scrapes `/metrics`; nothing is updated on the hot
+path. Names follow Kafka's MBeans loosely: `praha_controller_active` is
+ActiveControllerCount, `praha_controller_offline_partitions` OfflinePartitionsCount, etc.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from praha.broker.server import BrokerServer
+
+_CONTROLLER_HELP = {
+    "active_controller": "1 if this broker is the active controller",
+    "controller_epoch": "controller epoch (this controller's, or the highest seen)",
+    "event_queue_size": "events waiting in the controller's queue",
+    "event_queue_time_last_s": "queue time of the last processed controller event",
+    "event_queue_time_max_s": "largest queue time of any controller event",
+    "offline_partitions": "partitions without a live leader (active controller only)",
+    "preferred_replica_imbalance": "partitions not led by their preferred replica",
+    "partitions_being_reassigned": "partitions with a reassignment in flight",
+    "topics_to_delete": "topics queued for deletion",
+    "topics_ineligible_to_delete": "topics whose deletion waits",
+    "last_failover_seconds": "duration of this broker's last controller failover",
+    "global_partition_count": "partitions known to the active controller",
+}
+_COUNTERS = {"events_processed", "failovers", "unclean_leader_elections"}
+
+
+class BrokerCollector:
+    def __init__(self, broker: "BrokerServer"):
+        self.broker = broker
+
+    def collect(self):
+        b = self.broker
+        if b.controller is not None:
+            for name, value in b.controller.figures().items():
+                metric = f"praha_controller_{name}"
+                if name in _COUNTERS:
+                    c = CounterMetricFamily(metric, name.replace("_", " "))
+                    c.add_metric([], value)
+                    yield c
+                else:
+                    g = GaugeMetricFamily(metric, _CONTROLLER_HELP.get(name, name.replace("_", " ")))
+                    g.add_metric([], value)
+                    yield g
+        for name, value, doc in b.broker_figures():
+            g = GaugeMetricFamily(f"praha_broker_{name}", doc)
+            g.add_metric([], value)
+            yield g
+
+
+def start_metrics_server(broker: "BrokerServer", host: str, port: int) -> tuple[object, int]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(broker))
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return server, server.server_address[1]

@@ -1,0 +1,251 @@
+"""A praha broker process.
+
+Start-up steps: connect to ZooKeeper and create the persistent paths; read or create the
+cluster id; start the socket server (asyncio, its own thread) so the controller can reach
+us; register `/brokers/ids/<id>` (its czxid is our broker epoch); start the controller
+module (every broker runs one; one is active); start the metrics endpoint.
+
+Shutdown steps (`praha broker stop`, SIGTERM): controlled shutdown — ask the active
+controller to move our leaderships away, retrying `controlled.shutdown.max.retries` times
+with backoff and following a controller move; then stop the controller module, close
+the ZooKeeper session (our ephemeral znode goes, which is the "broker down" signal), stop
+the socket server.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from praha.broker.fencing import ControllerFence
+from praha.broker.handlers import RequestHandlers
+from praha.broker.metadata_cache import MetadataCache
+from praha.broker.metrics import start_metrics_server
+from praha.broker.network import SocketServer
+from praha.broker.replica_manager import ReplicaManager
+from praha.common import BrokerInfo, EndPoint
+from praha.config import BrokerConfig
+from praha.controller import wire
+from praha.controller.channel_manager import Transport
+from praha.controller.controller import Controller
+from praha.controller.messages import ControllerRequest, ControllerResponseData
+from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.protocol.client import BrokerConnection
+from praha.protocol.controller_apis import ControlledShutdownRequest
+from praha.statelog import StateChangeLog
+from praha.zk.store import ZkStore
+
+log = logging.getLogger(__name__)
+
+
+class KafkaTransport(Transport):
+    """The channel manager's connection to one broker, over the Kafka protocol."""
+
+    def __init__(self, broker: BrokerInfo, timeout_s: float):
+        self.conn = BrokerConnection(broker.host, broker.port, timeout=timeout_s)
+        self.conn.connect()
+
+    def send(self, request: ControllerRequest) -> ControllerResponseData:
+        obj, version = wire.request_to_wire(request)
+        return wire.response_from_wire(self.conn.send(obj, version))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.broker_id = config.broker_id
+        self.fence = ControllerFence()
+        self.metadata_cache = MetadataCache(config.broker_id)
+        self.replica_manager = ReplicaManager(config.broker_id)
+        self.handlers = RequestHandlers(self)
+        self.cluster_id = ""
+        self.store: ZkStore | None = None
+        self.controller: Controller | None = None
+        self.socket_server: SocketServer | None = None
+        self.loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="network", daemon=True)
+        self._stop_requested = threading.Event()
+        self._stopped = threading.Event()
+        self.metrics_port = -1
+        self._metrics_server = None
+        self.broker_info: BrokerInfo | None = None
+        log_dir = config.state_change_log_dir or str(config.log_dir_list[0])
+        self.state_log = StateChangeLog(f"{log_dir}/state-change.log", config.broker_id)
+        self.started_at = time.time()
+
+    # ---------------------------------------------------------------- start-up
+    def start(self) -> None:
+        cfg = self.config
+        for d in cfg.log_dir_list:
+            d.mkdir(parents=True, exist_ok=True)
+        self.store = ZkStore(
+            cfg.zookeeper_connect,
+            session_timeout_ms=cfg.zookeeper_session_timeout_ms,
+            connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+        )
+        self.store.start()
+        self.store.ensure_persistent_paths()
+        self.cluster_id = self.store.get_or_create_cluster_id()
+        self._loop_thread.start()
+        listener = cfg.endpoints[0]
+        self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes)
+        self.run_on_loop(self.socket_server.start())
+        advertised = cfg.advertised_endpoints
+        endpoints = tuple(
+            EndPoint(e.host, e.port or self.socket_server.port, e.listener, e.security_protocol) for e in advertised
+        )
+        self.broker_info = BrokerInfo(cfg.broker_id, endpoints, cfg.broker_rack or None)
+        epoch = self.register()
+        self.controller = Controller(
+            cfg, self.store, register_broker=self.register,
+            transport_factory=lambda b, timeout: KafkaTransport(b, timeout),
+            state_change_log=self.state_log, broker_epoch=epoch,
+            last_seen_controller_epoch=lambda: self.fence.highest_controller_epoch,
+        )
+        self.controller.startup()
+        self._metrics_server, self.metrics_port = start_metrics_server(self, "127.0.0.1", cfg.metrics_port)
+        log.info(
+            "broker %d started: listening on %s:%d, broker epoch %d, cluster %s, metrics on :%d",
+            cfg.broker_id, listener.host, self.socket_server.port, epoch, self.cluster_id, self.metrics_port,
+        )
+        self.state_log.record("BrokerStarted", broker_epoch=epoch, port=self.socket_server.port)
+
+    def register(self) -> int:
+        """Register `/brokers/ids/<id>`; returns the broker epoch. Called again after session expiry.
+
+        If the id is taken by a registration with exactly our endpoints, it is our own
+        previous incarnation (we could bind its port, so it is gone) whose session has not
+        expired yet: replace it atomically, which the controller sees as a bounce."""
+        assert self.store is not None and self.broker_info is not None
+        try:
+            epoch = self.store.register_broker(self.broker_info)
+        except BrokerIdInUseError:
+            existing = self.store.get_broker(self.broker_id)
+            if existing is None or existing.endpoints != self.broker_info.endpoints:
+                raise
+            log.info("replacing the stale registration of broker %d (previous incarnation)", self.broker_id)
+            epoch = self.store.replace_broker_registration(self.broker_info, existing.epoch)
+        self.fence.broker_epoch = epoch
+        return epoch
+
+    # ---------------------------------------------------------------- loop helpers
+    def run_on_loop(self, coro, timeout: float | None = 30.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def replica_manager_call(self, fn: Callable[[ReplicaManager], Any]) -> Any:
+        return fn(self.replica_manager)
+
+    def on_metadata_update(self, data, deleted) -> None:
+        """Hook for the replica layer (follower fetchers need broker endpoints)."""
+
+    def broker_figures(self) -> list[tuple[str, float, str]]:
+        ss = self.socket_server
+        return [
+            ("broker_epoch", float(self.fence.broker_epoch), "this broker's epoch (czxid of its registration)"),
+            ("highest_controller_epoch_seen", float(self.fence.highest_controller_epoch), "highest controller epoch accepted"),
+            ("stale_controller_requests", float(sum(self.fence.refused.values())), "controller requests refused as stale"),
+            ("connections", float(ss.connections if ss else 0), "open client connections"),
+            ("requests", float(ss.requests if ss else 0), "requests handled"),
+            ("bad_requests", float(ss.bad_requests if ss else 0), "malformed or unsupported requests"),
+            ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
+            ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
+            ("metadata_partitions", float(self.metadata_cache.partition_count()), "partitions in the metadata cache"),
+        ]
+
+    # ---------------------------------------------------------------- shutdown
+    def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    def wait(self) -> None:
+        while not self._stop_requested.wait(0.5):
+            pass
+
+    def controlled_shutdown(self) -> bool:
+        """Ask the controller to move our leaderships away; True when nothing is left."""
+        cfg = self.config
+        assert self.store is not None
+        retries = cfg.controlled_shutdown_max_retries
+        backoff = cfg.controlled_shutdown_retry_backoff_ms / 1000.0
+        for attempt in range(1, retries + 1):
+            try:
+                controller_id = self.store.get_controller_id()
+                target = self.store.get_broker(controller_id) if controller_id is not None else None
+                if target is None:
+                    raise PrahaError("no active controller")
+                conn = BrokerConnection(target.host, target.port, timeout=cfg.controller_socket_timeout_ms / 1000.0)
+                try:
+                    conn.connect()
+                    resp = conn.send(
+                        ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.fence.broker_epoch),
+                        wire.CONTROLLED_SHUTDOWN_VERSION,
+                    )
+                finally:
+                    conn.close()
+                remaining = len(resp.remaining_partitions or [])
+                if resp.error_code == ErrorCode.NONE and remaining == 0:
+                    log.info("controlled shutdown succeeded (attempt %d)", attempt)
+                    return True
+                log.info(
+                    "controlled shutdown attempt %d: error %s, %d partitions still led",
+                    attempt, ErrorCode(resp.error_code).name if resp.error_code in ErrorCode._value2member_map_ else resp.error_code,
+                    remaining,
+                )
+            except Exception as e:  # noqa: BLE001 - retry on anything, bounded
+                log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
+            if attempt < retries:
+                time.sleep(backoff)
+        log.warning("controlled shutdown did not complete after %d attempts; shutting down anyway", retries)
+        return False
+
+    def shutdown(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        cfg = self.config
+        if cfg.controlled_shutdown_enable and self.store is not None and self.controller is not None:
+            self.controlled_shutdown()
+        if self.controller is not None:
+            self.controller.shutdown()
+        if self.store is not None:
+            self.store.stop()
+        if self.socket_server is not None and self._loop_thread.is_alive():
+            try:
+                self.run_on_loop(self.socket_server.stop(), timeout=5)
+            except Exception:  # noqa: BLE001
+                pass
+        if self._loop_thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._loop_thread.join(5)
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        self.state_log.record("BrokerStopped")
+        self.state_log.close()
+        log.info("broker %d stopped", self.broker_id)
+
+
+def run_broker(config: BrokerConfig) -> int:
+    """Run a broker in the foreground until SIGTERM/SIGINT; the `praha broker start` entry point."""
+    server = BrokerServer(config)
+    signal.signal(signal.SIGTERM, lambda *_: server.request_stop())
+    signal.signal(signal.SIGINT, lambda *_: server.request_stop())
+    try:
+        server.start()
+    except BrokerIdInUseError as e:
+        log.error("%s", e)
+        server.shutdown()
+        return 2
+    except PrahaError as e:
+        log.error("broker %d failed to start: %s", config.broker_id, e)
+        server.shutdown()
+        return 1
+    server.wait()
+    log.info("broker %d stopping", config.broker_id)
+    server.shutdown()
+    return 0

@@ -1,0 +1,1 @@
+"""The `praha` command."""

@@ -1,0 +1,263 @@
+"""`praha`: run and operate a praha cluster.
+
+  praha zookeeper start [--port P] [--data-dir D]      the embedded ZooKeeper, in the foreground
+  praha broker start --config server.properties        one broker, in the foreground
+  praha broker start|stop|kill ID [--dir D]            one broker of a local cluster
+  praha cluster up --brokers N [--dir D] [--zookeeper H:P] [--broker-config k=v ...]
+  praha cluster status [--json] | praha cluster down
+
+Commands that talk to a cluster take `--dir` (a local cluster, the default),
+`--zookeeper HOST:PORT` or `--bootstrap-server HOST:PORT`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from praha.errors import PrahaError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(PrahaError):
+    """A user-facing error: printed as `error: ...`, exit code 1."""
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    k, v = text.split("=", 1)
+    if not k.strip():
+        raise argparse.ArgumentTypeError(f"empty key in {text!r}")
+    return k.strip(), v.strip()
+
+
+def _host_port(text: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return text
+
+
+def add_cluster_options(p: argparse.ArgumentParser, bootstrap: bool = True) -> None:
+    from praha.cluster.local import DEFAULT_DIR
+
+    g = p.add_argument_group("cluster to talk to (default: the local cluster in --dir)")
+    g.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"local cluster directory (default {DEFAULT_DIR})")
+    g.add_argument("--zookeeper", type=_host_port, metavar="HOST:PORT", help="ZooKeeper of any praha cluster")
+    if bootstrap:
+        g.add_argument("--bootstrap-server", type=_host_port, metavar="HOST:PORT", help="any broker of the cluster")
+
+
+def zookeeper_of(args) -> str:
+    """The ZooKeeper connect string named by --zookeeper, or the local cluster's."""
+    if getattr(args, "zookeeper", None):
+        return args.zookeeper
+    from praha.cluster.local import LocalCluster
+
+    return LocalCluster(args.dir).load().zookeeper
+
+
+# ---------------------------------------------------------------------------- zookeeper
+def cmd_zookeeper_start(args) -> int:
+    from praha.zk.server import run_foreground
+
+    return run_foreground(port=args.port, data_dir=args.data_dir)
+
+
+# ---------------------------------------------------------------------------- broker
+def cmd_broker_start(args) -> int:
+    if args.config is not None:
+        if args.id is not None:
+            raise CliError("give either --config (run a broker here) or a broker ID of a local cluster, not both")
+        from praha.broker.server import run_broker
+        from praha.config import BrokerConfig
+
+        _setup_logging(args.log_level, prefix="broker")
+        cfg = BrokerConfig.from_file(args.config)
+        return run_broker(cfg)
+    if args.id is None:
+        raise CliError("praha broker start needs --config FILE or the ID of a broker in a local cluster")
+    from praha.cluster.local import LocalCluster
+
+    b = LocalCluster(args.dir).start_broker(args.id, timeout=args.timeout)
+    print(f"broker {b.id} started (pid {b.pid}, 127.0.0.1:{b.port})")
+    return EXIT_OK
+
+
+def cmd_broker_stop(args) -> int:
+    from praha.cluster.local import LocalCluster
+
+    clean = LocalCluster(args.dir).stop_broker(args.id, timeout=args.timeout)
+    print(f"broker {args.id} stopped" + ("" if clean else f" (forced with SIGKILL after {args.timeout:.0f}s)"))
+    return EXIT_OK
+
+
+def cmd_broker_kill(args) -> int:
+    from praha.cluster.local import LocalCluster
+
+    pid = LocalCluster(args.dir).kill_broker(args.id)
+    print(f"broker {args.id} killed (SIGKILL, pid {pid})")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- cluster
+def cmd_cluster_up(args) -> int:
+    from praha.cluster.local import LocalCluster
+
+    cluster = LocalCluster(args.dir)
+    overrides = dict(args.broker_config or [])
+    from praha.config import BrokerConfig
+
+    unknown = [k for k in overrides if k not in BrokerConfig.keys()]
+    if unknown:
+        print(f"warning: unknown broker config keys {unknown} (passed through)", file=sys.stderr)
+    cluster.up(
+        args.brokers, zookeeper=args.zookeeper, overrides=overrides, timeout=args.timeout,
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+    )
+    status = cluster.status()
+    print_status(status)
+    print(f"\ncluster directory: {cluster.root}")
+    print("bootstrap servers: " + ",".join(f"{b['host']}:{b['port']}" for b in status["brokers"]))
+    print(f"zookeeper:         {status['zookeeper']}")
+    print(f"stop it with:      praha cluster down --dir {cluster.root}")
+    return EXIT_OK
+
+
+def cmd_cluster_status(args) -> int:
+    if args.bootstrap_server:
+        from praha.admin.client_status import status_via_bootstrap
+
+        status = status_via_bootstrap(args.bootstrap_server)
+    elif args.zookeeper:
+        from praha.admin.status import cluster_status
+
+        status = cluster_status(args.zookeeper)
+    else:
+        from praha.cluster.local import LocalCluster
+
+        status = LocalCluster(args.dir).status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        print_status(status)
+    return EXIT_OK
+
+
+def cmd_cluster_down(args) -> int:
+    from praha.cluster.local import LocalCluster
+
+    LocalCluster(args.dir).down(progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+    print("cluster stopped")
+    return EXIT_OK
+
+
+def print_status(status: dict[str, Any]) -> None:
+    c = status["controller"]
+    print(f"zookeeper: {status['zookeeper']}   controller: broker {c['id']} (epoch {c['epoch']})")
+    procs = status.get("processes", {})
+    print(f"{'BROKER':>6}  {'ADDRESS':<22} {'EPOCH':>12}  {'PID':>8}  ROLE")
+    live = {b["id"] for b in status["brokers"]}
+    for b in status["brokers"]:
+        pid = procs.get(str(b["id"]), {}).get("pid", "")
+        role = "controller" if b["id"] == c["id"] else ""
+        print(f"{b['id']:>6}  {b['host'] + ':' + str(b['port']):<22} {b['epoch']:>12}  {pid:>8}  {role}")
+    for bid, p in sorted(procs.items(), key=lambda kv: int(kv[0])):
+        if int(bid) not in live:
+            state = "running, not registered" if p["running"] else "down"
+            print(f"{bid:>6}  {'127.0.0.1:' + str(p['port']):<22} {'-':>12}  {p['pid']:>8}  {state}")
+    topics = status.get("topics") or {}
+    if topics:
+        n_parts = sum(len(t["partitions"]) for t in topics.values())
+        offline = sum(1 for t in topics.values() for p in t["partitions"] if p.get("offline"))
+        under = sum(1 for t in topics.values() for p in t["partitions"] if p.get("under_replicated"))
+        print(f"topics: {len(topics)}, partitions: {n_parts}, offline: {offline}, under-replicated: {under}")
+    for problem in status.get("problems", []):
+        print(f"problem: {problem}")
+
+
+# ---------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="praha",
+        description="praha: a Kafka-compatible replicated log cluster with Kafka's ZooKeeper-mode controller.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `praha COMMAND --help` for the options of each command.",
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    zk = sub.add_parser("zookeeper", help="the embedded ZooKeeper server").add_subparsers(dest="sub", required=True)
+    p = zk.add_parser("start", help="run the embedded ZooKeeper (from the pyspark jars) in the foreground")
+    p.add_argument("--port", type=int, default=2181, help="client port (default 2181; 0 = any free port)")
+    p.add_argument("--data-dir", type=Path, default=Path(".praha/zookeeper"), help="data directory")
+    p.set_defaults(fn=cmd_zookeeper_start)
+
+    br = sub.add_parser("broker", help="run or control brokers").add_subparsers(dest="sub", required=True)
+    p = br.add_parser("start", help="run a broker (--config) or restart one broker of a local cluster (ID)")
+    p.add_argument("id", nargs="?", type=int, help="broker id in the local cluster")
+    p.add_argument("--config", type=Path, help="server.properties (Kafka's names); runs the broker in the foreground")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the broker to register")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_broker_start)
+    p = br.add_parser("stop", help="graceful stop (SIGTERM → controlled shutdown) of a local cluster's broker")
+    p.add_argument("id", type=int)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds before SIGKILL (default 60)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_broker_stop)
+    p = br.add_parser("kill", help="SIGKILL a local cluster's broker (a crash)")
+    p.add_argument("id", type=int)
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_broker_kill)
+
+    cl = sub.add_parser("cluster", help="a local cluster: ZooKeeper + N brokers").add_subparsers(dest="sub", required=True)
+    p = cl.add_parser("up", help="start ZooKeeper (unless --zookeeper) and N brokers, wait for a controller")
+    p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    p.add_argument("--broker-config", type=_key_value, action="append", metavar="KEY=VALUE",
+                   help="broker config override, repeatable (Kafka names, e.g. min.insync.replicas=2)")
+    p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default 90)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_cluster_up)
+    p = cl.add_parser("status", help="controller, epoch, live brokers (and topics)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_cluster_options(p)
+    p.set_defaults(fn=cmd_cluster_status)
+    p = cl.add_parser("down", help="stop every process `cluster up` started (even after some were killed)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_cluster_down)
+
+    for register in _EXTENSIONS:
+        register(sub)
+    return parser
+
+
+#: other modules add subcommands here (topics, produce/consume, reassign, …)
+_EXTENSIONS: list[Callable[[Any], None]] = []
+
+
+def _setup_logging(level: str, prefix: str = "praha") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level),
+        format="%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not (args.command == "broker" and args.sub == "start" and args.config):
+        _setup_logging("WARNING" if args.log_level == "INFO" else args.log_level)
+    try:
+        return args.fn(args)
+    except PrahaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130

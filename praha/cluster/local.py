@@ -1,0 +1,320 @@
+"""A local cluster in one directory: the embedded ZooKeeper and N broker processes.
+
+Layout of `--dir` (default `.praha/cluster`):
+  cluster.json            what `up` started: ZooKeeper (connect string, pid, embedded?),
+                          brokers (id, port, metrics port, pid, config path)
+  zookeeper/              the embedded server's data, config and log
+  broker-<id>/            server.properties, broker.log (stdout/stderr), data/ (log.dirs)
+
+`up` writes configs, starts ZooKeeper (unless one is given), starts the brokers as
+detached processes (they outlive the command), waits until every broker is registered
+and a controller is elected. Every process is stopped by the PID recorded here, and only
+after checking that the PID still belongs to the process we started (its command line),
+so a recycled PID is never signalled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from praha.errors import PrahaError
+from praha.zk.server import EmbeddedZooKeeper, free_port
+
+DEFAULT_DIR = Path(os.environ.get("PRAHA_HOME", ".praha")) / "cluster"
+
+#: defaults for local clusters: a short session timeout so failover is quick on loopback
+LOCAL_BROKER_DEFAULTS = {
+    "zookeeper.session.timeout.ms": "6000",
+    "controlled.shutdown.retry.backoff.ms": "500",
+    "leader.imbalance.check.interval.seconds": "30",
+}
+
+
+class ClusterError(PrahaError):
+    pass
+
+
+@dataclass
+class BrokerProcess:
+    id: int
+    port: int
+    metrics_port: int
+    dir: str
+    pid: int = -1
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def config_path(self) -> Path:
+        return Path(self.dir) / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.dir) / "broker.log"
+
+
+@dataclass
+class ClusterState:
+    zookeeper: str
+    zookeeper_pid: int = -1
+    zookeeper_embedded: bool = True
+    brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["brokers"] = {str(k): v for k, v in d["brokers"].items()}
+        return json.dumps(d, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ClusterState":
+        d = json.loads(text)
+        brokers = {int(k): BrokerProcess(**v) for k, v in d.pop("brokers").items()}
+        return cls(brokers=brokers, **d)
+
+
+def _process_matches(pid: int, needle: str) -> bool:
+    """True if `pid` is alive and its command line contains `needle` (guards against PID reuse)."""
+    if pid <= 0:
+        return False
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return needle in " ".join(p.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _signal(pid: int, needle: str, sig: int) -> bool:
+    if not _process_matches(pid, needle):
+        return False
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _wait_gone(pid: int, needle: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _process_matches(pid, needle):
+            return True
+        time.sleep(0.05)
+    return not _process_matches(pid, needle)
+
+
+class LocalCluster:
+    def __init__(self, root: str | Path = DEFAULT_DIR):
+        self.root = Path(root).resolve()
+        self.state_file = self.root / "cluster.json"
+
+    # ---- state ----------------------------------------------------------------------
+    def load(self) -> ClusterState:
+        try:
+            return ClusterState.from_json(self.state_file.read_text())
+        except FileNotFoundError:
+            raise ClusterError(f"no cluster in {self.root} (run `praha cluster up --dir {self.root}` first)") from None
+        except (ValueError, TypeError, KeyError) as e:
+            raise ClusterError(f"{self.state_file} is not a valid cluster description: {e}") from None
+
+    def save(self, state: ClusterState) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(state.to_json())
+        tmp.replace(self.state_file)
+
+    def exists(self) -> bool:
+        return self.state_file.exists()
+
+    # ---- up ----------------------------------------------------------------------------
+    def up(
+        self,
+        brokers: int = 3,
+        zookeeper: str | None = None,
+        overrides: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        progress=lambda msg: None,
+    ) -> ClusterState:
+        if brokers < 1:
+            raise ClusterError("--brokers must be at least 1")
+        if self.exists():
+            state = self.load()
+            running = [b.id for b in state.brokers.values() if self.broker_running(b)]
+            if running or _process_matches(state.zookeeper_pid, "zookeeper"):
+                raise ClusterError(
+                    f"a cluster is already running in {self.root} (brokers {running}); "
+                    "run `praha cluster down` first or use another --dir"
+                )
+        self.root.mkdir(parents=True, exist_ok=True)
+        if zookeeper:
+            state = ClusterState(zookeeper=zookeeper, zookeeper_embedded=False)
+        else:
+            progress("starting embedded ZooKeeper")
+            zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000)
+            zk.start()
+            state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
+            progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
+        self.save(state)
+        for bid in range(1, brokers + 1):
+            state.brokers[bid] = BrokerProcess(
+                id=bid, port=free_port(), metrics_port=free_port(), dir=str(self.root / f"broker-{bid}"),
+                overrides=dict(overrides or {}),
+            )
+        self.save(state)
+        for b in state.brokers.values():
+            self._launch(state, b)
+            progress(f"broker {b.id} starting on 127.0.0.1:{b.port} (pid {b.pid})")
+        self.save(state)
+        self.wait_until_ready(state, set(state.brokers), timeout)
+        return state
+
+    def _write_config(self, state: ClusterState, b: BrokerProcess) -> None:
+        d = Path(b.dir)
+        d.mkdir(parents=True, exist_ok=True)
+        props = {
+            "broker.id": str(b.id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+            "log.dirs": str(d / "data"),
+            "zookeeper.connect": state.zookeeper,
+            "praha.metrics.port": str(b.metrics_port),
+            **LOCAL_BROKER_DEFAULTS,
+            **b.overrides,
+        }
+        b.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _launch(self, state: ClusterState, b: BrokerProcess) -> None:
+        self._write_config(state, b)
+        with open(b.log_path, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "praha", "broker", "start", "--config", str(b.config_path)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=b.dir,
+            )
+        b.pid = proc.pid
+
+    def wait_until_ready(self, state: ClusterState, broker_ids: set[int], timeout: float) -> dict[str, Any]:
+        """Until every broker in `broker_ids` is registered and a controller is elected."""
+        deadline = time.monotonic() + timeout
+        last: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            for bid in broker_ids:
+                b = state.brokers[bid]
+                if not self.broker_running(b):
+                    raise ClusterError(f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}")
+            try:
+                last = self.zk_status(state)
+            except Exception:  # noqa: BLE001 - ZooKeeper may still be coming up
+                time.sleep(0.2)
+                continue
+            live = {b["id"] for b in last["brokers"]}
+            if broker_ids <= live and last["controller"]["id"] in live:
+                return last
+            time.sleep(0.1)
+        raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last}")
+
+    # ---- status -----------------------------------------------------------------------
+    def zk_status(self, state: ClusterState) -> dict[str, Any]:
+        from praha.admin.status import cluster_status
+
+        return cluster_status(state.zookeeper)
+
+    def status(self) -> dict[str, Any]:
+        state = self.load()
+        st = self.zk_status(state)
+        st["processes"] = {
+            str(b.id): {"pid": b.pid, "running": self.broker_running(b), "port": b.port,
+                        "metrics_port": b.metrics_port, "log": str(b.log_path)}
+            for b in state.brokers.values()
+        }
+        return st
+
+    # ---- processes ----------------------------------------------------------------------
+    def broker_running(self, b: BrokerProcess) -> bool:
+        return _process_matches(b.pid, str(b.config_path))
+
+    def broker(self, broker_id: int) -> tuple[ClusterState, BrokerProcess]:
+        state = self.load()
+        b = state.brokers.get(broker_id)
+        if b is None:
+            raise ClusterError(f"no broker {broker_id} in {self.root} (brokers: {sorted(state.brokers)})")
+        return state, b
+
+    def kill_broker(self, broker_id: int) -> int:
+        """SIGKILL (a crash). Returns the PID killed."""
+        _, b = self.broker(broker_id)
+        if not _signal(b.pid, str(b.config_path), signal.SIGKILL):
+            raise ClusterError(f"broker {broker_id} is not running")
+        _wait_gone(b.pid, str(b.config_path), 10)
+        return b.pid
+
+    def pause_broker(self, broker_id: int) -> None:
+        _, b = self.broker(broker_id)
+        if not _signal(b.pid, str(b.config_path), signal.SIGSTOP):
+            raise ClusterError(f"broker {broker_id} is not running")
+
+    def resume_broker(self, broker_id: int) -> None:
+        _, b = self.broker(broker_id)
+        _signal(b.pid, str(b.config_path), signal.SIGCONT)
+
+    def stop_broker(self, broker_id: int, timeout: float = 60.0) -> bool:
+        """SIGTERM (graceful: controlled shutdown), SIGKILL if still alive after `timeout`.
+        Returns True if it exited by itself."""
+        _, b = self.broker(broker_id)
+        needle = str(b.config_path)
+        if not _signal(b.pid, needle, signal.SIGTERM):
+            raise ClusterError(f"broker {broker_id} is not running")
+        if _wait_gone(b.pid, needle, timeout):
+            return True
+        _signal(b.pid, needle, signal.SIGKILL)
+        _wait_gone(b.pid, needle, 10)
+        return False
+
+    def start_broker(self, broker_id: int, wait: bool = True, timeout: float = 60.0) -> BrokerProcess:
+        state, b = self.broker(broker_id)
+        if self.broker_running(b):
+            raise ClusterError(f"broker {broker_id} is already running (pid {b.pid})")
+        self._launch(state, b)
+        self.save(state)
+        if wait:
+            self.wait_until_ready(state, {broker_id}, timeout)
+        return b
+
+    def down(self, timeout: float = 30.0, progress=lambda msg: None) -> None:
+        """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper."""
+        state = self.load()
+        running = [b for b in state.brokers.values() if self.broker_running(b)]
+        for b in running:
+            _signal(b.pid, str(b.config_path), signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for b in running:
+            needle = str(b.config_path)
+            if not _wait_gone(b.pid, needle, max(0.1, deadline - time.monotonic())):
+                _signal(b.pid, needle, signal.SIGKILL)
+                _wait_gone(b.pid, needle, 10)
+            progress(f"broker {b.id} stopped (pid {b.pid})")
+        if state.zookeeper_embedded and _process_matches(state.zookeeper_pid, "zookeeper"):
+            _signal(state.zookeeper_pid, "zookeeper", signal.SIGTERM)
+            if not _wait_gone(state.zookeeper_pid, "zookeeper", 10):
+                _signal(state.zookeeper_pid, "zookeeper", signal.SIGKILL)
+                _wait_gone(state.zookeeper_pid, "zookeeper", 10)
+            progress(f"ZooKeeper stopped (pid {state.zookeeper_pid})")
+
+    def all_pids(self) -> list[int]:
+        state = self.load()
+        return [b.pid for b in state.brokers.values()] + [state.zookeeper_pid]
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

@@ -1,0 +1,217 @@
+"""Conversion between the controller's request dataclasses and the Kafka wire classes.
+
+The controller and the broker reason in `messages.py` terms; this is the only place that
+knows the shape of `praha.protocol.controller_apis` (LeaderAndIsr v4, StopReplica v3,
+UpdateMetadata v6, ControlledShutdown v3). Grouping by topic happens here.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.controller.messages import (
+    ControllerRequest,
+    ControllerResponseData,
+    LeaderAndIsrRequestData,
+    PartitionLeaderState,
+    StopReplicaPartition,
+    StopReplicaRequestData,
+    UpdateMetadataRequestData,
+)
+from praha.protocol.controller_apis import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+
+LEADER_AND_ISR_VERSION = 4
+STOP_REPLICA_VERSION = 3
+UPDATE_METADATA_VERSION = 6
+CONTROLLED_SHUTDOWN_VERSION = 3
+
+#: Kafka's SecurityProtocol ids as carried in UpdateMetadata endpoints
+_SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+_SECURITY_PROTOCOL_NAMES = {v: k for k, v in _SECURITY_PROTOCOL_IDS.items()}
+
+_LI = LeaderAndIsrRequest
+_UM = UpdateMetadataRequest
+_SR = StopReplicaRequest
+
+
+def _grouped(items, key):
+    groups: dict[str, list] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    return groups
+
+
+# ---------------------------------------------------------------------- requests → wire
+def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
+    """The wire object and the API version to send it at."""
+    if isinstance(req, LeaderAndIsrRequestData):
+        return _leader_and_isr_to_wire(req), LEADER_AND_ISR_VERSION
+    if isinstance(req, UpdateMetadataRequestData):
+        return _update_metadata_to_wire(req), UPDATE_METADATA_VERSION
+    if isinstance(req, StopReplicaRequestData):
+        return _stop_replica_to_wire(req), STOP_REPLICA_VERSION
+    raise TypeError(f"not a controller request: {type(req).__name__}")
+
+
+def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData):
+    topic_states = [
+        _LI.LeaderAndIsrTopicState(
+            topic_name=topic,
+            partition_states=[
+                _LI.LeaderAndIsrPartitionState(
+                    topic_name=topic, partition_index=s.tp.partition, controller_epoch=s.controller_epoch,
+                    leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr), partition_epoch=s.zk_version,
+                    replicas=list(s.replicas), adding_replicas=list(s.adding_replicas),
+                    removing_replicas=list(s.removing_replicas), is_new=s.is_new,
+                )
+                for s in states
+            ],
+        )
+        for topic, states in _grouped(req.partitions, lambda s: s.tp.topic).items()
+    ]
+    leaders = [_LI.LeaderAndIsrLiveLeader(broker_id=b.id, host_name=b.host, port=b.port) for b in req.live_leaders]
+    return LeaderAndIsrRequest(
+        controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
+        topic_states=topic_states, live_leaders=leaders,
+    )
+
+
+def _update_metadata_to_wire(req: UpdateMetadataRequestData):
+    topic_states = [
+        _UM.UpdateMetadataTopicState(
+            topic_name=topic,
+            partition_states=[
+                _UM.UpdateMetadataPartitionState(
+                    topic_name=topic, partition_index=s.tp.partition, controller_epoch=s.controller_epoch,
+                    leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr), zk_version=s.zk_version,
+                    replicas=list(s.replicas), offline_replicas=list(s.offline_replicas),
+                )
+                for s in states
+            ],
+        )
+        for topic, states in _grouped(req.partitions, lambda s: s.tp.topic).items()
+    ]
+    brokers = [
+        _UM.UpdateMetadataBroker(
+            id=b.id,
+            endpoints=[
+                _UM.UpdateMetadataBroker.UpdateMetadataEndpoint(
+                    port=e.port, host=e.host, listener=e.listener,
+                    security_protocol=_SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0),
+                )
+                for e in b.endpoints
+            ],
+            rack=b.rack,
+        )
+        for b in req.live_brokers
+    ]
+    return UpdateMetadataRequest(
+        controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
+        topic_states=topic_states, live_brokers=brokers,
+    )
+
+
+def _stop_replica_to_wire(req: StopReplicaRequestData):
+    topic_states = [
+        _SR.StopReplicaTopicState(
+            topic_name=topic,
+            partition_states=[
+                _SR.StopReplicaTopicState.StopReplicaPartitionState(
+                    partition_index=p.tp.partition, leader_epoch=p.leader_epoch, delete_partition=p.delete
+                )
+                for p in parts
+            ],
+        )
+        for topic, parts in _grouped(req.partitions, lambda p: p.tp.topic).items()
+    ]
+    return StopReplicaRequest(
+        controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
+        topic_states=topic_states,
+    )
+
+
+# ---------------------------------------------------------------------- wire → requests
+def leader_and_isr_from_wire(w) -> LeaderAndIsrRequestData:
+    parts = [
+        PartitionLeaderState(
+            tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
+            leader=p.leader, leader_epoch=p.leader_epoch, isr=tuple(p.isr), zk_version=p.partition_epoch,
+            replicas=tuple(p.replicas), adding_replicas=tuple(p.adding_replicas or ()),
+            removing_replicas=tuple(p.removing_replicas or ()), is_new=bool(p.is_new),
+        )
+        for ts in (w.topic_states or [])
+        for p in (ts.partition_states or [])
+    ]
+    leaders = [BrokerInfo(l.broker_id, (EndPoint(l.host_name, l.port),)) for l in (w.live_leaders or [])]
+    return LeaderAndIsrRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, leaders)
+
+
+def update_metadata_from_wire(w) -> UpdateMetadataRequestData:
+    parts = [
+        PartitionLeaderState(
+            tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
+            leader=p.leader, leader_epoch=p.leader_epoch, isr=tuple(p.isr), zk_version=p.zk_version,
+            replicas=tuple(p.replicas), offline_replicas=tuple(p.offline_replicas or ()),
+        )
+        for ts in (w.topic_states or [])
+        for p in (ts.partition_states or [])
+    ]
+    brokers = [
+        BrokerInfo(
+            b.id,
+            tuple(
+                EndPoint(e.host, e.port, e.listener or "PLAINTEXT",
+                         _SECURITY_PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"))
+                for e in (b.endpoints or [])
+            ),
+            b.rack,
+        )
+        for b in (w.live_brokers or [])
+    ]
+    return UpdateMetadataRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, brokers)
+
+
+def stop_replica_from_wire(w) -> StopReplicaRequestData:
+    parts = [
+        StopReplicaPartition(TopicPartition(ts.topic_name, p.partition_index), p.leader_epoch, bool(p.delete_partition))
+        for ts in (w.topic_states or [])
+        for p in (ts.partition_states or [])
+    ]
+    return StopReplicaRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts)
+
+
+# ---------------------------------------------------------------------- responses
+def response_to_wire(api_key: int, resp: ControllerResponseData):
+    errors = [
+        dict(topic_name=tp.topic, partition_index=tp.partition, error_code=int(code))
+        for tp, code in resp.partition_errors.items()
+    ]
+    if api_key == LeaderAndIsrRequestData.api_key:
+        return LeaderAndIsrResponse(
+            error_code=int(resp.error_code),
+            partition_errors=[LeaderAndIsrResponse.LeaderAndIsrPartitionError(**e) for e in errors],
+        )
+    if api_key == StopReplicaRequestData.api_key:
+        return StopReplicaResponse(
+            error_code=int(resp.error_code),
+            partition_errors=[StopReplicaResponse.StopReplicaPartitionError(**e) for e in errors],
+        )
+    if api_key == UpdateMetadataRequestData.api_key:
+        return UpdateMetadataResponse(error_code=int(resp.error_code))
+    raise TypeError(f"api key {api_key} is not a controller request")
+
+
+def response_from_wire(w) -> ControllerResponseData:
+    errors = {
+        TopicPartition(e.topic_name, e.partition_index): e.error_code
+        for e in (getattr(w, "partition_errors", None) or [])
+    }
+    return ControllerResponseData(w.error_code, errors)
