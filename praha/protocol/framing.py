@@ -1,0 +1,267 @@
+"""Request framing for a Kafka-protocol server (and the header half of a client).
+
+A request on the wire is `int32 size | header | body`. The server reads the 4-byte size,
+checks it before allocating anything (a hostile or confused peer can claim 2 GiB), reads
+that many bytes, and hands them to `decode_request`. Every way a frame can be wrong ends
+in a `praha.errors.InvalidRequestError` subclass, never a stray struct/Index/Unicode
+error, so the network loop needs exactly one `except` to stay up.
+
+Header versions follow Kafka: v0 (no client id) only for ControlledShutdown v0, v2
+(tagged fields after the client id) when the API version is flexible, v1 otherwise. The
+client id keeps its old int16 length prefix even in v2. Responses use header v1 when
+flexible, except ApiVersions, which always answers with header v0 so that a client that
+asked at a version the server lacks can still read the answer.
+"""
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.api_header import RequestHeader as _KafkaRequestHeader
+from kafka.protocol.api_message import ApiMessage
+
+from praha.errors import InvalidRequestError
+from praha.protocol.errors import (
+    MalformedRequestError,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+)
+from praha.protocol.registry import APIS, ApiSpec, header_version
+
+#: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
+MAX_REQUEST_BYTES = 100 * 1024 * 1024
+FRAME_SIZE_BYTES = 4
+
+_SIZE = struct.Struct(">i")
+_FIXED_HEADER = struct.Struct(">hhi")
+_INT16 = struct.Struct(">h")
+# kafka-python's encode() stores version (and header) on the message object before
+# encoding; the lock keeps threads that encode one shared object apart. Encoding is pure
+# Python under the GIL anyway, so the lock costs no parallelism.
+_ENCODE_LOCK = threading.Lock()
+
+Bytes = bytes | bytearray | memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """The parsed request header; `size` is how many body bytes it took."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str = ""
+    header_version: int = 1
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    """A request ready for a handler: its header and the kafka-python message object."""
+
+    header: RequestHeader
+    request: ApiMessage
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def expects_response(self) -> bool:
+        """False only for requests answered with silence (Produce with acks=0)."""
+        return bool(self.request.expect_response())
+
+
+def parse_frame_size(prefix: Bytes, max_bytes: int = MAX_REQUEST_BYTES) -> int:
+    """The body size announced by a 4-byte frame prefix, checked before any allocation."""
+    if len(prefix) != FRAME_SIZE_BYTES:
+        raise InvalidRequestError(f"frame prefix must be 4 bytes, got {len(prefix)}")
+    (size,) = _SIZE.unpack(prefix)
+    if size < 0:
+        raise InvalidRequestError(f"invalid negative frame size {size}")
+    if size > max_bytes:
+        raise InvalidRequestError(f"frame size {size} exceeds the maximum of {max_bytes} bytes")
+    return size
+
+
+def parse_request_header(body: Bytes) -> RequestHeader:
+    """Parse the header at the start of a frame body (for any known or unknown API key).
+
+    Raises MalformedRequestError; once the first 8 bytes are there the error carries a
+    header with the correlation id, so the caller can still log or answer it."""
+    api_key, api_version, correlation_id = _fixed_header(body)
+    hv = header_version(api_key, api_version)
+    partial = RequestHeader(api_key, api_version, correlation_id, "", hv, _FIXED_HEADER.size)
+    try:
+        return _rest_of_header(body, partial)
+    except MalformedRequestError:
+        raise
+    except Exception as e:  # any decoding slip is a bad request, never a crash
+        raise MalformedRequestError(f"bad request header: {e!r}", partial) from e
+
+
+def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None = None) -> DecodedRequest:
+    """Decode one frame body (without the size prefix) into header + request object.
+
+    `supported` is the server's {api_key: (min, max)}; without it every API in the
+    registry is accepted at every version its schema knows. Raises UnknownApiKeyError,
+    UnsupportedVersionError (both carry the header) or MalformedRequestError."""
+    api_key, api_version, correlation_id = _fixed_header(body)
+    spec = APIS.get(api_key)
+    if spec is None or (supported is not None and api_key not in supported):
+        raise UnknownApiKeyError(f"unknown or disabled api key {api_key}",
+                                 _lenient_header(body, api_key, api_version, correlation_id))
+    lo, hi = spec.min_version, spec.max_version
+    if supported is not None:
+        lo, hi = max(lo, supported[api_key][0]), min(hi, supported[api_key][1])
+    if not lo <= api_version <= hi:
+        raise UnsupportedVersionError(
+            f"{spec.name} v{api_version} is not supported (supported: v{lo}-v{hi})",
+            _lenient_header(body, api_key, api_version, correlation_id))
+    header = parse_request_header(body)
+    return DecodedRequest(header, _decode_body(spec, body, header))
+
+
+def encode_response(header: RequestHeader, response: ApiMessage, api_version: int) -> bytearray:
+    """Frame a response for `header`'s request: size prefix, response header, body.
+
+    Returns the bytes-like buffer kafka-python builds (a bytearray, ready for sendall).
+    The same response object may be encoded again, even from several threads (e.g. a
+    cached ApiVersions answer): kafka-python keeps version and header on the object."""
+    with _ENCODE_LOCK:
+        # kafka-python's API_VERSION setter writes `request_api_version` into an attached
+        # header, which a ResponseHeader lacks: drop any header from an earlier encode.
+        response._header = None
+        response.API_VERSION = api_version
+        response.with_header(correlation_id=header.correlation_id)
+        return response.encode(header=True, framed=True)
+
+
+def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """A request header in the version Kafka uses for this API version."""
+    fixed = _FIXED_HEADER.pack(api_key, api_version, correlation_id)
+    hv = header_version(api_key, api_version)
+    if hv == 0:
+        return fixed
+    if client_id is None:
+        cid = _INT16.pack(-1)
+    else:
+        raw = client_id.encode("utf-8")
+        cid = _INT16.pack(len(raw)) + raw
+    return fixed + cid + (b"\x00" if hv == 2 else b"")
+
+
+def encode_request(request: ApiMessage, api_version: int, correlation_id: int,
+                   client_id: str | None = "praha") -> bytes:
+    """A complete request frame (size, header, body) without touching the request's own
+    header, so one request object may be sent on several connections."""
+    with _ENCODE_LOCK:
+        body = request.encode(version=api_version)
+    header = encode_request_header(request.API_KEY, api_version, correlation_id, client_id)
+    return b"".join((_SIZE.pack(len(header) + len(body)), header, body))
+
+
+# -- internals ---------------------------------------------------------------------------
+
+def _fixed_header(body: Bytes) -> tuple[int, int, int]:
+    if len(body) < _FIXED_HEADER.size:
+        raise MalformedRequestError(f"request of {len(body)} bytes is shorter than a header")
+    return _FIXED_HEADER.unpack_from(body, 0)
+
+
+def _rest_of_header(body: Bytes, partial: RequestHeader) -> RequestHeader:
+    pos = partial.size
+    if partial.header_version == 0:
+        return partial
+    client_id, pos = _read_client_id(body, pos, partial)
+    if partial.header_version == 2:
+        pos = _skip_tagged_fields(body, pos, partial)
+    return RequestHeader(partial.api_key, partial.api_version, partial.correlation_id,
+                         client_id, partial.header_version, pos)
+
+
+def _lenient_header(body: Bytes, api_key: int, api_version: int, correlation_id: int) -> RequestHeader:
+    """The header as far as it parses: enough to answer an unsupported request."""
+    hv = header_version(api_key, api_version)
+    partial = RequestHeader(api_key, api_version, correlation_id, "", hv, _FIXED_HEADER.size)
+    try:
+        return _rest_of_header(body, partial)
+    except Exception:
+        return partial
+
+
+def _read_client_id(body: Bytes, pos: int, partial: RequestHeader) -> tuple[str, int]:
+    if pos + 2 > len(body):
+        raise MalformedRequestError("truncated client id", partial)
+    (n,) = _INT16.unpack_from(body, pos)
+    pos += 2
+    if n == -1:  # Kafka reads a null client id as ""
+        return "", pos
+    if n < 0 or pos + n > len(body):
+        raise MalformedRequestError(f"bad client id length {n}", partial)
+    # Java decodes client ids leniently; so do we (invalid bytes become U+FFFD).
+    return bytes(body[pos:pos + n]).decode("utf-8", errors="replace"), pos + n
+
+
+def _read_uvarint(body: Bytes, pos: int, partial: RequestHeader) -> tuple[int, int]:
+    value = 0
+    for i in range(5):
+        if pos >= len(body):
+            raise MalformedRequestError("truncated varint", partial)
+        b = body[pos]
+        pos += 1
+        value |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            return value, pos
+    raise MalformedRequestError("varint longer than 5 bytes", partial)
+
+
+def _skip_tagged_fields(body: Bytes, pos: int, partial: RequestHeader) -> int:
+    count, pos = _read_uvarint(body, pos, partial)
+    for _ in range(count):
+        _tag, pos = _read_uvarint(body, pos, partial)
+        size, pos = _read_uvarint(body, pos, partial)
+        pos += size
+        if pos > len(body):
+            raise MalformedRequestError("truncated tagged field", partial)
+    return pos
+
+
+def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> ApiMessage:
+    """Decode with kafka-python's compiled decoder, which reports where it stopped.
+
+    `ApiMessage.decode` drops that position, and the compiled decoder slices strings and
+    bytes without bounds checks, so a truncated body would decode "successfully" into
+    short values. Ending past the frame is therefore checked here. Trailing bytes are
+    tolerated, as Kafka does."""
+    cls: Any = spec.request
+    version = header.api_version
+    flexible = cls.flexible_version_q(version)
+    try:
+        decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
+        request, end = decode(memoryview(body), header.size)
+    except Exception as e:  # struct.error, IndexError, UnicodeDecodeError, ValueError...
+        raise MalformedRequestError(f"malformed {spec.name} v{version} body: {e!r}", header) from e
+    if end > len(body):
+        raise MalformedRequestError(f"truncated {spec.name} v{version} body "
+                                    f"({len(body)} bytes, needs {end})", header)
+    # What `ApiMessage.decode(header=True)` would attach; without it the object cannot
+    # even have its API_VERSION set (kafka-python reads the unset slot).
+    request._header = _KafkaRequestHeader(
+        request_api_key=header.api_key, request_api_version=version,
+        correlation_id=header.correlation_id, client_id=header.client_id)
+    return request
+
+
+__all__ = [
+    "MAX_REQUEST_BYTES", "FRAME_SIZE_BYTES", "RequestHeader", "DecodedRequest",
+    "parse_frame_size", "parse_request_header", "decode_request", "encode_response",
+    "encode_request_header", "encode_request",
+]
