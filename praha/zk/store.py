@@ -114,6 +114,33 @@ def _ancestors_first(paths: Iterable[str]) -> list[str]:
     return list(out)
 
 
+def _decoder_for(path: str) -> Callable[[bytes], Any]:
+    """The codec check for a znode path (for `delete_if_unchanged_corrupt`)."""
+    parts = path.strip("/").split("/")
+    if path == zn.CONTROLLER_PATH:
+        return lambda d: zn.decode_controller(d, path)
+    if path == zn.CONTROLLER_EPOCH_PATH:
+        return lambda d: zn.decode_controller_epoch(d, path)
+    if path in (zn.REASSIGN_PARTITIONS_PATH,):
+        return lambda d: zn.decode_reassignment(d, path)
+    if path == zn.PREFERRED_REPLICA_ELECTION_PATH:
+        return lambda d: zn.decode_preferred_election(d, path)
+    if path == zn.CLUSTER_ID_PATH:
+        return lambda d: zn.decode_cluster_id(d, path)
+    if path.startswith(zn.ISR_CHANGE_NOTIFICATION_PATH + "/"):
+        return lambda d: zn.decode_isr_change(d, path)
+    if path.startswith(zn.CONFIG_TOPICS_PATH + "/"):
+        return lambda d: zn.decode_config(d, path)
+    if path.startswith(zn.BROKER_IDS_PATH + "/") and parts[-1].isdigit():
+        return lambda d: zn.decode_broker(int(parts[-1]), d, path=path)
+    if path.startswith(zn.TOPICS_PATH + "/"):
+        if len(parts) == 3:
+            return lambda d: zn.decode_topic_assignment(d, path)
+        if len(parts) == 6 and parts[5] == "state":
+            return lambda d: zn.decode_partition_state(d, 0, path)
+    raise ValueError(f"no codec known for {path}")
+
+
 class ZkStore:
     """See the module docstring. Not usable before `start()`; `stop()` ends the session."""
 
@@ -488,6 +515,35 @@ class ZkStore:
         except KazooException as e:
             raise self._wrap(e, "delete /controller") from None
 
+    def repair_controller_epoch(self, epoch: int) -> bool:
+        """Overwrite a corrupt `/controller_epoch` with `epoch` (conditional on the version read);
+        create it if absent. A readable epoch is left alone. Returns whether it wrote."""
+        got = self.get_data(zn.CONTROLLER_EPOCH_PATH)
+        if got is None:
+            ops: list[ZkOp] = [CreateOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch))]
+        else:
+            try:
+                zn.decode_controller_epoch(got[0])
+                return False
+            except ZNodeDecodeError:
+                ops = [SetDataOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch), got[1].version)]
+        return self.multi(ops)[0].ok
+
+    def delete_if_unchanged_corrupt(self, path: str) -> bool:
+        """Delete `path` if its data still fails to decode, conditional on the version read (so a
+        valid value written meanwhile survives). Only for znodes with a known codec. Returns
+        whether it deleted."""
+        decode = _decoder_for(path)
+        got = self.get_data(path)
+        if got is None:
+            return False
+        try:
+            decode(got[0])
+            return False
+        except ZNodeDecodeError:
+            pass
+        return self.multi([DeleteOp(path, got[1].version)])[0].ok
+
     # -- brokers --------------------------------------------------------------------------------
     def register_broker(self, info: BrokerInfo) -> int:
         """Create the ephemeral `/brokers/ids/<id>`; returns the broker epoch (its czxid).
@@ -522,6 +578,26 @@ class ZkStore:
             except KazooException as e:
                 raise self._wrap(e, f"register broker {info.id}") from None
         raise ZkError(f"could not register broker {info.id}: {path} keeps changing")
+
+    def replace_broker_registration(self, info: BrokerInfo, stale_epoch: int) -> int:
+        """Atomically swap a stale registration (czxid `stale_epoch`, e.g. this broker's previous
+        incarnation whose session has not expired yet) for ours; returns the new broker epoch.
+        BrokerIdInUseError if the registration is not that one any more."""
+        path = zn.broker_path(info.id)
+        got = self.get_data(path)
+        if got is None:
+            return self.register_broker(info)
+        stat = got[1]
+        if stat.czxid != stale_epoch:
+            raise BrokerIdInUseError(
+                f"broker.id {info.id}: the registration changed (epoch {stat.czxid}, expected {stale_epoch})")
+        result = self.multi([DeleteOp(path, stat.version), CreateOp(path, zn.encode_broker(info), ephemeral=True)])
+        if not all(r.ok for r in result):
+            raise BrokerIdInUseError(f"broker.id {info.id}: the registration changed while replacing it")
+        mine = self.get_data(path)
+        if mine is None or mine[1].ephemeralOwner != self._session_id:
+            raise BrokerIdInUseError(f"broker.id {info.id}: another broker registered right after the swap")
+        return mine[1].czxid
 
     def deregister_broker(self, broker_id: int) -> None:
         try:

@@ -402,3 +402,24 @@ def test_ensemble_survives_one_server_loss(tmp_path):
         finally:
             store.stop()
     assert all(pid is None for pid in ensemble.pids)
+
+
+def test_repairs_of_corrupt_znodes(zk_store, other_store):
+    zk_store.client.create(zn.CONTROLLER_EPOCH_PATH, b"garbage")
+    assert zk_store.repair_controller_epoch(4)
+    assert not zk_store.repair_controller_epoch(9)  # readable now: left alone
+    assert zk_store.register_controller_and_increment_epoch(1)[0] == 5
+
+    zk_store.client.create("/brokers/topics/bad", b"{")
+    zk_store.client.create("/brokers/topics/good", zn.encode_topic_assignment(TopicAssignment()))
+    assert zk_store.delete_if_unchanged_corrupt("/brokers/topics/bad")
+    assert not zk_store.delete_if_unchanged_corrupt("/brokers/topics/good")
+    assert not zk_store.delete_if_unchanged_corrupt("/brokers/topics/absent")
+    assert zk_store.get_all_topics() == ["good"]
+
+    stale = other_store.register_broker(broker(3))  # a previous incarnation, session still alive
+    fresh = zk_store.replace_broker_registration(broker(3), stale)
+    assert fresh > stale
+    assert zk_store.get_live_brokers()[0][3].epoch == fresh
+    with pytest.raises(BrokerIdInUseError):
+        other_store.replace_broker_registration(broker(3), stale)
