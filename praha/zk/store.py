@@ -392,10 +392,11 @@ class ZkStore:
     def exists(self, path: str) -> ZnodeStat | None:
         return self._read(f"exists {path}", lambda: self._get(self.client.exists_async(path)))
 
-    def get_data_bulk(self, paths: Iterable[str], use_multi_read: bool | None = None
-                      ) -> dict[str, tuple[bytes, ZnodeStat] | None]:
-        """Data and stat of each path (None if absent). Multi-read by default when the server has it."""
-        return self._bulk(list(dict.fromkeys(paths)), GET_DATA_OPCODE, use_multi_read)
+    def get_data_bulk(self, paths: Iterable[str], use_multi_read: bool | None = None,
+                      multi_read_batch: int | None = None) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+        """Data and stat of each path (None if absent). Multi-read by default when the server has
+        it; `multi_read_batch` (paths per request) bounds a response's size for large znodes."""
+        return self._bulk(list(dict.fromkeys(paths)), GET_DATA_OPCODE, use_multi_read, multi_read_batch)
 
     def get_children_bulk(self, paths: Iterable[str], use_multi_read: bool | None = None
                           ) -> dict[str, list[str] | None]:
@@ -414,12 +415,14 @@ class ZkStore:
             return dict(zip(paths, results))
         return self._read("bulk exists", once)
 
-    def _bulk(self, paths: list[str], opcode: int, use_multi_read: bool | None) -> dict[str, Any]:
+    def _bulk(self, paths: list[str], opcode: int, use_multi_read: bool | None,
+              multi_read_batch: int | None = None) -> dict[str, Any]:
         multi = self.multi_read_supported if use_multi_read is None else use_multi_read
         what = "bulk get" if opcode == GET_DATA_OPCODE else "bulk get children"
 
         def once():
-            raw = self._bulk_multi_read(paths, opcode) if multi else self._bulk_pipelined(paths, opcode)
+            raw = (self._bulk_multi_read(paths, opcode, multi_read_batch or self.multi_read_batch) if multi
+                   else self._bulk_pipelined(paths, opcode))
             out: dict[str, Any] = {}
             for path, r in zip(paths, raw):
                 if isinstance(r, NoNodeError):
@@ -439,9 +442,8 @@ class ZkStore:
         issue = client.get_async if opcode == GET_DATA_OPCODE else client.get_children_async
         return self._pipelined(paths, issue)
 
-    def _bulk_multi_read(self, paths: list[str], opcode: int) -> list[Any]:
+    def _bulk_multi_read(self, paths: list[str], opcode: int, step: int) -> list[Any]:
         client = self.client
-        step = self.multi_read_batch
         batches = [[(opcode, p) for p in paths[i:i + step]] for i in range(0, len(paths), step)]
         results: list[Any] = []
         for batch_result in self._pipelined(batches, lambda ops: multi_read_async(client, ops),
@@ -647,9 +649,10 @@ class ZkStore:
         return sorted(self.get_children(zn.TOPICS_PATH) or [])
 
     def _decode_bulk(self, keys: Iterable[T], path_of: Callable[[T], str],
-                     decode: Callable[[str, bytes, ZnodeStat], Any]) -> tuple[dict[T, Any], dict[T, ZNodeDecodeError]]:
+                     decode: Callable[[str, bytes, ZnodeStat], Any], multi_read_batch: int | None = None
+                     ) -> tuple[dict[T, Any], dict[T, ZNodeDecodeError]]:
         keys = list(dict.fromkeys(keys))
-        raw = self.get_data_bulk([path_of(k) for k in keys])
+        raw = self.get_data_bulk([path_of(k) for k in keys], multi_read_batch=multi_read_batch)
         ok: dict[T, Any] = {}
         bad: dict[T, ZNodeDecodeError] = {}
         for key in keys:
@@ -666,7 +669,9 @@ class ZkStore:
     def get_topic_assignments(self, topics: Iterable[str]
                               ) -> tuple[dict[str, TopicAssignment], dict[str, ZNodeDecodeError]]:
         """Assignments of the given topics; absent topics are in neither dict."""
-        return self._decode_bulk(topics, zn.topic_path, lambda p, d, s: zn.decode_topic_assignment(d, p))
+        # a topic znode grows with its partition count: fewer per multi-read response
+        return self._decode_bulk(topics, zn.topic_path, lambda p, d, s: zn.decode_topic_assignment(d, p),
+                                 multi_read_batch=50)
 
     def get_partition_states(self, tps: Iterable[TopicPartition]
                              ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch],
