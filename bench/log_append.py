@@ -1,0 +1,89 @@
+"""Throughput of the partition log: append_as_leader and read, 1 KiB records, 16 KiB-1 MiB batches.
+
+Prints MB/s (payload bytes of whole batches) for:
+- validate: framing + CRC32C walk only
+- append:   Log.append_as_leader (validate, patch offsets, pwrite, index)
+- read:     sequential Log.read with 1 MiB max_bytes (a consumer's fetch), bounded by a high watermark
+- slice:    Log.read_slice only (what a sendfile path would do before the syscall)
+
+Usage: .venv/bin/python bench/log_append.py [--total-mb 256] [--dir /tmp]
+Figures, not asserts: the page cache absorbs writes (no fsync except on roll/close).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from praha.log import Log, LogConfig
+from praha.log.batch import validate
+
+RECORD = 1024
+
+
+def make_batch(batch_bytes: int) -> bytes:
+    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+    value = os.urandom(RECORD)
+    ts = int(time.time() * 1000)
+    for i in range(max(1, batch_bytes // (RECORD + 16))):
+        b.append(i, timestamp=ts, key=None, value=value, headers=[])
+    return bytes(b.build())
+
+
+def run(batch_bytes: int, total_mb: int, base_dir: str) -> dict[str, float]:
+    batch = make_batch(batch_bytes)
+    n = max(1, total_mb * (1 << 20) // len(batch))
+    mb = n * len(batch) / 1e6
+    out: dict[str, float] = {"batch_kib": len(batch) / 1024}
+
+    t = time.perf_counter()
+    for _ in range(n):
+        validate(batch, strict=True)
+    out["validate"] = mb / (time.perf_counter() - t)
+
+    d = tempfile.mkdtemp(prefix="praha-bench-", dir=base_dir)
+    try:
+        lg = Log(os.path.join(d, "bench-0"), LogConfig(segment_bytes=128 << 20, file_delete_delay_ms=0))
+        t = time.perf_counter()
+        for _ in range(n):
+            lg.append_as_leader(batch, 1)
+        out["append"] = mb / (time.perf_counter() - t)
+        out["segments"] = len(lg.segments)
+        hw = lg.log_end_offset
+
+        for name, fn in (("read", lg.read), ("slice", lg.read_slice)):
+            t = time.perf_counter()
+            pos, got = 0, 0
+            while pos < hw:
+                r = fn(pos, 1 << 20, hw)
+                pos = r.next_offset
+                got += r.size if name == "slice" else len(r.data)
+            out[name] = got / 1e6 / (time.perf_counter() - t)
+        lg.close()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--total-mb", type=int, default=256)
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--repeat", type=int, default=3, help="runs per size; the best figure of each column is shown")
+    args = ap.parse_args()
+    print(f"log append/read, 1 KiB records, {args.total_mb} MiB per run, best of {args.repeat}, dir {args.dir}")
+    print(f"{'batch':>9} {'validate':>10} {'append':>10} {'read':>10} {'slice':>10}  (MB/s)  {'append µs':>10}")
+    for kib in (16, 64, 256, 1024):
+        runs = [run(kib * 1024, args.total_mb, args.dir) for _ in range(args.repeat)]
+        best = {k: max(r[k] for r in runs) for k in runs[0]}
+        per_append_us = best["batch_kib"] * 1024 / 1e6 / best["append"] * 1e6
+        print(f"{best['batch_kib']:>7.0f}Ki {best['validate']:>10.0f} {best['append']:>10.0f} {best['read']:>10.0f} "
+              f"{best['slice']:>10.0f}  {per_append_us:>16.1f}")
+
+
+if __name__ == "__main__":
+    main()

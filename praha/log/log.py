@@ -1,0 +1,615 @@
+"""The log of one partition: a directory `<topic>-<partition>/` of segments.
+
+Leader append: 1. validate framing, magic 2, CRC and record counts (no record decode),
+2. check batch and append sizes, 3. patch base offsets (from the log end) and the
+leader epoch, 4. roll if the active segment is full, too old, or its relative offsets
+would overflow, 5. append, 6. note a new leader epoch in the epoch cache.
+
+Follower append: 1. validate framing and CRC, 2. skip leading batches we already
+have, refuse gaps and overlaps, 3. roll/append as above, 4. note every new
+partitionLeaderEpoch seen.
+
+Read: find the segment by base offset, the first batch holding the start offset, then
+whole batches up to `max_bytes` that end below `max_offset` (the high watermark; the
+partition owns it), at least one batch if asked. Reads take no lock: structural
+changes replace the segment list, and removed segments are renamed `*.deleted` and
+closed only after `file_delete_delay_ms`, so an in-flight read still works.
+
+Writes (appends, truncation, rolls, retention) hold the log's lock. When a segment
+rolls, its fsync runs on a background thread; the recovery point then advances to
+the new segment's base.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+from praha.common import TopicPartition
+from praha.log.batch import MAX_RELATIVE_OFFSET, NO_TIMESTAMP, BatchHeader, Buffer, assign_offsets, rebase_headers, validate
+from praha.log.config import LogConfig
+from praha.log.errors import (
+    LogStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from praha.log.recovery import load_segments
+from praha.log.segment import LogSegment
+
+log = logging.getLogger(__name__)
+
+_flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_log_dir_name(name: str) -> TopicPartition | None:
+    """`<topic>-<partition>` → TopicPartition; None for anything else (e.g. `-delete` dirs)."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return TopicPartition(topic, int(part))
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """Where an append landed; offsets are -1 when no batches were given."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    record_count: int
+    batch_count: int = 0
+    size_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogSlice:
+    """Whole batches in one segment file: enough for os.sendfile(sock, segment.fd, position, size)."""
+
+    segment: LogSegment | None
+    position: int
+    size: int
+    #: base offset of the first batch (may be below the requested offset), or the requested offset if empty
+    first_offset: int
+    #: offset after the last batch in the slice (the next fetch offset), or the requested offset if empty
+    next_offset: int
+
+    def read(self) -> bytes:
+        if self.segment is None or self.size == 0:
+            return b""
+        return self.segment.read_bytes(self.position, self.size)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    data: bytes | memoryview
+    first_offset: int
+    next_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+class Log:
+    """Append, read, truncate and retain the segments of one partition directory."""
+
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig | None = None,
+        *,
+        recovery_point: int | None = None,
+        log_start_offset: int | None = None,
+        clean_shutdown: bool = False,
+    ):
+        self.dir = directory
+        self.config = config or LogConfig()
+        self.topic_partition = parse_log_dir_name(os.path.basename(os.path.normpath(directory)))
+        self._lock = threading.RLock()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._flush_future: Future | None = None
+        self._generation = 0  # bumped by truncations so a late background flush cannot raise the recovery point
+        self._closed = False
+        os.makedirs(directory, exist_ok=True)
+        self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        self._load(recovery_point, log_start_offset, clean_shutdown)
+
+    # -- loading -----------------------------------------------------------------------
+    def _load(self, recovery_point: int | None, log_start_offset: int | None, clean_shutdown: bool) -> None:
+        epochs: list[tuple[int, int]] = []
+        segments, report = load_segments(
+            self.dir, self.config, recovery_point=recovery_point, clean_shutdown=clean_shutdown, epochs_out=epochs
+        )
+        if not segments:
+            segments = [LogSegment.create(self.dir, max(log_start_offset or 0, 0), self.config.index_interval_bytes)]
+        self._set_segments(segments)
+        active = segments[-1]
+        active.ensure_indexes()
+        self._leo = active.next_offset if active.next_offset is not None else active.base_offset
+        start = max(log_start_offset or 0, segments[0].base_offset)
+        self._log_start = min(start, self._leo)
+        self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
+
+        cache = self.epoch_cache
+        if cache.needs_rebuild and report.segments == 0:
+            cache.flush()  # a new log: nothing to rebuild, just create the file
+        elif cache.needs_rebuild:
+            report.epoch_cache_rebuilt = True
+            self._rebuild_epoch_cache()
+        else:
+            for epoch, offset in epochs:
+                cache.assign(epoch, offset, persist=False)
+            cache.flush()
+        cache.truncate_from_end(self._leo)
+        cache.truncate_from_start(self._log_start)
+        if report.eventful:
+            log.warning("Recovered log %s (log end %d): %s", self.dir, self._leo, report.describe())
+        elif report.segments:
+            log.debug("Loaded log %s (log end %d): %s", self.dir, self._leo, report.describe())
+        self.last_recovery = report
+
+    def _rebuild_epoch_cache(self) -> None:
+        """Refill the epoch cache from every batch header (its checkpoint was lost)."""
+        pairs = []
+        last = None
+        for seg in self._segments:
+            for h in seg.scan_headers(0, seg.size):
+                if h.leader_epoch != last:
+                    pairs.append((h.leader_epoch, h.base_offset))
+                    last = h.leader_epoch
+        self.epoch_cache.rebuild(pairs)
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        """Publish a new segment list (readers keep using the list they already hold)."""
+        self._view = (segments, [s.base_offset for s in segments])  # one attribute: swapped atomically
+        self._segments = segments
+        self._bases = self._view[1]
+
+    # -- properties --------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this are fsynced; recovery after a crash starts from its segment."""
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch answer for this log: (epoch, end offset) or (-1, -1)."""
+        with self._lock:
+            return self.epoch_cache.end_offset_for(epoch, self._leo)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def __repr__(self) -> str:
+        return f"Log({self.dir}, start={self._log_start}, end={self._leo}, segments={len(self._segments)})"
+
+    # -- appending ---------------------------------------------------------------------
+    def append_as_leader(self, records: Buffer, leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+        """Validate producer batches, give them offsets from the log end, stamp the epoch and
+        append. Raises CorruptBatchError, UnsupportedMagicError, InvalidRecordError,
+        MessageTooLargeError or RecordListTooLargeError (all PrahaError with a code)."""
+        cfg = self.config
+        summary = validate(records, strict=True, max_batch_bytes=cfg.max_message_bytes)
+        if not summary.batches:
+            return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
+        if summary.size_bytes > cfg.segment_bytes:
+            raise RecordListTooLargeError(
+                f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
+        with self._lock:
+            self._check_open()
+            first = self._leo
+            data = assign_offsets(records, first, leader_epoch, batches=summary.batches)
+            headers = rebase_headers(summary.batches, first, leader_epoch)
+            self._append_locked(data, headers, now_ms)
+            if leader_epoch > self.epoch_cache.latest_epoch:
+                self.epoch_cache.assign(leader_epoch, first)
+            last = self._leo - 1
+        off_max = -1
+        if summary.max_timestamp >= 0:
+            for h in headers:
+                if h.max_timestamp == summary.max_timestamp:
+                    off_max = h.last_offset
+                    break
+        return AppendInfo(first, last, summary.max_timestamp, off_max, summary.record_count,
+                          summary.batch_count, summary.size_bytes)
+
+    def append_as_follower(self, records: Buffer, now_ms: int | None = None) -> AppendInfo:
+        """Append batches fetched from the leader, offsets and epochs as they are.
+
+        Leading batches wholly below the log end are skipped (a refetch after a retry);
+        the first new batch must start exactly at the log end and each batch must follow
+        the previous one, else UnexpectedAppendOffsetError. Every new partitionLeaderEpoch is cached."""
+        summary = validate(records)
+        with self._lock:
+            self._check_open()
+            leo = self._leo
+            batches = summary.batches
+            skip = 0
+            while skip < len(batches) and batches[skip].last_offset < leo:
+                skip += 1
+            batches = batches[skip:]
+            if not batches:
+                return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
+            if batches[0].base_offset != leo:
+                kind = "gap" if batches[0].base_offset > leo else "overlap"
+                raise UnexpectedAppendOffsetError(
+                    f"{self.dir}: follower append starts at {batches[0].base_offset}, log end is {leo} ({kind})",
+                    batches[0].base_offset, leo)
+            prev = None
+            for h in batches:
+                # praha never compacts, so a hole between batches means damage or a bug
+                if prev is not None and h.base_offset != prev.next_offset:
+                    raise UnexpectedAppendOffsetError(
+                        f"{self.dir}: batch at offset {h.base_offset} does not follow {prev.last_offset}",
+                        h.base_offset, leo)
+                if h.size > self.config.segment_bytes:
+                    raise RecordListTooLargeError(
+                        f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
+                prev = h
+            self._append_locked(records, batches, now_ms)
+            cache = self.epoch_cache
+            for h in batches:
+                if h.leader_epoch > cache.latest_epoch:
+                    cache.assign(h.leader_epoch, h.base_offset)
+        records_n = sum(h.record_count for h in batches)
+        size = sum(h.size for h in batches)
+        best = max(batches, key=lambda h: h.max_timestamp)
+        return AppendInfo(batches[0].base_offset, batches[-1].last_offset, best.max_timestamp,
+                          best.last_offset if best.max_timestamp >= 0 else -1, records_n, len(batches), size)
+
+    def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None) -> None:
+        """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
+        leaves the log end where the last complete write put it."""
+        now = _now_ms() if now_ms is None else now_ms
+        view = memoryview(data)
+        try:
+            for chunk in self._chunks(headers):
+                first, last = chunk[0], chunk[-1]
+                start, end = first.position, last.position + last.size
+                seg = self._maybe_roll(end - start, first.base_offset, last.last_offset, now)
+                seg.append(view[start:end], chunk, start, now)
+                self._leo = last.next_offset
+        except OSError as e:
+            raise LogStorageError(f"append to {self.dir} failed: {e}") from e
+
+    def _chunks(self, headers: Sequence[BatchHeader]) -> list[Sequence[BatchHeader]]:
+        """Split an append so each part fits in one segment (follower fetches may be big)."""
+        limit = self.config.segment_bytes
+        total = headers[-1].position + headers[-1].size - headers[0].position
+        if total <= limit:
+            return [headers]
+        out: list[Sequence[BatchHeader]] = []
+        cur: list[BatchHeader] = []
+        size = 0
+        for h in headers:
+            if cur and size + h.size > limit:
+                out.append(cur)
+                cur, size = [], 0
+            cur.append(h)
+            size += h.size
+        out.append(cur)
+        return out
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now: int) -> LogSegment:
+        seg = self._segments[-1]
+        if seg.size == 0:
+            return seg
+        cfg = self.config
+        if (
+            seg.size + size > cfg.segment_bytes
+            or (seg.roll_base_ms is not None and now - seg.roll_base_ms >= cfg.segment_ms)
+            or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
+        ):
+            return self._roll_locked(first_offset)
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end (no-op if the active one is empty)."""
+        with self._lock:
+            self._check_open()
+            return self._roll_locked(self._leo)
+
+    def _roll_locked(self, new_base: int) -> LogSegment:
+        old = self._segments[-1]
+        if old.size == 0:
+            return old
+        old.seal(flush_log=False)
+        new = LogSegment.create(self.dir, new_base, self.config.index_interval_bytes)
+        self._set_segments(self._segments + [new])
+        log.debug("Rolled %s at offset %d", self.dir, new_base)
+        self._flush_future = _flusher.submit(self._flush_rolled, old, new_base, self._generation)
+        return new
+
+    def _flush_rolled(self, seg: LogSegment, upto: int, generation: int) -> None:
+        try:
+            seg.flush()
+        except OSError as e:  # closed or deleted meanwhile: nothing to make durable
+            log.debug("Background flush of %s skipped: %s", seg.path, e)
+            return
+        with self._lock:
+            if generation == self._generation and upto > self._recovery_point:
+                self._recovery_point = min(upto, self._leo)
+
+    # -- reading -----------------------------------------------------------------------
+    def read_slice(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> LogSlice:
+        """Locate whole batches from `start_offset` without reading them (see module doc)."""
+        if self._closed:
+            raise LogStorageError(f"log {self.dir} is closed")
+        leo = self._leo  # read before the segment list, so the list covers it
+        log_start = self._log_start
+        segments, bases = self._view
+        if start_offset < log_start or start_offset > leo:
+            raise OffsetOutOfRangeError(start_offset, log_start, leo)
+        empty = LogSlice(None, 0, 0, start_offset, start_offset)
+        if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
+            return empty
+        i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
+        while i < len(segments):
+            seg = segments[i]
+            size = seg.size
+            first = seg.find_batch(start_offset, size)
+            if first is None:
+                i += 1
+                continue
+            if max_offset is not None and first.last_offset >= max_offset:
+                return empty
+            end, next_offset = seg.slice_end(first, max_bytes, max_offset, size)
+            if end == first.position:
+                if not min_one_batch:
+                    return empty
+                end, next_offset = first.position + first.size, first.next_offset
+            return LogSlice(seg, first.position, end - first.position, first.base_offset, next_offset)
+        return empty
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from the segment holding `start_offset`: at most `max_bytes` (but at
+        least one batch if `min_one_batch`), none whose last offset is ≥ `max_offset`.
+        Raises OffsetOutOfRangeError outside [log start, log end]."""
+        try:
+            sl = self.read_slice(start_offset, max_bytes, max_offset, min_one_batch)
+            data = sl.read()
+        except OSError as e:
+            raise LogStorageError(f"read from {self.dir} failed: {e}") from e
+        return ReadResult(data, sl.first_offset, sl.next_offset, self._log_start, self._leo)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is ≥ `timestamp`, or None.
+        The special ListOffsets values (-1 latest, -2 earliest) are the caller's."""
+        log_start = self._log_start
+        for seg in self._segments:
+            if seg.max_timestamp >= timestamp and (seg.next_offset or 0) > log_start:
+                found = seg.find_offset_by_timestamp(timestamp, log_start)
+                if found is not None:
+                    return found
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the batch holding the largest timestamp (ListOffsets -3)."""
+        best: LogSegment | None = None
+        for seg in self._segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        return best.offset_of_max_timestamp, best.max_timestamp
+
+    # -- truncation --------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch holding an offset ≥ `offset` (a batch straddling it goes
+        whole) and the epochs starting there; returns the new log end offset."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            if offset >= self._leo:
+                return self._leo
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully_locked(offset)
+                return self._leo
+            self._generation += 1
+            keep = bisect.bisect_right(self._bases, offset)
+            removed = self._segments[keep:]
+            seg = self._segments[keep - 1]
+            seg.ensure_indexes()
+            removed_bytes = seg.truncate_to(offset) + sum(s.size for s in removed)
+            self._set_segments(self._segments[:keep])
+            self._schedule_delete(removed)
+            old_leo = self._leo
+            self._leo = seg.next_offset if seg.next_offset is not None else offset
+            self._log_start = min(self._log_start, self._leo)
+            self._recovery_point = min(self._recovery_point, self._leo)
+            self.epoch_cache.truncate_from_end(self._leo)
+            log.info("Truncated %s to offset %d (was %d, %d bytes, %d segments removed)",
+                     self.dir, self._leo, old_leo, removed_bytes, len(removed))
+            return self._leo
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Discard everything and continue at `offset` (a follower far behind the leader's
+        log start)."""
+        with self._lock:
+            self._check_open()
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        self._generation += 1
+        old = self._segments
+        self._schedule_delete(old)
+        new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
+        self._set_segments([new])
+        self._leo = self._log_start = self._recovery_point = offset
+        self.epoch_cache.clear()
+        log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start forward (DeleteRecords, or a follower tracking its leader);
+        segments wholly below it go at the next retention pass."""
+        with self._lock:
+            offset = min(offset, self._leo)
+            if offset <= self._log_start:
+                return False
+            self._log_start = offset
+            self.epoch_cache.truncate_from_start(offset)
+            return True
+
+    # -- retention ---------------------------------------------------------------------
+    def delete_retention_segments(self, now_ms: int | None = None, high_watermark: int | None = None) -> int:
+        """Delete the oldest segments that break retention.ms or retention.bytes or lie
+        below the log start; returns how many. Segments above `high_watermark` (if
+        given) are kept. If the active segment itself expires it is rolled first, so
+        there is always an active segment."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            self._check_open()
+            self._delete_expired_files(now)
+            cfg = self.config
+            segs = self._segments
+            n = len(segs)
+
+            def deletable(i: int) -> bool:
+                seg = segs[i]
+                upper = seg.next_offset if seg.next_offset is not None else self._leo
+                if i == n - 1 and seg.size == 0:
+                    return False
+                return high_watermark is None or upper <= high_watermark
+
+            count = 0
+            while count < n and deletable(count) and (segs[count].next_offset or 0) <= self._log_start:
+                count += 1
+            if cfg.retention_ms >= 0:
+                k = 0
+                while k < n and deletable(k) and now - segs[k].largest_timestamp() > cfg.retention_ms:
+                    k += 1
+                count = max(count, k)
+            if cfg.retention_bytes >= 0:
+                diff = sum(s.size for s in segs) - cfg.retention_bytes
+                k = 0
+                while k < n and deletable(k) and diff - segs[k].size >= 0:
+                    diff -= segs[k].size
+                    k += 1
+                count = max(count, k)
+            if count == 0:
+                return 0
+            if count == n:
+                self._roll_locked(self._leo)
+            doomed = self._segments[:count]
+            self._set_segments(self._segments[count:])
+            new_start = max(self._log_start, self._segments[0].base_offset)
+            if new_start != self._log_start:
+                self._log_start = new_start
+                self.epoch_cache.truncate_from_start(new_start)
+            self._schedule_delete(doomed, now)
+            log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
+                     count, self.dir, sum(s.size for s in doomed), self._log_start)
+            return count
+
+    def _schedule_delete(self, segments: Sequence[LogSegment], now_ms: int | None = None) -> None:
+        """Rename now, close and unlink after file_delete_delay_ms (in-flight reads finish)."""
+        delay = self.config.file_delete_delay_ms
+        deadline = (_now_ms() if now_ms is None else now_ms) + delay
+        for seg in segments:
+            seg.rename_for_delete()
+            if delay == 0:
+                seg.delete_files()
+            else:
+                self._pending_deletes.append((deadline, seg))
+
+    def _delete_expired_files(self, now_ms: int) -> None:
+        keep = []
+        for deadline, seg in self._pending_deletes:
+            if deadline <= now_ms:
+                seg.delete_files()
+            else:
+                keep.append((deadline, seg))
+        self._pending_deletes = keep
+
+    # -- durability and lifecycle ------------------------------------------------------
+    def flush(self) -> None:
+        """fsync everything written so far; the recovery point becomes the log end."""
+        self._wait_background_flush()
+        with self._lock:
+            self._check_open()
+            for seg in self._segments:
+                seg.flush()
+            self._recovery_point = self._leo
+
+    def _wait_background_flush(self) -> None:
+        fut = self._flush_future
+        if fut is not None:
+            fut.result()
+
+    def close(self) -> None:
+        """Flush and close every file; the log cannot be used afterwards."""
+        self._wait_background_flush()
+        with self._lock:
+            if self._closed:
+                return
+            for seg in self._segments:
+                seg.close()
+            for _, seg in self._pending_deletes:
+                seg.delete_files()
+            self._pending_deletes = []
+            self._recovery_point = self._leo
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close without flushing and remove the whole directory (StopReplica with delete)."""
+        self._wait_background_flush()
+        with self._lock:
+            for seg in self._segments:
+                seg.close_without_flush()
+            for _, seg in self._pending_deletes:
+                seg.close_without_flush()
+            self._pending_deletes = []
+            self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+        log.info("Deleted log %s", self.dir)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogStorageError(f"log {self.dir} is closed")

@@ -1,0 +1,226 @@
+"""All partition logs of a broker, across its `log.dirs`.
+
+Start-up, per log dir: 1. take `.lock` (flock) so two brokers never share a dir,
+2. read `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, 3. note
+and remove `.kafka_cleanshutdown` (present only if the last stop was clean),
+4. remove `*-delete` directories left by an interrupted delete, 5. open every
+`<topic>-<partition>` directory with its recovery point (recovery work is skipped
+after a clean shutdown).
+
+Running: `get_or_create` puts new partitions in the dir holding the fewest logs;
+`checkpoint()` writes the recovery points and log start offsets (call it periodically,
+Kafka does every 60 s); `retention_pass(now)` applies retention to every log.
+
+Shutdown: close (flush) every log, write the checkpoints, write the clean-shutdown
+marker, release the locks. `replication-offset-checkpoint` (high watermarks) belongs to
+the replica manager; `high_watermark_file(dir)` hands out the file to write.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from typing import Callable, Iterator, Mapping
+
+from praha.common import TopicPartition
+from praha.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    fsync_dir,
+)
+from praha.log.config import LogConfig
+from praha.log.errors import CorruptCheckpointError, LogStorageError
+from praha.log.log import Log, parse_log_dir_name
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+
+log = logging.getLogger(__name__)
+
+
+class LogManager:
+    """Owns every `Log` of the broker; thread-safe for create/delete/lookup."""
+
+    def __init__(
+        self,
+        log_dirs: list[str],
+        default_config: LogConfig | None = None,
+        topic_config: Callable[[str], Mapping[str, str | int]] | None = None,
+    ):
+        if not log_dirs:
+            raise LogStorageError("no log directories configured")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self._topic_config = topic_config
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._lock = threading.RLock()
+        self._lock_fds: list[int] = []
+        self._started = False
+
+    # -- start-up ----------------------------------------------------------------------
+    def startup(self) -> None:
+        """Lock the dirs and open (recovering as needed) every partition log in them."""
+        t0 = time.monotonic()
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            self._lock_dir(d)
+        for d in self.log_dirs:
+            self._load_dir(d)
+        self._started = True
+        log.info("Loaded %d logs from %d dirs in %.2f s", len(self._logs), len(self.log_dirs), time.monotonic() - t0)
+
+    def _lock_dir(self, d: str) -> None:
+        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            self._unlock_dirs()
+            raise LogStorageError(f"log dir {d} is locked by another process") from None
+        self._lock_fds.append(fd)
+
+    def _unlock_dirs(self) -> None:
+        for fd in self._lock_fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._lock_fds = []
+
+    def _read_checkpoint(self, d: str, name: str) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(os.path.join(d, name)).read()
+        except CorruptCheckpointError as e:
+            log.warning("%s; recovering every log in %s", e, d)
+            return {}
+
+    def _load_dir(self, d: str) -> None:
+        recovery_points = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
+        marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            tp = parse_log_dir_name(name)
+            if tp is None:
+                continue
+            if tp in self._logs:
+                raise LogStorageError(f"{tp} exists in both {self._dir_of[tp]} and {d}")
+            self._logs[tp] = Log(
+                path,
+                self._config_for(tp.topic),
+                recovery_point=recovery_points.get(tp),
+                log_start_offset=log_starts.get(tp),
+                clean_shutdown=clean,
+            )
+            self._dir_of[tp] = d
+        if clean:
+            os.unlink(marker)  # from now on a crash is an unclean shutdown
+            fsync_dir(d)
+
+    def _config_for(self, topic: str) -> LogConfig:
+        if self._topic_config is None:
+            return self.default_config
+        return self.default_config.with_overrides(self._topic_config(topic))
+
+    # -- lookup and lifecycle of logs --------------------------------------------------
+    def get(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def get_or_create(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            d = self._least_loaded_dir()
+            path = os.path.join(d, f"{tp.topic}-{tp.partition}")
+            lg = Log(path, config or self._config_for(tp.topic))
+            fsync_dir(d)
+            self._logs[tp] = lg
+            self._dir_of[tp] = d
+            log.info("Created log for %s in %s", tp, d)
+            return lg
+
+    def _least_loaded_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def delete(self, tp: TopicPartition) -> bool:
+        """Remove the partition's log and its files (StopReplica with delete)."""
+        with self._lock:
+            lg = self._logs.pop(tp, None)
+            self._dir_of.pop(tp, None)
+        if lg is None:
+            return False
+        lg.delete()
+        return True
+
+    def log_dir_of(self, tp: TopicPartition) -> str | None:
+        return self._dir_of.get(tp)
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def __iter__(self) -> Iterator[tuple[TopicPartition, Log]]:
+        return iter(list(self._logs.items()))
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+    # -- periodic work -----------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Write each dir's recovery points and log start offsets."""
+        with self._lock:
+            by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+            for tp, lg in self._logs.items():
+                by_dir[self._dir_of[tp]][tp] = lg
+        for d, logs in by_dir.items():
+            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(
+                {tp: lg.recovery_point for tp, lg in logs.items()})
+            OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
+                {tp: lg.log_start_offset for tp, lg in logs.items()})
+
+    def high_watermark_file(self, d: str) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+
+    def retention_pass(self, now_ms: int | None = None, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        deleted = 0
+        for tp, lg in self:
+            hw = high_watermarks.get(tp) if high_watermarks is not None else None
+            try:
+                deleted += lg.delete_retention_segments(now, hw)
+            except LogStorageError:
+                continue  # deleted or closed meanwhile
+        return deleted
+
+    def flush_all(self) -> None:
+        for _, lg in self:
+            lg.flush()
+
+    def shutdown(self) -> None:
+        """Close every log, write checkpoints and the clean-shutdown marker, unlock."""
+        for _, lg in self:
+            lg.close()
+        self.checkpoint()
+        for d in self.log_dirs:
+            with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "wb") as f:
+                os.fsync(f.fileno())
+            fsync_dir(d)
+        self._unlock_dirs()
+        log.info("Log manager shut down cleanly (%d logs)", len(self._logs))
