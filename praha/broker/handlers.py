@@ -131,7 +131,7 @@ class RequestHandlers:
     async def handle_controlled_shutdown(self, req: DecodedRequest):
         controller = self.broker.controller
         r = req.request
-        if controller is None or not controller.is_active:
+        if controller is None or not controller.is_acting:
             return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()

@@ -143,6 +143,7 @@ class LocalCluster:
         overrides: dict[str, str] | None = None,
         timeout: float = 60.0,
         progress=lambda msg: None,
+        per_broker: dict[int, dict[str, str]] | None = None,
     ) -> ClusterState:
         if brokers < 1:
             raise ClusterError("--brokers must be at least 1")
@@ -167,7 +168,7 @@ class LocalCluster:
         for bid in range(1, brokers + 1):
             state.brokers[bid] = BrokerProcess(
                 id=bid, port=free_port(), metrics_port=free_port(), dir=str(self.root / f"broker-{bid}"),
-                overrides=dict(overrides or {}),
+                overrides={**(overrides or {}), **((per_broker or {}).get(bid, {}))},
             )
         self.save(state)
         for b in state.brokers.values():

@@ -82,6 +82,9 @@ class Controller:
         self._watches: list[Any] = []
         self._topic_watches: dict[str, Any] = {}
         self._resigned_while_suspended = False
+        #: set by the session listener the moment ZooKeeper is unreachable, without waiting
+        #: for the event thread (which may be blocked in a ZooKeeper call right then)
+        self._suspended = threading.Event()
         self._rebalance_timer: threading.Timer | None = None
         self.failovers = 0
         self.last_failover_s = 0.0
@@ -124,7 +127,17 @@ class Controller:
 
     @property
     def is_active(self) -> bool:
+        """This broker holds the controller seat (as far as the event thread knows)."""
         return self.active_controller_id == self.broker_id
+
+    @property
+    def is_acting(self) -> bool:
+        """Holds the seat and is connected to ZooKeeper: only then may it act as controller."""
+        return self.is_active and not self._suspended.is_set()
+
+    @property
+    def suspended(self) -> bool:
+        return self._suspended.is_set()
 
     @property
     def epoch(self) -> int:
@@ -132,15 +145,19 @@ class Controller:
 
     # ------------------------------------------------------ session listener (kazoo thread)
     def on_suspended(self) -> None:
+        self._suspended.set()
         self.event_manager.clear_and_put(ev.SessionSuspended())
 
     def on_reconnected(self) -> None:
+        self._suspended.clear()
         self.event_manager.put(ev.SessionReconnected())
 
     def on_session_expired(self) -> None:
+        self._suspended.set()
         self.event_manager.clear_and_put(ev.Expire())
 
     def on_new_session(self) -> None:
+        self._suspended.clear()
         self.event_manager.put(ev.RegisterBrokerAndReelect())
 
     # ------------------------------------------------------------------ dispatch
@@ -364,6 +381,8 @@ class Controller:
         self.resignations += 1
 
     def _process_suspended(self, _event: ev.SessionSuspended) -> None:
+        if not self._suspended.is_set():
+            return  # already reconnected by the time we got here
         if self.is_active:
             log.warning("ZooKeeper connection suspended: broker %d stops acting as controller", self.broker_id)
             self._resigned_while_suspended = True
@@ -465,7 +484,7 @@ class Controller:
         self.event_manager.put(ev.ControlledShutdown(broker_id, broker_epoch, callback))
 
     def _process_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
-        if not self.is_active:
+        if not self.is_acting:
             event.callback(ErrorCode.NOT_CONTROLLER, set())
             return
         ctx = self.context
@@ -487,7 +506,7 @@ class Controller:
         self.event_manager.put(ev.AdminCall(fn, callback))
 
     def _process_admin_call(self, event: ev.AdminCall) -> None:
-        if not self.is_active:
+        if not self.is_acting:
             event.callback(None, ControllerMovedError(f"broker {self.broker_id} is not the controller"))
             return
         try:
@@ -510,7 +529,7 @@ class Controller:
     # ------------------------------------------------------------------ figures
     def figures(self) -> dict[str, float]:
         ctx = self.context
-        active = self.is_active
+        active = self.is_acting
         return {
             "active_controller": 1.0 if active else 0.0,
             "controller_epoch": float(ctx.epoch if active else self._last_seen_controller_epoch()),

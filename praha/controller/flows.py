@@ -27,6 +27,7 @@ from praha.controller.election import ElectionKind
 from praha.controller.partition_state_machine import PartitionStateMachine
 from praha.controller.replica_state_machine import ReplicaStateMachine
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+from praha.errors import ControllerMovedError
 
 if TYPE_CHECKING:
     from praha.controller.controller import Controller
@@ -57,7 +58,7 @@ class ControllerFlows:
         """Only the active controller processes flow events."""
 
         def run(event):
-            if self.c.is_active:
+            if self.c.is_acting:
                 with self.batch():
                     fn(event)
 
@@ -70,12 +71,14 @@ class ControllerFlows:
         ok = False
         try:
             yield rb
-            ok = True
+            ok = not self.c.suspended
         finally:
             if ok:
                 rb.send_requests_to_brokers(self.context.epoch)
             else:
                 rb.clear()
+        if not ok:
+            raise ControllerMovedError("ZooKeeper session suspended: requests of this event dropped")
 
     # ---- failover hooks ------------------------------------------------------------------
     def on_failover_before_metadata(self) -> None:
