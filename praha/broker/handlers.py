@@ -12,15 +12,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
 from praha.common import NO_LEADER, TopicPartition
 from praha.controller import wire
 from praha.controller.messages import ControllerResponseData
-from praha.errors import ErrorCode
+from praha.errors import ErrorCode, PrahaError
 from praha.protocol.controller_apis import ControlledShutdownResponse
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.registry import api_versions_response
+from praha.protocol.registry import api_versions_response, check_supported
 
 if TYPE_CHECKING:
     from praha.broker.server import BrokerServer
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[DecodedRequest], Awaitable[Any]]
 
-API_VERSIONS, METADATA = 18, 3
+API_VERSIONS, METADATA, CREATE_TOPICS = 18, 3, 19
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 4, 5, 6, 7
 
 _MR = MetadataResponse
@@ -42,14 +43,18 @@ class RequestHandlers:
         self.broker = broker
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
-        self.register(API_VERSIONS, (0, 3), self.handle_api_versions)
+        self.register(API_VERSIONS, (0, 4), self.handle_api_versions)
         self.register(METADATA, (0, 12), self.handle_metadata)
         self.register(LEADER_AND_ISR, (4, 4), self.handle_leader_and_isr)
         self.register(STOP_REPLICA, (3, 3), self.handle_stop_replica)
         self.register(UPDATE_METADATA, (6, 6), self.handle_update_metadata)
         self.register(CONTROLLED_SHUTDOWN, (3, 3), self.handle_controlled_shutdown)
+        __import__("praha.broker.data_handlers", fromlist=["_"]).register_data_apis(self, broker)
+        self.register(CREATE_TOPICS, (2, 7), self.handle_create_topics)
 
     def register(self, api_key: int, versions: tuple[int, int], handler: Handler) -> None:
+        """Serve `api_key` at `versions`; checked against the schemas now, so a typo fails at start-up."""
+        check_supported({api_key: versions})
         self.handlers[api_key] = handler
         self.versions[api_key] = versions
 
@@ -94,6 +99,50 @@ class RequestHandlers:
             ))
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=False,
                     partitions=out, authorized_operations=None)
+
+    async def handle_create_topics(self, req: DecodedRequest):
+        """Only the active controller creates topics (clients send CreateTopics there); the
+        znodes are written off the event loop, then we wait — up to the request's timeout —
+        until every partition has a leader in our metadata cache."""
+        r = req.request
+        controller = self.broker.controller
+        cfg = self.broker.config
+        results = []
+        loop = asyncio.get_running_loop()
+        created: dict[str, int] = {}
+        for t in r.topics or []:
+            if controller is None or not controller.is_acting:
+                results.append(_topic_result(t.name, ErrorCode.NOT_CONTROLLER, "this broker is not the controller"))
+                continue
+            assignment = {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])}
+            config = {c.name: c.value for c in (t.configs or [])}
+
+            def create(t=t, assignment=assignment, config=config):
+                from praha.admin.topics import create_topic
+
+                return create_topic(
+                    self.broker.store, t.name, t.num_partitions, t.replication_factor, config, assignment or None,
+                    validate_only=bool(r.validate_only), default_partitions=cfg.num_partitions,
+                    default_replication_factor=cfg.default_replication_factor,
+                )
+
+            try:
+                plan = await loop.run_in_executor(None, create)
+            except PrahaError as e:
+                results.append(_topic_result(t.name, e.code, str(e)))
+                continue
+            n = len(plan.partitions)
+            rf = len(next(iter(plan.partitions.values())).replicas)
+            results.append(_topic_result(t.name, ErrorCode.NONE, None, n, rf))
+            if not r.validate_only:
+                created[t.name] = n
+        deadline = loop.time() + max(0, r.timeout_ms or 0) / 1000.0
+        cache = self.broker.metadata_cache
+        while created and loop.time() < deadline:
+            if all(len(cache.topic_partitions(name)) == n for name, n in created.items()):
+                break
+            await asyncio.sleep(0.05)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
     # ---- controller APIs ----------------------------------------------------------------
     async def handle_leader_and_isr(self, req: DecodedRequest):
@@ -155,6 +204,13 @@ class RequestHandlers:
             api, controller_id, epoch, code.name, self.broker.fence.highest_controller_epoch,
         )
         self.broker.state_log.record(f"{api}Refused", controller_id, epoch, error=code.name)
+
+
+def _topic_result(name, code, message, partitions: int = -1, rf: int = -1):
+    return CreateTopicsResponse.CreatableTopicResult(
+        name=name, topic_id=None, error_code=int(code), error_message=message, topic_config_error_code=0,
+        num_partitions=partitions, replication_factor=rf, configs=None,
+    )
 
 
 def remaining_from_wire(resp) -> set[TopicPartition]:

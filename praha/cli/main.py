@@ -261,3 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+
+
+def _register_extensions() -> None:
+    from praha.cli import topics
+
+    _EXTENSIONS.append(topics.register)
+
+
+_register_extensions()

@@ -203,7 +203,9 @@ class LocalCluster:
         b.pid = proc.pid
 
     def wait_until_ready(self, state: ClusterState, broker_ids: set[int], timeout: float) -> dict[str, Any]:
-        """Until every broker in `broker_ids` is registered and a controller is elected."""
+        """Until every broker in `broker_ids` is registered, a controller is elected, and each
+        of those brokers' Metadata API already names all live brokers and that controller
+        (so a client bootstrapping from any of them sees the whole cluster)."""
         deadline = time.monotonic() + timeout
         last: dict[str, Any] = {}
         while time.monotonic() < deadline:
@@ -217,10 +219,22 @@ class LocalCluster:
                 time.sleep(0.2)
                 continue
             live = {b["id"] for b in last["brokers"]}
-            if broker_ids <= live and last["controller"]["id"] in live:
+            if broker_ids <= live and last["controller"]["id"] in live and all(
+                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"]) for b in broker_ids
+            ):
                 return last
             time.sleep(0.1)
         raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last}")
+
+    @staticmethod
+    def _metadata_agrees(b: BrokerProcess, live: set[int], controller_id: int) -> bool:
+        from praha.admin.client_status import fetch_metadata
+
+        try:
+            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=[], timeout=2.0)
+        except Exception:  # noqa: BLE001 - not serving yet
+            return False
+        return md.controller_id == controller_id and {x.node_id for x in md.brokers} == live
 
     # ---- status -----------------------------------------------------------------------
     def zk_status(self, state: ClusterState) -> dict[str, Any]:

@@ -351,7 +351,9 @@ class Controller:
             for p, a in ta.partitions.items():
                 if a.is_being_reassigned:
                     ctx.partitions_being_reassigned.add(TopicPartition(t, p))
-        ctx.topic_configs = self.store.get_topic_configs(sorted(ctx.all_topics))
+        ctx.topic_configs, bad_configs = self.store.get_topic_configs(sorted(ctx.all_topics))
+        for t, err in bad_configs.items():
+            log.error("topic %s has a corrupt config znode, broker defaults apply: %s", t, err)
         states, bad_states = self.store.get_partition_states(ctx.all_partitions())
         for tp, err in bad_states.items():
             log.error("partition %s has a corrupt state znode (%s); it will be treated as having no leader", tp, err)

@@ -106,7 +106,9 @@ class ControllerFlows:
         assignments, bad = self.c.store.get_topic_assignments(sorted(new_topics))
         for t, err in bad.items():
             log.error("new topic %s has a corrupt assignment znode, ignored: %s", t, err)
-        configs = self.c.store.get_topic_configs(sorted(assignments))
+        configs, bad_configs = self.c.store.get_topic_configs(sorted(assignments))
+        for t, err in bad_configs.items():
+            log.error("topic %s has a corrupt config znode, broker defaults apply: %s", t, err)
         new_partitions: list[TopicPartition] = []
         for t, ta in assignments.items():
             ctx.all_topics.add(t)

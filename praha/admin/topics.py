@@ -1,0 +1,221 @@
+"""Topic administration: validation, replica placement, creation (CLI and CreateTopics API).
+
+Creating a topic only writes znodes — `/config/topics/<t>` then `/brokers/topics/<t>` —
+exactly as Kafka's AdminZkClient does; the controller sees the new child of
+`/brokers/topics` and brings the partitions online. Every check happens before any write,
+so a refused request changes nothing.
+
+Replica placement is Kafka's rack-unaware spread: partition p's first replica is broker
+(p + start) mod n, the followers are shifted by an amount that grows every n partitions,
+so preferred leaders and followers are both balanced across brokers.
+"""
+from __future__ import annotations
+
+import random
+import re
+from typing import Mapping, Sequence
+
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.errors import (
+    ConfigError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicExistsError,
+)
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+#: Kafka's topic-level configs, with a parser that validates the value
+_INT = int
+_BOOL = {"true", "false"}
+TOPIC_CONFIGS: dict[str, object] = {
+    "cleanup.policy": {"delete", "compact", "compact,delete", "delete,compact"},
+    "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+    "delete.retention.ms": _INT,
+    "file.delete.delay.ms": _INT,
+    "flush.messages": _INT,
+    "flush.ms": _INT,
+    "follower.replication.throttled.replicas": str,
+    "index.interval.bytes": _INT,
+    "leader.replication.throttled.replicas": str,
+    "max.compaction.lag.ms": _INT,
+    "max.message.bytes": _INT,
+    "message.downconversion.enable": _BOOL,
+    "message.timestamp.difference.max.ms": _INT,
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+    "min.cleanable.dirty.ratio": float,
+    "min.compaction.lag.ms": _INT,
+    "min.insync.replicas": _INT,
+    "preallocate": _BOOL,
+    "retention.bytes": _INT,
+    "retention.ms": _INT,
+    "segment.bytes": _INT,
+    "segment.index.bytes": _INT,
+    "segment.jitter.ms": _INT,
+    "segment.ms": _INT,
+    "unclean.leader.election.enable": _BOOL,
+}
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise InvalidTopicError("topic name is empty")
+    if name in (".", ".."):
+        raise InvalidTopicError(f"topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(f"topic name is {len(name)} characters long; the limit is {MAX_TOPIC_NAME_LENGTH}")
+    if not _LEGAL_NAME.match(name):
+        bad = sorted({c for c in name if not re.match(r"[a-zA-Z0-9._-]", c)})
+        raise InvalidTopicError(
+            f"topic name {name!r} contains illegal characters {bad}; use only ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+def collision_name(name: str) -> str:
+    """Kafka's metric names map '.' to '_', so topics differing only there would collide."""
+    return name.replace(".", "_")
+
+
+def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for key, value in config.items():
+        kind = TOPIC_CONFIGS.get(key)
+        if kind is None:
+            raise ConfigError(f"unknown topic config {key!r} (known: {', '.join(sorted(TOPIC_CONFIGS))})")
+        value = str(value).strip()
+        if isinstance(kind, set):
+            if value not in kind and not (kind is _BOOL and value.lower() in _BOOL):
+                raise ConfigError(f"invalid value {value!r} for topic config {key}: expected one of {sorted(kind)}")
+            if kind is _BOOL:
+                value = value.lower()
+        elif kind in (int, float):
+            try:
+                number = kind(value)
+            except ValueError:
+                raise ConfigError(f"invalid value {value!r} for topic config {key}: expected a number") from None
+            if key == "min.insync.replicas" and number < 1:
+                raise ConfigError("min.insync.replicas must be at least 1")
+        out[key] = value
+    return out
+
+
+def assign_replicas(
+    brokers: Sequence[int], partitions: int, replication_factor: int,
+    start_index: int = -1, start_partition: int = 0, rng: random.Random | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Kafka's rack-unaware replica assignment over `brokers` (sorted first)."""
+    if partitions <= 0:
+        raise InvalidPartitionsError(f"number of partitions must be larger than 0, got {partitions}")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorError(f"replication factor must be larger than 0, got {replication_factor}")
+    ids = sorted(brokers)
+    n = len(ids)
+    if replication_factor > n:
+        raise InvalidReplicationFactorError(
+            f"replication factor: {replication_factor} larger than available brokers: {n}"
+        )
+    rng = rng or random.Random()
+    start = start_index if start_index >= 0 else rng.randrange(n)
+    shift = start_index if start_index >= 0 else rng.randrange(n)
+    out: dict[int, tuple[int, ...]] = {}
+    for pid in range(start_partition, start_partition + partitions):
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = (pid + start) % n
+        replicas = [ids[first]]
+        for j in range(replication_factor - 1):
+            offset = 1 + (shift + j) % (n - 1)
+            replicas.append(ids[(first + offset) % n])
+        out[pid] = tuple(replicas)
+    return out
+
+
+def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
+    """Kafka's `--replica-assignment` syntax: `1:2:3,2:3:1` (partition order, colon-separated replicas)."""
+    out = {}
+    for p, part in enumerate(text.split(",")):
+        try:
+            out[p] = tuple(int(b) for b in part.strip().split(":"))
+        except ValueError:
+            raise InvalidReplicaAssignmentError(
+                f"invalid replica assignment {text!r}: partition {p} is {part!r}, expected broker ids joined by ':'"
+            ) from None
+    return out
+
+
+def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: set[int], start_partition: int = 0) -> None:
+    if not assignment:
+        raise InvalidReplicaAssignmentError("replica assignment is empty")
+    expected = list(range(start_partition, start_partition + len(assignment)))
+    if sorted(assignment) != expected:
+        raise InvalidReplicaAssignmentError(f"partitions must be numbered {expected[0]}..{expected[-1]}, got {sorted(assignment)}")
+    sizes = {len(r) for r in assignment.values()}
+    if len(sizes) != 1:
+        raise InvalidReplicaAssignmentError("every partition must have the same number of replicas")
+    for p, replicas in assignment.items():
+        if not replicas:
+            raise InvalidReplicaAssignmentError(f"partition {p} has no replicas")
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(f"partition {p} lists a broker twice: {list(replicas)}")
+        unknown = [b for b in replicas if b not in live_brokers]
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"partition {p} is assigned to unknown or dead brokers {unknown} (live: {sorted(live_brokers)})"
+            )
+
+
+def plan_topic(
+    name: str,
+    partitions: int | None,
+    replication_factor: int | None,
+    live_brokers: set[int],
+    existing_topics: set[str],
+    config: Mapping[str, str] | None = None,
+    assignment: Mapping[int, Sequence[int]] | None = None,
+    default_partitions: int = 1,
+    default_replication_factor: int = 1,
+) -> tuple[TopicAssignment, dict[str, str]]:
+    """Everything a creation checks, with no I/O: returns what to write, or raises."""
+    validate_topic_name(name)
+    if name in existing_topics:
+        raise TopicExistsError(f"topic {name!r} already exists")
+    clash = [t for t in existing_topics if collision_name(t) == collision_name(name)]
+    if clash:
+        raise InvalidTopicError(f"topic {name!r} collides with existing topic {clash[0]!r} ('.' and '_' are equivalent)")
+    cfg = validate_topic_config(config or {})
+    if assignment:
+        if partitions not in (None, -1) or replication_factor not in (None, -1):
+            raise InvalidReplicaAssignmentError(
+                "give either a replica assignment or partitions and replication factor, not both"
+            )
+        validate_assignment(assignment, live_brokers)
+        replicas = {p: tuple(r) for p, r in assignment.items()}
+    else:
+        if not live_brokers:
+            raise InvalidReplicationFactorError("no live brokers to place replicas on")
+        p = default_partitions if partitions in (None, -1) else partitions
+        rf = default_replication_factor if replication_factor in (None, -1) else replication_factor
+        replicas = assign_replicas(sorted(live_brokers), p, rf)
+    min_isr = int(cfg.get("min.insync.replicas", "1"))
+    rf = len(next(iter(replicas.values())))
+    if min_isr > rf:
+        raise ConfigError(f"min.insync.replicas={min_isr} is larger than the replication factor {rf}: no write could succeed")
+    return TopicAssignment({p: ReplicaAssignment(r) for p, r in replicas.items()}), cfg
+
+
+def create_topic(store, name: str, partitions: int | None, replication_factor: int | None,
+                 config: Mapping[str, str] | None = None, assignment: Mapping[int, Sequence[int]] | None = None,
+                 validate_only: bool = False, default_partitions: int = 1,
+                 default_replication_factor: int = 1) -> TopicAssignment:
+    brokers, _ = store.get_live_brokers()
+    existing = set(store.get_all_topics())
+    plan, cfg = plan_topic(
+        name, partitions, replication_factor, set(brokers), existing, config, assignment,
+        default_partitions, default_replication_factor,
+    )
+    if not validate_only:
+        store.create_topic(name, plan, cfg)
+    return plan
