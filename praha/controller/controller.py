@@ -140,6 +140,11 @@ class Controller:
         return self._suspended.is_set()
 
     @property
+    def flows(self):
+        """The flows of SPEC §8 and their admin entry points (`api_*`)."""
+        return self._flows
+
+    @property
     def epoch(self) -> int:
         return self.context.epoch
 

@@ -14,6 +14,10 @@ StopReplica per broker, whatever the state machines decided along the way.
                       delete the notification znodes
   controlled shutdown mark shutting down; move leadership away (controlled-shutdown
                       election); stop and take out of the ISR the replicas it follows
+  partition expansion new partition ids in /brokers/topics/<t> → created as above (ignored
+                      while the topic is queued for deletion)
+  deletion, reassignment, preferred elections: topic_deletion.py, reassignment.py,
+                      leader_balance.py
 """
 from __future__ import annotations
 
@@ -24,9 +28,12 @@ from typing import TYPE_CHECKING, Callable
 from praha.common import TopicPartition
 from praha.controller import events as ev
 from praha.controller.election import ElectionKind
+from praha.controller.leader_balance import LeaderBalancer
 from praha.controller.partition_state_machine import PartitionStateMachine
+from praha.controller.reassignment import ReassignmentManager
 from praha.controller.replica_state_machine import ReplicaStateMachine
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+from praha.controller.topic_deletion import TopicDeletionManager
 from praha.errors import ControllerMovedError
 
 if TYPE_CHECKING:
@@ -46,12 +53,24 @@ class ControllerFlows:
         self.replica_sm = ReplicaStateMachine(
             controller.broker_id, controller.context, controller.store, controller.request_batch, controller.state_log
         )
+        self.deletion = TopicDeletionManager(self)
+        self.reassignment = ReassignmentManager(self)
+        self.balancer = LeaderBalancer(self)
 
     def handlers(self) -> dict[type, Callable]:
         return {
             ev.TopicChange: self._guard(self.process_topic_change),
             ev.IsrChangeNotification: self._guard(self.process_isr_change),
             ev.LeaderAndIsrResponseReceived: self._guard(self.process_leader_and_isr_response),
+            ev.PartitionModifications: self._guard(self.process_partition_modifications),
+            ev.TopicDeletion: self._guard(lambda e: self.deletion.on_markers_changed()),
+            ev.TopicDeletionStopReplicaResponseReceived: self._guard(
+                lambda e: self.deletion.on_stop_replica_response(e.broker_id, e.error_code, e.partition_errors)
+            ),
+            ev.PartitionReassignment: self._guard(lambda e: self.reassignment.on_admin_znode()),
+            ev.PartitionReassignmentIsrChange: self._guard(lambda e: self.reassignment.on_isr_change({e.partition})),
+            ev.PreferredReplicaLeaderElection: self._guard(lambda e: self.balancer.on_admin_znode()),
+            ev.AutoPreferredReplicaLeaderElection: self._guard(lambda e: self.balancer.check_and_rebalance()),
         }
 
     def _guard(self, fn: Callable) -> Callable:
@@ -82,15 +101,45 @@ class ControllerFlows:
 
     # ---- failover hooks ------------------------------------------------------------------
     def on_failover_before_metadata(self) -> None:
-        """Hook: initialise topic deletion (queued and ineligible topics)."""
+        """Initialise topic deletion: queued topics, and those that must wait (replicas on dead
+        brokers, partitions being reassigned)."""
+        ctx = self.context
+        queued = set(self.c.store.get_topics_marked_for_deletion()) & ctx.all_topics
+        live = ctx.live_broker_ids
+        dead_hosted = {
+            t for t, parts in ctx.assignments.items() if any(r not in live for a in parts.values() for r in a.replicas)
+        }
+        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
+        self.deletion.init(queued, dead_hosted | reassigning)
 
     def on_failover(self) -> None:
         """Runs inside the failover's batch, after the full UpdateMetadata was added."""
         self.replica_sm.startup()
         self.partition_sm.startup()
+        self.reassignment.on_failover()
+        self.deletion.resume()
+        if self.c.store.exists("/admin/preferred_replica_election"):
+            self.balancer.on_admin_znode()
+        self.balancer.schedule()
 
     def on_resignation(self) -> None:
-        pass
+        self.balancer.stop()
+        self.reassignment.on_resignation()
+
+    # ---- admin API entry points (run on the event thread via Controller.run_on_controller) ------
+    def api_elect_preferred(self, partitions: set[TopicPartition] | None):
+        with self.batch():
+            return self.balancer.elect_preferred(partitions, "ElectLeaders API")
+
+    def api_alter_reassignments(self, targets: dict[TopicPartition, tuple[int, ...] | None]):
+        with self.batch():
+            return self.reassignment.api_alter(targets)
+
+    def api_list_reassignments(self, partitions: set[TopicPartition] | None):
+        return self.reassignment.api_list(partitions)
+
+    def deletion_waiting(self) -> dict[str, list[int]]:
+        return self.deletion.waiting()
 
     # ---- topics ----------------------------------------------------------------------------
     def process_topic_change(self, _event: ev.TopicChange) -> None:
@@ -146,7 +195,11 @@ class ControllerFlows:
         self.after_broker_startup(new_ids)
 
     def after_broker_startup(self, new_ids: set[int]) -> None:
-        """Hook: resume reassignments and deletions that waited for these brokers."""
+        """Resume reassignments and deletions that waited for these brokers."""
+        ctx = self.context
+        self.reassignment.resume_for_brokers(new_ids)
+        waiting = {pr.partition.topic for pr in ctx.replicas_on_brokers(new_ids)} & ctx.topics_to_be_deleted
+        self.deletion.resume_for_topics(waiting)
 
     def on_broker_failure(self, dead_ids: set[int]) -> None:
         """Runs inside the broker-change event's batch."""
@@ -172,7 +225,8 @@ class ControllerFlows:
         )
 
     def after_broker_failure(self, dead_ids: set[int], replicas_of_deleted_topics: list) -> None:
-        """Hook: replicas of topics being deleted become DeletionIneligible."""
+        """Replicas of topics being deleted become DeletionIneligible; their topics wait."""
+        self.deletion.fail_replica_deletion(replicas_of_deleted_topics)
 
     # ---- ISR changes -----------------------------------------------------------------------
     def process_isr_change(self, _event: ev.IsrChangeNotification) -> None:
@@ -193,7 +247,33 @@ class ControllerFlows:
         )
 
     def after_isr_change(self, partitions: set[TopicPartition]) -> None:
-        """Hook: reassignments waiting for their targets to join the ISR."""
+        """Reassignments waiting for their targets to join the ISR may complete now."""
+        self.reassignment.on_isr_change(partitions)
+
+    # ---- partition expansion -------------------------------------------------------------------
+    def process_partition_modifications(self, event: ev.PartitionModifications) -> None:
+        ctx = self.context
+        topic = event.topic
+        if topic not in ctx.all_topics:
+            return
+        assignments, bad = self.c.store.get_topic_assignments([topic])
+        if topic in bad:
+            log.error("topic %s has a corrupt assignment znode: %s", topic, bad[topic])
+            return
+        ta = assignments.get(topic)
+        if ta is None:
+            return
+        new = {p: a for p, a in ta.partitions.items() if p not in ctx.assignments.get(topic, {})}
+        if not new:
+            return
+        if ctx.is_topic_queued_for_deletion(topic):
+            log.warning("ignoring %d new partitions of %s: the topic is being deleted", len(new), topic)
+            return
+        for p, a in new.items():
+            ctx.update_assignment(TopicPartition(topic, p), a)
+        log.info("topic %s grows by %d partitions", topic, len(new))
+        self.c.state_log.record("PartitionsAdded", self.c.broker_id, ctx.epoch, topic=topic, partitions=sorted(new))
+        self.on_new_partition_creation([TopicPartition(topic, p) for p in sorted(new)])
 
     def process_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
         errors = {tp: code for tp, code in event.response.partition_errors.items() if code}
