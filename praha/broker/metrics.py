@@ -7,6 +7,7 @@ ActiveControllerCount, `praha_controller_offline_partitions` OfflinePartitionsCo
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -14,6 +15,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 if TYPE_CHECKING:
     from praha.broker.server import BrokerServer
+
+log = logging.getLogger(__name__)
 
 _CONTROLLER_HELP = {
     "active_controller": "1 if this broker is the active controller",
@@ -56,7 +59,14 @@ class BrokerCollector:
 
 
 def start_metrics_server(broker: "BrokerServer", host: str, port: int) -> tuple[object, int]:
+    """Serve /metrics on `port`; if it is taken, on any free port (logged) rather than not start."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker))
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as e:
+        if port == 0:
+            raise
+        log.warning("metrics port %d unavailable (%s); using a free port instead", port, e.strerror)
+        server, _thread = start_http_server(0, addr=host, registry=registry)
     return server, server.server_address[1]

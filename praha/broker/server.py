@@ -111,11 +111,24 @@ class BrokerServer:
         )
         self.controller.startup()
         self._metrics_server, self.metrics_port = start_metrics_server(self, "127.0.0.1", cfg.metrics_port)
+        self._write_runtime_file()
         log.info(
             "broker %d started: listening on %s:%d, broker epoch %d, cluster %s, metrics on :%d",
             cfg.broker_id, listener.host, self.socket_server.port, epoch, self.cluster_id, self.metrics_port,
         )
         self.state_log.record("BrokerStarted", broker_epoch=epoch, port=self.socket_server.port)
+
+    def _write_runtime_file(self) -> None:
+        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
+        import json
+        import os
+
+        info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
+                "metrics_port": self.metrics_port}
+        path = self.config.log_dir_list[0] / "praha-runtime.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(path)
 
     def register(self) -> int:
         """Register `/brokers/ids/<id>`; returns the broker epoch. Called again after session expiry.

@@ -27,7 +27,7 @@ from typing import Any
 import psutil
 
 from praha.errors import PrahaError
-from praha.zk.server import EmbeddedZooKeeper, free_port
+from praha.zk.server import EmbeddedZooKeeper
 
 DEFAULT_DIR = Path(os.environ.get("PRAHA_HOME", ".praha")) / "cluster"
 
@@ -59,6 +59,14 @@ class BrokerProcess:
     @property
     def log_path(self) -> Path:
         return Path(self.dir) / "broker.log"
+
+    @property
+    def actual_metrics_port(self) -> int:
+        """The metrics port the running broker reports (it falls back to a free port if ours was taken)."""
+        try:
+            return int(json.loads((Path(self.dir) / "data" / "praha-runtime.json").read_text())["metrics_port"])
+        except (OSError, ValueError, KeyError):
+            return self.metrics_port
 
 
 @dataclass
@@ -165,9 +173,10 @@ class LocalCluster:
             state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
         self.save(state)
+        ports = free_ports(2 * brokers)
         for bid in range(1, brokers + 1):
             state.brokers[bid] = BrokerProcess(
-                id=bid, port=free_port(), metrics_port=free_port(), dir=str(self.root / f"broker-{bid}"),
+                id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
                 overrides={**(overrides or {}), **((per_broker or {}).get(bid, {}))},
             )
         self.save(state)
@@ -326,6 +335,22 @@ class LocalCluster:
     def all_pids(self) -> list[int]:
         state = self.load()
         return [b.pid for b in state.brokers.values()] + [state.zookeeper_pid]
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct free ports: every socket stays bound until all are chosen."""
+    import socket
+
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _tail(path: Path, lines: int = 20) -> str:

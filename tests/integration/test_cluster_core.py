@@ -48,7 +48,7 @@ def active_controllers(cluster) -> list[int]:
     state = cluster.load()
     return [
         b.id for b in state.brokers.values()
-        if cluster.broker_running(b) and scrape_metrics(b.metrics_port).get("praha_controller_active_controller") == 1.0
+        if cluster.broker_running(b) and scrape_metrics(b.actual_metrics_port).get("praha_controller_active_controller") == 1.0
     ]
 
 
@@ -104,7 +104,7 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
     cluster = make_cluster(2)
     state = cluster.load()
     b = state.brokers[1]
-    wait_for(lambda: scrape_metrics(b.metrics_port)["praha_broker_highest_controller_epoch_seen"] == 1, 20,
+    wait_for(lambda: scrape_metrics(b.actual_metrics_port)["praha_broker_highest_controller_epoch_seen"] == 1, 20,
              what="broker 1 to hear from the controller")
     conn = BrokerConnection("127.0.0.1", b.port, timeout=5)
     try:
@@ -122,7 +122,7 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
         assert conn.send(obj, version).error_code == ErrorCode.NONE
     finally:
         conn.close()
-    m = scrape_metrics(b.metrics_port)
+    m = scrape_metrics(b.actual_metrics_port)
     assert m["praha_broker_stale_controller_requests"] == 3
 
 
@@ -135,7 +135,7 @@ def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(
         cluster = make_cluster(3, per_broker=per_broker)
         old, _ = controller_and_epoch(zk_store)
         old_epoch_broker = zk_store.get_broker(old).epoch
-        metrics_port = cluster.load().brokers[old].metrics_port
+        metrics_port = cluster.load().brokers[old].actual_metrics_port
         proxies[old].cut()
         # SUSPENDED: it stops acting as controller at once, before its session is gone
         wait_for(lambda: scrape_metrics(metrics_port)["praha_controller_active_controller"] == 0.0, 5,
