@@ -37,7 +37,6 @@ def leaders(zk_connect, name):
 
 
 def controller_events(cluster, event):
-    cid = None
     out = []
     for b in cluster.load().brokers.values():
         path = Path(b.dir) / "data" / "state-change.log"
@@ -105,11 +104,13 @@ def test_partition_expansion_and_expansion_during_deletion(make_cluster, zk_stor
     wait_for(lambda: online(zk_connect, "grow", 3), 20, what="new partitions online")
     assert leaders(zk_connect, "grow") == {0: 1, 1: 2, 2: 3}
     # a partition added while the topic is being deleted leaves nothing behind
-    cluster.kill_broker(3)
+    victim = next(b for b in (1, 2, 3) if b != zk_store.get_controller_id())
+    cluster.kill_broker(victim)
+    wait_for(lambda: victim not in {b["id"] for b in cluster_status(zk_connect)["brokers"]}, 20, what="broker gone")
     zk_store.mark_topic_for_deletion("grow")
     wait_for(lambda: controller_events(cluster, "TopicDeletionStarted"), 20, what="deletion to start")
     zk_store.set_topic_assignment("grow", TopicAssignment({p: ReplicaAssignment((1, 2, 3)) for p in range(4)}))
-    cluster.start_broker(3)
+    cluster.start_broker(victim)
     wait_for(lambda: gone(zk_store, "grow"), 30, what="deletion to complete")
     for b in cluster.load().brokers.values():
         assert not list((Path(b.dir) / "data").glob("grow-*"))
