@@ -81,4 +81,9 @@ def topics_status(store: ZkStore, live: set[int], problems: list[str]) -> dict[s
                 "offline": not li or li.leader not in live,
             })
         out[t] = {"partitions": parts, "marked_for_deletion": t in marked}
+        if t in marked:
+            # a deletion waits for every dead broker that still holds a replica of the topic
+            out[t]["deletion_waiting_for_brokers"] = sorted(
+                {r for a in assignments[t].partitions.values() for r in a.replicas} - live
+            )
     return out

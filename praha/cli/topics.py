@@ -111,7 +111,12 @@ def cmd_describe(args) -> int:
     for name, info in topics.items():
         parts = info["partitions"]
         rf = len(parts[0]["replicas"]) if parts else 0
-        mark = "  MARKED FOR DELETION" if info.get("marked_for_deletion") else ""
+        mark = ""
+        if info.get("marked_for_deletion"):
+            waiting = info.get("deletion_waiting_for_brokers") or []
+            mark = "  MARKED FOR DELETION" + (
+                f" (waiting for brokers {','.join(map(str, waiting))} to come back)" if waiting else " (in progress)"
+            )
         print(f"Topic: {name}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}{mark}")
         for p in parts:
             flags = []

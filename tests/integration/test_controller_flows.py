@@ -70,6 +70,8 @@ def test_deletion_waits_for_a_dead_broker_and_survives_controller_failover(make_
         wait_for(lambda: not list(data.glob("doomed-*")), 20, what=f"broker {b} to delete its replicas")
     assert "doomed" in zk_store.get_all_topics()
     assert zk_store.get_topics_marked_for_deletion() == ["doomed"]
+    described = topic_state(zk_connect, "doomed")
+    assert described["marked_for_deletion"] and described["deletion_waiting_for_brokers"] == [4]
     # a controller failover midway
     cid = zk_store.get_controller_id()
     if cid != 4:
