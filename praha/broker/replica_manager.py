@@ -1,19 +1,47 @@
-"""Replicas hosted by this broker, driven by the controller's LeaderAndIsr and StopReplica.
+"""Replicas hosted by this broker: roles from the controller, ISR upkeep, parked requests.
 
-LeaderAndIsr, per partition: ignore it unless its leader epoch is newer than ours (a
-stale epoch gets STALE_CONTROLLER_EPOCH for that partition, as Kafka 2.x answers); then
-become leader or follower. StopReplica: stop the partition, delete its data if asked;
-a leader epoch older than ours is FENCED_LEADER_EPOCH (-1 and -2 — "during delete" —
-always apply). The controller-epoch and broker-epoch checks happen before, in the
-handler, through `ControllerFence`.
+LeaderAndIsr, per partition (controller epoch already checked by the handler):
+1. refuse it unless its leader epoch is newer than ours (STALE_CONTROLLER_EPOCH for that
+   partition, as Kafka 2.x answers) or this broker is not among its replicas;
+2. read the topic's config overrides from ZooKeeper (off the loop) for topics not seen
+   yet, open or create the log;
+3. leader: stop fetching it, `Partition.make_leader`; follower: drop leader state and
+   hand it to the fetcher of the leader's broker, which truncates first then fetches
+   (no live leader: just stop);
+4. wake parked produce/fetch requests of the partitions that changed (they answer
+   NOT_LEADER_OR_FOLLOWER now).
+StopReplica: stop fetching and serving, delete the log if asked; a leader epoch older
+than ours is FENCED_LEADER_EPOCH (-1 and -2 always apply). UpdateMetadata dropping a
+partition (topic deleted) stops serving it too.
+
+Running as leader:
+- every `replica.lag.time.max.ms`/2 each led partition drops ISR members that have not
+  caught up; a follower fetch that catches up adds it back. Each change is one
+  conditional write of the partition state znode (same leader epoch, our last
+  zkVersion), on a ZooKeeper thread; BAD_VERSION → re-read (maybe it did land), else
+  no more ISR changes until the next LeaderAndIsr, as Kafka does;
+- changed partitions are collected and written as one `/isr_change_notification`
+  sequential node per `isr.change.notification.interval.ms`, so the controller
+  propagates the new ISR with UpdateMetadata;
+- high watermarks are checkpointed to `replication-offset-checkpoint` every
+  `replica.high.watermark.checkpoint.interval.ms` (and at shutdown), recovery points
+  every minute, retention every `log.retention.check.interval.ms`.
+Everything but the ZooKeeper calls and checkpoint files runs on the network loop.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass, field
-from enum import Enum
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from praha.common import TopicPartition
+from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
+from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
+from praha.broker.partition import Partition
+from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from praha.config import BrokerConfig, parse_properties
 from praha.controller.messages import (
     ControllerResponseData,
     LeaderAndIsrRequestData,
@@ -21,35 +49,237 @@ from praha.controller.messages import (
     StopReplicaRequestData,
 )
 from praha.errors import ErrorCode
+from praha.log import LogConfig, LogManager
+from praha.log.log import parse_log_dir_name
+
+if TYPE_CHECKING:
+    from praha.broker.metadata_cache import MetadataCache
+    from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
 
+HW_CHECKPOINT_INTERVAL_MS = 5000
+RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
 
-class Role(Enum):
-    LEADER = "leader"
-    FOLLOWER = "follower"
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _extra_int(cfg: BrokerConfig, key: str, default: int) -> int:
+    """Settings BrokerConfig does not name (kept in `unknown`)."""
+    try:
+        return int(cfg.unknown.get(key, default))
+    except ValueError:
+        return default
+
+
+def log_config_of(cfg: BrokerConfig) -> LogConfig:
+    props = {**parse_properties(cfg.to_properties()), **cfg.unknown}
+    return LogConfig.from_broker_config(props)
 
 
 @dataclass
-class Partition:
-    tp: TopicPartition
-    state: PartitionLeaderState
-    role: Role
-    follower_log_end: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.state.leader_epoch
+class ReplicaStats:
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    isr_write_failures: int = 0
+    isr_notifications: int = 0
+    bytes_in: int = 0
+    messages_in: int = 0
+    bytes_out: int = 0
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int):
+    def __init__(self, broker_id: int, config: BrokerConfig | None = None,
+                 metadata_cache: "MetadataCache | None" = None):
         self.broker_id = broker_id
+        self.config = config or BrokerConfig(broker_id=broker_id)
+        self.metadata_cache = metadata_cache
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.log_manager: LogManager | None = None
+        self.store: "ZkStore | None" = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.produce_purgatory: Purgatory | None = None
+        self.fetch_purgatory: Purgatory | None = None
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.stats = ReplicaStats()
+        self._hw_checkpoint: dict[TopicPartition, int] = {}
+        self._isr_changed: set[TopicPartition] = set()
+        self._isr_flush_scheduled = False
+        self._state_lock: asyncio.Lock | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-io")
+        cfg = self.config
+        self.lag_time_max_ms = cfg.replica_lag_time_max_ms
+        self.isr_notification_interval_ms = cfg.isr_change_notification_interval_ms
+        self.hw_checkpoint_interval_ms = _extra_int(cfg, "replica.high.watermark.checkpoint.interval.ms",
+                                                    HW_CHECKPOINT_INTERVAL_MS)
 
-    def become_leader_or_follower(self, req: LeaderAndIsrRequestData) -> ControllerResponseData:
+    # ------------------------------------------------------------------ lifecycle
+    def start_logs(self, store: "ZkStore | None") -> None:
+        """Open every log on disk (recovering after a crash); before the broker registers.
+
+        Topic overrides of the topics found on disk are read first so logs open with them."""
+        self.store = store
+        cfg = self.config
+        dirs = [str(d) for d in cfg.log_dir_list]
+        topics = set()
+        for d in cfg.log_dir_list:
+            if d.is_dir():
+                for child in d.iterdir():
+                    tp = parse_log_dir_name(child.name) if child.is_dir() else None
+                    if tp is not None:
+                        topics.add(tp.topic)
+        if topics and store is not None:
+            configs, _bad = store.get_topic_configs(sorted(topics))
+            self.topic_configs.update(configs)
+        manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}))
+        manager.startup()  # a failure here leaves `log_manager` unset: nothing to close
+        self.log_manager = manager
+        for d in self.log_manager.log_dirs:
+            try:
+                self._hw_checkpoint.update(self.log_manager.high_watermark_file(d).read())
+            except Exception as e:  # noqa: BLE001 - a bad checkpoint costs only a lower start HW
+                log.warning("ignoring high watermark checkpoint in %s: %s", d, e)
+
+    async def start(self) -> None:
+        """On the loop: purgatories, fetchers, periodic tasks."""
+        loop = self.loop = asyncio.get_running_loop()
+        cfg = self.config
+        self._state_lock = asyncio.Lock()
+        self.produce_purgatory = Purgatory("produce", loop)
+        self.fetch_purgatory = Purgatory("fetch", loop)
+        settings = FetcherSettings(
+            broker_id=self.broker_id,
+            fetch_max_bytes=cfg.replica_fetch_max_bytes,
+            response_max_bytes=_extra_int(cfg, "replica.fetch.response.max.bytes", 10 * 1024 * 1024),
+            wait_max_ms=cfg.replica_fetch_wait_max_ms,
+            backoff_ms=cfg.replica_fetch_backoff_ms,
+            socket_timeout_ms=_extra_int(cfg, "replica.socket.timeout.ms", 30000),
+        )
+        self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append)
+        self._tasks = [
+            loop.create_task(self._every(max(self.lag_time_max_ms // 2, 10), self.maybe_shrink_isr), name="isr-expiry"),
+            loop.create_task(self._every(self.hw_checkpoint_interval_ms, self._checkpoint_hw), name="hw-checkpoint"),
+            loop.create_task(self._every(RECOVERY_POINT_CHECKPOINT_INTERVAL_MS, self._checkpoint_recovery_points),
+                             name="recovery-checkpoint"),
+            loop.create_task(self._every(cfg.log_retention_check_interval_ms, self._retention), name="retention"),
+        ]
+
+    async def _every(self, interval_ms: int, fn: Callable[[], object]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000.0)
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    await r
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - periodic work must keep running
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def shutdown(self) -> None:
+        """On the loop: stop tasks and fetchers, answer parked requests, checkpoint HWs."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        self._tasks = []
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()
+        for p in (self.produce_purgatory, self.fetch_purgatory):
+            if p is not None:
+                p.expire_all()
+        if self._isr_changed and self.store is not None:
+            self._flush_isr_changes()
+        await self._checkpoint_hw()
+
+    def close_logs(self) -> None:
+        """After the loop has stopped: close every log and leave the clean-shutdown marker."""
+        if self.log_manager is not None:
+            self._write_hw_files(self._hw_snapshot())
+            self.log_manager.shutdown()
+            self.log_manager = None
+        self._zk.shutdown(wait=False, cancel_futures=True)
+        self._io.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ queries
+    def leader_count(self) -> int:
+        return sum(1 for p in list(self.partitions.values()) if p.is_leader)
+
+    def under_replicated_count(self) -> int:
+        return sum(1 for p in list(self.partitions.values()) if p.under_replicated)
+
+    def figures(self) -> list[tuple[str, float, str]]:
+        s = self.stats
+        f = self.fetchers
+        return [
+            ("under_replicated_partitions", float(self.under_replicated_count()), "led partitions with ISR < replicas"),
+            ("isr_shrinks", float(s.isr_shrinks), "ISR shrinks written by this leader"),
+            ("isr_expands", float(s.isr_expands), "ISR expansions written by this leader"),
+            ("isr_write_failures", float(s.isr_write_failures), "ISR writes refused or failed"),
+            ("bytes_in", float(s.bytes_in), "bytes appended as leader"),
+            ("messages_in", float(s.messages_in), "records appended as leader"),
+            ("bytes_out", float(s.bytes_out), "bytes served by Fetch"),
+            ("replication_bytes_in", float(f.stats.bytes if f else 0), "bytes appended as follower"),
+            ("follower_truncations", float(f.stats.truncations if f else 0), "follower log truncations"),
+            ("fetcher_partitions", float(f.partition_count() if f else 0), "partitions being fetched"),
+            ("delayed_produce", float(len(self.produce_purgatory) if self.produce_purgatory else 0),
+             "acks=all produce requests parked"),
+            ("delayed_fetch", float(len(self.fetch_purgatory) if self.fetch_purgatory else 0), "fetch requests parked"),
+        ]
+
+    def _followed_partition(self, tp: TopicPartition, leader_epoch: int) -> Partition | None:
+        p = self.partitions.get(tp)
+        if p is None or p.is_leader or p.leader_epoch != leader_epoch:
+            return None
+        return p
+
+    def min_insync_replicas(self, topic: str) -> int:
+        v = self.topic_configs.get(topic, {}).get("min.insync.replicas")
+        try:
+            return int(v) if v is not None else self.config.min_insync_replicas
+        except ValueError:
+            return self.config.min_insync_replicas
+
+    # ------------------------------------------------------------------ controller requests
+    async def become_leader_or_follower(self, req: LeaderAndIsrRequestData) -> ControllerResponseData:
+        assert self._state_lock is not None
+        async with self._state_lock:
+            await self._load_topic_configs({s.tp.topic for s in req.partitions})
+            return self._apply_leader_and_isr(req)
+
+    async def _load_topic_configs(self, topics: set[str]) -> None:
+        """Refresh config overrides of these topics (min.insync.replicas, log settings)."""
+        if self.store is None or not topics:
+            return
+        store = self.store
+        try:
+            configs, _bad = await asyncio.get_running_loop().run_in_executor(
+                self._zk, store.get_topic_configs, sorted(topics))
+        except Exception as e:  # noqa: BLE001 - keep the defaults; ZooKeeper may be away
+            log.warning("could not read config of %d topics: %s", len(topics), e)
+            return
+        for t in topics:
+            self.topic_configs[t] = configs.get(t, {})
+        if self.log_manager is not None:
+            for tp, lg in self.log_manager:
+                if tp.topic in topics:
+                    lg.update_config(self.log_manager.default_config.with_overrides(self.topic_configs[tp.topic]))
+
+    def _apply_leader_and_isr(self, req: LeaderAndIsrRequestData) -> ControllerResponseData:
+        assert self.log_manager is not None and self.fetchers is not None
         errors: dict[TopicPartition, int] = {}
-        became_leader, became_follower = [], []
+        leaders: list[Partition] = []
+        followers: list[tuple[Partition, PartitionLeaderState]] = []
+        live = {b.id: b for b in req.live_leaders}
+        now = _now_ms()
         for s in req.partitions:
             if self.broker_id not in s.replicas:
                 errors[s.tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -58,31 +288,274 @@ class ReplicaManager:
             if cur is not None and s.leader_epoch <= cur.leader_epoch:
                 errors[s.tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
-            role = Role.LEADER if s.leader == self.broker_id else Role.FOLLOWER
-            self.partitions[s.tp] = Partition(s.tp, s, role)
-            (became_leader if role is Role.LEADER else became_follower).append(s.tp)
+            try:
+                p = cur or self._new_partition(s.tp)
+            except Exception as e:  # noqa: BLE001 - one bad log must not fail the others
+                log.error("cannot open the log of %s: %s", s.tp, e)
+                errors[s.tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            p.min_insync_replicas = self.min_insync_replicas(s.tp.topic)
+            if s.leader == self.broker_id:
+                self.fetchers.remove(s.tp)
+                p.make_leader(s, now)
+                leaders.append(p)
+            else:
+                p.make_follower(s)
+                followers.append((p, s))
             errors[s.tp] = ErrorCode.NONE
+        no_leader = 0
+        for p, s in followers:
+            leader = live.get(s.leader) or (self.metadata_cache.live_brokers.get(s.leader) if self.metadata_cache else None)
+            if leader is None:
+                self.fetchers.remove(p.tp)
+                no_leader += 1
+            else:
+                self.fetchers.add(p.tp, leader, s.leader_epoch)
+        self.fetchers.shutdown_idle()
+        for p in leaders:
+            self._partition_changed(p.tp)
+        for p, _ in followers:
+            self._partition_changed(p.tp)
         stale = sum(1 for c in errors.values() if c == ErrorCode.STALE_CONTROLLER_EPOCH)
         log.info(
-            "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers, %d stale",
-            req.controller_id, req.controller_epoch, len(became_leader), len(became_follower), stale,
+            "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers (%d without a live leader), %d stale",
+            req.controller_id, req.controller_epoch, len(leaders), len(followers), no_leader, stale,
         )
         return ControllerResponseData(ErrorCode.NONE, errors)
 
-    def stop_replicas(self, req: StopReplicaRequestData) -> ControllerResponseData:
+    def _new_partition(self, tp: TopicPartition) -> Partition:
+        assert self.log_manager is not None
+        lg = self.log_manager.get_or_create(tp)
+        p = Partition(tp, lg, self.broker_id)
+        p.high_watermark = min(self._hw_checkpoint.get(tp, 0), lg.log_end_offset)
+        self.partitions[tp] = p
+        return p
+
+    async def stop_replicas(self, req: StopReplicaRequestData) -> ControllerResponseData:
+        assert self._state_lock is not None
+        async with self._state_lock:
+            return self._apply_stop_replica(req)
+
+    def _apply_stop_replica(self, req: StopReplicaRequestData) -> ControllerResponseData:
         errors: dict[TopicPartition, int] = {}
         stopped = deleted = 0
-        for p in req.partitions:
-            cur = self.partitions.get(p.tp)
-            if cur is not None and p.leader_epoch >= 0 and p.leader_epoch < cur.leader_epoch:
-                errors[p.tp] = ErrorCode.FENCED_LEADER_EPOCH
+        for sp in req.partitions:
+            cur = self.partitions.get(sp.tp)
+            if cur is not None and sp.leader_epoch >= 0 and sp.leader_epoch < cur.leader_epoch:
+                errors[sp.tp] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
-            self.partitions.pop(p.tp, None)
+            self._stop_serving(sp.tp)
             stopped += 1
-            deleted += int(p.delete)
-            errors[p.tp] = ErrorCode.NONE
-        log.info("StopReplica from controller %d: %d stopped, %d deleted", req.controller_id, stopped, deleted)
+            if sp.delete:
+                try:
+                    if self.log_manager is not None and self.log_manager.delete(sp.tp):
+                        deleted += 1
+                except Exception as e:  # noqa: BLE001
+                    log.error("deleting the log of %s failed: %s", sp.tp, e)
+                    errors[sp.tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
+                self._hw_checkpoint.pop(sp.tp, None)
+            errors[sp.tp] = ErrorCode.NONE
+        if self.fetchers is not None:
+            self.fetchers.shutdown_idle()
+        log.info("StopReplica from controller %d: %d stopped, %d logs deleted", req.controller_id, stopped, deleted)
         return ControllerResponseData(ErrorCode.NONE, errors)
 
-    def leader_count(self) -> int:
-        return sum(1 for p in self.partitions.values() if p.role is Role.LEADER)
+    def _stop_serving(self, tp: TopicPartition) -> None:
+        if self.fetchers is not None:
+            self.fetchers.remove(tp)
+        p = self.partitions.pop(tp, None)
+        if p is not None:
+            self._hw_checkpoint[tp] = p.high_watermark
+            self._partition_changed(tp)
+
+    def on_metadata_update(self, live_brokers: Mapping[int, object], deleted: Iterable[TopicPartition]) -> None:
+        """UpdateMetadata: stop serving partitions of deleted topics; follow moved endpoints."""
+        n = 0
+        for tp in deleted:
+            if tp in self.partitions:
+                self._stop_serving(tp)
+                n += 1
+        if self.fetchers is not None:
+            self.fetchers.update_sources(dict(live_brokers))  # type: ignore[arg-type]
+            if n:
+                self.fetchers.shutdown_idle()
+        if n:
+            log.info("stopped serving %d partitions of deleted topics", n)
+
+    # ------------------------------------------------------------------ data path hooks
+    def _partition_changed(self, tp: TopicPartition) -> None:
+        """Leadership, ISR or high watermark changed: re-check parked requests."""
+        if self.produce_purgatory is not None:
+            self.produce_purgatory.check(tp)
+        if self.fetch_purgatory is not None:
+            self.fetch_purgatory.check(tp)
+
+    def after_leader_append(self, p: Partition) -> None:
+        if p.maybe_increment_high_watermark():
+            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]
+        self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]
+
+    def _on_follower_append(self, p: Partition) -> None:
+        """Followers serve no clients; nothing is parked on them."""
+
+    def record_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched at `fetch_offset`: its progress, the HW, maybe an ISR expansion."""
+        moved, join = p.update_follower(replica_id, fetch_offset, _now_ms())
+        if moved:
+            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]
+            self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]
+        if join and p.pending_isr is None and not p.isr_frozen:
+            new_isr = tuple(sorted(set(p.isr) | {replica_id}, key=lambda r: (r != self.broker_id, r)))
+            self._write_isr(p, new_isr, expand=True)
+
+    def produce_status(self, tp: TopicPartition, required_offset: int) -> int | None:
+        """acks=all: the error code once decided, None while waiting.
+
+        A new leader epoch with us still leader keeps the wait (a leader never truncates,
+        so the batch is still there); losing leadership answers at once, because every
+        role change re-checks parked requests before any truncation can happen."""
+        p = self.partitions.get(tp)
+        if p is None or not p.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if p.high_watermark >= required_offset:
+            if len(p.isr) >= p.min_insync_replicas:
+                return ErrorCode.NONE
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return None
+
+    def park_produce(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future:
+        assert self.produce_purgatory is not None and self.loop is not None
+        op = DelayedProduce(self.loop, waits, self.produce_status)
+        return self.produce_purgatory.watch(op, list(waits), timeout_ms)
+
+    def park_fetch(self, min_bytes: int, keys: list[TopicPartition], available: Callable[[TopicPartition], int],
+                   timeout_ms: int) -> asyncio.Future:
+        assert self.fetch_purgatory is not None and self.loop is not None
+        op = DelayedFetch(self.loop, min_bytes, keys, available)
+        return self.fetch_purgatory.watch(op, keys, timeout_ms)
+
+    # ------------------------------------------------------------------ ISR upkeep
+    def maybe_shrink_isr(self) -> None:
+        now = _now_ms()
+        for p in list(self.partitions.values()):
+            if not p.is_leader or p.pending_isr is not None or p.isr_frozen or len(p.isr) <= 1:
+                continue
+            out = p.out_of_sync_replicas(now, self.lag_time_max_ms)
+            if out:
+                new_isr = tuple(r for r in p.isr if r not in out)
+                self._write_isr(p, new_isr, expand=False)
+
+    def _write_isr(self, p: Partition, new_isr: tuple[int, ...], expand: bool) -> None:
+        """Conditional write of the partition state znode, off the loop."""
+        if self.store is None or self.loop is None:
+            return
+        p.pending_isr = new_isr
+        epoch = p.leader_epoch
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(self.broker_id, new_isr, epoch, p.zk_version),
+                                            p.controller_epoch)
+        store, version, tp = self.store, p.zk_version, p.tp
+
+        def write() -> tuple[bool, int]:
+            r = store.conditional_update_partition_state(tp, state, version)
+            if r.ok:
+                return True, r.stat_version if r.stat_version is not None else version + 1
+            # maybe our write landed but the answer was lost: compare what is there
+            got, _bad = store.get_partition_states([tp])
+            cur = got.get(tp)
+            if cur is not None:
+                li = cur.leader_and_isr
+                if (li.leader, li.leader_epoch, tuple(li.isr)) == (self.broker_id, epoch, new_isr):
+                    return True, li.zk_version
+            return False, -1
+
+        fut = self.loop.run_in_executor(self._zk, write)
+        fut.add_done_callback(lambda f: self._isr_written(p, epoch, new_isr, expand, f))
+
+    def _isr_written(self, p: Partition, epoch: int, new_isr: tuple[int, ...], expand: bool,
+                     fut: "asyncio.Future[tuple[bool, int]]") -> None:
+        if self.partitions.get(p.tp) is not p or p.leader_epoch != epoch or not p.is_leader:
+            return  # a LeaderAndIsr replaced this state meanwhile
+        p.pending_isr = None
+        try:
+            ok, version = fut.result()
+        except Exception as e:  # noqa: BLE001 - ZooKeeper away: retry at the next check
+            self.stats.isr_write_failures += 1
+            log.warning("%s: ISR change to %s not written: %s", p.tp, list(new_isr), e)
+            return
+        if not ok:
+            self.stats.isr_write_failures += 1
+            p.isr_frozen = True
+            log.warning("%s: ISR change to %s refused (zkVersion %d is stale); waiting for the controller",
+                        p.tp, list(new_isr), p.zk_version)
+            return
+        old = p.isr
+        p.isr = new_isr
+        p.zk_version = version
+        if expand:
+            self.stats.isr_expands += 1
+        else:
+            self.stats.isr_shrinks += 1
+        log.info("%s: ISR %s -> %s (leader epoch %d, zkVersion %d)", p.tp, list(old), list(new_isr), epoch, version)
+        p.maybe_increment_high_watermark()
+        self._partition_changed(p.tp)
+        self._record_isr_change(p.tp)
+
+    def _record_isr_change(self, tp: TopicPartition) -> None:
+        self._isr_changed.add(tp)
+        if not self._isr_flush_scheduled and self.loop is not None:
+            self._isr_flush_scheduled = True
+            self.loop.call_later(self.isr_notification_interval_ms / 1000.0, self._flush_isr_changes)
+
+    def _flush_isr_changes(self) -> None:
+        """One sequential notification for every ISR change since the last one."""
+        self._isr_flush_scheduled = False
+        tps, self._isr_changed = self._isr_changed, set()
+        if not tps or self.store is None or self.loop is None:
+            return
+        store = self.store
+
+        def write() -> None:
+            store.create_isr_change_notification(sorted(tps))
+
+        def done(f: asyncio.Future) -> None:
+            try:
+                f.result()
+                self.stats.isr_notifications += 1
+            except Exception as e:  # noqa: BLE001 - put them back for the next attempt
+                log.warning("ISR change notification for %d partitions failed: %s", len(tps), e)
+                for tp in tps:
+                    self._record_isr_change(tp)
+
+        self.loop.run_in_executor(self._zk, write).add_done_callback(done)
+
+    # ------------------------------------------------------------------ checkpoints, retention
+    def _hw_snapshot(self) -> dict[TopicPartition, int]:
+        hws = dict(self._hw_checkpoint)
+        for tp, p in self.partitions.items():
+            hws[tp] = p.high_watermark
+        return hws
+
+    def _write_hw_files(self, hws: dict[TopicPartition, int]) -> None:
+        lm = self.log_manager
+        if lm is None:
+            return
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in lm.log_dirs}
+        for tp, hw in hws.items():
+            d = lm.log_dir_of(tp)
+            if d is not None:
+                by_dir[d][tp] = hw
+        for d, entries in by_dir.items():
+            lm.high_watermark_file(d).write(entries)
+
+    async def _checkpoint_hw(self) -> None:
+        snap = self._hw_snapshot()
+        await asyncio.get_running_loop().run_in_executor(self._io, self._write_hw_files, snap)
+
+    async def _checkpoint_recovery_points(self) -> None:
+        if self.log_manager is not None:
+            await asyncio.get_running_loop().run_in_executor(self._io, self.log_manager.checkpoint)
+
+    def _retention(self) -> None:
+        if self.log_manager is not None:
+            self.log_manager.retention_pass(high_watermarks=self._hw_snapshot())

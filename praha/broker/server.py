@@ -63,7 +63,7 @@ class BrokerServer:
         self.broker_id = config.broker_id
         self.fence = ControllerFence()
         self.metadata_cache = MetadataCache(config.broker_id)
-        self.replica_manager = ReplicaManager(config.broker_id)
+        self.replica_manager = ReplicaManager(config.broker_id, config, self.metadata_cache)
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
@@ -93,7 +93,9 @@ class BrokerServer:
         self.store.start()
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()
+        self.replica_manager.start_logs(self.store)
         self._loop_thread.start()
+        self.run_on_loop(self.replica_manager.start())
         listener = cfg.endpoints[0]
         self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes)
         self.run_on_loop(self.socket_server.start())
@@ -153,10 +155,12 @@ class BrokerServer:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def replica_manager_call(self, fn: Callable[[ReplicaManager], Any]) -> Any:
-        return fn(self.replica_manager)
+        result = fn(self.replica_manager)
+        return await result if asyncio.iscoroutine(result) else result
 
     def on_metadata_update(self, data, deleted) -> None:
-        """Hook for the replica layer (follower fetchers need broker endpoints)."""
+        """Deleted topics stop being served; fetchers follow moved leader endpoints."""
+        self.replica_manager.on_metadata_update(self.metadata_cache.live_brokers, deleted)
 
     def broker_figures(self) -> list[tuple[str, float, str]]:
         ss = self.socket_server
@@ -169,6 +173,7 @@ class BrokerServer:
             ("bad_requests", float(ss.bad_requests if ss else 0), "malformed or unsupported requests"),
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
+            *self.replica_manager.figures(),
             ("metadata_partitions", float(self.metadata_cache.partition_count()), "partitions in the metadata cache"),
         ]
 
@@ -234,8 +239,13 @@ class BrokerServer:
             except Exception:  # noqa: BLE001
                 pass
         if self._loop_thread.is_alive():
+            try:
+                self.run_on_loop(self.replica_manager.shutdown(), timeout=15)
+            except Exception:  # noqa: BLE001
+                log.exception("replica manager shutdown failed")
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._loop_thread.join(5)
+        self.replica_manager.close_logs()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         self.state_log.record("BrokerStopped")

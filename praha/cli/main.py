@@ -270,3 +270,7 @@ def _register_extensions() -> None:
 
 
 _register_extensions()
+
+from praha.cli.data import register as _register_data  # noqa: E402  (console producer/consumer)
+
+_EXTENSIONS.append(_register_data)

@@ -1,0 +1,205 @@
+"""Produce throughput and latency of a local 3-broker praha cluster (confluent-kafka).
+
+Prints, for 1 KiB records:
+- acks=all, RF 3 (min.insync.replicas 2): MB/s and p50/p99 delivery latency, saturated
+  (latency then includes the client's queue) and paced at --paced-rate (the pipeline alone)
+- acks=1,   RF 1: the same (no replication: the single-broker ceiling)
+- CPU seconds per GiB of the brokers and of the client, and how busy the machine was
+  (other work on it skews every figure)
+- the machine's limit: loopback TCP into a file append (one process, big writes)
+and the ratio RF3/RF1. Figures, not asserts. The cluster (embedded ZooKeeper + 3
+broker processes) lives in a temporary directory and is stopped by PID at the end.
+
+Usage: .venv/bin/python bench/produce.py [--mb 256] [--partitions 6] [--paced-rate 20] [--keep-dir]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import tempfile
+import threading
+import time
+
+import psutil
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from praha.admin.status import cluster_status
+from praha.cluster.local import LocalCluster
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.testing.cluster import wait_for
+from praha.zk.store import ZkStore
+
+RECORD = 1024
+BROKER_CONFIG = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500"}
+
+
+def create_topic(cluster: LocalCluster, store: ZkStore, zk: str, name: str, partitions: int, rf: int,
+                 config: dict[str, str]) -> None:
+    ids = sorted(cluster.load().brokers)
+    assignment = {p: ReplicaAssignment(tuple(ids[(p + i) % len(ids)] for i in range(rf))) for p in range(partitions)}
+    store.create_topic(name, TopicAssignment(assignment), config)
+    wait_for(lambda: all(p["leader"] >= 0 for p in cluster_status(zk, store=store)["topics"][name]["partitions"]), 30)
+    bs = bootstrap(cluster)
+    admin = AdminClient({"bootstrap.servers": bs})
+    wait_for(lambda: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values()), 30)
+
+
+def bootstrap(cluster: LocalCluster) -> str:
+    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system
+    return total
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies from /proc/stat: how loaded the machine was meanwhile."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def produce(bs: str, topic: str, acks: str, total_mb: int, partitions: int, broker_pids: list[int],
+            rate_mb_s: float | None = None) -> dict[str, float]:
+    """Saturate (or pace at `rate_mb_s`) a confluent-kafka producer; MB/s, latencies, CPU."""
+    p = Producer({
+        "bootstrap.servers": bs, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000,
+        "queue.buffering.max.kbytes": 65536, "queue.buffering.max.messages": 1_000_000,
+        "log_level": 3,
+    })
+    value = os.urandom(RECORD)
+    n = total_mb * (1 << 20) // RECORD
+    latencies: list[float] = []
+    errors = [0]
+
+    def report(err, msg):
+        if err is not None:
+            errors[0] += 1
+        else:
+            latencies.append(msg.latency())
+
+    for i in range(1000):  # warm-up: metadata and connections
+        p.produce(topic, value=value, partition=i % partitions)
+    p.flush(30)
+    b0, busy0 = cpu_seconds(broker_pids), machine_busy()
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    for i in range(n):
+        if rate_mb_s is not None and i % 64 == 0:
+            ahead = i * RECORD / (rate_mb_s * 1e6) - (time.perf_counter() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+        while True:
+            try:
+                p.produce(topic, value=value, partition=i % partitions, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.005)
+        if i % 1000 == 0:
+            p.poll(0)
+    p.flush(120)
+    dt = time.perf_counter() - t0
+    client = time.process_time() - c0
+    brokers = cpu_seconds(broker_pids) - b0
+    busy1 = machine_busy()
+    latencies.sort()
+    q = statistics.quantiles(latencies, n=100) if len(latencies) > 100 else [0.0] * 99
+    gib = n * RECORD / (1 << 30)
+    return {"mb_s": n * RECORD / dt / 1e6, "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000,
+            "seconds": dt, "errors": errors[0], "records": n, "broker_cpu_gib": brokers / gib,
+            "client_cpu_gib": client / gib,
+            "machine_busy": (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1)}
+
+
+def machine_limit(total_mb: int, directory: str) -> float:
+    """Loopback TCP into a file (1 MiB sends, appends): this machine's ceiling for a broker."""
+    chunk = os.urandom(1 << 20)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    path = os.path.join(directory, "limit.bin")
+    done = threading.Event()
+
+    def sink() -> None:
+        conn, _ = srv.accept()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        while True:
+            k = conn.recv_into(view)
+            if not k:
+                break
+            os.write(fd, view[:k])
+        os.close(fd)
+        conn.close()
+        done.set()
+
+    t = threading.Thread(target=sink, daemon=True)
+    t.start()
+    c = socket.create_connection(srv.getsockname())
+    t0 = time.perf_counter()
+    for _ in range(total_mb):
+        c.sendall(chunk)
+    c.close()
+    done.wait()
+    dt = time.perf_counter() - t0
+    srv.close()
+    os.unlink(path)
+    return total_mb * (1 << 20) / dt / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=256, help="MiB to produce per run (default 256)")
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--paced-rate", type=float, default=20.0, help="MB/s of the latency runs (default 20)")
+    ap.add_argument("--keep-dir", action="store_true")
+    args = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="praha-bench-")
+    cluster = LocalCluster(root)
+    try:
+        state = cluster.up(3, overrides=BROKER_CONFIG)
+        store = ZkStore(state.zookeeper).start()
+        try:
+            create_topic(cluster, store, state.zookeeper, "rf3", args.partitions, 3, {"min.insync.replicas": "2"})
+            create_topic(cluster, store, state.zookeeper, "rf1", args.partitions, 1, {})
+        finally:
+            store.stop()
+        bs = bootstrap(cluster)
+        pids = [b.pid for b in cluster.load().brokers.values()]
+        rf3 = produce(bs, "rf3", "all", args.mb, args.partitions, pids)
+        rf1 = produce(bs, "rf1", "1", args.mb, args.partitions, pids)
+        paced_mb = max(args.mb // 8, 16)
+        rf3_paced = produce(bs, "rf3", "all", paced_mb, args.partitions, pids, rate_mb_s=args.paced_rate)
+        rf1_paced = produce(bs, "rf1", "1", paced_mb, args.partitions, pids, rate_mb_s=args.paced_rate)
+        limit = machine_limit(max(args.mb, 256), root)
+        print(f"produce, 1 KiB records, {args.mb} MiB per saturated run, {args.partitions} partitions, "
+              f"3 brokers on {os.cpu_count()} CPUs (the client shares them)")
+        print(f"{'run':<30}{'MB/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'err':>5}"
+              f"{'broker CPU s/GiB':>18}{'client CPU s/GiB':>18}{'machine busy':>14}")
+        for name, r in ((f"acks=all RF3", rf3), ("acks=1   RF1", rf1),
+                        (f"acks=all RF3 at {args.paced_rate:g} MB/s", rf3_paced),
+                        (f"acks=1   RF1 at {args.paced_rate:g} MB/s", rf1_paced)):
+            print(f"{name:<30}{r['mb_s']:>8.1f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['errors']:>5}"
+                  f"{r['broker_cpu_gib']:>18.2f}{r['client_cpu_gib']:>18.2f}{r['machine_busy'] * 100:>13.0f}%")
+        print(f"{'loopback+append limit':<30}{limit:>8.1f}")
+        print(f"RF3 acks=all / RF1 acks=1 = {rf3['mb_s'] / rf1['mb_s']:.2f}")
+    finally:
+        cluster.down()
+        if not args.keep_dir:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print(f"cluster dir kept: {root}")
+
+
+if __name__ == "__main__":
+    main()

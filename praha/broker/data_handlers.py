@@ -1,0 +1,326 @@
+"""Client data APIs: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeCluster.
+
+Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, or
+UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
+of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
+the log validates framing and CRC, patches base offset and leader epoch, appends;
+4. the high watermark may move (single-member ISR) and parked fetches wake. acks=all
+then parks the request until every partition's high watermark passes its batch
+(NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
+REQUEST_TIMED_OUT at `timeout_ms`); acks=0 gets no answer.
+
+Fetch: followers (replica_id ≥ 0) first report their progress (fetch offset = their
+log end), then read up to our log end; consumers read below the high watermark. Whole
+batches, `partition_max_bytes` each and `max_bytes` in all, at least one batch for
+the first partition with data. Below `min_bytes` the request is parked until enough
+bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not kept:
+every answer is a full, sessionless one (session id 0), which both kafka-python and
+librdkafka accept.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.admin import DescribeClusterResponse
+from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
+from kafka.protocol.producer import ProduceResponse
+
+from praha.broker.delayed import ProduceWait
+from praha.broker.fetcher import FetchedPartition, encode_fetch_response
+from praha.broker.partition import Partition
+from praha.common import TopicPartition
+from praha.errors import ErrorCode, PrahaError
+from praha.log.errors import OffsetOutOfRangeError
+from praha.log.leader_epoch import UNDEFINED_EPOCH
+from praha.protocol.framing import DecodedRequest
+
+if TYPE_CHECKING:
+    from praha.broker.handlers import RequestHandlers
+    from praha.broker.replica_manager import ReplicaManager
+    from praha.broker.server import BrokerServer
+
+log = logging.getLogger(__name__)
+
+PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CLUSTER = 0, 1, 2, 23, 60
+
+_PR = ProduceResponse.TopicProduceResponse
+_PP = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+_LR = ListOffsetsResponse.ListOffsetsTopicResponse
+_LP = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+_OR = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+_OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
+_DB = DescribeClusterResponse.DescribeClusterBroker
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+CONSUMER = -1
+
+
+class DataApis:
+    def __init__(self, broker: "BrokerServer"):
+        self.broker = broker
+
+    @property
+    def rm(self) -> "ReplicaManager":
+        return self.broker.replica_manager
+
+    # ------------------------------------------------------------------ shared checks
+    def _leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> tuple[Partition | None, int]:
+        """Our partition if we lead it (and the client's epoch matches), else an error code."""
+        p = self.rm.partitions.get(tp)
+        if p is None or not p.is_leader:
+            known = p is not None or self.broker.metadata_cache.partition(tp) is not None
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < p.leader_epoch:
+                return None, ErrorCode.FENCED_LEADER_EPOCH
+            if current_leader_epoch > p.leader_epoch:
+                return None, ErrorCode.UNKNOWN_LEADER_EPOCH
+        return p, ErrorCode.NONE
+
+    # ------------------------------------------------------------------ Produce
+    async def handle_produce(self, req: DecodedRequest) -> Any:
+        r = req.request
+        acks = r.acks
+        rm = self.rm
+        results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start]
+        waits: dict[TopicPartition, ProduceWait] = {}
+        for t in r.topic_data:
+            for pd in t.partition_data:
+                tp = TopicPartition(t.name, pd.index)
+                if acks not in (-1, 0, 1):
+                    results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1]
+                    continue
+                if tp in results:
+                    results[tp] = [ErrorCode.INVALID_REQUEST, -1, -1]
+                    continue
+                p, code = self._leader(tp)
+                if p is None:
+                    results[tp] = [code, -1, -1]
+                    continue
+                if acks == -1 and len(p.isr) < p.min_insync_replicas:
+                    results[tp] = [ErrorCode.NOT_ENOUGH_REPLICAS, -1, -1]
+                    continue
+                records = pd.records
+                if records is None:
+                    results[tp] = [ErrorCode.INVALID_RECORD, -1, -1]
+                    continue
+                try:
+                    info = p.log.append_as_leader(records, p.leader_epoch)
+                except PrahaError as e:
+                    results[tp] = [int(e.code), -1, -1]
+                    continue
+                results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
+                if info.record_count:
+                    rm.stats.bytes_in += info.size_bytes
+                    rm.stats.messages_in += info.record_count
+                    rm.after_leader_append(p)
+                    if acks == -1:
+                        waits[tp] = ProduceWait(info.last_offset + 1)
+        if waits:
+            outcome = await rm.park_produce(waits, r.timeout_ms)
+            for tp, w in outcome.items():
+                code = w.error if w.error is not None else ErrorCode.REQUEST_TIMED_OUT
+                if code != ErrorCode.NONE:
+                    results[tp][0] = code
+        if acks == 0:
+            return None
+        by_topic: dict[str, list] = {}
+        for tp, (code, base, start) in results.items():
+            by_topic.setdefault(tp.topic, []).append(_PP(
+                index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
+                log_start_offset=start, record_errors=[], error_message=None))
+        return ProduceResponse(
+            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
+
+    # ------------------------------------------------------------------ Fetch
+    async def handle_fetch(self, req: DecodedRequest) -> Any:
+        r = req.request
+        replica_id = r.replica_id
+        wanted: list[tuple[TopicPartition, Any]] = []
+        for t in r.topics:
+            for fp in t.partitions:
+                wanted.append((TopicPartition(t.topic, fp.partition), fp))
+        if replica_id >= 0:
+            self._record_follower_fetches(replica_id, wanted)
+        parts, total, errored = self._read_all(wanted, replica_id, r.max_bytes)
+        if r.max_wait_ms > 0 and total < r.min_bytes and not errored and wanted:
+            await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
+            parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
+        self.rm.stats.bytes_out += total
+        by_topic: dict[str, list] = {}
+        for tp, pdata in parts:
+            by_topic.setdefault(tp.topic, []).append(pdata)
+        return EncodedFetchResponse(list(by_topic.items()))
+
+    def _record_follower_fetches(self, replica_id: int, wanted: list[tuple[TopicPartition, Any]]) -> None:
+        rm = self.rm
+        for tp, fp in wanted:
+            p = rm.partitions.get(tp)
+            if p is not None and p.is_leader and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+                rm.record_follower_fetch(p, replica_id, fp.fetch_offset)
+
+    def _read_all(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
+                  max_bytes: int) -> tuple[list[tuple[TopicPartition, Any]], int, bool]:
+        out = []
+        total = 0
+        errored = False
+        for tp, fp in wanted:
+            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0)
+            if pdata.error_code != ErrorCode.NONE:
+                errored = True
+            total += n
+            out.append((tp, pdata))
+        return out, total, errored
+
+    def _read_one(self, tp: TopicPartition, fp: Any, replica_id: int, limit: int,
+                  first: bool) -> tuple[FetchedPartition, int]:
+        p, code = self._leader(tp, fp.current_leader_epoch)
+        if p is None:
+            return _error_partition(tp.partition, code), 0
+        lg = p.log
+        hw = p.high_watermark
+        max_bytes = min(fp.partition_max_bytes, limit) if limit > 0 else 0
+        data: bytes = b""
+        if max_bytes > 0 or first:
+            try:
+                sl = lg.read_slice(fp.fetch_offset, max(max_bytes, 1), None if replica_id >= 0 else hw,
+                                   min_one_batch=first)
+                data = sl.read()
+            except OffsetOutOfRangeError:
+                return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
+                                        lg.log_start_offset, b""), 0
+            except PrahaError as e:
+                return _error_partition(tp.partition, int(e.code)), 0
+        return FetchedPartition(tp.partition, ErrorCode.NONE, hw, hw, lg.log_start_offset, data), len(data)
+
+    async def _park_fetch(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
+                          min_bytes: int, max_wait_ms: int) -> None:
+        rm = self.rm
+        by_tp = dict(wanted)
+        epochs = {}
+        for tp, _ in wanted:
+            p = rm.partitions.get(tp)
+            epochs[tp] = p.leader_epoch if p is not None else -1
+
+        def available(tp: TopicPartition) -> int:
+            p = rm.partitions.get(tp)
+            if p is None or not p.is_leader or p.leader_epoch != epochs[tp]:
+                return -1
+            fp = by_tp[tp]
+            try:
+                sl = p.log.read_slice(fp.fetch_offset, fp.partition_max_bytes,
+                                      None if replica_id >= 0 else p.high_watermark, min_one_batch=True)
+            except PrahaError:
+                return -1
+            return sl.size
+
+        await rm.park_fetch(min_bytes, list(by_tp), available, max_wait_ms)
+
+    # ------------------------------------------------------------------ ListOffsets
+    async def handle_list_offsets(self, req: DecodedRequest) -> Any:
+        r = req.request
+        from_consumer = r.replica_id < 0
+        topics = []
+        for t in r.topics:
+            parts = []
+            seen = set()
+            for lp in t.partitions:
+                tp = TopicPartition(t.name, lp.partition_index)
+                if tp in seen:
+                    parts.append(_lo(tp.partition, ErrorCode.INVALID_REQUEST))
+                    continue
+                seen.add(tp)
+                parts.append(self._list_offset(tp, lp, from_consumer))
+            topics.append(_LR(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def _list_offset(self, tp: TopicPartition, lp: Any, from_consumer: bool) -> Any:
+        p, code = self._leader(tp, lp.current_leader_epoch)
+        if p is None:
+            return _lo(tp.partition, code)
+        lg = p.log
+        ts = lp.timestamp
+        limit = p.high_watermark if from_consumer else lg.log_end_offset
+        if ts == EARLIEST:
+            off = lg.log_start_offset
+            return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))
+        if ts == LATEST:
+            return _lo(tp.partition, ErrorCode.NONE, limit, -1, lg.epoch_cache.epoch_for_offset(max(limit - 1, 0)))
+        try:
+            found = lg.offset_of_max_timestamp() if ts == MAX_TIMESTAMP else lg.offset_for_timestamp(ts)
+        except PrahaError as e:
+            return _lo(tp.partition, int(e.code))
+        if found is None or found[0] >= limit:
+            return _lo(tp.partition, ErrorCode.NONE, -1, -1, -1)
+        off, found_ts = found
+        return _lo(tp.partition, ErrorCode.NONE, off, found_ts, lg.epoch_cache.epoch_for_offset(off))
+
+    # ------------------------------------------------------------------ OffsetForLeaderEpoch
+    async def handle_offset_for_leader_epoch(self, req: DecodedRequest) -> Any:
+        r = req.request
+        topics = []
+        for t in r.topics:
+            parts = []
+            for op in t.partitions:
+                tp = TopicPartition(t.topic, op.partition)
+                p, code = self._leader(tp, op.current_leader_epoch)
+                if p is None:
+                    parts.append(_OP(error_code=code, partition=op.partition, leader_epoch=UNDEFINED_EPOCH, end_offset=-1))
+                    continue
+                epoch, end = p.log.end_offset_for_epoch(op.leader_epoch)
+                parts.append(_OP(error_code=ErrorCode.NONE, partition=op.partition, leader_epoch=epoch, end_offset=end))
+            topics.append(_OR(topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+    # ------------------------------------------------------------------ DescribeCluster
+    async def handle_describe_cluster(self, req: DecodedRequest) -> Any:
+        cache = self.broker.metadata_cache
+        brokers = sorted(cache.live_brokers.values(), key=lambda b: b.id)
+        if not brokers and self.broker.broker_info is not None:
+            brokers = [self.broker.broker_info]
+        return DescribeClusterResponse(
+            throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
+            cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
+            brokers=[_DB(broker_id=b.id, host=b.host, port=b.port, rack=b.rack, is_fenced=False) for b in brokers],
+            authorized_operations=-2147483648)
+
+
+def _error_partition(partition: int, code: int) -> FetchedPartition:
+    return FetchedPartition(partition, int(code), -1, -1, -1, b"")
+
+
+class EncodedFetchResponse:
+    """A FetchResponse that encodes itself with `encode_fetch_response` (one join of the
+    record bytes instead of kafka-python's field-by-field buffer). It offers exactly what
+    `praha.protocol.framing.encode_response` uses of an ApiMessage: `_header`,
+    `API_VERSION`, `with_header(correlation_id=)` and `encode(header=True, framed=True)`."""
+
+    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]]):
+        self.topics = topics
+        self._header = None
+        self.API_VERSION = 12
+        self._correlation_id = 0
+
+    def with_header(self, correlation_id: int = 0, **_ignored: Any) -> None:
+        self._correlation_id = correlation_id
+
+    def encode(self, header: bool = True, framed: bool = True) -> bytes:
+        assert header and framed, "only the framed form with header is produced"
+        return encode_fetch_response(self.API_VERSION, self._correlation_id, self.topics)
+
+
+def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> Any:
+    return _LP(partition_index=partition, error_code=int(code), old_style_offsets=[], timestamp=timestamp,
+               offset=offset, leader_epoch=epoch)
+
+
+def register_data_apis(handlers: "RequestHandlers", broker: "BrokerServer") -> DataApis:
+    """Add the data APIs to the broker's handler table (versions both test clients use)."""
+    apis = DataApis(broker)
+    handlers.register(PRODUCE, (3, 9), apis.handle_produce)
+    handlers.register(FETCH, (4, 12), apis.handle_fetch)
+    handlers.register(LIST_OFFSETS, (1, 7), apis.handle_list_offsets)
+    handlers.register(OFFSET_FOR_LEADER_EPOCH, (2, 4), apis.handle_offset_for_leader_epoch)
+    handlers.register(DESCRIBE_CLUSTER, (0, 1), apis.handle_describe_cluster)
+    return apis

@@ -1,0 +1,335 @@
+"""Kafka clients against a real 3-broker praha cluster: kafka-python and confluent-kafka
+produce (acks=all) and consume (assign), offsets lookups, bad input answered with the
+right error code, and the console tools. One cluster for the module (each test uses
+its own topics); every process is stopped by PID at the end."""
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
+from confluent_kafka import TopicPartition as CTP
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KTP
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from praha.admin.status import cluster_status
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.errors import ErrorCode
+from praha.protocol.client import BrokerConnection
+from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.zk.store import ZkStore
+
+pytestmark = pytest.mark.integration
+
+OVERRIDES = {
+    "replica.lag.time.max.ms": "3000",
+    "isr.change.notification.interval.ms": "300",
+    "replica.fetch.backoff.ms": "200",
+}
+
+
+@pytest.fixture(scope="module")
+def env(zookeeper, tmp_path_factory):
+    connect = unique_chroot(zookeeper.connect_string)
+    store = ZkStore(connect, session_timeout_ms=10000).start()
+    try:
+        store.ensure_persistent_paths()
+        with running_cluster(tmp_path_factory.mktemp("clients"), connect, 3, OVERRIDES) as cluster:
+            yield cluster, store, connect
+    finally:
+        store.stop()
+        delete_chroot(connect)
+
+
+def bootstrap(cluster) -> str:
+    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+
+
+def create_topic(env, name: str, assignment: dict[int, tuple[int, ...]], config: dict[str, str] | None = None) -> None:
+    """Write the assignment znode; wait for leaders in ZooKeeper and in every broker's metadata."""
+    cluster, store, connect = env
+    store.create_topic(name, TopicAssignment({p: ReplicaAssignment(r) for p, r in assignment.items()}), config or {})
+
+    def leaders():
+        parts = cluster_status(connect, store=store)["topics"].get(name, {}).get("partitions", [])
+        return len(parts) == len(assignment) and all(p["leader"] >= 0 for p in parts)
+
+    wait_for(leaders, 30, what=f"leaders of {name}")
+    for b in cluster.load().brokers.values():
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"})
+        wait_for(lambda: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
+                 and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment),
+                 20, what=f"broker {b.id} to know {name}")
+
+
+def leader_of(env, topic: str, partition: int) -> int:
+    _, store, connect = env
+    return cluster_status(connect, store=store)["topics"][topic]["partitions"][partition]["leader"]
+
+
+def consume_confluent(bs: str, topic: str, partitions: list[int], expect: int, timeout: float = 30) -> list:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "test", "enable.auto.commit": False})
+    try:
+        c.assign([CTP(topic, p, OFFSET_BEGINNING) for p in partitions])
+        out = []
+        deadline = time.monotonic() + timeout
+        while len(out) < expect and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            out.append(m)
+        return out
+    finally:
+        c.close()
+
+
+def batch(values: list[bytes], ts: int = 1_700_000_000_000) -> bytes:
+    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+    for i, v in enumerate(values):
+        b.append(i, timestamp=ts + i, key=None, value=v, headers=[])
+    return bytes(b.build())
+
+
+def produce_request(topic: str, partition: int, records: bytes | None, acks: int = -1) -> ProduceRequest:
+    return ProduceRequest(transactional_id=None, acks=acks, timeout_ms=10000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)])])
+
+
+def produce_code(conn: BrokerConnection, topic: str, partition: int, records: bytes | None, acks: int = -1) -> tuple[int, int]:
+    resp = conn.send(produce_request(topic, partition, records, acks), 9)
+    p = resp.responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def fetch(conn: BrokerConnection, topic: str, partition: int, offset: int, max_wait_ms: int = 0):
+    req = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                       session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                           FetchRequest.FetchTopic.FetchPartition(partition=partition, current_leader_epoch=-1,
+                                                                  fetch_offset=offset, last_fetched_epoch=-1,
+                                                                  log_start_offset=-1, partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    return conn.send(req, 12).responses[0].partitions[0]
+
+
+def broker_conn(env, broker_id: int) -> BrokerConnection:
+    cluster = env[0]
+    c = BrokerConnection("127.0.0.1", cluster.load().brokers[broker_id].port, timeout=15)
+    c.connect()
+    return c
+
+
+# --------------------------------------------------------------------------------- tests
+def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(env):
+    cluster = env[0]
+    topic = "roundtrip"
+    create_topic(env, topic, {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2), 3: (1, 3, 2)}, {"min.insync.replicas": "2"})
+    bs = bootstrap(cluster)
+    base_ts = 1_700_000_000_000
+    sent = []  # (partition, key, value, headers, ts)
+    errors = []
+    cp = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 2})
+    for i in range(200):
+        rec = (i % 4, b"ck%d" % i, b"confluent-%d" % i, [("src", b"confluent"), ("i", str(i).encode())], base_ts + i)
+        sent.append(rec)
+        cp.produce(topic, key=rec[1], value=rec[2], headers=rec[3], timestamp=rec[4], partition=rec[0],
+                   on_delivery=lambda err, m: errors.append(err) if err else None)
+    assert cp.flush(30) == 0 and not errors
+    kp = KafkaProducer(bootstrap_servers=bs, acks="all", enable_idempotence=False, linger_ms=2)
+    futures = []
+    for i in range(200):
+        rec = (i % 4, b"kk%d" % i, b"kafka-python-%d" % i, [("src", b"kafka-python")], base_ts + 1000 + i)
+        sent.append(rec)
+        futures.append(kp.send(topic, key=rec[1], value=rec[2], headers=rec[3], timestamp_ms=rec[4], partition=rec[0]))
+    kp.flush(30)
+    metas = [f.get(timeout=30) for f in futures]
+    kp.close()
+    assert all(m.offset >= 0 for m in metas)
+
+    def key_of(r):
+        return (r[0], r[1], r[2], tuple((k, bytes(v)) for k, v in r[3]), r[4])
+
+    want = sorted(key_of(r) for r in sent)
+    got_c = consume_confluent(bs, topic, [0, 1, 2, 3], len(sent))
+    assert sorted(key_of((m.partition(), m.key(), m.value(), m.headers() or [], m.timestamp()[1])) for m in got_c) == want
+    # offsets are dense and in order per partition
+    for p in range(4):
+        offs = [m.offset() for m in got_c if m.partition() == p]
+        assert offs == list(range(100))
+
+    kc = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, group_id=None, consumer_timeout_ms=10000)
+    try:
+        tps = [KTP(topic, p) for p in range(4)]
+        kc.assign(tps)
+        kc.seek_to_beginning(*tps)
+        got_k = []
+        deadline = time.monotonic() + 30
+        while len(got_k) < len(sent) and time.monotonic() < deadline:
+            for recs in kc.poll(timeout_ms=1000).values():
+                got_k.extend(recs)
+        assert sorted(key_of((r.partition, r.key, r.value, r.headers, r.timestamp)) for r in got_k) == want
+        # ListOffsets: earliest, latest (high watermark), by timestamp
+        assert kc.beginning_offsets(tps) == {tp: 0 for tp in tps}
+        assert kc.end_offsets(tps) == {tp: 100 for tp in tps}
+        found = kc.offsets_for_times({KTP(topic, 0): base_ts + 1000})
+        assert found[KTP(topic, 0)].offset == 50 and found[KTP(topic, 0)].timestamp == base_ts + 1000
+        assert kc.offsets_for_times({KTP(topic, 0): base_ts + 10_000})[KTP(topic, 0)] is None
+    finally:
+        kc.close()
+
+    c = Consumer({"bootstrap.servers": bs, "group.id": "x", "enable.auto.commit": False})
+    try:
+        assert c.get_watermark_offsets(CTP(topic, 1), timeout=10) == (0, 100)
+        (res,) = c.offsets_for_times([CTP(topic, 1, base_ts + 1001)], timeout=10)
+        assert res.offset == 50
+    finally:
+        c.close()
+    # DescribeCluster (AdminClient) names the three brokers and the controller
+    admin = AdminClient({"bootstrap.servers": bs})
+    desc = admin.describe_cluster().result(timeout=10)
+    assert sorted(n.id for n in desc.nodes) == [1, 2, 3]
+    assert desc.controller is not None and desc.controller.id in (1, 2, 3)
+    m = scrape_metrics(cluster.load().brokers[1].metrics_port)
+    assert m["praha_broker_messages_in"] > 0 and m["praha_broker_under_replicated_partitions"] == 0
+
+
+def test_bad_input_gets_kafka_error_codes_and_nothing_is_lost(env):
+    cluster = env[0]
+    topic = "badinput"
+    create_topic(env, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2", "max.message.bytes": "4000"})
+    leader = leader_of(env, topic, 0)
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    conn = broker_conn(env, leader)
+    try:
+        assert produce_code(conn, topic, 0, batch([b"a", b"b"])) == (ErrorCode.NONE, 0)
+        # malformed frames cost only their own connection
+        port = cluster.load().brokers[leader].port
+        for frame in (struct.pack(">i", 12) + b"\x00\x00garbage!!!", struct.pack(">i", -5), b"\xff" * 64):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(frame)
+                s.settimeout(5)
+                try:
+                    assert s.recv(100) == b""  # closed without an answer
+                except ConnectionResetError:
+                    pass
+        # unknown topic / partition
+        assert produce_code(conn, "no-such-topic", 0, batch([b"x"]))[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce_code(conn, topic, 7, batch([b"x"]))[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # oversized batch (topic max.message.bytes 4000)
+        assert produce_code(conn, topic, 0, batch([b"x" * 5000]))[0] == ErrorCode.MESSAGE_TOO_LARGE
+        # bad CRC
+        bad = bytearray(batch([b"hello", b"world"]))
+        bad[-3] ^= 0xFF
+        assert produce_code(conn, topic, 0, bytes(bad))[0] == ErrorCode.CORRUPT_MESSAGE
+        # truncated batch
+        assert produce_code(conn, topic, 0, batch([b"cut"])[:-4])[0] == ErrorCode.CORRUPT_MESSAGE
+        # invalid acks
+        assert produce_code(conn, topic, 0, batch([b"x"]), acks=2)[0] == ErrorCode.INVALID_REQUIRED_ACKS
+        # fetch outside the log
+        p = fetch(conn, topic, 0, 1000)
+        assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 2
+        # a fetch waiting for data that never comes returns empty after max_wait
+        t0 = time.monotonic()
+        p = fetch(conn, topic, 0, 2, max_wait_ms=300)
+        assert p.error_code == ErrorCode.NONE and not p.records and time.monotonic() - t0 >= 0.25
+        # the same connection still works
+        assert produce_code(conn, topic, 0, batch([b"c"])) == (ErrorCode.NONE, 2)
+    finally:
+        conn.close()
+    # produce and consumer fetch sent to a follower
+    fconn = broker_conn(env, follower)
+    try:
+        assert produce_code(fconn, topic, 0, batch([b"x"]))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert fetch(fconn, topic, 0, 0).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+        assert fconn.send(req, 7).topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    finally:
+        fconn.close()
+    # nothing lost, the broker keeps serving
+    got = consume_confluent(bootstrap(cluster), topic, [0], 3)
+    assert [m.value() for m in got] == [b"a", b"b", b"c"]
+    conn = broker_conn(env, leader)
+    try:
+        md = conn.send(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                       include_cluster_authorized_operations=False,
+                                       include_topic_authorized_operations=False), 12)
+        assert sorted(b.node_id for b in md.brokers) == [1, 2, 3]
+    finally:
+        conn.close()
+    assert cluster.broker_running(cluster.load().brokers[leader])
+    m = scrape_metrics(cluster.load().brokers[leader].metrics_port)
+    assert m["praha_broker_bad_requests"] >= 3
+
+
+def test_acks_all_with_too_small_isr_is_refused_before_append(env):
+    cluster = env[0]
+    topic = "minisr"
+    # RF 2 with min.insync.replicas 3: acks=all can never be satisfied; acks=1 can
+    create_topic(env, topic, {0: (2, 3)}, {"min.insync.replicas": "3"})
+    conn = broker_conn(env, leader_of(env, topic, 0))
+    try:
+        assert produce_code(conn, topic, 0, batch([b"x"]))[0] == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert produce_code(conn, topic, 0, batch([b"y"]), acks=1) == (ErrorCode.NONE, 0)
+    finally:
+        conn.close()
+    assert [m.value() for m in consume_confluent(bootstrap(cluster), topic, [0], 1)] == [b"y"]
+
+
+def test_console_producer_and_consumer(env):
+    cluster = env[0]
+    topic = "console"
+    create_topic(env, topic, {0: (1, 2, 3), 1: (2, 3, 1)}, {"min.insync.replicas": "2"})
+    bs = cluster.load().brokers[1].port
+    lines = [f"k{i}:value {i}" for i in range(50)]
+    prod = subprocess.run(
+        [sys.executable, "-m", "praha", "produce", "--topic", topic, "--bootstrap-server", f"127.0.0.1:{bs}",
+         "--acks", "all", "--key-separator", ":"],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+    assert prod.returncode == 0, prod.stderr
+    assert "produced 50 of 50" in prod.stderr
+    cons = subprocess.run(
+        [sys.executable, "-m", "praha", "consume", "--topic", topic, "--dir", str(cluster.root), "--from-beginning",
+         "--max-messages", "50", "--print-key", "--key-separator", ":", "--idle-timeout", "20"],
+        capture_output=True, text=True, timeout=60)
+    assert cons.returncode == 0, cons.stderr
+    assert sorted(cons.stdout.splitlines()) == sorted(lines)
+    one = subprocess.run(
+        [sys.executable, "-m", "praha", "consume", "--topic", topic, "--bootstrap-server", f"127.0.0.1:{bs}",
+         "--from-beginning", "--partition", "1", "--idle-timeout", "3"],
+        capture_output=True, text=True, timeout=60)
+    assert one.returncode == 0, one.stderr
+    assert 0 < len(one.stdout.splitlines()) < 50
+    bad = subprocess.run(
+        [sys.executable, "-m", "praha", "consume", "--topic", "missing-topic", "--bootstrap-server", f"127.0.0.1:{bs}",
+         "--timeout", "3"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "missing-topic" in bad.stderr
+
+
+def test_deleted_topic_stops_being_served_and_its_logs_go(env):
+    cluster, store, connect = env
+    topic = "doomed"
+    create_topic(env, topic, {0: (1, 2, 3)})
+    conn = broker_conn(env, leader_of(env, topic, 0))
+    try:
+        assert produce_code(conn, topic, 0, batch([b"x"]))[0] == ErrorCode.NONE
+        store.mark_topic_for_deletion(topic)
+        dirs = [Path(b.dir) / "data" / f"{topic}-0" for b in cluster.load().brokers.values()]
+        wait_for(lambda: not any(d.exists() for d in dirs), 30, what="the logs of the deleted topic to go")
+        wait_for(lambda: produce_code(conn, topic, 0, batch([b"y"]))[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                 20, what="produce to the deleted topic to be refused")
+        assert fetch(conn, topic, 0, 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        conn.close()
