@@ -264,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _register_extensions() -> None:
-    from praha.cli import topics
+    from praha.cli import admin_tools, topics
 
     _EXTENSIONS.append(topics.register)
+    _EXTENSIONS.append(admin_tools.register)
 
 
 _register_extensions()

@@ -42,6 +42,9 @@ def register(sub) -> None:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_describe)
 
+    from praha.cli.admin_tools import register_topic_commands  # delete, alter
+    register_topic_commands(t)
+
 
 def cmd_create(args) -> int:
     from praha.admin.status import topics_status, zk_session

@@ -1,0 +1,360 @@
+"""Admin APIs served by the active controller: DeleteTopics, CreatePartitions,
+ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments.
+
+Only the broker that is the acting controller answers them; every other broker says
+NOT_CONTROLLER (clients then refresh metadata and retry the new one), as Kafka in
+ZooKeeper mode. Two kinds:
+  - znode writers (DeleteTopics, CreatePartitions), like Kafka's AdminManager: 1. check
+    and write ZooKeeper in an executor (`praha.admin.topic_changes`), 2. wait — at most
+    the request's timeout — until our metadata cache shows the result (topic gone, new
+    partitions present), else REQUEST_TIMED_OUT; the change still happens later;
+  - controller calls (ElectLeaders, Alter/ListPartitionReassignments): 1. cheap checks
+    here, 2. `controller.run_on_controller(fn, callback)` runs the controller flow's entry
+    point on its event thread, the callback hops back to this loop; 3. ElectLeaders then
+    waits, like Kafka's DelayedElectLeader, until the cache shows each elected leader.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.admin import (
+    AlterPartitionReassignmentsResponse,
+    CreatePartitionsResponse,
+    DeleteTopicsResponse,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsResponse,
+)
+
+from praha.common import TopicPartition
+from praha.errors import ControllerMovedError, ErrorCode, PrahaError
+from praha.protocol.framing import DecodedRequest
+
+if TYPE_CHECKING:
+    from praha.broker.handlers import RequestHandlers
+    from praha.broker.server import BrokerServer
+
+log = logging.getLogger(__name__)
+
+DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS = 20, 37, 43
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+#: versions served: everything kafka-python's schemas describe (DeleteTopics starts at 1 there)
+VERSIONS = {
+    DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
+}
+UNKNOWN_TOPIC_ID = 100  # Kafka's code; praha topics have no ids to look up
+PREFERRED, UNCLEAN = 0, 1
+_POLL_S = 0.05
+NOT_CONTROLLER_MESSAGE = "This broker is not the active controller."
+
+Results = dict[TopicPartition, tuple[int, str | None]]
+
+
+def register_admin_apis(handlers: "RequestHandlers", broker: "BrokerServer") -> None:
+    apis = AdminApis(broker)
+    handlers.register(DELETE_TOPICS, VERSIONS[DELETE_TOPICS], apis.handle_delete_topics)
+    handlers.register(CREATE_PARTITIONS, VERSIONS[CREATE_PARTITIONS], apis.handle_create_partitions)
+    handlers.register(ELECT_LEADERS, VERSIONS[ELECT_LEADERS], apis.handle_elect_leaders)
+    handlers.register(ALTER_PARTITION_REASSIGNMENTS, VERSIONS[ALTER_PARTITION_REASSIGNMENTS],
+                      apis.handle_alter_partition_reassignments)
+    handlers.register(LIST_PARTITION_REASSIGNMENTS, VERSIONS[LIST_PARTITION_REASSIGNMENTS],
+                      apis.handle_list_partition_reassignments)
+
+
+class ControllerCallError(PrahaError):
+    """The controller flow could not be run (missing entry point, timeout)."""
+
+
+def _flow(controller: Any, name: str) -> Callable:
+    """The controller flow's admin entry point `name` (see ControllerFlows)."""
+    flows = getattr(controller, "flows", None) or getattr(controller, "_flows", None)
+    fn = getattr(flows, name, None)
+    if fn is None:
+        raise ControllerCallError(f"the controller does not implement {name} yet")
+    return fn
+
+
+def _error_of(e: BaseException) -> tuple[int, str]:
+    if isinstance(e, ControllerMovedError):
+        return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+    if isinstance(e, asyncio.TimeoutError):
+        return ErrorCode.REQUEST_TIMED_OUT, "The controller did not answer in time."
+    if isinstance(e, PrahaError):
+        return int(e.code), str(e)
+    return ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"
+
+
+def _by_topic(items: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in sorted(items):
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+class AdminApis:
+    def __init__(self, broker: "BrokerServer"):
+        self.broker = broker
+
+    @property
+    def acting(self) -> bool:
+        c = self.broker.controller
+        return c is not None and c.is_acting
+
+    async def _on_controller(self, fn: Callable[[Any], Any], timeout_s: float) -> Any:
+        """Run `fn(controller)` on the controller's event thread; its result, or raises."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if fut.done():
+                return
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(result)
+
+        def done(result: Any, error: BaseException | None) -> None:
+            loop.call_soon_threadsafe(settle, result, error)
+
+        self.broker.controller.run_on_controller(fn, done)
+        return await asyncio.wait_for(fut, max(timeout_s, 0.5))
+
+    async def _in_executor(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn)
+
+    async def _wait_until(self, pending: set[Any], done: Callable[[Any], bool], timeout_ms: int) -> set[Any]:
+        """Poll `done(item)` for each pending item until all are done or the timeout passes;
+        returns what is still pending."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, timeout_ms) / 1000.0
+        while pending:
+            pending = {x for x in pending if not done(x)}
+            if not pending or loop.time() >= deadline:
+                break
+            await asyncio.sleep(_POLL_S)
+        return pending
+
+    # ------------------------------------------------------------------ DeleteTopics
+    async def handle_delete_topics(self, req: DecodedRequest):
+        """Mark each topic for deletion, then wait until our cache no longer has it."""
+        from praha.admin.topic_changes import TopicAlreadyMarkedForDeletionError, delete_topic
+
+        r, version = req.request, req.api_version
+        if version >= 6:
+            wanted = [(t.name, t.topic_id) for t in r.topics or []]
+        else:
+            wanted = [(name, None) for name in r.topic_names or []]
+        names = [n for n, _ in wanted]
+        results: list[list[Any]] = []
+        waiting: set[str] = set()
+        for name, topic_id in wanted:
+            if not self.acting:
+                code, message = ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+            elif not self.broker.config.delete_topic_enable:
+                code = ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+                message = "Topic deletion is disabled (delete.topic.enable=false)."
+            elif name is None:
+                code, message = UNKNOWN_TOPIC_ID, "Topics are named, not identified by id, on this cluster."
+            elif names.count(name) > 1:
+                code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            else:
+                try:
+                    await self._in_executor(lambda name=name: delete_topic(self.broker.store, name))
+                    code, message = ErrorCode.NONE, None
+                except TopicAlreadyMarkedForDeletionError:
+                    code, message = ErrorCode.NONE, None  # as Kafka: wait for the deletion in progress
+                except PrahaError as e:
+                    code, message = int(e.code), str(e)
+                if code == ErrorCode.NONE:
+                    waiting.add(name)
+            results.append([name, topic_id, code, message])
+        if waiting and (r.timeout_ms or 0) > 0:
+            cache = self.broker.metadata_cache
+            late = await self._wait_until(set(waiting), lambda t: not cache.contains_topic(t), r.timeout_ms)
+            for res in results:
+                if res[0] in late and res[2] == ErrorCode.NONE:
+                    res[2], res[3] = ErrorCode.REQUEST_TIMED_OUT, (
+                        f"Topic '{res[0]}' is marked for deletion but was not deleted within {r.timeout_ms} ms.")
+        result_cls = DeleteTopicsResponse.DeletableTopicResult
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=[
+            result_cls(name=n, topic_id=tid, error_code=int(c), error_message=m) for n, tid, c, m in results])
+
+    # ------------------------------------------------------------------ CreatePartitions
+    async def handle_create_partitions(self, req: DecodedRequest):
+        """Grow topics (znode writes as `praha topics alter`), then wait for the new
+        partitions to reach our cache."""
+        from praha.admin.topic_changes import add_partitions
+
+        r = req.request
+        topics = list(r.topics or [])
+        names = [t.name for t in topics]
+        results: list[list[Any]] = []
+        waiting: dict[str, int] = {}
+        for t in topics:
+            if not self.acting:
+                code, message = ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+            elif names.count(t.name) > 1:
+                code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            else:
+                assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+                try:
+                    await self._in_executor(lambda t=t, a=assignment: add_partitions(
+                        self.broker.store, t.name, t.count, a, validate_only=bool(r.validate_only)))
+                    code, message = ErrorCode.NONE, None
+                    if not r.validate_only:
+                        waiting[t.name] = t.count
+                except PrahaError as e:
+                    code, message = int(e.code), str(e)
+            results.append([t.name, code, message])
+        if waiting and (r.timeout_ms or 0) > 0:
+            cache = self.broker.metadata_cache
+            late = await self._wait_until(set(waiting), lambda n: len(cache.topic_partitions(n)) >= waiting[n],
+                                          r.timeout_ms)
+            for res in results:
+                if res[0] in late and res[1] == ErrorCode.NONE:
+                    res[1], res[2] = ErrorCode.REQUEST_TIMED_OUT, (
+                        f"The partitions of '{res[0]}' were added but are not online within {r.timeout_ms} ms.")
+        result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            result_cls(name=n, error_code=int(c), error_message=m) for n, c, m in results])
+
+    # ------------------------------------------------------------------ ElectLeaders
+    async def handle_elect_leaders(self, req: DecodedRequest):
+        """Preferred elections through the controller flow; unclean ones are not offered."""
+        r, version = req.request, req.api_version
+        election_type = r.election_type if version >= 1 else PREFERRED
+        partitions = None if r.topic_partitions is None else {
+            TopicPartition(t.topic, p) for t in r.topic_partitions for p in t.partitions}
+        timeout_ms = r.timeout_ms if r.timeout_ms is not None else 60000
+        top, top_message = ErrorCode.NONE, None
+        results: Results = {}
+        if not self.acting:
+            top = ErrorCode.NOT_CONTROLLER
+            results = {tp: (ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for tp in partitions or ()}
+        elif election_type != PREFERRED:
+            top = ErrorCode.INVALID_REQUEST if partitions is None else ErrorCode.NONE
+            results = {tp: (ErrorCode.INVALID_REQUEST, "Only preferred leader elections are supported.")
+                       for tp in partitions or ()}
+        else:
+            try:
+                results = dict(await self._on_controller(
+                    lambda c: _flow(c, "api_elect_preferred")(partitions), timeout_ms / 1000.0))
+            except Exception as e:  # noqa: BLE001 - answered as an error code
+                code, top_message = _error_of(e)
+                top = code
+                results = {tp: (code, top_message) for tp in partitions or ()}
+            elected = {tp for tp, (code, _) in results.items() if code == ErrorCode.NONE}
+            if elected:
+                cache = self.broker.metadata_cache
+
+                def shows_preferred(tp: TopicPartition) -> bool:
+                    s = cache.partition(tp)
+                    return s is not None and bool(s.replicas) and s.leader == s.replicas[0]
+
+                for tp in await self._wait_until(elected, shows_preferred, timeout_ms):
+                    results[tp] = (ErrorCode.REQUEST_TIMED_OUT,
+                                   f"The new leader of {tp} was not visible within {timeout_ms} ms.")
+        if partitions is not None:  # the request's partitions alone, each answered once
+            results = {tp: results.get(tp, (ErrorCode.UNKNOWN_SERVER_ERROR, "no result from the controller"))
+                       for tp in partitions}
+        rer = ElectLeadersResponse.ReplicaElectionResult
+        pr = rer.PartitionResult
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=int(top) if version >= 1 else 0,
+                                    replica_election_results=[
+            rer(topic=t, partition_result=[
+                pr(partition_id=p, error_code=int(results[TopicPartition(t, p)][0]),
+                   error_message=results[TopicPartition(t, p)][1]) for p in ps])
+            for t, ps in _by_topic(results).items()])
+
+    # ------------------------------------------------------------------ AlterPartitionReassignments
+    async def handle_alter_partition_reassignments(self, req: DecodedRequest):
+        """Checks Kafka's API makes before the controller (empty or duplicate replica lists,
+        a replication-factor change when v1 forbids it); the rest is the controller's."""
+        r, version = req.request, req.api_version
+        allow_rf_change = r.allow_replication_factor_change if version >= 1 else True
+        cls = AlterPartitionReassignmentsResponse
+        if not self.acting:
+            return cls(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
+                       error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[])
+        results: Results = {}
+        targets: dict[TopicPartition, tuple[int, ...] | None] = {}
+        cache = self.broker.metadata_cache
+        for t in r.topics or []:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.replicas is None:
+                    targets[tp] = None
+                    continue
+                replicas = tuple(p.replicas)
+                current = cache.partition(tp)
+                if not replicas:
+                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The replica list is empty.")
+                elif len(set(replicas)) != len(replicas):
+                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"The replica list {list(replicas)} contains a broker twice.")
+                elif any(b < 0 for b in replicas):
+                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"The replica list {list(replicas)} contains a negative broker id.")
+                elif (not allow_rf_change and current is not None
+                      and len(replicas) != len(_origin(current))):
+                    results[tp] = (ErrorCode.INVALID_REPLICATION_FACTOR,
+                                   f"The replication factor is changed from {len(_origin(current))} to "
+                                   f"{len(replicas)} but allowReplicationFactorChange is false.")
+                else:
+                    targets[tp] = replicas
+        top, top_message = ErrorCode.NONE, None
+        if targets:
+            try:
+                results.update(await self._on_controller(
+                    lambda c: _flow(c, "api_alter_reassignments")(targets), (r.timeout_ms or 60000) / 1000.0))
+            except Exception as e:  # noqa: BLE001 - answered as an error code
+                top, top_message = _error_of(e)
+                if top == ErrorCode.NOT_CONTROLLER:
+                    results = {}
+                else:
+                    results.update({tp: (top, top_message) for tp in targets})
+                    top, top_message = ErrorCode.NONE, None
+        topic_cls = cls.ReassignableTopicResponse
+        part_cls = topic_cls.ReassignablePartitionResponse
+        return cls(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change, error_code=int(top),
+                   error_message=top_message, responses=[
+            topic_cls(name=t, partitions=[
+                part_cls(partition_index=p, error_code=int(results[TopicPartition(t, p)][0]),
+                         error_message=results[TopicPartition(t, p)][1]) for p in ps])
+            for t, ps in _by_topic(results).items()])
+
+    # ------------------------------------------------------------------ ListPartitionReassignments
+    async def handle_list_partition_reassignments(self, req: DecodedRequest):
+        r = req.request
+        cls = ListPartitionReassignmentsResponse
+        if not self.acting:
+            return cls(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
+                       error_message=NOT_CONTROLLER_MESSAGE, topics=[])
+        partitions = None if r.topics is None else {
+            TopicPartition(t.name, p) for t in r.topics for p in t.partition_indexes}
+        try:
+            ongoing = await self._on_controller(lambda c: _flow(c, "api_list_reassignments")(partitions),
+                                                (r.timeout_ms or 60000) / 1000.0)
+        except Exception as e:  # noqa: BLE001 - answered as an error code
+            code, message = _error_of(e)
+            return cls(throttle_time_ms=0, error_code=code, error_message=message, topics=[])
+        topic_cls = cls.OngoingTopicReassignment
+        part_cls = topic_cls.OngoingPartitionReassignment
+        return cls(throttle_time_ms=0, error_code=0, error_message=None, topics=[
+            topic_cls(name=t, partitions=[
+                part_cls(partition_index=p, replicas=list(ongoing[TopicPartition(t, p)][0]),
+                         adding_replicas=list(ongoing[TopicPartition(t, p)][1]),
+                         removing_replicas=list(ongoing[TopicPartition(t, p)][2])) for p in ps])
+            for t, ps in _by_topic(ongoing).items()])
+
+
+def _origin(state: Any) -> tuple[int, ...]:
+    """A partition's replicas before any reassignment in flight (its replication factor)."""
+    adding = set(getattr(state, "adding_replicas", ()) or ())
+    return tuple(b for b in state.replicas if b not in adding)

@@ -1,0 +1,330 @@
+"""Operator tools: Kafka's kafka-topics.sh --delete/--alter, kafka-reassign-partitions.sh
+and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
+
+  praha topics delete --topic T [--if-exists] [--wait]
+  praha topics alter --topic T --partitions N [--replica-assignment 1:2,2:3,...] [--no-wait]
+  praha reassign generate --topics-to-move-json-file F --broker-list 1,2,3
+  praha reassign execute --reassignment-json-file F [--throttle BYTES_PER_SEC]
+  praha reassign verify --reassignment-json-file F [--preserve-throttles]
+  praha reassign cancel [--reassignment-json-file F] [--preserve-throttles]
+  praha reassign list
+  praha elect-leaders --election-type preferred
+        (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
+
+Each command parses and checks all its input before writing anything; a refusal prints
+`error: ...` and exits 1. Output and JSON files follow Kafka's tools. Writes go to
+ZooKeeper as Kafka's tools did in ZooKeeper mode; cancel and (by default) elect-leaders
+talk to the active controller (AlterPartitionReassignments, ElectLeaders), whose address
+ZooKeeper gives.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from praha.cli.main import CliError, add_cluster_options, zookeeper_of
+
+
+# ------------------------------------------------------------------------------ registration
+def register_topic_commands(t) -> None:
+    """`praha topics delete|alter` (called from praha.cli.topics.register)."""
+    p = t.add_parser("delete", help="mark a topic for deletion (the controller deletes it)")
+    p.add_argument("--topic", required=True, help="the topic to delete")
+    p.add_argument("--if-exists", action="store_true", help="succeed quietly if the topic does not exist")
+    p.add_argument("--wait", action="store_true", help="wait until the topic is gone")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait with --wait (default 60)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_topics_delete)
+
+    p = t.add_parser("alter", help="add partitions to a topic (the count can only grow)")
+    p.add_argument("--topic", required=True, help="the topic to grow")
+    p.add_argument("--partitions", type=int, required=True, help="the new total number of partitions")
+    p.add_argument("--replica-assignment", metavar="1:2:3,2:3:1",
+                   help="manual placement of the new partitions (or of all, as Kafka 2.x: the existing "
+                        "ones are then ignored); partitions separated by ',', replicas by ':'")
+    p.add_argument("--if-exists", action="store_true", help="succeed quietly if the topic does not exist")
+    p.add_argument("--no-wait", action="store_true", help="return once the znode is written")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for leaders (default 60)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_topics_alter)
+
+
+def register(sub) -> None:
+    """`praha reassign ...` and `praha elect-leaders`."""
+    r = sub.add_parser("reassign", help="move partition replicas between brokers (kafka-reassign-partitions)"
+                       ).add_subparsers(dest="sub", required=True)
+    p = r.add_parser("generate", help="propose a placement of the given topics on the given brokers (writes nothing)")
+    p.add_argument("--topics-to-move-json-file", type=Path, required=True,
+                   help='{"version":1,"topics":[{"topic":"foo"},...]}')
+    p.add_argument("--broker-list", required=True, help="target brokers, e.g. 1,2,3")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_reassign_generate)
+
+    p = r.add_parser("execute", help="start the reassignment in a JSON plan")
+    p.add_argument("--reassignment-json-file", type=Path, required=True,
+                   help='{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]},...]}')
+    p.add_argument("--throttle", type=_positive_int, metavar="BYTES_PER_SEC",
+                   help="limit replication traffic of the moving replicas (removed by verify when done)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_reassign_execute)
+
+    p = r.add_parser("verify", help="status of each partition of a plan; removes throttles when all are done")
+    p.add_argument("--reassignment-json-file", type=Path, required=True, help="the plan given to execute")
+    p.add_argument("--preserve-throttles", action="store_true", help="keep the throttle configs")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_reassign_verify)
+
+    p = r.add_parser("cancel", help="cancel reassignments in flight (the plan's, or all) via the controller")
+    p.add_argument("--reassignment-json-file", type=Path, help="only the partitions of this plan")
+    p.add_argument("--preserve-throttles", action="store_true", help="keep the throttle configs")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the controller (default 30)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_reassign_cancel)
+
+    p = r.add_parser("list", help="reassignments in flight and their progress")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_reassign_list)
+
+    p = sub.add_parser("elect-leaders", help="move leadership back to preferred replicas (kafka-leader-election)")
+    p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
+                   help="preferred (the first replica of each partition leads again)")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
+    g.add_argument("--topic", help="every partition of this topic (or --partition)")
+    g.add_argument("--path-to-json-file", type=Path, help='{"partitions":[{"topic":"foo","partition":1},...]}')
+    p.add_argument("--partition", type=int, help="with --topic: only this partition")
+    p.add_argument("--via-zookeeper", action="store_true",
+                   help="write /admin/preferred_replica_election instead of calling the controller's ElectLeaders")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the election (default 30)")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_elect_leaders)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes per second, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the throttle must be positive, got {value}")
+    return value
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise CliError(f"cannot read the {what} {path}: {e.strerror or e}") from None
+
+
+def _session(args):
+    from praha.admin.status import zk_session
+
+    return zk_session(zookeeper_of(args))
+
+
+# ------------------------------------------------------------------------------ topics
+def cmd_topics_delete(args) -> int:
+    from praha.admin.topic_changes import delete_topic
+    from praha.errors import UnknownTopicError
+    from praha.zk import znodes as zn
+
+    with _session(args) as store:
+        try:
+            delete_topic(store, args.topic)
+        except UnknownTopicError:
+            if args.if_exists:
+                return 0
+            raise
+        print(f"Topic {args.topic} is marked for deletion.")
+        print("Note: This will have no impact if delete.topic.enable is not set to true.")
+        if not args.wait:
+            return 0
+        deadline = time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            if store.exists(zn.topic_path(args.topic)) is None:
+                print(f"Topic {args.topic} is deleted.")
+                return 0
+            time.sleep(0.2)
+    raise CliError(f"topic {args.topic} is marked for deletion but still exists after {args.timeout:.0f}s "
+                   "(`praha topics describe` shows it; the controller deletes it when all its replicas can go)")
+
+
+def cmd_topics_alter(args) -> int:
+    from praha.admin.topic_changes import add_partitions, partitions_with_leaders
+    from praha.admin.topics import parse_replica_assignment
+    from praha.errors import UnknownTopicError
+
+    given = None
+    if args.replica_assignment:
+        parsed = parse_replica_assignment(args.replica_assignment)
+        given = [parsed[p] for p in sorted(parsed)]
+    with _session(args) as store:
+        try:
+            added = add_partitions(store, args.topic, args.partitions, given)
+        except UnknownTopicError:
+            if args.if_exists:
+                return 0
+            raise
+        print("WARNING: If partitions are increased for a topic that has a key, the partition logic "
+              "or ordering of the messages will be affected")
+        print("Adding partitions succeeded!")
+        if args.no_wait:
+            return 0
+        deadline = time.monotonic() + args.timeout
+        led, shown = set(), -1
+        while time.monotonic() < deadline:
+            led = partitions_with_leaders(store, args.topic, added)
+            if len(led) == len(added):
+                print(f"Topic {args.topic} now has {args.partitions} partitions, all with leaders.")
+                return 0
+            if len(led) != shown:
+                print(f"  {len(led)}/{len(added)} new partitions have leaders", file=sys.stderr, flush=True)
+                shown = len(led)
+            time.sleep(0.2)
+    raise CliError(f"partitions were added to {args.topic} but only {len(led)}/{len(added)} new ones got a leader "
+                   f"within {args.timeout:.0f}s")
+
+
+# ------------------------------------------------------------------------------ reassign
+def cmd_reassign_generate(args) -> int:
+    from praha.admin.reassign import format_plan, generate, parse_broker_list, parse_topics_to_move
+
+    topics = parse_topics_to_move(_read(args.topics_to_move_json_file, "topics-to-move file"))
+    brokers = parse_broker_list(args.broker_list)
+    with _session(args) as store:
+        current, proposed = generate(store, topics, brokers)
+    print(f"Current partition replica assignment\n{format_plan(current)}\n")
+    print(f"Proposed partition reassignment configuration\n{format_plan(proposed)}")
+    return 0
+
+
+def cmd_reassign_execute(args) -> int:
+    from praha.admin.reassign import execute, format_plan, parse_plan
+
+    plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
+    throttle = args.throttle if args.throttle is not None else -1
+    with _session(args) as store:
+        result = execute(store, plan, throttle)
+    print(f"Current partition replica assignment\n\n{format_plan(result.current)}\n\n"
+          "Save this to use as the --reassignment-json-file option during rollback")
+    if throttle >= 0:
+        print("Warning: You must run --verify periodically, until the reassignment completes, "
+              "to ensure the throttle is removed.")
+        print(f"The inter-broker throttle limit was set to {throttle} B/s")
+    tps = sorted(plan)
+    print(f"Successfully started partition reassignment{'s' if len(tps) > 1 else ''} for "
+          + ",".join(map(str, tps)))
+    return 0
+
+
+def _progress_detail(p) -> str:
+    waiting = p.not_in_isr
+    if not waiting:
+        return ""
+    text = f" Not yet in the ISR: {','.join(map(str, waiting))}"
+    if p.leader >= 0:
+        hw = f", high watermark {p.leader_offset}" if p.leader_offset is not None else ""
+        text += f" (leader {p.leader}{hw})"
+    return text + "."
+
+
+def cmd_reassign_verify(args) -> int:
+    from praha.admin.reassign import parse_plan, verify
+
+    plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
+    with _session(args) as store:
+        result = verify(store, plan, preserve_throttles=args.preserve_throttles)
+    print("Status of partition reassignment:")
+    for tp, p in sorted(result.partitions.items()):
+        if p.state == "complete":
+            print(f"Reassignment of partition {tp} is complete.")
+        elif p.state == "in_progress":
+            print(f"Reassignment of partition {tp} is still in progress.{_progress_detail(p)}")
+        else:
+            print(f"There is no active reassignment of partition {tp}, but replica set is "
+                  f"{','.join(map(str, p.replicas))} rather than {','.join(map(str, p.target))}.")
+    if result.cleared_brokers or result.cleared_topics:
+        print()
+    if result.cleared_brokers:
+        print(f"Clearing broker-level throttles on brokers {','.join(map(str, result.cleared_brokers))}")
+    if result.cleared_topics:
+        print(f"Clearing topic-level throttles on topic{'s' if len(result.cleared_topics) > 1 else ''} "
+              + ",".join(result.cleared_topics))
+    return 0
+
+
+def cmd_reassign_cancel(args) -> int:
+    from praha.admin.controller_api import zk_locator
+    from praha.admin.reassign import cancel, parse_plan
+
+    tps = None
+    if args.reassignment_json_file is not None:
+        tps = sorted(parse_plan(_read(args.reassignment_json_file, "reassignment file")))
+    with _session(args) as store:
+        result = cancel(store, zk_locator(store), tps, args.preserve_throttles, args.timeout)
+    if result.cancelled:
+        print("Successfully cancelled partition reassignments for: " + ",".join(map(str, result.cancelled)))
+    elif not result.errors:
+        print("None of the specified partition reassignments are active." if tps is not None
+              else "No partition reassignments found.")
+    for tp, message in sorted(result.errors.items()):
+        print(f"Error cancelling partition reassignment for {tp}: {message}")
+    if result.cleared_brokers:
+        print(f"Clearing broker-level throttles on brokers {','.join(map(str, result.cleared_brokers))}")
+    if result.cleared_topics:
+        print(f"Clearing topic-level throttles on topic{'s' if len(result.cleared_topics) > 1 else ''} "
+              + ",".join(result.cleared_topics))
+    if result.errors:
+        raise CliError(f"{len(result.errors)} partition reassignment(s) could not be cancelled")
+    return 0
+
+
+def cmd_reassign_list(args) -> int:
+    from praha.admin.reassign import progress
+
+    with _session(args) as store:
+        ongoing = progress(store, None)
+    if not ongoing:
+        print("No partition reassignments found.")
+        return 0
+    print("Current partition reassignments:")
+    for tp, p in sorted(ongoing.items()):
+        waiting = p.not_in_isr
+        print(f"{tp}: replicas: {','.join(map(str, p.replicas))}. adding: {','.join(map(str, p.adding))}. "
+              f"removing: {','.join(map(str, p.removing))}."
+              + (f" not yet in the ISR: {','.join(map(str, waiting))}." if waiting else ""))
+    return 0
+
+
+# ------------------------------------------------------------------------------ elect-leaders
+def cmd_elect_leaders(args) -> int:
+    from praha.admin.controller_api import zk_locator
+    from praha.admin.leader_election import (
+        elect_via_api,
+        elect_via_zookeeper,
+        format_results,
+        parse_election_json,
+        resolve_partitions,
+    )
+
+    if args.election_type != "preferred":
+        raise CliError("only preferred leader elections are supported (--election-type preferred)")
+    if args.partition is not None and args.topic is None:
+        raise CliError("--partition needs --topic")
+    from_file = parse_election_json(_read(args.path_to_json_file, "election file")) if args.path_to_json_file else None
+    with _session(args) as store:
+        partitions = resolve_partitions(store, args.all_topic_partitions, args.topic, args.partition, from_file)
+        if args.via_zookeeper:
+            results = elect_via_zookeeper(store, partitions, args.timeout)
+        else:
+            results = elect_via_api(zk_locator(store), None if args.all_topic_partitions else partitions,
+                                    args.timeout)
+    lines, failed = format_results(results)
+    for line in lines:
+        print(line)
+    if failed:
+        raise CliError(f"{failed} replica(s) could not be elected")
+    return 0
