@@ -37,9 +37,14 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _host_port(text: str) -> str:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    """HOST:PORT, or for ZooKeeper Kafka's full form `h1:p1,h2:p2[/chroot]`."""
+    hosts, slash, chroot = text.partition("/")
+    for item in hosts.split(","):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT[,HOST:PORT...][/chroot], got {text!r}")
+    if slash and not chroot:
+        raise argparse.ArgumentTypeError(f"empty chroot in {text!r}")
     return text
 
 
