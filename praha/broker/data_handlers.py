@@ -15,7 +15,8 @@ batches, `partition_max_bytes` each and `max_bytes` in all, at least one batch f
 the first partition with data. Below `min_bytes` the request is parked until enough
 bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not kept:
 every answer is a full, sessionless one (session id 0), which both kafka-python and
-librdkafka accept.
+librdkafka accept. The answer is encoded by `encode_fetch_response`: record bytes read
+from the segment are joined once into the frame, not copied field by field.
 """
 from __future__ import annotations
 

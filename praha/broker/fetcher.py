@@ -18,6 +18,11 @@ Per source broker, the task loops:
 A response is applied only if the partition is still followed at the same leader epoch
 (LeaderAndIsr may have changed it while the request was out). Logging: one line per
 connection problem and per truncation, never per fetch.
+
+The bytes stay bytes: the fetch response is read from the socket into one reusable
+buffer and parsed by hand (`parse_fetch_response_v12`), so records reach the log as
+views of that buffer. `encode_fetch_response` is the matching encoder the leader uses to
+answer fetches (both byte-identical to kafka-python's codec, unit-tested).
 """
 from __future__ import annotations
 
@@ -60,13 +65,6 @@ _OT = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _OP = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 _LT = ListOffsetsRequest.ListOffsetsTopic
 _LP = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-#: errors after which a partition waits for the next LeaderAndIsr (backing off meanwhile)
-_LEADERSHIP_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.REPLICA_NOT_AVAILABLE,
-}
-
 
 def _now_ms() -> int:
     return int(time.time() * 1000)

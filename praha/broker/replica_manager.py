@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 
 HW_CHECKPOINT_INTERVAL_MS = 5000
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
+CONFIG_READ_TIMEOUT_S = 5.0
 
 
 def _now_ms() -> int:
@@ -110,7 +111,8 @@ class ReplicaManager:
         self._isr_flush_scheduled = False
         self._state_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task] = []
-        self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")
+        self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")  # ISR writes, in order
+        self._zk_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk-read")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-io")
         cfg = self.config
         self.lag_time_max_ms = cfg.replica_lag_time_max_ms
@@ -207,6 +209,7 @@ class ReplicaManager:
             self.log_manager.shutdown()
             self.log_manager = None
         self._zk.shutdown(wait=False, cancel_futures=True)
+        self._zk_reads.shutdown(wait=False, cancel_futures=True)
         self._io.shutdown(wait=True)
 
     # ------------------------------------------------------------------ queries
@@ -256,15 +259,18 @@ class ReplicaManager:
             return self._apply_leader_and_isr(req)
 
     async def _load_topic_configs(self, topics: set[str]) -> None:
-        """Refresh config overrides of these topics (min.insync.replicas, log settings)."""
+        """Refresh config overrides of these topics (min.insync.replicas, log settings).
+
+        Bounded wait: a LeaderAndIsr must not hang on ZooKeeper; on failure the last
+        known (or default) config stays."""
         if self.store is None or not topics:
             return
         store = self.store
         try:
-            configs, _bad = await asyncio.get_running_loop().run_in_executor(
-                self._zk, store.get_topic_configs, sorted(topics))
-        except Exception as e:  # noqa: BLE001 - keep the defaults; ZooKeeper may be away
-            log.warning("could not read config of %d topics: %s", len(topics), e)
+            configs, _bad = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(
+                self._zk_reads, store.get_topic_configs, sorted(topics)), CONFIG_READ_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - keep what we have; ZooKeeper may be away
+            log.warning("could not read config of %d topics: %r; keeping the last known", len(topics), e)
             return
         for t in topics:
             self.topic_configs[t] = configs.get(t, {})

@@ -96,10 +96,11 @@ def raw_batch(values: list[bytes]) -> bytes:
     return bytes(b.build())
 
 
-def raw_produce(cluster, broker_id: int, topic: str, values: list[bytes], acks: int) -> tuple[int, int]:
+def raw_produce(cluster, broker_id: int, topic: str, values: list[bytes], acks: int,
+                timeout_ms: int = 10000) -> tuple[int, int]:
     conn = BrokerConnection("127.0.0.1", cluster.load().brokers[broker_id].port, timeout=10)
     try:
-        resp = conn.send(ProduceRequest(transactional_id=None, acks=acks, timeout_ms=10000, topic_data=[
+        resp = conn.send(ProduceRequest(transactional_id=None, acks=acks, timeout_ms=timeout_ms, topic_data=[
             ProduceRequest.TopicProduceData(name=topic, partition_data=[
                 ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=raw_batch(values))])]), 9)
         p = resp.responses[0].partition_responses[0]
@@ -122,6 +123,16 @@ def disk_records(directory: Path) -> list[tuple[int, bytes, int]]:
         for r in b:
             out.append((r.offset, r.value, b.leader_epoch))
     return out
+
+
+def restart(cluster, store, broker_id: int, timeout: float = 60) -> None:
+    """Start a stopped broker and wait for its new registration. (Waiting through
+    `start_broker(wait=True)` can misread a just-forked child, whose command line is
+    still the parent's, as a broker that exited; ZooKeeper is the better witness.)"""
+    before = store.get_broker(broker_id)
+    cluster.start_broker(broker_id, wait=False)
+    wait_for(lambda: (b := store.get_broker(broker_id)) is not None and (before is None or b.epoch != before.epoch),
+             timeout, what=f"broker {broker_id} to register again")
 
 
 def broker_log(cluster, broker_id: int) -> str:
@@ -201,7 +212,7 @@ def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_repl
         wait_for(lambda t=t: (s := partition_state(zk_connect, zk_store, t)) and s["leader"] == -1 and s["isr"] == [a],
                  30, what=f"{t} offline")
     # b returns: only the topic allowing unclean election elects it
-    cluster.start_broker(b)
+    restart(cluster, zk_store, b)
     s = wait_for(lambda: (s := partition_state(zk_connect, zk_store, "dirty")) and s["leader"] == b and s, 30,
                  what="unclean election of b")
     assert s["isr"] == [b]
@@ -214,7 +225,7 @@ def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_repl
     dirty = [v for _, v in consume_all(bootstrap(cluster), "dirty")]
     assert dirty == [b"dirty-%d" % i for i in range(10)]  # the late writes only a had are gone
     # a returns: clean comes back with its data; a follows b on dirty and drops what b lacks
-    cluster.start_broker(a)
+    restart(cluster, zk_store, a)
     wait_for(lambda: partition_state(zk_connect, zk_store, "clean")["leader"] == a, 30, what="clean back online")
     clean = [v for _, v in consume_all(bootstrap(cluster), "clean")]
     assert clean == [b"clean-%d" % i for i in range(10)] + [b"clean-late-%d" % i for i in range(5)]
@@ -245,7 +256,7 @@ def test_crashed_follower_recovers_a_torn_log_and_rejoins_the_isr(make_cluster, 
         f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\xff\xff" + os.urandom(300))
     second = [b"second-%d" % i for i in range(200)]
     produce_all(bs, topic, second)  # ISR is {leader, other} meanwhile, enough for acks=all
-    cluster.start_broker(victim)
+    restart(cluster, zk_store, victim)
     wait_isr(zk_connect, zk_store, topic, {1, 2, 3})
     assert "Recovered log" in broker_log(cluster, victim) and "truncated" in broker_log(cluster, victim)
     # the recovered follower holds exactly the leader's records
@@ -267,14 +278,18 @@ def test_former_leader_truncates_records_only_it_had(make_cluster, zk_store, zk_
     bs = bootstrap(cluster)
     produce_all(bs, topic, [b"agreed-%d" % i for i in range(20)])
     wait_isr(zk_connect, zk_store, topic, {1, 2, 3})
-    # freeze the followers (after their parked fetches were answered), write acks=1 to the
-    # leader alone, then crash it: those records exist only on the old leader
+    # freeze the followers (after their parked fetches were answered), write to the leader
+    # alone (acks=1; and acks=all, which times out as nobody replicates), then crash it:
+    # those records exist only on the old leader
     for x in others:
         cluster.pause_broker(x)
     try:
         time.sleep(0.8)
-        code, base = raw_produce(cluster, old, topic, [b"divergent-%d" % i for i in range(10)], acks=1)
+        code, base = raw_produce(cluster, old, topic, [b"divergent-%d" % i for i in range(5)], acks=1)
         assert (code, base) == (ErrorCode.NONE, 20)
+        code, base = raw_produce(cluster, old, topic, [b"divergent-%d" % i for i in range(5, 10)], acks=-1,
+                                 timeout_ms=300)
+        assert (code, base) == (ErrorCode.REQUEST_TIMED_OUT, 25)
         cluster.kill_broker(old)
     finally:
         for x in others:
@@ -282,7 +297,7 @@ def test_former_leader_truncates_records_only_it_had(make_cluster, zk_store, zk_
     new = wait_for(lambda: (s := partition_state(zk_connect, zk_store, topic))["leader"] in others and s["leader"],
                    30, what="a new leader")
     produce_all(bootstrap(cluster), topic, [b"new-%d" % i for i in range(15)])
-    cluster.start_broker(old)
+    restart(cluster, zk_store, old)
     wait_isr(zk_connect, zk_store, topic, {1, 2, 3})
     assert "truncated from 30 to 20" in broker_log(cluster, old)
     want = [b"agreed-%d" % i for i in range(20)] + [b"new-%d" % i for i in range(15)]
