@@ -486,12 +486,14 @@ class ReplicaFetcher:
             replica_id=self.settings.broker_id,
             topics=[_OT(topic=t, partitions=ps) for t, ps in by_topic.items()])
         resp = await self.conn.send(req, OFFSET_FOR_LEADER_EPOCH_VERSION, OffsetForLeaderEpochResponse)
+        unanswered = set(asks)
         for t in resp.topics:
             for r in t.partitions:
                 tp = TopicPartition(t.topic, r.partition)
                 got = asks.get(tp)
                 if got is None:
                     continue
+                unanswered.discard(tp)
                 fp = got[0]
                 p = self._current(fp)
                 if p is None:
@@ -505,6 +507,8 @@ class ReplicaFetcher:
                 self._truncate_to(p, tr.offset, f"leader {self.source.id} has epoch {r.leader_epoch} up to {r.end_offset}")
                 if tr.complete:
                     fp.state = FetchState.FETCHING
+        for tp in unanswered:  # a leader that skips a partition must not make us spin
+            self._delay(asks[tp][0])
 
     def _truncate_to(self, p: "Partition", offset: int, why: str) -> None:
         log_ = p.log
@@ -543,11 +547,13 @@ class ReplicaFetcher:
         if error_code != ErrorCode.NONE:
             raise PrahaError(f"fetch failed with error {error_code}")
         out_of_range: list[tuple[FollowedPartition, int]] = []
+        unanswered = set(sent)
         for topic, r in results:
             tp = TopicPartition(topic, r.partition)
             got = sent.get(tp)
             if got is None:
                 continue
+            unanswered.discard(tp)
             fp, offset = got
             p = self._current(fp)
             if p is None or p.log.log_end_offset != offset:
@@ -559,6 +565,8 @@ class ReplicaFetcher:
                 out_of_range.append((fp, offset))
             else:
                 self._delay(fp)
+        for tp in unanswered:
+            self._delay(sent[tp][0])
         if out_of_range:
             await self._handle_out_of_range(out_of_range)
 
