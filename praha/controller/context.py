@@ -140,7 +140,8 @@ class ControllerContext:
 
     # ---- states ---------------------------------------------------------------------
     def partitions_in_states(self, states: set[PartitionState]) -> list[TopicPartition]:
-        return [tp for tp, s in self.partition_states.items() if s in states]
+        wanted = tuple(states)  # `in` a tuple compares by identity in C; a set would call Enum.__hash__
+        return [tp for tp, s in self.partition_states.items() if s in wanted]
 
     def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
         return {pr for pr in self.replicas_for_topic(topic) if self.replica_states.get(pr) == state}
@@ -153,10 +154,10 @@ class ControllerContext:
 
     def update_offline_partition_count(self) -> int:
         """Offline partitions, not counting those of topics being deleted (as Kafka's gauge)."""
+        offline = PartitionState.OFFLINE
+        deleting = self.topics_to_be_deleted
         self.offline_partition_count = sum(
-            1
-            for tp, s in self.partition_states.items()
-            if s == PartitionState.OFFLINE and tp.topic not in self.topics_to_be_deleted
+            1 for tp, s in self.partition_states.items() if s is offline and tp.topic not in deleting
         )
         return self.offline_partition_count
 

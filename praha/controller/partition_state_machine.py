@@ -56,14 +56,17 @@ class PartitionStateMachine:
     def initialize_partition_state(self) -> None:
         ctx = self.context
         live = ctx.live_broker_ids
+        leadership = ctx.leadership
+        states = ctx.partition_states
+        new, online, offline = PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE
         for tp in ctx.all_partitions():
-            li = ctx.leadership.get(tp)
+            li = leadership.get(tp)
             if li is None:
-                ctx.partition_states[tp] = PartitionState.NEW
+                states[tp] = new
             elif li.leader_and_isr.leader in live:
-                ctx.partition_states[tp] = PartitionState.ONLINE
+                states[tp] = online
             else:
-                ctx.partition_states[tp] = PartitionState.OFFLINE
+                states[tp] = offline
         ctx.update_offline_partition_count()
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
@@ -87,11 +90,12 @@ class PartitionStateMachine:
 
     def _valid(self, partitions: Iterable[TopicPartition], target: PartitionState) -> list[TopicPartition]:
         ctx = self.context
-        allowed = PARTITION_VALID_PREVIOUS[target]
+        allowed = tuple(PARTITION_VALID_PREVIOUS[target])  # identity `in`, no Enum.__hash__ calls
+        get = ctx.partition_states.get
+        missing = PartitionState.NON_EXISTENT
         valid, invalid = [], []
         for tp in partitions:
-            cur = ctx.partition_states.get(tp, PartitionState.NON_EXISTENT)
-            (valid if cur in allowed else invalid).append(tp)
+            (valid if get(tp, missing) in allowed else invalid).append(tp)
         if invalid:
             self.invalid_transitions += len(invalid)
             sample = ", ".join(

@@ -28,6 +28,10 @@ from praha.statelog import StateChangeLog
 
 log = logging.getLogger(__name__)
 
+#: builds a NamedTuple (TopicPartition, PartitionAndReplica) without the Python-level
+#: `__new__` wrapper; startup makes one per replica
+_new_tuple = tuple.__new__
+
 
 class ReplicaStateMachine:
     def __init__(
@@ -60,24 +64,24 @@ class ReplicaStateMachine:
     def initialize_replica_state(self) -> None:
         ctx = self.context
         live = ctx.live_broker_ids
+        states = ctx.replica_states
+        online = ReplicaState.ONLINE
         for t, parts in ctx.assignments.items():
-            deleting = ctx.is_topic_queued_for_deletion(t)
+            dead = ReplicaState.DELETION_INELIGIBLE if ctx.is_topic_queued_for_deletion(t) else ReplicaState.OFFLINE
             for p, a in parts.items():
-                tp = TopicPartition(t, p)
+                tp = _new_tuple(TopicPartition, (t, p))
                 for r in a.replicas:
-                    if r in live:
-                        state = ReplicaState.ONLINE
-                    else:
-                        state = ReplicaState.DELETION_INELIGIBLE if deleting else ReplicaState.OFFLINE
-                    ctx.replica_states[PartitionAndReplica(tp, r)] = state
+                    states[_new_tuple(PartitionAndReplica, (tp, r))] = online if r in live else dead
 
     def _valid(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> list[PartitionAndReplica]:
         ctx = self.context
-        allowed = REPLICA_VALID_PREVIOUS[target]
+        # a tuple: `in` compares members by identity in C, a frozenset would call Enum.__hash__
+        allowed = tuple(REPLICA_VALID_PREVIOUS[target])
+        get = ctx.replica_states.get
+        missing = ReplicaState.NON_EXISTENT
         valid, invalid = [], []
         for pr in replicas:
-            cur = ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT)
-            (valid if cur in allowed else invalid).append(pr)
+            (valid if get(pr, missing) in allowed else invalid).append(pr)
         if invalid:
             self.invalid_transitions += len(invalid)
             sample = ", ".join(
@@ -108,20 +112,37 @@ class ReplicaStateMachine:
                     )
                 ctx.replica_states[pr] = ReplicaState.NEW
         elif target is ReplicaState.ONLINE:
+            states = ctx.replica_states
+            new, online, missing = ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.NON_EXISTENT
+            # Replicas of one partition come in a row (startup: 3 per partition at RF 3): its
+            # assignment and leadership are looked up once per run, and one add_leader_and_isr
+            # names all the run's recipients (the same entries as one call per replica).
+            looked_up = None
+            assignment = li = None
+            recipients: list[int] = []
             for pr in valid:
-                cur = ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT)
-                assignment = ctx.partition_assignment(pr.partition)
-                if cur is ReplicaState.NEW:
-                    if assignment is not None and pr.replica not in assignment.replicas:
-                        ctx.update_assignment(
-                            pr.partition,
-                            ReplicaAssignment(assignment.replicas + (pr.replica,), assignment.adding, assignment.removing),
+                tp, replica = pr
+                if tp is not looked_up:
+                    if recipients:
+                        batch.add_leader_and_isr(recipients, looked_up, li, assignment)
+                        recipients = []
+                    looked_up = tp
+                    assignment = ctx.partition_assignment(tp)
+                    li = ctx.leadership.get(tp)
+                if states.get(pr, missing) is new:
+                    if assignment is not None and replica not in assignment.replicas:
+                        if recipients:  # they were decided with the assignment as it was
+                            batch.add_leader_and_isr(recipients, tp, li, assignment)
+                            recipients = []
+                        assignment = ReplicaAssignment(
+                            assignment.replicas + (replica,), assignment.adding, assignment.removing
                         )
-                else:
-                    li = ctx.leadership.get(pr.partition)
-                    if li is not None and assignment is not None:
-                        batch.add_leader_and_isr([pr.replica], pr.partition, li, assignment)
-                ctx.replica_states[pr] = ReplicaState.ONLINE
+                        ctx.update_assignment(tp, assignment)
+                elif li is not None and assignment is not None:
+                    recipients.append(replica)
+                states[pr] = online
+            if recipients:
+                batch.add_leader_and_isr(recipients, looked_up, li, assignment)
         elif target is ReplicaState.OFFLINE:
             for pr in valid:
                 batch.add_stop_replica([pr.replica], pr.partition, delete=False)

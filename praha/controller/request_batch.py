@@ -35,6 +35,7 @@ from praha.controller.messages import (
     StopReplicaRequestData,
     UpdateMetadataRequestData,
 )
+from praha.controller.wire import SharedPartitions
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,10 @@ class ControllerRequestBatch:
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata_partitions: set[TopicPartition] = set()
         self._update_metadata_all_partitions_brokers: set[int] = set()
+        #: the live-broker set last merged into `_update_metadata_brokers` (see add_leader_and_isr)
+        self._merged_live: set[int] | None = None
+        #: the last PartitionLeaderState built and what it was built from (see `_leader_state`)
+        self._last_state: tuple | None = None
         #: counts of what the last send carried, for the one-line event log
         self.last_sent: dict[str, int] = {}
 
@@ -84,6 +89,8 @@ class ControllerRequestBatch:
         self._update_metadata_brokers.clear()
         self._update_metadata_partitions.clear()
         self._update_metadata_all_partitions_brokers.clear()
+        self._merged_live = None
+        self._last_state = None
 
     def add_leader_and_isr(
         self,
@@ -93,6 +100,40 @@ class ControllerRequestBatch:
         assignment: ReplicaAssignment,
         is_new: bool = False,
     ) -> None:
+        state = self._leader_state(tp, leadership, assignment, is_new)
+        live = self.context.live_or_shutting_down_broker_ids
+        requests = self._leader_and_isr
+        for b in broker_ids:
+            if b not in live:
+                continue  # a dead broker cannot act on it; it gets full metadata when it returns
+            per_broker = requests[b]
+            prev = per_broker.get(tp)
+            # a replica that is new in this batch stays "new" if re-added
+            per_broker[tp] = replace(state, is_new=True) if prev and prev.is_new else state
+        # as add_update_metadata(live, [tp]); the broker part only when the live set changed,
+        # since a failover calls this once per replica (300k times at 100k partitions)
+        if live != self._merged_live:
+            self._update_metadata_brokers.update(b for b in live if b >= 0)
+            self._merged_live = live
+        self._update_metadata_partitions.add(tp)
+
+    def _leader_state(
+        self, tp: TopicPartition, leadership: LeaderIsrAndControllerEpoch, assignment: ReplicaAssignment, is_new: bool
+    ) -> PartitionLeaderState:
+        """The state LeaderAndIsr carries for `tp`. The replica state machine asks for the same
+        partition once per replica in a row, so the last one built is reused when it came from
+        the same (immutable) leadership and replica tuples: one frozen object instead of three."""
+        last = self._last_state
+        if (
+            last is not None
+            and last[0] is leadership
+            and last[1] is assignment.replicas
+            and last[2] is assignment.adding
+            and last[3] is assignment.removing
+            and last[4] == is_new
+            and last[5] == tp
+        ):
+            return last[6]
         li = leadership.leader_and_isr
         state = PartitionLeaderState(
             tp=tp,
@@ -106,14 +147,8 @@ class ControllerRequestBatch:
             removing_replicas=tuple(assignment.removing),
             is_new=is_new,
         )
-        live = self.context.live_or_shutting_down_broker_ids
-        for b in broker_ids:
-            if b not in live:
-                continue  # a dead broker cannot act on it; it gets full metadata when it returns
-            prev = self._leader_and_isr[b].get(tp)
-            # a replica that is new in this batch stays "new" if re-added
-            self._leader_and_isr[b][tp] = replace(state, is_new=True) if prev and prev.is_new else state
-        self.add_update_metadata(self.context.live_or_shutting_down_broker_ids, [tp])
+        self._last_state = (leadership, assignment.replicas, assignment.adding, assignment.removing, is_new, tp, state)
+        return state
 
     def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         li = self.context.leadership.get(tp)
@@ -133,6 +168,7 @@ class ControllerRequestBatch:
         """`partitions=None` means all partitions (full metadata for a new broker)."""
         ids = [b for b in broker_ids if b >= 0]
         self._update_metadata_brokers.update(ids)
+        self._merged_live = None
         if partitions is None:
             self._update_metadata_all_partitions_brokers.update(ids)
         else:
@@ -140,29 +176,46 @@ class ControllerRequestBatch:
 
     # ---- sending ------------------------------------------------------------------
     def _partition_metadata(self, tp: TopicPartition) -> PartitionLeaderState | None:
+        found = self._partitions_metadata([tp])
+        return found[0] if found else None
+
+    def _partitions_metadata(self, tps: Iterable[TopicPartition]) -> list[PartitionLeaderState]:
+        """UpdateMetadata states of the partitions that have a leadership (others are skipped);
+        the broker and deletion sets are read once for the whole list."""
         ctx = self.context
-        leadership = ctx.leadership.get(tp)
-        if leadership is None:
-            return None
-        li = leadership.leader_and_isr
-        replicas = ctx.partition_replicas(tp)
-        leader = LEADER_DURING_DELETE if ctx.is_topic_queued_for_deletion(tp.topic) else li.leader
+        leaderships = ctx.leadership
+        assignments = ctx.assignments
+        deleting = ctx.topics_to_be_deleted
         live = ctx.live_or_shutting_down_broker_ids
-        return PartitionLeaderState(
-            tp=tp,
-            controller_epoch=leadership.controller_epoch,
-            leader=leader,
-            leader_epoch=li.leader_epoch,
-            isr=tuple(li.isr),
-            zk_version=li.zk_version,
-            replicas=tuple(replicas),
-            offline_replicas=tuple(r for r in replicas if r not in live),
-        )
+        out: list[PartitionLeaderState] = []
+        append = out.append
+        for tp in tps:
+            leadership = leaderships.get(tp)
+            if leadership is None:
+                continue
+            li = leadership.leader_and_isr
+            a = assignments.get(tp.topic, {}).get(tp.partition)
+            replicas = tuple(a.replicas) if a else ()
+            append(PartitionLeaderState(
+                tp=tp,
+                controller_epoch=leadership.controller_epoch,
+                leader=LEADER_DURING_DELETE if tp.topic in deleting else li.leader,
+                leader_epoch=li.leader_epoch,
+                isr=tuple(li.isr),
+                zk_version=li.zk_version,
+                replicas=replicas,
+                offline_replicas=() if live.issuperset(replicas) else tuple(r for r in replicas if r not in live),
+            ))
+        return out
 
     def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        """Build every request first, then hand them all to the sender: the sender threads
+        start converting what they get at once, and would otherwise compete with the
+        building of the rest (a failover's full UpdateMetadata) for the interpreter."""
         ctx = self.context
         live = ctx.live_or_shutting_down_broker_ids
         counts = {"leader_and_isr": 0, "update_metadata": 0, "stop_replica": 0, "partitions": 0}
+        outgoing: list[tuple[int, object, ResponseCallback | None]] = []
         try:
             for broker_id, states in self._leader_and_isr.items():
                 if broker_id not in live:
@@ -175,14 +228,15 @@ class ControllerRequestBatch:
                     partitions=list(states.values()),
                     live_leaders=[ctx.live_brokers[b] for b in sorted(leader_ids) if b in ctx.live_brokers],
                 )
-                self.sender.send_request(broker_id, req, self.on_leader_and_isr_response)
+                outgoing.append((broker_id, req, self.on_leader_and_isr_response))
                 counts["leader_and_isr"] += 1
                 counts["partitions"] += len(states)
 
             if self._update_metadata_brokers:
-                partial = [
-                    s for s in (self._partition_metadata(tp) for tp in sorted(self._update_metadata_partitions)) if s
-                ]
+                # both lists are built at most once and shared by every broker that gets them
+                # (also their wire form, see wire.SharedPartitions); the partial one only if
+                # some broker does not get everything
+                partial: list[PartitionLeaderState] | None = None
                 full: list[PartitionLeaderState] | None = None
                 live_brokers = [ctx.live_brokers[b] for b in sorted(ctx.live_brokers)]
                 for broker_id in sorted(self._update_metadata_brokers):
@@ -190,9 +244,11 @@ class ControllerRequestBatch:
                         continue
                     if broker_id in self._update_metadata_all_partitions_brokers:
                         if full is None:
-                            full = [s for s in (self._partition_metadata(tp) for tp in ctx.all_partitions()) if s]
+                            full = SharedPartitions(self._partitions_metadata(ctx.all_partitions()))
                         parts = full
                     else:
+                        if partial is None:
+                            partial = SharedPartitions(self._partitions_metadata(sorted(self._update_metadata_partitions)))
                         parts = partial
                     req = UpdateMetadataRequestData(
                         controller_id=self.controller_id,
@@ -201,7 +257,7 @@ class ControllerRequestBatch:
                         partitions=parts,
                         live_brokers=live_brokers,
                     )
-                    self.sender.send_request(broker_id, req, None)
+                    outgoing.append((broker_id, req, None))
                     counts["update_metadata"] += 1
 
             for broker_id, parts in self._stop_replica.items():
@@ -215,9 +271,11 @@ class ControllerRequestBatch:
                     partitions=list(parts.values()),
                 )
                 cb = self.on_deletion_stop_replica_response if has_delete else None
-                self.sender.send_request(broker_id, req, cb)
+                outgoing.append((broker_id, req, cb))
                 counts["stop_replica"] += 1
+
+            for broker_id, req, cb in outgoing:
+                self.sender.send_request(broker_id, req, cb)
         finally:
             self.clear()
         self.last_sent = counts
-

@@ -6,6 +6,8 @@ UpdateMetadata v6, ControlledShutdown v3). Grouping by topic happens here.
 """
 from __future__ import annotations
 
+import struct
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -85,7 +87,23 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData):
 
 
 def _update_metadata_to_wire(req: UpdateMetadataRequestData):
-    topic_states = [
+    shared = _shared_update_metadata(req)
+    if shared is not None:
+        topic_states, brokers = shared.wire_fields()
+        msg = _SharedUpdateMetadataRequest(
+            controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
+            topic_states=topic_states, live_brokers=brokers,
+        )
+        msg._shared = shared
+        return msg
+    return UpdateMetadataRequest(
+        controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
+        topic_states=_um_topic_states(req.partitions), live_brokers=_um_brokers(req.live_brokers),
+    )
+
+
+def _um_topic_states(partitions):
+    return [
         _UM.UpdateMetadataTopicState(
             topic_name=topic,
             partition_states=[
@@ -97,9 +115,12 @@ def _update_metadata_to_wire(req: UpdateMetadataRequestData):
                 for s in states
             ],
         )
-        for topic, states in _grouped(req.partitions, lambda s: s.tp.topic).items()
+        for topic, states in _grouped(partitions, lambda s: s.tp.topic).items()
     ]
-    brokers = [
+
+
+def _um_brokers(live_brokers):
+    return [
         _UM.UpdateMetadataBroker(
             id=b.id,
             endpoints=[
@@ -111,12 +132,85 @@ def _update_metadata_to_wire(req: UpdateMetadataRequestData):
             ],
             rack=b.rack,
         )
-        for b in req.live_brokers
+        for b in live_brokers
     ]
-    return UpdateMetadataRequest(
-        controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
-        topic_states=topic_states, live_brokers=brokers,
-    )
+
+
+# ---------------------------------------------------------------------- one UpdateMetadata, many brokers
+# A request batch gives every broker that gets UpdateMetadata the *same* partition list
+# (a failover: all partitions to every broker). Each broker's sender thread would convert
+# and encode it again (about 1 s per broker at 100k partitions, all competing for the
+# interpreter). The batch marks such a list as `SharedPartitions`; the first sender
+# converts and encodes it, and the others reuse that body with their own broker epoch
+# patched in: in v6 the body starts with controller_id (int32), controller_epoch (int32),
+# broker_epoch (int64). The cache lives on the list, so it goes when the requests go.
+
+_BROKER_EPOCH = struct.Struct(">q")
+_BROKER_EPOCH_AT = 8
+
+
+class SharedPartitions(list):
+    """A partition list that several requests of one batch carry (see above)."""
+
+    __slots__ = ("_wire",)
+
+
+class _SharedUpdateMetadata:
+    """The wire form of a shared partition list and its live brokers, built once."""
+
+    def __init__(self, partitions: list, live_brokers: list):
+        self.partitions = partitions
+        self.live_brokers = live_brokers
+        self._lock = threading.Lock()
+        self._fields: tuple[list, list] | None = None
+        self._body: tuple[int, int, bytes] | None = None  # (controller id, controller epoch, v6 body)
+
+    def wire_fields(self) -> tuple[list, list]:
+        with self._lock:
+            if self._fields is None:
+                self._fields = (_um_topic_states(self.partitions), _um_brokers(self.live_brokers))
+            return self._fields
+
+    def body(self, msg: "_SharedUpdateMetadataRequest") -> bytes:
+        """`msg` encoded at UPDATE_METADATA_VERSION (the first call encodes, later ones patch)."""
+        with self._lock:
+            cached = self._body
+            if cached is None or cached[:2] != (msg.controller_id, msg.controller_epoch):
+                body = bytes(UpdateMetadataRequest.encode(msg, version=UPDATE_METADATA_VERSION))
+                self._body = (msg.controller_id, msg.controller_epoch, body)
+                return body
+        body = cached[2]
+        at = _BROKER_EPOCH_AT
+        return body[:at] + _BROKER_EPOCH.pack(msg.broker_epoch) + body[at + _BROKER_EPOCH.size:]
+
+
+class _SharedUpdateMetadataRequest(UpdateMetadataRequest, init=False):  # type: ignore[call-arg]
+    """An UpdateMetadataRequest whose topic states are shared with the same request to the
+    other brokers of its batch; encodes through `_SharedUpdateMetadata.body`."""
+
+    __slots__ = ("_shared",)
+
+    def encode(self, version=None, header=False, framed=False):
+        if header or framed or (version if version is not None else self.API_VERSION) != UPDATE_METADATA_VERSION:
+            return super().encode(version=version, header=header, framed=framed)
+        self.API_VERSION = version if version is not None else self.API_VERSION
+        return self._shared.body(self)
+
+
+_shared_lock = threading.Lock()
+
+
+def _shared_update_metadata(req: UpdateMetadataRequestData) -> _SharedUpdateMetadata | None:
+    """The shared wire form for this request, if its partition list is a `SharedPartitions`
+    (and its broker list the one the first request came with)."""
+    parts = req.partitions
+    if not isinstance(parts, SharedPartitions):
+        return None
+    with _shared_lock:
+        shared = getattr(parts, "_wire", None)
+        if shared is None:
+            shared = parts._wire = _SharedUpdateMetadata(parts, req.live_brokers)
+    return shared if shared.live_brokers is req.live_brokers else None
 
 
 def _stop_replica_to_wire(req: StopReplicaRequestData):

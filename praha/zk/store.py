@@ -25,6 +25,7 @@ controller epoch moved → `ControllerMovedError`.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import threading
@@ -35,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, _prefix_root
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
@@ -51,7 +52,14 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 
-from praha.common import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from praha.common import (
+    BrokerInfo,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
 from praha.errors import (
     BrokerIdInUseError,
     ControllerMovedError,
@@ -64,7 +72,7 @@ from praha.zk import znodes as zn
 from praha.zk.multiread import (
     GET_CHILDREN_OPCODE,
     GET_DATA_OPCODE,
-    multi_read_async,
+    MultiRead,
     server_supports_multi_read,
 )
 from praha.zk.ops import CreateOp, DeleteOp, SetDataOp, WriteOutcome, WriteResult, ZkOp, outcome_of_error
@@ -139,6 +147,89 @@ def _decoder_for(path: str) -> Callable[[bytes], Any]:
         if len(parts) == 6 and parts[5] == "state":
             return lambda d: zn.decode_partition_state(d, 0, path)
     raise ValueError(f"no codec known for {path}")
+
+
+def _multi_read_async(client: KazooClient, operations: list[tuple[int, str]]):
+    """`multiread.multi_read_async`, with a cheaper chroot prefix: kazoo's `_prefix_root`
+    re-normalises every path (at 100k paths it costs as much as decoding the answers), but a
+    path that is already a normal absolute one only needs the chroot (kept normalised by
+    kazoo, "" without one) in front. Any other path goes through kazoo's own."""
+    root = client.chroot or ""
+    ops = [(op, root + path) if path[:1] == "/" and path[-1:] != "/" and "//" not in path and "/." not in path
+           else (op, _prefix_root(client.chroot, path))
+           for op, path in operations]
+    async_result = client.handler.async_result()
+    client._call(MultiRead(ops), async_result)
+    return async_result
+
+
+# -- fast decoding of the znodes a failover reads by the hundred thousand ----------------------
+# The codecs in `znodes` are the reference: strict, with precise error messages. These
+# two take the common case (well-formed JSON of the expected shape) without the generic
+# helpers, a regex per partition id and a new JSONDecoder per call, and hand anything
+# else to the reference codec, so results and errors are exactly the reference's.
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+_JSON = json.JSONDecoder(parse_constant=_reject_constant)  # as znodes' json.loads(..., parse_constant=)
+
+
+def _json_or_none(data: bytes) -> Any:
+    """The JSON value if `data` is exactly one (no surrounding whitespace, as Kafka writes it),
+    else None. The C scanner directly: `JSONDecoder.decode` adds two regex passes per call."""
+    try:
+        text = data.decode("utf-8")
+        value, end = _JSON.scan_once(text, 0)
+    except Exception:  # noqa: BLE001 - StopIteration, decode errors...: the reference codec reports it
+        return None
+    return value if end == len(text) else None
+
+
+def _decode_partition_state(path: str, data: bytes, stat: ZnodeStat) -> LeaderIsrAndControllerEpoch:
+    obj = _json_or_none(data)
+    if type(obj) is dict:
+        leader, isr = obj.get("leader"), obj.get("isr")
+        leader_epoch, controller_epoch = obj.get("leader_epoch"), obj.get("controller_epoch")
+        version = obj.get("version", 1)
+        if (type(leader) is int and type(leader_epoch) is int and type(controller_epoch) is int
+                and type(version) is int and version == 1
+                and type(isr) is list and all(type(r) is int for r in isr)):
+            return LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, tuple(isr), leader_epoch, stat.version),
+                                               controller_epoch)
+    return zn.decode_partition_state(data, stat.version, path)
+
+
+def _partition_map_or_none(v: Any) -> dict[int, tuple[int, ...]] | None:
+    if type(v) is not dict:
+        return None
+    out: dict[int, tuple[int, ...]] = {}
+    for key, replicas in v.items():
+        # ASCII digits only, as the reference's [0-9]+ (str.isdigit alone accepts e.g. "²")
+        if not (key.isascii() and key.isdigit()) or type(replicas) is not list:
+            return None
+        if not all(type(r) is int for r in replicas):
+            return None
+        out[int(key)] = tuple(replicas)
+    return out
+
+
+def _decode_topic_assignment(path: str, data: bytes, _stat: ZnodeStat) -> TopicAssignment:
+    obj = _json_or_none(data)
+    if type(obj) is dict:
+        version, topic_id = obj.get("version"), obj.get("topic_id")
+        if type(version) is int and version in (1, 2, 3) and (topic_id is None or type(topic_id) is str):
+            replicas = _partition_map_or_none(obj.get("partitions"))
+            adding = _partition_map_or_none(obj.get("adding_replicas") or {})
+            removing = _partition_map_or_none(obj.get("removing_replicas") or {})
+            if replicas is not None and adding is not None and removing is not None:
+                return TopicAssignment(
+                    {p: ReplicaAssignment(r, adding.get(p, ()), removing.get(p, ())) for p, r in replicas.items()},
+                    topic_id,
+                )
+    return zn.decode_topic_assignment(data, path)
 
 
 class ZkStore:
@@ -344,18 +435,21 @@ class ZkStore:
 
     def _pipelined(self, items: Sequence[T], issue: Callable[[T], Any], window: int | None = None) -> list[Any]:
         """Issue async calls with at most `window` outstanding; results (or exceptions) in order."""
+        return [outcome for _i, outcome in self._pipelined_iter(items, issue, window)]
+
+    def _pipelined_iter(self, items: Sequence[T], issue: Callable[[T], Any], window: int | None = None):
+        """Yield (index, result or exception) in order, as soon as each is in, while the
+        next ones are in flight: the caller's work on one result overlaps the wait for the others."""
         window = window or self.read_window
-        results: list[Any] = [None] * len(items)
         inflight: deque[tuple[int, Any]] = deque()
         for i, item in enumerate(items):
             if len(inflight) >= window:
                 j, ar = inflight.popleft()
-                results[j] = self._outcome(ar)
+                yield j, self._outcome(ar)
             inflight.append((i, issue(item)))
         while inflight:
             j, ar = inflight.popleft()
-            results[j] = self._outcome(ar)
-        return results
+            yield j, self._outcome(ar)
 
     def _read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a read, retrying across reconnections until the request timeout."""
@@ -417,41 +511,50 @@ class ZkStore:
 
     def _bulk(self, paths: list[str], opcode: int, use_multi_read: bool | None,
               multi_read_batch: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+
+        def put(i: int, value: Any) -> None:
+            out[paths[i]] = value
+        self._bulk_each(paths, opcode, use_multi_read, multi_read_batch, put, out.clear)
+        return out
+
+    def _bulk_each(self, paths: list[str], opcode: int, use_multi_read: bool | None, multi_read_batch: int | None,
+                   consume: Callable[[int, Any], None], restart: Callable[[], None]) -> None:
+        """`consume(i, value)` for each path in order, as the results come in (value: (data, stat)
+        or the child list; None if absent). A read interrupted by a lost connection starts over
+        after `restart()`, within the request timeout; any other error raises."""
         multi = self.multi_read_supported if use_multi_read is None else use_multi_read
         what = "bulk get" if opcode == GET_DATA_OPCODE else "bulk get children"
+        get_data = opcode == GET_DATA_OPCODE
 
-        def once():
-            raw = (self._bulk_multi_read(paths, opcode, multi_read_batch or self.multi_read_batch) if multi
-                   else self._bulk_pipelined(paths, opcode))
-            out: dict[str, Any] = {}
-            for path, r in zip(paths, raw):
-                if isinstance(r, NoNodeError):
-                    out[path] = None
-                elif isinstance(r, BaseException):
-                    raise self._wrap(r, f"{what} {path}")
-                elif opcode == GET_DATA_OPCODE:
-                    data, stat = r
-                    out[path] = (data or b"", stat)
-                else:
-                    out[path] = r
-            return out
-        return self._read(what, once)
+        def one(i: int, r: Any) -> None:
+            if isinstance(r, NoNodeError):
+                consume(i, None)
+            elif isinstance(r, BaseException):
+                raise self._wrap(r, f"{what} {paths[i]}")
+            elif get_data:
+                data, stat = r
+                consume(i, (data or b"", stat))
+            else:
+                consume(i, r)
 
-    def _bulk_pipelined(self, paths: list[str], opcode: int) -> list[Any]:
-        client = self.client
-        issue = client.get_async if opcode == GET_DATA_OPCODE else client.get_children_async
-        return self._pipelined(paths, issue)
-
-    def _bulk_multi_read(self, paths: list[str], opcode: int, step: int) -> list[Any]:
-        client = self.client
-        batches = [[(opcode, p) for p in paths[i:i + step]] for i in range(0, len(paths), step)]
-        results: list[Any] = []
-        for batch_result in self._pipelined(batches, lambda ops: multi_read_async(client, ops),
-                                            window=self.multi_read_window):
-            if isinstance(batch_result, BaseException):
-                raise self._wrap(batch_result, "multi-read")
-            results.extend(batch_result)
-        return results
+        def once() -> None:
+            restart()
+            client = self.client
+            if not multi:
+                issue = client.get_async if get_data else client.get_children_async
+                for i, r in self._pipelined_iter(paths, issue):
+                    one(i, r)
+                return
+            step = multi_read_batch or self.multi_read_batch
+            batches = [[(opcode, p) for p in paths[i:i + step]] for i in range(0, len(paths), step)]
+            for b, batch_result in self._pipelined_iter(batches, lambda ops: _multi_read_async(client, ops),
+                                                        window=self.multi_read_window):
+                if isinstance(batch_result, BaseException):
+                    raise self._wrap(batch_result, "multi-read")
+                for k, r in enumerate(batch_result, b * step):
+                    one(k, r)
+        self._read(what, once)
 
     # -- controller election ------------------------------------------------------------------
     def get_controller_id(self) -> int | None:
@@ -651,33 +754,37 @@ class ZkStore:
     def _decode_bulk(self, keys: Iterable[T], path_of: Callable[[T], str],
                      decode: Callable[[str, bytes, ZnodeStat], Any], multi_read_batch: int | None = None
                      ) -> tuple[dict[T, Any], dict[T, ZNodeDecodeError]]:
+        """Read and decode; each result is decoded as it arrives, while later reads are in flight."""
         keys = list(dict.fromkeys(keys))
-        raw = self.get_data_bulk([path_of(k) for k in keys], multi_read_batch=multi_read_batch)
+        paths = [path_of(k) for k in keys]
         ok: dict[T, Any] = {}
         bad: dict[T, ZNodeDecodeError] = {}
-        for key in keys:
-            path = path_of(key)
-            got = raw[path]
+
+        def restart() -> None:
+            ok.clear()
+            bad.clear()
+
+        def consume(i: int, got: tuple[bytes, ZnodeStat] | None) -> None:
             if got is None:
-                continue
+                return
             try:
-                ok[key] = decode(path, got[0], got[1])
+                ok[keys[i]] = decode(paths[i], got[0], got[1])
             except ZNodeDecodeError as e:
-                bad[key] = e
+                bad[keys[i]] = e
+        self._bulk_each(paths, GET_DATA_OPCODE, None, multi_read_batch, consume, restart)
         return ok, bad
 
     def get_topic_assignments(self, topics: Iterable[str]
                               ) -> tuple[dict[str, TopicAssignment], dict[str, ZNodeDecodeError]]:
         """Assignments of the given topics; absent topics are in neither dict."""
         # a topic znode grows with its partition count: fewer per multi-read response
-        return self._decode_bulk(topics, zn.topic_path, lambda p, d, s: zn.decode_topic_assignment(d, p),
-                                 multi_read_batch=50)
+        return self._decode_bulk(topics, zn.topic_path, _decode_topic_assignment, multi_read_batch=50)
 
     def get_partition_states(self, tps: Iterable[TopicPartition]
                              ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch],
                                         dict[TopicPartition, ZNodeDecodeError]]:
         """Leader/ISR per partition (zk_version from the stat); missing ones are in neither dict."""
-        return self._decode_bulk(tps, zn.tp_state_path, lambda p, d, s: zn.decode_partition_state(d, s.version, p))
+        return self._decode_bulk(tps, zn.tp_state_path, _decode_partition_state)
 
     def get_topic_configs(self, topics: Iterable[str]
                           ) -> tuple[dict[str, dict[str, str]], dict[str, ZNodeDecodeError]]:
@@ -979,6 +1086,23 @@ class ZkStore:
         """Fire `callback(WatchEvent)` on every creation, change and deletion of `path`
         (works while it is absent). Callbacks run on kazoo's thread: enqueue only."""
         return self._watch(path, WatchKind.DATA, callback, group)
+
+    def watch_data_many(self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback],
+                        group: str | None = None) -> dict[str, WatchHandle]:
+        """`watch_data` for many paths: all are armed first, then waited for together, so the
+        cost is about one round trip instead of one per path (a failover watches every topic).
+        `callback_for_path(path)` gives each path's callback. Returns path → handle."""
+        client = self.client
+        handles = {path: WatchHandle(client, path, WatchKind.DATA, callback_for_path(path), group, self._forget_watch)
+                   for path in dict.fromkeys(paths)}
+        with self._lock:
+            self._watches.update(handles.values())
+        for h in handles.values():
+            h.arm()
+        deadline = time.monotonic() + self.request_timeout
+        for h in handles.values():  # registered server-side before the caller reads
+            h.wait_armed(max(0.0, deadline - time.monotonic()))
+        return handles
 
     def watch_children(self, path: str, callback: WatchCallback, group: str | None = None) -> WatchHandle:
         """Fire `callback(WatchEvent)` whenever the children of `path` change (also on its
