@@ -78,6 +78,7 @@ class BrokerServer:
         self.broker_info: BrokerInfo | None = None
         log_dir = config.state_change_log_dir or str(config.log_dir_list[0])
         self.state_log = StateChangeLog(f"{log_dir}/state-change.log", config.broker_id)
+        self.fence.on_accept = lambda api, epoch: self.state_log.record("ControllerRequestAccepted", -1, epoch, api_key=api)
         self.started_at = time.time()
 
     # ---------------------------------------------------------------- start-up

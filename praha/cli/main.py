@@ -273,6 +273,9 @@ def _register_extensions() -> None:
 
     _EXTENSIONS.append(topics.register)
     _EXTENSIONS.append(admin_tools.register)
+    from praha.cli import chaos
+
+    _EXTENSIONS.append(chaos.register)
 
 
 _register_extensions()

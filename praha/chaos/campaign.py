@@ -1,0 +1,265 @@
+"""One chaos campaign, start to finish.
+
+Flow: 1. start ZooKeeper, the per-broker proxies and the brokers; 2. create the RF 3
+data topics (min.insync.replicas=2) and wait until every broker serves them; 3. start
+consumers, producers, the high-watermark monitor, the cluster observer and the admin
+worker; 4. run the seeded fault schedule, one fault at a time (inject, hold, heal),
+each preceded by a bounded wait for all brokers to be registered; 5. heal everything,
+stop the admin, wait (bounded) for full health; 6. stop producers, read every data
+partition back with a fresh consumer; 7. stop the cluster gracefully, compare replicas
+on disk, read the state-change logs; 8. judge, write report.json, summary.txt and
+timeline.png. Every process is stopped by PID whatever happens.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from praha.chaos import invariants as inv
+from praha.chaos.config import CampaignConfig
+from praha.chaos.environment import ChaosEnvironment, wait_until
+from praha.chaos.faults import FaultInjector, FaultRecord
+from praha.chaos.ledger import Ledger, Tp
+from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor
+from praha.chaos.plot import plot_timeline
+from praha.chaos.report import headline, summary_text, violation_json
+from praha.chaos.schedule import build_schedule
+from praha.chaos.timeline import Timeline
+from praha.chaos.workload import AdminWorker, ConsumerWorker, ProducerWorker
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _client_logger(path: Path) -> logging.Logger:
+    """librdkafka's chatter goes to a file of the campaign, not the terminal."""
+    logger = logging.getLogger(f"praha.chaos.clients.{path.parent.name}")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG if os.environ.get("PRAHA_CHAOS_CLIENT_DEBUG") else logging.INFO)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+def _data_topics(cfg: CampaignConfig) -> list[str]:
+    return [f"chaos-data-{i}" for i in range(cfg.topics)]
+
+
+def _create_data_topics(env: ChaosEnvironment, cfg: CampaignConfig) -> list[Tp]:
+    from praha.admin.client_status import fetch_metadata
+    from praha.admin.topics import create_topic
+
+    topics = _data_topics(cfg)
+    for t in topics:
+        create_topic(env.store, t, cfg.partitions, cfg.replication_factor,
+                     {"min.insync.replicas": str(cfg.min_insync_replicas)})
+    tps = [(t, p) for t in topics for p in range(cfg.partitions)]
+
+    def served_everywhere() -> bool:
+        for b in env.brokers().values():
+            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=topics, timeout=2.0)
+            led = sum(1 for t in md.topics for p in t.partitions if p.error_code == 0 and p.leader_id >= 0)
+            if led != len(tps):
+                return False
+        return True
+
+    if not wait_until(served_everywhere, 60):
+        raise RuntimeError("the data topics did not get leaders on every broker within 60s")
+    return tps
+
+
+def _assignments(env: ChaosEnvironment, topics: list[str]) -> dict[Tp, tuple[int, ...]]:
+    found, _ = env.store.get_topic_assignments(topics)
+    return {(t, p): tuple(a.replicas) for t, ta in found.items() for p, a in ta.partitions.items()}
+
+
+def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str, Any]:
+    """Run one campaign; returns the report (also written under `cfg.workdir`)."""
+    cfg.validate()
+    root = (Path(cfg.workdir) / f"seed-{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    kinds = cfg.effective_kinds()
+    schedule = build_schedule(cfg.seed, cfg.faults, kinds, cfg.min_gap_s, cfg.max_gap_s)
+    progress(f"chaos: seed {cfg.seed} (replay with --seed {cfg.seed}), {cfg.faults} faults over {kinds}, "
+             f"{cfg.brokers} brokers, directory {root}")
+    (root / "schedule.json").write_text(json.dumps([p.to_json() for p in schedule], indent=1))
+    timeline = Timeline()
+    env = ChaosEnvironment(cfg, root)
+    stop_admin, stop_clients, stop_watch = threading.Event(), threading.Event(), threading.Event()
+    threads: list[threading.Thread] = []
+    faults: list[FaultRecord] = []
+    ledger = Ledger(timeline)
+    admin: AdminWorker | None = None
+    hw_monitor: HighWatermarkMonitor | None = None
+    observer: ClusterObserver | None = None
+    consumers: list[ConsumerWorker] = []
+    producers: list[ProducerWorker] = []
+    health = inv.Health(False, 0.0, ["not reached"])
+    final = inv.FinalRead()
+    assignments: dict[Tp, tuple[int, ...]] = {}
+    interrupted = ""
+    try:
+        progress("chaos: starting ZooKeeper and brokers")
+        env.start()
+        timeline.add("note", "cluster up", brokers=cfg.brokers, zookeeper=env.zk_connect)
+        tps = _create_data_topics(env, cfg)
+        timeline.add("note", "data topics ready", partitions=len(tps))
+        clients_log = _client_logger(root / "clients.log")
+        bootstrap = env.bootstrap()
+        consumers = [ConsumerWorker(f"c{i}", bootstrap, tps, ledger, stop_watch, clients_log)
+                     for i in range(cfg.consumers)]
+        producers = [ProducerWorker(f"p{i}", bootstrap, tps, ledger, cfg.records_per_second, stop_clients, clients_log)
+                     for i in range(cfg.producers)]
+        hw_monitor = HighWatermarkMonitor(env, tps, timeline, stop_watch)
+        observer = ClusterObserver(env, set(_data_topics(cfg)), timeline, stop_watch)
+        admin = AdminWorker(env, tps, timeline, cfg.seed, cfg.admin_interval_s, stop_admin)
+        threads = [*consumers, *producers, hw_monitor, observer, admin]
+        for t in threads:
+            t.start()
+        time.sleep(3.0)
+        injector = FaultInjector(env, timeline)
+        for plan in schedule:
+            wait_until(lambda: env.live_broker_ids() == set(env.brokers()) and env.controller_id() > 0, 30)
+            rec = injector.inject(plan)
+            if rec is not None:
+                faults.append(rec)
+                progress(f"chaos: fault {plan.index + 1}/{len(schedule)} {rec.kind} "
+                         f"{'zk server' if rec.kind == 'zk_member_kill' else 'broker'} {rec.target}"
+                         f"{' (controller)' if rec.was_controller else ''}: "
+                         f"{'healed' if rec.ok else 'FAILED ' + rec.error} at {rec.healed_t:.1f}s, "
+                         f"{ledger.acked_count()} acked, {len(timeline.violations)} violations")
+            time.sleep(plan.gap_s)
+        stop_admin.set()
+        admin.join(timeout=60)
+        injector.heal_everything()
+        progress("chaos: faults done; waiting for the cluster to heal")
+        health = inv.wait_healthy(env, admin.deleted, cfg.heal_timeout_s, timeline)
+        time.sleep(2.0)
+        stop_clients.set()
+        for p in producers:
+            p.join(timeout=60)
+        progress(f"chaos: healed={health.healthy} in {health.waited_s:.1f}s; reading every record back")
+        assignments = _assignments(env, _data_topics(cfg))
+        final = inv.read_everything(env.bootstrap(), tps, clients_log)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(
+                max(ledger.served.get(tp, {-1: ""}), default=-1) + 1 < final.high_watermarks.get(tp, 0) for tp in tps):
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        interrupted = "interrupted"
+        timeline.add("note", "campaign interrupted")
+        raise
+    finally:
+        stop_admin.set()
+        stop_clients.set()
+        stop_watch.set()
+        for t in threads:
+            t.join(timeout=30)
+        progress("chaos: stopping the cluster")
+        env.close()
+    return _judge(cfg, root, timeline, env, ledger, faults, final, health, assignments, hw_monitor, observer,
+                  admin, consumers, producers, interrupted)
+
+
+def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnvironment, ledger: Ledger,
+           faults: list[FaultRecord], final: inv.FinalRead, health: inv.Health,
+           assignments: dict[Tp, tuple[int, ...]], hw_monitor: HighWatermarkMonitor | None,
+           observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
+           producers: list[ProducerWorker], interrupted: str) -> dict[str, Any]:
+    hw = hw_monitor.state if hw_monitor else inv.HwState()
+    records = inv.check_records(ledger, final, hw, timeline)
+    replica_divergent = inv.check_replicas(env.cluster.root, assignments, final, timeline)
+    controllers = inv.check_controllers(inv.read_state_change_logs(env.cluster.root), timeline)
+    obs = observer.state if observer else None
+    memory = inv.check_memory(obs.incarnations if obs else {}, cfg.rss_bound_mb, cfg.rss_growth_bound_mb, timeline)
+    timeline.finish()
+    by_kind: dict[str, int] = {}
+    for f in faults:
+        by_kind[f.kind] = by_kind.get(f.kind, 0) + 1
+    gaps = _failover_gaps(faults, controllers.elections)
+    unavailable = obs.unavailable_s if obs else {}
+    worst = max(unavailable.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    figures = {
+        "faults": len(faults),
+        "faults_by_kind": by_kind,
+        "faults_failed": sum(1 for f in faults if not f.ok),
+        "sent": ledger.sent,
+        **{k: v for k, v in asdict(records).items()},
+        "replica_divergent_offsets": replica_divergent,
+        "divergent_offsets": records.divergent_offsets + replica_divergent,
+        "produce_refused_locally": sum(p.refused for p in producers),
+        "consumer_errors": sum(c.errors for c in consumers),
+        "served_by_consumers": ledger.served_count,
+        "consumer_rewinds": ledger.rewinds,
+        "hw_samples": hw.samples,
+        "hw_regressions": hw.regressions,
+        "hw_cross_epoch_dips": hw.cross_epoch_dips,
+        "controller_failovers": max(0, len(controllers.elections) - 1),
+        "controller_epochs": sorted(controllers.epochs),
+        "failover_ms_median": statistics.median(controllers.failover_ms) if controllers.failover_ms else 0.0,
+        "failover_ms_max": max(controllers.failover_ms, default=0.0),
+        "controller_gap_s": gaps,
+        "no_controller_s": round(obs.no_controller_s, 2) if obs else 0.0,
+        "stale_requests_refused": controllers.refused_stale,
+        "controller_requests_logged": controllers.accepted_requests_logged,
+        "dual_controller_acceptances": controllers.dual_controller_acceptances + (obs.dual_active_samples if obs else 0),
+        "controller_overlap_samples": obs.overlap_samples if obs else 0,
+        "unavailable_s": {k: round(v, 2) for k, v in sorted(unavailable.items())},
+        "unavailable_s_total": round(sum(unavailable.values()), 2),
+        "unavailable_worst": f"{worst[0]} {worst[1]:.1f}s",
+        "rss_peak_mb": max(memory.peak_mb.values(), default=0.0),
+        "rss_peak_by_process": memory.peak_mb,
+        "rss_growth_by_process": memory.growth_mb,
+        "violations": len(timeline.violations),
+    }
+    report: dict[str, Any] = {
+        "seed": cfg.seed,
+        "config": cfg.to_json(),
+        "interrupted": interrupted,
+        "duration_s": round(timeline.now(), 1),
+        "figures": figures,
+        "faults": [f.to_json() for f in faults],
+        "admin": admin.outcomes if admin else {},
+        "health": asdict(health),
+        "controller_elections": controllers.elections,
+        "violations": [violation_json(v) for v in timeline.violations],
+        "events": [asdict(e) for e in timeline.events],
+        "paths": {"json": str(root / "report.json"), "summary": str(root / "summary.txt"),
+                  "plot": str(root / "timeline.png"), "cluster": str(env.cluster.root)},
+    }
+    (root / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    (root / "summary.txt").write_text(summary_text(report) + "\n")
+    ack_times = [a.t for a in ledger.snapshot_acked().values()]
+    try:
+        plot_timeline(report, ack_times, timeline.samples, root / "timeline.png")
+    except Exception as e:  # noqa: BLE001 - a plot failure must not hide the verdict
+        log.warning("timeline plot failed: %s", e)
+        report["paths"]["plot"] = ""
+    report["headline"] = headline(report)
+    return report
+
+
+def _failover_gaps(faults: list[FaultRecord], elections: list[dict[str, Any]]) -> list[float]:
+    """For each fault that hit the controller: seconds until the next controller election."""
+    gaps = []
+    for f in faults:
+        if not f.was_controller:
+            continue
+        nxt = next((e for e in elections if e["t"] >= f.start_t), None)
+        if nxt is not None:
+            gaps.append(round(nxt["t"] - f.start_t, 2))
+    return gaps

@@ -1,0 +1,81 @@
+"""What one chaos campaign runs: cluster size, fault count, seed, workload and bounds.
+
+Every number that decides what happens is here, so a campaign is replayed from its
+seed plus this configuration (both are printed and stored in the report).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
+ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "zk_member_kill")
+
+#: relative frequency of each kind in a schedule
+KIND_WEIGHTS = {
+    "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
+    "stutter": 1, "zk_member_kill": 2,
+}
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1, 2**31)
+
+
+@dataclass
+class CampaignConfig:
+    brokers: int = 5
+    faults: int = 20
+    seed: int = field(default_factory=new_seed)
+    zk_ensemble: int = 1  # 1: one embedded server; 3: a 3-node ensemble on loopback
+    workdir: Path = Path(".praha/chaos")
+    kinds: tuple[str, ...] = ALL_KINDS
+    # workload
+    topics: int = 2
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    producers: int = 2
+    records_per_second: int = 60  # per producer
+    consumers: int = 1
+    admin_interval_s: float = 3.0
+    # cluster timing: a short session timeout makes zombies and expiries quick to provoke
+    session_timeout_ms: int = 4000
+    replica_lag_time_max_ms: int = 4000
+    # fault pacing
+    min_gap_s: float = 0.5
+    max_gap_s: float = 2.5
+    heal_timeout_s: float = 120.0
+    # bounds
+    rss_bound_mb: float = 400.0
+    rss_growth_bound_mb: float = 200.0
+    keep_logs: bool = True
+    extra_broker_config: dict[str, str] = field(default_factory=dict)
+
+    def effective_kinds(self) -> tuple[str, ...]:
+        """The kinds that make sense for this cluster (no ensemble → no member kills)."""
+        kinds = tuple(k for k in self.kinds if k in ALL_KINDS)
+        if self.zk_ensemble < 3:
+            kinds = tuple(k for k in kinds if k != "zk_member_kill")
+        return kinds or ("kill",)
+
+    def validate(self) -> None:
+        if self.brokers < 3:
+            raise ValueError("a chaos campaign needs at least 3 brokers (RF 3 topics)")
+        if self.replication_factor > self.brokers:
+            raise ValueError("replication factor exceeds the number of brokers")
+        if self.faults < 0:
+            raise ValueError("--faults must be >= 0")
+        if self.zk_ensemble not in (1, 3):
+            raise ValueError("--zk-ensemble must be 1 or 3")
+        unknown = [k for k in self.kinds if k not in ALL_KINDS]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(ALL_KINDS)}")
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["workdir"] = str(self.workdir)
+        d["kinds"] = list(self.effective_kinds())
+        return d

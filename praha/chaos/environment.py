@@ -1,0 +1,157 @@
+"""The cluster a campaign runs against: ZooKeeper, one TCP proxy per broker and server, brokers.
+
+Each broker reaches ZooKeeper only through proxies of its own (one per ZooKeeper
+server), so cutting them expires exactly that broker's session. The harness itself talks
+to ZooKeeper directly. Everything started here is stopped by PID in `close()`, paused
+brokers are resumed first, and `close()` is safe to call twice.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from praha.chaos.config import CampaignConfig
+from praha.cluster.local import BrokerProcess, LocalCluster
+from praha.testing.proxy import TcpProxy
+from praha.zk.server import EmbeddedZooKeeper, ZooKeeperEnsemble
+from praha.zk.store import ZkStore
+
+log = logging.getLogger(__name__)
+
+
+def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
+    """Broker settings of a campaign: quick failure detection, Kafka semantics otherwise."""
+    return {
+        "zookeeper.session.timeout.ms": str(cfg.session_timeout_ms),
+        "replica.lag.time.max.ms": str(cfg.replica_lag_time_max_ms),
+        "isr.change.notification.interval.ms": "300",
+        "replica.fetch.backoff.ms": "200",
+        "controlled.shutdown.retry.backoff.ms": "300",
+        "controlled.shutdown.max.retries": "5",
+        "min.insync.replicas": str(cfg.min_insync_replicas),
+        "unclean.leader.election.enable": "false",
+        "leader.imbalance.check.interval.seconds": "15",
+        **cfg.extra_broker_config,
+    }
+
+
+class ChaosEnvironment:
+    def __init__(self, cfg: CampaignConfig, root: Path):
+        self.cfg = cfg
+        self.root = root
+        self.zk: EmbeddedZooKeeper | None = None
+        self.ensemble: ZooKeeperEnsemble | None = None
+        self.proxies: dict[int, list[TcpProxy]] = {}
+        self.cluster = LocalCluster(root / "cluster")
+        self.store: ZkStore | None = None
+        self.paused: set[int] = set()
+        self.zk_members_down: set[int] = set()
+        self._closed = False
+
+    # ------------------------------------------------------------------ start
+    @property
+    def zk_connect(self) -> str:
+        if self.ensemble is not None:
+            return self.ensemble.connect_string
+        assert self.zk is not None
+        return self.zk.connect_string
+
+    def zk_addresses(self) -> list[tuple[str, int]]:
+        servers = self.ensemble.servers if self.ensemble is not None else [self.zk]
+        return [(s.host, s.port) for s in servers]  # type: ignore[union-attr]
+
+    def start(self) -> None:
+        cfg = self.cfg
+        self.root.mkdir(parents=True, exist_ok=True)
+        if cfg.zk_ensemble >= 3:
+            self.ensemble = ZooKeeperEnsemble(cfg.zk_ensemble, self.root / "zookeeper", tick_time_ms=500)
+            self.ensemble.start(timeout=90)
+        else:
+            self.zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500,
+                                        min_session_timeout_ms=1000, die_with_parent=True)
+            self.zk.start(timeout=60)
+        per_broker = {}
+        for bid in range(1, cfg.brokers + 1):
+            self.proxies[bid] = [TcpProxy(addr) for addr in self.zk_addresses()]
+            per_broker[bid] = {"zookeeper.connect": ",".join(p.connect_string for p in self.proxies[bid])}
+        self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=broker_overrides(cfg),
+                        per_broker=per_broker, timeout=120)
+        self.store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000).start()
+
+    # ------------------------------------------------------------------ queries
+    def brokers(self) -> dict[int, BrokerProcess]:
+        return self.cluster.load().brokers
+
+    def running(self, bid: int) -> bool:
+        return self.cluster.broker_running(self.brokers()[bid])
+
+    def controller_id(self) -> int:
+        assert self.store is not None
+        try:
+            cid = self.store.get_controller_id()
+        except Exception:  # noqa: BLE001 - corrupt or unreachable: no controller known
+            return -1
+        return -1 if cid is None else cid
+
+    def controller_epoch(self) -> int:
+        assert self.store is not None
+        try:
+            e = self.store.get_controller_epoch()
+        except Exception:  # noqa: BLE001
+            return -1
+        return -1 if e is None else e[0]
+
+    def live_broker_ids(self) -> set[int]:
+        assert self.store is not None
+        brokers, _ = self.store.get_live_brokers()
+        return set(brokers)
+
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers().values())
+
+    # ------------------------------------------------------------------ stop
+    def close(self) -> None:
+        """Resume, restore and stop everything this environment started (by PID)."""
+        if self._closed:
+            return
+        self._closed = True
+        for bid in list(self.paused):
+            try:
+                self.cluster.resume_broker(bid)
+            except Exception:  # noqa: BLE001
+                pass
+        for proxies in self.proxies.values():
+            for p in proxies:
+                p.restore()
+        if self.store is not None:
+            try:
+                self.store.stop()
+            except Exception:  # noqa: BLE001
+                pass
+        if self.cluster.exists():
+            try:
+                self.cluster.down(timeout=20)
+            except Exception:  # noqa: BLE001
+                log.exception("stopping the chaos cluster failed")
+        for proxies in self.proxies.values():
+            for p in proxies:
+                p.stop()
+        if self.ensemble is not None:
+            self.ensemble.stop()
+        if self.zk is not None:
+            self.zk.stop()
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
+    """Poll `predicate` (exceptions count as False) until true or `timeout`; bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if predicate():
+                return True
+        except Exception:  # noqa: BLE001 - the cluster may be mid-fault
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)

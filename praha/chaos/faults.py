@@ -1,0 +1,214 @@
+"""Fault injection: each planned fault is injected, held, then healed before returning.
+
+Kinds (see docs/reliability.md for what each one exercises):
+  kill               SIGKILL a broker, restart it after `hold_s` — either at once (a
+                     bounce: the new process replaces the registration of the old one
+                     before its session expires) or once ZooKeeper has noticed the death
+  kill_controller    the same, aimed at the broker holding `/controller`
+  pause              SIGSTOP a broker past its ZooKeeper session timeout, then SIGCONT:
+                     a zombie (a zombie controller when aimed at the controller) that
+                     must find itself fenced
+  zk_expire          cut the broker's ZooKeeper proxies past the session timeout: its
+                     session expires while the process runs on; then restore
+  controlled_restart SIGTERM (controlled shutdown), wait for exit, restart
+  stutter            short SIGSTOP/SIGCONT bursts below the session timeout: a broker
+                     whose disk or CPU stalls now and then (a safe "slow disk")
+  zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
+Every wait is bounded; a heal that fails is recorded (and the campaign's final health
+check reports what stayed broken) rather than raised.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from praha.chaos.environment import ChaosEnvironment, wait_until
+from praha.chaos.schedule import PlannedFault, resolve
+from praha.chaos.timeline import Timeline
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FaultRecord:
+    index: int
+    kind: str
+    target: int | None  # broker id, or ZooKeeper server index for zk_member_kill
+    start_t: float
+    healed_t: float = -1.0
+    was_controller: bool = False
+    ok: bool = True
+    error: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FaultInjector:
+    def __init__(self, env: ChaosEnvironment, timeline: Timeline):
+        self.env = env
+        self.timeline = timeline
+        self.session_s = env.cfg.session_timeout_ms / 1000.0
+
+    # ------------------------------------------------------------------ entry point
+    def inject(self, plan: PlannedFault) -> FaultRecord | None:
+        """Inject, hold, heal. None when the fault had no possible target (skipped)."""
+        target = self._target(plan)
+        if target is None:
+            self.timeline.add("note", f"fault {plan.index} ({plan.kind}) skipped: no target")
+            return None
+        rec = FaultRecord(plan.index, plan.kind, target, round(self.timeline.now(), 3))
+        rec.was_controller = plan.kind != "zk_member_kill" and target == self.env.controller_id()
+        self.timeline.add("fault", f"{plan.kind} {'zk' if plan.kind == 'zk_member_kill' else 'broker'} {target}",
+                          index=plan.index, fault=plan.kind, target=target, controller=rec.was_controller)
+        try:
+            getattr(self, f"_do_{plan.kind}")(target, plan, rec)
+        except Exception as e:  # noqa: BLE001 - recorded; the final health check judges the cluster
+            rec.ok = False
+            rec.error = f"{type(e).__name__}: {e}"
+            log.warning("fault %d (%s on %s) failed: %s", plan.index, plan.kind, target, rec.error)
+            self.heal_everything()
+        rec.healed_t = round(self.timeline.now(), 3)
+        self.timeline.add("heal", f"healed {plan.kind} {target}", index=plan.index, ok=rec.ok, error=rec.error)
+        return rec
+
+    def _target(self, plan: PlannedFault) -> int | None:
+        env = self.env
+        if plan.kind == "zk_member_kill":
+            if env.ensemble is None:
+                return None
+            return resolve(plan.pick, range(len(env.ensemble.servers)))
+        running = [b for b in env.brokers() if env.running(b) and b not in env.paused]
+        if plan.kind == "kill_controller" or (plan.prefer_controller and plan.kind in ("pause", "zk_expire")):
+            cid = env.controller_id()
+            if cid in running:
+                return cid
+        return resolve(plan.pick, running)
+
+    # ------------------------------------------------------------------ kinds
+    def _do_kill(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        pid = self.env.cluster.kill_broker(bid)
+        rec.details["pid"] = pid
+        self._maybe_outlive_session(bid, plan, rec)
+        time.sleep(plan.hold_s)
+        self._restart(bid, rec)
+
+    def _maybe_outlive_session(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        """Stay down until the broker's registration is gone (its death observed), if planned."""
+        rec.details["outlive_session"] = plan.outlive_session
+        if plan.outlive_session:
+            env = self.env
+            rec.details["session_expired"] = wait_until(lambda: bid not in env.live_broker_ids(),
+                                                        self.session_s * 3 + 5)
+
+    _do_kill_controller = _do_kill
+
+    def _do_pause(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        env = self.env
+        env.cluster.pause_broker(bid)
+        env.paused.add(bid)
+        try:
+            # frozen until ZooKeeper has expired its session and the cluster moved on
+            gone = wait_until(lambda: bid not in env.live_broker_ids(), self.session_s * 3 + 5)
+            rec.details["session_expired"] = gone
+            time.sleep(plan.hold_s)
+        finally:
+            env.cluster.resume_broker(bid)
+            env.paused.discard(bid)
+        rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
+
+    def _do_zk_expire(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        env = self.env
+        for p in env.proxies[bid]:
+            p.cut()
+        try:
+            gone = wait_until(lambda: bid not in env.live_broker_ids(), self.session_s * 3 + 5)
+            rec.details["session_expired"] = gone
+            time.sleep(plan.hold_s)
+        finally:
+            for p in env.proxies[bid]:
+                p.restore()
+        rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
+
+    def _do_controlled_restart(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        t0 = time.monotonic()
+        clean = self.env.cluster.stop_broker(bid, timeout=45)
+        rec.details["clean_exit"] = clean
+        rec.details["shutdown_s"] = round(time.monotonic() - t0, 2)
+        if not clean:
+            self._maybe_outlive_session(bid, plan, rec)
+        time.sleep(plan.hold_s)
+        self._restart(bid, rec)
+
+    def _do_stutter(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        env = self.env
+        stall = min(0.4, self.session_s / 5)
+        bursts = 3 + int(plan.hold_s * 3)
+        for _ in range(bursts):
+            env.cluster.pause_broker(bid)
+            env.paused.add(bid)
+            try:
+                time.sleep(stall)
+            finally:
+                env.cluster.resume_broker(bid)
+                env.paused.discard(bid)
+            time.sleep(stall)
+        rec.details["bursts"] = bursts
+        rec.details["stall_s"] = stall
+
+    def _do_zk_member_kill(self, index: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        ensemble = self.env.ensemble
+        assert ensemble is not None
+        server = ensemble.servers[index]
+        rec.details["pid"] = server.pid
+        server.kill()
+        self.env.zk_members_down.add(index)
+        time.sleep(plan.hold_s + 1.0)
+        server.launch()
+        server.wait_ready(time.monotonic() + 60)
+        self.env.zk_members_down.discard(index)
+
+    # ------------------------------------------------------------------ healing
+    def _restart(self, bid: int, rec: FaultRecord) -> None:
+        t0 = time.monotonic()
+        last: Exception | None = None
+        for _attempt in range(3):
+            try:
+                if not self.env.running(bid):
+                    self.env.cluster.start_broker(bid, wait=True, timeout=60)
+                rec.details["restart_s"] = round(time.monotonic() - t0, 2)
+                return
+            except Exception as e:  # noqa: BLE001 - e.g. its old registration still there: retry
+                last = e
+                time.sleep(1.0)
+        raise RuntimeError(f"broker {bid} did not come back: {last}")
+
+    def heal_everything(self) -> None:
+        """After a failed fault: resume, reconnect and restart whatever is down (bounded)."""
+        env = self.env
+        for bid in list(env.paused):
+            try:
+                env.cluster.resume_broker(bid)
+            except Exception:  # noqa: BLE001
+                pass
+            env.paused.discard(bid)
+        for proxies in env.proxies.values():
+            for p in proxies:
+                p.restore()
+        if env.ensemble is not None:
+            for i in list(env.zk_members_down):
+                try:
+                    env.ensemble.servers[i].launch()
+                    env.ensemble.servers[i].wait_ready(time.monotonic() + 60)
+                    env.zk_members_down.discard(i)
+                except Exception as e:  # noqa: BLE001
+                    log.warning("ZooKeeper server %d did not come back: %s", i, e)
+        for bid in env.brokers():
+            if not env.running(bid):
+                try:
+                    env.cluster.start_broker(bid, wait=True, timeout=60)
+                except Exception as e:  # noqa: BLE001
+                    log.warning("broker %d did not come back: %s", bid, e)

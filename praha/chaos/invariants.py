@@ -1,0 +1,406 @@
+"""The end-of-campaign checks, after every fault is healed and the clients have stopped.
+
+records      every acknowledged id is at the offset it was acknowledged at (else lost);
+             ids stored at two offsets are counted (duplicated: librdkafka's resends after
+             NOT_LEADER_OR_FOLLOWER, Kafka's at-least-once; only an id twice inside one
+             batch, which no resend makes, is a violation); per producer and partition,
+             acknowledged ids sit in send order; every offset a consumer was served
+             still holds the same id (else divergent); every offset ever below a
+             reported high watermark is still readable.
+replicas     after shutdown, the segment files of every replica hold the same records
+             below the final high watermark (no divergence left after truncation).
+controllers  from all state-change logs: one controller per epoch; each broker's
+             accepted controller requests never go back to an older epoch (across
+             restarts too), and a LeaderAndIsr of epoch E came from E's controller.
+health       within a bound: all brokers registered, a controller, every partition
+             led with its full ISR, no deletion, reassignment or election left pending.
+memory       every broker process stays under the RSS bound and grows less than the
+             stated amount after its first minute.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from praha.chaos.environment import ChaosEnvironment
+from praha.chaos.ledger import Ledger, Tp
+from praha.chaos.observers import HwState, Incarnation
+from praha.chaos.timeline import Timeline
+from praha.zk import znodes as zn
+
+log = logging.getLogger(__name__)
+
+_RID = re.compile(r"^(p\d+)-(\d+)$")
+
+
+# ---------------------------------------------------------------------------- final read
+@dataclass
+class FinalRead:
+    records: dict[Tp, dict[int, str]] = field(default_factory=dict)
+    high_watermarks: dict[Tp, int] = field(default_factory=dict)
+    incomplete: list[Tp] = field(default_factory=list)
+
+
+def read_everything(bootstrap: str, tps: list[Tp], logger: logging.Logger, timeout: float = 90.0) -> FinalRead:
+    """Every record of `tps` from the start to the high watermark, with a real client."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import TopicPartition as CTP
+
+    out = FinalRead()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-verifier", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "enable.partition.eof": False, "fetch.wait.max.ms": 100,
+                  "logger": logger})
+    try:
+        for t, p in tps:
+            _low, high = c.get_watermark_offsets(CTP(t, p), timeout=10)
+            out.high_watermarks[(t, p)] = high
+            out.records[(t, p)] = {}
+        c.assign([CTP(t, p, OFFSET_BEGINNING) for t, p in tps])
+        pos = {tp: -1 for tp in tps}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(pos[tp] + 1 >= out.high_watermarks[tp] for tp in tps):
+                break
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    continue
+                tp = (m.topic(), m.partition())
+                out.records[tp][m.offset()] = (m.value() or b"").decode("utf-8", "replace")
+                pos[tp] = max(pos[tp], m.offset())
+        out.incomplete = [tp for tp in tps if pos[tp] + 1 < out.high_watermarks[tp]]
+    finally:
+        c.close()
+    return out
+
+
+# ---------------------------------------------------------------------------- records
+@dataclass
+class RecordFigures:
+    acked: int = 0
+    failed: int = 0
+    pending: int = 0
+    read: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    divergent_offsets: int = 0
+    out_of_order: int = 0
+    unacked_present: int = 0
+    hw_not_readable: int = 0
+    failed_by_error: dict[str, int] = field(default_factory=dict)
+    duplicated_examples: dict[str, Any] = field(default_factory=dict)
+
+
+def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timeline) -> RecordFigures:
+    f = RecordFigures()
+    acked = ledger.snapshot_acked()
+    f.acked = len(acked)
+    f.failed = len(ledger.failed)
+    f.pending = max(0, ledger.sent - f.acked - f.failed)
+    for err in ledger.failed.values():
+        f.failed_by_error[err] = f.failed_by_error.get(err, 0) + 1
+    where: dict[str, list[tuple[Tp, int]]] = {}
+    for tp, recs in final.records.items():
+        f.read += len(recs)
+        for off, rid in recs.items():
+            where.setdefault(rid, []).append((tp, off))
+    for tp in final.incomplete:
+        timeline.violate("unreadable", f"{tp[0]}-{tp[1]} could not be read up to its high watermark "
+                         f"{final.high_watermarks.get(tp)}", topic=tp[0], partition=tp[1])
+    lost_examples = []
+    for rid, ack in acked.items():
+        if final.records.get(ack.tp, {}).get(ack.offset) != rid:
+            f.lost += 1
+            if len(lost_examples) < 20:
+                lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
+                                      "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
+                                      "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
+    if f.lost:
+        timeline.violate("acked_record_lost", f"{f.lost} acknowledged records are not at their acknowledged offsets",
+                         t=min(acked[e["id"]].t for e in lost_examples), examples=lost_examples)
+    dups = {rid: locs for rid, locs in where.items() if len(locs) > 1}
+    f.duplicated = len(dups)
+    f.duplicated_examples = {rid: {"stored_at": locs, "acked_at": [acked[rid].tp, acked[rid].offset]
+                                   if rid in acked else None, "send_error": ledger.failed.get(rid)}
+                             for rid, locs in list(dups.items())[:20]}
+    if dups:  # librdkafka resends after NOT_LEADER_OR_FOLLOWER: Kafka's at-least-once, not judged
+        timeline.add("note", f"{len(dups)} record ids stored twice (client resends)", examples=f.duplicated_examples)
+    f.unacked_present = sum(1 for rid in where if rid not in acked)
+    _check_order(acked, f, timeline)
+    _check_served(ledger, final, f, timeline)
+    for tp, top in hw.max_hw.items():
+        have = final.high_watermarks.get(tp, -1)
+        if have < top:
+            f.hw_not_readable += 1
+            timeline.violate("hw_regressed", f"{tp[0]}-{tp[1]} ends at high watermark {have}, but {top} was "
+                             "reported during the run", topic=tp[0], partition=tp[1], max_seen=top, final=have)
+    return f
+
+
+def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) -> None:
+    runs: dict[tuple[str, Tp], list[tuple[int, int]]] = {}
+    for rid, ack in acked.items():
+        m = _RID.match(rid)
+        if m:
+            runs.setdefault((m.group(1), ack.tp), []).append((int(m.group(2)), ack.offset))
+    examples = []
+    for (producer, tp), seqs in runs.items():
+        seqs.sort()
+        for (s1, o1), (s2, o2) in zip(seqs, seqs[1:]):
+            if o2 <= o1:
+                f.out_of_order += 1
+                if len(examples) < 10:
+                    examples.append({"producer": producer, "topic": tp[0], "partition": tp[1],
+                                     "seq": [s1, s2], "offsets": [o1, o2]})
+    if f.out_of_order:
+        timeline.violate("out_of_order", f"{f.out_of_order} acknowledged records sit before records sent earlier",
+                         examples=examples)
+
+
+def _check_served(ledger: Ledger, final: FinalRead, f: RecordFigures, timeline: Timeline) -> None:
+    """Offsets served during the run must hold the same record now."""
+    f.divergent_offsets = len(ledger.divergences)
+    examples = []
+    for tp, seen in ledger.served.items():
+        now = final.records.get(tp, {})
+        for off, rid in seen.items():
+            if off < final.high_watermarks.get(tp, 0) and now.get(off) != rid:
+                f.divergent_offsets += 1
+                if len(examples) < 20:
+                    examples.append({"topic": tp[0], "partition": tp[1], "offset": off, "served": rid,
+                                     "now": now.get(off)})
+            elif off >= final.high_watermarks.get(tp, 0):
+                f.divergent_offsets += 1
+                if len(examples) < 20:
+                    examples.append({"topic": tp[0], "partition": tp[1], "offset": off, "served": rid,
+                                     "now": "beyond the final high watermark"})
+    if examples:
+        timeline.violate("divergent_offset", f"{len(examples)}+ offsets served during the run now hold other "
+                         "records or are gone", examples=examples)
+
+
+# ---------------------------------------------------------------------------- replicas on disk
+def read_segment_records(partition_dir: Path) -> tuple[dict[int, str], list[tuple[int, str]]]:
+    """offset → value of every record in a partition directory's .log segments (read-only),
+    and the (batch base offset, id) of any id found twice inside one batch."""
+    from kafka.record import MemoryRecords
+
+    out: dict[int, str] = {}
+    in_batch: list[tuple[int, str]] = []
+    for seg in sorted(partition_dir.glob("*.log")):
+        data = seg.read_bytes()
+        try:
+            records = MemoryRecords(data)
+            while records.has_next():
+                batch = records.next_batch()
+                if batch is None:
+                    break
+                seen: set[str] = set()
+                for r in batch:
+                    value = (r.value or b"").decode("utf-8", "replace")
+                    out[r.offset] = value
+                    if value in seen:
+                        in_batch.append((batch.base_offset, value))
+                    seen.add(value)
+        except Exception as e:  # noqa: BLE001 - a torn tail after a crash is not ours to judge here
+            log.debug("stopped reading %s: %s", seg, e)
+    return out, in_batch
+
+
+def check_replicas(cluster_root: Path, assignments: dict[Tp, tuple[int, ...]], final: FinalRead,
+                   timeline: Timeline) -> int:
+    """Divergent offsets between replicas' segment files below the final high watermark; an
+    id twice in one batch (which no client resend can produce) is a violation too."""
+    divergent = 0
+    examples = []
+    for tp, replicas in assignments.items():
+        hw = final.high_watermarks.get(tp, 0)
+        logs = {}
+        for r in replicas:
+            d = cluster_root / f"broker-{r}" / "data" / f"{tp[0]}-{tp[1]}"
+            logs[r], in_batch = read_segment_records(d) if d.is_dir() else ({}, [])
+            if in_batch:
+                timeline.violate("duplicated_in_batch", f"broker {r} holds {len(in_batch)} ids twice within one "
+                                 f"batch of {tp[0]}-{tp[1]}", broker=r, examples=in_batch[:10])
+        for off in range(hw):
+            values = {r: lg.get(off) for r, lg in logs.items()}
+            if len(set(values.values())) > 1:
+                divergent += 1
+                if len(examples) < 20:
+                    examples.append({"topic": tp[0], "partition": tp[1], "offset": off,
+                                     "replicas": {str(k): v for k, v in values.items()}})
+    if divergent:
+        timeline.violate("replica_divergence", f"{divergent} offsets below the high watermark differ between "
+                         "replicas on disk", examples=examples)
+    return divergent
+
+
+# ---------------------------------------------------------------------------- controllers
+@dataclass
+class ControllerFigures:
+    epochs: dict[int, list[int]] = field(default_factory=dict)  # epoch -> controller ids that claimed it
+    elections: list[dict[str, Any]] = field(default_factory=list)
+    failover_ms: list[float] = field(default_factory=list)
+    dual_controller_acceptances: int = 0
+    refused_stale: int = 0
+    accepted_requests_logged: int = 0
+
+
+def read_state_change_logs(cluster_root: Path) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for d in sorted(cluster_root.glob("broker-*")):
+        try:
+            bid = int(d.name.split("-", 1)[1])
+        except ValueError:
+            continue
+        lines = []
+        path = d / "data" / "state-change.log"
+        if path.exists():
+            for raw in path.read_text(errors="replace").splitlines():
+                try:
+                    lines.append(json.loads(raw))
+                except ValueError:
+                    continue  # a line torn by SIGKILL
+        out[bid] = lines
+    return out
+
+
+def check_controllers(logs: dict[int, list[dict[str, Any]]], timeline: Timeline) -> ControllerFigures:
+    f = ControllerFigures()
+    for bid, lines in logs.items():
+        for ln in lines:
+            ev = ln.get("event")
+            if ev == "ControllerElected":
+                f.epochs.setdefault(ln["controller_epoch"], []).append(ln["controller_id"])
+                f.elections.append({"t": round(timeline.t_of_wall(ln["time_ms"]), 3), "controller": ln["controller_id"],
+                                    "epoch": ln["controller_epoch"]})
+            elif ev == "ControllerFailover":
+                f.failover_ms.append(float(ln.get("duration_ms", 0)))
+            elif isinstance(ev, str) and ev.endswith("Refused"):
+                f.refused_stale += 1
+    f.elections.sort(key=lambda e: e["t"])
+    for epoch, ids in f.epochs.items():
+        if len(set(ids)) > 1:
+            f.dual_controller_acceptances += 1
+            timeline.violate("two_controllers_same_epoch", f"brokers {sorted(set(ids))} were all elected with "
+                             f"epoch {epoch}", epoch=epoch, controllers=sorted(set(ids)))
+    owner = {e: ids[0] for e, ids in f.epochs.items()}
+    for bid, lines in logs.items():
+        highest = -1
+        for ln in lines:
+            ev = ln.get("event")
+            if ev not in ("LeaderAndIsrReceived", "ControllerRequestAccepted"):
+                continue
+            f.accepted_requests_logged += 1
+            epoch = ln.get("controller_epoch", -1)
+            t = timeline.t_of_wall(ln.get("time_ms", timeline.start_wall_ms))
+            if epoch < highest:
+                f.dual_controller_acceptances += 1
+                timeline.violate("stale_epoch_accepted", f"broker {bid} accepted a controller request of epoch "
+                                 f"{epoch} after one of epoch {highest}", t=t, broker=bid, epoch=epoch,
+                                 highest=highest, line=ln)
+            highest = max(highest, epoch)
+            cid = ln.get("controller_id", -1)
+            if ev == "LeaderAndIsrReceived" and epoch in owner and cid >= 0 and cid != owner[epoch]:
+                f.dual_controller_acceptances += 1
+                timeline.violate("stale_epoch_accepted", f"broker {bid} accepted LeaderAndIsr from broker {cid} "
+                                 f"with epoch {epoch}, which belongs to controller {owner[epoch]}", t=t,
+                                 broker=bid, epoch=epoch, sender=cid, owner=owner[epoch])
+    return f
+
+
+# ---------------------------------------------------------------------------- health
+@dataclass
+class Health:
+    healthy: bool
+    waited_s: float
+    problems: list[str]
+
+
+def health_problems(env: ChaosEnvironment, expected_brokers: set[int], deleted_topics: list[str]) -> list[str]:
+    from praha.admin.status import topics_status
+
+    store = env.store
+    problems: list[str] = []
+    live = env.live_broker_ids()
+    if live != expected_brokers:
+        problems.append(f"brokers not registered: {sorted(expected_brokers - live)}")
+    if env.controller_id() not in live:
+        problems.append("no live controller")
+    for name, info in topics_status(store, live, problems).items():
+        for p in info["partitions"]:
+            where = f"{name}-{p['partition']}"
+            if p["offline"]:
+                problems.append(f"partition {where} has no live leader")
+            elif set(p["isr"]) != set(p["replicas"]):
+                problems.append(f"partition {where} ISR {p['isr']} != replicas {p['replicas']}")
+            if p["adding_replicas"] or p["removing_replicas"]:
+                problems.append(f"partition {where} still reassigning")
+    marked = store.get_children(zn.DELETE_TOPICS_PATH) or []
+    if marked:
+        problems.append(f"deletion stuck: topics still marked {sorted(marked)}")
+    remaining = set(deleted_topics) & set(store.get_all_topics())
+    if remaining:
+        problems.append(f"deletion stuck: topics still exist {sorted(remaining)}")
+    if store.exists(zn.REASSIGN_PARTITIONS_PATH) is not None:
+        problems.append("reassignment stuck: /admin/reassign_partitions still exists")
+    if store.exists(zn.PREFERRED_REPLICA_ELECTION_PATH) is not None:
+        problems.append("preferred election stuck: /admin/preferred_replica_election still exists")
+    return problems
+
+
+def wait_healthy(env: ChaosEnvironment, deleted_topics: list[str], timeout: float, timeline: Timeline) -> Health:
+    expected = set(env.brokers())
+    t0 = time.monotonic()
+    problems: list[str] = ["not checked"]
+    while time.monotonic() - t0 < timeout:
+        try:
+            problems = health_problems(env, expected, deleted_topics)
+        except Exception as e:  # noqa: BLE001
+            problems = [f"status unreadable: {e}"]
+        if not problems:
+            break
+        time.sleep(0.5)
+    waited = round(time.monotonic() - t0, 2)
+    if problems:
+        kinds = {
+            "deletion stuck": "deletion_stuck", "reassign": "reassignment_stuck",
+            "preferred election": "election_stuck",
+        }
+        for p in problems:
+            inv = next((v for k, v in kinds.items() if k in p), "not_healed")
+            timeline.violate(inv, f"after {waited:.0f}s of healing: {p}")
+    return Health(not problems, waited, problems)
+
+
+# ---------------------------------------------------------------------------- memory
+@dataclass
+class MemoryFigures:
+    peak_mb: dict[str, float] = field(default_factory=dict)
+    growth_mb: dict[str, float] = field(default_factory=dict)
+
+
+def check_memory(incarnations: dict[tuple[int, int], Incarnation], bound_mb: float, growth_bound_mb: float,
+                 timeline: Timeline, warmup_s: float = 60.0) -> MemoryFigures:
+    f = MemoryFigures()
+    for (bid, pid), inc in incarnations.items():
+        if not inc.rss_mb:
+            continue
+        key = f"broker {bid} pid {pid}"
+        peak_t, peak = max(inc.rss_mb, key=lambda s: s[1])
+        f.peak_mb[key] = peak
+        if peak > bound_mb:
+            timeline.violate("memory_bound", f"{key} reached {peak:.0f} MB RSS (bound {bound_mb:.0f} MB)",
+                             t=peak_t, broker=bid, pid=pid, rss_mb=peak)
+        settled = [s for s in inc.rss_mb if s[0] - inc.first_t >= warmup_s]
+        if len(settled) >= 2:
+            growth = settled[-1][1] - settled[0][1]
+            f.growth_mb[key] = round(growth, 1)
+            if growth > growth_bound_mb:
+                timeline.violate("memory_growth", f"{key} grew {growth:.0f} MB after its first "
+                                 f"{warmup_s:.0f}s (bound {growth_bound_mb:.0f} MB)", broker=bid, pid=pid)
+    return f

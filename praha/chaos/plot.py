@@ -1,0 +1,77 @@
+"""The timeline plot of a campaign (PNG): what was done to the cluster, and how it fared.
+
+Panels, sharing the time axis: faults as spans per target (one row per broker, one for
+ZooKeeper), acknowledged records per second, offline and under-replicated partitions,
+the controller epoch, broker RSS. Violations are red lines across every panel.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+KIND_COLORS = {
+    "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
+    "controlled_restart": "tab:blue", "stutter": "tab:olive", "zk_member_kill": "tab:brown",
+}
+
+
+def _per_second(times: list[float]) -> tuple[list[float], list[float]]:
+    if not times:
+        return [], []
+    end = int(max(times)) + 1
+    counts = [0.0] * (end + 1)
+    for t in times:
+        counts[int(t)] += 1
+    return list(range(end + 1)), counts
+
+
+def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[str, list[tuple[float, float]]],
+                  path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a test dependency
+        return None
+    fig, axes = plt.subplots(5, 1, figsize=(14, 11), sharex=True,
+                             gridspec_kw={"height_ratios": [2, 1.3, 1.3, 1, 1.3]})
+    ax_f, ax_a, ax_p, ax_c, ax_m = axes
+    brokers = int(report["config"]["brokers"])
+    for fault in report["faults"]:
+        row = -1 if fault["kind"] == "zk_member_kill" else int(fault["target"] or 0)
+        end = fault["healed_t"] if fault["healed_t"] >= 0 else fault["start_t"] + 1
+        ax_f.barh(row, end - fault["start_t"], left=fault["start_t"], height=0.6,
+                  color=KIND_COLORS.get(fault["kind"], "grey"), edgecolor="black", linewidth=0.3)
+    ax_f.set_yticks([-1] + list(range(1, brokers + 1)), ["zk"] + [f"b{b}" for b in range(1, brokers + 1)])
+    ax_f.set_title(f"chaos seed {report['seed']}: {report['figures']['faults']} faults, "
+                   f"{report['figures']['acked']} acked, {report['figures']['lost']} lost, "
+                   f"{report['figures']['violations']} violations")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
+    ax_f.legend(handles, list(KIND_COLORS), loc="upper left", fontsize=7, ncol=4)
+    xs, ys = _per_second(ack_times)
+    ax_a.plot(xs, ys, lw=0.8)
+    ax_a.set_ylabel("acks/s")
+    for series, style in (("offline_partitions", "r-"), ("under_replicated_partitions", "y-")):
+        pts = samples.get(series, [])
+        if pts:
+            ax_p.step([p[0] for p in pts], [p[1] for p in pts], style, lw=0.8, where="post", label=series)
+    ax_p.set_ylabel("partitions")
+    ax_p.legend(loc="upper left", fontsize=7)
+    pts = samples.get("controller_epoch", [])
+    if pts:
+        ax_c.step([p[0] for p in pts], [p[1] for p in pts], "k-", lw=0.8, where="post")
+    ax_c.set_ylabel("ctrl epoch")
+    for name, pts in sorted(samples.items()):
+        if name.startswith("rss_mb_") and pts:
+            ax_m.plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, label=name[len("rss_mb_"):])
+    ax_m.set_ylabel("RSS MB")
+    ax_m.set_xlabel("seconds since start")
+    ax_m.legend(loc="upper left", fontsize=7, ncol=brokers)
+    for v in report["violations"]:
+        for ax in axes:
+            ax.axvline(v["t"], color="red", lw=1.0, alpha=0.7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -1,0 +1,71 @@
+"""The campaign report: one JSON document, a readable summary, and the headline figures.
+
+`headline(report)` is the object `praha chaos --json` prints as its last line; its keys
+are stable (faults, acked, lost, duplicated, divergent_offsets,
+dual_controller_acceptances, violations — all counts — plus seed and a few more).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+HEADLINE_KEYS = ("seed", "faults", "acked", "lost", "duplicated", "divergent_offsets",
+                 "dual_controller_acceptances", "violations")
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    fig = report["figures"]
+    out = {"seed": report["seed"], **{k: fig[k] for k in HEADLINE_KEYS if k != "seed"}}
+    out.update({
+        "faults_by_kind": fig["faults_by_kind"],
+        "read": fig["read"],
+        "failed_sends": fig["failed"],
+        "controller_failovers": fig["controller_failovers"],
+        "violation_kinds": sorted({v["invariant"] for v in report["violations"]}),
+        "duration_s": report["duration_s"],
+        "report": report.get("paths", {}).get("json", ""),
+    })
+    return out
+
+
+def violation_json(v) -> dict[str, Any]:
+    return asdict(v)
+
+
+def summary_text(report: dict[str, Any]) -> str:
+    f = report["figures"]
+    cfg = report["config"]
+    lines = [
+        f"chaos campaign, seed {report['seed']} (replay: praha chaos --brokers {cfg['brokers']} "
+        f"--faults {cfg['faults']} --seed {report['seed']}"
+        + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "") + ")",
+        f"  duration {report['duration_s']:.0f}s, {cfg['brokers']} brokers, ZooKeeper "
+        + ("3-node ensemble" if cfg["zk_ensemble"] > 1 else "single server"),
+        f"  faults: {f['faults']} ({', '.join(f'{k} {n}' for k, n in sorted(f['faults_by_kind'].items()))})"
+        + (f", {f['faults_failed']} did not heal cleanly" if f["faults_failed"] else ""),
+        f"  records: sent {f['sent']}, acknowledged {f['acked']}, failed {f['failed']}, read back {f['read']}, "
+        f"lost {f['lost']}, duplicated {f['duplicated']} (client resends, counted), out of order {f['out_of_order']}",
+        f"  divergent offsets: {f['divergent_offsets']} (served vs final), {f['replica_divergent_offsets']} "
+        "(between replicas on disk)",
+        f"  high watermarks: {f['hw_samples']} samples, {f['hw_regressions']} regressions within a leader epoch, "
+        f"{f['hw_cross_epoch_dips']} dips across leader changes",
+        f"  controllers: {f['controller_failovers']} elections (epochs {f['controller_epochs']}), "
+        f"failover {f['failover_ms_median']:.0f} ms median / {f['failover_ms_max']:.0f} ms max, "
+        f"{f['no_controller_s']:.1f}s without a controller, {f['stale_requests_refused']} stale requests refused, "
+        f"{f['dual_controller_acceptances']} dual-controller acceptances",
+        f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
+        f"(worst {f['unavailable_worst']})",
+        f"  memory: peak RSS {f['rss_peak_mb']:.0f} MB (bound {cfg['rss_bound_mb']:.0f} MB)",
+        f"  admin: " + ", ".join(f"{op} {o['ok']} ok/{o['refused']} refused" for op, o in report["admin"].items()),
+        f"  healed in {report['health']['waited_s']:.1f}s: "
+        + ("healthy" if report["health"]["healthy"] else "; ".join(report["health"]["problems"][:5])),
+        f"  violations: {f['violations']}",
+    ]
+    for v in report["violations"][:20]:
+        lines.append(f"    [{v['t']:8.2f}s] {v['invariant']}: {v['message']}")
+        for e in v["around"][-6:]:
+            lines.append(f"        {e['t']:8.2f}s {e['kind']}: {e['what']}")
+    paths = report.get("paths", {})
+    if paths:
+        lines.append(f"  report: {paths.get('json')}  plot: {paths.get('plot')}")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""`praha chaos`: one chaos campaign against a cluster it starts itself.
+
+  praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
+              [--dir D] [--json]
+
+Progress goes to stderr, the readable summary to stdout; with --json the last line of
+stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
+dual_controller_acceptances, violations, ...). Exit code 0 when no invariant was
+violated, 1 otherwise (2 for bad arguments). The seed is printed first; the same seed
+replays the same fault schedule.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from pathlib import Path
+
+from praha.chaos.config import ALL_KINDS, CampaignConfig, new_seed
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in ALL_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"unknown fault kinds {unknown}; choose from {','.join(ALL_KINDS)}")
+    return kinds
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
+def register(sub) -> None:
+    p = sub.add_parser("chaos", help="run a chaos campaign (faults + workload + invariant checks)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--brokers", type=int, default=5, help="brokers to start (3-5; default 5)")
+    p.add_argument("--faults", type=_positive, default=20, help="faults to inject (default 20)")
+    p.add_argument("--seed", type=int, help="seed of the fault schedule (default: random, printed)")
+    p.add_argument("--zk-ensemble", type=int, choices=(1, 3), default=1,
+                   help="ZooKeeper servers: 1 (default) or a 3-node ensemble (adds zk_member_kill faults)")
+    p.add_argument("--kinds", type=_kinds, default=ALL_KINDS, help=f"fault kinds (default all: {','.join(ALL_KINDS)})")
+    p.add_argument("--dir", type=Path, default=Path(".praha/chaos"), help="where campaigns write (default .praha/chaos)")
+    p.add_argument("--rate", type=int, default=60, help="records per second per producer (default 60)")
+    p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
+    p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
+    p.set_defaults(fn=cmd_chaos)
+
+
+def cmd_chaos(args) -> int:
+    from praha.chaos.campaign import run_campaign
+    from praha.chaos.report import summary_text
+    from praha.cli.main import CliError
+
+    cfg = CampaignConfig(
+        brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
+        zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
+        session_timeout_ms=args.session_timeout_ms,
+    )
+    try:
+        cfg.validate()
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    print(f"chaos seed: {cfg.seed}", flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = run_campaign(cfg)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(summary_text(report), flush=True)
+    if args.json:
+        print(json.dumps(report["headline"]), flush=True)
+    return 0 if report["figures"]["violations"] == 0 else 1
+
+
+def _interrupt(*_args) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,198 @@
+"""The chaos harness's own logic, without a cluster: schedules replay from their seed, and
+each invariant check flags exactly what it should on hand-made evidence."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from praha.chaos import invariants as inv
+from praha.chaos.config import ALL_KINDS, CampaignConfig
+from praha.chaos.ledger import Ledger
+from praha.chaos.observers import HighWatermarkMonitor, HwState, Incarnation
+from praha.chaos.report import HEADLINE_KEYS, headline, summary_text
+from praha.chaos.schedule import build_schedule, resolve
+from praha.chaos.timeline import Timeline
+
+TP = ("t", 0)
+
+
+def test_same_seed_same_schedule_other_seed_other_schedule():
+    kinds = CampaignConfig().effective_kinds()
+    assert build_schedule(7, 50, kinds) == build_schedule(7, 50, kinds)
+    assert build_schedule(7, 50, kinds) != build_schedule(8, 50, kinds)
+    assert {p.kind for p in build_schedule(7, 200, kinds)} == set(kinds)
+
+
+def test_member_kills_only_with_an_ensemble():
+    assert "zk_member_kill" not in CampaignConfig(zk_ensemble=1).effective_kinds()
+    assert "zk_member_kill" in CampaignConfig(zk_ensemble=3).effective_kinds()
+    with pytest.raises(ValueError):
+        CampaignConfig(brokers=2).validate()
+    with pytest.raises(ValueError):
+        CampaignConfig(kinds=("kill", "meteor")).validate()
+
+
+def test_resolve_picks_among_sorted_candidates():
+    assert resolve(0.0, [3, 1, 2]) == 1
+    assert resolve(0.99, [3, 1, 2]) == 3
+    assert resolve(0.5, []) is None
+
+
+def ledger_with(acks: dict[str, tuple[int, int]]) -> tuple[Ledger, Timeline]:
+    tl = Timeline()
+    ledger = Ledger(tl)
+    for rid, (partition, offset) in acks.items():
+        ledger.on_sent()
+        ledger.on_ack(rid, ("t", partition), offset)
+    return ledger, tl
+
+
+def final_read(records: dict[int, str]) -> inv.FinalRead:
+    return inv.FinalRead(records={TP: dict(records)}, high_watermarks={TP: len(records)})
+
+
+def test_an_acknowledged_record_missing_from_its_offset_is_lost():
+    ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, 1)})
+    f = inv.check_records(ledger, final_read({0: "p0-0", 1: "p9-9"}), HwState(), tl)
+    assert (f.acked, f.lost) == (2, 1)
+    assert [v.invariant for v in tl.violations] == ["acked_record_lost"]
+
+
+def test_a_clean_log_passes():
+    ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, 1)})
+    ledger.on_served(TP, 0, "p0-0")
+    f = inv.check_records(ledger, final_read({0: "p0-0", 1: "p0-1"}), HwState(max_hw={TP: 2}), tl)
+    assert (f.lost, f.duplicated, f.divergent_offsets, f.out_of_order) == (0, 0, 0, 0)
+    assert tl.violations == []
+
+
+def test_duplicates_are_counted_not_judged():
+    ledger, tl = ledger_with({"p0-0": (0, 1)})
+    f = inv.check_records(ledger, final_read({0: "p0-0", 1: "p0-0"}), HwState(), tl)
+    assert f.duplicated == 1 and tl.violations == []
+
+
+def test_out_of_order_acknowledgements():
+    ledger, tl = ledger_with({"p0-0": (0, 1), "p0-1": (0, 0)})
+    f = inv.check_records(ledger, final_read({0: "p0-1", 1: "p0-0"}), HwState(), tl)
+    assert f.out_of_order == 1
+    assert [v.invariant for v in tl.violations] == ["out_of_order"]
+
+
+def test_an_offset_served_twice_with_different_records_diverges():
+    ledger, tl = ledger_with({})
+    ledger.on_served(TP, 5, "p0-5")
+    ledger.on_served(TP, 5, "p0-5")
+    assert tl.violations == []
+    ledger.on_served(TP, 5, "p1-7")
+    assert [v.invariant for v in tl.violations] == ["divergent_offset"]
+
+
+def test_an_offset_served_then_changed_in_the_final_log_diverges():
+    ledger, tl = ledger_with({})
+    ledger.on_served(TP, 0, "p0-0")
+    f = inv.check_records(ledger, final_read({0: "p1-0"}), HwState(), tl)
+    assert f.divergent_offsets == 1
+
+
+def test_a_high_watermark_going_back_within_a_leader_epoch():
+    tl = Timeline()
+    mon = HighWatermarkMonitor.__new__(HighWatermarkMonitor)
+    mon.timeline, mon.state = tl, HwState()
+    mon.observe(TP, 1, 3, 100)
+    mon.observe(TP, 1, 3, 120)
+    mon.observe(TP, 2, 4, 90)  # a new leader catching up: a dip, not a violation
+    assert tl.violations == [] and mon.state.cross_epoch_dips == 1
+    mon.observe(TP, 1, 3, 110)
+    assert [v.invariant for v in tl.violations] == ["hw_regressed"]
+
+
+def test_final_high_watermark_below_one_reported_during_the_run():
+    ledger, tl = ledger_with({})
+    inv.check_records(ledger, final_read({0: "a"}), HwState(max_hw={TP: 5}), tl)
+    assert [v.invariant for v in tl.violations] == ["hw_regressed"]
+
+
+def scl(event: str, broker: int, controller: int, epoch: int, t: int, **kw) -> dict:
+    return {"time_ms": t, "broker_id": broker, "controller_id": controller, "controller_epoch": epoch,
+            "event": event, **kw}
+
+
+def test_controller_logs_clean():
+    tl = Timeline()
+    logs = {1: [scl("ControllerElected", 1, 1, 1, 1), scl("LeaderAndIsrReceived", 1, 1, 1, 2),
+                scl("ControllerRequestAccepted", 1, -1, 2, 3, api_key=6)],
+            2: [scl("ControllerElected", 2, 2, 2, 3), scl("LeaderAndIsrRefused", 2, 1, 1, 4)]}
+    f = inv.check_controllers(logs, tl)
+    assert f.dual_controller_acceptances == 0 and tl.violations == []
+    assert f.refused_stale == 1 and sorted(f.epochs) == [1, 2]
+
+
+def test_two_controllers_with_one_epoch():
+    tl = Timeline()
+    f = inv.check_controllers({1: [scl("ControllerElected", 1, 1, 4, 1)], 2: [scl("ControllerElected", 2, 2, 4, 2)]}, tl)
+    assert f.dual_controller_acceptances == 1
+    assert [v.invariant for v in tl.violations] == ["two_controllers_same_epoch"]
+
+
+def test_an_older_epoch_accepted_after_a_newer_one():
+    tl = Timeline()
+    logs = {3: [scl("ControllerRequestAccepted", 3, -1, 5, 1, api_key=6),
+                scl("BrokerStarted", 3, -1, -1, 2),
+                scl("ControllerRequestAccepted", 3, -1, 4, 3, api_key=4)]}
+    f = inv.check_controllers(logs, tl)
+    assert f.dual_controller_acceptances == 1
+    assert [v.invariant for v in tl.violations] == ["stale_epoch_accepted"]
+
+
+def test_leader_and_isr_from_a_broker_that_does_not_own_the_epoch():
+    tl = Timeline()
+    logs = {1: [scl("ControllerElected", 1, 1, 2, 1)], 3: [scl("LeaderAndIsrReceived", 3, 2, 2, 2)]}
+    assert inv.check_controllers(logs, tl).dual_controller_acceptances == 1
+
+
+def test_state_change_logs_survive_torn_lines(tmp_path):
+    d = tmp_path / "broker-1" / "data"
+    d.mkdir(parents=True)
+    (d / "state-change.log").write_text(json.dumps(scl("ControllerElected", 1, 1, 1, 1)) + "\n{\"time_ms\": 12")
+    assert len(inv.read_state_change_logs(tmp_path)[1]) == 1
+
+
+def test_memory_bound_and_growth():
+    tl = Timeline()
+    incs = {(1, 10): Incarnation(1, 10, 0.0, [(0.0, 50.0), (70.0, 60.0), (200.0, 70.0)]),
+            (2, 11): Incarnation(2, 11, 0.0, [(0.0, 50.0), (70.0, 60.0), (200.0, 900.0)])}
+    f = inv.check_memory(incs, 400.0, 200.0, tl)
+    assert f.peak_mb["broker 2 pid 11"] == 900.0
+    assert sorted(v.invariant for v in tl.violations) == ["memory_bound", "memory_growth"]
+
+
+def test_segment_reader_flags_an_id_twice_in_one_batch(tmp_path):
+    from kafka.record import MemoryRecordsBuilder
+
+    b = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    for v in (b"p0-1", b"p0-2", b"p0-1"):
+        b.append(timestamp=1, key=None, value=v, headers=[])
+    b.close()
+    (tmp_path / "00000000000000000000.log").write_bytes(bytes(b.buffer()))
+    records, in_batch = inv.read_segment_records(tmp_path)
+    assert records == {0: "p0-1", 1: "p0-2", 2: "p0-1"}
+    assert in_batch == [(0, "p0-1")]
+
+
+def test_headline_and_summary_have_the_promised_keys():
+    figures = {k: 0 for k in HEADLINE_KEYS if k != "seed"}
+    figures.update({
+        "faults_by_kind": {}, "faults_failed": 0, "sent": 0, "failed": 0, "read": 0, "out_of_order": 0,
+        "replica_divergent_offsets": 0, "hw_samples": 0, "hw_regressions": 0, "hw_cross_epoch_dips": 0,
+        "controller_failovers": 0, "controller_epochs": [], "failover_ms_median": 0.0, "failover_ms_max": 0.0,
+        "no_controller_s": 0.0, "stale_requests_refused": 0, "unavailable_s_total": 0.0, "unavailable_worst": "-",
+        "rss_peak_mb": 0.0,
+    })
+    report = {"seed": 3, "config": CampaignConfig(seed=3).to_json(), "duration_s": 1.0, "figures": figures,
+              "admin": {}, "health": {"healthy": True, "waited_s": 0.0, "problems": []}, "violations": []}
+    head = headline(report)
+    assert set(HEADLINE_KEYS) <= set(head) and head["seed"] == 3
+    assert "seed 3" in summary_text(report)
+    assert set(ALL_KINDS) >= set(report["config"]["kinds"])
