@@ -366,6 +366,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._failing = False
+        self._stopped = False
 
     def _new_connection(self) -> AsyncConnection:
         s = self.settings
@@ -392,19 +393,25 @@ class ReplicaFetcher:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{self.source.id}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._task = None
+        """Stop the task. The flag ends the loop even if a cancellation is swallowed
+        (Python 3.11's `wait_for` can lose one when its inner future finishes at the same
+        moment), so cancellation is repeated until the task is really done."""
+        self._stopped = True
+        self._wake.set()
+        task, self._task = self._task, None
+        for _ in range(20):
+            if task is None or task.done():
+                break
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.25)
+        if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+            log.debug("fetcher for broker %d ended with %r", self.source.id, task.exception())
         self.conn.close()
 
     # -- the loop ----------------------------------------------------------------------------
     async def _run(self) -> None:
         backoff = self.settings.backoff_ms / 1000.0
-        while True:
+        while not self._stopped:
             try:
                 did = await self._round()
             except asyncio.CancelledError:

@@ -111,6 +111,7 @@ class ReplicaManager:
         self._isr_flush_scheduled = False
         self._state_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task] = []
+        self._closing = False
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")  # ISR writes, in order
         self._zk_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk-read")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-io")
@@ -172,7 +173,7 @@ class ReplicaManager:
         ]
 
     async def _every(self, interval_ms: int, fn: Callable[[], object]) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(interval_ms / 1000.0)
             try:
                 r = fn()
@@ -185,14 +186,12 @@ class ReplicaManager:
 
     async def shutdown(self) -> None:
         """On the loop: stop tasks and fetchers, answer parked requests, checkpoint HWs."""
-        for t in self._tasks:
+        self._closing = True
+        tasks, self._tasks = self._tasks, []
+        for t in tasks:
             t.cancel()
-        for t in self._tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-        self._tasks = []
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
         if self.fetchers is not None:
             await self.fetchers.shutdown()
         for p in (self.produce_purgatory, self.fetch_purgatory):

@@ -4,9 +4,11 @@ truncation of divergent records on a former leader. Brokers are killed with SIGK
 or paused with SIGSTOP; every process is stopped by PID when the test ends."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
@@ -17,10 +19,11 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from praha.admin.status import cluster_status
+from praha.cluster.local import ClusterError, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import scrape_metrics, wait_for
+from praha.testing.cluster import TEST_BROKER_CONFIG, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +37,36 @@ OVERRIDES = {
 
 
 # --------------------------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def three_brokers(directory, zk_connect: str, overrides: dict[str, str]) -> Iterator[LocalCluster]:
+    """`running_cluster` for 3 brokers, tolerant of one harness race: right after the
+    fork, a broker's command line is still its parent's, so on a busy machine the
+    launcher can report a healthy broker as "exited during start-up". Then look again
+    once the children have exec'd. Every broker is stopped by PID at the end."""
+    cluster = LocalCluster(directory)
+    try:
+        try:
+            cluster.up(3, zookeeper=zk_connect, overrides={**TEST_BROKER_CONFIG, **overrides}, timeout=60)
+        except ClusterError as e:
+            if "exited during start-up" not in str(e):
+                raise
+            time.sleep(2.0)
+            state = cluster.load()
+            if not all(cluster.broker_running(b) for b in state.brokers.values()):
+                raise
+            cluster.wait_until_ready(state, set(state.brokers), 60)
+        yield cluster
+    finally:
+        if cluster.exists():
+            cluster.down(timeout=15)
+
+
+@pytest.fixture
+def cluster(tmp_path, zk_connect) -> Iterator[LocalCluster]:
+    with three_brokers(tmp_path / "cluster", zk_connect, OVERRIDES) as c:
+        yield c
+
 def bootstrap(cluster) -> str:
     return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
@@ -140,8 +173,7 @@ def broker_log(cluster, broker_id: int) -> str:
 
 
 # --------------------------------------------------------------------------------- tests
-def test_leader_sigkill_during_acks_all_stream_loses_no_acknowledged_record(make_cluster, zk_store, zk_connect):
-    cluster = make_cluster(3, overrides=OVERRIDES)
+def test_leader_sigkill_during_acks_all_stream_loses_no_acknowledged_record(cluster, zk_store, zk_connect):
     topic = "stream"
     create_topic(cluster, zk_store, zk_connect, topic, {0: (1, 2, 3), 1: (2, 3, 1)}, {"min.insync.replicas": "2"})
     before = partition_state(zk_connect, zk_store, topic, 0)
@@ -192,8 +224,7 @@ def test_leader_sigkill_during_acks_all_stream_loses_no_acknowledged_record(make
         assert all(s % 2 == part for s in got)
 
 
-def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_replica(make_cluster, zk_store, zk_connect):
-    cluster = make_cluster(3, overrides=OVERRIDES)
+def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_replica(cluster, zk_store, zk_connect):
     ctrl = zk_store.get_controller_id()
     a, b = [x for x in (1, 2, 3) if x != ctrl]
     create_topic(cluster, zk_store, zk_connect, "clean", {0: (a, b)})
@@ -235,8 +266,7 @@ def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_repl
     assert "dirty-0: truncated from 15 to 10" in broker_log(cluster, a)
 
 
-def test_crashed_follower_recovers_a_torn_log_and_rejoins_the_isr(make_cluster, zk_store, zk_connect):
-    cluster = make_cluster(3, overrides=OVERRIDES)
+def test_crashed_follower_recovers_a_torn_log_and_rejoins_the_isr(cluster, zk_store, zk_connect):
     topic = "recover"
     create_topic(cluster, zk_store, zk_connect, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
     leader = partition_state(zk_connect, zk_store, topic)["leader"]
@@ -268,8 +298,7 @@ def test_crashed_follower_recovers_a_torn_log_and_rejoins_the_isr(make_cluster, 
     assert ours == theirs
 
 
-def test_former_leader_truncates_records_only_it_had(make_cluster, zk_store, zk_connect):
-    cluster = make_cluster(3, overrides=OVERRIDES)
+def test_former_leader_truncates_records_only_it_had(cluster, zk_store, zk_connect):
     ctrl = zk_store.get_controller_id()
     old = next(x for x in (1, 2, 3) if x != ctrl)
     others = [x for x in (1, 2, 3) if x != old]
