@@ -360,3 +360,23 @@ def test_deleted_topic_stops_being_served_and_its_logs_go(env):
         assert fetch(conn, topic, 0, 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     finally:
         conn.close()
+
+
+def test_compressed_batches_are_stored_and_served_as_they_are(env):
+    cluster = env[0]
+    topic = "compressed"
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    create_topic(env, topic, {p: (1, 2, 3) for p in range(len(codecs))}, {"min.insync.replicas": "2"})
+    bs = bootstrap(cluster)
+    want = {}
+    for p, codec in enumerate(codecs):
+        prod = Producer({"bootstrap.servers": bs, "acks": "all", "compression.type": codec, "linger.ms": 20})
+        values = [(b"%s-%d " % (codec.encode(), i)) * 20 for i in range(300)]
+        for v in values:
+            prod.produce(topic, value=v, partition=p)
+        assert prod.flush(30) == 0
+        want[p] = values
+    got = consume_confluent(bs, topic, list(range(len(codecs))), sum(len(v) for v in want.values()))
+    for p in want:
+        assert [m.value() for m in got if m.partition() == p] == want[p]
+        assert [m.offset() for m in got if m.partition() == p] == list(range(300))
