@@ -23,9 +23,9 @@ from praha.cluster.local import LocalCluster
 from praha.zk.store import ZkStore
 
 try:  # run as a script from the repo root or from bench/
-    from bench.produce import BROKER_CONFIG, RECORD, bootstrap, create_topic
+    from bench.produce import RECORD, bootstrap, create_topic, start_cluster
 except ImportError:  # pragma: no cover
-    from produce import BROKER_CONFIG, RECORD, bootstrap, create_topic  # type: ignore[no-redef]
+    from produce import RECORD, bootstrap, create_topic, start_cluster  # type: ignore[no-redef]
 
 
 def fill(bs: str, topic: str, total_mb: int, partitions: int) -> int:
@@ -79,7 +79,7 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="praha-bench-")
     cluster = LocalCluster(root)
     try:
-        state = cluster.up(3, overrides=BROKER_CONFIG)
+        state = start_cluster(cluster)
         store = ZkStore(state.zookeeper).start()
         try:
             create_topic(cluster, store, state.zookeeper, "data", args.partitions, 3, {"min.insync.replicas": "2"})

@@ -29,13 +29,29 @@ from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import AdminClient
 
 from praha.admin.status import cluster_status
-from praha.cluster.local import LocalCluster
+from praha.cluster.local import ClusterError, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.testing.cluster import wait_for
 from praha.zk.store import ZkStore
 
 RECORD = 1024
 BROKER_CONFIG = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500"}
+
+
+def start_cluster(cluster: LocalCluster):
+    """`cluster.up(3)`, looking again when the launcher mistakes a just-forked broker (its
+    command line is still the parent's) for one that exited during start-up."""
+    try:
+        return cluster.up(3, overrides=BROKER_CONFIG)
+    except ClusterError as e:
+        if "exited during start-up" not in str(e):
+            raise
+        time.sleep(2.0)
+        state = cluster.load()
+        if not all(cluster.broker_running(b) for b in state.brokers.values()):
+            raise
+        cluster.wait_until_ready(state, set(state.brokers), 60)
+        return state
 
 
 def create_topic(cluster: LocalCluster, store: ZkStore, zk: str, name: str, partitions: int, rf: int,
@@ -184,7 +200,7 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="praha-bench-")
     cluster = LocalCluster(root)
     try:
-        state = cluster.up(3, overrides=BROKER_CONFIG)
+        state = start_cluster(cluster)
         store = ZkStore(state.zookeeper).start()
         try:
             create_topic(cluster, store, state.zookeeper, "rf3", args.partitions, 3, {"min.insync.replicas": "2"})
