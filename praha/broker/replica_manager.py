@@ -226,6 +226,7 @@ class ReplicaManager:
             ("isr_shrinks", float(s.isr_shrinks), "ISR shrinks written by this leader"),
             ("isr_expands", float(s.isr_expands), "ISR expansions written by this leader"),
             ("isr_write_failures", float(s.isr_write_failures), "ISR writes refused or failed"),
+            ("isr_change_notifications", float(s.isr_notifications), "/isr_change_notification nodes written"),
             ("bytes_in", float(s.bytes_in), "bytes appended as leader"),
             ("messages_in", float(s.messages_in), "records appended as leader"),
             ("bytes_out", float(s.bytes_out), "bytes served by Fetch"),
