@@ -2,7 +2,8 @@
 
 Fills a topic (RF 3, 1 KiB records) with `--mb` MiB, then reads it back from the
 beginning with one confluent-kafka consumer (`consume()` in batches) and prints MB/s,
-plus the brokers' CPU seconds per GB served. A second pass reads it again (the data is
+plus the brokers' and the consumer's CPU seconds per GiB and the share of the CPUs other
+processes used meanwhile. A second pass reads it again (the data is
 then surely in the page cache). Figures, not asserts; the cluster is stopped by PID.
 
 Usage: .venv/bin/python bench/consume.py [--mb 512] [--partitions 6]
@@ -23,9 +24,10 @@ from praha.cluster.local import LocalCluster
 from praha.zk.store import ZkStore
 
 try:  # run as a script from the repo root or from bench/
-    from bench.produce import RECORD, bootstrap, create_topic, start_cluster
+    from bench.produce import RECORD, bootstrap, create_topic, machine_busy_seconds, start_cluster
 except ImportError:  # pragma: no cover
-    from produce import RECORD, bootstrap, create_topic, start_cluster  # type: ignore[no-redef]
+    from produce import (  # type: ignore[no-redef]
+        RECORD, bootstrap, create_topic, machine_busy_seconds, start_cluster)
 
 
 def fill(bs: str, topic: str, total_mb: int, partitions: int) -> int:
@@ -96,12 +98,15 @@ def main() -> None:
         print(f"consume, 1 KiB records, {args.mb} MiB, {args.partitions} partitions (RF 3), "
               f"3 brokers on {os.cpu_count()} CPUs")
         for label in ("first read", "second read"):
-            c0 = cpu()
+            c0, busy0, t0, me0 = cpu(), machine_busy_seconds(), time.perf_counter(), time.process_time()
             r = read_all(bs, "data", args.partitions, n)
             used = cpu() - c0
+            others = machine_busy_seconds() - busy0 - used - (time.process_time() - me0)
+            other_share = max(others, 0.0) / ((time.perf_counter() - t0) * (os.cpu_count() or 1))
             print(f"{label:<12} {r['mb_s']:8.1f} MB/s  ({r['records']} records in {r['seconds']:.2f} s after "
                   f"{r['startup_s']:.2f} s of client start-up; "
-                  f"CPU s per GiB: brokers {used / (args.mb / 1024):.2f}, consumer {r['client_cpu'] / (args.mb / 1024):.2f})")
+                  f"CPU s per GiB: brokers {used / (args.mb / 1024):.2f}, consumer {r['client_cpu'] / (args.mb / 1024):.2f}; "
+                  f"other processes used {other_share * 100:.0f}% of the CPUs)")
     finally:
         cluster.down()
         shutil.rmtree(root, ignore_errors=True)
