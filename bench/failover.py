@@ -466,7 +466,8 @@ def run_size(partitions: int, args, root: Path) -> list[Trial]:
                 clear_broker_1(store)
             print(f"  trial {i + 1}: raw pipelined {raw_p:7.3f}s  multi-read {raw_m:6.3f}s  "
                   f"failover {trial.failover_s:7.3f}s (metric {trial.metric_failover_s:.3f}s)  "
-                  f"UpdateMetadata at all stand-ins {trial.um_delivered_s:7.3f}s", flush=True)
+                  f"UpdateMetadata at all stand-ins {trial.um_delivered_s:7.3f}s\n"
+                  f"           phases (ms): {trial.line.get('phases_ms', {})}", flush=True)
             if not args.keep:
                 shutil.rmtree(broker.dir, ignore_errors=True)
     finally:
@@ -493,6 +494,8 @@ def summarise(results: dict[int, list[Trial]]) -> list[dict]:
             "um_delivered_s": med([t.um_delivered_s for t in trials]),
             "trials": len(trials),
         }
+        by_failover = sorted(trials, key=lambda t: t.failover_s)
+        row["phases"] = by_failover[len(by_failover) // 2].line.get("phases_ms", {})
         row["ratio_pipelined"] = row["failover_s"] / row["raw_pipelined_s"]
         row["ratio_multi"] = row["failover_s"] / row["raw_multi_s"]
         rows.append(row)
@@ -522,11 +525,10 @@ def verdicts(rows: list[dict]) -> list[str]:
 
 
 def write_results(rows: list[dict], command: str, path: Path) -> None:
-    ver = ""
     section = (
         "## Controller failover\n\n"
         f"Command: `{command}`\n\n"
-        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}{ver}; "
+        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
         "ZooKeeper 3.9 embedded (forceSync=no), one broker process (broker 1) plus five stand-in brokers "
         "(threaded Kafka-framed sinks in the bench process, registered as ephemeral znodes).\n\n"
         "What is timed: from the deletion of `/controller` (held by stand-in 2) until broker 1's "
@@ -539,6 +541,9 @@ def write_results(rows: list[dict], command: str, path: Path) -> None:
         "Medians over the trials.\n\n"
         + table(rows) + "\n"
         + "".join(f"- {v}\n" for v in verdicts(rows))
+        + "\nWhere the time goes (`phases_ms` of the ControllerFailover line, median trial of each size):\n\n"
+        + "".join(f"- P={r['P']:,}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases"].items()) + "\n"
+                  for r in rows if r.get("phases"))
         + "\nPlot: `bench/failover.png` (log-log).\n"
     )
     text = path.read_text() if path.exists() else "# Benchmarks\n"
@@ -564,6 +569,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.plot(ps, [TARGET_RATIO * r["raw_pipelined_s"] for r in rows], ":", color="grey",
             label=f"{TARGET_RATIO}× pipelined read (target)")
     ax.plot(ps, [r["raw_multi_s"] for r in rows], "^--", label="raw read, multi-read")
+    ax.plot(ps, [r["um_delivered_s"] for r in rows], "x-.", alpha=0.6, label="UpdateMetadata at all stand-ins")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("partitions (RF 3, 6 brokers)")

@@ -301,7 +301,9 @@ class Controller:
         # Building the context allocates millions of small containers (300k replica states at
         # 100k partitions): the cyclic GC would re-scan the growing heap again and again, about
         # half of the state machines' time. Reference counting still frees everything; only
-        # cycles wait until the end. Left alone if someone else disabled it.
+        # cycles wait. It is switched back on once the failover is done and recorded: its first
+        # pass over the new objects (~0.2 s at 100k) then runs while the requests are on their
+        # way. Left alone if someone else disabled it.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -318,20 +320,20 @@ class Controller:
                 self._flows.on_failover()
                 lap("state_machines")
             lap("send")
+            self.failovers += 1
+            self.last_failover_s = time.monotonic() - start
+            log.info(
+                "controller failover done in %.3fs: epoch %d, %d live brokers, %d topics, %d partitions",
+                self.last_failover_s, ctx.epoch, len(ctx.live_brokers), len(ctx.all_topics), len(ctx.leadership),
+            )
+            self.state_log.record(
+                "ControllerFailover", self.broker_id, ctx.epoch,
+                duration_ms=round(self.last_failover_s * 1000, 1), phases_ms=phases,
+                live_brokers=sorted(ctx.live_brokers), topics=len(ctx.all_topics), partitions=len(ctx.leadership),
+            )
         finally:
             if gc_was_enabled:
                 gc.enable()
-        self.failovers += 1
-        self.last_failover_s = time.monotonic() - start
-        log.info(
-            "controller failover done in %.3fs: epoch %d, %d live brokers, %d topics, %d partitions",
-            self.last_failover_s, ctx.epoch, len(ctx.live_brokers), len(ctx.all_topics), len(ctx.leadership),
-        )
-        self.state_log.record(
-            "ControllerFailover", self.broker_id, ctx.epoch,
-            duration_ms=round(self.last_failover_s * 1000, 1), phases_ms=phases,
-            live_brokers=sorted(ctx.live_brokers), topics=len(ctx.all_topics), partitions=len(ctx.leadership),
-        )
 
     def _register_controller_watches(self) -> None:
         put = self.event_manager.put
