@@ -24,7 +24,7 @@ from praha.controller.context import ControllerContext
 from praha.controller.election import Election, ElectionKind, elect
 from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import PARTITION_VALID_PREVIOUS, PartitionState
+from praha.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, split_valid_transitions
 from praha.statelog import StateChangeLog
 
 log = logging.getLogger(__name__)
@@ -90,22 +90,11 @@ class PartitionStateMachine:
 
     def _valid(self, partitions: Iterable[TopicPartition], target: PartitionState) -> list[TopicPartition]:
         ctx = self.context
-        allowed = tuple(PARTITION_VALID_PREVIOUS[target])  # identity `in`, no Enum.__hash__ calls
-        get = ctx.partition_states.get
-        missing = PartitionState.NON_EXISTENT
-        valid, invalid = [], []
-        for tp in partitions:
-            (valid if get(tp, missing) in allowed else invalid).append(tp)
-        if invalid:
-            self.invalid_transitions += len(invalid)
-            sample = ", ".join(
-                f"{tp}:{ctx.partition_states.get(tp, PartitionState.NON_EXISTENT).value}" for tp in invalid[:5]
-            )
-            log.error("refused %d invalid partition transitions to %s (e.g. %s)", len(invalid), target.value, sample)
-            self.state_log.record(
-                "InvalidPartitionTransition", self.controller_id, ctx.epoch, target=target.value, count=len(invalid),
-                partitions={str(tp): ctx.partition_states.get(tp, PartitionState.NON_EXISTENT).value for tp in invalid},
-            )
+        valid, refused = split_valid_transitions(
+            partitions, target, ctx.partition_states, PartitionState.NON_EXISTENT, PARTITION_VALID_PREVIOUS,
+            "partition", self.state_log, self.controller_id, ctx.epoch,
+        )
+        self.invalid_transitions += refused
         return valid
 
     def handle_state_changes(

@@ -23,7 +23,7 @@ from praha.common import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartit
 from praha.controller.context import ControllerContext
 from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import REPLICA_VALID_PREVIOUS, PartitionAndReplica, ReplicaState
+from praha.controller.states import REPLICA_VALID_PREVIOUS, PartitionAndReplica, ReplicaState, split_valid_transitions
 from praha.statelog import StateChangeLog
 
 log = logging.getLogger(__name__)
@@ -75,23 +75,11 @@ class ReplicaStateMachine:
 
     def _valid(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> list[PartitionAndReplica]:
         ctx = self.context
-        # a tuple: `in` compares members by identity in C, a frozenset would call Enum.__hash__
-        allowed = tuple(REPLICA_VALID_PREVIOUS[target])
-        get = ctx.replica_states.get
-        missing = ReplicaState.NON_EXISTENT
-        valid, invalid = [], []
-        for pr in replicas:
-            (valid if get(pr, missing) in allowed else invalid).append(pr)
-        if invalid:
-            self.invalid_transitions += len(invalid)
-            sample = ", ".join(
-                f"{pr}:{ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT).value}" for pr in invalid[:5]
-            )
-            log.error("refused %d invalid replica transitions to %s (e.g. %s)", len(invalid), target.value, sample)
-            self.state_log.record(
-                "InvalidReplicaTransition", self.controller_id, ctx.epoch, target=target.value, count=len(invalid),
-                replicas={str(pr): ctx.replica_states.get(pr, ReplicaState.NON_EXISTENT).value for pr in invalid},
-            )
+        valid, refused = split_valid_transitions(
+            replicas, target, ctx.replica_states, ReplicaState.NON_EXISTENT, REPLICA_VALID_PREVIOUS,
+            "replica", self.state_log, self.controller_id, ctx.epoch,
+        )
+        self.invalid_transitions += refused
         return valid
 
     def handle_state_changes(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> None:

@@ -5,8 +5,9 @@ the target's valid-previous set is refused by the state machines and logged.
 """
 from __future__ import annotations
 
+import logging
 from enum import Enum
-from typing import NamedTuple
+from typing import Hashable, Iterable, Mapping, NamedTuple, TypeVar
 
 from praha.common import TopicPartition
 
@@ -49,6 +50,33 @@ REPLICA_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
     ReplicaState.DELETION_INELIGIBLE: frozenset({ReplicaState.OFFLINE, ReplicaState.DELETION_STARTED}),
     ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETION_SUCCESSFUL}),
 }
+
+
+log = logging.getLogger(__name__)
+K = TypeVar("K", bound=Hashable)
+
+
+def split_valid_transitions(
+    items: Iterable[K], target: Enum, current: Mapping[K, Enum], missing: Enum,
+    table: Mapping[Enum, frozenset], kind: str, state_log, controller_id: int, epoch: int,
+) -> tuple[list[K], int]:
+    """The items whose current state may move to `target`, and how many were refused.
+
+    Refusals are logged once per call (with a sample) and recorded in the state-change
+    log, never applied: the rule both state machines share."""
+    allowed = tuple(table[target])  # identity `in` on a tuple: no Enum.__hash__ per item
+    get = current.get
+    valid, invalid = [], []
+    for item in items:
+        (valid if get(item, missing) in allowed else invalid).append(item)
+    if invalid:
+        sample = ", ".join(f"{item}:{get(item, missing).value}" for item in invalid[:5])
+        log.error("refused %d invalid %s transitions to %s (e.g. %s)", len(invalid), kind, target.value, sample)
+        state_log.record(
+            f"Invalid{kind.capitalize()}Transition", controller_id, epoch, target=target.value, count=len(invalid),
+            **{f"{kind}s": {str(item): get(item, missing).value for item in invalid}},
+        )
+    return valid, len(invalid)
 
 
 class PartitionAndReplica(NamedTuple):
