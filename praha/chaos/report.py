@@ -32,6 +32,14 @@ def violation_json(v) -> dict[str, Any]:
     return asdict(v)
 
 
+def _gap(f: dict[str, Any]) -> str:
+    gaps = sorted(f.get("controller_gap_s") or [])
+    if not gaps:
+        return "no controller was hit"
+    return (f"controller hit {len(gaps)}x: next election after {gaps[len(gaps) // 2]:.1f}s median / "
+            f"{gaps[-1]:.1f}s max")
+
+
 def summary_text(report: dict[str, Any]) -> str:
     f = report["figures"]
     cfg = report["config"]
@@ -51,7 +59,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"{f['hw_cross_epoch_dips']} dips across leader changes",
         f"  controllers: {f['controller_failovers']} elections (epochs {f['controller_epochs']}), "
         f"failover {f['failover_ms_median']:.0f} ms median / {f['failover_ms_max']:.0f} ms max, "
-        f"{f['no_controller_s']:.1f}s without a controller, {f['stale_requests_refused']} stale requests refused, "
+        f"{_gap(f)}, {f['stale_requests_refused']} stale requests refused, "
         f"{f['dual_controller_acceptances']} dual-controller acceptances",
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",

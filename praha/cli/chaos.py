@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def cmd_chaos(args) -> int:
     except ValueError as e:
         raise CliError(str(e)) from None
     print(f"chaos seed: {cfg.seed}", flush=True)
+    for name in ("kazoo", "kazoo.client"):  # our own ZooKeeper client sees every fault
+        logging.getLogger(name).setLevel(logging.ERROR)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = run_campaign(cfg)

@@ -77,6 +77,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def port_is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds: TIME_WAIT is no owner
         try:
             s.bind((host, port))
         except OSError:

@@ -1,0 +1,305 @@
+"""Catalogue: every `praha` command given invalid arguments, with the exact error it prints.
+
+Each case runs the CLI in-process against the shared misuse cluster and asserts the exit
+code and the last line of stderr word for word (exit 1: `error: ...` from the command;
+exit 2: argparse's usage error). Placeholders: {dir} (the cluster directory), {f:NAME}
+(a file from FILES), {pid1} (broker 1's pid), {long} (a 250-character name).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from praha.cli.main import main
+
+pytestmark = pytest.mark.integration
+
+PLAN = {"version": 1, "partitions": []}
+
+
+def plan(*entries) -> str:
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r} for t, p, r in entries]})
+
+
+FILES = {
+    "bad.json": "{not json",
+    "list.json": json.dumps([1, 2, 3]),
+    "v2.json": json.dumps({"version": 2, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2]}]}),
+    "empty.json": json.dumps(PLAN),
+    "unknown_topic.json": plan(("nosuch", 0, [1, 2])),
+    "unknown_partition.json": plan(("orders", 9, [1, 2])),
+    "unknown_broker.json": plan(("orders", 0, [1, 9])),
+    "negative_broker.json": plan(("orders", 0, [-1, 2])),
+    "dup_replicas.json": plan(("orders", 0, [2, 2])),
+    "dup_partitions.json": plan(("orders", 0, [2, 3]), ("orders", 0, [3, 1])),
+    "no_replicas.json": plan(("orders", 0, [])),
+    "string_partition.json": json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": "0", "replicas": [1, 2]}]}),
+    "topics_ok.json": json.dumps({"version": 1, "topics": [{"topic": "orders"}]}),
+    "topics_unknown.json": json.dumps({"version": 1, "topics": [{"topic": "nosuch"}]}),
+    "topics_empty.json": json.dumps({"version": 1, "topics": []}),
+    "topics_dup.json": json.dumps({"version": 1, "topics": [{"topic": "orders"}, {"topic": "orders"}]}),
+    "elect_dup.json": json.dumps({"partitions": [{"topic": "orders", "partition": 0}] * 2}),
+    "elect_empty.json": json.dumps({"partitions": []}),
+    "elect_unknown.json": json.dumps({"partitions": [{"topic": "nosuch", "partition": 0}]}),
+}
+
+LONG = "x" * 250
+NO_JSON = "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+PLAN_USAGE = 'expected {"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]},...]}'
+KNOWN_CONFIGS = (
+    "cleanup.policy, compression.type, delete.retention.ms, file.delete.delay.ms, flush.messages, flush.ms, "
+    "follower.replication.throttled.replicas, index.interval.bytes, leader.replication.throttled.replicas, "
+    "max.compaction.lag.ms, max.message.bytes, message.downconversion.enable, message.timestamp.difference.max.ms, "
+    "message.timestamp.type, min.cleanable.dirty.ratio, min.compaction.lag.ms, min.insync.replicas, preallocate, "
+    "retention.bytes, retention.ms, segment.bytes, segment.index.bytes, segment.jitter.ms, segment.ms, "
+    "unclean.leader.election.enable")
+
+# (id, argv, exit code, last line of stderr)
+CATALOGUE = [
+    # ---- topics create
+    ("create-illegal-chars", "topics create --topic 'bad name!' --partitions 1 --replication-factor 1", 1,
+     "error: topic name 'bad name!' contains illegal characters [' ', '!']; use only ASCII letters, digits, "
+     "'.', '_' and '-'"),
+    ("create-name-too-long", "topics create --topic {long} --partitions 1 --replication-factor 1", 1,
+     "error: topic name is 250 characters long; the limit is 249"),
+    ("create-name-dotdot", "topics create --topic .. --partitions 1 --replication-factor 1", 1,
+     "error: topic name cannot be '..'"),
+    ("create-name-empty", "topics create --topic '' --partitions 1 --replication-factor 1", 1,
+     "error: topic name is empty"),
+    ("create-zero-partitions", "topics create --topic t1 --partitions 0 --replication-factor 1", 1,
+     "error: number of partitions must be larger than 0, got 0"),
+    ("create-negative-partitions", "topics create --topic t1 --partitions -3 --replication-factor 1", 1,
+     "error: number of partitions must be larger than 0, got -3"),
+    ("create-zero-rf", "topics create --topic t1 --partitions 1 --replication-factor 0", 1,
+     "error: replication factor must be larger than 0, got 0"),
+    ("create-rf-above-brokers", "topics create --topic t1 --partitions 1 --replication-factor 4", 1,
+     "error: replication factor: 4 larger than available brokers: 3"),
+    ("create-exists", "topics create --topic orders --partitions 1 --replication-factor 1", 1,
+     "error: topic 'orders' already exists"),
+    ("create-collides", "topics create --topic orders.x --partitions 1 --replication-factor 1", 1,
+     "error: topic 'orders.x' collides with existing topic 'orders_x' ('.' and '_' are equivalent)"),
+    ("create-config-not-a-number", "topics create --topic t1 --partitions 1 --replication-factor 1 "
+     "--config min.insync.replicas=abc", 1,
+     "error: invalid value 'abc' for topic config min.insync.replicas: expected a number"),
+    ("create-config-out-of-range", "topics create --topic t1 --partitions 1 --replication-factor 1 "
+     "--config min.insync.replicas=0", 1, "error: min.insync.replicas must be at least 1"),
+    ("create-config-unknown", "topics create --topic t1 --partitions 1 --replication-factor 1 "
+     "--config no.such.config=1", 1, f"error: unknown topic config 'no.such.config' (known: {KNOWN_CONFIGS})"),
+    ("create-config-no-value", "topics create --topic t1 --config retention.ms", 2,
+     "praha topics create: error: argument --config: expected key=value, got 'retention.ms'"),
+    ("create-config-empty-key", "topics create --topic t1 --config =5", 2,
+     "praha topics create: error: argument --config: empty key in '=5'"),
+    ("create-partitions-not-int", "topics create --topic t1 --partitions abc", 2,
+     "praha topics create: error: argument --partitions: invalid int value: 'abc'"),
+    ("create-assignment-dup-broker", "topics create --topic t1 --replica-assignment 1:1:2", 1,
+     "error: partition 0 lists a broker twice: [1, 1, 2]"),
+    ("create-assignment-unknown-broker", "topics create --topic t1 --replica-assignment 1:9", 1,
+     "error: partition 0 is assigned to unknown or dead brokers [9] (live: [1, 2, 3])"),
+    ("create-assignment-ragged", "topics create --topic t1 --replica-assignment 1:2,3", 1,
+     "error: every partition must have the same number of replicas"),
+    ("create-assignment-not-ids", "topics create --topic t1 --replica-assignment a:b", 1,
+     "error: invalid replica assignment 'a:b': partition 0 is 'a:b', expected broker ids joined by ':'"),
+    ("create-assignment-and-counts", "topics create --topic t1 --partitions 1 --replication-factor 1 "
+     "--replica-assignment 1", 1,
+     "error: give either a replica assignment or partitions and replication factor, not both"),
+    # ---- topics delete / alter / describe
+    ("delete-unknown", "topics delete --topic nosuch", 1, "error: Topic 'nosuch' does not exist."),
+    ("delete-illegal-name", "topics delete --topic 'bad name!'", 1, "error: Topic 'bad name!' does not exist."),
+    ("alter-unknown", "topics alter --topic nosuch --partitions 5", 1, "error: Topic 'nosuch' does not exist."),
+    ("alter-decrease", "topics alter --topic orders --partitions 2", 1,
+     "error: The number of partitions for a topic can only be increased. Topic orders currently has 3 "
+     "partitions, 2 would not be an increase."),
+    ("alter-same", "topics alter --topic orders --partitions 3", 1,
+     "error: The number of partitions for a topic can only be increased. Topic orders currently has 3 "
+     "partitions, 3 would not be an increase."),
+    ("alter-negative", "topics alter --topic orders --partitions -1", 1,
+     "error: The number of partitions for a topic can only be increased. Topic orders currently has 3 "
+     "partitions, -1 would not be an increase."),
+    ("alter-unknown-broker", "topics alter --topic orders --partitions 4 --replica-assignment 1:9", 1,
+     "error: Unknown broker(s) in replica assignment: 9."),
+    ("alter-dup-broker", "topics alter --topic orders --partitions 4 --replica-assignment 1:1", 1,
+     "error: Duplicate brokers not allowed in replica assignment: 1, 1 for partition id 3."),
+    ("describe-unknown", "topics describe --topic nosuch", 1, "error: unknown topic 'nosuch'"),
+    # ---- reassign
+    ("execute-missing-file", "reassign execute --reassignment-json-file {f:missing.json}", 1,
+     "error: cannot read the reassignment file {f:missing.json}: No such file or directory"),
+    ("execute-bad-json", "reassign execute --reassignment-json-file {f:bad.json}", 1,
+     f"error: the reassignment file is not valid JSON: {NO_JSON}"),
+    ("execute-not-an-object", "reassign execute --reassignment-json-file {f:list.json}", 1,
+     f"error: invalid reassignment JSON: {PLAN_USAGE}"),
+    ("execute-version-2", "reassign execute --reassignment-json-file {f:v2.json}", 1,
+     "error: Not supported version field value 2"),
+    ("execute-empty", "reassign execute --reassignment-json-file {f:empty.json}", 1,
+     "error: Partition reassignment list cannot be empty."),
+    ("execute-unknown-topic", "reassign execute --reassignment-json-file {f:unknown_topic.json}", 1,
+     "error: Topic nosuch not found."),
+    ("execute-unknown-partition", "reassign execute --reassignment-json-file {f:unknown_partition.json}", 1,
+     "error: Unable to find partition: orders-9"),
+    ("execute-unknown-broker", "reassign execute --reassignment-json-file {f:unknown_broker.json}", 1,
+     "error: Unknown broker id 9 (live brokers: 1,2,3)"),
+    ("execute-negative-broker", "reassign execute --reassignment-json-file {f:negative_broker.json}", 1,
+     "error: Unknown broker id -1 (live brokers: 1,2,3)"),
+    ("execute-dup-replicas", "reassign execute --reassignment-json-file {f:dup_replicas.json}", 1,
+     "error: Partition replica lists may not contain duplicate entries: orders-0 contains multiple entries for 2"),
+    ("execute-dup-partitions", "reassign execute --reassignment-json-file {f:dup_partitions.json}", 1,
+     "error: Partition reassignment contains duplicate topic partitions: orders-0"),
+    ("execute-no-replicas", "reassign execute --reassignment-json-file {f:no_replicas.json}", 1,
+     "error: Empty replica list specified for partition orders-0"),
+    ("execute-string-partition", "reassign execute --reassignment-json-file {f:string_partition.json}", 1,
+     'error: invalid reassignment entry {"topic": "orders", "partition": "0", "replicas": [1, 2]}: ' + PLAN_USAGE),
+    ("execute-negative-throttle", "reassign execute --reassignment-json-file {f:empty.json} --throttle -5", 2,
+     "praha reassign execute: error: argument --throttle: the throttle must be positive, got -5"),
+    ("generate-bad-broker-list", "reassign generate --topics-to-move-json-file {f:topics_ok.json} --broker-list 1,x", 1,
+     "error: invalid broker list '1,x': expected broker ids separated by ',' (e.g. 1,2,3)"),
+    ("generate-dup-brokers", "reassign generate --topics-to-move-json-file {f:topics_ok.json} --broker-list 1,1", 1,
+     "error: Broker list contains duplicate entries: 1"),
+    ("generate-unknown-broker", "reassign generate --topics-to-move-json-file {f:topics_ok.json} --broker-list 1,9", 1,
+     "error: Unknown broker id 9 (live brokers: 1,2,3)"),
+    ("generate-too-few-brokers", "reassign generate --topics-to-move-json-file {f:topics_ok.json} --broker-list 1", 1,
+     "error: replication factor: 2 larger than available brokers: 1"),
+    ("generate-unknown-topic", "reassign generate --topics-to-move-json-file {f:topics_unknown.json} --broker-list 1,2",
+     1, "error: Topic nosuch not found."),
+    ("generate-no-topics", "reassign generate --topics-to-move-json-file {f:topics_empty.json} --broker-list 1,2", 1,
+     "error: List of topics to reassign is empty."),
+    ("generate-dup-topics", "reassign generate --topics-to-move-json-file {f:topics_dup.json} --broker-list 1,2", 1,
+     "error: List of topics to reassign contains duplicate entries: orders"),
+    ("generate-bad-json", "reassign generate --topics-to-move-json-file {f:bad.json} --broker-list 1,2", 1,
+     f"error: the topics-to-move file is not valid JSON: {NO_JSON}"),
+    ("verify-bad-json", "reassign verify --reassignment-json-file {f:bad.json}", 1,
+     f"error: the reassignment file is not valid JSON: {NO_JSON}"),
+    ("verify-unknown-partition", "reassign verify --reassignment-json-file {f:unknown_topic.json}", 1,
+     "error: Unable to find partition: nosuch-0"),
+    ("cancel-unknown-partition", "reassign cancel --reassignment-json-file {f:unknown_topic.json}", 1,
+     "error: Unable to find partition: nosuch-0"),
+    # ---- elect-leaders
+    ("elect-unknown-topic", "elect-leaders --election-type preferred --topic nosuch", 1,
+     "error: Topic 'nosuch' does not exist."),
+    ("elect-unknown-partition", "elect-leaders --election-type preferred --topic orders --partition 99", 1,
+     "error: Unknown partition: orders-99"),
+    ("elect-bad-json", "elect-leaders --election-type preferred --path-to-json-file {f:bad.json}", 1,
+     f"error: the election file is not valid JSON: {NO_JSON}"),
+    ("elect-dup-partitions", "elect-leaders --election-type preferred --path-to-json-file {f:elect_dup.json}", 1,
+     "error: Replica election data contains duplicate partitions: orders-0"),
+    ("elect-empty-file", "elect-leaders --election-type preferred --path-to-json-file {f:elect_empty.json}", 1,
+     "error: the election file lists no partitions"),
+    ("elect-unknown-in-file", "elect-leaders --election-type preferred --path-to-json-file {f:elect_unknown.json}", 1,
+     "error: Topic 'nosuch' does not exist."),
+    ("elect-missing-file", "elect-leaders --election-type preferred --path-to-json-file {f:missing.json}", 1,
+     "error: cannot read the election file {f:missing.json}: No such file or directory"),
+    ("elect-unclean", "elect-leaders --election-type unclean --topic orders", 1,
+     "error: only preferred leader elections are supported (--election-type preferred)"),
+    ("elect-partition-without-topic", "elect-leaders --election-type preferred --partition 0 --all-topic-partitions",
+     1, "error: --partition needs --topic"),
+    ("elect-no-target", "elect-leaders --election-type preferred", 2,
+     "praha elect-leaders: error: one of the arguments --all-topic-partitions --topic --path-to-json-file "
+     "is required"),
+    ("elect-bad-type", "elect-leaders --election-type nonsense --topic orders", 2,
+     "praha elect-leaders: error: argument --election-type: invalid choice: 'nonsense' "
+     "(choose from 'preferred', 'unclean')"),
+    # ---- broker / cluster
+    ("broker-start-unknown", "broker start 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
+    ("broker-stop-unknown", "broker stop 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
+    ("broker-kill-unknown", "broker kill 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
+    ("broker-start-running", "broker start 1", 1, "error: broker 1 is already running (pid {pid1})"),
+    ("broker-start-missing-config", "broker start --config {f:missing.json}", 1,
+     "error: cannot read config file {f:missing.json}: No such file or directory"),
+    ("broker-start-id-and-config", "broker start 1 --config {f:bad.json}", 1,
+     "error: give either --config (run a broker here) or a broker ID of a local cluster, not both"),
+    ("cluster-up-zero-brokers", "cluster up --brokers 0 --dir {f:other}", 1, "error: --brokers must be at least 1"),
+    ("cluster-up-running", "cluster up --brokers 3", 1,
+     "error: a cluster is already running in {dir} (brokers [1, 2, 3]); run `praha cluster down` first or use "
+     "another --dir"),
+    ("cluster-status-no-cluster", "cluster status --dir {f:nowhere}", 1,
+     "error: no cluster in {f:nowhere} (run `praha cluster up --dir {f:nowhere}` first)"),
+    ("cluster-down-no-cluster", "cluster down --dir {f:nowhere}", 1,
+     "error: no cluster in {f:nowhere} (run `praha cluster up --dir {f:nowhere}` first)"),
+    ("cluster-status-bad-zookeeper", "cluster status --zookeeper nohostport", 2,
+     "praha cluster status: error: argument --zookeeper: expected HOST:PORT[,HOST:PORT...][/chroot], "
+     "got 'nohostport'"),
+    ("cluster-status-bad-port", "cluster status --zookeeper 127.0.0.1:99999", 2,
+     "praha cluster status: error: argument --zookeeper: expected HOST:PORT[,HOST:PORT...][/chroot], "
+     "got '127.0.0.1:99999'"),
+    # ---- produce / consume / chaos
+    ("produce-bad-acks", "produce --topic orders --acks 2", 2,
+     "praha produce: error: argument --acks: invalid choice: '2' (choose from 'all', '-1', '0', '1')"),
+    ("consume-unknown-topic", "consume --topic nosuch --max-messages 1 --idle-timeout 1", 1,
+     'error: topic nosuch not found (KafkaError{code=UNKNOWN_TOPIC_OR_PART,val=3,str="Broker: Unknown topic '
+     'or partition"})'),
+    ("chaos-too-few-brokers", "chaos --brokers 2 --faults 1", 1,
+     "error: a chaos campaign needs at least 3 brokers (RF 3 topics)"),
+    ("chaos-negative-faults", "chaos --faults -1", 2, "praha chaos: error: argument --faults: must be >= 0, got -1"),
+    ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
+     "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
+     "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,zk_member_kill"),
+    ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
+     "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
+]
+
+def wants_dir(argv: list[str]) -> bool:
+    """Commands that take --dir get the misuse cluster's unless the case names another target."""
+    return not ({"--dir", "--zookeeper"} & set(argv) or argv[0] == "chaos"
+                or argv[:3] == ["broker", "start", "--config"])
+
+
+@pytest.fixture(scope="module")
+def env(misuse_cluster):
+    for name, text in FILES.items():
+        misuse_cluster.file(name, text)
+    return misuse_cluster
+
+
+def expand(text: str, env) -> str:
+    out = text.replace("{dir}", env.dir).replace("{long}", LONG).replace("{pid1}", str(env.pid(1)))
+    while "{f:" in out:
+        start = out.index("{f:")
+        end = out.index("}", start)
+        out = out[:start] + str(env.files / out[start + 3:end]) + out[end + 1:]
+    return out
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err[-1] if err else ""
+
+
+@pytest.mark.parametrize("case_id,command,code,message", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_misuse(env, capsys, case_id, command, code, message):
+    import shlex
+
+    argv = shlex.split(expand(command, env))
+    if wants_dir(argv):
+        argv += ["--dir", env.dir]
+    got_code, last = run_cli(argv, capsys)
+    assert (got_code, last) == (code, expand(message, env))
+
+
+@pytest.mark.xfail(reason="praha consume accepts a negative --partition and reads nothing (exit 0); "
+                          "reported, cli/data.py", strict=False)
+def test_consume_refuses_a_negative_partition(env, capsys):
+    code, last = run_cli(["consume", "--topic", "orders", "--partition", "-1", "--max-messages", "1",
+                          "--idle-timeout", "1", "--dir", env.dir], capsys)
+    assert code != 0 and "partition" in last
+
+
+def test_the_catalogue_covers_every_command():
+    """Every subcommand praha has appears in the catalogue (a new one must add its misuse cases)."""
+    from praha.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    commands = set()
+    for name, p in sub.choices.items():
+        nested = [a for a in p._actions if getattr(a, "choices", None) and a.dest == "sub"]
+        commands |= {f"{name} {s}" for s in nested[0].choices} if nested else {name}
+    covered = {" ".join(c[1].split()[:2]) if c[1].split()[0] in ("topics", "reassign", "broker", "cluster")
+               else c[1].split()[0] for c in CATALOGUE}
+    missing = commands - covered - {"zookeeper start", "reassign list", "topics list", "broker start"}
+    assert not missing, f"commands without misuse cases: {sorted(missing)}"
