@@ -108,7 +108,9 @@ def consume_all(bs: str, topic: str, partition: int = 0, timeout: float = 30) ->
     """(offset, value) of every record below the high watermark."""
     c = Consumer({"bootstrap.servers": bs, "group.id": "check", "enable.auto.commit": False})
     try:
-        _, high = c.get_watermark_offsets(CTP(topic, partition), timeout=10)
+        # right after an election the new leader may not have its LeaderAndIsr yet
+        _, high = wait_for(lambda: c.get_watermark_offsets(CTP(topic, partition), timeout=5), 30,
+                           what=f"the leader of {topic}-{partition} to answer")
         c.assign([CTP(topic, partition, OFFSET_BEGINNING)])
         out: list[tuple[int, bytes]] = []
         deadline = time.monotonic() + timeout
