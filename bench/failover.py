@@ -547,7 +547,7 @@ def write_results(rows: list[dict], command: str, path: Path) -> None:
         + "\nPlot: `bench/failover.png` (log-log).\n"
     )
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = text.find("## Controller failover")
+    start = text.find("## Controller failover\n")  # this section only, not others named after it
     if start >= 0:
         nxt = text.find("\n## ", start + 1)
         text = text[:start] + section + (text[nxt + 1:] if nxt >= 0 else "")
