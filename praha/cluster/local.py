@@ -124,6 +124,10 @@ class LocalCluster:
     def __init__(self, root: str | Path = DEFAULT_DIR):
         self.root = Path(root).resolve()
         self.state_file = self.root / "cluster.json"
+        #: pid → creation time of every process this object started, so that `down` stops
+        #: them even if cluster.json was lost (e.g. its directory deleted meanwhile); the
+        #: creation time guards against PID reuse, also in the instant before exec
+        self._launched: dict[int, float] = {}
 
     # ---- state ----------------------------------------------------------------------
     def load(self) -> ClusterState:
@@ -171,6 +175,8 @@ class LocalCluster:
             zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000)
             zk.start()
             state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
+            if zk.pid:
+                self._remember(zk.pid)
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
         self.save(state)
         ports = free_ports(2 * brokers)
@@ -210,6 +216,7 @@ class LocalCluster:
                 cwd=b.dir,
             )
         b.pid = proc.pid
+        self._remember(proc.pid)
 
     def wait_until_ready(self, state: ClusterState, broker_ids: set[int], timeout: float) -> dict[str, Any]:
         """Until every broker in `broker_ids` is registered, a controller is elected, and each
@@ -314,7 +321,36 @@ class LocalCluster:
 
     def down(self, timeout: float = 30.0, progress=lambda msg: None) -> None:
         """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper."""
-        state = self.load()
+        try:
+            state = self.load()
+        except ClusterError:
+            if not self._launched:
+                raise
+            state = ClusterState(zookeeper="", zookeeper_pid=-1)
+        try:
+            self._down(state, timeout, progress)
+        finally:
+            self._reap_launched()
+
+    def _remember(self, pid: int) -> None:
+        try:
+            self._launched[pid] = psutil.Process(pid).create_time()
+        except psutil.NoSuchProcess:
+            pass
+
+    def _reap_launched(self) -> None:
+        """SIGKILL whatever this object started and is still alive."""
+        for pid, created in list(self._launched.items()):
+            try:
+                p = psutil.Process(pid)
+                if p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE:
+                    p.kill()
+                    p.wait(10)
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                pass
+        self._launched.clear()
+
+    def _down(self, state: ClusterState, timeout: float, progress) -> None:
         running = [b for b in state.brokers.values() if self.broker_running(b)]
         for b in running:
             _signal(b.pid, str(b.config_path), signal.SIGTERM)
