@@ -270,7 +270,33 @@ class LocalCluster:
 
     # ---- processes ----------------------------------------------------------------------
     def broker_running(self, b: BrokerProcess) -> bool:
+        """Alive? For processes this object launched, by PID and creation time (right after the
+        fork the command line is still the parent's); otherwise by PID and command line."""
+        created = self._launched.get(b.pid)
+        if created is not None:
+            try:
+                p = psutil.Process(b.pid)
+                return p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return False
         return _process_matches(b.pid, str(b.config_path))
+
+    def _signal_broker(self, b: BrokerProcess, sig: int) -> bool:
+        if not self.broker_running(b):
+            return False
+        try:
+            os.kill(b.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def _wait_broker_gone(self, b: BrokerProcess, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.broker_running(b):
+                return True
+            time.sleep(0.05)
+        return not self.broker_running(b)
 
     def broker(self, broker_id: int) -> tuple[ClusterState, BrokerProcess]:
         state = self.load()
@@ -282,31 +308,30 @@ class LocalCluster:
     def kill_broker(self, broker_id: int) -> int:
         """SIGKILL (a crash). Returns the PID killed."""
         _, b = self.broker(broker_id)
-        if not _signal(b.pid, str(b.config_path), signal.SIGKILL):
+        if not self._signal_broker(b, signal.SIGKILL):
             raise ClusterError(f"broker {broker_id} is not running")
-        _wait_gone(b.pid, str(b.config_path), 10)
+        self._wait_broker_gone(b, 10)
         return b.pid
 
     def pause_broker(self, broker_id: int) -> None:
         _, b = self.broker(broker_id)
-        if not _signal(b.pid, str(b.config_path), signal.SIGSTOP):
+        if not self._signal_broker(b, signal.SIGSTOP):
             raise ClusterError(f"broker {broker_id} is not running")
 
     def resume_broker(self, broker_id: int) -> None:
         _, b = self.broker(broker_id)
-        _signal(b.pid, str(b.config_path), signal.SIGCONT)
+        self._signal_broker(b, signal.SIGCONT)
 
     def stop_broker(self, broker_id: int, timeout: float = 60.0) -> bool:
         """SIGTERM (graceful: controlled shutdown), SIGKILL if still alive after `timeout`.
         Returns True if it exited by itself."""
         _, b = self.broker(broker_id)
-        needle = str(b.config_path)
-        if not _signal(b.pid, needle, signal.SIGTERM):
+        if not self._signal_broker(b, signal.SIGTERM):
             raise ClusterError(f"broker {broker_id} is not running")
-        if _wait_gone(b.pid, needle, timeout):
+        if self._wait_broker_gone(b, timeout):
             return True
-        _signal(b.pid, needle, signal.SIGKILL)
-        _wait_gone(b.pid, needle, 10)
+        self._signal_broker(b, signal.SIGKILL)
+        self._wait_broker_gone(b, 10)
         return False
 
     def start_broker(self, broker_id: int, wait: bool = True, timeout: float = 60.0) -> BrokerProcess:
@@ -353,13 +378,12 @@ class LocalCluster:
     def _down(self, state: ClusterState, timeout: float, progress) -> None:
         running = [b for b in state.brokers.values() if self.broker_running(b)]
         for b in running:
-            _signal(b.pid, str(b.config_path), signal.SIGTERM)
+            self._signal_broker(b, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for b in running:
-            needle = str(b.config_path)
-            if not _wait_gone(b.pid, needle, max(0.1, deadline - time.monotonic())):
-                _signal(b.pid, needle, signal.SIGKILL)
-                _wait_gone(b.pid, needle, 10)
+            if not self._wait_broker_gone(b, max(0.1, deadline - time.monotonic())):
+                self._signal_broker(b, signal.SIGKILL)
+                self._wait_broker_gone(b, 10)
             progress(f"broker {b.id} stopped (pid {b.pid})")
         if state.zookeeper_embedded and _process_matches(state.zookeeper_pid, "zookeeper"):
             _signal(state.zookeeper_pid, "zookeeper", signal.SIGTERM)
