@@ -34,6 +34,15 @@ test-integration: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/failover.py
 
+# chaos: 4 seeded campaigns, 200 faults in all (one on a 3-node ZooKeeper ensemble), then the
+# slow regression replays; every campaign runs even if one fails, the target fails if any did
+CHAOS_CAMPAIGNS := "5 50 101 1" "5 50 102 3" "3 50 103 1" "5 50 104 1"
+chaos: $(STAMP)
+	@status=0; for spec in $(CHAOS_CAMPAIGNS); do set -- $$spec; \
+	  $(PY) -m praha chaos --brokers $$1 --faults $$2 --seed $$3 --zk-ensemble $$4 --dir .praha/chaos --json \
+	    || status=1; \
+	done; $(PY) -m pytest -q -m slow tests/chaos || status=1; exit $$status
+
 cluster-down: $(STAMP)
 	$(PY) -m praha cluster down
 

@@ -236,7 +236,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "admin": admin.outcomes if admin else {},
         "health": asdict(health),
         "controller_elections": controllers.elections,
-        "violations": [violation_json(v) for v in timeline.violations],
+        "violations": [{**violation_json(v), "seed": cfg.seed} for v in timeline.violations],
         "events": [asdict(e) for e in timeline.events],
         "paths": {"json": str(root / "report.json"), "summary": str(root / "summary.txt"),
                   "plot": str(root / "timeline.png"), "cluster": str(env.cluster.root)},

@@ -13,6 +13,12 @@ Kinds (see docs/reliability.md for what each one exercises):
   controlled_restart SIGTERM (controlled shutdown), wait for exit, restart
   stutter            short SIGSTOP/SIGCONT bursts below the session timeout: a broker
                      whose disk or CPU stalls now and then (a safe "slow disk")
+  stale_controller   the harness plays a deposed controller: LeaderAndIsr, UpdateMetadata and
+                     StopReplica (all empty) with the previous controller epoch, to every live
+                     broker; each must answer STALE_CONTROLLER_EPOCH (an acceptance is a
+                     violation at once). Zombies rarely get a request out — the controller
+                     stops acting the moment ZooKeeper is unreachable — so this is how the
+                     brokers' fence is exercised in every campaign
   zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
 Every wait is bounded; a heal that fails is recorded (and the campaign's final health
 check reports what stayed broken) rather than raised.
@@ -105,6 +111,40 @@ class FaultInjector:
                                                         self.session_s * 3 + 5)
 
     _do_kill_controller = _do_kill
+
+    def _do_stale_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        from praha.controller import wire
+        from praha.controller.messages import (LeaderAndIsrRequestData, StopReplicaRequestData,
+                                               UpdateMetadataRequestData)
+        from praha.errors import ErrorCode
+        from praha.protocol.client import BrokerConnection
+
+        env = self.env
+        epoch = env.controller_epoch()
+        stale = max(epoch - 1, 0)
+        live, _ = env.store.get_live_brokers()
+        refused, answers = 0, {}
+        for target in sorted(live):
+            info = live[target]
+            requests = [
+                LeaderAndIsrRequestData(bid, stale, info.epoch, [], []),
+                UpdateMetadataRequestData(bid, stale, info.epoch, [], list(live.values())),
+                StopReplicaRequestData(bid, stale, info.epoch, []),
+            ]
+            with BrokerConnection(info.host, info.port, timeout=5.0) as conn:
+                for req in requests:
+                    obj, version = wire.request_to_wire(req)
+                    code = wire.response_from_wire(conn.send(obj, version)).error_code
+                    answers[f"{target}:{type(req).__name__}"] = int(code)
+                    if code == ErrorCode.STALE_CONTROLLER_EPOCH:
+                        refused += 1
+                    elif epoch > stale:
+                        self.timeline.violate(
+                            "stale_epoch_accepted", f"broker {target} answered {ErrorCode(code).name} to a "
+                            f"{type(req).__name__} of controller epoch {stale} (current {epoch})",
+                            broker=target, epoch=stale, current=epoch)
+        rec.details.update({"stale_epoch": stale, "current_epoch": epoch, "refused": refused, "answers": answers})
+        time.sleep(plan.hold_s)
 
     def _do_pause(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         env = self.env

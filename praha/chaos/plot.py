@@ -11,7 +11,8 @@ from typing import Any
 
 KIND_COLORS = {
     "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
-    "controlled_restart": "tab:blue", "stutter": "tab:olive", "zk_member_kill": "tab:brown",
+    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan",
+    "zk_member_kill": "tab:brown",
 }
 
 

@@ -32,6 +32,12 @@ def violation_json(v) -> dict[str, Any]:
     return asdict(v)
 
 
+def _default_kinds(cfg: dict[str, Any]) -> bool:
+    from praha.chaos.config import CampaignConfig
+
+    return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"]).effective_kinds())
+
+
 def _gap(f: dict[str, Any]) -> str:
     gaps = sorted(f.get("controller_gap_s") or [])
     if not gaps:
@@ -46,13 +52,15 @@ def summary_text(report: dict[str, Any]) -> str:
     lines = [
         f"chaos campaign, seed {report['seed']} (replay: praha chaos --brokers {cfg['brokers']} "
         f"--faults {cfg['faults']} --seed {report['seed']}"
-        + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "") + ")",
+        + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "")
+        + ("" if _default_kinds(cfg) else f" --kinds {','.join(cfg['kinds'])}") + ")",
         f"  duration {report['duration_s']:.0f}s, {cfg['brokers']} brokers, ZooKeeper "
         + ("3-node ensemble" if cfg["zk_ensemble"] > 1 else "single server"),
         f"  faults: {f['faults']} ({', '.join(f'{k} {n}' for k, n in sorted(f['faults_by_kind'].items()))})"
         + (f", {f['faults_failed']} did not heal cleanly" if f["faults_failed"] else ""),
         f"  records: sent {f['sent']}, acknowledged {f['acked']}, failed {f['failed']}, read back {f['read']}, "
-        f"lost {f['lost']}, duplicated {f['duplicated']} (client resends, counted), out of order {f['out_of_order']}",
+        f"lost {f['lost']}, offset holes {f.get('offset_gaps', 0)}; counted client resends: "
+        f"duplicated {f['duplicated']}, acknowledged out of send order {f['out_of_order']}",
         f"  divergent offsets: {f['divergent_offsets']} (served vs final), {f['replica_divergent_offsets']} "
         "(between replicas on disk)",
         f"  high watermarks: {f['hw_samples']} samples, {f['hw_regressions']} regressions within a leader epoch, "
@@ -71,7 +79,8 @@ def summary_text(report: dict[str, Any]) -> str:
     ]
     for v in report["violations"][:20]:
         lines.append(f"    [{v['t']:8.2f}s] {v['invariant']}: {v['message']}")
-        for e in v["around"][-6:]:
+        before = [e for e in v["around"] if e["t"] <= v["t"] + 1.0]
+        for e in before[-6:]:
             lines.append(f"        {e['t']:8.2f}s {e['kind']}: {e['what']}")
     paths = report.get("paths", {})
     if paths:

@@ -22,7 +22,7 @@ from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.store import ZkStore
-from conftest import create_and_wait
+from misuse_env import create_and_wait
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from praha.admin.status import cluster_status
 from praha.common import TopicPartition
 from praha.testing.cluster import wait_for
 from praha.zk import znodes as zn
-from conftest import create_and_wait
+from misuse_env import create_and_wait
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from known_issues import KNOWN_OPEN
 
 pytestmark = pytest.mark.integration
 
-SEED = 15  # 12 faults of all six single-ZooKeeper kinds (see praha.chaos.schedule)
+SEED = 15  # 12 faults covering all seven single-ZooKeeper kinds (see praha.chaos.schedule)
 FAULTS = 12
 
 

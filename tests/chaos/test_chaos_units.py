@@ -73,11 +73,18 @@ def test_duplicates_are_counted_not_judged():
     assert f.duplicated == 1 and tl.violations == []
 
 
-def test_out_of_order_acknowledgements():
+def test_out_of_order_acknowledgements_are_counted_not_judged():
     ledger, tl = ledger_with({"p0-0": (0, 1), "p0-1": (0, 0)})
     f = inv.check_records(ledger, final_read({0: "p0-1", 1: "p0-0"}), HwState(), tl)
-    assert f.out_of_order == 1
-    assert [v.invariant for v in tl.violations] == ["out_of_order"]
+    assert f.out_of_order == 1 and tl.violations == []
+
+
+def test_a_hole_below_the_high_watermark():
+    ledger, tl = ledger_with({})
+    final = inv.FinalRead(records={TP: {0: "a", 2: "c"}}, high_watermarks={TP: 3})
+    f = inv.check_records(ledger, final, HwState(), tl)
+    assert f.offset_gaps == 1
+    assert [v.invariant for v in tl.violations] == ["offset_gap"]
 
 
 def test_an_offset_served_twice_with_different_records_diverges():
