@@ -276,6 +276,9 @@ def _register_extensions() -> None:
     from praha.cli import chaos
 
     _EXTENSIONS.append(chaos.register)
+    from praha.cli import analyze
+
+    _EXTENSIONS.append(analyze.register)
 
 
 _register_extensions()

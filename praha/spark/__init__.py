@@ -1,0 +1,75 @@
+"""PySpark data source for praha topics: `praha.spark.register(spark)`, then `format("praha")`.
+
+Same schema and options as Spark's own Kafka source (see docs/spark.md), pure Python
+(PySpark's Python Data Source API), batch and streaming, read and write. Writes are
+at-least-once.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from praha.spark.source import PrahaDataSource
+
+__all__ = ["PrahaDataSource", "register", "local_session"]
+
+
+def register(spark: Any) -> None:
+    """Make `format("praha")` available in this SparkSession."""
+    spark.dataSource.register(PrahaDataSource)
+
+
+_QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = spark %d{HH:mm:ss} %p %c{1}: %m%n
+logger.spark.name = org.apache.spark
+logger.spark.level = {level}
+"""
+
+
+def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4, quiet: bool = False,
+                  **conf: str) -> Any:
+    """A local SparkSession on loopback with the praha source registered.
+
+    `local[cores,task_retries]`: plain `local[N]` never retries a failed task, and the
+    praha sink relies on task retries to be at-least-once. Workers run this interpreter
+    (PYSPARK_PYTHON), so they can import praha. `quiet` keeps Spark's JVM to fatal
+    messages and hides the progress bar (for commands whose output is a report)."""
+    import os
+    import sys
+    import tempfile
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(f"local[{cores},{task_retries}]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if quiet:
+        fd, path = tempfile.mkstemp(prefix="praha-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as f:
+            f.write(_QUIET_LOG4J.replace("{level}", "fatal"))
+        import atexit
+
+        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{path}") \
+            .config("spark.ui.showConsoleProgress", "false")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
+    register(spark)
+    return spark

@@ -1,0 +1,59 @@
+"""The `praha` data source: what `spark.read/readStream/write/writeStream.format("praha")` finds.
+
+Option checks run as early as Spark lets them: `schema()` runs at `load()`, so bad read
+options (and, with failOnDataLoss, unknown topics) fail there; `writer()` runs before
+any write task, so a DataFrame without a `value` column fails there.
+
+Batch writes need `mode("append")`: Spark refuses its default ErrorIfExists mode for
+every Python data source (Spark's Kafka sink accepts it; this is the one difference).
+"""
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter
+from pyspark.sql.datasource import DataSourceWriter
+from pyspark.sql.types import StructType
+
+from praha.spark.options import OptionError, parse_read_options, parse_write_options
+from praha.spark.schema import kafka_schema
+
+
+class PrahaDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "praha"
+
+    def schema(self) -> StructType:
+        opts = parse_read_options(self.options)
+        from praha.spark.planning import check_named_topics, client_for
+
+        with client_for(opts) as client:
+            check_named_topics(client, opts)
+        return kafka_schema(opts.include_headers)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from praha.spark.batch import PrahaBatchReader
+
+        return PrahaBatchReader(parse_read_options(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from praha.spark.stream import PrahaStreamReader
+
+        return PrahaStreamReader(parse_read_options(self.options, streaming=True), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from praha.spark.writer import PrahaBatchWriter, check_topic_exists, check_write_schema
+
+        opts = parse_write_options(self.options)
+        if overwrite:
+            raise OptionError("mode", "overwrite is not supported: a topic is append-only; use mode('append')")
+        check_write_schema(schema, opts)
+        check_topic_exists(opts)
+        return PrahaBatchWriter(opts)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from praha.spark.writer import PrahaStreamWriter, check_topic_exists, check_write_schema
+
+        opts = parse_write_options(self.options)
+        check_write_schema(schema, opts)
+        check_topic_exists(opts)
+        return PrahaStreamWriter(opts)

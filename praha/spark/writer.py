@@ -1,0 +1,163 @@
+"""Write, batch and streaming: `df.write.format("praha")` / `writeStream.format("praha")`.
+
+Columns as in Spark's Kafka sink: `value` (required, binary or string), `key`,
+`headers` (array<struct<key string, value binary>>), `topic` (or the `topic` option,
+which wins), `partition` (int; absent or null: the producer's partitioner).
+
+Delivery guarantee: **at-least-once**. Each task writes its rows through one
+confluent-kafka Producer (acks=all unless `kafka.acks` says otherwise), flushes before
+it returns, and raises if any record was not acknowledged, so Spark retries the task.
+A retried task writes all its rows again: rows a failed attempt did get acknowledged
+appear twice. Readers that need exactly-once must deduplicate (e.g. on a key).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructType
+
+from praha.errors import PrahaError
+from praha.spark.options import OptionError, WriteOptions
+
+#: how long a task waits for its last acknowledgements (librdkafka retries within it)
+FLUSH_TIMEOUT_S = 120.0
+
+
+class WriteError(PrahaError):
+    """Records of a task were not acknowledged; the task fails so Spark retries it."""
+
+
+@dataclass
+class WriteCommit(WriterCommitMessage):
+    rows: int
+    seconds: float
+
+
+def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
+    """Analysis-time checks of the DataFrame to write (Spark's Kafka sink rules)."""
+    fields = {f.name.lower(): f for f in schema.fields}
+    if "value" not in fields:
+        raise OptionError("value", f"the DataFrame to write needs a 'value' column (binary or string); "
+                          f"it has {', '.join(schema.fieldNames()) or 'no columns'}")
+    for name in ("key", "value"):
+        if name in fields and not isinstance(fields[name].dataType, (BinaryType, StringType)):
+            raise OptionError(name, f"column '{name}' must be binary or string, not {fields[name].dataType.simpleString()}")
+    if "topic" in fields and not isinstance(fields["topic"].dataType, StringType):
+        raise OptionError("topic", f"column 'topic' must be a string, not {fields['topic'].dataType.simpleString()}")
+    if opts.topic is None and "topic" not in fields:
+        raise OptionError("topic", "no topic to write to: set the 'topic' option or give the DataFrame a 'topic' column")
+    if "partition" in fields and not isinstance(fields["partition"].dataType, (IntegerType, ShortType, LongType)):
+        raise OptionError("partition", f"column 'partition' must be an int, not {fields['partition'].dataType.simpleString()}")
+    if "headers" in fields:
+        t = fields["headers"].dataType
+        ok = isinstance(t, ArrayType) and isinstance(t.elementType, StructType) and \
+            [f.name for f in t.elementType.fields] == ["key", "value"] and \
+            isinstance(t.elementType.fields[0].dataType, StringType) and \
+            isinstance(t.elementType.fields[1].dataType, (BinaryType, StringType))
+        if not ok:
+            raise OptionError("headers", "column 'headers' must be array<struct<key: string, value: binary>>, "
+                              f"not {t.simpleString()}")
+
+
+def check_topic_exists(opts: WriteOptions) -> None:
+    """An unknown `topic` option fails before any task runs (praha does not auto-create)."""
+    if opts.topic is None:
+        return
+    from praha.spark.kafka import ClusterClient
+
+    with ClusterClient(opts.bootstrap) as client:
+        md = client.refresh([opts.topic])
+    if not md.partitions_of(opts.topic):
+        raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
+
+
+def _as_bytes(v: Any) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    return bytes(v)
+
+
+def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
+    """Produce every row of `batches` (Arrow); flush; raise if any was not acknowledged."""
+    from confluent_kafka import KafkaException, Producer
+
+    t0 = time.monotonic()
+    failures: list[str] = []
+    config = {"linger.ms": 5, "log_level": 3, **opts.producer_config}
+    producer = Producer(config)
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failures.append(f"{msg.topic()}[{msg.partition()}]: {err.str() if hasattr(err, 'str') else err}")
+
+    rows = 0
+    try:
+        for batch in batches:
+            names = [n.lower() for n in batch.schema.names]
+            col = {n: batch.column(i).to_pylist() for i, n in enumerate(names)
+                   if n in ("key", "value", "topic", "partition", "headers")}
+            n = batch.num_rows
+            values = col["value"]
+            keys = col.get("key") or [None] * n
+            topics = [opts.topic] * n if opts.topic else col["topic"]
+            parts = col.get("partition")
+            headers = col.get("headers")
+            for i in range(n):
+                topic = topics[i]
+                if topic is None:
+                    raise OptionError("topic", "null topic present in the data; set the 'topic' option or fill the column")
+                kwargs: dict[str, Any] = {"value": _as_bytes(values[i]), "key": _as_bytes(keys[i]),
+                                          "on_delivery": delivered}
+                if parts is not None and parts[i] is not None:
+                    kwargs["partition"] = int(parts[i])
+                if headers is not None and headers[i]:
+                    kwargs["headers"] = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
+                while True:
+                    try:
+                        producer.produce(topic, **kwargs)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+                rows += 1
+                if failures:
+                    break
+            producer.poll(0)
+            if failures:
+                break
+        left = producer.flush(FLUSH_TIMEOUT_S)
+    except KafkaException as e:
+        raise WriteError(f"producer error: {e}") from e
+    if failures or left:
+        detail = "; ".join(failures[:3]) + (f" (+{len(failures) - 3} more)" if len(failures) > 3 else "")
+        raise WriteError(f"{len(failures) + left} of {rows} records were not acknowledged"
+                         + (f" ({left} still unacknowledged after {FLUSH_TIMEOUT_S:.0f}s)" if left else "")
+                         + (f": {detail}" if detail else "") + "; failing the task so Spark retries it")
+    return WriteCommit(rows, time.monotonic() - t0)
+
+
+class PrahaBatchWriter(DataSourceArrowWriter):
+    def __init__(self, opts: WriteOptions):
+        self.opts = opts
+
+    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        return write_batches(self.opts, iterator)
+
+
+class PrahaStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, opts: WriteOptions):
+        self.opts = opts
+
+    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+        return write_batches(self.opts, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are acknowledged by the time a task returns: nothing left to commit."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Acknowledged records stay written (at-least-once); the retried batch may repeat them."""

@@ -1,0 +1,155 @@
+"""Pure parts of the praha data source, without Spark or a cluster: the record-batch
+decoder, range splitting, rate limiting, option parsing."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from praha.common import TopicPartition
+from praha.errors import CorruptLogError
+from praha.spark.options import OptionError, parse_read_options, parse_write_options
+from praha.spark.planning import OffsetRange, from_json, rate_limit, split_ranges, to_json
+from praha.spark.records import Columns, decode_into, scan_next_offset
+
+TP = TopicPartition("t", 0)
+
+
+def batch(base: int, values: list[bytes | None], keys: list[bytes | None] | None = None, ts: int = 1000,
+          compression: int = 0, headers: bool = False, control: bool = False) -> bytes:
+    b = DefaultRecordBatchBuilder(2, compression, control, -1, -1, -1, 1 << 30)
+    for i, v in enumerate(values):
+        b.append(i, timestamp=ts + i, key=(keys or [None] * len(values))[i], value=v,
+                 headers=[("h", b"x%d" % i), ("n", None)] if headers else [])
+    raw = bytearray(b.build())
+    raw[0:8] = base.to_bytes(8, "big")
+    if control:  # turn it into a control batch (attributes bit 5); fix the CRC
+        import crc32c
+
+        attrs = int.from_bytes(raw[21:23], "big") | 0x20
+        raw[21:23] = attrs.to_bytes(2, "big")
+        raw[17:21] = crc32c.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    return bytes(raw)
+
+
+def test_decode_keys_values_headers_offsets_and_timestamps():
+    buf = batch(10, [b"a", None, b"c"], keys=[b"k0", None, b"k2"], headers=True) + batch(13, [b"d"], ts=5000)
+    cols = Columns(with_headers=True)
+    assert decode_into(buf, 10, 100, cols) == 14
+    assert cols.offsets == [10, 11, 12, 13]
+    assert cols.values == [b"a", None, b"c", b"d"]
+    assert cols.keys == [b"k0", None, b"k2", None]
+    assert cols.timestamps_ms == [1000, 1001, 1002, 5000]
+    assert cols.timestamp_types == [0, 0, 0, 0]
+    assert cols.headers[0] == [("h", b"x0"), ("n", None)]
+
+
+def test_decode_respects_the_range_and_a_partial_trailing_batch():
+    full = batch(0, [b"v%d" % i for i in range(5)]) + batch(5, [b"v%d" % i for i in range(5, 10)])
+    cols = Columns()
+    assert decode_into(full, 2, 7, cols) == 7
+    assert cols.offsets == [2, 3, 4, 5, 6]
+    cut = full[:-3]  # the second batch is incomplete: left for the next fetch
+    cols = Columns()
+    assert decode_into(cut, 0, 100, cols) == 5 == scan_next_offset(cut, 0, 100)
+    assert cols.offsets == [0, 1, 2, 3, 4]
+
+
+def test_control_batches_advance_without_rows_and_compressed_batches_decode():
+    buf = batch(0, [b"a"]) + batch(1, [b"marker"], control=True) + batch(2, [b"z" * 100] * 3, compression=1)
+    cols = Columns()
+    assert decode_into(buf, 0, 100, cols) == 5 == scan_next_offset(buf, 0, 100)
+    assert cols.offsets == [0, 2, 3, 4]
+    assert cols.values[1:] == [b"z" * 100] * 3
+
+
+def test_a_corrupt_batch_fails_its_crc_check():
+    raw = bytearray(batch(0, [b"hello"]))
+    raw[-2] ^= 0xFF
+    with pytest.raises(CorruptLogError):
+        decode_into(bytes(raw), 0, 100, Columns())
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 10_000), min_size=1, max_size=8), min_parts=st.integers(1, 40),
+       max_records=st.one_of(st.none(), st.integers(1, 5000)))
+def test_split_ranges_cover_every_offset_once(sizes, min_parts, max_records):
+    ranges = [OffsetRange(TopicPartition("t", i), 100 * i, 100 * i + s) for i, s in enumerate(sizes)]
+    pieces = split_ranges(ranges, min_parts, max_records)
+    for r in ranges:
+        mine = sorted((p.start, p.end) for p in pieces if p.tp == r.tp)
+        covered = [o for s, e in mine for o in range(s, e)] if r.size < 50_000 else []
+        assert covered == list(range(r.start, r.end))
+        assert all(e > s for s, e in mine)
+        if max_records:
+            assert all(e - s <= max_records for s, e in mine)
+    nonempty = sum(min(r.size, 1) for r in ranges)
+    total = sum(r.size for r in ranges)
+    if nonempty:
+        assert len(pieces) >= min(min_parts, total)
+
+
+@settings(max_examples=200, deadline=None)
+@given(avail=st.lists(st.integers(0, 1000), min_size=1, max_size=8), limit=st.integers(1, 3000))
+def test_rate_limit_admits_exactly_min_of_limit_and_available(avail, limit):
+    start = {TopicPartition("t", i): 50 for i in range(len(avail))}
+    latest = {tp: 50 + a for tp, a in zip(start, avail)}
+    end = rate_limit(start, latest, limit)
+    assert sum(end[tp] - start[tp] for tp in start) == min(limit, sum(avail))
+    assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
+
+
+def test_offsets_json_round_trips_in_sparks_format():
+    offsets = {TopicPartition("a", 0): 5, TopicPartition("a", 1): 7, TopicPartition("b", 0): 0}
+    assert to_json(offsets) == {"a": {"0": 5, "1": 7}, "b": {"0": 0}}
+    assert from_json(to_json(offsets)) == offsets
+
+
+BS = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+@pytest.mark.parametrize(("options", "streaming", "named"), [
+    ({}, None, "kafka.bootstrap.servers"),
+    ({"kafka.bootstrap.servers": "nohost"}, None, "kafka.bootstrap.servers"),
+    ({**BS}, None, "subscribe"),
+    ({**BS, "subscribe": "a", "assign": '{"a":[0]}'}, None, "subscribe"),
+    ({**BS, "assign": "[1]"}, None, "assign"),
+    ({**BS, "assign": '{"a": ["x"]}'}, None, "assign"),
+    ({**BS, "subscribePattern": "("}, None, "subscribePattern"),
+    ({**BS, "subscribe": "a", "startingOffsets": '{"a": {"0": 1.5}}'}, None, "startingOffsets"),
+    ({**BS, "subscribe": "a", "startingOffsets": '{"b": {"0": 1}}'}, None, "startingOffsets"),
+    ({**BS, "assign": '{"a": [0, 1]}', "startingOffsets": '{"a": {"0": 1}}'}, None, "startingOffsets"),
+    ({**BS, "subscribe": "a", "startingOffsets": "latest"}, False, "startingOffsets"),
+    ({**BS, "subscribe": "a", "endingOffsets": "latest"}, True, "endingOffsets"),
+    ({**BS, "subscribe": "a", "startingOffsetsByTimestamp": '{"a": {"0": -5}}'}, None, "startingOffsetsByTimestamp"),
+    ({**BS, "subscribe": "a", "startingOffsetsByTimestampStrategy": "maybe"}, None, "startingOffsetsByTimestampStrategy"),
+    ({**BS, "subscribe": "a", "maxOffsetsPerTrigger": "-1"}, True, "maxOffsetsPerTrigger"),
+    ({**BS, "subscribe": "a", "includeHeaders": "yes"}, None, "includeHeaders"),
+    ({**BS, "subscribe": "a", "kafka.value.deserializer": "x"}, None, "kafka.value.deserializer"),
+])
+def test_bad_read_options_name_the_option(options, streaming, named):
+    with pytest.raises(OptionError) as info:
+        parse_read_options(options, streaming=streaming)
+    assert info.value.option == named
+    assert f"option '{named}'" in str(info.value)
+
+
+def test_read_options_defaults_and_precedence():
+    batch_opts = parse_read_options({**BS, "subscribe": "a, b"}, streaming=False)
+    assert batch_opts.subscription.topics == ("a", "b")
+    assert (batch_opts.starting.kind, batch_opts.ending.kind) == ("earliest", "latest")
+    assert parse_read_options({**BS, "subscribe": "a"}, streaming=True).starting.kind == "latest"
+    o = parse_read_options({**BS, "subscribe": "a", "startingOffsets": "earliest",
+                            "startingOffsetsByTimestamp": '{"a": {"0": 5}}', "startingTimestamp": "9"})
+    assert (o.starting.kind, o.starting.timestamp) == ("timestamp", 9)
+    assert parse_read_options({**BS, "subscribePattern": "a.*"}).subscription.matches("abc")
+    assert not parse_read_options({**BS, "subscribePattern": "a.*"}).subscription.matches("xabc")
+
+
+def test_write_options_pass_producer_settings_and_default_to_acks_all():
+    o = parse_write_options({**BS, "topic": "t", "kafka.linger.ms": "7"})
+    assert o.producer_config["acks"] == "all" and o.producer_config["linger.ms"] == "7"
+    assert o.producer_config["bootstrap.servers"] == "127.0.0.1:9092"
+    with pytest.raises(OptionError, match="kafka.key.serializer"):
+        parse_write_options({**BS, "kafka.key.serializer": "x"})

@@ -1,0 +1,135 @@
+"""Streaming reads: availableNow, restart from a checkpoint, maxOffsetsPerTrigger, new
+partitions picked up, and data loss (retention, topic deletion) with failOnDataLoss."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from praha.common import TopicPartition
+from praha.spark.kafka import ClusterClient
+from praha.spark.options import parse_bootstrap
+from praha.testing.cluster import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _stream(spark, pipeline, **options):
+    r = spark.readStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def _values(n0: int, n1: int, partitions: int) -> list[dict]:
+    return [{"value": b"v-%d" % i, "key": b"k-%d" % (i % 11), "partition": i % partitions} for i in range(n0, n1)]
+
+
+def _run_available_now(spark, pipeline, topic, out, checkpoint, **options) -> list[int]:
+    """One availableNow run into a parquet sink; returns the rows of each micro-batch."""
+    q = (_stream(spark, pipeline, subscribe=topic, startingOffsets="earliest", **options)
+         .selectExpr("partition", "offset", "cast(value as string) as value")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(120), "availableNow query did not finish"
+    assert q.exception() is None
+    return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+
+def test_available_now_reads_everything_then_restart_reads_exactly_the_new_records(spark, pipeline, topic_name, tmp_path):
+    pipeline.create_topic(topic_name, 3, 3, {"min.insync.replicas": "2"})
+    pipeline.produce(topic_name, _values(0, 600, 3))
+    out, ck = tmp_path / "out", tmp_path / "checkpoint"
+
+    first = _run_available_now(spark, pipeline, topic_name, out, ck)
+    assert sum(first) == 600
+    pipeline.produce(topic_name, _values(600, 850, 3))
+    second = _run_available_now(spark, pipeline, topic_name, out, ck)
+    assert sum(second) == 250
+
+    rows = spark.read.parquet(str(out)).collect()
+    assert len(rows) == 850
+    assert len({(r.partition, r.offset) for r in rows}) == 850
+    assert {r.value for r in rows} == {"v-%d" % i for i in range(850)}
+    # offsets in the checkpoint are per topic-partition, in Spark's Kafka JSON
+    last = sorted((ck / "offsets").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)[-1]
+    offsets = json.loads(last.read_text().strip().splitlines()[-1])
+    assert offsets == {topic_name: {"0": 284, "1": 283, "2": 283}}
+    # a third run with nothing new reads nothing
+    assert sum(_run_available_now(spark, pipeline, topic_name, out, ck)) == 0
+
+
+def test_max_offsets_per_trigger_caps_every_micro_batch(spark, pipeline, topic_name, tmp_path):
+    pipeline.create_topic(topic_name, 2, 3)
+    pipeline.produce(topic_name, _values(0, 250, 2))
+    batches = _run_available_now(spark, pipeline, topic_name, tmp_path / "out", tmp_path / "ck",
+                                 maxOffsetsPerTrigger="100")
+    assert batches == [100, 100, 50]
+
+
+def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, topic_name):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    pipeline.create_topic(topic_name, 2, 3)
+    pipeline.produce(topic_name, _values(0, 100, 2))
+    name = topic_name.replace("-", "_")
+    q = (_stream(spark, pipeline, subscribe=topic_name, startingOffsets="earliest")
+         .selectExpr("partition", "cast(value as string) as value")
+         .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start())
+    try:
+        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c == 100, 60, what="first 100 rows")
+        admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
+        admin.create_partitions([NewPartitions(topic_name, 4)])[topic_name].result(timeout=60)
+        pipeline.wait_ready(topic_name, 4)
+        pipeline.produce(topic_name, _values(100, 200, 4))
+        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c >= 200, 60, what="rows of new partitions")
+        rows = spark.sql(f"select partition, value from {name}").collect()
+        assert len(rows) == 200
+        assert {r.partition for r in rows} == {0, 1, 2, 3}
+        assert {r.value for r in rows} == {"v-%d" % i for i in range(200)}
+    finally:
+        q.stop()
+
+
+def test_data_removed_by_retention_fails_or_is_skipped(spark, pipeline, topic_name):
+    # small segments and a byte limit: the broker deletes old segments within seconds
+    pipeline.create_topic(topic_name, 1, 3, {"segment.bytes": "4096", "retention.bytes": "8192"})
+    pipeline.produce(topic_name, [{"value": b"x" * 200} for _ in range(300)], **{"linger.ms": 0, "batch.num.messages": 5})
+
+    def log_start() -> int:
+        with ClusterClient(parse_bootstrap({"kafka.bootstrap.servers": pipeline.bootstrap})) as c:
+            return c.list_offsets({TopicPartition(topic_name, 0): -2}, 10, 200)[TopicPartition(topic_name, 0)]
+
+    start = wait_for(lambda: log_start() or None, 60, what="retention to delete the first segments")
+    read = (spark.read.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap)
+            .option("subscribe", topic_name).option("startingOffsets", json.dumps({topic_name: {"0": 0}})))
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        read.load().count()
+    rows = read.option("failOnDataLoss", "false").load().select("offset").collect()
+    assert rows and min(r.offset for r in rows) >= start and max(r.offset for r in rows) == 299
+
+
+def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name):
+    from confluent_kafka.admin import AdminClient
+
+    pipeline.create_topic(topic_name, 1, 3)
+    pipeline.produce(topic_name, _values(0, 50, 1))
+    queries = {}
+    for fail in ("true", "false"):
+        name = f"{topic_name.replace('-', '_')}_{fail}"
+        queries[fail] = (_stream(spark, pipeline, subscribe=topic_name, failOnDataLoss=fail, startingOffsets="earliest")
+                         .select("offset").writeStream.format("memory").queryName(name)
+                         .trigger(processingTime="500 milliseconds").start())
+        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c == 50, 60, what=f"rows ({fail})")
+    try:
+        admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
+        admin.delete_topics([topic_name])[topic_name].result(timeout=60)
+        wait_for(lambda: topic_name not in pipeline.status()["topics"], 60, what="topic deletion")
+        wait_for(lambda: not queries["true"].isActive, 60, what="the failOnDataLoss=true query to fail")
+        assert "failOnDataLoss" in str(queries["true"].exception())
+        time.sleep(2)
+        assert queries["false"].isActive and queries["false"].exception() is None
+    finally:
+        for q in queries.values():
+            q.stop()
