@@ -31,6 +31,8 @@ class ControllerContext:
     #: topic → partition → assignment
     assignments: dict[str, dict[int, ReplicaAssignment]] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
+    #: partitions whose leader restarted unseen (found at failover): treated as offline once
+    stale_leadership: set[TopicPartition] = field(default_factory=set)
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)

@@ -210,6 +210,11 @@ class Controller:
             self.state_log.record("CorruptControllerZNode", reason=e.reason)
             self._delete_corrupt(znodes.CONTROLLER_PATH)
             return -1
+        if cid == self.broker_id and not self.is_active and self.store.delete_stale_controller(self.broker_id):
+            # it names us, but this process never won it: the seat of our previous incarnation
+            # (killed and restarted before its session expired); freed, a new election follows
+            self.state_log.record("StaleControllerSeatFreed")
+            return -1
         return -1 if cid is None else cid
 
     def _delete_corrupt(self, path: str) -> None:
@@ -388,10 +393,17 @@ class Controller:
         for t, err in bad_configs.items():
             log.error("topic %s has a corrupt config znode, broker defaults apply: %s", t, err)
         lap("configs")
-        states, bad_states = self.store.get_partition_states(ctx.all_partitions())
+        mzxids: dict[TopicPartition, int] = {}
+        states, bad_states = self.store.get_partition_states(ctx.all_partitions(), mzxids=mzxids)
         for tp, err in bad_states.items():
             log.error("partition %s has a corrupt state znode (%s); it will be treated as having no leader", tp, err)
         ctx.leadership = dict(states)
+        ctx.stale_leadership = stale_leaderships(states, mzxids, ctx.live_brokers)
+        if ctx.stale_leadership:
+            log.warning(
+                "%d partitions are led by a broker that restarted since it was elected (unseen bounce); "
+                "they get a new election", len(ctx.stale_leadership),
+            )
         lap("states")
         self.watch_topics(sorted(ctx.all_topics))
         lap("topic_watches")
@@ -595,3 +607,16 @@ class Controller:
             "last_failover_seconds": self.last_failover_s,
             "global_partition_count": float(len(ctx.leadership) if active else 0),
         }
+
+
+def stale_leaderships(states, mzxids, live_brokers) -> set[TopicPartition]:
+    """Partitions whose leader registered (its broker epoch, the czxid of its znode) after the
+    partition's state znode was last written: the leader elected there was an earlier
+    incarnation of that broker, which restarted without any controller seeing it. Treating
+    them as offline gives them a new leader epoch, as if the bounce had been seen."""
+    out = set()
+    for tp, st in states.items():
+        b = live_brokers.get(st.leader_and_isr.leader)
+        if b is not None and tp in mzxids and b.epoch > mzxids[tp]:
+            out.add(tp)
+    return out

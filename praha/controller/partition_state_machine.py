@@ -58,15 +58,17 @@ class PartitionStateMachine:
         live = ctx.live_broker_ids
         leadership = ctx.leadership
         states = ctx.partition_states
+        stale = ctx.stale_leadership
         new, online, offline = PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE
         for tp in ctx.all_partitions():
             li = leadership.get(tp)
             if li is None:
                 states[tp] = new
-            elif li.leader_and_isr.leader in live:
+            elif li.leader_and_isr.leader in live and tp not in stale:
                 states[tp] = online
             else:
                 states[tp] = offline
+        stale.clear()
         ctx.update_offline_partition_count()
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> dict:

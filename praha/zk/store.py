@@ -608,6 +608,27 @@ class ZkStore:
         except KazooException as e:
             raise self._wrap(e, "create /controller_epoch") from None
 
+    def delete_stale_controller(self, broker_id: int) -> bool:
+        """Delete `/controller` if it names `broker_id` but belongs to another session: the seat of
+        a previous incarnation of this broker, killed and restarted before its session expired.
+        Conditional on the znode's version, so a fresh election's result is never removed."""
+        got = self.get_data(zn.CONTROLLER_PATH)
+        if got is None:
+            return False
+        data, stat = got
+        try:
+            owner = zn.decode_controller(data)
+        except ZNodeDecodeError:
+            return False
+        if owner != broker_id or stat.ephemeralOwner == self.session_id:
+            return False
+        try:
+            self.client.delete(zn.CONTROLLER_PATH, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            return False
+        log.info("deleted /controller left by a previous incarnation of broker %d", broker_id)
+        return True
+
     def delete_controller(self, epoch_zk_version: int | None = None) -> None:
         """Delete `/controller` (absent is fine); fenced by the epoch's zkVersion when given."""
         if epoch_zk_version is not None:
@@ -780,11 +801,21 @@ class ZkStore:
         # a topic znode grows with its partition count: fewer per multi-read response
         return self._decode_bulk(topics, zn.topic_path, _decode_topic_assignment, multi_read_batch=50)
 
-    def get_partition_states(self, tps: Iterable[TopicPartition]
+    def get_partition_states(self, tps: Iterable[TopicPartition], mzxids: dict[TopicPartition, int] | None = None
                              ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch],
                                         dict[TopicPartition, ZNodeDecodeError]]:
-        """Leader/ISR per partition (zk_version from the stat); missing ones are in neither dict."""
-        return self._decode_bulk(tps, zn.tp_state_path, _decode_partition_state)
+        """Leader/ISR per partition (zk_version from the stat); missing ones are in neither dict.
+        With `mzxids`, also fills in the zxid of each znode's last write (a failover compares
+        it with leaders' registration czxids to spot leaders that restarted unseen)."""
+        if mzxids is None:
+            return self._decode_bulk(tps, zn.tp_state_path, _decode_partition_state)
+        tps = list(dict.fromkeys(tps))
+        by_path = {zn.tp_state_path(tp): tp for tp in tps}
+
+        def decode(path: str, data: bytes, stat: ZnodeStat) -> LeaderIsrAndControllerEpoch:
+            mzxids[by_path[path]] = stat.mzxid
+            return _decode_partition_state(path, data, stat)
+        return self._decode_bulk(tps, zn.tp_state_path, decode)
 
     def get_topic_configs(self, topics: Iterable[str]
                           ) -> tuple[dict[str, dict[str, str]], dict[str, ZNodeDecodeError]]:

@@ -17,7 +17,6 @@ from confluent_kafka import Producer
 from kafka.protocol.consumer import ListOffsetsRequest as L
 from kafka.protocol.metadata import MetadataRequest as M
 
-from known_issues import KNOWN_OPEN
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import running_cluster, wait_for
@@ -39,7 +38,6 @@ def leader_hw(port: int, topic: str) -> tuple[int, int, int, int]:
         return p.leader_id, p.leader_epoch, q.error_code, q.offset
 
 
-@pytest.mark.xfail(reason=KNOWN_OPEN["hw_regressed"], strict=False)
 def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
     overrides = {"zookeeper.session.timeout.ms": "6000", "min.insync.replicas": "2"}
     with running_cluster(tmp_path / "c", zk_connect, 3, overrides) as cluster:

@@ -346,3 +346,29 @@ def test_one_request_of_each_kind_per_broker_per_batch():
     assert counts and max(counts.values()) == 1
     assert 1 not in {b for b, _ in r.sender.sent}  # the dead broker hears nothing
     assert all(r.store.states[tp].leader_and_isr.leader == 2 for tp in parts)
+
+
+def test_failover_treats_a_leader_that_restarted_unseen_as_offline():
+    """A leader whose registration (czxid) is newer than the state znode's last write was elected
+    as an earlier incarnation: it gets a new election (new leader epoch), as if the bounce was seen."""
+    from praha.common import BrokerInfo, EndPoint
+    from praha.controller.controller import stale_leaderships
+
+    r = rig(brokers=(1, 2, 3), topics={"t": {0: (1, 2, 3), 1: (2, 3, 1)}})
+    t1 = TopicPartition("t", 1)
+    r.store.put(T0, 1, (1, 2, 3), leader_epoch=4)
+    r.store.put(t1, 2, (2, 3, 1), leader_epoch=7)
+    r.ctx.live_brokers[1] = BrokerInfo(1, (EndPoint("127.0.0.1", 1),), epoch=500)  # re-registered at zxid 500
+    mzxids = {T0: 300, t1: 300}
+    states = dict(r.store.states)
+    r.ctx.leadership = states
+    r.ctx.stale_leadership = stale_leaderships(states, mzxids, r.ctx.live_brokers)
+    assert r.ctx.stale_leadership == {T0}
+    m = psm(r)
+    r.batch.new_batch()
+    m.startup()
+    send(r)
+    li = r.store.states[T0].leader_and_isr
+    assert li.leader_epoch == 5  # a fresh election, even though broker 1 is live and may lead again
+    assert r.store.states[t1].leader_and_isr.leader_epoch == 7  # untouched
+    assert not r.ctx.stale_leadership
