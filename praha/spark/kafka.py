@@ -296,10 +296,12 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
                 if pos[0] > offset:
                     stalled_since = None
                     continue
-            # nothing new: the (new) leader's high watermark has not reached us yet
-            last_problem = f"high watermark {p.high_watermark} of the leader is at or below offset {offset}"
             stalled_since = stalled_since or now
-            if p.high_watermark <= offset:
+            if records:  # bytes, but no complete batch from our offset on: should not happen; do not spin
+                last_problem = f"the leader returned no complete record batch at offset {offset}"
+                time.sleep(backoff_ms / 1000)
+            else:  # nothing new: the (new) leader's high watermark has not reached us yet
+                last_problem = f"high watermark {p.high_watermark} of the leader is at or below offset {offset}"
                 time.sleep(min(backoff_ms, 50) / 1000)
             continue
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -86,7 +86,10 @@ class PipelineCluster:
         wait_for(ok, timeout, interval=0.25, what=f"topic {topic} ready")
 
     def restart(self, broker_id: int) -> None:
-        self.cluster.start_broker(broker_id, timeout=60)
+        """Start a broker the test stopped or killed (a no-op if it is running)."""
+        _, b = self.cluster.broker(broker_id)
+        if not self.cluster.broker_running(b):
+            self.cluster.start_broker(broker_id, timeout=60)
 
     def written(self, topic: str) -> int:
         """Records in `topic` so far (sum of high watermarks)."""
