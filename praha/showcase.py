@@ -507,10 +507,10 @@ def report(stats: ProducerStats, marks: Marks, tail: StateChangeTail, check: dic
     print(f"controller elections         {len(tail.controller_elections)}; failover (controller work) "
           + ", ".join(f"{ms:.0f} ms" for ms in tail.failovers_ms))
     timeout_s = int(BROKER_CONFIG["zookeeper.session.timeout.ms"]) / 1000
-    for key, label in (("leader", "leader kill → leaders live"), ("controller", "controller kill → controller"),
-                       ("controller_partitions", "controller kill → leaders live")):
+    for key, label in (("leader", "leader kill → all led again"), ("controller", "controller kill → new one"),
+                       ("controller_partitions", "controller kill → all led")):
         if key in marks.recoveries:
-            print(f"{label:<29}{marks.recoveries[key]:.1f} s (mostly the ZooKeeper session timeout, {timeout_s:.0f} s, "
+            print(f"{label:<28} {marks.recoveries[key]:.1f} s (mostly the ZooKeeper session timeout, {timeout_s:.0f} s, "
                   "before the crash is noticed)")
     print(f"result                       {'PASS: every acknowledged record is in the log and counted once' if check['ok'] else 'FAIL'}")
     if not check["ok"]:
