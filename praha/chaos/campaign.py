@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 
+#: a fault that takes longer than this to inject, hold and heal is listed (an availability
+#: problem, not a safety one: the invariants judge safety and final health)
+SLOW_HEAL_S = 30.0
+
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -197,6 +201,9 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "faults": len(faults),
         "faults_by_kind": by_kind,
         "faults_failed": sum(1 for f in faults if not f.ok),
+        "slow_heals": [{"index": f.index, "kind": f.kind, "target": f.target,
+                        "seconds": round(f.healed_t - f.start_t, 1)}
+                       for f in faults if f.healed_t - f.start_t > SLOW_HEAL_S],
         "sent": ledger.sent,
         **{k: v for k, v in asdict(records).items()},
         "replica_divergent_offsets": replica_divergent,
