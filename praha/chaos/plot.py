@@ -35,7 +35,7 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is a test dependency
         return None
-    fig, axes = plt.subplots(5, 1, figsize=(14, 11), sharex=True,
+    fig, axes = plt.subplots(5, 1, figsize=(16, 11), sharex=True,
                              gridspec_kw={"height_ratios": [2, 1.3, 1.3, 1, 1.3]})
     ax_f, ax_a, ax_p, ax_c, ax_m = axes
     brokers = int(report["config"]["brokers"])
@@ -44,12 +44,14 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
         end = fault["healed_t"] if fault["healed_t"] >= 0 else fault["start_t"] + 1
         ax_f.barh(row, end - fault["start_t"], left=fault["start_t"], height=0.6,
                   color=KIND_COLORS.get(fault["kind"], "grey"), edgecolor="black", linewidth=0.3)
-    ax_f.set_yticks([-1] + list(range(1, brokers + 1)), ["zk"] + [f"b{b}" for b in range(1, brokers + 1)])
+    ensemble = int(report["config"].get("zk_ensemble", 1)) > 1
+    rows = ([-1] if ensemble else []) + list(range(1, brokers + 1))
+    ax_f.set_yticks(rows, (["zk"] if ensemble else []) + [f"b{b}" for b in range(1, brokers + 1)])
     ax_f.set_title(f"chaos seed {report['seed']}: {report['figures']['faults']} faults, "
                    f"{report['figures']['acked']} acked, {report['figures']['lost']} lost, "
                    f"{report['figures']['violations']} violations")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
-    ax_f.legend(handles, list(KIND_COLORS), loc="upper left", fontsize=7, ncol=4)
+    ax_f.legend(handles, list(KIND_COLORS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     xs, ys = _per_second(ack_times)
     ax_a.plot(xs, ys, lw=0.8)
     ax_a.set_ylabel("acks/s")
@@ -58,7 +60,8 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
         if pts:
             ax_p.step([p[0] for p in pts], [p[1] for p in pts], style, lw=0.8, where="post", label=series)
     ax_p.set_ylabel("partitions")
-    ax_p.legend(loc="upper left", fontsize=7)
+    if ax_p.get_legend_handles_labels()[0]:
+        ax_p.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     pts = samples.get("controller_epoch", [])
     if pts:
         ax_c.step([p[0] for p in pts], [p[1] for p in pts], "k-", lw=0.8, where="post")
@@ -68,7 +71,8 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
             ax_m.plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, label=name[len("rss_mb_"):])
     ax_m.set_ylabel("RSS MB")
     ax_m.set_xlabel("seconds since start")
-    ax_m.legend(loc="upper left", fontsize=7, ncol=brokers)
+    if ax_m.get_legend_handles_labels()[0]:
+        ax_m.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     for v in report["violations"]:
         for ax in axes:
             ax.axvline(v["t"], color="red", lw=1.0, alpha=0.7)
