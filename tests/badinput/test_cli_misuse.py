@@ -236,12 +236,34 @@ CATALOGUE = [
      "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,zk_member_kill"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
+    # ---- analyze (PySpark job; these are refused before Spark starts)
+    ("analyze-no-path", "analyze state-change-log --path {f:nowhere}", 1, "error: --path {f:nowhere} does not exist"),
+    ("analyze-bad-format", "analyze state-change-log --path {dir} --format xml", 1,
+     "error: --format takes csv and/or parquet, not xml"),
+    ("analyze-no-logs", "analyze state-change-log --path {f:}", 1, "error: no state-change.log files under {f:}"),
 ]
 
 def wants_dir(argv: list[str]) -> bool:
     """Commands that take --dir get the misuse cluster's unless the case names another target."""
-    return not ({"--dir", "--zookeeper"} & set(argv) or argv[0] == "chaos"
+    return not ({"--dir", "--zookeeper"} & set(argv) or argv[0] in ("chaos", "analyze")
                 or argv[:3] == ["broker", "start", "--config"])
+
+
+def commands() -> set[str]:
+    """Every `praha` command, with its subcommand where it has them ("topics create", "chaos")."""
+    from praha.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    out = set()
+    for name, p in sub.choices.items():
+        nested = [a for a in p._actions if getattr(a, "choices", None) and a.dest == "sub"]
+        out |= {f"{name} {s}" for s in nested[0].choices} if nested else {name}
+    return out
+
+
+def command_of(argv_text: str) -> str:
+    words = argv_text.split()
+    return " ".join(words[:2]) if words[0] in ("topics", "reassign", "broker", "cluster", "analyze") else words[0]
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +274,7 @@ def env(misuse_cluster):
 
 
 def expand(text: str, env) -> str:
-    out = text.replace("{dir}", env.dir).replace("{long}", LONG).replace("{pid1}", str(env.pid(1)))
+    out = text.replace("{dir}", env.dir).replace("{f:}", str(env.files)).replace("{long}", LONG).replace("{pid1}", str(env.pid(1)))
     while "{f:" in out:
         start = out.index("{f:")
         end = out.index("}", start)
@@ -274,6 +296,8 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
 def test_misuse(env, capsys, case_id, command, code, message):
     import shlex
 
+    if command_of(command) not in commands():
+        pytest.skip(f"`praha {command_of(command)}` does not exist in this build")
     argv = shlex.split(expand(command, env))
     if wants_dir(argv):
         argv += ["--dir", env.dir]
@@ -291,15 +315,28 @@ def test_consume_refuses_a_negative_partition(env, capsys):
 
 def test_the_catalogue_covers_every_command():
     """Every subcommand praha has appears in the catalogue (a new one must add its misuse cases)."""
-    from praha.cli.main import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    commands = set()
-    for name, p in sub.choices.items():
-        nested = [a for a in p._actions if getattr(a, "choices", None) and a.dest == "sub"]
-        commands |= {f"{name} {s}" for s in nested[0].choices} if nested else {name}
-    covered = {" ".join(c[1].split()[:2]) if c[1].split()[0] in ("topics", "reassign", "broker", "cluster")
-               else c[1].split()[0] for c in CATALOGUE}
-    missing = commands - covered - {"zookeeper start", "reassign list", "topics list", "broker start"}
+    covered = {command_of(c[1]) for c in CATALOGUE}
+    missing = commands() - covered - {"zookeeper start", "reassign list", "topics list", "broker start"}
     assert not missing, f"commands without misuse cases: {sorted(missing)}"
+
+
+ANALYZE_CRASH = "praha analyze state-change-log crashes instead of refusing; reported (cli/analyze.py)"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=ANALYZE_CRASH + ": --path naming a file ends in a TypeError traceback after ~20 s",
+                   strict=False)
+def test_analyze_refuses_a_file_as_path(env, capsys):
+    if "analyze state-change-log" not in commands():
+        pytest.skip("no analyze command in this build")
+    code, last = run_cli(["analyze", "state-change-log", "--path", str(env.files / "bad.json")], capsys)
+    assert code == 1 and last.startswith("error: ")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=ANALYZE_CRASH + ": --cores 0 ends in a Spark/Java exception", strict=False)
+def test_analyze_refuses_zero_cores(env, capsys):
+    if "analyze state-change-log" not in commands():
+        pytest.skip("no analyze command in this build")
+    code, last = run_cli(["analyze", "state-change-log", "--path", env.dir, "--cores", "0"], capsys)
+    assert code == 1 and last.startswith("error: ")
