@@ -56,6 +56,10 @@ class Analysis:
         return self._collected[name]
 
 
+class NoStateChangeEvents(ValueError):
+    """The files hold no line that parses as a state-change event."""
+
+
 def log_files(path: str | Path) -> list[str]:
     root = Path(path)
     if root.is_file():
@@ -76,6 +80,9 @@ def analyze(spark: SparkSession, path: str | Path) -> Analysis:
         raise FileNotFoundError(f"no state-change.log files under {path}")
     events = load_events(spark, files).cache()
     bounds = events.agg(F.min("time_ms").alias("lo"), F.max("time_ms").alias("hi")).first()
+    if bounds.lo is None:
+        raise NoStateChangeEvents(f"no state-change events in {', '.join(files[:3])}"
+                                  + (f" and {len(files) - 3} more files" if len(files) > 3 else ""))
     start_ms, end_ms = int(bounds.lo), int(bounds.hi)
 
     elections = _elections(events).cache()

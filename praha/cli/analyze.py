@@ -20,10 +20,12 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 def cmd_state_change_log(args: argparse.Namespace) -> int:
     from praha.analytics.report import plot_offline, summary_text, write_outputs
-    from praha.analytics.state_change import analyze, log_files
+    from praha.analytics.state_change import NoStateChangeEvents, analyze, log_files
     from praha.cli.main import CliError
 
     path = Path(args.path)
+    if args.cores < 1:
+        raise CliError(f"--cores must be at least 1, got {args.cores}")
     if not path.exists():
         raise CliError(f"--path {path} does not exist")
     files = log_files(path)
@@ -33,14 +35,18 @@ def cmd_state_change_log(args: argparse.Namespace) -> int:
     bad = [f for f in formats if f not in ("csv", "parquet")]
     if bad:
         raise CliError(f"--format takes csv and/or parquet, not {', '.join(bad)}")
-    out = Path(args.out) if args.out else path / "analysis"
+    out = Path(args.out) if args.out else (path.parent if path.is_file() else path) / "analysis"
     print(f"analyzing {len(files)} state-change logs under {path} with Spark (local[{args.cores}])...",
           file=sys.stderr, flush=True)
     t0 = time.monotonic()
     from praha.spark import local_session
 
     spark = local_session("praha-analyze", cores=args.cores, quiet=True)
-    analysis = analyze(spark, path)
+    try:
+        analysis = analyze(spark, path)
+    except NoStateChangeEvents as e:
+        spark.stop()
+        raise CliError(str(e)) from None
     print(summary_text(analysis, limit=args.limit))
     written = write_outputs(analysis, out, formats)
     if not args.no_plot:

@@ -95,6 +95,9 @@ def cmd_consume(args) -> int:
         t = md.topics.get(args.topic)
         if t is None or t.error is not None or not t.partitions:
             raise CliError(f"topic {args.topic} not found" + (f" ({t.error})" if t is not None and t.error else ""))
+        if args.partition is not None and args.partition not in t.partitions:
+            raise CliError(f"topic {args.topic} has no partition {args.partition} "
+                           f"(partitions 0..{max(t.partitions)})")
         parts = sorted(t.partitions) if args.partition is None else [args.partition]
         start = ck.OFFSET_BEGINNING if args.from_beginning else ck.OFFSET_END
         consumer.assign([ck.TopicPartition(args.topic, p, start) for p in parts])

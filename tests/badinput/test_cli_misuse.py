@@ -305,8 +305,6 @@ def test_misuse(env, capsys, case_id, command, code, message):
     assert (got_code, last) == (code, expand(message, env))
 
 
-@pytest.mark.xfail(reason="praha consume accepts a negative --partition and reads nothing (exit 0); "
-                          "reported, cli/data.py", strict=False)
 def test_consume_refuses_a_negative_partition(env, capsys):
     code, last = run_cli(["consume", "--topic", "orders", "--partition", "-1", "--max-messages", "1",
                           "--idle-timeout", "1", "--dir", env.dir], capsys)
@@ -320,12 +318,9 @@ def test_the_catalogue_covers_every_command():
     assert not missing, f"commands without misuse cases: {sorted(missing)}"
 
 
-ANALYZE_CRASH = "praha analyze state-change-log crashes instead of refusing; reported (cli/analyze.py)"
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason=ANALYZE_CRASH + ": --path naming a file ends in a TypeError traceback after ~20 s",
-                   strict=False)
 def test_analyze_refuses_a_file_as_path(env, capsys):
     if "analyze state-change-log" not in commands():
         pytest.skip("no analyze command in this build")
@@ -334,7 +329,6 @@ def test_analyze_refuses_a_file_as_path(env, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason=ANALYZE_CRASH + ": --cores 0 ends in a Spark/Java exception", strict=False)
 def test_analyze_refuses_zero_cores(env, capsys):
     if "analyze state-change-log" not in commands():
         pytest.skip("no analyze command in this build")
