@@ -42,6 +42,8 @@ Progress = Callable[[str], None]
 #: a fault that takes longer than this to inject, hold and heal is listed (an availability
 #: problem, not a safety one: the invariants judge safety and final health)
 SLOW_HEAL_S = 30.0
+#: faults that, by design, leave the controller in its seat (stalls below the session timeout, probes)
+CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "zk_member_kill"}
 
 
 def _stderr(msg: str) -> None:
@@ -261,10 +263,10 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
 
 
 def _failover_gaps(faults: list[FaultRecord], elections: list[dict[str, Any]]) -> list[float]:
-    """For each fault that hit the controller: seconds until the next controller election."""
+    """For each fault that took the controller away: seconds until the next controller election."""
     gaps = []
     for f in faults:
-        if not f.was_controller:
+        if not f.was_controller or f.kind in CONTROLLER_KEEPING_KINDS:
             continue
         nxt = next((e for e in elections if e["t"] >= f.start_t), None)
         if nxt is not None:
