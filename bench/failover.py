@@ -28,43 +28,37 @@ Usage: .venv/bin/python bench/failover.py [--sizes 1000,10000,100000] [--repeat 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
 import signal
-import socket
-import socketserver
 import statistics
-import struct
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from praha.common import (  # noqa: E402
-    BrokerInfo,
-    EndPoint,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicAssignment,
-    TopicPartition,
+from _harness import (  # noqa: E402  (the shared bench machinery: stand-ins, pre-load, broker 1)
+    BROKERS,
+    CONTROLLER_BROKER,
+    REPO,
+    RF,
+    UPDATE_METADATA,
+    BrokerProcess,
+    StandInBroker,
+    clear_broker,
+    preload,
+    replicas_of,
+    start_py_spy,
+    stop_process,
+    take_controller_seat as _take_seat,
+    topic_names,
+    wait_for_line,
 )
-from praha.protocol.controller_apis import (  # noqa: E402
-    LeaderAndIsrResponse,
-    StopReplicaResponse,
-    UpdateMetadataResponse,
-)
-from praha.protocol.framing import encode_response, parse_request_header  # noqa: E402
-from praha.testing.cluster import scrape_metrics  # noqa: E402
 from praha.zk import znodes as zn  # noqa: E402
 from praha.zk.multiread import GET_DATA_OPCODE  # noqa: E402
 
@@ -72,150 +66,14 @@ try:  # the way ZkStore issues multi-reads (a cheaper chroot prefix than kazoo's
     from praha.zk.store import _multi_read_async as multi_read_async  # noqa: E402
 except ImportError:  # pragma: no cover
     from praha.zk.multiread import multi_read_async  # noqa: E402
-from praha.zk.ops import CreateOp  # noqa: E402
-from praha.zk.server import EmbeddedZooKeeper, free_port  # noqa: E402
+from praha.zk.server import EmbeddedZooKeeper  # noqa: E402
 from praha.zk.store import ZkStore  # noqa: E402
 
-BROKERS = 6
-RF = 3
-CONTROLLER_BROKER = 1
 STAND_IN_CONTROLLER = 2
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 PIPELINE_WINDOW = 2000
 MULTI_READ_BATCH, MULTI_READ_TOPIC_BATCH, MULTI_READ_WINDOW = 500, 50, 16
 TARGET_RATIO = 1.5
 TARGET_100K_S = 14.0
-
-
-# ------------------------------------------------------------------------- stand-in brokers
-class _SinkHandler(socketserver.BaseRequestHandler):
-    """Reads Kafka frames; answers the three controller APIs with error_code 0, records
-    their arrival; closes the connection on anything else (e.g. a follower's Fetch)."""
-
-    def handle(self) -> None:
-        sink: StandInBroker = self.server.sink  # type: ignore[attr-defined]
-        sock = self.request
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        while not sink.closing:
-            prefix = _recv_exact(sock, 4)
-            if prefix is None:
-                return
-            (size,) = struct.unpack(">i", prefix)
-            if size < 0 or size > 512 << 20:
-                return
-            body = _recv_exact(sock, size)
-            if body is None:
-                return
-            try:
-                header = parse_request_header(body)
-            except Exception:  # noqa: BLE001 - not a frame we understand
-                return
-            if header.api_key == LEADER_AND_ISR:
-                resp = LeaderAndIsrResponse(error_code=0, partition_errors=[])
-            elif header.api_key == UPDATE_METADATA:
-                resp = UpdateMetadataResponse(error_code=0)
-            elif header.api_key == STOP_REPLICA:
-                resp = StopReplicaResponse(error_code=0, partition_errors=[])
-            else:
-                return
-            sink.record(header.api_key, size)
-            sock.sendall(encode_response(header, resp, header.api_version))
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        try:
-            chunk = sock.recv(min(n - len(buf), 1 << 20))
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
-
-
-class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class StandInBroker:
-    def __init__(self, broker_id: int):
-        self.broker_id = broker_id
-        self.closing = False
-        self._lock = threading.Lock()
-        self.received: list[tuple[int, float, int]] = []  # (api key, wall time, bytes)
-        self.server = _Server(("127.0.0.1", 0), _SinkHandler)
-        self.server.sink = self  # type: ignore[attr-defined]
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
-                                       name=f"stand-in-{broker_id}", daemon=True)
-
-    def start(self) -> "StandInBroker":
-        self.thread.start()
-        return self
-
-    def info(self) -> BrokerInfo:
-        return BrokerInfo(self.broker_id, (EndPoint("127.0.0.1", self.port),))
-
-    def record(self, api_key: int, size: int) -> None:
-        with self._lock:
-            self.received.append((api_key, time.time(), size))
-
-    def first_after(self, api_key: int, t0: float) -> tuple[float, int] | None:
-        with self._lock:
-            return next(((t, n) for k, t, n in self.received if k == api_key and t >= t0), None)
-
-    def stop(self) -> None:
-        self.closing = True
-        self.server.shutdown()
-        self.server.server_close()
-
-
-# ------------------------------------------------------------------------- ZooKeeper pre-load
-def topic_names(partitions: int, per_topic: int) -> list[tuple[str, int]]:
-    out, left, i = [], partitions, 0
-    while left > 0:
-        n = min(per_topic, left)
-        out.append((f"bench-{i:05d}", n))
-        left -= n
-        i += 1
-    return out
-
-
-def replicas_of(g: int) -> tuple[int, ...]:
-    """RF 3 over brokers 1..6, leaders spread evenly (the first replica leads)."""
-    return tuple((g + k) % BROKERS + 1 for k in range(RF))
-
-
-def preload(store: ZkStore, topics: list[tuple[str, int]]) -> list[str]:
-    """Write every topic's znodes with multi-ops, level by level; returns the state paths."""
-    store.ensure_persistent_paths()
-    store.get_or_create_cluster_id()
-    levels: list[list[CreateOp]] = [[], [], [], []]
-    state_paths: list[str] = []
-    g = 0
-    for t, n in topics:
-        parts = {}
-        for p in range(n):
-            r = replicas_of(g)
-            g += 1
-            parts[p] = ReplicaAssignment(r)
-            state = LeaderIsrAndControllerEpoch(LeaderAndIsr(r[0], r, 0, 0), 1)
-            levels[2].append(CreateOp(zn.partition_path(t, p)))
-            path = zn.tp_state_path(TopicPartition(t, p))
-            levels[3].append(CreateOp(path, zn.encode_partition_state(state)))
-            state_paths.append(path)
-        levels[0].append(CreateOp(zn.config_topic_path(t), zn.encode_config({})))
-        levels[0].append(CreateOp(zn.topic_path(t), zn.encode_topic_assignment(TopicAssignment(parts))))
-        levels[1].append(CreateOp(zn.partitions_path(t)))
-    for ops in levels:
-        results = store.multi(ops)
-        bad = [(op.path, r) for op, r in zip(ops, results) if not r.ok]
-        if bad:
-            raise RuntimeError(f"pre-load failed for {len(bad)} znodes, e.g. {bad[0]}")
-    return state_paths
 
 
 # ------------------------------------------------------------------------- raw reads
@@ -264,144 +122,14 @@ class Trial:
     line: dict = field(default_factory=dict)
 
 
-class BrokerProcess:
-    """The real broker 1, started in its own session and stopped by its PID."""
-
-    def __init__(self, workdir: Path, zk_connect: str):
-        self.dir = workdir
-        self.port = free_port()
-        self.metrics_port = free_port()
-        self.data = workdir / "data"
-        self.state_log = self.data / "state-change.log"
-        self.config = workdir / "server.properties"
-        props = {
-            "broker.id": str(CONTROLLER_BROKER),
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.data),
-            "zookeeper.connect": zk_connect,
-            "zookeeper.session.timeout.ms": "6000",
-            "praha.metrics.port": str(self.metrics_port),
-            # measurement hygiene: no controlled shutdown between trials, and a leader
-            # must not shrink the ISR of the pre-loaded partitions while a trial runs
-            "controlled.shutdown.enable": "false",
-            "replica.lag.time.max.ms": "3600000",
-        }
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        with open(self.dir / "broker.log", "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "praha", "broker", "start", "--config", str(self.config)],
-                cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid if self.proc else -1
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def metrics(self) -> dict[str, float]:
-        return scrape_metrics(self.metrics_port, timeout=5.0)
-
-    def wait_controller_started(self, timeout: float) -> None:
-        """Until the broker's controller has processed Startup (its /controller watch is armed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise RuntimeError(f"broker 1 exited with {self.proc.returncode}; see {self.dir / 'broker.log'}")
-            try:
-                m = self.metrics()
-                if m.get("praha_controller_events_processed_total", m.get("praha_controller_events_processed", 0)) >= 1:
-                    if m.get("praha_controller_active_controller") == 0.0:
-                        return
-            except Exception:  # noqa: BLE001 - not serving yet
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"broker 1 did not start within {timeout:.0f}s; see {self.dir / 'broker.log'}")
-
-    def stop(self, grace: float = 30.0) -> None:
-        """SIGTERM by PID; SIGKILL after `grace` seconds."""
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
-
-
-def wait_for_line(path: Path, event: str, timeout: float, alive) -> dict:
-    """Tail `path` until a JSON line with `"event": event` appears (bounded)."""
-    deadline = time.monotonic() + timeout
-    offset = 0
-    pending = b""
-    while time.monotonic() < deadline:
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            chunk = b""
-        if chunk:
-            offset += len(chunk)
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                if f'"event":"{event}"'.encode() in raw:
-                    return json.loads(raw)
-        elif not alive():
-            raise RuntimeError(f"broker exited before writing {event}")
-        time.sleep(0.005)
-    raise RuntimeError(f"no {event} line in {path} within {timeout:.0f}s")
-
-
-def start_py_spy(pid: int, out: Path, duration: int) -> subprocess.Popen | None:
-    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not Path(exe).exists():
-        print("  (py-spy not found; no profile)")
-        return None
-    return subprocess.Popen([exe, "record", "-p", str(pid), "-o", str(out), "-d", str(duration), "-r", "200",
-                             "-f", "speedscope", "--nonblocking"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-
-
-def stop_process(proc: subprocess.Popen | None, grace: float = 30.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-
 def take_controller_seat(store: ZkStore) -> int:
     """Stand-in 2 wins the election (as a real broker would); returns the epoch."""
-    for _ in range(50):
-        if store.get_controller_id() is None:
-            return store.register_controller_and_increment_epoch(STAND_IN_CONTROLLER)[0]
-        time.sleep(0.2)
-    raise RuntimeError("/controller still held by someone else")
+    return _take_seat(store, STAND_IN_CONTROLLER)
 
 
 def clear_broker_1(store: ZkStore) -> None:
     """After broker 1 stopped: drop its ephemerals if its session lingers (after a SIGKILL)."""
-    if store.get_controller_id() == CONTROLLER_BROKER:
-        store.delete_controller()
-    store.deregister_broker(CONTROLLER_BROKER)
+    clear_broker(store, CONTROLLER_BROKER)
 
 
 def run_size(partitions: int, args, root: Path) -> list[Trial]:

@@ -149,6 +149,7 @@ class PartitionStateMachine:
             to_create[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(live_replicas[0], live_replicas), ctx.epoch)
         if to_create:
             written = self.store.create_partition_states(to_create, ctx.epoch_zk_version)
+            requests = []
             for tp, res in written.items():
                 if res.outcome is not WriteOutcome.OK:
                     results[tp] = f"creating the state znode failed: {res.outcome.name}"
@@ -157,8 +158,9 @@ class PartitionStateMachine:
                 ctx.leadership[tp] = state
                 ctx.partition_states[tp] = PartitionState.ONLINE
                 recipients = state.leader_and_isr.isr
-                self.batch.add_leader_and_isr(recipients, tp, state, ctx.partition_assignment(tp), is_new=True)
+                requests.append((recipients, tp, state, ctx.partition_assignment(tp)))
                 results[tp] = Election(tp, state.leader_and_isr, recipients)
+            self.batch.add_leader_and_isr_many(requests, is_new=True)
         failed = {tp: r for tp, r in results.items() if isinstance(r, str)}
         self.state_log.record(
             "PartitionStateChange", self.controller_id, ctx.epoch, target="OnlinePartition", election="new",
@@ -199,15 +201,20 @@ class PartitionStateMachine:
         outcome = update_leader_and_isr(self.store, ctx, partitions, decide)
         results: dict[TopicPartition, object] = dict(outcome.failed)
         unclean = []
+        states = ctx.partition_states
+        online = PartitionState.ONLINE
+        assignment_of = ctx.partition_assignment
+        requests = []
         for tp, state in outcome.updated.items():
             e = elections[tp]
-            ctx.partition_states[tp] = PartitionState.ONLINE
-            self.batch.add_leader_and_isr(e.recipients, tp, state, ctx.partition_assignment(tp))
+            states[tp] = online
+            requests.append((e.recipients, tp, state, assignment_of(tp)))
             results[tp] = Election(tp, state.leader_and_isr, e.recipients, e.unclean)
             if e.unclean:
                 unclean.append(tp)
+        self.batch.add_leader_and_isr_many(requests)
         for tp in outcome.skipped:
-            ctx.partition_states[tp] = PartitionState.ONLINE
+            states[tp] = online
         if unclean:
             ctx.unclean_elections += len(unclean)
             log.warning(

@@ -52,6 +52,8 @@ class ReassignmentManager:
         self.c = flows.c
         self.ctx = flows.context
         self._isr_watches: dict[TopicPartition, object] = {}
+        #: partition → (its assignment object, that assignment's target replicas)
+        self._targets: dict[TopicPartition, tuple[ReplicaAssignment, tuple[int, ...]]] = {}
 
     # ---- validation ----------------------------------------------------------------------------
     def validate(self, tp: TopicPartition, target: tuple[int, ...] | None) -> tuple[int, str | None]:
@@ -88,32 +90,49 @@ class ReassignmentManager:
             self.c.store.set_reassignments({}, ctx.epoch_zk_version)
             return
         refused: dict[TopicPartition, str] = {}
-        for tp, target in sorted(wanted.items()):
+        items: list[tuple[TopicPartition, ReplicaAssignment]] = []
+        # the znode changes after every completed partition (the controller's own rewrite): the
+        # entries already moving to their target are skipped first, cheaply, then the rest sorted
+        todo = [(tp, target) for tp, target in wanted.items() if not self._already_moving(tp, tuple(target))]
+        for tp, target in sorted(todo):
             current = ctx.partition_assignment(tp)
-            if current is not None and tp in ctx.partitions_being_reassigned and current.target_replicas == tuple(target):
-                continue  # already moving there
             code, why = self.validate(tp, tuple(target))
             if code != ErrorCode.NONE:
                 refused[tp] = why
                 continue
-            self._on_reassignment(tp, reassign_to(current, tuple(target)))
+            items.append((tp, reassign_to(current, tuple(target))))
+        self._on_reassignments(items)
         if refused:
             reasons = {str(tp): why for tp, why in refused.items()}
             log.warning("refused reassignment of %d partitions: %s", len(refused), reasons)
             self.c.state_log.record("ReassignmentRefused", self.c.broker_id, ctx.epoch, partitions=reasons)
             self._remove_from_admin_znode(set(refused))
 
+    def _already_moving(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
+        """`tp` is being reassigned to `target` (its assignment's target replicas are computed
+        once per assignment object, not at every rewrite of the admin znode)."""
+        ctx = self.ctx
+        current = ctx.partition_assignment(tp)
+        if current is None or tp not in ctx.partitions_being_reassigned:
+            return False
+        known = self._targets.get(tp)
+        if known is None or known[0] is not current:
+            known = self._targets[tp] = (current, current.target_replicas)
+        return known[1] == target
+
     def api_alter(self, targets: dict[TopicPartition, tuple[int, ...] | None]) -> dict[TopicPartition, tuple[int, str | None]]:
         out = {}
+        items: list[tuple[TopicPartition, ReplicaAssignment]] = []
         for tp, target in targets.items():
             code, why = self.validate(tp, None if target is None else tuple(target))
             if code == ErrorCode.NONE:
                 current = self.ctx.partition_assignment(tp)
                 if target is None:
-                    self._on_reassignment(tp, reassign_to(current, current.origin_replicas))
+                    items.append((tp, reassign_to(current, current.origin_replicas)))
                 else:
-                    self._on_reassignment(tp, reassign_to(current, tuple(target)))
+                    items.append((tp, reassign_to(current, tuple(target))))
             out[tp] = (code, why)
+        self._on_reassignments(items)
         return out
 
     def api_list(self, partitions: set[TopicPartition] | None):
@@ -125,23 +144,32 @@ class ReassignmentManager:
         }
 
     def on_isr_change(self, partitions) -> None:
+        candidates = []
         for tp in sorted(set(partitions) & self.ctx.partitions_being_reassigned):
             a = self.ctx.partition_assignment(tp)
-            if a is not None and self._complete(tp, a):
-                self._on_reassignment(tp, a)
+            if a is not None:
+                candidates.append((tp, a))
+        complete = self._complete_many(candidates)
+        # these partitions' states were just read (and found complete) in this event: no
+        # second read of them in the same event
+        self._on_reassignments([(tp, a) for tp, a in candidates if tp in complete], known_complete=complete)
 
     def resume_for_brokers(self, broker_ids: set[int]) -> None:
+        items = []
         for tp in sorted(self.ctx.partitions_being_reassigned):
             a = self.ctx.partition_assignment(tp)
             if a is not None and set(a.target_replicas) & broker_ids:
-                self._on_reassignment(tp, a)
+                items.append((tp, a))
+        self._on_reassignments(items)
 
     def on_failover(self) -> None:
         """Resume reassignments found in topic znodes, then those requested in the admin znode."""
+        items = []
         for tp in sorted(self.ctx.partitions_being_reassigned):
             a = self.ctx.partition_assignment(tp)
             if a is not None:
-                self._on_reassignment(tp, a)
+                items.append((tp, a))
+        self._on_reassignments(items)
         if self.c.store.exists(znodes.REASSIGN_PARTITIONS_PATH):
             self.on_admin_znode()
 
@@ -149,106 +177,243 @@ class ReassignmentManager:
         for h in self._isr_watches.values():
             h.cancel()
         self._isr_watches.clear()
+        self._targets.clear()
 
     # ---- the flow --------------------------------------------------------------------------------
+    # Partitions are taken in batches (all those an event names): every step below runs for
+    # the whole batch before the next one, in the order the single-partition flow takes them
+    # (U, then A or B). Each partition sees the same reads, decisions, znode contents and
+    # requests as if it went through alone; the batch only groups ZooKeeper round trips
+    # (one multi-read instead of one read per partition, one write per topic znode, one
+    # rewrite of the admin znode) and state-machine calls.
     def _complete(self, tp: TopicPartition, a: ReplicaAssignment) -> bool:
-        if not a.is_being_reassigned:
-            return True
-        states, _ = self.c.store.get_partition_states([tp])
-        st = states.get(tp)
-        if st is None:
-            return False
-        self.ctx.leadership[tp] = st
-        return set(a.target_replicas) <= set(st.leader_and_isr.isr)
+        return tp in self._complete_many([(tp, a)])
+
+    def _complete_many(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> set[TopicPartition]:
+        """The partitions whose target replicas are all in the ISR (read now), or that are not
+        being reassigned at all."""
+        done = {tp for tp, a in items if not a.is_being_reassigned}
+        need = [tp for tp, a in items if a.is_being_reassigned]
+        if not need:
+            return done
+        states, _ = self.c.store.get_partition_states(need)
+        ctx = self.ctx
+        for tp, a in items:
+            if tp in done:
+                continue
+            st = states.get(tp)
+            if st is None:
+                continue
+            ctx.leadership[tp] = st
+            if set(a.target_replicas) <= set(st.leader_and_isr.isr):
+                done.add(tp)
+        return done
 
     def _on_reassignment(self, tp: TopicPartition, target: ReplicaAssignment) -> None:
+        self._on_reassignments([(tp, target)])
+
+    def _on_reassignments(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
+                          known_complete: set[TopicPartition] | None = None) -> None:
+        """U, then A or B, for each partition. `known_complete`: partitions of `items` whose state
+        this event has just read and found complete (their assignment unchanged since)."""
+        if not items:
+            return
         ctx = self.ctx
         flows = self.flows
-        flows.deletion.mark_ineligible({tp.topic}, "a partition reassignment is in progress")
-        current = ctx.partition_assignment(tp)
-        if current != target:
-            self._write_assignment(tp, target)
-            removed_early = [r for r in current.replicas if r not in target.replicas]
-            if removed_early:
-                self._stop_removed(tp, removed_early)
-        self._watch_isr(tp)
-        ctx.partitions_being_reassigned.add(tp)
-        if not self._complete(tp, target):
-            self._bump_epoch_and_send(tp, target)
-            flows.replica_sm.handle_state_changes(
-                [PartitionAndReplica(tp, r) for r in target.adding
-                 if ctx.replica_states.get(PartitionAndReplica(tp, r), ReplicaState.NON_EXISTENT) is ReplicaState.NON_EXISTENT],
-                ReplicaState.NEW,
-            )
+        flows.deletion.mark_ineligible({tp.topic for tp, _ in items}, "a partition reassignment is in progress")
+        changed = []
+        removed_early = []
+        for tp, target in items:
+            current = ctx.partition_assignment(tp)
+            if current != target:
+                changed.append((tp, target))
+                removed = [r for r in current.replicas if r not in target.replicas]
+                if removed:
+                    removed_early.append((tp, removed))
+        if changed:
+            self._write_assignments(changed)
+            self._stop_removed_many(removed_early)
+        self._watch_isr_many([tp for tp, _ in items])
+        ctx.partitions_being_reassigned.update(tp for tp, _ in items)
+        if known_complete is not None and not changed and all(tp in known_complete for tp, _ in items):
+            complete = known_complete
+        else:
+            complete = self._complete_many(items)
+        started = [(tp, target) for tp, target in items if tp not in complete]
+        if started:
+            self._start(started)
+        finished = [(tp, target) for tp, target in items if tp in complete]
+        if finished:
+            self._finish_reassignments(finished)
+
+    def _start(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
+        """A: not complete yet: new leader epoch and LeaderAndIsr to the full set; adding replicas
+        become NewReplica (they start fetching)."""
+        ctx = self.ctx
+        self._bump_epochs_and_send(items)
+        missing = ReplicaState.NON_EXISTENT
+        states = ctx.replica_states
+        self.flows.replica_sm.handle_state_changes(
+            [pr for tp, target in items for r in target.adding
+             if states.get(pr := PartitionAndReplica(tp, r), missing) is missing],
+            ReplicaState.NEW,
+        )
+        record = self.c.state_log.record
+        for tp, target in items:
+            record("ReassignmentStarted", self.c.broker_id, ctx.epoch, partition=str(tp),
+                   target=list(target.target_replicas), adding=list(target.adding), removing=list(target.removing))
+        if len(items) == 1:
+            tp, target = items[0]
             log.info("reassignment of %s to %s started: waiting for %s to join the ISR",
                      tp, list(target.target_replicas), list(target.adding))
-            self.c.state_log.record("ReassignmentStarted", self.c.broker_id, ctx.epoch, partition=str(tp),
-                                    target=list(target.target_replicas), adding=list(target.adding),
-                                    removing=list(target.removing))
-            return
-        flows.replica_sm.handle_state_changes([PartitionAndReplica(tp, r) for r in target.adding], ReplicaState.ONLINE)
-        done = ReplicaAssignment(target.target_replicas)
-        ctx.update_assignment(tp, done)
-        self._move_leader_if_required(tp, done)
-        self._stop_removed(tp, list(target.removing))
-        self._write_assignment(tp, done)
-        self._finish(tp)
-        self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [tp])
-        log.info("reassignment of %s to %s completed", tp, list(done.replicas))
-        self.c.state_log.record("ReassignmentCompleted", self.c.broker_id, ctx.epoch, partition=str(tp),
-                                replicas=list(done.replicas))
-        if not any(p.topic == tp.topic for p in ctx.partitions_being_reassigned):
-            flows.deletion.resume_for_topics({tp.topic})
+        else:
+            log.info("reassignment of %d partitions started (e.g. %s to %s): waiting for the new replicas to join "
+                     "the ISR", len(items), items[0][0], list(items[0][1].target_replicas))
+
+    def _finish_reassignments(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
+        """B: complete: adding replicas online, AR := RAR, leader moved or its epoch bumped,
+        removed replicas stopped and deleted, AR written, the partitions dropped from the admin
+        znode, UpdateMetadata to all; deletions that waited for these topics resume."""
+        ctx = self.ctx
+        flows = self.flows
+        flows.replica_sm.handle_state_changes(
+            [PartitionAndReplica(tp, r) for tp, target in items for r in target.adding], ReplicaState.ONLINE)
+        done: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, target in items:
+            done[tp] = ReplicaAssignment(target.target_replicas)
+            ctx.update_assignment(tp, done[tp])
+        self._move_leaders_if_required(done)
+        self._stop_removed_many([(tp, list(target.removing)) for tp, target in items])
+        self._write_assignments(list(done.items()))
+        tps = [tp for tp, _ in items]
+        self._finish_many(tps)
+        self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, tps)
+        record = self.c.state_log.record
+        for tp, a in done.items():
+            record("ReassignmentCompleted", self.c.broker_id, ctx.epoch, partition=str(tp), replicas=list(a.replicas))
+        if len(done) == 1:
+            tp, a = next(iter(done.items()))
+            log.info("reassignment of %s to %s completed", tp, list(a.replicas))
+        else:
+            log.info("reassignment of %d partitions completed", len(done))
+        resume = [t for t in dict.fromkeys(tp.topic for tp in tps) if not self._topic_being_reassigned(t)]
+        for t in resume:
+            flows.deletion.resume_for_topics({t})
+
+    def _topic_being_reassigned(self, topic: str) -> bool:
+        """Some partition of `topic` is still being reassigned. Those are always partitions of
+        the topic's assignment, so only its partitions are looked at (not every partition being
+        reassigned, for each partition completed)."""
+        ctx = self.ctx
+        being = ctx.partitions_being_reassigned
+        parts = ctx.assignments.get(topic)
+        if parts is None:
+            return any(p.topic == topic for p in being)
+        return any(TopicPartition(topic, p) in being for p in parts)
 
     def _move_leader_if_required(self, tp: TopicPartition, done: ReplicaAssignment) -> None:
+        self._move_leaders_if_required({tp: done})
+
+    def _move_leaders_if_required(self, done: dict[TopicPartition, ReplicaAssignment]) -> None:
         ctx = self.ctx
-        li = ctx.leadership.get(tp)
-        leader = li.leader_and_isr.leader if li else -1
-        if leader not in done.replicas or leader not in ctx.live_broker_ids:
+        live = ctx.live_broker_ids
+        elect, bump = [], []
+        for tp, a in done.items():
+            li = ctx.leadership.get(tp)
+            leader = li.leader_and_isr.leader if li else -1
+            (elect if leader not in a.replicas or leader not in live else bump).append(tp)
+        if elect:
             self.flows.partition_sm.handle_state_changes(
-                [tp], PartitionState.ONLINE, ElectionKind.REASSIGNMENT, target_replicas={tp: done.replicas}
+                elect, PartitionState.ONLINE, ElectionKind.REASSIGNMENT,
+                target_replicas={tp: done[tp].replicas for tp in elect},
             )
-        else:
-            self._bump_epoch_and_send(tp, done)
+        if bump:
+            self._bump_epochs_and_send([(tp, done[tp]) for tp in bump])
 
     def _bump_epoch_and_send(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
+        self._bump_epochs_and_send([(tp, a)])
+
+    def _bump_epochs_and_send(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
         """New leader epoch, same leader and ISR, so every replica of RS learns the new RS."""
-        outcome = update_leader_and_isr(self.c.store, self.ctx, [tp], lambda _tp, cur: cur.new_leader(cur.leader))
-        state = outcome.updated.get(tp)
-        if state is not None:
-            self.c.request_batch.add_leader_and_isr(a.replicas, tp, state, a)
+        outcome = update_leader_and_isr(self.c.store, self.ctx, [tp for tp, _ in items],
+                                        lambda _tp, cur: cur.new_leader(cur.leader))
+        updated = outcome.updated
+        self.c.request_batch.add_leader_and_isr_many(
+            [(a.replicas, tp, updated[tp], a) for tp, a in items if tp in updated])
 
     def _stop_removed(self, tp: TopicPartition, removed: list[int]) -> None:
+        self._stop_removed_many([(tp, removed)])
+
+    def _stop_removed_many(self, removed: list[tuple[TopicPartition, list[int]]]) -> None:
         rsm = self.flows.replica_sm
-        replicas = [PartitionAndReplica(tp, r) for r in removed]
-        rsm.handle_state_changes(replicas, ReplicaState.OFFLINE)
+        replicas = [PartitionAndReplica(tp, r) for tp, rs in removed for r in rs]
+        # Offline takes each replica out of the ISR (one state write each, grouped per broker
+        # across partitions): in rounds — every partition's first removed replica, then its
+        # second... — so each partition's ISR loses them in its own order, as when alone.
+        for rank in range(max((len(rs) for _tp, rs in removed), default=0)):
+            rsm.handle_state_changes([PartitionAndReplica(tp, rs[rank]) for tp, rs in removed if rank < len(rs)],
+                                     ReplicaState.OFFLINE)
         rsm.handle_state_changes(replicas, ReplicaState.DELETION_STARTED)
         rsm.handle_state_changes(replicas, ReplicaState.DELETION_SUCCESSFUL)
         rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT)
 
     def _write_assignment(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
+        self._write_assignments([(tp, a)])
+
+    def _write_assignments(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
+        """Write each touched topic's znode once (fenced), with these partitions' new assignments
+        and the others' as the context has them; then update the context."""
         ctx = self.ctx
-        parts = dict(ctx.assignments.get(tp.topic, {}))
-        parts[tp.partition] = a
-        self.c.store.set_topic_assignment(
-            tp.topic, TopicAssignment(parts, ctx.topic_ids.get(tp.topic)), epoch_zk_version=ctx.epoch_zk_version
-        )
-        ctx.update_assignment(tp, a)
+        parts_of: dict[str, dict] = {}
+        for tp, a in items:
+            parts = parts_of.get(tp.topic)
+            if parts is None:
+                parts = parts_of[tp.topic] = dict(ctx.assignments.get(tp.topic, {}))
+            parts[tp.partition] = a
+        store = self.c.store
+        assignments = {t: TopicAssignment(parts, ctx.topic_ids.get(t)) for t, parts in parts_of.items()}
+        write_many = getattr(store, "set_topic_assignments", None)
+        if write_many is not None and len(assignments) > 1:
+            write_many(assignments, ctx.epoch_zk_version)
+        else:
+            for t, ta in assignments.items():
+                store.set_topic_assignment(t, ta, epoch_zk_version=ctx.epoch_zk_version)
+        for tp, a in items:
+            ctx.update_assignment(tp, a)
 
     def _watch_isr(self, tp: TopicPartition) -> None:
-        if tp in self._isr_watches:
+        self._watch_isr_many([tp])
+
+    def _watch_isr_many(self, tps: list[TopicPartition]) -> None:
+        """Watch each partition's state znode (armed together, not one round trip each)."""
+        new = {znodes.tp_state_path(tp): tp for tp in tps if tp not in self._isr_watches}
+        if not new:
             return
         put = self.c.event_manager.put
-        self._isr_watches[tp] = self.c.store.watch_data(
-            znodes.tp_state_path(tp), lambda *a, **k: put(ev.PartitionReassignmentIsrChange(tp))
-        )
+        store = self.c.store
+
+        def callback_for(path: str):
+            tp = new[path]
+            return lambda *a, **k: put(ev.PartitionReassignmentIsrChange(tp))
+
+        if len(new) > 1 and hasattr(store, "watch_data_many"):
+            for path, handle in store.watch_data_many(list(new), callback_for).items():
+                self._isr_watches[new[path]] = handle
+        else:
+            for path, tp in new.items():
+                self._isr_watches[tp] = store.watch_data(path, callback_for(path))
 
     def _finish(self, tp: TopicPartition) -> None:
-        h = self._isr_watches.pop(tp, None)
-        if h is not None:
-            h.cancel()
-        self.ctx.partitions_being_reassigned.discard(tp)
-        self._remove_from_admin_znode({tp})
+        self._finish_many([tp])
+
+    def _finish_many(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            h = self._isr_watches.pop(tp, None)
+            if h is not None:
+                h.cancel()
+            self.ctx.partitions_being_reassigned.discard(tp)
+            self._targets.pop(tp, None)
+        self._remove_from_admin_znode(set(tps))
 
     def _remove_from_admin_znode(self, partitions: set[TopicPartition]) -> None:
         try:

@@ -100,8 +100,30 @@ class ControllerRequestBatch:
         assignment: ReplicaAssignment,
         is_new: bool = False,
     ) -> None:
-        state = self._leader_state(tp, leadership, assignment, is_new)
+        self._add_leader_and_isr(self.context.live_or_shutting_down_broker_ids, broker_ids, tp, leadership,
+                                 assignment, is_new)
+
+    def add_leader_and_isr_many(
+        self, entries: Iterable[tuple[Iterable[int], TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]],
+        is_new: bool = False,
+    ) -> None:
+        """`add_leader_and_isr(broker_ids, tp, leadership, assignment, is_new)` for each entry, in
+        order; the live-broker set (which no add changes) is computed once, not per entry."""
         live = self.context.live_or_shutting_down_broker_ids
+        add = self._add_leader_and_isr
+        for broker_ids, tp, leadership, assignment in entries:
+            add(live, broker_ids, tp, leadership, assignment, is_new)
+
+    def _add_leader_and_isr(
+        self,
+        live: set[int],
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        leadership: LeaderIsrAndControllerEpoch,
+        assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> None:
+        state = self._leader_state(tp, leadership, assignment, is_new)
         requests = self._leader_and_isr
         for b in broker_ids:
             if b not in live:

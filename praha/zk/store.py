@@ -49,7 +49,9 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
 from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.security import OPEN_ACL_UNSAFE
 from kazoo.retry import KazooRetry
 
 from praha.common import (
@@ -149,14 +151,26 @@ def _decoder_for(path: str) -> Callable[[bytes], Any]:
     raise ValueError(f"no codec known for {path}")
 
 
+def _is_plain_path(path: str) -> bool:
+    """An already normal absolute path ("/a/b"): kazoo's `_prefix_root` would give back
+    chroot + path for it, so that is all it needs."""
+    return path[:1] == "/" and path[-1:] != "/" and "//" not in path and "/." not in path
+
+
+def _chrooted(client: KazooClient, path: str) -> str:
+    """`_prefix_root(client.chroot, path)`, cheaply for plain paths: kazoo's re-normalises every
+    path (at 100k paths it costs as much as decoding the answers), but a path that is already
+    a normal absolute one only needs the chroot (kept normalised by kazoo, "" without one) in
+    front. Any other path goes through kazoo's own."""
+    if _is_plain_path(path):
+        return (client.chroot or "") + path
+    return _prefix_root(client.chroot, path)
+
+
 def _multi_read_async(client: KazooClient, operations: list[tuple[int, str]]):
-    """`multiread.multi_read_async`, with a cheaper chroot prefix: kazoo's `_prefix_root`
-    re-normalises every path (at 100k paths it costs as much as decoding the answers), but a
-    path that is already a normal absolute one only needs the chroot (kept normalised by
-    kazoo, "" without one) in front. Any other path goes through kazoo's own."""
+    """`multiread.multi_read_async`, with the cheaper chroot prefix of `_chrooted`."""
     root = client.chroot or ""
-    ops = [(op, root + path) if path[:1] == "/" and path[-1:] != "/" and "//" not in path and "/." not in path
-           else (op, _prefix_root(client.chroot, path))
+    ops = [(op, root + path) if _is_plain_path(path) else (op, _prefix_root(client.chroot, path))
            for op, path in operations]
     async_result = client.handler.async_result()
     client._call(MultiRead(ops), async_result)
@@ -232,6 +246,43 @@ def _decode_topic_assignment(path: str, data: bytes, _stat: ZnodeStat) -> TopicA
     return zn.decode_topic_assignment(data, path)
 
 
+def _encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
+    """`znodes.encode_partition_state`, byte for byte, without building a dict and running the
+    generic JSON encoder (a controller event writes one per partition). Plain ints only (a bool
+    is an int to Python but `true` to JSON); anything else goes to the reference codec."""
+    lai = state.leader_and_isr
+    ce, leader, le, isr = state.controller_epoch, lai.leader, lai.leader_epoch, lai.isr
+    if (type(ce) is int and type(leader) is int and type(le) is int and type(isr) in (tuple, list)
+            and all(type(r) is int for r in isr)):
+        return b'{"controller_epoch":%d,"leader":%d,"version":1,"leader_epoch":%d,"isr":[%s]}' % (
+            ce, leader, le, ",".join(map(str, isr)).encode("ascii"))
+    return zn.encode_partition_state(state)
+
+
+def _reassignment_fragments(reassignment: Mapping[TopicPartition, Sequence[int]],
+                            known: dict | None) -> dict[TopicPartition, tuple[tuple, bytes]] | None:
+    """tp → (replicas, the bytes of its entry in `znodes.encode_reassignment(reassignment)`):
+    joined with "," inside `{"version":1,"partitions":[...]}` the entries are that encoding.
+    Entries of `known` (the same form) whose replicas did not change are reused. None if some
+    value is not a plain str/int (the reference encoder then writes it)."""
+    out: dict[TopicPartition, tuple[tuple, bytes]] = {}
+    for tp, replicas in reassignment.items():
+        if known is not None:
+            k = known.get(tp)
+            if k is not None and (k[0] == replicas or k[0] == tuple(replicas)):
+                out[tp] = k
+                continue
+        topic, partition = tp
+        if type(topic) is not str or type(partition) is not int:
+            return None
+        rs = tuple(replicas)
+        if not all(type(r) is int for r in rs):
+            return None
+        out[tp] = (rs, b'{"topic":' + json.dumps(topic, ensure_ascii=False).encode("utf-8")
+                   + b',"partition":%d,"replicas":[%s]}' % (partition, ",".join(map(str, rs)).encode("ascii")))
+    return out
+
+
 class ZkStore:
     """See the module docstring. Not usable before `start()`; `stop()` ends the session."""
 
@@ -259,6 +310,9 @@ class ZkStore:
         self._ready = False  # set once start() has seen the first session
         self.server_version: tuple[int, ...] | None = None
         self.multi_read_supported = False
+        #: (czxid, version, content, encoded entries or None) of /admin/reassign_partitions as
+        #: last read or written here (see get_reassignments)
+        self._reassignments_cache: tuple[int, int, dict, dict | None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> "ZkStore":
@@ -817,15 +871,54 @@ class ZkStore:
             return _decode_partition_state(path, data, stat)
         return self._decode_bulk(tps, zn.tp_state_path, decode)
 
+    def stream_partition_states(self, tps: Sequence[TopicPartition],
+                                consume: Callable[[TopicPartition, LeaderIsrAndControllerEpoch | None,
+                                                   ZNodeDecodeError | None], None],
+                                restart: Callable[[], None]) -> None:
+        """`get_partition_states`, handing each partition to `consume(tp, state, error)` in order as
+        its answer comes in (state None and error None: no znode), while the later reads are in
+        flight, so the caller's work on one overlaps the wait for the others. `tps` must not
+        repeat. A read interrupted by a lost connection starts over after `restart()`."""
+        paths = [zn.tp_state_path(tp) for tp in tps]
+
+        def each(i: int, got: tuple[bytes, ZnodeStat] | None) -> None:
+            if got is None:
+                consume(tps[i], None, None)
+                return
+            try:
+                state = _decode_partition_state(paths[i], got[0], got[1])
+            except ZNodeDecodeError as e:
+                consume(tps[i], None, e)
+                return
+            consume(tps[i], state, None)
+        self._bulk_each(paths, GET_DATA_OPCODE, None, None, each, restart)
+
     def get_topic_configs(self, topics: Iterable[str]
                           ) -> tuple[dict[str, dict[str, str]], dict[str, ZNodeDecodeError]]:
         """Config overrides per topic; a topic without `/config/topics/<t>` is in neither dict."""
         return self._decode_bulk(topics, zn.config_topic_path, lambda p, d, s: zn.decode_config(d, p))
 
     def get_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:
-        """`/admin/reassign_partitions` ({} if absent; ZNodeDecodeError if garbage)."""
+        """`/admin/reassign_partitions` ({} if absent; ZNodeDecodeError if garbage).
+
+        The controller rewrites this znode after every completed partition, and each rewrite
+        fires its watch: while its stat says it is still what this store last wrote or read
+        (same czxid and version: the same content), the decoded content is reused and only
+        the stat is fetched, not the whole znode (megabytes for tens of thousands of partitions)."""
+        cached = self._reassignments_cache
+        if cached is not None:
+            stat = self._read("exists reassignment", lambda: self._get(self.client.exists_async(
+                zn.REASSIGN_PARTITIONS_PATH)))
+            if stat is None:
+                return {}
+            if (stat.czxid, stat.version) == cached[:2]:
+                return dict(cached[2])
         got = self.get_data(zn.REASSIGN_PARTITIONS_PATH)
-        return {} if got is None else zn.decode_reassignment(got[0])
+        if got is None:
+            return {}
+        content = zn.decode_reassignment(got[0])
+        self._reassignments_cache = (got[1].czxid, got[1].version, dict(content), None)
+        return content
 
     def get_preferred_election(self) -> set[TopicPartition]:
         """`/admin/preferred_replica_election` (empty if absent; ZNodeDecodeError if garbage)."""
@@ -869,12 +962,42 @@ class ZkStore:
         return self._run_multi(ops, (zn.CONTROLLER_EPOCH_PATH, controller_epoch_zk_version), batch_size)
 
     def _commit(self, ops: Sequence[ZkOp], idx: list[int], check: tuple[str, int] | None):
-        tx = self.client.transaction()
+        """Send one transaction: the epoch check (if fenced), then the ops at `idx`.
+
+        The kazoo request objects are built here as `TransactionRequest` would build them
+        (same argument checks, same flags and ACL), but with the cheap chroot prefix of
+        `_chrooted`: kazoo's path normalisation was most of a 10k-partition write's CPU time.
+        Anything `TransactionRequest` would refuse or treat specially goes through it."""
+        client = self.client
+        tx = client.transaction()
+        operations = tx.operations
         if check is not None:
-            tx.check(*check)
+            if type(check[0]) is str and type(check[1]) is int:
+                operations.append(CheckVersion(_chrooted(client, check[0]), check[1]))
+            else:
+                tx.check(*check)
+        acl = client.default_acl or OPEN_ACL_UNSAFE
         for i in idx:
             op = ops[i]
-            if isinstance(op, SetDataOp):
+            kind = type(op)
+            if kind is SetDataOp:
+                if type(op.path) is str and type(op.data) is bytes and type(op.version) is int:
+                    operations.append(SetData(_chrooted(client, op.path), op.data, op.version))
+                else:
+                    tx.set_data(op.path, op.data, op.version)
+            elif kind is CreateOp:
+                if (type(op.path) is str and type(op.data) is bytes and type(op.ephemeral) is bool
+                        and type(op.sequential) is bool and isinstance(acl, (tuple, list))):
+                    flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
+                    operations.append(Create(_chrooted(client, op.path), op.data, acl, flags))
+                else:
+                    tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+            elif kind is DeleteOp:
+                if type(op.path) is str and type(op.version) is int:
+                    operations.append(Delete(_chrooted(client, op.path), op.version))
+                else:
+                    tx.delete(op.path, op.version)
+            elif isinstance(op, SetDataOp):
                 tx.set_data(op.path, op.data, op.version)
             elif isinstance(op, CreateOp):
                 tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
@@ -950,7 +1073,7 @@ class ZkStore:
         for level in (missing_parents, missing_children):
             if level:
                 self.fenced_multi(level, epoch_zk_version)
-        ops = [CreateOp(zn.tp_state_path(tp), zn.encode_partition_state(states[tp])) for tp in tps]
+        ops = [CreateOp(zn.tp_state_path(tp), _encode_partition_state(states[tp])) for tp in tps]
         return dict(zip(tps, self.fenced_multi(ops, epoch_zk_version)))
 
     def update_partition_states(self, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
@@ -958,7 +1081,7 @@ class ZkStore:
         """Set each state znode, conditional on `leader_and_isr.zk_version` and fenced by the epoch;
         an OK result's `stat_version` is the partition's new zkVersion."""
         tps = list(states)
-        ops = [SetDataOp(zn.tp_state_path(tp), zn.encode_partition_state(states[tp]),
+        ops = [SetDataOp(zn.tp_state_path(tp), _encode_partition_state(states[tp]),
                          states[tp].leader_and_isr.zk_version) for tp in tps]
         return dict(zip(tps, self.fenced_multi(ops, epoch_zk_version)))
 
@@ -966,7 +1089,7 @@ class ZkStore:
                                            expected_version: int) -> WriteResult:
         """A partition leader's own ISR change: conditional on the zkVersion, not fenced."""
         try:
-            stat = self._get(self.client.set_async(zn.tp_state_path(tp), zn.encode_partition_state(state),
+            stat = self._get(self.client.set_async(zn.tp_state_path(tp), _encode_partition_state(state),
                                                    expected_version))
         except (BadVersionError, NoNodeError) as e:
             return outcome_of_error(e)
@@ -1030,6 +1153,13 @@ class ZkStore:
             return self.fenced_multi([op], epoch_zk_version)[0]
         return self.multi([op])[0]
 
+    def set_topic_assignments(self, assignments: Mapping[str, TopicAssignment],
+                              epoch_zk_version: int) -> dict[str, WriteResult]:
+        """`set_topic_assignment(t, a, epoch_zk_version)` for each topic, grouped in fenced multi-ops."""
+        topics = list(assignments)
+        ops = [SetDataOp(zn.topic_path(t), zn.encode_topic_assignment(assignments[t])) for t in topics]
+        return dict(zip(topics, self.fenced_multi(ops, epoch_zk_version)))
+
     def mark_topic_for_deletion(self, topic: str) -> None:
         """Admin request: create `/admin/delete_topics/<t>` (idempotent)."""
         if self.exists(zn.topic_path(topic)) is None:
@@ -1092,12 +1222,38 @@ class ZkStore:
     def set_reassignments(self, reassignment: Mapping[TopicPartition, Sequence[int]], epoch_zk_version: int) -> None:
         """Controller: rewrite the reassignments still in progress; delete the znode when none is left."""
         path = zn.REASSIGN_PARTITIONS_PATH
+        cached, self._reassignments_cache = self._reassignments_cache, None
         if not reassignment:
             self.fenced_multi([DeleteOp(path)], epoch_zk_version)
             return
-        data = zn.encode_reassignment(reassignment)
-        if self.fenced_multi([SetDataOp(path, data)], epoch_zk_version)[0].outcome is WriteOutcome.NO_NODE:
+        fragments = _reassignment_fragments(reassignment, cached[3] if cached is not None else None)
+        if fragments is None:
+            data = zn.encode_reassignment(reassignment)
+        else:
+            data = b'{"version":1,"partitions":[' + b",".join(f[1] for f in fragments.values()) + b"]}"
+        result, stat = self._fenced_single(SetDataOp(path, data), epoch_zk_version)
+        if result.outcome is WriteOutcome.NO_NODE:
             self.fenced_multi([CreateOp(path, data)], epoch_zk_version)
+        elif result.outcome is WriteOutcome.OK and stat is not None:
+            self._reassignments_cache = (stat.czxid, stat.version, dict(reassignment), fragments)
+
+    def _fenced_single(self, op: ZkOp, epoch_zk_version: int) -> tuple[WriteResult, Any]:
+        """`fenced_multi([op], epoch_zk_version)[0]`, plus kazoo's raw result (the ZnodeStat of a
+        set): one transaction, the same outcomes and errors."""
+        try:
+            res = self._get(self._commit([op], [0], (zn.CONTROLLER_EPOCH_PATH, epoch_zk_version)))
+        except KazooException as e:
+            raise self._wrap(e, "multi-op write") from None
+        if isinstance(res[0], BaseException) and not isinstance(res[0], _ROLLED_BACK):
+            raise ControllerMovedError(
+                f"controller epoch zkVersion is no longer {epoch_zk_version} ({type(res[0]).__name__}): "
+                "this controller has been deposed, its writes are refused")
+        r = res[1]
+        if isinstance(r, BaseException):
+            if isinstance(r, _ROLLED_BACK):
+                raise ZkError(f"transaction rolled back without a failing operation: {res!r}")
+            return outcome_of_error(r), None
+        return self._success(op, r), r
 
     def create_preferred_election(self, tps: Iterable[TopicPartition]) -> None:
         """Admin request; ZkError if an election request is already pending."""

@@ -1,0 +1,276 @@
+"""Reassignment of P partitions to new replica sets via `/admin/reassign_partitions`, against
+the raw ZooKeeper write limit.
+
+For each size P (topics of 100 partitions, RF 3 rotating over stand-ins 2..6):
+  1. a fresh embedded ZooKeeper (jute.maxbuffer raised to 16 MiB: the admin znode for 50k
+     partitions is ~3 MB) pre-loaded with multi-ops: replicas (r0, r1, r2), leader r0, ISR all;
+  2. stand-ins 2..6 (`_harness`), registered in the bench's session;
+  3. per trial: put states and topic assignments back, time the raw limit (P fenced
+     conditional writes of the same state znodes in multi-ops of 100), start the real broker
+     1 (the controller; hosts no replica) and wait until it is quiet; then
+       A. start: write `/admin/reassign_partitions` moving every partition from (r0, r1, r2)
+          to (r1, r2, r3) (`ZkStore.create_reassignment`): one replica added (r3), the
+          leader r0 removed. Timed until every replica of the full set had answered the
+          LeaderAndIsr with the bumped leader epoch (stand-ins record when they answer;
+          bodies decoded after the measurement);
+       B. catch-up, simulated: the stand-ins do not replicate, so the bench does what each
+          partition's leader would do once r3 has caught up — a conditional update of the
+          state znode adding r3 to the ISR (same leader and leader epoch, version-checked
+          multi-ops of 100, unfenced like a broker's write), then ISR-change notifications
+          (`/isr_change_notification/isr_change_<seq>`, 1,000 partitions each). Timed from
+          the first of those writes until the controller has completed every reassignment
+          (`ReassignmentCompleted` for all P, `/admin/reassign_partitions` deleted) and the
+          last replica of the new set had answered a LeaderAndIsr naming the new leader r1.
+Figures, not asserts; medians.
+
+Usage: .venv/bin/python bench/reassignment.py [--sizes 1000,10000,50000] [--repeat 3]
+       [--py-spy DIR] [--no-write]
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    STAND_INS,
+    LoadMeter,
+    Rig,
+    common_args,
+    current_controller_epoch,
+    fmt_s,
+    machine_line,
+    median,
+    partitions_of,
+    plot_vs_raw,
+    preload,
+    raw_fenced_writes,
+    reset_states,
+    rotation,
+    topic_names,
+    wait_until,
+    work_root,
+    write_section,
+)
+from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment  # noqa: E402
+from praha.zk import znodes as zn  # noqa: E402
+from praha.zk.ops import DeleteOp, SetDataOp, WriteOutcome  # noqa: E402
+
+HEADING = "## Partition reassignment"
+TARGET_RATIO = 3.0
+NOTIFICATION_PARTITIONS = 1000
+assign = rotation(STAND_INS)
+four = rotation(STAND_INS, 4)
+
+
+def target_of(g: int) -> tuple[int, ...]:
+    return four(g)[1:]
+
+
+@dataclass
+class Trial:
+    raw_s: float
+    start_s: float = float("nan")      # admin znode → full sets acknowledged the bumped epoch
+    complete_s: float = float("nan")   # first ISR write → last ReassignmentCompleted line
+    acked_s: float = float("nan")      # first ISR write → new leaders acknowledged by the new replica sets
+    isr_write_s: float = float("nan")  # the bench's own ISR writes + notifications
+    missing: int = 0
+    other_load: float = float("nan")
+
+
+def reset(store, topics, epoch: int) -> None:
+    reset_states(store, topics, assign, controller_epoch=epoch)
+    ops, g = [], 0
+    for t, n in topics:
+        parts = {}
+        for p in range(n):
+            parts[p] = ReplicaAssignment(assign(g))
+            g += 1
+        ops.append(SetDataOp(zn.topic_path(t), zn.encode_topic_assignment(TopicAssignment(parts))))
+    store.multi(ops)
+    names = store.get_children(zn.ISR_CHANGE_NOTIFICATION_PATH) or []
+    store.multi([DeleteOp(zn.REASSIGN_PARTITIONS_PATH)] + [DeleteOp(zn.isr_change_path(n)) for n in names])
+
+
+def count_lines(lines: list[dict]) -> int:
+    """Partitions named by Reassignment* lines (one partition per line, or a list)."""
+    return sum(len(ln["partitions"]) if isinstance(ln.get("partitions"), (list, dict)) else 1 for ln in lines)
+
+
+def catch_up(store, tps, adding: dict) -> None:
+    """What each partition's leader does once its new replica is in sync: the state znode with
+    the replica added to the ISR (conditional on its version; same leader, leader epoch and
+    controller epoch), then batched ISR-change notifications."""
+    states, _ = store.get_partition_states(tps)
+    ops = []
+    for tp in tps:
+        st = states[tp]
+        li = st.leader_and_isr
+        new = LeaderIsrAndControllerEpoch(li.with_isr(li.isr + (adding[tp],)), st.controller_epoch)
+        ops.append(SetDataOp(zn.tp_state_path(tp), zn.encode_partition_state(new), li.zk_version))
+    results = store.multi(ops)
+    bad = [r for r in results if r.outcome is not WriteOutcome.OK]
+    if bad:
+        raise RuntimeError(f"catch-up: {len(bad)} ISR writes failed, e.g. {bad[0]}")
+    for i in range(0, len(tps), NOTIFICATION_PARTITIONS):
+        store.create_isr_change_notification(tps[i:i + NOTIFICATION_PARTITIONS])
+
+
+def run_size(p: int, args, root: Path) -> list[Trial]:
+    topics = topic_names(p, args.partitions_per_topic)
+    tps = partitions_of(topics)
+    old = {tp: assign(g) for g, tp in enumerate(tps)}
+    new = {tp: target_of(g) for g, tp in enumerate(tps)}
+    adding = {tp: new[tp][-1] for tp in tps}
+    print(f"\n== P = {p:,}: (r0,r1,r2) → (r1,r2,r3) ({len(topics)} topics, RF 3)", flush=True)
+    rig = Rig(root, f"ra-{p}", args, jute_maxbuffer=16 << 20)
+    trials: list[Trial] = []
+    try:
+        rig.start()
+        t = time.perf_counter()
+        preload(rig.store, topics, assign)
+        print(f"  pre-loaded in {time.perf_counter() - t:.1f}s", flush=True)
+        for i in range(args.repeat):
+            if i:
+                reset(rig.store, topics, current_controller_epoch(rig.store)[0])
+            raw = raw_fenced_writes(rig.store, tps)
+            trial = Trial(raw)
+            trials.append(trial)
+            b = rig.start_controller(args.timeout)
+            try:
+                rig.forget_requests()
+                meter = LoadMeter([b.pid, rig.zk.pid])
+                # A. start
+                t0 = time.time()
+                rig.store.create_reassignment(new)
+                rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentStarted"], args.timeout, b.alive)
+                rig.quiet_stand_ins(t0, args.timeout, expect=STAND_INS)
+                last, missing = rig.acked(t0, lambda tp, _leader, epoch: epoch >= 1, tps,
+                                          lambda tp: old[tp] + (adding[tp],))
+                trial.start_s = last - t0
+                # B. catch-up and completion
+                t1 = time.time()
+                catch_up(rig.store, tps, adding)
+                trial.isr_write_s = time.time() - t1
+                done = rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentCompleted"], args.timeout,
+                                     b.alive)
+                trial.complete_s = max(ln["time_ms"] for ln in done) / 1000.0 - t1
+                wait_until(lambda: rig.store.exists(zn.REASSIGN_PARTITIONS_PATH) is None, args.timeout,
+                           "the admin znode's deletion", step=0.01)
+                rig.quiet_stand_ins(t1, args.timeout, expect=STAND_INS)
+                trial.other_load = meter.other_share()
+                last, missing2 = rig.acked(t1, lambda tp, leader, _e: leader == new[tp][0], tps, lambda tp: new[tp])
+                trial.acked_s = last - t1
+                trial.missing = missing + missing2
+            finally:
+                rig.stop_controller()
+            print(f"  trial {i + 1}: raw limit {raw:6.3f}s  start {fmt_s(trial.start_s)}s  completion "
+                  f"{fmt_s(trial.complete_s)}s (new leaders acknowledged {fmt_s(trial.acked_s)}s; the bench's "
+                  f"ISR writes took {fmt_s(trial.isr_write_s)}s)  missing {trial.missing}; other load "
+                  f"{trial.other_load * 100:.0f}% of the CPUs", flush=True)
+    finally:
+        rig.close()
+    return trials
+
+
+def summarise(results: dict[int, list[Trial]]) -> list[dict]:
+    rows = []
+    for p, trials in results.items():
+        row = {
+            "P": p,
+            "raw_s": median([t.raw_s for t in trials]),
+            "start_s": median([t.start_s for t in trials]),
+            "complete_s": median([t.complete_s for t in trials]),
+            "acked_s": median([t.acked_s for t in trials]),
+            "isr_write_s": median([t.isr_write_s for t in trials]),
+            "missing": max(t.missing for t in trials),
+            "other_load": median([t.other_load for t in trials]),
+            "trials": len(trials),
+        }
+        row["time_s"] = row["start_s"] + row["acked_s"]
+        row["ratio_start"] = row["start_s"] / row["raw_s"]
+        row["ratio_complete"] = row["acked_s"] / row["raw_s"]
+        row["ratio"] = row["time_s"] / row["raw_s"]
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| P | start s | start / raw | completion s | completion / raw | start + completion s | raw limit s | "
+            "ratio | bench's ISR writes s | other load | trials |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    return head + "".join(
+        f"| {r['P']:,} | {fmt_s(r['start_s'])} | {r['ratio_start']:.2f} | {fmt_s(r['acked_s'])} | "
+        f"{r['ratio_complete']:.2f} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | "
+        f"{fmt_s(r['isr_write_s'])} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        out.append(f"P={r['P']:,}: start {fmt_s(r['start_s'])}s ({r['ratio_start']:.2f}x the raw limit), "
+                   f"completion {fmt_s(r['acked_s'])}s ({r['ratio_complete']:.2f}x)")
+        if r["missing"]:
+            out.append(f"P={r['P']:,}: {r['missing']} partitions never acknowledged")
+    return out
+
+
+def section(rows: list[dict], command: str) -> str:
+    return (
+        f"{HEADING}\n\n"
+        f"Command: `{command}`\n\n"
+        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no, jute.maxbuffer 16 MiB for the 50k "
+        "admin znode); broker 1 is a real broker process and the controller (it hosts no replica); brokers "
+        "2-6 are stand-ins (`bench/_harness.py`).\n\n"
+        "What is timed: every partition (RF 3 rotating over 2-6) moves from (r0, r1, r2) to (r1, r2, r3) — one "
+        "replica added, the leader removed — through one `/admin/reassign_partitions` znode naming all P. "
+        "*Start*: from writing it until every replica of the full set (r0..r3) had answered the LeaderAndIsr "
+        "with the bumped leader epoch. *Completion*: the stand-ins do not replicate, so the bench simulates the "
+        "catch-up as each leader would report it: a conditional update of every state znode adding r3 to the "
+        "ISR (same leader and leader epoch, version-checked multi-ops of 100, unfenced like a broker's write), "
+        "then ISR-change notifications of 1,000 partitions each; from the first of those writes until every "
+        "`ReassignmentCompleted`, the admin znode's deletion and the last LeaderAndIsr naming the new leader r1 "
+        "answered by r1..r3 (*bench's ISR writes*: how long the simulated catch-up writes themselves took, "
+        "inside that window). *Raw limit*: P fenced conditional writes of the same state znodes in multi-ops of "
+        "100 (`ZkStore.fenced_multi`), timed in the same trial before broker 1 starts. Medians over the "
+        "trials.\n\n"
+        + table(rows) + "\n"
+        + "".join(f"- {v}\n" for v in verdicts(rows))
+        + "\nPlot: `bench/reassignment.png` (log-log).\n"
+    )
+
+
+def main() -> int:
+    ap = common_args(__doc__.split("\n")[0])
+    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "reassignment.png"))
+    args = ap.parse_args()
+    root, remove = work_root(args)
+    results: dict[int, list[Trial]] = {}
+    try:
+        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
+            results[p] = run_size(p, args, root)
+    finally:
+        if remove:
+            shutil.rmtree(root, ignore_errors=True)
+    rows = summarise(results)
+    print("\n" + table(rows))
+    for v in verdicts(rows):
+        print(v)
+    if not args.no_write:
+        command = ("python bench/reassignment.py " + " ".join(sys.argv[1:])).strip()
+        write_section(Path(args.results), HEADING, section(rows, command))
+        plot_vs_raw(Path(args.plot), "reassignment of P partitions (one replica added, leader moved)", rows,
+                    [("start_s", "start: admin znode → full sets acknowledged", "o-"),
+                     ("acked_s", "completion: ISR caught up → new leaders acknowledged", "x-"),
+                     ("time_s", "start + completion", "^-.")],
+                    target_ratio=TARGET_RATIO)
+        print(f"\nwrote {args.results} and {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

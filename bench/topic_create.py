@@ -1,0 +1,301 @@
+"""Creation of one topic of P partitions (RF 3): from the assignment znode's write to every
+partition online with an acknowledged leader, against the raw ZooKeeper write limit; and the
+brokers' memory.
+
+For each size P, per trial:
+  1. a fresh embedded ZooKeeper, stand-ins 2..6 (`_harness`) registered in the bench's
+     session, and the real broker 1 (the controller; it hosts no replica), waited for until
+     quiet; its RSS is read;
+  2. `ZkStore.create_topic` as the admin tool does it: the config znode, then the assignment
+     znode `/brokers/topics/<t>` naming all P partitions (replicas rotating over 2..6) — one
+     write the controller watches. Timed from that write until every replica of every
+     partition had answered a LeaderAndIsr naming the partition's leader (the stand-ins record
+     when they answer; bodies decoded after the measurement). Also: the controller's
+     `PartitionStateChange` line for the new partitions (state znodes created);
+  3. broker 1's RSS again once quiet (it now holds P partitions in its controller context and
+     its metadata cache); then the raw limit, with broker 1 idle: P fenced conditional writes
+     of the new state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), and, for reference,
+     P fenced creates of state znodes under a scratch path (parents made beforehand, untimed).
+With --hosting-broker (sizes ≤ --hosting-max): one more run per size with a second real
+broker (7) that leads every partition of another topic of P partitions (followers on the
+stand-ins, which never fetch), timed until its `praha_broker_leader_partitions` figure says
+P, and its RSS before and after (logs created for P partitions).
+Target: under 2 s at 10k. Figures, not asserts; medians.
+
+Usage: .venv/bin/python bench/topic_create.py [--sizes 1000,10000,50000] [--repeat 3]
+       [--hosting-broker] [--py-spy DIR] [--no-write]
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    STAND_INS,
+    BrokerProcess,
+    LoadMeter,
+    Rig,
+    clear_broker,
+    common_args,
+    current_controller_epoch,
+    fmt_s,
+    machine_line,
+    median,
+    plot_vs_raw,
+    raw_fenced_writes,
+    rotation,
+    wait_until,
+    work_root,
+    write_section,
+)
+from praha.common import (  # noqa: E402
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
+from praha.zk import znodes as zn  # noqa: E402
+from praha.zk.ops import CreateOp, WriteOutcome  # noqa: E402
+
+HEADING = "## Topic creation"
+TARGET_S_AT_10K = 2.0
+TOPIC = "bench-created"
+HOSTING_BROKER = 7
+assign = rotation(STAND_INS)
+
+
+@dataclass
+class Trial:
+    raw_s: float = float("nan")
+    raw_create_s: float = float("nan")
+    time_s: float = float("nan")       # assignment znode written → every replica acknowledged its leader
+    line_s: float = float("nan")       # → PartitionStateChange (new) line
+    rss_before_mb: float = float("nan")
+    rss_after_mb: float = float("nan")
+    missing: int = 0
+    other_load: float = float("nan")
+
+
+def raw_fenced_creates(store, p: int) -> float:
+    """P fenced creates of state znodes (same content as the controller writes) under a scratch
+    path, parents created beforehand (untimed); the scratch tree is deleted afterwards."""
+    base = "/bench_raw"
+    epoch, version = current_controller_epoch(store)
+    store.multi([CreateOp(base)] + [CreateOp(f"{base}/{i}") for i in range(p)])
+    state = zn.encode_partition_state(LeaderIsrAndControllerEpoch(LeaderAndIsr(2, (2, 3, 4), 0, 0), epoch))
+    ops = [CreateOp(f"{base}/{i}/state", state) for i in range(p)]
+    t = time.perf_counter()
+    results = store.fenced_multi(ops, version)
+    elapsed = time.perf_counter() - t
+    if any(r.outcome is not WriteOutcome.OK for r in results):
+        raise RuntimeError("raw creates failed")
+    store.delete_recursive([base])
+    return elapsed
+
+
+def run_trial(p: int, args, root: Path, i: int) -> Trial:
+    rig = Rig(root, f"tc-{p}-{i}", args)
+    trial = Trial()
+    tps = [TopicPartition(TOPIC, k) for k in range(p)]
+    replicas = {tp: assign(tp.partition) for tp in tps}
+    try:
+        rig.start()
+        b = rig.start_controller(args.timeout)
+        trial.rss_before_mb = b.rss_mb()
+        rig.forget_requests()
+        meter = LoadMeter([b.pid, rig.zk.pid])
+        ta = TopicAssignment({k: ReplicaAssignment(assign(k)) for k in range(p)})
+        rig.store.set_topic_config(TOPIC, {})  # create_topic writes it first; done here so t0 is the assignment
+        t0 = time.time()
+        rig.store.create_topic(TOPIC, ta)
+        lines = rig.tail.wait(lambda ls: any(ln.get("election") == "new" for ln in ls), ["PartitionStateChange"],
+                              args.timeout, b.alive)
+        trial.line_s = next(ln for ln in lines if ln.get("election") == "new")["time_ms"] / 1000.0 - t0
+        rig.quiet_stand_ins(t0, args.timeout, expect=STAND_INS)
+        trial.other_load = meter.other_share()
+        last, trial.missing = rig.acked(t0, lambda tp, leader, _e: leader == replicas[tp][0], tps,
+                                        lambda tp: replicas[tp])
+        trial.time_s = last - t0
+        rig.settle(args.timeout)
+        trial.rss_after_mb = b.rss_mb()
+        trial.raw_s = raw_fenced_writes(rig.store, tps)
+        trial.raw_create_s = raw_fenced_creates(rig.store, p)
+    finally:
+        rig.close()
+        if not args.keep:
+            shutil.rmtree(root / f"zk-tc-{p}-{i}", ignore_errors=True)
+    return trial
+
+
+def run_hosting(p: int, args, root: Path) -> dict:
+    """A real broker 7 leading every partition of a P-partition topic: time and RSS."""
+    rig = Rig(root, f"tc-host-{p}", args)
+    out: dict = {}
+    host: BrokerProcess | None = None
+    try:
+        rig.start()
+        rig.start_controller(args.timeout)
+        host = BrokerProcess(root / f"broker-7-{p}", rig.zk.connect_string, broker_id=HOSTING_BROKER)
+        host.start()
+        host.wait_controller_started(args.timeout, active=False)
+        wait_until(lambda: host.metrics().get("praha_broker_highest_controller_epoch_seen", 0) >= 1, args.timeout,
+                   "broker 7 to hear from the controller", step=0.05)
+        time.sleep(1.0)
+        out["rss_before_mb"] = host.rss_mb()
+        others = [s for s in STAND_INS if s != 2]
+        ta = TopicAssignment({k: ReplicaAssignment((HOSTING_BROKER, others[k % 4], others[(k + 1) % 4]))
+                              for k in range(p)})
+        rig.store.set_topic_config("bench-hosted", {})
+        t0 = time.time()
+        rig.store.create_topic("bench-hosted", ta)
+        wait_until(lambda: host.metrics().get("praha_broker_leader_partitions", 0) >= p, args.timeout,
+                   "broker 7 to lead every partition", step=0.05)
+        out["time_s"] = time.time() - t0
+        t = time.monotonic()
+        while time.monotonic() - t < args.timeout:  # until its CPU is quiet
+            c0 = host.cpu_s()
+            time.sleep(0.6)
+            if host.cpu_s() - c0 < 0.06:
+                break
+        out["rss_after_mb"] = host.rss_mb()
+        out["controller_rss_mb"] = rig.broker.rss_mb()
+    finally:
+        if host is not None:
+            host.stop()
+            clear_broker(rig.store, HOSTING_BROKER)
+        rig.close()
+    return out
+
+
+def summarise(results: dict[int, list[Trial]], hosting: dict[int, dict]) -> list[dict]:
+    rows = []
+    for p, trials in results.items():
+        row = {
+            "P": p,
+            "raw_s": median([t.raw_s for t in trials]),
+            "raw_create_s": median([t.raw_create_s for t in trials]),
+            "time_s": median([t.time_s for t in trials]),
+            "line_s": median([t.line_s for t in trials]),
+            "rss_before_mb": median([t.rss_before_mb for t in trials]),
+            "rss_after_mb": median([t.rss_after_mb for t in trials]),
+            "missing": max(t.missing for t in trials),
+            "other_load": median([t.other_load for t in trials]),
+            "trials": len(trials),
+            "hosting": hosting.get(p),
+        }
+        row["ratio"] = row["time_s"] / row["raw_s"]
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| P | znode written → leaders acknowledged s | raw limit s | ratio | state znodes created s | "
+            "raw fenced creates s | broker 1 RSS before → after MB | other load | trials |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    return head + "".join(
+        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['line_s'])} | "
+        f"{fmt_s(r['raw_create_s'])} | {r['rss_before_mb']:.0f} → {r['rss_after_mb']:.0f} | "
+        f"{r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+
+
+def hosting_table(rows: list[dict]) -> str:
+    rows = [r for r in rows if r.get("hosting")]
+    if not rows:
+        return ""
+    return ("| P | real broker 7 leads all s | broker 7 RSS before → after MB | controller RSS MB |\n"
+            "|---:|---:|---:|---:|\n" + "".join(
+                f"| {r['P']:,} | {fmt_s(r['hosting']['time_s'])} | {r['hosting']['rss_before_mb']:.0f} → "
+                f"{r['hosting']['rss_after_mb']:.0f} | {r['hosting']['controller_rss_mb']:.0f} |\n" for r in rows))
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        out.append(f"P={r['P']:,}: {fmt_s(r['time_s'])}s = {r['ratio']:.2f}x the raw limit; broker 1 RSS "
+                   f"+{r['rss_after_mb'] - r['rss_before_mb']:.0f} MB")
+        if r["P"] == 10_000:
+            ok = r["time_s"] < TARGET_S_AT_10K
+            out.append(f"P=10,000: {fmt_s(r['time_s'])}s ({'meets' if ok else 'MISSES'} < {TARGET_S_AT_10K:g} s)")
+        if r["missing"]:
+            out.append(f"P={r['P']:,}: {r['missing']} partitions never acknowledged")
+    return out
+
+
+def section(rows: list[dict], command: str) -> str:
+    host = hosting_table(rows)
+    return (
+        f"{HEADING}\n\n"
+        f"Command: `{command}`\n\n"
+        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no); broker 1 is a real broker "
+        "process and the controller (it hosts no replica); brokers 2-6 are stand-ins (`bench/_harness.py`).\n\n"
+        "What is timed: one topic of P partitions (RF 3 rotating over 2-6) created as the admin tool does "
+        "(`ZkStore.create_topic`: config znode, then the assignment znode); from the assignment znode's write "
+        "until every replica of every partition had answered a LeaderAndIsr naming its leader (stand-ins record "
+        "when they answer; bodies decoded afterwards). *State znodes created*: the controller's "
+        "`PartitionStateChange` line for the new partitions. *Raw limit*: P fenced conditional writes of the new "
+        "state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), broker 1 idle; *raw fenced creates*: P "
+        "fenced creates of state znodes (parents made beforehand), for reference — the controller creates "
+        "`partitions/<p>` and `partitions/<p>/state`, 2P znodes. *RSS*: broker 1 (controller context and "
+        "metadata cache of P partitions), idle before and after. Each trial on a fresh ZooKeeper and broker 1. "
+        "Medians over the trials.\n\n"
+        + table(rows) + "\n"
+        + "".join(f"- {v}\n" for v in verdicts(rows))
+        + (("\nA real broker hosting the partitions (`--hosting-broker`): broker 7, a second real broker, "
+            "leads every partition of a P-partition topic (followers on stand-ins); from the assignment znode "
+            "until its `praha_broker_leader_partitions` figure reached P (polled every 50 ms), and its RSS:\n\n"
+            + host) if host else "")
+        + "\nPlot: `bench/topic_create.png` (log-log).\n"
+    )
+
+
+def main() -> int:
+    ap = common_args(__doc__.split("\n")[0])
+    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "topic_create.png"))
+    ap.add_argument("--hosting-broker", action="store_true", help="also measure a real broker hosting P partitions")
+    ap.add_argument("--hosting-max", type=int, default=10000)
+    args = ap.parse_args()
+    root, remove = work_root(args)
+    results: dict[int, list[Trial]] = {}
+    hosting: dict[int, dict] = {}
+    try:
+        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
+            print(f"\n== P = {p:,}: one topic, RF 3", flush=True)
+            results[p] = []
+            for i in range(args.repeat):
+                t = run_trial(p, args, root, i)
+                results[p].append(t)
+                print(f"  trial {i + 1}: leaders acknowledged {fmt_s(t.time_s)}s (state znodes at {fmt_s(t.line_s)}s)"
+                      f"  raw limit {fmt_s(t.raw_s)}s, raw creates {fmt_s(t.raw_create_s)}s  broker 1 RSS "
+                      f"{t.rss_before_mb:.0f} → {t.rss_after_mb:.0f} MB  missing {t.missing}; other load "
+                      f"{t.other_load * 100:.0f}% of the CPUs", flush=True)
+            if args.hosting_broker and p <= args.hosting_max:
+                hosting[p] = run_hosting(p, args, root)
+                print(f"  real broker 7 leads {p:,}: {fmt_s(hosting[p]['time_s'])}s, RSS "
+                      f"{hosting[p]['rss_before_mb']:.0f} → {hosting[p]['rss_after_mb']:.0f} MB", flush=True)
+    finally:
+        if remove:
+            shutil.rmtree(root, ignore_errors=True)
+    rows = summarise(results, hosting)
+    print("\n" + table(rows))
+    print(hosting_table(rows))
+    for v in verdicts(rows):
+        print(v)
+    if not args.no_write:
+        command = ("python bench/topic_create.py " + " ".join(sys.argv[1:])).strip()
+        write_section(Path(args.results), HEADING, section(rows, command))
+        plot_vs_raw(Path(args.plot), "creation of a P-partition topic", rows,
+                    [("time_s", "assignment znode → leaders acknowledged", "o-"),
+                     ("line_s", "→ state znodes created (controller)", "x-.")],
+                    target_s=TARGET_S_AT_10K)
+        print(f"\nwrote {args.results} and {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
