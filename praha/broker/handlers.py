@@ -75,9 +75,8 @@ class RequestHandlers:
             _MR.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
             for b in sorted(cache.live_brokers.values(), key=lambda b: b.id)
         ]
-        if not brokers:  # before the first UpdateMetadata, at least name ourselves
-            me = self.broker.broker_info
-            brokers = [_MR.MetadataResponseBroker(node_id=me.id, host=me.host, port=me.port, rack=me.rack)]
+        # before the first UpdateMetadata the list is empty, as Kafka's: a client that got a
+        # one-broker list would forget the others and fail what it had queued for them
         return _MR(
             throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
             controller_id=cache.controller_id, topics=topics, authorized_operations=None,

@@ -269,16 +269,21 @@ class Controller:
             self._trigger_controller_move()
 
     def _register_controller(self) -> tuple[int, int]:
+        """Kafka's election multi-op, after making sure `/controller_epoch` is not below the
+        highest epoch this broker has seen: a corrupt, negative or reset epoch would otherwise
+        give the new controller an epoch every broker refuses as stale."""
+        seen = max(self._last_seen_controller_epoch(), 0)
         try:
-            return self.store.register_controller_and_increment_epoch(self.broker_id)
+            current = self.store.get_controller_epoch()
+            broken = current is not None and current[0] < seen
+            why = f"/controller_epoch is {current[0] if current else None}, below the epoch {seen} brokers have seen"
         except ZNodeDecodeError as e:
-            # A corrupt epoch cannot be incremented. Repair it from the highest epoch this
-            # broker has seen (brokers fence on it, so going back would be refused anyway).
-            seen = max(self._last_seen_controller_epoch(), 0)
-            log.error("%s; repairing /controller_epoch to %d before electing", e, seen)
-            self.state_log.record("CorruptControllerEpochRepaired", repaired_to=seen)
+            broken, why = True, str(e)
+        if broken:
+            log.error("%s; repairing /controller_epoch to %d before electing", why, seen)
+            self.state_log.record("ControllerEpochRepaired", repaired_to=seen, reason=why)
             self.store.repair_controller_epoch(seen)
-            return self.store.register_controller_and_increment_epoch(self.broker_id)
+        return self.store.register_controller_and_increment_epoch(self.broker_id)
 
     def _trigger_controller_move(self) -> None:
         was_active = self.is_active

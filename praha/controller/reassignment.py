@@ -56,7 +56,11 @@ class ReassignmentManager:
         self._targets: dict[TopicPartition, tuple[ReplicaAssignment, tuple[int, ...]]] = {}
 
     # ---- validation ----------------------------------------------------------------------------
-    def validate(self, tp: TopicPartition, target: tuple[int, ...] | None) -> tuple[int, str | None]:
+    def validate(self, tp: TopicPartition, target: tuple[int, ...] | None,
+                 require_live_targets: bool = False) -> tuple[int, str | None]:
+        """Kafka's checks. The API path (`require_live_targets`) also refuses new replicas on
+        brokers that are not alive, as Kafka's AlterPartitionReassignments does; the znode path
+        accepts them and waits for the broker to start (SPEC §8)."""
         ctx = self.ctx
         if tp.topic not in ctx.all_topics or ctx.partition_assignment(tp) is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}"
@@ -76,6 +80,10 @@ class ReassignmentManager:
         current = ctx.partition_assignment(tp)
         if tuple(target) == current.replicas and not current.is_being_reassigned:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"target {list(target)} equals the current assignment"
+        if require_live_targets:
+            dead = [b for b in reassign_to(current, tuple(target)).adding if b not in ctx.live_broker_ids]
+            if dead:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"replica assignment has brokers that are not alive: {dead}"
         return ErrorCode.NONE, None
 
     # ---- triggers ------------------------------------------------------------------------------
@@ -124,7 +132,7 @@ class ReassignmentManager:
         out = {}
         items: list[tuple[TopicPartition, ReplicaAssignment]] = []
         for tp, target in targets.items():
-            code, why = self.validate(tp, None if target is None else tuple(target))
+            code, why = self.validate(tp, None if target is None else tuple(target), require_live_targets=True)
             if code == ErrorCode.NONE:
                 current = self.ctx.partition_assignment(tp)
                 if target is None:

@@ -696,17 +696,19 @@ class ZkStore:
             raise self._wrap(e, "delete /controller") from None
 
     def repair_controller_epoch(self, epoch: int) -> bool:
-        """Overwrite a corrupt `/controller_epoch` with `epoch` (conditional on the version read);
-        create it if absent. A readable epoch is left alone. Returns whether it wrote."""
+        """Make `/controller_epoch` at least `epoch`: create it if absent, overwrite it if corrupt
+        or lower (conditional on the version read, so a concurrent election is never undone).
+        A value of `epoch` or more is left alone. Returns whether it wrote."""
         got = self.get_data(zn.CONTROLLER_EPOCH_PATH)
         if got is None:
             ops: list[ZkOp] = [CreateOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch))]
         else:
             try:
-                zn.decode_controller_epoch(got[0])
-                return False
+                if zn.decode_controller_epoch(got[0]) >= epoch:
+                    return False
             except ZNodeDecodeError:
-                ops = [SetDataOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch), got[1].version)]
+                pass
+            ops = [SetDataOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch), got[1].version)]
         return self.multi(ops)[0].ok
 
     def delete_if_unchanged_corrupt(self, path: str) -> bool:

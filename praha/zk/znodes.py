@@ -233,7 +233,10 @@ def encode_controller_epoch(epoch: int) -> bytes:
 def decode_controller_epoch(data: bytes | None, path: str = CONTROLLER_EPOCH_PATH) -> int:
     if data is None or not _INT_RE.fullmatch(bytes(data)):
         raise ZNodeDecodeError(path, f"not an ASCII integer: {data!r:.60}")
-    return int(data)
+    epoch = int(data)
+    if epoch < 0:
+        raise ZNodeDecodeError(path, f"negative controller epoch {epoch}")
+    return epoch
 
 
 # ---------------------------------------------------------------------------------------

@@ -200,9 +200,6 @@ def test_a_broker_that_is_not_the_controller_says_so(ports, request_, version, r
     assert code == E.NOT_CONTROLLER
 
 
-@pytest.mark.xfail(reason="AlterPartitionReassignments accepts a target broker that does not exist (Kafka: "
-                          "INVALID_REPLICA_ASSIGNMENT 'Replica assignment has brokers that are not alive'); "
-                          "the reassignment then waits forever. Reported.", strict=False)
 def test_move_to_a_broker_that_does_not_exist_is_refused(ports):
     try:
         code, _ = moved(send(ports[0], move("orders", 2, [1, 9]), 0))

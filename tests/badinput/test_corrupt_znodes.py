@@ -77,14 +77,7 @@ def test_controller_znode(env, data):
     wait_healthy(env)
 
 
-STALE_EPOCH = pytest.mark.xfail(reason=(
-    "a /controller_epoch that decodes but is negative or below what brokers have seen is incremented as is "
-    "(-3 -> -2): every broker refuses the new controller as stale and partitions stay leaderless; the repair "
-    "from the highest epoch seen only runs for undecodable data. Reported."), strict=False)
-
-
-@pytest.mark.parametrize("data", [b"banana", b"", pytest.param(b"-3", marks=STALE_EPOCH),
-                                  pytest.param(b"0", marks=STALE_EPOCH)])
+@pytest.mark.parametrize("data", [b"banana", b"", b"-3", b"0"])
 def test_controller_epoch_znode_is_repaired_at_the_next_election(env, data):
     epoch = status(env)["controller"]["epoch"]
     env.store.client.set(zn.CONTROLLER_EPOCH_PATH, data)
