@@ -31,8 +31,10 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
+# every benchmark; each prints its figures and updates its section of bench/RESULTS.md
+BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append
 bench: $(STAMP)
-	$(PY) bench/failover.py
+	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 # chaos: 4 seeded campaigns, 200 faults in all (one on a 3-node ZooKeeper ensemble), then the
 # slow regression replays; every campaign runs even if one fails, the target fails if any did
