@@ -582,15 +582,17 @@ class LogTail:
 
 
 # ------------------------------------------------------------------------- misc processes
-def start_py_spy(pid: int, out: Path, duration: int, fmt: str = "speedscope") -> subprocess.Popen | None:
+def start_py_spy(pid: int, out: Path, duration: int, fmt: str = "speedscope",
+                 gil_only: bool = False) -> subprocess.Popen | None:
     """py-spy (pip-installed into the venv for measuring only) sampling `pid` at 200 Hz;
-    `fmt` "speedscope" or "raw" (collapsed stacks, one line per stack with its count)."""
+    `fmt` "speedscope" or "raw" (collapsed stacks, one line per stack with its count);
+    `gil_only`: only the thread holding the GIL is sampled (where the interpreter's time goes)."""
     exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(exe).exists():
         print("  (py-spy not found; no profile)")
         return None
     return subprocess.Popen([exe, "record", "-p", str(pid), "-o", str(out), "-d", str(duration), "-r", "200",
-                             "-f", fmt, "--nonblocking"],
+                             "-f", fmt, "--nonblocking"] + (["--gil"] if gil_only else []),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
@@ -756,7 +758,7 @@ class Rig:
         self.tail.mark()
         if getattr(self.args, "py_spy", None):
             self._spy = start_py_spy(b.pid, Path(self.args.py_spy) / f"{self.name}-{self._trials}.txt",
-                                     duration=max(10, int(timeout)), fmt="raw")
+                                     duration=max(10, int(timeout)), fmt="raw", gil_only=True)
             time.sleep(1.0)  # let py-spy attach
         return b
 

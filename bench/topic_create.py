@@ -3,9 +3,10 @@ partition online with an acknowledged leader, against the raw ZooKeeper write li
 brokers' memory.
 
 For each size P, per trial:
-  1. a fresh embedded ZooKeeper, stand-ins 2..6 (`_harness`) registered in the bench's
-     session, and the real broker 1 (the controller; it hosts no replica), waited for until
-     quiet; its RSS is read;
+  1. one embedded ZooKeeper per size (warmed up: P scratch state znodes created and deleted
+     first), stand-ins 2..6 (`_harness`) registered in the bench's session; per trial a fresh
+     real broker 1 (the controller; it hosts no replica), waited for until quiet; its RSS is
+     read;
   2. `ZkStore.create_topic` as the admin tool does it: the config znode, then the assignment
      znode `/brokers/topics/<t>` naming all P partitions (replicas rotating over 2..6) — one
      write the controller watches. Timed from that write until every replica of every
@@ -15,18 +16,21 @@ For each size P, per trial:
   3. broker 1's RSS again once quiet (it now holds P partitions in its controller context and
      its metadata cache); then the raw limit, with broker 1 idle: P fenced conditional writes
      of the new state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), and, for reference,
-     P fenced creates of state znodes under a scratch path (parents made beforehand, untimed).
-With --hosting-broker (sizes ≤ --hosting-max): one more run per size with a second real
-broker (7) that leads every partition of another topic of P partitions (followers on the
-stand-ins, which never fetch), timed until its `praha_broker_leader_partitions` figure says
-P, and its RSS before and after (logs created for P partitions).
+     P fenced creates of state znodes under a scratch path (parents made beforehand, untimed);
+     broker 1 is stopped and the topic's znodes deleted.
+With --hosting-sizes 1000,5000: one more run per such size with a second real broker (7) that
+leads every partition of another topic of P partitions (followers on the stand-ins, which
+never fetch), timed until its `praha_broker_leader_partitions` figure says P, and its RSS
+before and after (logs created for P partitions). Each hosted partition keeps files open, so
+the process's open-file limit (`ulimit -n`) bounds P.
 Target: under 2 s at 10k. Figures, not asserts; medians.
 
 Usage: .venv/bin/python bench/topic_create.py [--sizes 1000,10000,50000] [--repeat 3]
-       [--hosting-broker] [--py-spy DIR] [--no-write]
+       [--hosting-sizes 1000,5000] [--py-spy DIR] [--no-write]
 """
 from __future__ import annotations
 
+import resource
 import shutil
 import sys
 import time
@@ -99,21 +103,22 @@ def raw_fenced_creates(store, p: int) -> float:
     return elapsed
 
 
-def run_trial(p: int, args, root: Path, i: int) -> Trial:
-    rig = Rig(root, f"tc-{p}-{i}", args)
+def run_trial(rig: Rig, p: int, args, i: int) -> Trial:
+    """One creation on `rig`'s ZooKeeper, with a fresh broker 1; the topic's znodes are deleted
+    afterwards (broker 1 stopped), so every trial starts from an empty cluster."""
     trial = Trial()
-    tps = [TopicPartition(TOPIC, k) for k in range(p)]
+    topic = f"{TOPIC}-{i}"
+    tps = [TopicPartition(topic, k) for k in range(p)]
     replicas = {tp: assign(tp.partition) for tp in tps}
+    b = rig.start_controller(args.timeout)
     try:
-        rig.start()
-        b = rig.start_controller(args.timeout)
         trial.rss_before_mb = b.rss_mb()
         rig.forget_requests()
         meter = LoadMeter([b.pid, rig.zk.pid])
         ta = TopicAssignment({k: ReplicaAssignment(assign(k)) for k in range(p)})
-        rig.store.set_topic_config(TOPIC, {})  # create_topic writes it first; done here so t0 is the assignment
+        rig.store.set_topic_config(topic, {})  # create_topic writes it first; done here so t0 is the assignment
         t0 = time.time()
-        rig.store.create_topic(TOPIC, ta)
+        rig.store.create_topic(topic, ta)
         lines = rig.tail.wait(lambda ls: any(ln.get("election") == "new" for ln in ls), ["PartitionStateChange"],
                               args.timeout, b.alive)
         trial.line_s = next(ln for ln in lines if ln.get("election") == "new")["time_ms"] / 1000.0 - t0
@@ -127,15 +132,20 @@ def run_trial(p: int, args, root: Path, i: int) -> Trial:
         trial.raw_s = raw_fenced_writes(rig.store, tps)
         trial.raw_create_s = raw_fenced_creates(rig.store, p)
     finally:
-        rig.close()
-        if not args.keep:
-            shutil.rmtree(root / f"zk-tc-{p}-{i}", ignore_errors=True)
+        rig.stop_controller()
+    rig.store.delete_recursive([zn.topic_path(topic), zn.config_topic_path(topic)])
     return trial
+
+
+def warm_up(rig: Rig, p: int) -> None:
+    """A fresh ZooKeeper JVM creates its first few thousand znodes several times slower than
+    later ones: create (and delete) P scratch state znodes first, untimed."""
+    raw_fenced_creates(rig.store, p)
 
 
 def run_hosting(p: int, args, root: Path) -> dict:
     """A real broker 7 leading every partition of a P-partition topic: time and RSS."""
-    rig = Rig(root, f"tc-host-{p}", args)
+    rig = Rig(root, f"tc-host-{p}", args, jute_maxbuffer=16 << 20)
     out: dict = {}
     host: BrokerProcess | None = None
     try:
@@ -154,9 +164,22 @@ def run_hosting(p: int, args, root: Path) -> dict:
         rig.store.set_topic_config("bench-hosted", {})
         t0 = time.time()
         rig.store.create_topic("bench-hosted", ta)
-        wait_until(lambda: host.metrics().get("praha_broker_leader_partitions", 0) >= p, args.timeout,
-                   "broker 7 to lead every partition", step=0.05)
-        out["time_s"] = time.time() - t0
+        led = {"n": 0.0}
+
+        def leads_all() -> bool:
+            try:
+                led["n"] = host.metrics().get("praha_broker_leader_partitions", 0)
+            except Exception:  # noqa: BLE001 - busy: the metrics endpoint did not answer in time
+                return False
+            return led["n"] >= p
+
+        try:
+            wait_until(leads_all, args.timeout, "broker 7 to lead every partition", step=0.05)
+            out["time_s"] = time.time() - t0
+        except RuntimeError:
+            out["time_s"] = float("nan")
+            print(f"  broker 7 led {led['n']:.0f} of {p:,} partitions after {args.timeout:.0f}s")
+        out["led"] = led["n"]
         t = time.monotonic()
         while time.monotonic() - t < args.timeout:  # until its CPU is quiet
             c0 = host.cpu_s()
@@ -173,7 +196,7 @@ def run_hosting(p: int, args, root: Path) -> dict:
     return out
 
 
-def summarise(results: dict[int, list[Trial]], hosting: dict[int, dict]) -> list[dict]:
+def summarise(results: dict[int, list[Trial]]) -> list[dict]:
     rows = []
     for p, trials in results.items():
         row = {
@@ -187,7 +210,6 @@ def summarise(results: dict[int, list[Trial]], hosting: dict[int, dict]) -> list
             "missing": max(t.missing for t in trials),
             "other_load": median([t.other_load for t in trials]),
             "trials": len(trials),
-            "hosting": hosting.get(p),
         }
         row["ratio"] = row["time_s"] / row["raw_s"]
         rows.append(row)
@@ -204,14 +226,13 @@ def table(rows: list[dict]) -> str:
         f"{r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
 
 
-def hosting_table(rows: list[dict]) -> str:
-    rows = [r for r in rows if r.get("hosting")]
-    if not rows:
+def hosting_table(hosting: dict[int, dict]) -> str:
+    if not hosting:
         return ""
-    return ("| P | real broker 7 leads all s | broker 7 RSS before → after MB | controller RSS MB |\n"
-            "|---:|---:|---:|---:|\n" + "".join(
-                f"| {r['P']:,} | {fmt_s(r['hosting']['time_s'])} | {r['hosting']['rss_before_mb']:.0f} → "
-                f"{r['hosting']['rss_after_mb']:.0f} | {r['hosting']['controller_rss_mb']:.0f} |\n" for r in rows))
+    return ("| P | real broker 7 leads all s | partitions it led at the end | broker 7 RSS before → after MB | "
+            "controller RSS MB |\n|---:|---:|---:|---:|---:|\n" + "".join(
+                f"| {p:,} | {fmt_s(h['time_s'])} | {h.get('led', 0):,.0f} | {h['rss_before_mb']:.0f} → "
+                f"{h['rss_after_mb']:.0f} | {h['controller_rss_mb']:.0f} |\n" for p, h in sorted(hosting.items())))
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -227,8 +248,8 @@ def verdicts(rows: list[dict]) -> list[str]:
     return out
 
 
-def section(rows: list[dict], command: str) -> str:
-    host = hosting_table(rows)
+def section(rows: list[dict], hosting: dict[int, dict], command: str) -> str:
+    host = hosting_table(hosting)
     return (
         f"{HEADING}\n\n"
         f"Command: `{command}`\n\n"
@@ -242,13 +263,16 @@ def section(rows: list[dict], command: str) -> str:
         "state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), broker 1 idle; *raw fenced creates*: P "
         "fenced creates of state znodes (parents made beforehand), for reference — the controller creates "
         "`partitions/<p>` and `partitions/<p>/state`, 2P znodes. *RSS*: broker 1 (controller context and "
-        "metadata cache of P partitions), idle before and after. Each trial on a fresh ZooKeeper and broker 1. "
+        "metadata cache of P partitions), idle before and after. Each trial with a fresh broker 1 on an empty "
+        "cluster (one ZooKeeper per size, warmed up by P scratch creates). "
         "Medians over the trials.\n\n"
         + table(rows) + "\n"
         + "".join(f"- {v}\n" for v in verdicts(rows))
-        + (("\nA real broker hosting the partitions (`--hosting-broker`): broker 7, a second real broker, "
+        + (("\nA real broker hosting the partitions (`--hosting-sizes`): broker 7, a second real broker, "
             "leads every partition of a P-partition topic (followers on stand-ins); from the assignment znode "
-            "until its `praha_broker_leader_partitions` figure reached P (polled every 50 ms), and its RSS:\n\n"
+            "until its `praha_broker_leader_partitions` figure reached P (polled every 50 ms), and its RSS "
+            f"(open-file limit here: {resource.getrlimit(resource.RLIMIT_NOFILE)[0]:,}; each hosted partition keeps "
+            "its log files open, which bounds how many one broker process can host):\n\n"
             + host) if host else "")
         + "\nPlot: `bench/topic_create.png` (log-log).\n"
     )
@@ -257,8 +281,8 @@ def section(rows: list[dict], command: str) -> str:
 def main() -> int:
     ap = common_args(__doc__.split("\n")[0])
     ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "topic_create.png"))
-    ap.add_argument("--hosting-broker", action="store_true", help="also measure a real broker hosting P partitions")
-    ap.add_argument("--hosting-max", type=int, default=10000)
+    ap.add_argument("--hosting-sizes", default="", help="also measure a real broker hosting P partitions, "
+                                                            "for these P (comma-separated)")
     args = ap.parse_args()
     root, remove = work_root(args)
     results: dict[int, list[Trial]] = {}
@@ -267,28 +291,35 @@ def main() -> int:
         for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
             print(f"\n== P = {p:,}: one topic, RF 3", flush=True)
             results[p] = []
-            for i in range(args.repeat):
-                t = run_trial(p, args, root, i)
-                results[p].append(t)
-                print(f"  trial {i + 1}: leaders acknowledged {fmt_s(t.time_s)}s (state znodes at {fmt_s(t.line_s)}s)"
-                      f"  raw limit {fmt_s(t.raw_s)}s, raw creates {fmt_s(t.raw_create_s)}s  broker 1 RSS "
-                      f"{t.rss_before_mb:.0f} → {t.rss_after_mb:.0f} MB  missing {t.missing}; other load "
-                      f"{t.other_load * 100:.0f}% of the CPUs", flush=True)
-            if args.hosting_broker and p <= args.hosting_max:
-                hosting[p] = run_hosting(p, args, root)
-                print(f"  real broker 7 leads {p:,}: {fmt_s(hosting[p]['time_s'])}s, RSS "
-                      f"{hosting[p]['rss_before_mb']:.0f} → {hosting[p]['rss_after_mb']:.0f} MB", flush=True)
+            rig = Rig(root, f"tc-{p}", args, jute_maxbuffer=16 << 20)
+            try:
+                rig.start()
+                warm_up(rig, p)
+                for i in range(args.repeat):
+                    t = run_trial(rig, p, args, i)
+                    results[p].append(t)
+                    print(f"  trial {i + 1}: leaders acknowledged {fmt_s(t.time_s)}s (state znodes at "
+                          f"{fmt_s(t.line_s)}s)  raw limit {fmt_s(t.raw_s)}s, raw creates {fmt_s(t.raw_create_s)}s  "
+                          f"broker 1 RSS {t.rss_before_mb:.0f} → {t.rss_after_mb:.0f} MB  missing {t.missing}; "
+                          f"other load {t.other_load * 100:.0f}% of the CPUs", flush=True)
+            finally:
+                rig.close()
+        for p in [int(x) for x in args.hosting_sizes.split(",") if x.strip()]:
+            print(f"\n== a real broker hosting {p:,} partitions", flush=True)
+            hosting[p] = run_hosting(p, args, root)
+            print(f"  real broker 7 leads {hosting[p].get('led', 0):,.0f} of {p:,}: {fmt_s(hosting[p]['time_s'])}s, "
+                  f"RSS {hosting[p]['rss_before_mb']:.0f} → {hosting[p]['rss_after_mb']:.0f} MB", flush=True)
     finally:
         if remove:
             shutil.rmtree(root, ignore_errors=True)
-    rows = summarise(results, hosting)
+    rows = summarise(results)
     print("\n" + table(rows))
-    print(hosting_table(rows))
+    print(hosting_table(hosting))
     for v in verdicts(rows):
         print(v)
     if not args.no_write:
         command = ("python bench/topic_create.py " + " ".join(sys.argv[1:])).strip()
-        write_section(Path(args.results), HEADING, section(rows, command))
+        write_section(Path(args.results), HEADING, section(rows, hosting, command))
         plot_vs_raw(Path(args.plot), "creation of a P-partition topic", rows,
                     [("time_s", "assignment znode → leaders acknowledged", "o-"),
                      ("line_s", "→ state znodes created (controller)", "x-.")],

@@ -310,9 +310,11 @@ class ControllerFlows:
             self.replica_sm.handle_state_changes(
                 [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
             )
-        remaining = {
-            tp for tp in ctx.partitions_led_by(broker_id) if len(ctx.partition_replicas(tp)) > 1
-        }
+            # what it still leads, known once the elections are written (before the requests are
+            # handed over, so that the answer follows them at once)
+            remaining = {
+                tp for tp in ctx.partitions_led_by(broker_id) if len(ctx.partition_replicas(tp)) > 1
+            }
         log.info(
             "controlled shutdown of broker %d: moved %d leaders, stopped %d followers, %d still led",
             broker_id, len(led) - len(remaining & set(led)), len(followed), len(remaining),

@@ -35,6 +35,9 @@ class LeaderAndIsrRequestData:
     broker_epoch: int
     partitions: list[PartitionLeaderState]
     live_leaders: list[BrokerInfo]
+    #: shared by the LeaderAndIsr requests of one batch: a partition state sent to several
+    #: brokers (the same object) is encoded once (see wire._fast_leader_and_isr_body)
+    encoded_states: dict | None = field(default=None, compare=False, repr=False)
 
     api_key = 4
 

@@ -238,6 +238,7 @@ class ControllerRequestBatch:
         live = ctx.live_or_shutting_down_broker_ids
         counts = {"leader_and_isr": 0, "update_metadata": 0, "stop_replica": 0, "partitions": 0}
         outgoing: list[tuple[int, object, ResponseCallback | None]] = []
+        encoded_states: dict = {}  # one partition state sent to several brokers is encoded once
         try:
             for broker_id, states in self._leader_and_isr.items():
                 if broker_id not in live:
@@ -249,6 +250,7 @@ class ControllerRequestBatch:
                     broker_epoch=ctx.broker_epoch(broker_id),
                     partitions=list(states.values()),
                     live_leaders=[ctx.live_brokers[b] for b in sorted(leader_ids) if b in ctx.live_brokers],
+                    encoded_states=encoded_states,
                 )
                 outgoing.append((broker_id, req, self.on_leader_and_isr_response))
                 counts["leader_and_isr"] += 1

@@ -140,9 +140,11 @@ def _um_brokers(live_brokers):
 # taken from the event thread (one interpreter). These encoders write the same bytes straight
 # from the controller's dataclasses: LeaderAndIsr v4 and UpdateMetadata v6 are flexible
 # versions (compact arrays and strings: unsigned varint length + 1; an empty tagged-field
-# section, one 0 byte, after every struct and the body). Anything unusual (a value that is not
-# a plain int or str) returns None and the caller uses kafka-python, so the bytes are always
-# kafka-python's; unit tests compare them.
+# section, one 0 byte, after every struct and the body). Integers are packed with the struct
+# formats kafka-python packs them with, so they take (and refuse) the same values; anything
+# else unusual (a string field that is not a str, an array without a length, 127+ entries)
+# returns None and the caller uses kafka-python, so the bytes are always kafka-python's; unit
+# tests compare them.
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -225,13 +227,6 @@ def _um_shape(n_isr: int, n_replicas: int, n_offline: int) -> struct.Struct:
     return st
 
 
-def _plain_ints(xs) -> tuple | list:
-    """`xs` if it is a tuple or list of plain ints (what the one-pack encoders take)."""
-    if (type(xs) is not tuple and type(xs) is not list) or not all(type(x) is int for x in xs):
-        raise _NotPlain(xs)
-    return xs
-
-
 def _fast_leader_and_isr_body(req: LeaderAndIsrRequestData) -> bytes | None:
     """The LeaderAndIsr v4 body of `req`, as kafka-python encodes `_leader_and_isr_to_wire(req)`."""
     try:
@@ -239,17 +234,24 @@ def _fast_leader_and_isr_body(req: LeaderAndIsrRequestData) -> bytes | None:
         groups = _topic_groups(req.partitions)
         out.append(_uvarint(len(groups) + 1))
         append = out.append
+        cache = req.encoded_states
         for topic, states in groups.items():
             append(_string(topic))
             append(_uvarint(len(states) + 1))
             for st in states:
-                isr, replicas = _plain_ints(st.isr), _plain_ints(st.replicas)
-                adding, removing = _plain_ints(st.adding_replicas), _plain_ints(st.removing_replicas)
+                if cache is not None:
+                    known = cache.get(id(st))
+                    if known is not None and known[0] is st:
+                        append(known[1])
+                        continue
+                isr, replicas, adding, removing = st.isr, st.replicas, st.adding_replicas, st.removing_replicas
                 ni, nr, na, nm = len(isr), len(replicas), len(adding), len(removing)
-                append(_li_shape(ni, nr, na, nm).pack(
-                    *_ints(st.tp.partition, st.controller_epoch, st.leader, st.leader_epoch), ni + 1, *isr,
-                    *_ints(st.zk_version), nr + 1, *replicas, na + 1, *adding, nm + 1, *removing,
-                    bool(st.is_new), 0))
+                encoded = _li_shape(ni, nr, na, nm).pack(
+                    st.tp.partition, st.controller_epoch, st.leader, st.leader_epoch, ni + 1, *isr,
+                    st.zk_version, nr + 1, *replicas, na + 1, *adding, nm + 1, *removing, bool(st.is_new), 0)
+                if cache is not None:
+                    cache[id(st)] = (st, encoded)  # keeps `st` alive, so its id is not reused meanwhile
+                append(encoded)
             append(b"\x00")
         out.append(_uvarint(len(req.live_leaders) + 1))
         i32 = _I32.pack
@@ -276,11 +278,11 @@ def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker
             out.append(_string(topic))
             out.append(_uvarint(len(states) + 1))
             for st in states:
-                isr, replicas, offline = _plain_ints(st.isr), _plain_ints(st.replicas), _plain_ints(st.offline_replicas)
+                isr, replicas, offline = st.isr, st.replicas, st.offline_replicas
                 ni, nr, no = len(isr), len(replicas), len(offline)
                 out.append(_um_shape(ni, nr, no).pack(
-                    *_ints(st.tp.partition, st.controller_epoch, st.leader, st.leader_epoch), ni + 1, *isr,
-                    *_ints(st.zk_version), nr + 1, *replicas, no + 1, *offline, 0))
+                    st.tp.partition, st.controller_epoch, st.leader, st.leader_epoch, ni + 1, *isr,
+                    st.zk_version, nr + 1, *replicas, no + 1, *offline, 0))
             out.append(b"\x00")
         out.append(_uvarint(len(live_brokers) + 1))
         for b in live_brokers:

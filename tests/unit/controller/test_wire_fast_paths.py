@@ -104,8 +104,27 @@ def test_lazy_leader_and_isr_other_versions_and_replaced_fields_go_through_kafka
 
 def test_values_the_direct_encoder_does_not_take_fall_back_to_kafka_python():
     req = _req(3)
-    odd = LeaderAndIsrRequestData(1, 2, 99, [PartitionLeaderState(TopicPartition("t", 0), 2, True, 7, [1, 2], 3,
-                                                                  (1,))], req.live_leaders)
+    # integers go through the same struct formats: a bool packs as kafka-python packs it
+    loose = LeaderAndIsrRequestData(1, 2, 99, [PartitionLeaderState(TopicPartition("t", 0), 2, True, 7, [1, 2], 3,
+                                                                    (1,))], req.live_leaders)
+    obj, version = wire.request_to_wire(loose)
+    assert bytes(encode_request(obj, version, 7, "praha")) == _plain_leader_and_isr(loose)
+    # a topic name that is not a str is left to kafka-python (which writes str() of it)
+    odd = LeaderAndIsrRequestData(1, 2, 99, [PartitionLeaderState(TopicPartition(5, 0), 2, 1, 7, (1, 2), 3, (1,))],
+                                  req.live_leaders)
     assert wire._fast_leader_and_isr_body(odd) is None
     obj, version = wire.request_to_wire(odd)
     assert bytes(encode_request(obj, version, 7, "praha")) == _plain_leader_and_isr(odd)
+
+
+def test_states_shared_by_a_batchs_requests_are_encoded_once_and_identically():
+    req = _req(40)
+    cache: dict = {}
+    reqs = [LeaderAndIsrRequestData(1, 2, epoch, parts, req.live_leaders, encoded_states=cache)
+            for epoch, parts in ((7, req.partitions), (8, req.partitions[::2]), (9, req.partitions[5:]))]
+    for r in reqs:
+        obj, version = wire.request_to_wire(r)
+        assert bytes(encode_request(obj, version, 7, "praha")) == _plain_leader_and_isr(r)
+    assert len(cache) == 40 and all(v[0] is s for s in req.partitions for k, v in cache.items() if k == id(s))
+    # the cache is no part of the request's value
+    assert reqs[0] == LeaderAndIsrRequestData(1, 2, 7, req.partitions, req.live_leaders)
