@@ -67,6 +67,7 @@ class Trial:
     shutdown_s: float = float("nan")       # first request sent → response with nothing remaining
     acked_s: float = float("nan")          # → last new leader's LeaderAndIsr answered by the stand-ins
     line_s: float = float("nan")           # → the ControlledShutdown state-change line
+    elected_s: float = float("nan")        # → the elections' PartitionStateChange line (states written)
     attempts: int = 0
     missing: int = 0
     other_load: float = float("nan")
@@ -110,8 +111,12 @@ def run_size(p: int, args, root: Path) -> list[Trial]:
                     time.sleep(0.05)
                 if remaining == 0:
                     trial.shutdown_s = time.perf_counter() - start
-                lines = rig.tail.wait(lambda ls: len(ls) >= trial.attempts, ["ControlledShutdown"], args.timeout,
-                                      b.alive)
+                lines = rig.tail.wait(lambda ls: sum(ln["event"] == "ControlledShutdown" for ln in ls) >= trial.attempts,
+                                      ["ControlledShutdown", "PartitionStateChange"], args.timeout, b.alive)
+                elected = [ln for ln in lines if ln.get("election") == "controlled_shutdown"]
+                if elected:
+                    trial.elected_s = elected[0]["time_ms"] / 1000.0 - t0
+                lines = [ln for ln in lines if ln["event"] == "ControlledShutdown"]
                 trial.line = lines[-1]
                 trial.line_s = trial.line["time_ms"] / 1000.0 - t0
                 rig.quiet_stand_ins(t0, args.timeout, expect=FOLLOWERS)
@@ -122,7 +127,8 @@ def run_size(p: int, args, root: Path) -> list[Trial]:
             finally:
                 rig.stop_controller()
             print(f"  trial {i + 1}: raw limit {raw:6.3f}s  controlled shutdown {fmt_s(trial.shutdown_s)}s "
-                  f"({trial.attempts} request(s); line at {fmt_s(trial.line_s)}s)  new leaders acknowledged "
+                  f"({trial.attempts} request(s); elections written at {fmt_s(trial.elected_s)}s, line at "
+                  f"{fmt_s(trial.line_s)}s)  new leaders acknowledged "
                   f"{fmt_s(trial.acked_s)}s  (missing {trial.missing}; other load "
                   f"{trial.other_load * 100:.0f}% of the CPUs)", flush=True)
     finally:
@@ -139,6 +145,7 @@ def summarise(results: dict[int, list[Trial]]) -> list[dict]:
             "time_s": median([t.shutdown_s for t in trials]),
             "acked_s": median([t.acked_s for t in trials]),
             "line_s": median([t.line_s for t in trials]),
+            "elected_s": median([t.elected_s for t in trials]),
             "attempts": max(t.attempts for t in trials),
             "missing": max(t.missing for t in trials),
             "other_load": median([t.other_load for t in trials]),
@@ -150,11 +157,12 @@ def summarise(results: dict[int, list[Trial]]) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P (led by the broker) | controlled shutdown s | raw limit s | ratio | new leaders acknowledged s | "
-            "requests | other load | trials |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    head = ("| P (led by the broker) | controlled shutdown s | raw limit s | ratio | elections written s | "
+            "new leaders acknowledged s | requests | other load | trials |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     return head + "".join(
-        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['acked_s'])} | "
-        f"{r['attempts']} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['elected_s'])} | "
+        f"{fmt_s(r['acked_s'])} | {r['attempts']} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -181,7 +189,9 @@ def section(rows: list[dict], command: str) -> str:
         f"What is timed: stand-in {SHUTTING_DOWN}, which leads all P partitions (RF 3, followers rotating over "
         "3-6), sends ControlledShutdownRequest v3 with its broker epoch (the czxid of its own session's "
         "`/brokers/ids/2`) to broker 1; from that request to the response naming no remaining partition "
-        "(*requests*: how many it took). *New leaders acknowledged*: until every remaining replica of every "
+        "(*requests*: how many it took). *Elections written*: the controller's `PartitionStateChange` line for the "
+        "controlled-shutdown elections (states read, decided and written; requests not yet handed over). "
+        "*New leaders acknowledged*: until every remaining replica of every "
         "partition had answered a LeaderAndIsr naming a leader other than 2 (decoded afterwards). *Raw limit*: "
         "P fenced conditional writes of the same state znodes in multi-ops of 100 from the bench's session "
         "(`ZkStore.fenced_multi`), timed in the same trial before broker 1 starts. *Other load*: CPU share "

@@ -177,4 +177,3 @@ def test_cached_reassignment_content_follows_every_change_of_the_znode(zk_store)
     assert zk_store.get_reassignments() == {c: (5,)}
     zk_store.set_reassignments({}, version)
     assert zk_store.get_data(zn.REASSIGN_PARTITIONS_PATH) is None
-
