@@ -406,9 +406,11 @@ def test_ensemble_survives_one_server_loss(tmp_path):
 
 def test_repairs_of_corrupt_znodes(zk_store, other_store):
     zk_store.client.create(zn.CONTROLLER_EPOCH_PATH, b"garbage")
-    assert zk_store.repair_controller_epoch(4)
-    assert not zk_store.repair_controller_epoch(9)  # readable now: left alone
-    assert zk_store.register_controller_and_increment_epoch(1)[0] == 5
+    assert zk_store.repair_controller_epoch(4)  # corrupt: overwritten
+    assert not zk_store.repair_controller_epoch(3)  # readable and not lower: left alone
+    assert not zk_store.repair_controller_epoch(4)
+    assert zk_store.repair_controller_epoch(6)  # lower than a seen epoch: raised
+    assert zk_store.register_controller_and_increment_epoch(1)[0] == 7
 
     zk_store.client.create("/brokers/topics/bad", b"{")
     zk_store.client.create("/brokers/topics/good", zn.encode_topic_assignment(TopicAssignment()))
