@@ -40,15 +40,17 @@ from praha.errors import (
     PrahaError,
     UnknownTopicError,
 )
+from praha.broker.quota import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS,
+)
 from praha.zk import znodes as zn
 from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
 TOPIC_THROTTLE_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 BROKER_THROTTLE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
 CONFIG_CHANGE_SEQUENCE_PATH = f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}"
@@ -301,8 +303,7 @@ def throttle_settings(current: Plan, plan: Plan) -> tuple[dict[str, tuple[str, s
 
 def _notify_config_change(store, entity_path: str) -> None:
     """Kafka's change notice, so brokers re-read the entity's dynamic config."""
-    data = json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
-    store.multi([CreateOp(CONFIG_CHANGE_SEQUENCE_PATH, data, sequential=True)])
+    store.multi([CreateOp(CONFIG_CHANGE_SEQUENCE_PATH, zn.encode_config_change(entity_path), sequential=True)])
 
 
 def _read_config(store, path: str) -> dict[str, str]:

@@ -16,7 +16,11 @@ Per source broker, the task loops:
    continue (UnexpectedAppendOffset) → TRUNCATING again; leadership errors → back off
    that partition until the next LeaderAndIsr.
 A response is applied only if the partition is still followed at the same leader epoch
-(LeaderAndIsr may have changed it while the request was out). Logging: one line per
+(LeaderAndIsr may have changed it while the request was out).
+Reassignment throttle (`praha.broker.quota`): a partition the throttle covers that has not
+caught up with the leader's high watermark is left out of step 3 while the broker's
+follower budget is spent, and its fetched bytes are charged to that budget; when every
+partition is held back the task sleeps until the budget recovers (≤ 1 s at a time). Logging: one line per
 connection problem and per truncation, never per fetch.
 
 The bytes stay bytes: the fetch response is read from the socket into one reusable
@@ -51,6 +55,7 @@ from praha.protocol.framing import encode_request
 
 if TYPE_CHECKING:
     from praha.broker.partition import Partition
+    from praha.broker.quota import ReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +335,8 @@ class FollowedPartition:
     leader_epoch: int
     state: FetchState = FetchState.TRUNCATING
     delayed_until_ms: int = 0
+    #: our log end reached the leader's high watermark at the last fetch (never throttled then)
+    in_sync: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +355,7 @@ class FetcherStats:
     bytes: int = 0
     truncations: int = 0
     errors: int = 0
+    throttled_rounds: int = 0
 
 
 class ReplicaFetcher:
@@ -355,12 +363,16 @@ class ReplicaFetcher:
 
     def __init__(self, source: BrokerInfo, settings: FetcherSettings,
                  partition_of: Callable[[TopicPartition, int], "Partition | None"],
-                 on_appended: Callable[["Partition"], None], stats: FetcherStats):
+                 on_appended: Callable[["Partition"], None], stats: FetcherStats,
+                 quota: "ReplicationQuota | None" = None,
+                 is_throttled: Callable[[TopicPartition], bool] = lambda tp: False):
         self.source = source
         self.settings = settings
         self.partition_of = partition_of
         self.on_appended = on_appended
         self.stats = stats
+        self.quota = quota
+        self.is_throttled = is_throttled
         self.partitions: dict[TopicPartition, FollowedPartition] = {}
         self.conn = self._new_connection()
         self._wake = asyncio.Event()
@@ -528,13 +540,21 @@ class ReplicaFetcher:
         p.after_truncation()
 
     # -- fetching -------------------------------------------------------------------------------
+    def _throttled(self, fp: FollowedPartition) -> bool:
+        return self.quota is not None and not fp.in_sync and self.is_throttled(fp.tp)
+
     async def _fetch(self, fps: list[FollowedPartition]) -> None:
         s = self.settings
         by_topic: dict[str, list] = {}
         sent: dict[TopicPartition, tuple[FollowedPartition, int]] = {}
+        hold_back = self.quota is not None and self.quota.exceeded()
+        held = 0
         for fp in fps:
             p = self._current(fp)
             if p is None:
+                continue
+            if hold_back and self._throttled(fp):
+                held += 1
                 continue
             offset = p.log.log_end_offset
             sent[fp.tp] = (fp, offset)
@@ -542,6 +562,9 @@ class ReplicaFetcher:
                 partition=fp.tp.partition, current_leader_epoch=fp.leader_epoch, fetch_offset=offset,
                 last_fetched_epoch=-1, log_start_offset=p.log.log_start_offset, partition_max_bytes=s.fetch_max_bytes))
         if not sent:
+            if held and self.quota is not None:
+                self.stats.throttled_rounds += 1
+                await asyncio.sleep(min(self.quota.seconds_until_available(), 1.0))
             return
         req = FetchRequest(
             replica_id=s.broker_id, max_wait_ms=s.wait_max_ms, min_bytes=1, max_bytes=s.response_max_bytes,
@@ -579,6 +602,7 @@ class ReplicaFetcher:
 
     def _apply(self, fp: FollowedPartition, p: "Partition", r: Any) -> None:
         records = r.records
+        throttled = self._throttled(fp)
         if records:
             try:
                 info = p.log.append_as_follower(records)
@@ -593,6 +617,10 @@ class ReplicaFetcher:
                 return
             if info.size_bytes:
                 self.stats.bytes += info.size_bytes
+                if throttled:
+                    assert self.quota is not None
+                    self.quota.record(info.size_bytes)
+        fp.in_sync = p.log.log_end_offset >= r.high_watermark
         p.update_follower_high_watermark(r.high_watermark)
         if r.log_start_offset > p.log.log_start_offset:
             p.log.increment_log_start_offset(min(r.log_start_offset, p.high_watermark))
@@ -637,10 +665,13 @@ class ReplicaFetcherManager:
     """Fetchers by source broker; created on first partition, stopped when empty."""
 
     def __init__(self, settings: FetcherSettings, partition_of: Callable[[TopicPartition, int], "Partition | None"],
-                 on_appended: Callable[["Partition"], None]):
+                 on_appended: Callable[["Partition"], None], quota: "ReplicationQuota | None" = None,
+                 is_throttled: Callable[[TopicPartition], bool] = lambda tp: False):
         self.settings = settings
         self.partition_of = partition_of
         self.on_appended = on_appended
+        self.quota = quota
+        self.is_throttled = is_throttled
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.stats = FetcherStats()
 
@@ -649,7 +680,8 @@ class ReplicaFetcherManager:
         f = self.fetchers.get(leader.id)
         if f is None:
             f = self.fetchers[leader.id] = ReplicaFetcher(leader, self.settings, self.partition_of,
-                                                          self.on_appended, self.stats)
+                                                          self.on_appended, self.stats, self.quota,
+                                                          self.is_throttled)
             f.start()
         else:
             f.update_source(leader)

@@ -40,6 +40,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
 from praha.broker.partition import Partition
+from praha.broker.quota import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    NO_THROTTLED_REPLICAS,
+    ReplicationQuota,
+    ThrottledReplicas,
+    parse_rate,
+    parse_throttled_replicas,
+)
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.config import BrokerConfig, parse_properties
 from praha.controller.messages import (
@@ -105,6 +114,9 @@ class ReplicaManager:
         self.produce_purgatory: Purgatory | None = None
         self.fetch_purgatory: Purgatory | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
+        #: reassignment throttle: the replicas it covers per topic, and this broker's budget
+        self.follower_throttled: dict[str, ThrottledReplicas] = {}
+        self.follower_quota = ReplicationQuota()
         self.stats = ReplicaStats()
         self._hw_checkpoint: dict[TopicPartition, int] = {}
         self._isr_changed: set[TopicPartition] = set()
@@ -138,7 +150,8 @@ class ReplicaManager:
                         topics.add(tp.topic)
         if topics and store is not None:
             configs, _bad = store.get_topic_configs(sorted(topics))
-            self.topic_configs.update(configs)
+            for t, config in configs.items():
+                self._set_topic_config(t, config)
         manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}))
         manager.startup()  # a failure here leaves `log_manager` unset: nothing to close
         self.log_manager = manager
@@ -163,7 +176,8 @@ class ReplicaManager:
             backoff_ms=cfg.replica_fetch_backoff_ms,
             socket_timeout_ms=_extra_int(cfg, "replica.socket.timeout.ms", 30000),
         )
-        self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append)
+        self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append,
+                                              self.follower_quota, self.is_follower_throttled)
         self._tasks = [
             loop.create_task(self._every(max(self.lag_time_max_ms // 2, 10), self.maybe_shrink_isr), name="isr-expiry"),
             loop.create_task(self._every(self.hw_checkpoint_interval_ms, self._checkpoint_hw), name="hw-checkpoint"),
@@ -233,10 +247,48 @@ class ReplicaManager:
             ("replication_bytes_in", float(f.stats.bytes if f else 0), "bytes appended as follower"),
             ("follower_truncations", float(f.stats.truncations if f else 0), "follower log truncations"),
             ("fetcher_partitions", float(f.partition_count() if f else 0), "partitions being fetched"),
+            ("follower_throttled_bytes", float(self.follower_quota.throttled_bytes),
+             "bytes fetched for replicas under a reassignment throttle"),
+            ("follower_throttle_rate", float(self.follower_quota.rate or 0),
+             "follower.replication.throttled.rate in force (0: none)"),
             ("delayed_produce", float(len(self.produce_purgatory) if self.produce_purgatory else 0),
              "acks=all produce requests parked"),
             ("delayed_fetch", float(len(self.fetch_purgatory) if self.fetch_purgatory else 0), "fetch requests parked"),
         ]
+
+    # ------------------------------------------------------------------ dynamic config
+    def _set_topic_config(self, topic: str, config: dict[str, str]) -> None:
+        self.topic_configs[topic] = config
+        try:
+            throttled = parse_throttled_replicas(config.get(FOLLOWER_THROTTLED_REPLICAS))
+        except ValueError as e:
+            log.warning("topic %s: ignoring %s: %s", topic, FOLLOWER_THROTTLED_REPLICAS, e)
+            throttled = NO_THROTTLED_REPLICAS
+        if throttled.empty:
+            self.follower_throttled.pop(topic, None)
+        else:
+            self.follower_throttled[topic] = throttled
+
+    def is_follower_throttled(self, tp: TopicPartition) -> bool:
+        """Whether our replica of `tp` is one a reassignment throttle covers."""
+        throttled = self.follower_throttled.get(tp.topic)
+        return throttled is not None and throttled.covers(tp.partition, self.broker_id)
+
+    def apply_broker_config(self, config: dict[str, str]) -> None:
+        """This broker's dynamic config (`/config/brokers/...`): the follower throttle rate."""
+        try:
+            rate = parse_rate(config.get(FOLLOWER_THROTTLED_RATE))
+        except ValueError as e:
+            log.warning("ignoring %s: %s", FOLLOWER_THROTTLED_RATE, e)
+            rate = None
+        if rate != self.follower_quota.rate:
+            log.info("follower replication throttle: %s", "off" if rate is None else f"{rate} bytes/s")
+        self.follower_quota.set_rate(rate)
+
+    async def on_topic_config_changed(self, topic: str) -> None:
+        """A config change notice for `topic`: re-read it if we host any of it."""
+        if topic in self.topic_configs or any(tp.topic == topic for tp in self.partitions):
+            await self._load_topic_configs({topic})
 
     def _followed_partition(self, tp: TopicPartition, leader_epoch: int) -> Partition | None:
         p = self.partitions.get(tp)
@@ -273,7 +325,7 @@ class ReplicaManager:
             log.warning("could not read config of %d topics: %r; keeping the last known", len(topics), e)
             return
         for t in topics:
-            self.topic_configs[t] = configs.get(t, {})
+            self._set_topic_config(t, configs.get(t, {}))
         if self.log_manager is not None:
             for tp, lg in self.log_manager:
                 if tp.topic in topics:

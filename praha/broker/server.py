@@ -2,8 +2,10 @@
 
 Start-up steps: connect to ZooKeeper and create the persistent paths; read or create the
 cluster id; start the socket server (asyncio, its own thread) so the controller can reach
-us; register `/brokers/ids/<id>` (its czxid is our broker epoch); start the controller
-module (every broker runs one; one is active); start the metrics endpoint.
+us; start watching config change notices (dynamic topic and broker config, e.g. a
+reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker epoch);
+start the controller module (every broker runs one; one is active); start the metrics
+endpoint.
 
 Shutdown steps (`praha broker stop`, SIGTERM): controlled shutdown — ask the active
 controller to move our leaderships away, retrying `controlled.shutdown.max.retries` times
@@ -21,6 +23,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
 from praha.broker.handlers import RequestHandlers
 from praha.broker.metadata_cache import MetadataCache
@@ -68,6 +71,7 @@ class BrokerServer:
         self.cluster_id = ""
         self.store: ZkStore | None = None
         self.controller: Controller | None = None
+        self.config_changes: ConfigChangeListener | None = None
         self.socket_server: SocketServer | None = None
         self.loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="network", daemon=True)
@@ -100,6 +104,7 @@ class BrokerServer:
         listener = cfg.endpoints[0]
         self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes)
         self.run_on_loop(self.socket_server.start())
+        self._start_config_changes()
         advertised = cfg.advertised_endpoints
         endpoints = tuple(
             EndPoint(e.host, e.port or self.socket_server.port, e.listener, e.security_protocol) for e in advertised
@@ -120,6 +125,17 @@ class BrokerServer:
             cfg.broker_id, listener.host, self.socket_server.port, epoch, self.cluster_id, self.metrics_port,
         )
         self.state_log.record("BrokerStarted", broker_epoch=epoch, port=self.socket_server.port)
+
+    def _start_config_changes(self) -> None:
+        assert self.store is not None
+        rm, loop = self.replica_manager, self.loop
+        self.config_changes = ConfigChangeListener(
+            self.store, self.broker_id,
+            on_topic=lambda topic: asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop),
+            on_broker=lambda config: loop.call_soon_threadsafe(rm.apply_broker_config, config),
+        )
+        config = self.config_changes.start()
+        loop.call_soon_threadsafe(rm.apply_broker_config, config)
 
     def _write_runtime_file(self) -> None:
         """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
@@ -232,6 +248,8 @@ class BrokerServer:
             self.controlled_shutdown()
         if self.controller is not None:
             self.controller.shutdown()
+        if self.config_changes is not None:
+            self.config_changes.stop()
         if self.store is not None:
             self.store.stop()
         if self.socket_server is not None and self._loop_thread.is_alive():

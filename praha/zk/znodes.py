@@ -455,6 +455,27 @@ def decode_config(data: bytes | None, path: str = CONFIG_TOPICS_PATH) -> dict[st
     return dict(config)
 
 
+# ---------------------------------------------------------------------------------------
+# /config/changes/config_change_<seq>
+# ---------------------------------------------------------------------------------------
+def encode_config_change(entity_path: str) -> bytes:
+    """A change notice (v2) naming the entity whose config changed, e.g. "topics/t"."""
+    return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(data: bytes | None, path: str = CONFIG_CHANGES_PATH) -> tuple[str, str]:
+    """(entity type, entity name) of a notice: v2 `entity_path` "type/name", or v1
+    `entity_type` + `entity_name` (Kafka 0.10)."""
+    obj = _object(path, data)
+    version = _version(path, obj, (1, 2), default=1)
+    if version == 2:
+        entity_type, sep, name = _str(path, obj, "entity_path").partition("/")
+        if not sep or not entity_type or not name:
+            raise ZNodeDecodeError(path, "entity_path must be <type>/<name>")
+        return entity_type, name
+    return _str(path, obj, "entity_type"), _str(path, obj, "entity_name")
+
+
 def encode_cluster_id(cluster_id: str) -> bytes:
     return _dumps({"version": "1", "id": cluster_id})
 
