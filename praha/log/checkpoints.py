@@ -36,25 +36,28 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old or the new content, never a mix."""
+def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
+    """Replace `path` with `data` so readers see the old or the new content, never a mix.
+    `durable=False` skips the fsyncs, for content whose loss in a crash costs nothing."""
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if durable:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
-def write_entries(path: str, entries: list[tuple[object, ...]]) -> None:
+def write_entries(path: str, entries: list[tuple[object, ...]], durable: bool = True) -> None:
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(f) for f in entry) for entry in entries)
-    atomic_write(path, ("\n".join(lines) + "\n").encode())
+    atomic_write(path, ("\n".join(lines) + "\n").encode(), durable)
 
 
 def read_entries(path: str, fields: int) -> list[list[str]] | None:

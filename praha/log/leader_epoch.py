@@ -68,8 +68,8 @@ class LeaderEpochCache:
         self._epochs = [e for e, _ in pairs]
         self._starts = [o for _, o in pairs]
 
-    def _persist(self) -> None:
-        write_entries(self.path, list(zip(self._epochs, self._starts)))
+    def _persist(self, durable: bool = True) -> None:
+        write_entries(self.path, list(zip(self._epochs, self._starts)), durable)
 
     # -- queries ---------------------------------------------------------------------
     @property
@@ -173,9 +173,10 @@ class LeaderEpochCache:
         self._starts.clear()
         self._persist()
 
-    def flush(self) -> None:
-        """Write the file even if nothing changed (after a rebuild)."""
-        self._persist()
+    def flush(self, durable: bool = True) -> None:
+        """Write the file even if nothing changed (after a rebuild). `durable=False` for an
+        empty cache of a new log: if a crash loses that file, an empty log rebuilds the same."""
+        self._persist(durable)
         self.needs_rebuild = False
 
     def delete_file(self) -> None:

@@ -147,14 +147,16 @@ class Log:
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
-            cache.flush()  # a new log: nothing to rebuild, just create the file
+            cache.flush(durable=False)  # a new log: nothing to rebuild, just create the file
         elif cache.needs_rebuild:
             report.epoch_cache_rebuilt = True
             self._rebuild_epoch_cache()
         else:
+            changed = False
             for epoch, offset in epochs:
-                cache.assign(epoch, offset, persist=False)
-            cache.flush()
+                changed |= cache.assign(epoch, offset, persist=False)
+            if changed:  # recovery found epochs the checkpoint lacked; else it is already right
+                cache.flush()
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
         if report.eventful:

@@ -60,6 +60,7 @@ class LogManager:
         self._topic_config = topic_config
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        self._logs_in_dir: dict[str, int] = {d: 0 for d in self.log_dirs}
         self._lock = threading.RLock()
         self._lock_fds: list[int] = []
         self._started = False
@@ -126,6 +127,7 @@ class LogManager:
                 clean_shutdown=clean,
             )
             self._dir_of[tp] = d
+            self._logs_in_dir[d] += 1
         if clean:
             os.unlink(marker)  # from now on a crash is an unclean shutdown
             fsync_dir(d)
@@ -150,20 +152,20 @@ class LogManager:
             fsync_dir(d)
             self._logs[tp] = lg
             self._dir_of[tp] = d
-            log.info("Created log for %s in %s", tp, d)
+            self._logs_in_dir[d] += 1
+            log.debug("Created log for %s in %s", tp, d)
             return lg
 
     def _least_loaded_dir(self) -> str:
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(self.log_dirs, key=self._logs_in_dir.__getitem__)
 
     def delete(self, tp: TopicPartition) -> bool:
         """Remove the partition's log and its files (StopReplica with delete)."""
         with self._lock:
             lg = self._logs.pop(tp, None)
-            self._dir_of.pop(tp, None)
+            d = self._dir_of.pop(tp, None)
+            if d is not None:
+                self._logs_in_dir[d] -= 1
         if lg is None:
             return False
         lg.delete()
