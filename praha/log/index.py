@@ -19,6 +19,7 @@ import os
 import struct
 import sys
 from array import array
+from typing import Callable
 
 from praha.log.checkpoints import atomic_write
 from praha.log.errors import CorruptIndexError
@@ -35,7 +36,7 @@ class _Index:
     def __init__(self, path: str, base_offset: int):
         self.path = path
         self.base_offset = base_offset
-        self._fd: int | None = None
+        self._dirty = False  # written since the last fsync
         self._loaded = False
         self._count = 0  # entries, including those not yet written
         self._file_count = 0  # entries in the file
@@ -96,40 +97,49 @@ class _Index:
         if len(self._pending) >= _PENDING_LIMIT:
             self.write_pending()
 
+    def _with_file(self, action: Callable[[int], object], flags: int = 0) -> None:
+        """Open the file for one action and close it again: an index holds no descriptor
+        between writes (they come once per ~8 KiB of entries), so a broker hosting 10k
+        partitions needs one descriptor per partition (its active segment), not three."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+        try:
+            action(fd)
+        finally:
+            os.close(fd)
+        self._dirty = True
+
     def write_pending(self) -> None:
         if not self._pending:
             return
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        os.pwrite(self._fd, self._pending, self._file_count * self.entry_size)
+        pending, at = self._pending, self._file_count * self.entry_size
+        self._with_file(lambda fd: os.pwrite(fd, pending, at))
         self._pending.clear()
         self._file_count = self._count
 
     def _truncate_file(self, count: int) -> None:
         self.write_pending()
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        os.ftruncate(self._fd, count * self.entry_size)
+        self._with_file(lambda fd: os.ftruncate(fd, count * self.entry_size))
         self._file_count = count
 
     def flush(self) -> None:
         self.write_pending()
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if self._dirty:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._dirty = False
 
     def close(self) -> None:
-        """Write queued entries and close the append descriptor (sealed or closing)."""
+        """Write queued entries (sealed segment or closing)."""
         self.write_pending()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     def create_empty(self) -> None:
         """Start an empty index for a new segment. No fsync: if a crash loses the file the
         segment is past the recovery point, and recovery rebuilds it."""
-        self.close()
         self._pending.clear()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._with_file(lambda fd: None, os.O_TRUNC)
         self._count = self._file_count = 0
         self._clear_entries()
         self._loaded = True

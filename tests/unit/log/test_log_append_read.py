@@ -244,3 +244,25 @@ def test_accepts_any_buffer_type(open_log):
     lg.append_as_leader(bytearray(raw), 0)
     assert [o for o, _, _ in decode(lg.read(0, 1 << 20).data)] == list(range(6))
     assert raw == make_batches([2, 1])  # the caller's buffer is not patched
+
+
+def test_logs_hold_one_descriptor_each(open_log):
+    """Indexes open their files only to write: a broker hosting 10k partitions must fit
+    in an open-file limit of 20k (it was three descriptors per partition)."""
+    import os
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    logs = []
+    for i in range(20):
+        lg = open_log(f"many-{i}", config=LogConfig(index_interval_bytes=64))
+        for _ in range(300):  # enough index entries to write them out
+            lg.append_as_leader(make_batch(1, value_size=40), 0)
+        logs.append(lg)
+    assert all(len(lg.active_segment.offset_index) > 100 for lg in logs)
+    assert open_fds() - before <= 20
+    lg = logs[0]
+    lg.flush()
+    assert lg.read(150, 100).data  # reads go through the index still
