@@ -115,8 +115,8 @@ class DataApis:
                     rm.stats.bytes_in += info.size_bytes
                     rm.stats.messages_in += info.record_count
                     rm.after_leader_append(p)
-                    if acks == -1:
-                        waits[tp] = ProduceWait(info.last_offset + 1)
+                if acks == -1 and (info.record_count or info.duplicate):  # a retry waits like the first write
+                    waits[tp] = ProduceWait(info.last_offset + 1)
         if waits:
             outcome = await rm.park_produce(waits, r.timeout_ms)
             for tp, w in outcome.items():

@@ -52,6 +52,7 @@ class RequestHandlers:
         __import__("praha.broker.data_handlers", fromlist=["_"]).register_data_apis(self, broker)
         self.register(CREATE_TOPICS, (2, 7), self.handle_create_topics)
         __import__("praha.broker.admin_handlers", fromlist=["_"]).register_admin_apis(self, broker)
+        __import__("praha.broker.producer_ids", fromlist=["_"]).register_producer_apis(self, broker)
 
     def register(self, api_key: int, versions: tuple[int, int], handler: Handler) -> None:
         """Serve `api_key` at `versions`; checked against the schemas now, so a typo fails at start-up."""

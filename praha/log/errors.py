@@ -15,6 +15,9 @@ Mapping for request handlers (`exc.code` is always right to send back):
 - `OffsetOutOfRangeError` (OFFSET_OUT_OF_RANGE): a read outside [log start, log end].
 - `UnexpectedAppendOffsetError`: a follower append does not continue from the log end.
 - `LogStorageError` (KAFKA_STORAGE_ERROR): I/O failure, closed or deleted log, bad checkpoint.
+- `OutOfOrderSequenceError` (OUT_OF_ORDER_SEQUENCE_NUMBER), `InvalidProducerEpochError`
+  (INVALID_PRODUCER_EPOCH): an idempotent producer's batch skips sequences, or comes
+  from an epoch older than the log has seen.
 """
 from __future__ import annotations
 
@@ -44,6 +47,14 @@ class MessageTooLargeError(PrahaError):
 
 class RecordListTooLargeError(PrahaError):
     code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class OutOfOrderSequenceError(PrahaError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(PrahaError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class OffsetOutOfRangeError(PrahaError):

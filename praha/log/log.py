@@ -35,16 +35,22 @@ from praha.common import TopicPartition
 from praha.log.batch import MAX_RELATIVE_OFFSET, NO_TIMESTAMP, BatchHeader, Buffer, assign_offsets, rebase_headers, validate
 from praha.log.config import LogConfig
 from praha.log.errors import (
+    InvalidProducerEpochError,
     LogStorageError,
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     RecordListTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from praha.log.producer_state import ProducerStateTable, SequenceVerdict, WrittenBatch
 from praha.log.recovery import load_segments
 from praha.log.segment import LogSegment
 
 log = logging.getLogger(__name__)
+
+#: how much of the active segment's tail rebuilds the idempotent producers' state
+PRODUCER_SCAN_BYTES = 64 << 20
 
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
 
@@ -72,6 +78,8 @@ class AppendInfo:
     record_count: int
     batch_count: int = 0
     size_bytes: int = 0
+    #: an idempotent producer's retry of a batch already in the log (nothing appended)
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +135,7 @@ class Log:
         self._closed = False
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -237,10 +246,14 @@ class Log:
                 f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
         with self._lock:
             self._check_open()
+            duplicate = self._check_sequences(summary.batches)
+            if duplicate is not None:
+                return AppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1, 0, duplicate=True)
             first = self._leo
             data = assign_offsets(records, first, leader_epoch, batches=summary.batches)
             headers = rebase_headers(summary.batches, first, leader_epoch)
             self._append_locked(data, headers, now_ms)
+            self._record_producers(headers)
             if leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(leader_epoch, first)
             last = self._leo - 1
@@ -287,6 +300,8 @@ class Log:
                         f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
                 prev = h
             self._append_locked(records, batches, now_ms)
+            if self._producers is not None:
+                self._record_producers(batches)
             cache = self.epoch_cache
             for h in batches:
                 if h.leader_epoch > cache.latest_epoch:
@@ -296,6 +311,51 @@ class Log:
         best = max(batches, key=lambda h: h.max_timestamp)
         return AppendInfo(batches[0].base_offset, batches[-1].last_offset, best.max_timestamp,
                           best.last_offset if best.max_timestamp >= 0 else -1, records_n, len(batches), size)
+
+    # -- idempotent producers ------------------------------------------------------------
+    def _producer_table(self) -> ProducerStateTable:
+        """The producers' recent batches, rebuilt from the tail of the active segment
+        (at most PRODUCER_SCAN_BYTES) when first needed after a load or truncation."""
+        table = self._producers
+        if table is None:
+            table = ProducerStateTable()
+            seg = self._segments[-1]
+            start = 0
+            if seg.size > PRODUCER_SCAN_BYTES:
+                seg.ensure_indexes()
+                start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
+            for h in seg.scan_headers(start, seg.size):
+                if h.producer_id >= 0:
+                    table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
+            self._producers = table
+        return table
+
+    def _check_sequences(self, batches: Sequence[BatchHeader]) -> WrittenBatch | None:
+        """Kafka's idempotence checks (`producer_state`): the earlier write if this append
+        retries one; raises on a fenced epoch or a sequence gap."""
+        if all(h.producer_id < 0 for h in batches):
+            return None
+        table = self._producer_table()
+        for h in batches:
+            if h.producer_id < 0:
+                continue
+            check = table.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta)
+            if check.verdict is SequenceVerdict.DUPLICATE:
+                return check.duplicate_of
+            if check.verdict is SequenceVerdict.FENCED_EPOCH:
+                raise InvalidProducerEpochError(
+                    f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
+            if check.verdict is SequenceVerdict.OUT_OF_ORDER:
+                raise OutOfOrderSequenceError(
+                    f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
+        return None
+
+    def _record_producers(self, headers: Sequence[BatchHeader]) -> None:
+        table = None
+        for h in headers:
+            if h.producer_id >= 0:
+                table = table or self._producer_table()
+                table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
 
     def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None) -> None:
         """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
@@ -458,6 +518,7 @@ class Log:
             removed_bytes = seg.truncate_to(offset) + sum(s.size for s in removed)
             self._set_segments(self._segments[:keep])
             self._schedule_delete(removed)
+            self._producers = None
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
             self._log_start = min(self._log_start, self._leo)
@@ -480,6 +541,7 @@ class Log:
         self._schedule_delete(old)
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
+        self._producers = None
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))

@@ -36,6 +36,7 @@ from kafka.protocol.metadata import (
     MetadataRequest, MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
@@ -92,6 +93,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
     _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
     _spec(DescribeClusterRequest, DescribeClusterResponse),
+    _spec(InitProducerIdRequest, InitProducerIdResponse),
 )}
 
 

@@ -824,6 +824,25 @@ class ZkStore:
         except KazooException as e:
             raise self._wrap(e, "create /cluster/id") from None
 
+    def allocate_producer_id_block(self, broker_id: int, block_size: int = 1000, attempts: int = 20
+                                   ) -> tuple[int, int]:
+        """Claim the next `block_size` producer ids (inclusive bounds) by a conditional update
+        of `/latest_producer_id_block`, as Kafka's brokers do; a lost race re-reads. A
+        corrupt znode is an error (ids must never be handed out twice)."""
+        for _ in range(attempts):
+            got = self.get_data(zn.PRODUCER_ID_BLOCK_PATH)
+            start = 0
+            if got is not None and got[0]:
+                start = zn.decode_producer_id_block(got[0])[2] + 1
+            data = zn.encode_producer_id_block(broker_id, start, start + block_size - 1)
+            if got is None:
+                op: ZkOp = CreateOp(zn.PRODUCER_ID_BLOCK_PATH, data)
+            else:
+                op = SetDataOp(zn.PRODUCER_ID_BLOCK_PATH, data, got[1].version)
+            if self.multi([op])[0].ok:
+                return start, start + block_size - 1
+        raise PrahaError(f"could not claim a producer id block in {attempts} attempts")
+
     # -- topics: typed reads ----------------------------------------------------------------------
     def get_all_topics(self) -> list[str]:
         return sorted(self.get_children(zn.TOPICS_PATH) or [])

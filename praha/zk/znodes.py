@@ -476,6 +476,32 @@ def decode_config_change(data: bytes | None, path: str = CONFIG_CHANGES_PATH) ->
     return _str(path, obj, "entity_type"), _str(path, obj, "entity_name")
 
 
+# ---------------------------------------------------------------------------------------
+# /latest_producer_id_block
+# ---------------------------------------------------------------------------------------
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    """The last block of producer ids handed to a broker (Kafka writes the ids as strings)."""
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)})
+
+
+def decode_producer_id_block(data: bytes | None, path: str = PRODUCER_ID_BLOCK_PATH) -> tuple[int, int, int]:
+    """(broker, block start, block end), inclusive."""
+    obj = _object(path, data)
+    _version(path, obj, (1,), default=1)
+    broker = _int(path, obj, "broker")
+    bounds = []
+    for key in ("block_start", "block_end"):
+        v = _req(path, obj, key)
+        if isinstance(v, str) and v.lstrip("-").isdigit():
+            v = int(v)
+        if not _is_int(v) or v < 0:
+            raise ZNodeDecodeError(path, f"field {key!r} must be a non-negative id, got {v!r}")
+        bounds.append(v)
+    if bounds[1] < bounds[0]:
+        raise ZNodeDecodeError(path, f"block end {bounds[1]} is below its start {bounds[0]}")
+    return broker, bounds[0], bounds[1]
+
+
 def encode_cluster_id(cluster_id: str) -> bytes:
     return _dumps({"version": "1", "id": cluster_id})
 

@@ -1,0 +1,103 @@
+"""Idempotent producers in the log: a retried batch is answered with the first write's
+offsets and not appended again; sequence gaps and fenced epochs are refused; the state
+survives a reload (rebuilt from the active segment) and is kept by follower appends."""
+from __future__ import annotations
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from log_helpers import decode
+
+from praha.errors import ErrorCode
+from praha.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from praha.log.producer_state import (
+    MAX_SEQUENCE,
+    ProducerStateTable,
+    SequenceVerdict,
+    last_sequence,
+)
+
+
+def idem_batch(pid: int, seq: int, count: int = 2, epoch: int = 0, tag: bytes = b"v") -> bytes:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    for i in range(count):
+        b.append(i, timestamp=1000 + i, key=None, value=b"%s-%d-%d" % (tag, seq, i), headers=[])
+    return bytes(b.build())
+
+
+# ------------------------------------------------------------------------------ pure table
+def test_sequence_rules():
+    t = ProducerStateTable()
+    assert t.check(7, 0, 0, 1).verdict is SequenceVerdict.ACCEPT  # unknown producer
+    t.record(7, 0, 0, 1, first_offset=100)  # seqs 0-1 at offsets 100-101
+    assert t.check(7, 0, 2, 0).verdict is SequenceVerdict.ACCEPT
+    dup = t.check(7, 0, 0, 1)
+    assert dup.verdict is SequenceVerdict.DUPLICATE
+    assert (dup.duplicate_of.first_offset, dup.duplicate_of.last_offset) == (100, 101)
+    gap = t.check(7, 0, 5, 0)
+    assert gap.verdict is SequenceVerdict.OUT_OF_ORDER and gap.expected == 2
+    t.record(7, 3, 0, 0, first_offset=110)  # a new epoch starts over
+    assert t.check(7, 2, 1, 0).verdict is SequenceVerdict.FENCED_EPOCH
+    assert t.check(7, 3, 1, 0).verdict is SequenceVerdict.ACCEPT
+    t.record(7, 2, 9, 0, first_offset=120)  # a fenced producer's batch changes nothing
+    assert t.producers[7].epoch == 3 and t.producers[7].last_sequence == 0
+
+
+def test_only_the_last_five_batches_are_remembered_and_sequences_wrap():
+    t = ProducerStateTable()
+    for i in range(7):
+        t.record(1, 0, i, 0, first_offset=i)
+    assert t.check(1, 0, 1, 0).verdict is SequenceVerdict.OUT_OF_ORDER  # too old to be known
+    assert t.check(1, 0, 2, 0).verdict is SequenceVerdict.DUPLICATE
+    assert last_sequence(MAX_SEQUENCE - 1, 3) == 1
+    t.record(2, 0, MAX_SEQUENCE - 1, 1, first_offset=0)  # ends at MAX_SEQUENCE
+    assert t.check(2, 0, 0, 4).verdict is SequenceVerdict.ACCEPT
+
+
+# ------------------------------------------------------------------------------ in the log
+def test_retried_batch_is_not_appended_twice(open_log):
+    lg = open_log()
+    first = lg.append_as_leader(idem_batch(5, 0), 1)
+    lg.append_as_leader(idem_batch(5, 2), 1)
+    again = lg.append_as_leader(idem_batch(5, 0), 1)  # the response to the first was lost
+    assert again.duplicate and again.record_count == 0
+    assert (again.first_offset, again.last_offset) == (first.first_offset, first.last_offset)
+    assert lg.log_end_offset == 4
+    assert [v for _, _, v in decode(lg.read(0, 1 << 20).data)] == [b"v-0-0", b"v-0-1", b"v-2-0", b"v-2-1"]
+
+
+def test_gaps_and_fenced_epochs_are_refused_and_change_nothing(open_log):
+    lg = open_log()
+    lg.append_as_leader(idem_batch(5, 0, epoch=1), 1)
+    with pytest.raises(OutOfOrderSequenceError) as e:
+        lg.append_as_leader(idem_batch(5, 4, epoch=1), 1)
+    assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    with pytest.raises(InvalidProducerEpochError) as e:
+        lg.append_as_leader(idem_batch(5, 2, epoch=0), 1)
+    assert e.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert lg.log_end_offset == 2
+    plain = lg.append_as_leader(idem_batch(-1, -1), 1)  # non-idempotent data is never checked
+    assert plain.record_count == 2
+
+
+def test_state_is_rebuilt_after_reload_and_truncation(open_log):
+    lg = open_log("p-0")
+    lg.append_as_leader(idem_batch(9, 0), 1)
+    lg.append_as_leader(idem_batch(9, 2), 1)
+    lg.close()
+    lg = open_log("p-0")
+    assert lg.append_as_leader(idem_batch(9, 2), 1).duplicate
+    assert lg.append_as_leader(idem_batch(9, 4), 1).record_count == 2
+    lg.truncate_to(4)  # the batch of seqs 4-5 is gone: its retry must be appended
+    retry = lg.append_as_leader(idem_batch(9, 4), 1)
+    assert not retry.duplicate and retry.first_offset == 4
+
+
+def test_followers_keep_the_state_a_new_leader_needs(open_log):
+    leader, follower = open_log("a-0"), open_log("b-0")
+    leader.append_as_leader(idem_batch(3, 0), 1)
+    follower.append_as_follower(leader.read(0, 1 << 20).data)
+    follower.append_as_leader(idem_batch(3, 2), 2)  # the follower became leader
+    assert follower.append_as_leader(idem_batch(3, 0), 2).duplicate
+    with pytest.raises(OutOfOrderSequenceError):
+        follower.append_as_leader(idem_batch(3, 9), 2)
