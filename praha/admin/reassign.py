@@ -40,6 +40,7 @@ from praha.errors import (
     PrahaError,
     UnknownTopicError,
 )
+from praha.admin.configs import BROKERS, TOPICS, read_config, write_config
 from praha.broker.quota import (
     FOLLOWER_THROTTLED_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
@@ -47,13 +48,11 @@ from praha.broker.quota import (
     LEADER_THROTTLED_REPLICAS,
 )
 from praha.zk import znodes as zn
-from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 
 TOPIC_THROTTLE_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 BROKER_THROTTLE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
-CONFIG_CHANGE_SEQUENCE_PATH = f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}"
 
 
 def _ids(values: Iterable[int]) -> str:
@@ -301,25 +300,6 @@ def throttle_settings(current: Plan, plan: Plan) -> tuple[dict[str, tuple[str, s
     return {t: (fmt(leaders[t]), fmt(followers.get(t, set()))) for t in sorted(leaders)}, sorted(brokers)
 
 
-def _notify_config_change(store, entity_path: str) -> None:
-    """Kafka's change notice, so brokers re-read the entity's dynamic config."""
-    store.multi([CreateOp(CONFIG_CHANGE_SEQUENCE_PATH, zn.encode_config_change(entity_path), sequential=True)])
-
-
-def _read_config(store, path: str) -> dict[str, str]:
-    got = store.get_data(path)
-    return {} if got is None else zn.decode_config(got[0], path)
-
-
-def _write_config(store, path: str, config: Mapping[str, str]) -> None:
-    data = zn.encode_config(config)
-    result = store.multi([SetDataOp(path, data)])[0]
-    if result.outcome is WriteOutcome.NO_NODE:
-        result = store.multi([CreateOp(path, data)])[0]
-    if not result.ok:
-        raise PrahaError(f"could not write {path}: {result.outcome.value}")
-
-
 def set_throttles(store, current: Plan, plan: Plan, rate: int) -> tuple[list[str], list[int]]:
     """Write the throttle configs of a reassignment (other config keys are kept)."""
     topics, brokers = throttle_settings(current, plan)
@@ -328,14 +308,11 @@ def set_throttles(store, current: Plan, plan: Plan, rate: int) -> tuple[list[str
         config = dict(configs.get(topic, {}))
         config[LEADER_THROTTLED_REPLICAS] = leader
         config[FOLLOWER_THROTTLED_REPLICAS] = follower
-        store.set_topic_config(topic, config)
-        _notify_config_change(store, f"topics/{topic}")
+        write_config(store, TOPICS, topic, config)
     for b in brokers:
-        path = zn.config_broker_path(b)
-        config = _read_config(store, path)
+        config = read_config(store, BROKERS, str(b))
         config.update({LEADER_THROTTLED_RATE: str(rate), FOLLOWER_THROTTLED_RATE: str(rate)})
-        _write_config(store, path, config)
-        _notify_config_change(store, f"brokers/{b}")
+        write_config(store, BROKERS, str(b), config)
     return list(topics), brokers
 
 
@@ -346,11 +323,9 @@ def clear_throttles(store, topics: Iterable[str], brokers: Iterable[int] | None 
         brokers = [int(c) for c in store.get_children(zn.CONFIG_BROKERS_PATH) or [] if c.isdigit()]
     cleared_brokers = []
     for b in sorted(set(brokers)):
-        path = zn.config_broker_path(b)
-        config = _read_config(store, path)
+        config = read_config(store, BROKERS, str(b))
         if any(k in config for k in BROKER_THROTTLE_KEYS):
-            _write_config(store, path, {k: v for k, v in config.items() if k not in BROKER_THROTTLE_KEYS})
-            _notify_config_change(store, f"brokers/{b}")
+            write_config(store, BROKERS, str(b), {k: v for k, v in config.items() if k not in BROKER_THROTTLE_KEYS})
             cleared_brokers.append(b)
     topics = sorted(set(topics))
     configs, _ = store.get_topic_configs(topics)
@@ -358,8 +333,7 @@ def clear_throttles(store, topics: Iterable[str], brokers: Iterable[int] | None 
     for t in topics:
         config = configs.get(t, {})
         if any(k in config for k in TOPIC_THROTTLE_KEYS) and store.exists(zn.topic_path(t)) is not None:
-            store.set_topic_config(t, {k: v for k, v in config.items() if k not in TOPIC_THROTTLE_KEYS})
-            _notify_config_change(store, f"topics/{t}")
+            write_config(store, TOPICS, t, {k: v for k, v in config.items() if k not in TOPIC_THROTTLE_KEYS})
             cleared_topics.append(t)
     return cleared_brokers, cleared_topics
 

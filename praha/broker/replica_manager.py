@@ -326,6 +326,9 @@ class ReplicaManager:
             return
         for t in topics:
             self._set_topic_config(t, configs.get(t, {}))
+        for p in self.partitions.values():  # a change notice comes without a LeaderAndIsr
+            if p.tp.topic in topics:
+                p.min_insync_replicas = self.min_insync_replicas(p.tp.topic)
         if self.log_manager is not None:
             for tp, lg in self.log_manager:
                 if tp.topic in topics:

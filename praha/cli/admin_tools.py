@@ -10,6 +10,8 @@ and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
   praha reassign list
   praha elect-leaders --election-type preferred
         (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
+  praha configs --entity-type topics|brokers (--entity-name N | --entity-default)
+        (--describe | --alter [--add-config k=v,...] [--delete-config k,...])
 
 Each command parses and checks all its input before writing anything; a refusal prints
 `error: ...` and exits 1. Output and JSON files follow Kafka's tools. Writes go to
@@ -100,6 +102,21 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the election (default 30)")
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_elect_leaders)
+
+    p = sub.add_parser("configs", help="show or change topic and broker configs while the cluster runs "
+                                       "(kafka-configs)")
+    p.add_argument("--entity-type", required=True, choices=["topics", "brokers"], help="what to configure")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--entity-name", help="the topic, or the broker id")
+    g.add_argument("--entity-default", action="store_true", help="brokers: the default for every broker")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--describe", action="store_true", help="print the entity's config overrides")
+    g.add_argument("--alter", action="store_true", help="change them (brokers apply the change at once)")
+    p.add_argument("--add-config", default="", metavar="k1=v1,k2=[a,b]",
+                   help="configs to set; square brackets keep commas inside a value")
+    p.add_argument("--delete-config", default="", metavar="k1,k2", help="configs to remove")
+    add_cluster_options(p, bootstrap=False)
+    p.set_defaults(fn=cmd_configs)
 
 
 def _positive_int(text: str) -> int:
@@ -327,4 +344,30 @@ def cmd_elect_leaders(args) -> int:
         print(line)
     if failed:
         raise CliError(f"{failed} replica(s) could not be elected")
+    return 0
+
+
+# ------------------------------------------------------------------------------ configs
+def cmd_configs(args) -> int:
+    from praha.admin.configs import alter, describe, parse_config_list
+    from praha.broker.quota import DEFAULT_BROKER_ENTITY
+
+    if args.entity_default and args.entity_type != "brokers":
+        raise CliError("--entity-default is for --entity-type brokers")
+    name = DEFAULT_BROKER_ENTITY if args.entity_default else args.entity_name
+    label = f"{args.entity_type.rstrip('s')} {name}" if not args.entity_default else "the default of every broker"
+    if args.describe:
+        if args.add_config or args.delete_config:
+            raise CliError("--add-config and --delete-config go with --alter")
+        with _session(args) as store:
+            config = describe(store, args.entity_type, name)
+        print(f"Dynamic configs for {label} are:")
+        for key in sorted(config):
+            print(f"  {key}={config[key]}")
+        return 0
+    add = parse_config_list(args.add_config)
+    delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    with _session(args) as store:
+        alter(store, args.entity_type, name, add, delete)
+    print(f"Completed updating config for {label}.")
     return 0

@@ -452,3 +452,17 @@ def test_delete_topics_refused_when_disabled_or_not_controller(version):
     assert r.error_code == (ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST)
     [r] = call(AdminApis(fake_broker(FakeController(acting=False))), "handle_delete_topics", request, version).responses
     assert (r.name, r.error_code) == ("a", ErrorCode.NOT_CONTROLLER)
+
+
+def test_config_lists_as_kafka_configs_reads_them():
+    from praha.admin.configs import parse_config_list
+
+    assert parse_config_list("retention.ms=1000, cleanup.policy=[compact,delete]") == {
+        "retention.ms": "1000", "cleanup.policy": "compact,delete"}
+    assert parse_config_list("follower.replication.throttled.replicas=[0:1,1:2]") == {
+        "follower.replication.throttled.replicas": "0:1,1:2"}
+    assert parse_config_list("") == {}
+    with pytest.raises(InvalidRequestError):
+        parse_config_list("retention.ms")
+    with pytest.raises(InvalidRequestError):
+        parse_config_list("=5")
