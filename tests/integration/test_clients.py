@@ -4,14 +4,12 @@ right error code, and the console tools. One cluster for the module (each test u
 its own topics); every process is stopped by PID at the end."""
 from __future__ import annotations
 
-import contextlib
 import socket
 import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
@@ -25,11 +23,11 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.admin.status import cluster_status
-from praha.cluster.local import ClusterError, LocalCluster
+from praha.cluster.local import LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import TEST_BROKER_CONFIG, scrape_metrics, wait_for
+from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.store import ZkStore
 
@@ -42,37 +40,13 @@ OVERRIDES = {
 }
 
 
-@contextlib.contextmanager
-def three_brokers(directory, zk_connect: str, overrides: dict[str, str]) -> Iterator[LocalCluster]:
-    """`running_cluster` for 3 brokers, tolerant of one harness race: right after the
-    fork, a broker's command line is still its parent's, so on a busy machine the
-    launcher can report a healthy broker as "exited during start-up". Then look again
-    once the children have exec'd. Every broker is stopped by PID at the end."""
-    cluster = LocalCluster(directory)
-    try:
-        try:
-            cluster.up(3, zookeeper=zk_connect, overrides={**TEST_BROKER_CONFIG, **overrides}, timeout=60)
-        except ClusterError as e:
-            if "exited during start-up" not in str(e):
-                raise
-            time.sleep(2.0)
-            state = cluster.load()
-            if not all(cluster.broker_running(b) for b in state.brokers.values()):
-                raise
-            cluster.wait_until_ready(state, set(state.brokers), 60)
-        yield cluster
-    finally:
-        if cluster.exists():
-            cluster.down(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def env(zookeeper, tmp_path_factory):
     connect = unique_chroot(zookeeper.connect_string)
     store = ZkStore(connect, session_timeout_ms=10000).start()
     try:
         store.ensure_persistent_paths()
-        with three_brokers(tmp_path_factory.mktemp("clients"), connect, OVERRIDES) as cluster:
+        with running_cluster(tmp_path_factory.mktemp("clients"), connect, 3, OVERRIDES) as cluster:
             yield cluster, store, connect
     finally:
         store.stop()

@@ -4,7 +4,6 @@ truncation of divergent records on a former leader. Brokers are killed with SIGK
 or paused with SIGSTOP; every process is stopped by PID when the test ends."""
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
@@ -19,11 +18,11 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from praha.admin.status import cluster_status
-from praha.cluster.local import ClusterError, LocalCluster
+from praha.cluster.local import LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import TEST_BROKER_CONFIG, scrape_metrics, wait_for
+from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -38,33 +37,10 @@ OVERRIDES = {
 
 # --------------------------------------------------------------------------------- helpers
 
-@contextlib.contextmanager
-def three_brokers(directory, zk_connect: str, overrides: dict[str, str]) -> Iterator[LocalCluster]:
-    """`running_cluster` for 3 brokers, tolerant of one harness race: right after the
-    fork, a broker's command line is still its parent's, so on a busy machine the
-    launcher can report a healthy broker as "exited during start-up". Then look again
-    once the children have exec'd. Every broker is stopped by PID at the end."""
-    cluster = LocalCluster(directory)
-    try:
-        try:
-            cluster.up(3, zookeeper=zk_connect, overrides={**TEST_BROKER_CONFIG, **overrides}, timeout=60)
-        except ClusterError as e:
-            if "exited during start-up" not in str(e):
-                raise
-            time.sleep(2.0)
-            state = cluster.load()
-            if not all(cluster.broker_running(b) for b in state.brokers.values()):
-                raise
-            cluster.wait_until_ready(state, set(state.brokers), 60)
-        yield cluster
-    finally:
-        if cluster.exists():
-            cluster.down(timeout=15)
-
 
 @pytest.fixture
 def cluster(tmp_path, zk_connect) -> Iterator[LocalCluster]:
-    with three_brokers(tmp_path / "cluster", zk_connect, OVERRIDES) as c:
+    with running_cluster(tmp_path / "cluster", zk_connect, 3, OVERRIDES) as c:
         yield c
 
 def bootstrap(cluster) -> str:
