@@ -15,12 +15,19 @@ batches, `partition_max_bytes` each and `max_bytes` in all, at least one batch f
 the first partition with data. Below `min_bytes` the request is parked until enough
 bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not kept:
 every answer is a full, sessionless one (session id 0), which both kafka-python and
-librdkafka accept. The answer is encoded by `encode_fetch_response`: record bytes read
-from the segment are joined once into the frame, not copied field by field.
+librdkafka accept. The answer is encoded by `encode_fetch_frame` (byte-identical to
+kafka-python's codec; `encode_fetch_response` when every record is bytes: those are
+joined once into the frame, not copied field by field). A consumer's records of at least `ZERO_COPY_MIN_BYTES` per
+partition stay in the segment file: the frame carries a `FileRegion` (a descriptor of
+its own, position, size) that the socket server hands to os.sendfile, so the record
+bytes never enter the process; smaller reads (and followers' fetches, which read up to
+the log end, where truncation may cut a file under a pending send) are read and joined
+once into the frame.
 """
 from __future__ import annotations
 
 import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import DescribeClusterResponse
@@ -29,11 +36,13 @@ from kafka.protocol.producer import ProduceResponse
 
 from praha.broker.delayed import ProduceWait
 from praha.broker.fetcher import FetchedPartition, encode_fetch_response
+from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
+from praha.log.log import FileRegion
 from praha.protocol.framing import DecodedRequest
 
 if TYPE_CHECKING:
@@ -56,10 +65,16 @@ _DB = DescribeClusterResponse.DescribeClusterBroker
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 CONSUMER = -1
 
+#: a consumer's partition read of at least this many bytes is sent from the file with
+#: os.sendfile; below it the copy is cheaper than the extra event-loop round trips
+ZERO_COPY_MIN_BYTES = 64 * 1024
+
 
 class DataApis:
     def __init__(self, broker: "BrokerServer"):
         self.broker = broker
+        #: None disables the zero-copy reads (every record byte is read into the frame)
+        self.zero_copy_min_bytes: int | None = ZERO_COPY_MIN_BYTES
 
     @property
     def rm(self) -> "ReplicaManager":
@@ -145,6 +160,7 @@ class DataApis:
             self._record_follower_fetches(replica_id, wanted)
         parts, total, errored = self._read_all(wanted, replica_id, r.max_bytes)
         if r.max_wait_ms > 0 and total < r.min_bytes and not errored and wanted:
+            _close_regions(parts)
             await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
             parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
         self.rm.stats.bytes_out += total
@@ -165,8 +181,10 @@ class DataApis:
         out = []
         total = 0
         errored = False
+        # followers read up to the log end, which a truncation may cut while a send waits
+        zero_copy = self.zero_copy_min_bytes if replica_id < 0 else None
         for tp, fp in wanted:
-            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0)
+            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0, zero_copy=zero_copy)
             if pdata.error_code != ErrorCode.NONE:
                 errored = True
             total += n
@@ -174,25 +192,35 @@ class DataApis:
         return out, total, errored
 
     def _read_one(self, tp: TopicPartition, fp: Any, replica_id: int, limit: int,
-                  first: bool) -> tuple[FetchedPartition, int]:
+                  first: bool, zero_copy: int | None = None) -> tuple[FetchedPartition, int]:
+        """One partition's answer and its record bytes; with `zero_copy`, records of at
+        least that many bytes come as a FileRegion (still in the file) instead of bytes."""
         p, code = self._leader(tp, fp.current_leader_epoch)
         if p is None:
             return _error_partition(tp.partition, code), 0
         lg = p.log
         hw = p.high_watermark
         max_bytes = min(fp.partition_max_bytes, limit) if limit > 0 else 0
-        data: bytes = b""
+        data: bytes | FileRegion | None = b""
         if max_bytes > 0 or first:
             try:
                 sl = lg.read_slice(fp.fetch_offset, max(max_bytes, 1), None if replica_id >= 0 else hw,
                                    min_one_batch=first)
-                data = sl.read()
+                data = None
+                if zero_copy is not None and sl.size >= zero_copy:
+                    try:
+                        data = sl.region()
+                    except OSError:  # no descriptor to spare (EMFILE): copy instead
+                        data = None
+                if data is None:
+                    data = sl.read()
             except OffsetOutOfRangeError:
                 return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
                                         lg.log_start_offset, b""), 0
             except PrahaError as e:
                 return _error_partition(tp.partition, int(e.code)), 0
-        return FetchedPartition(tp.partition, ErrorCode.NONE, hw, hw, lg.log_start_offset, data), len(data)
+        n = len(data) if data is not None else 0
+        return FetchedPartition(tp.partition, ErrorCode.NONE, hw, hw, lg.log_start_offset, data or b""), n
 
     async def _park_fetch(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
                           min_bytes: int, max_wait_ms: int) -> None:
@@ -290,11 +318,20 @@ def _error_partition(partition: int, code: int) -> FetchedPartition:
     return FetchedPartition(partition, int(code), -1, -1, -1, b"")
 
 
+def _close_regions(parts: list[tuple[TopicPartition, FetchedPartition]]) -> None:
+    for _, pdata in parts:
+        if type(pdata.records) is FileRegion:
+            pdata.records.close()
+
+
 class EncodedFetchResponse:
-    """A FetchResponse that encodes itself with `encode_fetch_response` (one join of the
-    record bytes instead of kafka-python's field-by-field buffer). It offers exactly what
-    `praha.protocol.framing.encode_response` uses of an ApiMessage: `_header`,
-    `API_VERSION`, `with_header(correlation_id=)` and `encode(header=True, framed=True)`."""
+    """A FetchResponse that encodes itself with `encode_fetch_frame` (record bytes joined
+    once, or left in the file, instead of kafka-python's field-by-field buffer). It offers
+    exactly what `praha.protocol.framing.encode_response` uses of an ApiMessage: `_header`,
+    `API_VERSION`, `with_header(correlation_id=)` and `encode(header=True, framed=True)`.
+
+    `encode` gives bytes, or a `SegmentedFrame` when records stay in files (`bytes()` of
+    it reads them: the same bytes); the frame owns the regions and closes them."""
 
     def __init__(self, topics: list[tuple[str, list[FetchedPartition]]]):
         self.topics = topics
@@ -305,9 +342,85 @@ class EncodedFetchResponse:
     def with_header(self, correlation_id: int = 0, **_ignored: Any) -> None:
         self._correlation_id = correlation_id
 
-    def encode(self, header: bool = True, framed: bool = True) -> bytes:
+    def encode(self, header: bool = True, framed: bool = True) -> bytes | SegmentedFrame:
         assert header and framed, "only the framed form with header is produced"
-        return encode_fetch_response(self.API_VERSION, self._correlation_id, self.topics)
+        return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics)
+
+
+_I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
+_PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
+_PART_V5 = struct.Struct(">ihqqq")  # + log start offset
+_NULL_ARRAY = _I32.pack(-1)
+
+
+def _uvarint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    b = bytearray()
+    while value > 0x7F:
+        b.append((value & 0x7F) | 0x80)
+        value >>= 7
+    b.append(value)
+    return bytes(b)
+
+
+def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
+                       error_code: int = 0, session_id: int = 0) -> bytes | SegmentedFrame:
+    """A framed FetchResponse v4-v12 (size prefix, response header, body), byte-identical
+    to kafka-python's encoding. Records given as bytes are joined once into the frame
+    (all bytes: `encode_fetch_response` does it); records given as a `FileRegion` are not
+    read: the answer is then a SegmentedFrame of the bytes around them and the regions
+    themselves (sent with os.sendfile)."""
+    if not any(type(p.records) is FileRegion for _, parts in topics for p in parts):
+        return encode_fetch_response(version, correlation_id, topics, error_code, session_id)
+    flex = version >= 12
+    out: list = [b"", _I32.pack(correlation_id)]
+    if flex:
+        out.append(b"\x00")
+    out.append(_I32.pack(0))  # throttle_time_ms
+    if version >= 7:
+        out.append(_I16.pack(error_code) + _I32.pack(session_id))
+    out.append(_uvarint(len(topics) + 1) if flex else _I32.pack(len(topics)))
+    for name, parts in topics:
+        raw = name.encode()
+        out.append(_uvarint(len(raw) + 1) if flex else _I16.pack(len(raw)))
+        out.append(raw)
+        out.append(_uvarint(len(parts) + 1) if flex else _I32.pack(len(parts)))
+        for p in parts:
+            if version >= 5:
+                out.append(_PART_V5.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset,
+                                         p.log_start_offset))
+            else:
+                out.append(_PART_V4.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset))
+            out.append(b"\x00" if flex else _NULL_ARRAY)  # aborted transactions: null
+            if version >= 11:
+                out.append(_NULL_ARRAY)  # preferred read replica: -1
+            recs = p.records
+            n = -1 if recs is None else len(recs)
+            out.append(_uvarint(n + 1) if flex else _I32.pack(n))
+            if n > 0:
+                out.append(recs)
+            if flex:
+                out.append(b"\x00")
+        if flex:
+            out.append(b"\x00")
+    if flex:
+        out.append(b"\x00")
+    size = sum(len(x) for x in out)
+    out[0] = _I32.pack(size)
+    pieces: list[bytes | FileRegion] = []
+    run: list = []
+    for x in out:
+        if type(x) is FileRegion:
+            if run:
+                pieces.append(b"".join(run))
+                run = []
+            pieces.append(x)
+        else:
+            run.append(x)
+    if run:
+        pieces.append(b"".join(run))
+    return SegmentedFrame(pieces, size + 4)
 
 
 def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> Any:

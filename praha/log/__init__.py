@@ -18,13 +18,14 @@ from praha.log.errors import (
     UnsupportedMagicError,
 )
 from praha.log.leader_epoch import LeaderEpochCache
-from praha.log.log import AppendInfo, Log, LogSlice, ReadResult
+from praha.log.log import AppendInfo, FileRegion, Log, LogSlice, ReadResult
 from praha.log.manager import LogManager
 
 __all__ = [
     "AppendInfo",
     "CorruptBatchError",
     "CorruptCheckpointError",
+    "FileRegion",
     "InvalidRecordError",
     "LeaderEpochCache",
     "Log",
