@@ -3,7 +3,10 @@
 Steps of the loop: take the next event, record how long it queued, set the controller
 state, call `processor.process(event)`, count it, mark it processed (waiters wake). An
 exception in `process` is logged and never kills the thread (the processor decides what
-an error means, e.g. resigning). `clear_and_put` drops what is queued (each dropped
+an error means, e.g. resigning). `put` lets the last queued event absorb the new one when
+the event allows it (`ControllerEvent.absorb`: per-partition watch events queued back to
+back become one event naming all their partitions); the order of events is unchanged.
+`clear_and_put` drops what is queued (each dropped
 event gets `preempt()` so that waiting callers get an answer) and enqueues one event:
 that is how session expiry jumps the queue.
 """
@@ -48,13 +51,23 @@ class ControllerEventManager:
         self.last_queue_time_s = 0.0
         self.total_queue_time_s = 0.0
         self.max_queue_time_s = 0.0
+        #: events taken over by the one queued before them (`put`), never queued themselves
+        self.events_absorbed = 0
         self._observers: list = []
 
     # -- producers (any thread) ------------------------------------------------------
     def put(self, event: ControllerEvent) -> QueuedEvent:
-        qe = QueuedEvent(event)
+        """Enqueue `event`; returns its queue entry, or that of the last queued event if that
+        one absorbed it (then waiting on it waits for both)."""
         with self._cond:
-            self._queue.append(qe)
+            queue = self._queue
+            if queue:
+                last = queue[-1]
+                if last.event.absorb(event):
+                    self.events_absorbed += 1
+                    return last
+            qe = QueuedEvent(event)
+            queue.append(qe)
             self._cond.notify()
         return qe
 

@@ -42,6 +42,13 @@ class ControllerEvent:
     def preempt(self) -> None:
         """Called instead of processing when the queue is cleared (session expiry)."""
 
+    def absorb(self, later: "ControllerEvent") -> bool:
+        """Take over `later`, which is being enqueued right behind this still-queued event, and
+        return True; then `later` is not queued itself. Only for events whose handling reads the
+        current state and whose union is handled as each one after the other would be (nothing
+        is queued between the two, so the order of events is unchanged). Default: no."""
+        return False
+
 
 @dataclass
 class Startup(ControllerEvent):
@@ -124,8 +131,19 @@ class PartitionReassignment(ControllerEvent):
 
 @dataclass
 class PartitionReassignmentIsrChange(ControllerEvent):
-    partition: TopicPartition
+    """The state znodes of these partitions (being reassigned) changed: check whether their
+    reassignments are complete. One partition per watch; a run of them queued back to back is
+    one event (`absorb`): many reassigned partitions catching up at once complete together,
+    with one bulk read, one request batch and one rewrite of /admin/reassign_partitions."""
+
+    partitions: set[TopicPartition]
     state = ControllerState.ALTER_PARTITION_REASSIGNMENT
+
+    def absorb(self, later: ControllerEvent) -> bool:
+        if type(later) is not PartitionReassignmentIsrChange:
+            return False
+        self.partitions |= later.partitions
+        return True
 
 
 @dataclass

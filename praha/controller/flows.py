@@ -69,7 +69,7 @@ class ControllerFlows:
                 lambda e: self.deletion.on_stop_replica_response(e.broker_id, e.error_code, e.partition_errors)
             ),
             ev.PartitionReassignment: self._guard(lambda e: self.reassignment.on_admin_znode()),
-            ev.PartitionReassignmentIsrChange: self._guard(lambda e: self.reassignment.on_isr_change({e.partition})),
+            ev.PartitionReassignmentIsrChange: self._guard(lambda e: self.reassignment.on_isr_change(e.partitions)),
             ev.PreferredReplicaLeaderElection: self._guard(lambda e: self.balancer.on_admin_znode()),
             ev.AutoPreferredReplicaLeaderElection: self._guard(lambda e: self.balancer.check_and_rebalance()),
         }
@@ -250,7 +250,7 @@ class ControllerFlows:
             for tp, st in states.items():
                 ctx.leadership[tp] = st
             self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, list(states))
-            self.after_isr_change(set(states))
+            self.after_isr_change(set(states), states)
         if names:
             self.c.store.delete_isr_change_notifications(names, ctx.epoch_zk_version)
         self.c.state_log.record(
@@ -258,9 +258,10 @@ class ControllerFlows:
             isr={str(tp): list(ctx.leadership[tp].leader_and_isr.isr) for tp in known if tp in ctx.leadership},
         )
 
-    def after_isr_change(self, partitions: set[TopicPartition]) -> None:
-        """Reassignments waiting for their targets to join the ISR may complete now."""
-        self.reassignment.on_isr_change(partitions)
+    def after_isr_change(self, partitions: set[TopicPartition], states=None) -> None:
+        """Reassignments waiting for their targets to join the ISR may complete now (`states`:
+        those just read by this event, not read again)."""
+        self.reassignment.on_isr_change(partitions, states)
 
     # ---- partition expansion -------------------------------------------------------------------
     def process_partition_modifications(self, event: ev.PartitionModifications) -> None:

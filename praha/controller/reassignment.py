@@ -3,25 +3,36 @@
 AR → RAR, e.g. {1,2,3} → {2,3,4}: OAR = {1,2,3}; full set RS = RAR ∪ OAR with
 adding = RAR − OAR = {4}, removing = OAR − RAR = {1}. For one partition (`_on_reassignment`):
   U.  the topic is ineligible for deletion; if RS changed, write it with adding/removing to
-      /brokers/topics/<t> (fenced) and into the context; watch the partition's state znode;
+      /brokers/topics/<t> (fenced) and into the context;
   A.  not complete (some of RAR not in the ISR): bump the leader epoch and send LeaderAndIsr
-      to all of RS; adding replicas → NewReplica (they start fetching and catch up);
-  B.  complete (RAR ⊆ ISR): adding → OnlineReplica; AR := RAR in memory; if the leader is
-      not in RAR or not alive, elect with the reassignment algorithm, else bump the leader
-      epoch and resend LeaderAndIsr; removing → Offline → DeletionStarted →
-      DeletionSuccessful → NonExistent; AR := RAR in ZooKeeper; drop the partition from
-      /admin/reassign_partitions (delete the znode when empty); UpdateMetadata to all;
-      resume a deletion of the topic that waited.
+      to all of RS; adding replicas → NewReplica (they start fetching and catch up); the
+      next event watches the partition's state znode, then checks for completion once more
+      (a change made before the watch); the watch is armed after this event's own write and
+      requests, so fires only for others' changes;
+  B.  complete (RAR ⊆ ISR): its watch cancelled (before this event's own writes); adding →
+      OnlineReplica; AR := RAR in memory; if the leader is not in RAR or not alive, elect
+      with the reassignment algorithm, else bump the leader epoch and resend LeaderAndIsr;
+      removing → Offline → DeletionStarted → DeletionSuccessful → NonExistent; AR := RAR in
+      ZooKeeper; drop the partition from /admin/reassign_partitions (delete the znode when
+      empty); UpdateMetadata to all; resume a deletion of the topic that waited.
 Triggers: /admin/reassign_partitions (validated; refused partitions are dropped from the
 znode with a logged reason), the AlterPartitionReassignments API (None = cancel: go back
 to OAR), ISR changes of a reassigning partition, a target broker starting, failover.
+
+Completion is linear in the number of partitions: the watches of partitions that catch up
+together fire back to back, and their `PartitionReassignmentIsrChange` events, queued one
+behind the other, are one event (`ControllerEvent.absorb`); ISR-change notifications name
+many partitions too. Such an event completes all its complete partitions at once: one bulk
+read of their states, grouped fenced multi-ops (topic znodes, state znodes), one request
+batch (at most one LeaderAndIsr, UpdateMetadata, StopReplica per broker) and ONE rewrite
+(or deletion) of /admin/reassign_partitions, where Kafka rewrites it once per partition.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.controller import events as ev
 from praha.controller.election import ElectionKind
 from praha.controller.leadership import update_leader_and_isr
@@ -151,13 +162,22 @@ class ReassignmentManager:
             if (partitions is None or tp in partitions) and (a := ctx.partition_assignment(tp)) is not None
         }
 
-    def on_isr_change(self, partitions) -> None:
+    def on_isr_change(self, partitions, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
+                      ) -> None:
+        """The state znodes of `partitions` changed (their watches, coalesced into one event, or
+        ISR-change notifications): those being reassigned whose targets are all in the ISR now
+        complete, together. `states`: their states as this event has just read them (not read
+        again)."""
         candidates = []
         for tp in sorted(set(partitions) & self.ctx.partitions_being_reassigned):
             a = self.ctx.partition_assignment(tp)
             if a is not None:
                 candidates.append((tp, a))
-        complete = self._complete_many(candidates)
+        # partitions whose reassignment started in an earlier event are watched from now on
+        # (see `_on_reassignments`); their states are read after the watches are armed
+        if self._watch_isr_many([tp for tp, _ in candidates]):
+            states = None
+        complete = self._complete_many(candidates, states)
         # these partitions' states were just read (and found complete) in this event: no
         # second read of them in the same event
         self._on_reassignments([(tp, a) for tp, a in candidates if tp in complete], known_complete=complete)
@@ -197,14 +217,20 @@ class ReassignmentManager:
     def _complete(self, tp: TopicPartition, a: ReplicaAssignment) -> bool:
         return tp in self._complete_many([(tp, a)])
 
-    def _complete_many(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> set[TopicPartition]:
-        """The partitions whose target replicas are all in the ISR (read now), or that are not
-        being reassigned at all."""
+    def _complete_many(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
+                       known: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
+                       ) -> set[TopicPartition]:
+        """The partitions whose target replicas are all in the ISR (read now, in one bulk read,
+        unless `known` has their state as just read in this event), or that are not being
+        reassigned at all."""
         done = {tp for tp, a in items if not a.is_being_reassigned}
         need = [tp for tp, a in items if a.is_being_reassigned]
         if not need:
             return done
-        states, _ = self.c.store.get_partition_states(need)
+        if known is not None and all(tp in known for tp in need):
+            states = known
+        else:
+            states, _ = self.c.store.get_partition_states(need)
         ctx = self.ctx
         for tp, a in items:
             if tp in done:
@@ -241,7 +267,6 @@ class ReassignmentManager:
         if changed:
             self._write_assignments(changed)
             self._stop_removed_many(removed_early)
-        self._watch_isr_many([tp for tp, _ in items])
         ctx.partitions_being_reassigned.update(tp for tp, _ in items)
         if known_complete is not None and not changed and all(tp in known_complete for tp, _ in items):
             complete = known_complete
@@ -253,6 +278,15 @@ class ReassignmentManager:
         finished = [(tp, target) for tp, target in items if tp in complete]
         if finished:
             self._finish_reassignments(finished)
+        unwatched = {tp for tp, _ in started if tp not in self._isr_watches}
+        if unwatched:
+            # their state znodes are watched from the next event on, which arms the watches and
+            # then checks them for completion, as if the watches had fired (a change made in
+            # between is seen): armed after this event's own writes (the epoch bumps), which
+            # would otherwise fire each watch once for nothing (a notification, a re-arm, a
+            # completion check), and after its LeaderAndIsr went out (arming is a round trip
+            # per znode: not in the way of the new replicas starting)
+            self.c.event_manager.put(ev.PartitionReassignmentIsrChange(unwatched))
 
     def _start(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
         """A: not complete yet: new leader epoch and LeaderAndIsr to the full set; adding replicas
@@ -283,6 +317,23 @@ class ReassignmentManager:
         removed replicas stopped and deleted, AR written, the partitions dropped from the admin
         znode, UpdateMetadata to all; deletions that waited for these topics resume."""
         ctx = self.ctx
+        tps = [tp for tp, _ in items]
+        # complete: no more completion checks for them. Their watches go before this event
+        # writes their state znodes (new leader or epoch, removed replicas out of the ISR), so
+        # those writes fire none; if the completion fails, they are watched again.
+        self._unwatch_isr(tps)
+        try:
+            self._finish_reassignments_unwatched(items, tps)
+        except Exception:
+            try:
+                self._watch_isr_many([tp for tp in tps if tp in ctx.partitions_being_reassigned])
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                log.exception("cannot watch the state znodes of %d partitions again", len(tps))
+            raise
+
+    def _finish_reassignments_unwatched(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
+                                        tps: list[TopicPartition]) -> None:
+        ctx = self.ctx
         flows = self.flows
         flows.replica_sm.handle_state_changes(
             [PartitionAndReplica(tp, r) for tp, target in items for r in target.adding], ReplicaState.ONLINE)
@@ -293,7 +344,6 @@ class ReassignmentManager:
         self._move_leaders_if_required(done)
         self._stop_removed_many([(tp, list(target.removing)) for tp, target in items])
         self._write_assignments(list(done.items()))
-        tps = [tp for tp, _ in items]
         self._finish_many(tps)
         self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, tps)
         record = self.c.state_log.record
@@ -392,17 +442,18 @@ class ReassignmentManager:
     def _watch_isr(self, tp: TopicPartition) -> None:
         self._watch_isr_many([tp])
 
-    def _watch_isr_many(self, tps: list[TopicPartition]) -> None:
-        """Watch each partition's state znode (armed together, not one round trip each)."""
+    def _watch_isr_many(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """Watch each partition's state znode (armed together, not one round trip each); returns
+        the partitions that were not watched yet."""
         new = {znodes.tp_state_path(tp): tp for tp in tps if tp not in self._isr_watches}
         if not new:
-            return
+            return []
         put = self.c.event_manager.put
         store = self.c.store
 
         def callback_for(path: str):
             tp = new[path]
-            return lambda *a, **k: put(ev.PartitionReassignmentIsrChange(tp))
+            return lambda *a, **k: put(ev.PartitionReassignmentIsrChange({tp}))
 
         if len(new) > 1 and hasattr(store, "watch_data_many"):
             for path, handle in store.watch_data_many(list(new), callback_for).items():
@@ -410,15 +461,20 @@ class ReassignmentManager:
         else:
             for path, tp in new.items():
                 self._isr_watches[tp] = store.watch_data(path, callback_for(path))
+        return list(new.values())
+
+    def _unwatch_isr(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            h = self._isr_watches.pop(tp, None)
+            if h is not None:
+                h.cancel()
 
     def _finish(self, tp: TopicPartition) -> None:
         self._finish_many([tp])
 
     def _finish_many(self, tps: list[TopicPartition]) -> None:
+        self._unwatch_isr(tps)
         for tp in tps:
-            h = self._isr_watches.pop(tp, None)
-            if h is not None:
-                h.cancel()
             self.ctx.partitions_being_reassigned.discard(tp)
             self._targets.pop(tp, None)
         self._remove_from_admin_znode(set(tps))
