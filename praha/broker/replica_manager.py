@@ -124,6 +124,8 @@ class ReplicaManager:
         self._state_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task] = []
         self._closing = False
+        #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
+        self.shutting_down = False
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")  # ISR writes, in order
         self._zk_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk-read")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-io")
@@ -197,6 +199,21 @@ class ReplicaManager:
                 raise
             except Exception:  # noqa: BLE001 - periodic work must keep running
                 log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def stop_following(self) -> int:
+        """Controlled shutdown begins: stop every follower fetcher, and start none for the
+        LeaderAndIsr requests still to come. Otherwise a fetch from this broker could put it
+        back into an ISR the controller has just removed it from, right before it exits.
+        Led partitions keep being served until they move. Returns how many stopped."""
+        self.shutting_down = True
+        if self.fetchers is None:
+            return 0
+        n = self.fetchers.partition_count()
+        for f in list(self.fetchers.fetchers.values()):
+            for tp in list(f.partitions):
+                f.remove(tp)
+        self.fetchers.shutdown_idle()
+        return n
 
     async def shutdown(self) -> None:
         """On the loop: stop tasks and fetchers, answer parked requests, checkpoint HWs."""
@@ -367,9 +384,9 @@ class ReplicaManager:
         no_leader = 0
         for p, s in followers:
             leader = live.get(s.leader) or (self.metadata_cache.live_brokers.get(s.leader) if self.metadata_cache else None)
-            if leader is None:
+            if leader is None or self.shutting_down:
                 self.fetchers.remove(p.tp)
-                no_leader += 1
+                no_leader += leader is None
             else:
                 self.fetchers.add(p.tp, leader, s.leader_epoch)
         self.fetchers.shutdown_idle()

@@ -7,8 +7,9 @@ reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker 
 start the controller module (every broker runs one; one is active); start the metrics
 endpoint.
 
-Shutdown steps (`praha broker stop`, SIGTERM): controlled shutdown — ask the active
-controller to move our leaderships away, retrying `controlled.shutdown.max.retries` times
+Shutdown steps (`praha broker stop`, SIGTERM): controlled shutdown — stop fetching as a
+follower (so no fetch puts us back into an ISR), ask the active controller to move our
+leaderships away, retrying `controlled.shutdown.max.retries` times
 with backoff and following a controller move; then stop the controller module, close
 the ZooKeeper session (our ephemeral znode goes, which is the "broker down" signal), stop
 the socket server.
@@ -208,6 +209,11 @@ class BrokerServer:
         assert self.store is not None
         retries = cfg.controlled_shutdown_max_retries
         backoff = cfg.controlled_shutdown_retry_backoff_ms / 1000.0
+        try:
+            stopped = self.run_on_loop(self.replica_manager.stop_following(), timeout=10)
+            log.info("controlled shutdown: stopped fetching %d followed partitions", stopped)
+        except Exception as e:  # noqa: BLE001 - the shutdown goes on regardless
+            log.warning("could not stop the follower fetchers: %r", e)
         for attempt in range(1, retries + 1):
             try:
                 controller_id = self.store.get_controller_id()

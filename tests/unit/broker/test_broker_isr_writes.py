@@ -137,3 +137,28 @@ def test_caught_up_follower_rejoins_with_one_write(tmp_path):
         await rm.shutdown()
         rm.close_logs()
     asyncio.run(go())
+
+
+def test_a_broker_shutting_down_stops_fetching_and_starts_no_new_fetcher(tmp_path):
+    """Controlled shutdown: no follower fetch may put this broker back into an ISR."""
+    from praha.common import BrokerInfo, EndPoint
+
+    async def go():
+        rm = await started(tmp_path, FakeStore())
+        leader2 = BrokerInfo(2, (EndPoint("127.0.0.1", 1, "PLAINTEXT", "PLAINTEXT"),))
+        follow = [TopicPartition("f", p) for p in range(2)]
+        req = LeaderAndIsrRequestData(9, 1, -1, [PartitionLeaderState(tp, 1, 2, 1, (2, 1), 0, (2, 1))
+                                                 for tp in follow], [leader2])
+        rm._apply_leader_and_isr(req)
+        assert rm.fetchers.partition_count() == 2
+        assert await rm.stop_following() == 2
+        assert rm.fetchers.partition_count() == 0
+        # a partition we led moves to broker 2 during the shutdown: we follow it, but do not fetch
+        moved = TopicPartition("led", 0)
+        later = LeaderAndIsrRequestData(9, 1, -1, [PartitionLeaderState(moved, 1, 2, 2, (2,), 0, (1, 2))], [leader2])
+        assert rm._apply_leader_and_isr(later).error_code == 0
+        assert not rm.partitions[moved].is_leader and rm.fetchers.partition_count() == 0
+        await rm.shutdown()
+        rm.close_logs()
+
+    asyncio.run(go())
