@@ -6,10 +6,12 @@ short under a pending send closes the connection instead of sending a torn frame
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -293,4 +295,31 @@ def test_small_reads_stay_one_bytes_frame(tmp_path):
     frame = encode_response(RequestHeader(FETCH, 12, 1), resp, 12)
     assert type(frame) is bytes
     assert data_handlers.ZERO_COPY_MIN_BYTES > lg.read_slice(0, 1 << 20).size
+    lg.close()
+
+
+def test_client_leaving_mid_send_costs_only_its_connection(tmp_path, caplog):
+    tp = TopicPartition("events", 0)
+    lg = filled_log(tmp_path / "events-0", batches=60)  # ~3 MB: more than the socket buffers hold
+    apis = DataApis(Broker({tp: leader(tp, lg)}))
+    req = fetch_request(-1, [("events", 0, 0, 8 << 20)])
+
+    def client(port, server):
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST on close
+                s.sendall(encode_request(req, 12, 1, "test"))
+                s.recv(1000)
+        deadline = time.monotonic() + 5
+        while server.connections and time.monotonic() < deadline:
+            time.sleep(0.01)
+        left = server.connections
+        return exchange(port, req, 2), left
+
+    got, left = serve(apis.handle_fetch, client)
+    assert left == 0
+    data = lg.read_slice(0, 8 << 20).read()
+    assert got == kafka_python(12, 2, [("events", [
+        FetchedPartition(0, 0, lg.log_end_offset, lg.log_end_offset, 0, data)])])
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     lg.close()
