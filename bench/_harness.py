@@ -17,7 +17,10 @@ What is here:
   - the raw ZooKeeper write limit the controller benchmarks compare against: the same
     number of fenced conditional writes of the same partition state znodes, grouped in
     multi-ops of 100 (`ZkStore.update_partition_states`);
-  - RESULTS.md section replacement and machine-load figures.
+  - RESULTS.md section replacement and machine-load figures;
+  - a bench script's frame: its common options, work directory and sizes, the trial loop of a
+    controller flow (`Rig.run_trials`), per-size medians, the Markdown table, verdicts,
+    RESULTS.md section and log-log plot, so that each script keeps only its measurement.
 
 Every process started here is stopped by PID; every wait is bounded; 127.0.0.1 only.
 """
@@ -35,9 +38,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -256,7 +260,11 @@ def start_zookeeper(data_dir: Path, heap_mb: int = 1536, jute_maxbuffer: int | N
         zk.jute_maxbuffer = jute_maxbuffer
     else:
         zk = EmbeddedZooKeeper(data_dir, **kw)
-    return zk.start(timeout=timeout)
+    try:
+        return zk.start(timeout=timeout)
+    except BaseException:
+        zk.stop()  # the caller never gets it to stop: a JVM that did not become ready is stopped here
+        raise
 
 
 def bench_store(zk: EmbeddedZooKeeper) -> ZkStore:
@@ -642,10 +650,15 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str, step: float 
 
 
 # ------------------------------------------------------------------------- report
+def machine_id() -> str:
+    """CPUs, Python and platform: what a figure in RESULTS.md was taken on."""
+    return f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}"
+
+
 def machine_line() -> str:
+    """`machine_id` and the load average (the machine is shared: a busy one explains a figure)."""
     la = os.getloadavg()
-    return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
-            f"load average at the end {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} (1/5/15 min)")
+    return f"{machine_id()}; load average at the end {la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f} (1/5/15 min)"
 
 
 def write_section(path: Path, heading: str, section: str) -> None:
@@ -719,6 +732,35 @@ class Rig:
             self.register(bid)
         return self
 
+    def __enter__(self) -> "Rig":
+        """`start()`, and `close()` at the end of the block, also when starting fails half-way
+        (a ZooKeeper JVM or stand-in left running would skew the next size and the machine)."""
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def preload(self, topics: list[tuple[str, int]], assign: Assign = replicas_of,
+                leader_of: LeaderOf = first_replica_leads) -> None:
+        """`preload` the topics, printing how long it took (set-up time, not measured, but worth
+        knowing at 50k partitions)."""
+        t = time.perf_counter()
+        preload(self.store, topics, assign, leader_of)
+        print(f"  pre-loaded in {time.perf_counter() - t:.1f}s", flush=True)
+
+    def reset(self, topics: list[tuple[str, int]], assign: Assign = replicas_of,
+              leader_of: LeaderOf = first_replica_leads) -> None:
+        """Between trials: every partition state back to its pre-loaded value (written with the
+        current controller epoch, so the next broker 1 accepts it), and the stand-ins with a
+        session of their own registered again (a trial may have closed it; a new broker epoch)."""
+        reset_states(self.store, topics, assign, leader_of, controller_epoch=current_controller_epoch(self.store)[0])
+        for bid in sorted(self.own_sessions):
+            self.register(bid)
+
     def register(self, bid: int) -> int:
         sink = self.sinks[bid]
         if bid in self.own_sessions:
@@ -789,6 +831,42 @@ class Rig:
         if not getattr(self.args, "keep", False):
             shutil.rmtree(b.dir, ignore_errors=True)
 
+    @contextmanager
+    def controller_trial(self) -> Iterator[tuple[BrokerProcess, LoadMeter]]:
+        """Broker 1 started and quiet, the stand-ins' records of its failover forgotten, and a
+        load meter running, for one measurement; broker 1 stopped afterwards whatever happened
+        (every trial starts from a fresh controller)."""
+        b = self.start_controller(self.args.timeout)
+        try:
+            self.forget_requests()
+            yield b, LoadMeter([b.pid, self.zk.pid])
+        finally:
+            self.stop_controller()
+
+    def run_trials(self, tps: Sequence[TopicPartition], new_trial: Callable[[float], object],
+                   measure: Callable[[object, BrokerProcess, LoadMeter], None], line: Callable[[object], str],
+                   reset: Callable[[], None]) -> list:
+        """The --repeat trials of a controller flow over the pre-loaded partitions `tps`. Per trial:
+        `reset()` (not before the first: the pre-load is its state); the raw limit over `tps`, timed
+        before broker 1 runs so that nothing else loads ZooKeeper; `new_trial(raw seconds)`; then
+        `measure(trial, broker 1, meter)` in a `controller_trial`; `line(trial)` printed."""
+        trials = []
+        for i in range(self.args.repeat):
+            if i:
+                reset()
+            trial = new_trial(raw_fenced_writes(self.store, tps))
+            trials.append(trial)
+            with self.controller_trial() as (b, meter):
+                measure(trial, b, meter)
+            print(f"  trial {i + 1}: {line(trial)}", flush=True)
+        return trials
+
+    def first_line(self, event: str, pred: Callable[[dict], bool]) -> dict:
+        """The first `event` line of broker 1's state-change log (from the tail's mark on) that
+        satisfies `pred` (bounded by --timeout; fails at once if broker 1 exits)."""
+        lines = self.tail.wait(lambda ls: any(pred(ln) for ln in ls), [event], self.args.timeout, self.broker.alive)
+        return next(ln for ln in lines if pred(ln))
+
     # -- measurements ----------------------------------------------------------------------------
     def forget_requests(self) -> None:
         for s in self.sinks.values():
@@ -838,26 +916,53 @@ class Rig:
                 latest = max(latest, t)
         return latest, missing
 
+    def acknowledged(self, trial, since: float, meter: LoadMeter, expect: Iterable[int],
+                     want: Callable[[TopicPartition, int, int], bool], tps: Iterable[TopicPartition],
+                     replicas: Callable[[TopicPartition], Iterable[int]]) -> float:
+        """The end of a measured controller flow: once the stand-ins of `expect` have their
+        LeaderAndIsr and all have gone quiet, the machine's other load (`trial.other_load`, read
+        before decoding so the decoding does not count) and `acked` (`trial.missing`); returns the
+        wall time of the last wanted acknowledgement."""
+        self.quiet_stand_ins(since, self.args.timeout, expect=expect)
+        trial.other_load = meter.other_share()
+        last, trial.missing = self.acked(since, want, tps, replicas)
+        return last
 
-def common_args(description: str, default_sizes: str = "1000,10000,50000"):
+
+# ------------------------------------------------------------------------- a bench script's options, sizes, trials
+def common_args(doc: str, plot_file: str, default_sizes: str = "1000,10000,50000", timeout: float = 300.0,
+                repeat_help: str = "trials per size (median reported)",
+                py_spy_help: str = "record a py-spy profile of broker 1 per trial"):
+    """The options every controller bench takes (the description is the first line of the
+    script's docstring; `plot_file` the default plot in bench/), so that they mean the same in
+    each; a script adds its own after these."""
     import argparse
 
-    ap = argparse.ArgumentParser(description=description)
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--sizes", default=default_sizes, help="partition counts, comma-separated")
-    ap.add_argument("--repeat", type=int, default=3, help="trials per size (median reported)")
+    ap.add_argument("--repeat", type=int, default=3, help=repeat_help)
     ap.add_argument("--partitions-per-topic", type=int, default=100)
-    ap.add_argument("--timeout", type=float, default=300.0, help="bound on every wait, seconds")
+    ap.add_argument("--timeout", type=float, default=timeout, help="bound on every wait, seconds")
     ap.add_argument("--zk-heap-mb", type=int, default=1536)
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed)")
     ap.add_argument("--keep", action="store_true", help="keep broker directories (logs)")
-    ap.add_argument("--py-spy", default=None, metavar="DIR", help="record a py-spy profile of broker 1 per trial")
+    ap.add_argument("--py-spy", default=None, metavar="DIR", help=py_spy_help)
     ap.add_argument("--results", default=str(REPO / "bench" / "RESULTS.md"))
     ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md / the plot")
+    ap.add_argument("--plot", default=str(REPO / "bench" / plot_file))
     return ap
 
 
-def work_root(args) -> tuple[Path, bool]:
-    """(work directory, whether to remove it at the end)."""
+def sizes(spec: str) -> list[int]:
+    """The partition counts of a comma-separated option (--sizes, --hosting-sizes)."""
+    return [int(s) for s in spec.split(",") if s.strip()]
+
+
+@contextmanager
+def work_dir(args, prefix: str = "praha-bench-") -> Iterator[Path]:
+    """The work directory of a run: --dir (kept), else a temporary one removed at the end
+    unless --keep (ZooKeeper data and broker logs of 50k partitions are large). Also makes the
+    --py-spy directory, so that the first profile does not fail after minutes of set-up."""
     import tempfile
 
     if args.py_spy:
@@ -865,8 +970,25 @@ def work_root(args) -> tuple[Path, bool]:
     if args.dir:
         root = Path(args.dir)
         root.mkdir(parents=True, exist_ok=True)
-        return root, False
-    return Path(tempfile.mkdtemp(prefix="praha-bench-")), not args.keep
+        remove = False
+    else:
+        root = Path(tempfile.mkdtemp(prefix=prefix))
+        remove = not args.keep
+    try:
+        yield root
+    finally:
+        if remove:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def run_sizes(args, run_size: Callable[[int, object, Path], list], prefix: str = "praha-bench-") -> dict[int, list]:
+    """`run_size(P, args, work directory)` for every --sizes P, in one `work_dir`; returns the
+    trials by P."""
+    results: dict[int, list] = {}
+    with work_dir(args, prefix) as root:
+        for p in sizes(args.sizes):
+            results[p] = run_size(p, args, root)
+    return results
 
 
 def median(xs: Sequence[float]) -> float:
@@ -876,31 +998,136 @@ def median(xs: Sequence[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def plot_vs_raw(path: Path, title: str, rows: list[dict], curves: list[tuple[str, str, str]],
-                target_s: float | None = None, target_ratio: float | None = None) -> None:
-    """Log-log: each (row key, label, style) against P, with the raw limit and targets."""
+def summarise_trials(results: dict[int, list], medians: dict[str, str],
+                     extremes: dict[str, tuple[Callable, str]] | None = None) -> list[dict]:
+    """One row per size: "P", then for each `medians` entry (row key → trial field) the median
+    over the trials (trials where it is NaN left out: a figure a trial could not take), for each
+    `extremes` entry (row key → (max or min, trial field)) the worst trial's, and "trials"."""
+    rows = []
+    for p, trials in results.items():
+        row: dict = {"P": p}
+        row.update({key: median([getattr(t, name) for t in trials]) for key, name in medians.items()})
+        row.update({key: agg(getattr(t, name) for t in trials) for key, (agg, name) in (extremes or {}).items()})
+        row["trials"] = len(trials)
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------- a bench's tables, verdicts, section, plot
+Column = tuple[str, "str | Callable[[dict], str]"]
+
+
+def secs(key: str) -> Callable[[dict], str]:
+    """A table cell: the row's `key` in seconds (`fmt_s`: "n/a" for a figure not taken)."""
+    return lambda r: fmt_s(r[key])
+
+
+#: the columns every controller bench's table ends with
+OTHER_LOAD: Column = ("other load", lambda r: f"{r['other_load'] * 100:.0f}%")
+TRIALS: Column = ("trials", "{trials}")
+
+
+def md_table(columns: Sequence[Column], rows: list[dict]) -> str:
+    """A right-aligned Markdown table, one line per row, as RESULTS.md has them; each column is
+    (header, cell) where the cell is a format template of the row (`"{P:,}"`) or a function of it."""
+    cell = [(c if callable(c) else c.format_map) for _h, c in columns]
+    return ("| " + " | ".join(h for h, _c in columns) + " |\n" + "|" + "---:|" * len(columns) + "\n"
+            + "".join("| " + " | ".join(f(r) for f in cell) + " |\n" for r in rows))
+
+
+def ratio_verdict(r: dict) -> str:
+    """The verdict every size gets: its time as a multiple of the raw write limit."""
+    return f"P={r['P']:,}: {fmt_s(r['time_s'])}s = {r['ratio']:.2f}x the raw limit"
+
+
+def target_verdicts(r: dict, target_s: float) -> list[str]:
+    """The absolute target's verdict, for the P = 10,000 row only (the size it is set at)."""
+    if r["P"] != 10_000:
+        return []
+    ok = r["time_s"] < target_s
+    return [f"P=10,000: {fmt_s(r['time_s'])}s ({'meets' if ok else 'MISSES'} < {target_s:g} s)"]
+
+
+def missing_verdicts(r: dict, what: str = "") -> list[str]:
+    """A warning when partitions were never acknowledged (`what`: with which leader), since the
+    time of such a size is then only a lower bound."""
+    return [f"P={r['P']:,}: {r['missing']} partitions never acknowledged{what}"] if r["missing"] else []
+
+
+def rig_machine(zk: str = "", broker: str = "", stand_ins: str = "") -> str:
+    """The "Machine:" paragraph of a `Rig` bench's section: the machine, then what ran where;
+    `zk`, `broker`, `stand_ins` add to the notes on ZooKeeper, broker 1 and the stand-ins."""
+    return (f"{machine_line()}. ZooKeeper 3.9 embedded (forceSync=no{zk}); broker 1 is a real broker "
+            f"process and the controller (it hosts no replica{broker}); brokers 2-6 are stand-ins "
+            f"({stand_ins}`bench/_harness.py`).")
+
+
+def section_text(heading: str, command: str, machine: str, what: str, table: str, verdicts: list[str],
+                 plot_file: str, after_verdicts: str = "") -> str:
+    """A bench's RESULTS.md section, laid out as all of them are: heading, command, machine,
+    what is timed, the table, the verdicts as a list, (`after_verdicts`), the plot."""
+    return (
+        f"{heading}\n\n"
+        f"Command: `{command}`\n\n"
+        f"Machine: {machine}\n\n"
+        f"{what}\n\n"
+        + table + "\n"
+        + "".join(f"- {v}\n" for v in verdicts)
+        + after_verdicts
+        + f"\nPlot: `bench/{plot_file}` (log-log).\n"
+    )
+
+
+def report_results(args, script: str, printed: str, verdicts: list[str], heading: str,
+                   section: Callable[[str], str], plot: Callable[[], None]) -> None:
+    """Print the table(s) and the verdicts; unless --no-write, replace the script's section of
+    --results (`section(command line)`, so that a figure can be reproduced) and draw --plot."""
+    print("\n" + printed)
+    for v in verdicts:
+        print(v)
+    if args.no_write:
+        return
+    command = (f"python bench/{Path(script).name} " + " ".join(sys.argv[1:])).strip()
+    write_section(Path(args.results), heading, section(command))
+    plot()
+    print(f"\nwrote {args.results} and {args.plot}")
+
+
+def loglog_plot(path: Path, title: str, xs: Sequence[float], series: Sequence[tuple[Sequence[float], str, dict]],
+                xlabel: str = "partitions (RF 3)", hline: tuple[float, str] | None = None,
+                legend_fontsize: float | None = None, dpi: int = 110) -> None:
+    """A log-log plot of `series` = (ys, style, matplotlib keywords such as label) against
+    `xs`, with an optional horizontal target line (value, label): the times grow over decades
+    of P, which only a log-log scale shows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ps = [r["P"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 5))
-    for key, label, style in curves:
-        ax.plot(ps, [r[key] for r in rows], style, label=label)
-    ax.plot(ps, [r["raw_s"] for r in rows], "s--", label="raw limit: fenced multi-op writes (100/op)")
-    if target_ratio:
-        ax.plot(ps, [target_ratio * r["raw_s"] for r in rows], ":", color="grey",
-                label=f"{target_ratio:g}× raw limit (target)")
-    if target_s:
-        ax.axhline(target_s, color="red", linestyle=":", alpha=0.6, label=f"{target_s:g} s target")
+    for ys, style, kw in series:
+        ax.plot(xs, ys, style, **kw)
+    if hline:
+        ax.axhline(hline[0], color="red", linestyle=":", alpha=0.6, label=hline[1])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("partitions (RF 3)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("seconds")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=legend_fontsize)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def plot_vs_raw(path: Path, title: str, rows: list[dict], curves: list[tuple[str, str, str]],
+                target_s: float | None = None, target_ratio: float | None = None) -> None:
+    """Log-log: each (row key, label, style) against P, with the raw limit and targets."""
+    series = [([r[key] for r in rows], style, {"label": label}) for key, label, style in curves]
+    series.append(([r["raw_s"] for r in rows], "s--", {"label": "raw limit: fenced multi-op writes (100/op)"}))
+    if target_ratio:
+        series.append(([target_ratio * r["raw_s"] for r in rows], ":",
+                       {"color": "grey", "label": f"{target_ratio:g}× raw limit (target)"}))
+    loglog_plot(path, title, [r["P"] for r in rows], series,
+                hline=(target_s, f"{target_s:g} s target") if target_s else None, legend_fontsize=8)

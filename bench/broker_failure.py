@@ -24,7 +24,6 @@ Usage: .venv/bin/python bench/broker_failure.py [--sizes 1000,10000,50000] [--re
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -33,21 +32,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
-    LoadMeter,
+    OTHER_LOAD,
+    TRIALS,
     Rig,
     common_args,
-    current_controller_epoch,
     fmt_s,
-    machine_line,
-    median,
+    md_table,
+    missing_verdicts,
     partitions_of,
     plot_vs_raw,
-    preload,
-    raw_fenced_writes,
-    reset_states,
+    ratio_verdict,
+    report_results,
+    rig_machine,
+    run_sizes,
+    secs,
+    section_text,
+    summarise_trials,
+    target_verdicts,
     topic_names,
-    work_root,
-    write_section,
 )
 
 DYING = 2
@@ -76,99 +78,56 @@ def run_size(p: int, args, root: Path) -> list[Trial]:
     tps = partitions_of(topics)
     replicas = {tp: assign(g) for g, tp in enumerate(tps)}
     print(f"\n== P = {p:,}: broker {DYING} leads all ({len(topics)} topics, RF 3)", flush=True)
-    rig = Rig(root, f"bf-{p}", args, own_sessions={DYING})
-    trials: list[Trial] = []
-    try:
-        rig.start()
-        t = time.perf_counter()
-        preload(rig.store, topics, assign)
-        print(f"  pre-loaded in {time.perf_counter() - t:.1f}s", flush=True)
-        sink = rig.sinks[DYING]
-        for i in range(args.repeat):
-            if i:
-                reset_states(rig.store, topics, assign, controller_epoch=current_controller_epoch(rig.store)[0])
-                rig.register(DYING)
-            raw = raw_fenced_writes(rig.store, tps)
-            trial = Trial(raw)
-            trials.append(trial)
-            b = rig.start_controller(args.timeout)
-            try:
-                rig.forget_requests()
-                meter = LoadMeter([b.pid, rig.zk.pid])
-                t0 = time.time()
-                sink.close_session()
-                seen = rig.tail.wait(lambda ls: any(ln.get("dead") == [DYING] for ln in ls), ["BrokerChange"],
-                                     args.timeout, b.alive)
-                t_seen = next(ln for ln in seen if ln.get("dead") == [DYING])["time_ms"] / 1000.0
-                trial.seen_s = t_seen - t0
-                elected = rig.tail.wait(
-                    lambda ls: any(ln.get("election") == "offline" for ln in ls), ["PartitionStateChange"],
-                    args.timeout, b.alive)
-                line = next(ln for ln in elected if ln.get("election") == "offline")
-                trial.elected_s = line["time_ms"] / 1000.0 - t_seen
-                rig.quiet_stand_ins(t0, args.timeout, expect=FOLLOWERS)
-                trial.other_load = meter.other_share()
-                last, trial.missing = rig.acked(t0, lambda tp, leader, _e: leader not in (DYING, -1), tps,
-                                                lambda tp: [r for r in replicas[tp] if r != DYING])
-                trial.failure_s = last - t_seen
-                trial.from_close_s = last - t0
-            finally:
-                rig.stop_controller()
-            print(f"  trial {i + 1}: raw limit {raw:6.3f}s  BrokerChange → new leaders acknowledged "
-                  f"{fmt_s(trial.failure_s)}s (election done at {fmt_s(trial.elected_s)}s; from the session "
-                  f"close {fmt_s(trial.from_close_s)}s, seen after {fmt_s(trial.seen_s)}s)  missing {trial.missing}; "
-                  f"other load {trial.other_load * 100:.0f}% of the CPUs", flush=True)
-    finally:
-        rig.close()
-    return trials
+    with Rig(root, f"bf-{p}", args, own_sessions={DYING}) as rig:
+
+        def measure(trial: Trial, b, meter) -> None:
+            t0 = time.time()
+            rig.sinks[DYING].close_session()
+            t_seen = rig.first_line("BrokerChange", lambda ln: ln.get("dead") == [DYING])["time_ms"] / 1000.0
+            trial.seen_s = t_seen - t0
+            elected = rig.first_line("PartitionStateChange", lambda ln: ln.get("election") == "offline")
+            trial.elected_s = elected["time_ms"] / 1000.0 - t_seen
+            last = rig.acknowledged(trial, t0, meter, FOLLOWERS, lambda tp, leader, _e: leader not in (DYING, -1),
+                                    tps, lambda tp: [r for r in replicas[tp] if r != DYING])
+            trial.failure_s = last - t_seen
+            trial.from_close_s = last - t0
+
+        def line(trial: Trial) -> str:
+            return (f"raw limit {trial.raw_s:6.3f}s  BrokerChange → new leaders acknowledged "
+                    f"{fmt_s(trial.failure_s)}s (election done at {fmt_s(trial.elected_s)}s; from the session "
+                    f"close {fmt_s(trial.from_close_s)}s, seen after {fmt_s(trial.seen_s)}s)  missing {trial.missing}; "
+                    f"other load {trial.other_load * 100:.0f}% of the CPUs")
+
+        rig.preload(topics, assign)
+        return rig.run_trials(tps, Trial, measure, line, lambda: rig.reset(topics, assign))
 
 
 def summarise(results: dict[int, list[Trial]]) -> list[dict]:
-    rows = []
-    for p, trials in results.items():
-        row = {
-            "P": p,
-            "raw_s": median([t.raw_s for t in trials]),
-            "time_s": median([t.failure_s for t in trials]),
-            "from_close_s": median([t.from_close_s for t in trials]),
-            "seen_s": median([t.seen_s for t in trials]),
-            "elected_s": median([t.elected_s for t in trials]),
-            "missing": max(t.missing for t in trials),
-            "other_load": median([t.other_load for t in trials]),
-            "trials": len(trials),
-        }
+    rows = summarise_trials(results, {"raw_s": "raw_s", "time_s": "failure_s", "from_close_s": "from_close_s",
+                                      "seen_s": "seen_s", "elected_s": "elected_s", "other_load": "other_load"},
+                            {"missing": (max, "missing")})
+    for row in rows:
         row["ratio"] = row["time_s"] / row["raw_s"]
-        rows.append(row)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P (led by the dead broker) | BrokerChange → new leaders acknowledged s | raw limit s | ratio | "
-            "offline election done s | from the session close s | other load | trials |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-    return head + "".join(
-        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['elected_s'])} | "
-        f"{fmt_s(r['from_close_s'])} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+    return md_table([("P (led by the dead broker)", "{P:,}"),
+                     ("BrokerChange → new leaders acknowledged s", secs("time_s")), ("raw limit s", secs("raw_s")),
+                     ("ratio", "{ratio:.2f}"), ("offline election done s", secs("elected_s")),
+                     ("from the session close s", secs("from_close_s")), OTHER_LOAD, TRIALS], rows)
 
 
 def verdicts(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
-        out.append(f"P={r['P']:,}: {fmt_s(r['time_s'])}s = {r['ratio']:.2f}x the raw limit")
-        if r["P"] == 10_000:
-            ok = r["time_s"] < TARGET_S_AT_10K
-            out.append(f"P=10,000: {fmt_s(r['time_s'])}s ({'meets' if ok else 'MISSES'} < {TARGET_S_AT_10K:g} s)")
-        if r["missing"]:
-            out.append(f"P={r['P']:,}: {r['missing']} partitions never acknowledged with a new leader")
+        out += [ratio_verdict(r)] + target_verdicts(r, TARGET_S_AT_10K) + missing_verdicts(r, " with a new leader")
     return out
 
 
 def section(rows: list[dict], command: str) -> str:
-    return (
-        f"{HEADING}\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no); broker 1 is a real broker "
-        "process and the controller (it hosts no replica); brokers 2-6 are stand-ins (`bench/_harness.py`).\n\n"
+    return section_text(
+        HEADING, command, rig_machine(),
         f"What is timed: stand-in {DYING} leads all P partitions (RF 3, followers rotating over 3-6) and holds "
         "`/brokers/ids/2` in a ZooKeeper session of its own; the bench closes that session (ZooKeeper deletes "
         "the ephemeral znode at once; a SIGKILLed broker's znode goes when its session times out, which is not "
@@ -178,37 +137,18 @@ def section(rows: list[dict], command: str) -> str:
         "controller's `PartitionStateChange` line for the offline election, from the same start. *From the "
         "session close*: the same end, from the close (watch delivery and event queueing included). *Raw limit*: "
         "P fenced conditional writes of the same state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), "
-        "timed in the same trial before broker 1 starts. Medians over the trials.\n\n"
-        + table(rows) + "\n"
-        + "".join(f"- {v}\n" for v in verdicts(rows))
-        + "\nPlot: `bench/broker_failure.png` (log-log).\n"
-    )
+        "timed in the same trial before broker 1 starts. Medians over the trials.",
+        table(rows), verdicts(rows), "broker_failure.png")
 
 
 def main() -> int:
-    ap = common_args(__doc__.split("\n")[0])
-    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "broker_failure.png"))
-    args = ap.parse_args()
-    root, remove = work_root(args)
-    results: dict[int, list[Trial]] = {}
-    try:
-        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            results[p] = run_size(p, args, root)
-    finally:
-        if remove:
-            shutil.rmtree(root, ignore_errors=True)
-    rows = summarise(results)
-    print("\n" + table(rows))
-    for v in verdicts(rows):
-        print(v)
-    if not args.no_write:
-        command = ("python bench/broker_failure.py " + " ".join(sys.argv[1:])).strip()
-        write_section(Path(args.results), HEADING, section(rows, command))
-        plot_vs_raw(Path(args.plot), "broker failure: BrokerChange → new leaders acknowledged", rows,
-                    [("time_s", "BrokerChange → new leaders acknowledged", "o-"),
-                     ("elected_s", "→ offline election done (controller)", "x-.")],
-                    target_s=TARGET_S_AT_10K)
-        print(f"\nwrote {args.results} and {args.plot}")
+    args = common_args(__doc__, "broker_failure.png").parse_args()
+    rows = summarise(run_sizes(args, run_size))
+    report_results(args, __file__, table(rows), verdicts(rows), HEADING, lambda command: section(rows, command),
+                   lambda: plot_vs_raw(Path(args.plot), "broker failure: BrokerChange → new leaders acknowledged",
+                                       rows, [("time_s", "BrokerChange → new leaders acknowledged", "o-"),
+                                              ("elected_s", "→ offline election done (controller)", "x-.")],
+                                       target_s=TARGET_S_AT_10K))
     return 0
 
 

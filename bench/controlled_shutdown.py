@@ -23,7 +23,6 @@ Usage: .venv/bin/python bench/controlled_shutdown.py [--sizes 1000,10000,50000] 
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,21 +31,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
-    LoadMeter,
+    OTHER_LOAD,
+    TRIALS,
     Rig,
     common_args,
-    current_controller_epoch,
     fmt_s,
-    machine_line,
-    median,
+    md_table,
+    missing_verdicts,
     partitions_of,
     plot_vs_raw,
-    preload,
-    raw_fenced_writes,
-    reset_states,
+    ratio_verdict,
+    report_results,
+    rig_machine,
+    run_sizes,
+    secs,
+    section_text,
+    summarise_trials,
+    target_verdicts,
     topic_names,
-    work_root,
-    write_section,
 )
 
 SHUTTING_DOWN = 2
@@ -79,113 +81,76 @@ def run_size(p: int, args, root: Path) -> list[Trial]:
     tps = partitions_of(topics)
     replicas = {tp: assign(g) for g, tp in enumerate(tps)}
     print(f"\n== P = {p:,}: broker {SHUTTING_DOWN} leads all ({len(topics)} topics, RF 3)", flush=True)
-    rig = Rig(root, f"cs-{p}", args, own_sessions={SHUTTING_DOWN})
-    trials: list[Trial] = []
-    try:
-        rig.start()
-        t = time.perf_counter()
-        preload(rig.store, topics, assign)
-        print(f"  pre-loaded in {time.perf_counter() - t:.1f}s", flush=True)
-        sink = rig.sinks[SHUTTING_DOWN]
-        for i in range(args.repeat):
-            if i:
-                reset_states(rig.store, topics, assign, controller_epoch=current_controller_epoch(rig.store)[0])
-                rig.register(SHUTTING_DOWN)
-            raw = raw_fenced_writes(rig.store, tps)
-            trial = Trial(raw)
-            trials.append(trial)
-            b = rig.start_controller(args.timeout)
-            try:
-                rig.forget_requests()
-                meter = LoadMeter([b.pid, rig.zk.pid])
-                t0 = time.time()
-                start = time.perf_counter()
-                remaining = None
-                for attempt in range(1, 11):
-                    resp = sink.controlled_shutdown("127.0.0.1", b.port, timeout=args.timeout)
-                    trial.attempts = attempt
-                    remaining = len(resp.remaining_partitions or [])
-                    if resp.error_code == 0 and remaining == 0:
-                        break
-                    print(f"  attempt {attempt}: error {resp.error_code}, {remaining} remaining")
-                    time.sleep(0.05)
-                if remaining == 0:
-                    trial.shutdown_s = time.perf_counter() - start
-                lines = rig.tail.wait(lambda ls: sum(ln["event"] == "ControlledShutdown" for ln in ls) >= trial.attempts,
-                                      ["ControlledShutdown", "PartitionStateChange"], args.timeout, b.alive)
-                elected = [ln for ln in lines if ln.get("election") == "controlled_shutdown"]
-                if elected:
-                    trial.elected_s = elected[0]["time_ms"] / 1000.0 - t0
-                lines = [ln for ln in lines if ln["event"] == "ControlledShutdown"]
-                trial.line = lines[-1]
-                trial.line_s = trial.line["time_ms"] / 1000.0 - t0
-                rig.quiet_stand_ins(t0, args.timeout, expect=FOLLOWERS)
-                trial.other_load = meter.other_share()
-                last, trial.missing = rig.acked(t0, lambda tp, leader, _e: leader != SHUTTING_DOWN, tps,
-                                                lambda tp: [r for r in replicas[tp] if r != SHUTTING_DOWN])
-                trial.acked_s = last - t0
-            finally:
-                rig.stop_controller()
-            print(f"  trial {i + 1}: raw limit {raw:6.3f}s  controlled shutdown {fmt_s(trial.shutdown_s)}s "
-                  f"({trial.attempts} request(s); elections written at {fmt_s(trial.elected_s)}s, line at "
-                  f"{fmt_s(trial.line_s)}s)  new leaders acknowledged "
-                  f"{fmt_s(trial.acked_s)}s  (missing {trial.missing}; other load "
-                  f"{trial.other_load * 100:.0f}% of the CPUs)", flush=True)
-    finally:
-        rig.close()
-    return trials
+    with Rig(root, f"cs-{p}", args, own_sessions={SHUTTING_DOWN}) as rig:
+
+        def measure(trial: Trial, b, meter) -> None:
+            sink = rig.sinks[SHUTTING_DOWN]
+            t0 = time.time()
+            start = time.perf_counter()
+            remaining = None
+            for attempt in range(1, 11):
+                resp = sink.controlled_shutdown("127.0.0.1", b.port, timeout=args.timeout)
+                trial.attempts = attempt
+                remaining = len(resp.remaining_partitions or [])
+                if resp.error_code == 0 and remaining == 0:
+                    break
+                print(f"  attempt {attempt}: error {resp.error_code}, {remaining} remaining")
+                time.sleep(0.05)
+            if remaining == 0:
+                trial.shutdown_s = time.perf_counter() - start
+            lines = rig.tail.wait(lambda ls: sum(ln["event"] == "ControlledShutdown" for ln in ls) >= trial.attempts,
+                                  ["ControlledShutdown", "PartitionStateChange"], args.timeout, b.alive)
+            elected = [ln for ln in lines if ln.get("election") == "controlled_shutdown"]
+            if elected:
+                trial.elected_s = elected[0]["time_ms"] / 1000.0 - t0
+            lines = [ln for ln in lines if ln["event"] == "ControlledShutdown"]
+            trial.line = lines[-1]
+            trial.line_s = trial.line["time_ms"] / 1000.0 - t0
+            last = rig.acknowledged(trial, t0, meter, FOLLOWERS, lambda tp, leader, _e: leader != SHUTTING_DOWN, tps,
+                                    lambda tp: [r for r in replicas[tp] if r != SHUTTING_DOWN])
+            trial.acked_s = last - t0
+
+        def line(trial: Trial) -> str:
+            return (f"raw limit {trial.raw_s:6.3f}s  controlled shutdown {fmt_s(trial.shutdown_s)}s "
+                    f"({trial.attempts} request(s); elections written at {fmt_s(trial.elected_s)}s, line at "
+                    f"{fmt_s(trial.line_s)}s)  new leaders acknowledged "
+                    f"{fmt_s(trial.acked_s)}s  (missing {trial.missing}; other load "
+                    f"{trial.other_load * 100:.0f}% of the CPUs)")
+
+        rig.preload(topics, assign)
+        return rig.run_trials(tps, Trial, measure, line, lambda: rig.reset(topics, assign))
 
 
 def summarise(results: dict[int, list[Trial]]) -> list[dict]:
-    rows = []
-    for p, trials in results.items():
-        row = {
-            "P": p,
-            "raw_s": median([t.raw_s for t in trials]),
-            "time_s": median([t.shutdown_s for t in trials]),
-            "acked_s": median([t.acked_s for t in trials]),
-            "line_s": median([t.line_s for t in trials]),
-            "elected_s": median([t.elected_s for t in trials]),
-            "attempts": max(t.attempts for t in trials),
-            "missing": max(t.missing for t in trials),
-            "other_load": median([t.other_load for t in trials]),
-            "trials": len(trials),
-        }
+    rows = summarise_trials(results, {"raw_s": "raw_s", "time_s": "shutdown_s", "acked_s": "acked_s",
+                                      "line_s": "line_s", "elected_s": "elected_s", "other_load": "other_load"},
+                            {"attempts": (max, "attempts"), "missing": (max, "missing")})
+    for row in rows:
         row["ratio"] = row["time_s"] / row["raw_s"]
-        rows.append(row)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P (led by the broker) | controlled shutdown s | raw limit s | ratio | elections written s | "
-            "new leaders acknowledged s | requests | other load | trials |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-    return head + "".join(
-        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['elected_s'])} | "
-        f"{fmt_s(r['acked_s'])} | {r['attempts']} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+    return md_table([("P (led by the broker)", "{P:,}"), ("controlled shutdown s", secs("time_s")),
+                     ("raw limit s", secs("raw_s")), ("ratio", "{ratio:.2f}"),
+                     ("elections written s", secs("elected_s")), ("new leaders acknowledged s", secs("acked_s")),
+                     ("requests", "{attempts}"), OTHER_LOAD, TRIALS], rows)
 
 
 def verdicts(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
         ok = r["ratio"] <= TARGET_RATIO
-        out.append(f"P={r['P']:,}: {fmt_s(r['time_s'])}s = {r['ratio']:.2f}x the raw limit "
-                   f"({'meets' if ok else 'MISSES'} <= {TARGET_RATIO:g}x)")
-        if r["P"] == 10_000:
-            ok = r["time_s"] < TARGET_S_AT_10K
-            out.append(f"P=10,000: {fmt_s(r['time_s'])}s ({'meets' if ok else 'MISSES'} < {TARGET_S_AT_10K:g} s)")
-        if r["missing"]:
-            out.append(f"P={r['P']:,}: {r['missing']} partitions never acknowledged with a new leader")
+        out.append(f"{ratio_verdict(r)} ({'meets' if ok else 'MISSES'} <= {TARGET_RATIO:g}x)")
+        out += target_verdicts(r, TARGET_S_AT_10K) + missing_verdicts(r, " with a new leader")
     return out
 
 
 def section(rows: list[dict], command: str) -> str:
-    return (
-        f"{HEADING}\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no); broker 1 is a real broker "
-        "process and the controller (it hosts no replica); brokers 2-6 are stand-ins (threaded Kafka-framed "
-        "sinks in the bench process that answer the controller's requests; `bench/_harness.py`).\n\n"
+    return section_text(
+        HEADING, command,
+        rig_machine(stand_ins="threaded Kafka-framed sinks in the bench process that answer the controller's "
+                              "requests; "),
         f"What is timed: stand-in {SHUTTING_DOWN}, which leads all P partitions (RF 3, followers rotating over "
         "3-6), sends ControlledShutdownRequest v3 with its broker epoch (the czxid of its own session's "
         "`/brokers/ids/2`) to broker 1; from that request to the response naming no remaining partition "
@@ -195,37 +160,18 @@ def section(rows: list[dict], command: str) -> str:
         "partition had answered a LeaderAndIsr naming a leader other than 2 (decoded afterwards). *Raw limit*: "
         "P fenced conditional writes of the same state znodes in multi-ops of 100 from the bench's session "
         "(`ZkStore.fenced_multi`), timed in the same trial before broker 1 starts. *Other load*: CPU share "
-        "other processes took meanwhile (the machine is shared). Medians over the trials.\n\n"
-        + table(rows) + "\n"
-        + "".join(f"- {v}\n" for v in verdicts(rows))
-        + "\nPlot: `bench/controlled_shutdown.png` (log-log).\n"
-    )
+        "other processes took meanwhile (the machine is shared). Medians over the trials.",
+        table(rows), verdicts(rows), "controlled_shutdown.png")
 
 
 def main() -> int:
-    ap = common_args(__doc__.split("\n")[0])
-    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "controlled_shutdown.png"))
-    args = ap.parse_args()
-    root, remove = work_root(args)
-    results: dict[int, list[Trial]] = {}
-    try:
-        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            results[p] = run_size(p, args, root)
-    finally:
-        if remove:
-            shutil.rmtree(root, ignore_errors=True)
-    rows = summarise(results)
-    print("\n" + table(rows))
-    for v in verdicts(rows):
-        print(v)
-    if not args.no_write:
-        command = ("python bench/controlled_shutdown.py " + " ".join(sys.argv[1:])).strip()
-        write_section(Path(args.results), HEADING, section(rows, command))
-        plot_vs_raw(Path(args.plot), "controlled shutdown of a broker leading P partitions", rows,
-                    [("time_s", "ControlledShutdown request → nothing remaining", "o-"),
-                     ("acked_s", "new leaders acknowledged by the stand-ins", "x-.")],
-                    target_ratio=TARGET_RATIO)
-        print(f"\nwrote {args.results} and {args.plot}")
+    args = common_args(__doc__, "controlled_shutdown.png").parse_args()
+    rows = summarise(run_sizes(args, run_size))
+    report_results(args, __file__, table(rows), verdicts(rows), HEADING, lambda command: section(rows, command),
+                   lambda: plot_vs_raw(Path(args.plot), "controlled shutdown of a broker leading P partitions", rows,
+                                       [("time_s", "ControlledShutdown request → nothing remaining", "o-"),
+                                        ("acked_s", "new leaders acknowledged by the stand-ins", "x-.")],
+                                       target_ratio=TARGET_RATIO))
     return 0
 
 

@@ -27,14 +27,8 @@ Usage: .venv/bin/python bench/failover.py [--sizes 1000,10000,100000] [--repeat 
 """
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import shutil
-import signal
-import statistics
 import sys
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -45,17 +39,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import (  # noqa: E402  (the shared bench machinery: stand-ins, pre-load, broker 1)
     BROKERS,
     CONTROLLER_BROKER,
-    REPO,
     RF,
     UPDATE_METADATA,
     BrokerProcess,
     StandInBroker,
+    bench_store,
     clear_broker,
+    common_args,
+    loglog_plot,
+    machine_id,
+    md_table,
     preload,
-    replicas_of,
+    report_results,
+    run_sizes,
+    section_text,
     start_py_spy,
-    stop_process,
-    take_controller_seat as _take_seat,
+    start_zookeeper,
+    stop_py_spy,
+    summarise_trials,
+    take_controller_seat,
     topic_names,
     wait_for_line,
 )
@@ -66,14 +68,13 @@ try:  # the way ZkStore issues multi-reads (a cheaper chroot prefix than kazoo's
     from praha.zk.store import _multi_read_async as multi_read_async  # noqa: E402
 except ImportError:  # pragma: no cover
     from praha.zk.multiread import multi_read_async  # noqa: E402
-from praha.zk.server import EmbeddedZooKeeper  # noqa: E402
-from praha.zk.store import ZkStore  # noqa: E402
 
 STAND_IN_CONTROLLER = 2
 PIPELINE_WINDOW = 2000
 MULTI_READ_BATCH, MULTI_READ_TOPIC_BATCH, MULTI_READ_WINDOW = 500, 50, 16
 TARGET_RATIO = 1.5
 TARGET_100K_S = 14.0
+HEADING = "## Controller failover"
 
 
 # ------------------------------------------------------------------------- raw reads
@@ -122,28 +123,16 @@ class Trial:
     line: dict = field(default_factory=dict)
 
 
-def take_controller_seat(store: ZkStore) -> int:
-    """Stand-in 2 wins the election (as a real broker would); returns the epoch."""
-    return _take_seat(store, STAND_IN_CONTROLLER)
-
-
-def clear_broker_1(store: ZkStore) -> None:
-    """After broker 1 stopped: drop its ephemerals if its session lingers (after a SIGKILL)."""
-    clear_broker(store, CONTROLLER_BROKER)
-
-
 def run_size(partitions: int, args, root: Path) -> list[Trial]:
     topics = topic_names(partitions, args.partitions_per_topic)
     print(f"\n== P = {partitions:,} ({len(topics)} topics of ≤{args.partitions_per_topic} partitions, "
           f"RF {RF} over {BROKERS} brokers)", flush=True)
-    zk = EmbeddedZooKeeper(root / f"zk-{partitions}", port=0, tick_time_ms=500, min_session_timeout_ms=1000,
-                           force_sync=False, heap_mb=args.zk_heap_mb, die_with_parent=True)
+    zk = start_zookeeper(root / f"zk-{partitions}", heap_mb=args.zk_heap_mb)
     sinks: list[StandInBroker] = []
-    store: ZkStore | None = None
+    store = None
     trials: list[Trial] = []
     try:
-        zk.start(timeout=60)
-        store = ZkStore(zk.connect_string, session_timeout_ms=30000, connection_timeout_ms=30000).start()
+        store = bench_store(zk)
         t = time.perf_counter()
         state_paths = preload(store, topics)
         topic_paths = [zn.topic_path(name) for name, _ in topics]
@@ -161,7 +150,7 @@ def run_size(partitions: int, args, root: Path) -> list[Trial]:
             raw_m = raw_multi_read(client, [(topic_paths, MULTI_READ_TOPIC_BATCH), (state_paths, MULTI_READ_BATCH)])
             trial = Trial(raw_p, raw_m)
             trials.append(trial)
-            take_controller_seat(store)
+            take_controller_seat(store, STAND_IN_CONTROLLER)  # stand-in 2 wins the election, as a broker would
             broker = BrokerProcess(root / f"broker-{partitions}-{i}", zk.connect_string)
             spy = None
             try:
@@ -187,11 +176,9 @@ def run_size(partitions: int, args, root: Path) -> list[Trial]:
                 if line.get("partitions") != partitions or line.get("live_brokers") != list(range(1, BROKERS + 1)):
                     print(f"  WARNING: unexpected failover line {line}")
             finally:
-                if spy is not None:
-                    os.kill(spy.pid, signal.SIGINT)
-                    stop_process(spy, grace=30)
+                stop_py_spy(spy)
                 broker.stop()
-                clear_broker_1(store)
+                clear_broker(store, CONTROLLER_BROKER)  # its ephemerals, if its session lingers
             print(f"  trial {i + 1}: raw pipelined {raw_p:7.3f}s  multi-read {raw_m:6.3f}s  "
                   f"failover {trial.failover_s:7.3f}s (metric {trial.metric_failover_s:.3f}s)  "
                   f"UpdateMetadata at all stand-ins {trial.um_delivered_s:7.3f}s\n"
@@ -209,35 +196,24 @@ def run_size(partitions: int, args, root: Path) -> list[Trial]:
 
 # ------------------------------------------------------------------------- report
 def summarise(results: dict[int, list[Trial]]) -> list[dict]:
-    rows = []
-    for p, trials in results.items():
-        med = lambda xs: statistics.median(xs)  # noqa: E731
-        row = {
-            "P": p,
-            "raw_pipelined_s": med([t.raw_pipelined_s for t in trials]),
-            "raw_multi_s": med([t.raw_multi_s for t in trials]),
-            "failover_s": med([t.failover_s for t in trials]),
-            "failover_min_s": min(t.failover_s for t in trials),
-            "metric_s": med([t.metric_failover_s for t in trials]),
-            "um_delivered_s": med([t.um_delivered_s for t in trials]),
-            "trials": len(trials),
-        }
+    rows = summarise_trials(results, {"raw_pipelined_s": "raw_pipelined_s", "raw_multi_s": "raw_multi_s",
+                                      "failover_s": "failover_s", "metric_s": "metric_failover_s",
+                                      "um_delivered_s": "um_delivered_s"},
+                            {"failover_min_s": (min, "failover_s")})
+    for row, trials in zip(rows, results.values()):
         by_failover = sorted(trials, key=lambda t: t.failover_s)
         row["phases"] = by_failover[len(by_failover) // 2].line.get("phases_ms", {})
         row["ratio_pipelined"] = row["failover_s"] / row["raw_pipelined_s"]
         row["ratio_multi"] = row["failover_s"] / row["raw_multi_s"]
-        rows.append(row)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P | raw pipelined read s | multi-read s | failover s (median) | failover / pipelined | "
-            "failover / multi-read | metric s | UpdateMetadata at all stand-ins s | trials |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-    return head + "".join(
-        f"| {r['P']:,} | {r['raw_pipelined_s']:.3f} | {r['raw_multi_s']:.3f} | {r['failover_s']:.3f} | "
-        f"{r['ratio_pipelined']:.2f} | {r['ratio_multi']:.2f} | {r['metric_s']:.3f} | {r['um_delivered_s']:.3f} | "
-        f"{r['trials']} |\n" for r in rows)
+    return md_table([("P", "{P:,}"), ("raw pipelined read s", "{raw_pipelined_s:.3f}"),
+                     ("multi-read s", "{raw_multi_s:.3f}"), ("failover s (median)", "{failover_s:.3f}"),
+                     ("failover / pipelined", "{ratio_pipelined:.2f}"), ("failover / multi-read", "{ratio_multi:.2f}"),
+                     ("metric s", "{metric_s:.3f}"), ("UpdateMetadata at all stand-ins s", "{um_delivered_s:.3f}"),
+                     ("trials", "{trials}")], rows)
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -252,13 +228,11 @@ def verdicts(rows: list[dict]) -> list[str]:
     return out
 
 
-def write_results(rows: list[dict], command: str, path: Path) -> None:
-    section = (
-        "## Controller failover\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}; "
-        "ZooKeeper 3.9 embedded (forceSync=no), one broker process (broker 1) plus five stand-in brokers "
-        "(threaded Kafka-framed sinks in the bench process, registered as ephemeral znodes).\n\n"
+def section(rows: list[dict], command: str) -> str:
+    return section_text(
+        HEADING, command,
+        f"{machine_id()}; ZooKeeper 3.9 embedded (forceSync=no), one broker process (broker 1) plus five stand-in "
+        "brokers (threaded Kafka-framed sinks in the bench process, registered as ephemeral znodes).",
         "What is timed: from the deletion of `/controller` (held by stand-in 2) until broker 1's "
         "`ControllerFailover` state-change line (context loaded, UpdateMetadata handed to the channel "
         "manager), from the line's own timestamp. *metric* is `praha_controller_last_failover_seconds` "
@@ -266,85 +240,31 @@ def write_results(rows: list[dict], command: str, path: Path) -> None:
         "assignments + partition states) from the bench's own kazoo client, without decoding; the "
         "target ratio is against the plain pipelined read. *UpdateMetadata at all stand-ins*: "
         "when the last stand-in received its full UpdateMetadata (after the failover proper). "
-        "Medians over the trials.\n\n"
-        + table(rows) + "\n"
-        + "".join(f"- {v}\n" for v in verdicts(rows))
-        + "\nWhere the time goes (`phases_ms` of the ControllerFailover line, median trial of each size):\n\n"
+        "Medians over the trials.",
+        table(rows), verdicts(rows), "failover.png",
+        "\nWhere the time goes (`phases_ms` of the ControllerFailover line, median trial of each size):\n\n"
         + "".join(f"- P={r['P']:,}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases"].items()) + "\n"
-                  for r in rows if r.get("phases"))
-        + "\nPlot: `bench/failover.png` (log-log).\n"
-    )
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = text.find("## Controller failover\n")  # this section only, not others named after it
-    if start >= 0:
-        nxt = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[nxt + 1:] if nxt >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+                  for r in rows if r.get("phases")))
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ps = [r["P"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 5))
-    ax.plot(ps, [r["failover_s"] for r in rows], "o-", label="controller failover")
-    ax.plot(ps, [r["raw_pipelined_s"] for r in rows], "s--", label="raw read, pipelined get_async")
-    ax.plot(ps, [TARGET_RATIO * r["raw_pipelined_s"] for r in rows], ":", color="grey",
-            label=f"{TARGET_RATIO}× pipelined read (target)")
-    ax.plot(ps, [r["raw_multi_s"] for r in rows], "^--", label="raw read, multi-read")
-    ax.plot(ps, [r["um_delivered_s"] for r in rows], "x-.", alpha=0.6, label="UpdateMetadata at all stand-ins")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("partitions (RF 3, 6 brokers)")
-    ax.set_ylabel("seconds")
-    ax.set_title("praha controller failover vs raw ZooKeeper reads")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    loglog_plot(path, "praha controller failover vs raw ZooKeeper reads", [r["P"] for r in rows], [
+        ([r["failover_s"] for r in rows], "o-", {"label": "controller failover"}),
+        ([r["raw_pipelined_s"] for r in rows], "s--", {"label": "raw read, pipelined get_async"}),
+        ([TARGET_RATIO * r["raw_pipelined_s"] for r in rows], ":",
+         {"color": "grey", "label": f"{TARGET_RATIO}× pipelined read (target)"}),
+        ([r["raw_multi_s"] for r in rows], "^--", {"label": "raw read, multi-read"}),
+        ([r["um_delivered_s"] for r in rows], "x-.", {"alpha": 0.6, "label": "UpdateMetadata at all stand-ins"}),
+    ], xlabel="partitions (RF 3, 6 brokers)", dpi=120)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="1000,10000,100000", help="partition counts, comma-separated")
-    ap.add_argument("--repeat", type=int, default=3, help="failover trials per size (median reported)")
-    ap.add_argument("--partitions-per-topic", type=int, default=100)
-    ap.add_argument("--timeout", type=float, default=180.0, help="bound on every wait, seconds")
-    ap.add_argument("--zk-heap-mb", type=int, default=1536)
-    ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed)")
-    ap.add_argument("--keep", action="store_true", help="keep broker directories (logs)")
-    ap.add_argument("--py-spy", default=None, metavar="DIR", help="record a py-spy profile of each failover")
-    ap.add_argument("--results", default=str(REPO / "bench" / "RESULTS.md"))
-    ap.add_argument("--plot", default=str(REPO / "bench" / "failover.png"))
-    ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md / the plot")
-    args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    if args.py_spy:
-        Path(args.py_spy).mkdir(parents=True, exist_ok=True)
-    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="praha-failover-"))
-    root.mkdir(parents=True, exist_ok=True)
-    results: dict[int, list[Trial]] = {}
-    try:
-        for p in sizes:
-            results[p] = run_size(p, args, root)
-    finally:
-        if not args.dir and not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-    rows = summarise(results)
-    print("\n" + table(rows))
-    for v in verdicts(rows):
-        print(v)
-    if not args.no_write:
-        command = "python bench/failover.py " + " ".join(sys.argv[1:])
-        write_results(rows, command.strip(), Path(args.results))
-        plot(rows, Path(args.plot))
-        print(f"\nwrote {args.results} and {args.plot}")
+    args = common_args(__doc__, "failover.png", default_sizes="1000,10000,100000", timeout=180.0,
+                       repeat_help="failover trials per size (median reported)",
+                       py_spy_help="record a py-spy profile of each failover").parse_args()
+    rows = summarise(run_sizes(args, run_size, prefix="praha-failover-"))
+    report_results(args, __file__, table(rows), verdicts(rows), HEADING, lambda command: section(rows, command),
+                   lambda: plot(rows, Path(args.plot)))
     return 0
 
 

@@ -29,7 +29,6 @@ Usage: .venv/bin/python bench/reassignment.py [--sizes 1000,10000,50000] [--repe
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -38,24 +37,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
+    OTHER_LOAD,
     STAND_INS,
-    LoadMeter,
+    TRIALS,
     Rig,
     common_args,
-    current_controller_epoch,
     fmt_s,
-    machine_line,
-    median,
+    md_table,
     partitions_of,
     plot_vs_raw,
-    preload,
-    raw_fenced_writes,
-    reset_states,
+    report_results,
+    rig_machine,
     rotation,
+    run_sizes,
+    secs,
+    section_text,
+    summarise_trials,
     topic_names,
     wait_until,
-    work_root,
-    write_section,
 )
 from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment  # noqa: E402
 from praha.zk import znodes as zn  # noqa: E402
@@ -84,8 +83,10 @@ class Trial:
     other_load: float = float("nan")
 
 
-def reset(store, topics, epoch: int) -> None:
-    reset_states(store, topics, assign, controller_epoch=epoch)
+def reset(rig: Rig, topics) -> None:
+    """Between trials: states (`Rig.reset`), topic assignments, no admin znode, no notifications."""
+    rig.reset(topics, assign)
+    store = rig.store
     ops, g = [], 0
     for t, n in topics:
         parts = {}
@@ -158,99 +159,78 @@ def run_size(p: int, args, root: Path) -> list[Trial]:
     old = {tp: assign(g) for g, tp in enumerate(tps)}
     new = {tp: target_of(g) for g, tp in enumerate(tps)}
     adding = {tp: new[tp][-1] for tp in tps}
+    completion = p <= args.completion_max
     print(f"\n== P = {p:,}: (r0,r1,r2) → (r1,r2,r3) ({len(topics)} topics, RF 3)", flush=True)
-    rig = Rig(root, f"ra-{p}", args, jute_maxbuffer=16 << 20)
-    trials: list[Trial] = []
-    try:
-        rig.start()
-        t = time.perf_counter()
-        preload(rig.store, topics, assign)
-        print(f"  pre-loaded in {time.perf_counter() - t:.1f}s", flush=True)
-        for i in range(args.repeat):
-            if i:
-                reset(rig.store, topics, current_controller_epoch(rig.store)[0])
-            raw = raw_fenced_writes(rig.store, tps)
-            trial = Trial(raw)
-            trials.append(trial)
-            b = rig.start_controller(args.timeout)
-            try:
-                rig.forget_requests()
-                meter = LoadMeter([b.pid, rig.zk.pid])
-                # A. start
-                t0 = time.time()
-                rig.store.create_reassignment(new)
-                rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentStarted"], args.timeout, b.alive)
-                last, missing = wait_acked(rig, t0, lambda tp, _leader, epoch: epoch >= 1, tps,
-                                           lambda tp: old[tp] + (adding[tp],), args.timeout)
-                trial.start_s = last - t0
-                trial.missing = missing
-                # the event after the start watches the P state znodes (a round trip each) and
-                # checks them once more: the catch-up begins once the controller is idle again
-                trial.busy_s = busy_until(b, args.timeout) - t0
-                if p > args.completion_max:
-                    trial.other_load = meter.other_share()
-                    print(f"  trial {i + 1}: raw limit {raw:6.3f}s  start {fmt_s(trial.start_s)}s (controller idle "
-                          f"after {fmt_s(trial.busy_s)}s)  (completion not run: "
-                          f"P > --completion-max {args.completion_max})  missing {trial.missing}", flush=True)
-                    continue
-                # B. catch-up and completion
-                t1 = time.time()
-                catch_up(rig.store, tps, adding)
-                trial.isr_write_s = time.time() - t1
-                done = rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentCompleted"], args.timeout,
-                                     b.alive)
-                trial.complete_s = max(ln["time_ms"] for ln in done) / 1000.0 - t1
-                wait_until(lambda: rig.store.exists(zn.REASSIGN_PARTITIONS_PATH) is None, args.timeout,
-                           "the admin znode's deletion", step=0.01)
-                last, missing2 = wait_acked(rig, t1, lambda tp, leader, _e: leader == new[tp][0], tps,
-                                            lambda tp: new[tp], args.timeout)
+    with Rig(root, f"ra-{p}", args, jute_maxbuffer=16 << 20) as rig:
+
+        def measure(trial: Trial, b, meter) -> None:
+            # A. start
+            t0 = time.time()
+            rig.store.create_reassignment(new)
+            rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentStarted"], args.timeout, b.alive)
+            last, missing = wait_acked(rig, t0, lambda tp, _leader, epoch: epoch >= 1, tps,
+                                       lambda tp: old[tp] + (adding[tp],), args.timeout)
+            trial.start_s = last - t0
+            trial.missing = missing
+            # the event after the start watches the P state znodes (a round trip each) and
+            # checks them once more: the catch-up begins once the controller is idle again
+            trial.busy_s = busy_until(b, args.timeout) - t0
+            if not completion:
                 trial.other_load = meter.other_share()
-                trial.acked_s = last - t1
-                trial.missing += missing2
-            finally:
-                rig.stop_controller()
-            print(f"  trial {i + 1}: raw limit {raw:6.3f}s  start {fmt_s(trial.start_s)}s (controller idle after "
-                  f"{fmt_s(trial.busy_s)}s)  completion "
-                  f"{fmt_s(trial.complete_s)}s (new leaders acknowledged {fmt_s(trial.acked_s)}s; the bench's "
-                  f"ISR writes took {fmt_s(trial.isr_write_s)}s)  missing {trial.missing}; other load "
-                  f"{trial.other_load * 100:.0f}% of the CPUs", flush=True)
-    finally:
-        rig.close()
-    return trials
+                return
+            # B. catch-up and completion
+            t1 = time.time()
+            catch_up(rig.store, tps, adding)
+            trial.isr_write_s = time.time() - t1
+            done = rig.tail.wait(lambda ls: count_lines(ls) >= p, ["ReassignmentCompleted"], args.timeout,
+                                 b.alive)
+            trial.complete_s = max(ln["time_ms"] for ln in done) / 1000.0 - t1
+            wait_until(lambda: rig.store.exists(zn.REASSIGN_PARTITIONS_PATH) is None, args.timeout,
+                       "the admin znode's deletion", step=0.01)
+            last, missing2 = wait_acked(rig, t1, lambda tp, leader, _e: leader == new[tp][0], tps,
+                                        lambda tp: new[tp], args.timeout)
+            trial.other_load = meter.other_share()
+            trial.acked_s = last - t1
+            trial.missing += missing2
+
+        def line(trial: Trial) -> str:
+            start = f"raw limit {trial.raw_s:6.3f}s  start {fmt_s(trial.start_s)}s (controller idle "
+            if not completion:
+                return (start + f"after {fmt_s(trial.busy_s)}s)  (completion not run: "
+                        f"P > --completion-max {args.completion_max})  missing {trial.missing}")
+            return (start + f"after {fmt_s(trial.busy_s)}s)  completion "
+                    f"{fmt_s(trial.complete_s)}s (new leaders acknowledged {fmt_s(trial.acked_s)}s; the bench's "
+                    f"ISR writes took {fmt_s(trial.isr_write_s)}s)  missing {trial.missing}; other load "
+                    f"{trial.other_load * 100:.0f}% of the CPUs")
+
+        rig.preload(topics, assign)
+        return rig.run_trials(tps, Trial, measure, line, lambda: reset(rig, topics))
 
 
 def summarise(results: dict[int, list[Trial]]) -> list[dict]:
-    rows = []
-    for p, trials in results.items():
-        row = {
-            "P": p,
-            "raw_s": median([t.raw_s for t in trials]),
-            "start_s": median([t.start_s for t in trials]),
-            "busy_s": median([t.busy_s for t in trials]),
-            "complete_s": median([t.complete_s for t in trials]),
-            "acked_s": median([t.acked_s for t in trials]),
-            "isr_write_s": median([t.isr_write_s for t in trials]),
-            "missing": max(t.missing for t in trials),
-            "other_load": median([t.other_load for t in trials]),
-            "trials": len(trials),
-        }
+    rows = summarise_trials(results, {"raw_s": "raw_s", "start_s": "start_s", "busy_s": "busy_s",
+                                      "complete_s": "complete_s", "acked_s": "acked_s",
+                                      "isr_write_s": "isr_write_s", "other_load": "other_load"},
+                            {"missing": (max, "missing")})
+    for row in rows:
         row["time_s"] = row["start_s"] + row["acked_s"]
         row["ratio_start"] = row["start_s"] / row["raw_s"]
         row["ratio_complete"] = row["acked_s"] / row["raw_s"]
         row["ratio"] = row["time_s"] / row["raw_s"]
-        rows.append(row)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P | start s | start / raw | controller idle after s | completion s | completion / raw | "
-            "start + completion s | raw limit s | ratio | bench's ISR writes s | other load | trials |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-    return head + "".join(
-        f"| {r['P']:,} | {fmt_s(r['start_s'])} | {fmt_x(r['ratio_start'])} | {fmt_s(r['busy_s'])} | "
-        f"{fmt_s(r['acked_s'])} | "
-        f"{fmt_x(r['ratio_complete'])} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {fmt_x(r['ratio'])} | "
-        f"{fmt_s(r['isr_write_s'])} | {r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+    return md_table([("P", "{P:,}"), ("start s", secs("start_s")), ("start / raw", ratio("ratio_start")),
+                     ("controller idle after s", secs("busy_s")), ("completion s", secs("acked_s")),
+                     ("completion / raw", ratio("ratio_complete")), ("start + completion s", secs("time_s")),
+                     ("raw limit s", secs("raw_s")), ("ratio", ratio("ratio")),
+                     ("bench's ISR writes s", secs("isr_write_s")), OTHER_LOAD, TRIALS], rows)
+
+
+def ratio(key: str):
+    """A table cell: the row's ratio `key` (`fmt_x`)."""
+    return lambda r: fmt_x(r[key])
 
 
 def fmt_x(x: float) -> str:
@@ -280,12 +260,8 @@ def fmt_us(seconds: float, p: int) -> str:
 
 
 def section(rows: list[dict], command: str, completion_max: int) -> str:
-    return (
-        f"{HEADING}\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no, jute.maxbuffer 16 MiB for the 50k "
-        "admin znode); broker 1 is a real broker process and the controller (it hosts no replica); brokers "
-        "2-6 are stand-ins (`bench/_harness.py`).\n\n"
+    return section_text(
+        HEADING, command, rig_machine(zk=", jute.maxbuffer 16 MiB for the 50k admin znode"),
         "What is timed: every partition (RF 3 rotating over 2-6) moves from (r0, r1, r2) to (r1, r2, r3) — one "
         "replica added, the leader removed — through one `/admin/reassign_partitions` znode naming all P. "
         "*Start*: from writing it until every replica of the full set (r0..r3) had answered the LeaderAndIsr "
@@ -309,40 +285,23 @@ def section(rows: list[dict], command: str, completion_max: int) -> str:
         "broker 1): armed, fired by the catch-up, re-armed (`praha/zk/watches.py`), fired again by the controller's "
         "own write of the new leader (a ZooKeeper watch cannot be taken back). *Raw limit*: P "
         "fenced conditional writes of the same state znodes in multi-ops of 100 (`ZkStore.fenced_multi`), timed "
-        "in the same trial before broker 1 starts. Medians over the trials.\n\n"
-        + table(rows) + "\n"
-        + "".join(f"- {v}\n" for v in verdicts(rows))
-        + "\nPlot: `bench/reassignment.png` (log-log).\n"
-    )
+        "in the same trial before broker 1 starts. Medians over the trials.",
+        table(rows), verdicts(rows), "reassignment.png")
 
 
 def main() -> int:
-    ap = common_args(__doc__.split("\n")[0])
-    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "reassignment.png"))
+    ap = common_args(__doc__, "reassignment.png")
     ap.add_argument("--completion-max", type=int, default=50000,
                     help="largest P whose completion is run (bigger ones: the start only)")
     args = ap.parse_args()
-    root, remove = work_root(args)
-    results: dict[int, list[Trial]] = {}
-    try:
-        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            results[p] = run_size(p, args, root)
-    finally:
-        if remove:
-            shutil.rmtree(root, ignore_errors=True)
-    rows = summarise(results)
-    print("\n" + table(rows))
-    for v in verdicts(rows):
-        print(v)
-    if not args.no_write:
-        command = ("python bench/reassignment.py " + " ".join(sys.argv[1:])).strip()
-        write_section(Path(args.results), HEADING, section(rows, command, args.completion_max))
-        plot_vs_raw(Path(args.plot), "reassignment of P partitions (one replica added, leader moved)", rows,
-                    [("start_s", "start: admin znode → full sets acknowledged", "o-"),
-                     ("acked_s", "completion: ISR caught up → new leaders acknowledged", "x-"),
-                     ("time_s", "start + completion", "^-.")],
-                    target_ratio=TARGET_RATIO)
-        print(f"\nwrote {args.results} and {args.plot}")
+    rows = summarise(run_sizes(args, run_size))
+    report_results(args, __file__, table(rows), verdicts(rows), HEADING,
+                   lambda command: section(rows, command, args.completion_max),
+                   lambda: plot_vs_raw(Path(args.plot), "reassignment of P partitions (one replica added, leader moved)",
+                                       rows, [("start_s", "start: admin znode → full sets acknowledged", "o-"),
+                                              ("acked_s", "completion: ISR caught up → new leaders acknowledged", "x-"),
+                                              ("time_s", "start + completion", "^-.")],
+                                       target_ratio=TARGET_RATIO))
     return 0
 
 

@@ -31,7 +31,6 @@ Usage: .venv/bin/python bench/topic_create.py [--sizes 1000,10000,50000] [--repe
 from __future__ import annotations
 
 import resource
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -40,22 +39,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (  # noqa: E402
+    OTHER_LOAD,
     STAND_INS,
+    TRIALS,
     BrokerProcess,
-    LoadMeter,
     Rig,
     clear_broker,
     common_args,
     current_controller_epoch,
     fmt_s,
-    machine_line,
-    median,
+    md_table,
+    missing_verdicts,
     plot_vs_raw,
+    ratio_verdict,
     raw_fenced_writes,
+    report_results,
+    rig_machine,
     rotation,
+    secs,
+    section_text,
+    sizes,
+    summarise_trials,
+    target_verdicts,
     wait_until,
-    work_root,
-    write_section,
+    work_dir,
 )
 from praha.common import (  # noqa: E402
     LeaderAndIsr,
@@ -110,31 +117,39 @@ def run_trial(rig: Rig, p: int, args, i: int) -> Trial:
     topic = f"{TOPIC}-{i}"
     tps = [TopicPartition(topic, k) for k in range(p)]
     replicas = {tp: assign(tp.partition) for tp in tps}
-    b = rig.start_controller(args.timeout)
-    try:
+    with rig.controller_trial() as (b, meter):
         trial.rss_before_mb = b.rss_mb()
-        rig.forget_requests()
-        meter = LoadMeter([b.pid, rig.zk.pid])
         ta = TopicAssignment({k: ReplicaAssignment(assign(k)) for k in range(p)})
         rig.store.set_topic_config(topic, {})  # create_topic writes it first; done here so t0 is the assignment
         t0 = time.time()
         rig.store.create_topic(topic, ta)
-        lines = rig.tail.wait(lambda ls: any(ln.get("election") == "new" for ln in ls), ["PartitionStateChange"],
-                              args.timeout, b.alive)
-        trial.line_s = next(ln for ln in lines if ln.get("election") == "new")["time_ms"] / 1000.0 - t0
-        rig.quiet_stand_ins(t0, args.timeout, expect=STAND_INS)
-        trial.other_load = meter.other_share()
-        last, trial.missing = rig.acked(t0, lambda tp, leader, _e: leader == replicas[tp][0], tps,
-                                        lambda tp: replicas[tp])
+        line = rig.first_line("PartitionStateChange", lambda ln: ln.get("election") == "new")
+        trial.line_s = line["time_ms"] / 1000.0 - t0
+        last = rig.acknowledged(trial, t0, meter, STAND_INS, lambda tp, leader, _e: leader == replicas[tp][0], tps,
+                                lambda tp: replicas[tp])
         trial.time_s = last - t0
         rig.settle(args.timeout)
         trial.rss_after_mb = b.rss_mb()
         trial.raw_s = raw_fenced_writes(rig.store, tps)
         trial.raw_create_s = raw_fenced_creates(rig.store, p)
-    finally:
-        rig.stop_controller()
     rig.store.delete_recursive([zn.topic_path(topic), zn.config_topic_path(topic)])
     return trial
+
+
+def run_size(p: int, args, root: Path) -> list[Trial]:
+    """--repeat creations of a P-partition topic on one warmed-up ZooKeeper."""
+    print(f"\n== P = {p:,}: one topic, RF 3", flush=True)
+    trials: list[Trial] = []
+    with Rig(root, f"tc-{p}", args, jute_maxbuffer=16 << 20) as rig:
+        warm_up(rig, p)
+        for i in range(args.repeat):
+            t = run_trial(rig, p, args, i)
+            trials.append(t)
+            print(f"  trial {i + 1}: leaders acknowledged {fmt_s(t.time_s)}s (state znodes at "
+                  f"{fmt_s(t.line_s)}s)  raw limit {fmt_s(t.raw_s)}s, raw creates {fmt_s(t.raw_create_s)}s  "
+                  f"broker 1 RSS {t.rss_before_mb:.0f} → {t.rss_after_mb:.0f} MB  missing {t.missing}; "
+                  f"other load {t.other_load * 100:.0f}% of the CPUs", flush=True)
+    return trials
 
 
 def warm_up(rig: Rig, p: int) -> None:
@@ -197,33 +212,21 @@ def run_hosting(p: int, args, root: Path) -> dict:
 
 
 def summarise(results: dict[int, list[Trial]]) -> list[dict]:
-    rows = []
-    for p, trials in results.items():
-        row = {
-            "P": p,
-            "raw_s": median([t.raw_s for t in trials]),
-            "raw_create_s": median([t.raw_create_s for t in trials]),
-            "time_s": median([t.time_s for t in trials]),
-            "line_s": median([t.line_s for t in trials]),
-            "rss_before_mb": median([t.rss_before_mb for t in trials]),
-            "rss_after_mb": median([t.rss_after_mb for t in trials]),
-            "missing": max(t.missing for t in trials),
-            "other_load": median([t.other_load for t in trials]),
-            "trials": len(trials),
-        }
+    rows = summarise_trials(results, {"raw_s": "raw_s", "raw_create_s": "raw_create_s", "time_s": "time_s",
+                                      "line_s": "line_s", "rss_before_mb": "rss_before_mb",
+                                      "rss_after_mb": "rss_after_mb", "other_load": "other_load"},
+                            {"missing": (max, "missing")})
+    for row in rows:
         row["ratio"] = row["time_s"] / row["raw_s"]
-        rows.append(row)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| P | znode written → leaders acknowledged s | raw limit s | ratio | state znodes created s | "
-            "raw fenced creates s | broker 1 RSS before → after MB | other load | trials |\n"
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-    return head + "".join(
-        f"| {r['P']:,} | {fmt_s(r['time_s'])} | {fmt_s(r['raw_s'])} | {r['ratio']:.2f} | {fmt_s(r['line_s'])} | "
-        f"{fmt_s(r['raw_create_s'])} | {r['rss_before_mb']:.0f} → {r['rss_after_mb']:.0f} | "
-        f"{r['other_load'] * 100:.0f}% | {r['trials']} |\n" for r in rows)
+    return md_table([("P", "{P:,}"), ("znode written → leaders acknowledged s", secs("time_s")),
+                     ("raw limit s", secs("raw_s")), ("ratio", "{ratio:.2f}"),
+                     ("state znodes created s", secs("line_s")), ("raw fenced creates s", secs("raw_create_s")),
+                     ("broker 1 RSS before → after MB", "{rss_before_mb:.0f} → {rss_after_mb:.0f}"),
+                     OTHER_LOAD, TRIALS], rows)
 
 
 def hosting_table(hosting: dict[int, dict]) -> str:
@@ -238,23 +241,15 @@ def hosting_table(hosting: dict[int, dict]) -> str:
 def verdicts(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
-        out.append(f"P={r['P']:,}: {fmt_s(r['time_s'])}s = {r['ratio']:.2f}x the raw limit; broker 1 RSS "
-                   f"+{r['rss_after_mb'] - r['rss_before_mb']:.0f} MB")
-        if r["P"] == 10_000:
-            ok = r["time_s"] < TARGET_S_AT_10K
-            out.append(f"P=10,000: {fmt_s(r['time_s'])}s ({'meets' if ok else 'MISSES'} < {TARGET_S_AT_10K:g} s)")
-        if r["missing"]:
-            out.append(f"P={r['P']:,}: {r['missing']} partitions never acknowledged")
+        out.append(f"{ratio_verdict(r)}; broker 1 RSS +{r['rss_after_mb'] - r['rss_before_mb']:.0f} MB")
+        out += target_verdicts(r, TARGET_S_AT_10K) + missing_verdicts(r)
     return out
 
 
 def section(rows: list[dict], hosting: dict[int, dict], command: str) -> str:
     host = hosting_table(hosting)
-    return (
-        f"{HEADING}\n\n"
-        f"Command: `{command}`\n\n"
-        f"Machine: {machine_line()}. ZooKeeper 3.9 embedded (forceSync=no); broker 1 is a real broker "
-        "process and the controller (it hosts no replica); brokers 2-6 are stand-ins (`bench/_harness.py`).\n\n"
+    return section_text(
+        HEADING, command, rig_machine(),
         "What is timed: one topic of P partitions (RF 3 rotating over 2-6) created as the admin tool does "
         "(`ZkStore.create_topic`: config znode, then the assignment znode); from the assignment znode's write "
         "until every replica of every partition had answered a LeaderAndIsr naming its leader (stand-ins record "
@@ -265,66 +260,38 @@ def section(rows: list[dict], hosting: dict[int, dict], command: str) -> str:
         "`partitions/<p>` and `partitions/<p>/state`, 2P znodes. *RSS*: broker 1 (controller context and "
         "metadata cache of P partitions), idle before and after. Each trial with a fresh broker 1 on an empty "
         "cluster (one ZooKeeper per size, warmed up by P scratch creates). "
-        "Medians over the trials.\n\n"
-        + table(rows) + "\n"
-        + "".join(f"- {v}\n" for v in verdicts(rows))
-        + (("\nA real broker hosting the partitions (`--hosting-sizes`): broker 7, a second real broker, "
+        "Medians over the trials.",
+        table(rows), verdicts(rows), "topic_create.png",
+        ("\nA real broker hosting the partitions (`--hosting-sizes`): broker 7, a second real broker, "
             "leads every partition of a P-partition topic (followers on stand-ins); from the assignment znode "
             "until its `praha_broker_leader_partitions` figure reached P (polled every 50 ms), and its RSS "
             f"(open-file limit here: {resource.getrlimit(resource.RLIMIT_NOFILE)[0]:,}; each hosted partition keeps "
             "its log files open, which bounds how many one broker process can host):\n\n"
-            + host) if host else "")
-        + "\nPlot: `bench/topic_create.png` (log-log).\n"
-    )
+         + host) if host else "")
 
 
 def main() -> int:
-    ap = common_args(__doc__.split("\n")[0])
-    ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "topic_create.png"))
+    ap = common_args(__doc__, "topic_create.png")
     ap.add_argument("--hosting-sizes", default="", help="also measure a real broker hosting P partitions, "
                                                             "for these P (comma-separated)")
     args = ap.parse_args()
-    root, remove = work_root(args)
     results: dict[int, list[Trial]] = {}
     hosting: dict[int, dict] = {}
-    try:
-        for p in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            print(f"\n== P = {p:,}: one topic, RF 3", flush=True)
-            results[p] = []
-            rig = Rig(root, f"tc-{p}", args, jute_maxbuffer=16 << 20)
-            try:
-                rig.start()
-                warm_up(rig, p)
-                for i in range(args.repeat):
-                    t = run_trial(rig, p, args, i)
-                    results[p].append(t)
-                    print(f"  trial {i + 1}: leaders acknowledged {fmt_s(t.time_s)}s (state znodes at "
-                          f"{fmt_s(t.line_s)}s)  raw limit {fmt_s(t.raw_s)}s, raw creates {fmt_s(t.raw_create_s)}s  "
-                          f"broker 1 RSS {t.rss_before_mb:.0f} → {t.rss_after_mb:.0f} MB  missing {t.missing}; "
-                          f"other load {t.other_load * 100:.0f}% of the CPUs", flush=True)
-            finally:
-                rig.close()
-        for p in [int(x) for x in args.hosting_sizes.split(",") if x.strip()]:
+    with work_dir(args) as root:
+        for p in sizes(args.sizes):
+            results[p] = run_size(p, args, root)
+        for p in sizes(args.hosting_sizes):
             print(f"\n== a real broker hosting {p:,} partitions", flush=True)
             hosting[p] = run_hosting(p, args, root)
             print(f"  real broker 7 leads {hosting[p].get('led', 0):,.0f} of {p:,}: {fmt_s(hosting[p]['time_s'])}s, "
                   f"RSS {hosting[p]['rss_before_mb']:.0f} → {hosting[p]['rss_after_mb']:.0f} MB", flush=True)
-    finally:
-        if remove:
-            shutil.rmtree(root, ignore_errors=True)
     rows = summarise(results)
-    print("\n" + table(rows))
-    print(hosting_table(hosting))
-    for v in verdicts(rows):
-        print(v)
-    if not args.no_write:
-        command = ("python bench/topic_create.py " + " ".join(sys.argv[1:])).strip()
-        write_section(Path(args.results), HEADING, section(rows, hosting, command))
-        plot_vs_raw(Path(args.plot), "creation of a P-partition topic", rows,
-                    [("time_s", "assignment znode → leaders acknowledged", "o-"),
-                     ("line_s", "→ state znodes created (controller)", "x-.")],
-                    target_s=TARGET_S_AT_10K)
-        print(f"\nwrote {args.results} and {args.plot}")
+    report_results(args, __file__, table(rows) + "\n" + hosting_table(hosting), verdicts(rows), HEADING,
+                   lambda command: section(rows, hosting, command),
+                   lambda: plot_vs_raw(Path(args.plot), "creation of a P-partition topic", rows,
+                                       [("time_s", "assignment znode → leaders acknowledged", "o-"),
+                                        ("line_s", "→ state znodes created (controller)", "x-.")],
+                                       target_s=TARGET_S_AT_10K))
     return 0
 
 
