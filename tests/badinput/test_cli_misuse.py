@@ -199,6 +199,37 @@ CATALOGUE = [
     ("elect-bad-type", "elect-leaders --election-type nonsense --topic orders", 2,
      "praha elect-leaders: error: argument --election-type: invalid choice: 'nonsense' "
      "(choose from 'preferred', 'unclean')"),
+    # ---- configs
+    ("configs-unknown-topic", "configs --entity-type topics --entity-name nosuch --describe", 1,
+     "error: topic 'nosuch' does not exist"),
+    ("configs-unknown-key", "configs --entity-type topics --entity-name orders --alter --add-config no.such=1", 1,
+     f"error: unknown topic config 'no.such' (known: {KNOWN_CONFIGS})"),
+    ("configs-bad-value", "configs --entity-type topics --entity-name orders --alter --add-config retention.ms=soon",
+     1, "error: invalid value 'soon' for topic config retention.ms: expected a number"),
+    ("configs-no-value", "configs --entity-type topics --entity-name orders --alter --add-config retention.ms", 1,
+     "error: expected key=value in --add-config, got 'retention.ms'"),
+    ("configs-nothing", "configs --entity-type topics --entity-name orders --alter", 1,
+     "error: nothing to alter: give --add-config and/or --delete-config"),
+    ("configs-delete-unset", "configs --entity-type topics --entity-name orders --alter --delete-config segment.ms",
+     1, "error: cannot delete segment.ms: not set for topics/orders"),
+    ("configs-add-and-delete", "configs --entity-type topics --entity-name orders --alter "
+     "--add-config retention.ms=1 --delete-config retention.ms", 1, "error: retention.ms both added and deleted"),
+    ("configs-describe-with-add", "configs --entity-type topics --entity-name orders --describe "
+     "--add-config retention.ms=1", 1, "error: --add-config and --delete-config go with --alter"),
+    ("configs-static-broker-key", "configs --entity-type brokers --entity-name 1 --alter --add-config num.partitions=3",
+     1, "error: 'num.partitions' cannot be changed while brokers run; dynamic broker configs: "
+     "leader.replication.throttled.rate, follower.replication.throttled.rate"),
+    ("configs-bad-rate", "configs --entity-type brokers --entity-name 1 --alter "
+     "--add-config follower.replication.throttled.rate=0", 1,
+     "error: invalid value '0' for follower.replication.throttled.rate: expected a positive number of bytes/s"),
+    ("configs-bad-broker", "configs --entity-type brokers --entity-name one --describe", 1,
+     "error: broker must be a non-negative id or <default>, not 'one'"),
+    ("configs-default-topic", "configs --entity-type topics --entity-default --describe", 1,
+     "error: --entity-default is for --entity-type brokers"),
+    ("configs-bad-type", "configs --entity-type users --entity-name x --describe", 2,
+     "praha configs: error: argument --entity-type: invalid choice: 'users' (choose from 'topics', 'brokers')"),
+    ("configs-no-action", "configs --entity-type topics --entity-name orders", 2,
+     "praha configs: error: one of the arguments --describe --alter is required"),
     # ---- broker / cluster
     ("broker-start-unknown", "broker start 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
     ("broker-stop-unknown", "broker stop 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
