@@ -50,6 +50,7 @@ from praha.broker.quota import (
 from praha.zk import znodes as zn
 
 Plan = dict[TopicPartition, tuple[int, ...]]
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsets: a consumer's view, any replica's own log
 
 TOPIC_THROTTLE_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 BROKER_THROTTLE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
@@ -352,6 +353,8 @@ class PartitionProgress:
     leader: int = -1
     isr: tuple[int, ...] = ()
     leader_offset: int | None = None   # leader's high watermark, if it answered
+    #: log end offsets of replicas not yet in the ISR, by broker (those that answered)
+    replica_offsets: dict[int, int] = field(default_factory=dict)
 
     @property
     def not_in_isr(self) -> tuple[int, ...]:
@@ -401,41 +404,56 @@ def progress(store, tps: Iterable[TopicPartition] | None, targets: Mapping[Topic
     return out
 
 
-def add_leader_offsets(store, parts: Iterable[PartitionProgress], timeout: float = 2.0) -> None:
-    """Best effort: each leader's high watermark (ListOffsets latest), so an operator sees
-    how much a new replica has to copy. Followers' offsets are not served by brokers."""
+def _latest_offsets(info, tps: Iterable[TopicPartition], replica_id: int, timeout: float
+                    ) -> dict[TopicPartition, int]:
+    """ListOffsets(latest) of `tps` from one broker; {} if it does not answer."""
     from kafka.protocol.consumer import ListOffsetsRequest
 
     from praha.protocol.client import BrokerConnection
 
-    by_leader: dict[int, list[PartitionProgress]] = {}
-    for p in parts:
-        if p.leader >= 0:
-            by_leader.setdefault(p.leader, []).append(p)
-    if not by_leader:
-        return
-    brokers, _ = store.get_live_brokers()
     topic_cls = ListOffsetsRequest.ListOffsetsTopic
     part_cls = topic_cls.ListOffsetsPartition
-    for leader, ps in by_leader.items():
-        info = brokers.get(leader)
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[
+        topic_cls(name=t, partitions=[part_cls(partition_index=i, current_leader_epoch=-1, timestamp=-1)
+                                      for i in idx]) for t, idx in by_topic.items()])
+    try:
+        with BrokerConnection(info.host, info.port, timeout=timeout, client_id="praha-admin") as conn:
+            response = conn.send(request, 4)
+    except PrahaError:
+        return {}
+    return {TopicPartition(t.name, q.partition_index): q.offset
+            for t in response.topics for q in t.partitions if q.error_code == ErrorCode.NONE}
+
+
+def add_leader_offsets(store, parts: Iterable[PartitionProgress], timeout: float = 2.0) -> None:
+    """Best effort, so an operator sees how far behind each new replica is: each leader's
+    high watermark (ListOffsets as a consumer), and the log end of every replica not yet
+    in the ISR (ListOffsets with Kafka's debugging replica id, answered by followers)."""
+    parts = list(parts)
+    by_broker: dict[tuple[int, int], list[PartitionProgress]] = {}
+    for p in parts:
+        if p.leader >= 0:
+            by_broker.setdefault((p.leader, CONSUMER_REPLICA_ID), []).append(p)
+            for b in p.not_in_isr:
+                by_broker.setdefault((b, DEBUGGING_REPLICA_ID), []).append(p)
+    if not by_broker:
+        return
+    brokers, _ = store.get_live_brokers()
+    for (broker, replica_id), ps in by_broker.items():
+        info = brokers.get(broker)
         if info is None:
             continue
-        by_topic: dict[str, list[int]] = {}
+        offsets = _latest_offsets(info, [p.tp for p in ps], replica_id, timeout)
         for p in ps:
-            by_topic.setdefault(p.tp.topic, []).append(p.tp.partition)
-        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
-            topic_cls(name=t, partitions=[part_cls(partition_index=i, current_leader_epoch=-1, timestamp=-1)
-                                          for i in idx]) for t, idx in by_topic.items()])
-        try:
-            with BrokerConnection(info.host, info.port, timeout=timeout, client_id="praha-admin") as conn:
-                response = conn.send(request, 4)
-        except PrahaError:
-            continue
-        offsets = {TopicPartition(t.name, q.partition_index): q.offset
-                   for t in response.topics for q in t.partitions if q.error_code == ErrorCode.NONE}
-        for p in ps:
-            p.leader_offset = offsets.get(p.tp)
+            if p.tp not in offsets:
+                continue
+            if replica_id == CONSUMER_REPLICA_ID:
+                p.leader_offset = offsets[p.tp]
+            else:
+                p.replica_offsets[broker] = offsets[p.tp]
 
 
 @dataclass

@@ -63,6 +63,7 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+DEBUGGING_REPLICA_ID = -2  # Kafka: ListOffsets from any replica, for tools
 CONSUMER = -1
 
 #: a consumer's partition read of at least this many bytes is sent from the file with
@@ -248,7 +249,6 @@ class DataApis:
     # ------------------------------------------------------------------ ListOffsets
     async def handle_list_offsets(self, req: DecodedRequest) -> Any:
         r = req.request
-        from_consumer = r.replica_id < 0
         topics = []
         for t in r.topics:
             parts = []
@@ -259,17 +259,27 @@ class DataApis:
                     parts.append(_lo(tp.partition, ErrorCode.INVALID_REQUEST))
                     continue
                 seen.add(tp)
-                parts.append(self._list_offset(tp, lp, from_consumer))
+                parts.append(self._list_offset(tp, lp, r.replica_id))
             topics.append(_LR(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
-    def _list_offset(self, tp: TopicPartition, lp: Any, from_consumer: bool) -> Any:
-        p, code = self._leader(tp, lp.current_leader_epoch)
-        if p is None:
-            return _lo(tp.partition, code)
+    def _list_offset(self, tp: TopicPartition, lp: Any, replica_id: int) -> Any:
+        """Consumers (replica id -1) see the leader's offsets below the high watermark;
+        replicas see the leader's log end; Kafka's debugging id (-2) asks any replica, also
+        a follower, for its own log (how `reassign verify` shows how far behind one is)."""
+        if replica_id == DEBUGGING_REPLICA_ID:
+            p = self.rm.partitions.get(tp)
+            if p is None:
+                return _lo(tp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER
+                           if self.broker.metadata_cache.partition(tp) is not None
+                           else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            p, code = self._leader(tp, lp.current_leader_epoch)
+            if p is None:
+                return _lo(tp.partition, code)
         lg = p.log
         ts = lp.timestamp
-        limit = p.high_watermark if from_consumer else lg.log_end_offset
+        limit = p.high_watermark if replica_id == CONSUMER else lg.log_end_offset
         if ts == EARLIEST:
             off = lg.log_start_offset
             return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))

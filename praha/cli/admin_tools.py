@@ -245,6 +245,14 @@ def _progress_detail(p) -> str:
     if p.leader >= 0:
         hw = f", high watermark {p.leader_offset}" if p.leader_offset is not None else ""
         text += f" (leader {p.leader}{hw})"
+    behind = []
+    for b in waiting:
+        at = p.replica_offsets.get(b)
+        if at is not None:
+            lag = f", {max(p.leader_offset - at, 0)} behind" if p.leader_offset is not None else ""
+            behind.append(f"{b} at offset {at}{lag}")
+    if behind:
+        text += "; " + "; ".join(behind)
     return text + "."
 
 
