@@ -236,13 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_cluster_down)
 
-    for register in _EXTENSIONS:
+    for register in _extensions():
         register(sub)
     return parser
 
 
-#: other modules add subcommands here (topics, produce/consume, reassign, …)
-_EXTENSIONS: list[Callable[[Any], None]] = []
+def _extensions() -> list[Callable[[Any], None]]:
+    """The other modules' subcommands (topics, reassign, configs, produce/consume, chaos,
+    analyze), imported when the parser is built: they import this module for its helpers."""
+    from praha.cli import admin_tools, analyze, chaos, data, topics
+
+    return [topics.register, admin_tools.register, chaos.register, analyze.register, data.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:
@@ -267,22 +271,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
 
-
-def _register_extensions() -> None:
-    from praha.cli import admin_tools, topics
-
-    _EXTENSIONS.append(topics.register)
-    _EXTENSIONS.append(admin_tools.register)
-    from praha.cli import chaos
-
-    _EXTENSIONS.append(chaos.register)
-    from praha.cli import analyze
-
-    _EXTENSIONS.append(analyze.register)
-
-
-_register_extensions()
-
-from praha.cli.data import register as _register_data  # noqa: E402  (console producer/consumer)
-
-_EXTENSIONS.append(_register_data)
