@@ -3,8 +3,8 @@
 LeaderAndIsr, per partition (controller epoch already checked by the handler):
 1. refuse it unless its leader epoch is newer than ours (STALE_CONTROLLER_EPOCH for that
    partition, as Kafka 2.x answers) or this broker is not among its replicas;
-2. read the topic's config overrides from ZooKeeper (off the loop) for topics not seen
-   yet, open or create the log;
+2. read the topic's config overrides from ZooKeeper (off the loop), create the logs of
+   new partitions (off the loop, several at a time), open the others;
 3. leader: stop fetching it, `Partition.make_leader`; follower: drop leader state and
    hand it to the fetcher of the leader's broker, which truncates first then fetches
    (no live leader: just stop);
@@ -325,7 +325,16 @@ class ReplicaManager:
         assert self._state_lock is not None
         async with self._state_lock:
             await self._load_topic_configs({s.tp.topic for s in req.partitions})
+            await self._create_new_logs(req)
             return self._apply_leader_and_isr(req)
+
+    async def _create_new_logs(self, req: LeaderAndIsrRequestData) -> None:
+        """Create the logs of partitions new to this broker off the loop, several at a time,
+        so thousands of new partitions neither stall client requests nor take a millisecond
+        each in turn (`_apply_leader_and_isr` then finds them)."""
+        new = [s.tp for s in req.partitions if s.tp not in self.partitions and self.broker_id in s.replicas]
+        if len(new) > 1 and self.log_manager is not None and self.loop is not None:
+            await self.loop.run_in_executor(self._io, self.log_manager.create_many, new)
 
     async def _load_topic_configs(self, topics: set[str]) -> None:
         """Refresh config overrides of these topics (min.insync.replicas, log settings).

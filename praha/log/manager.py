@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Mapping
 
 from praha.common import TopicPartition
@@ -155,6 +156,50 @@ class LogManager:
             self._logs_in_dir[d] += 1
             log.debug("Created log for %s in %s", tp, d)
             return lg
+
+    def create_many(self, tps: list[TopicPartition], threads: int = 4) -> int:
+        """Create the logs of `tps` that do not exist yet, `threads` at a time (a new log is
+        a directory and four files: file-system calls, which run in parallel), then make the
+        new directories durable with one fsync per log dir. For a LeaderAndIsr that brings
+        thousands of new partitions. Returns how many were created; a log that fails is
+        left for `get_or_create` to retry (and report)."""
+        with self._lock:
+            todo = []
+            for tp in dict.fromkeys(tps):
+                if tp not in self._logs:
+                    d = self._least_loaded_dir()
+                    self._logs_in_dir[d] += 1  # reserved, so the spread stays even
+                    todo.append((tp, d))
+        if not todo:
+            return 0
+
+        def create(item: tuple[TopicPartition, str]) -> Log | None:
+            tp, d = item
+            try:
+                return Log(os.path.join(d, f"{tp.topic}-{tp.partition}"), self._config_for(tp.topic))
+            except Exception as e:  # noqa: BLE001 - get_or_create tries again and reports
+                log.warning("creating the log of %s failed: %s", tp, e)
+                return None
+
+        if len(todo) == 1 or threads <= 1:
+            made = [create(todo[0])] if len(todo) == 1 else [create(i) for i in todo]
+        else:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-create") as pool:
+                made = list(pool.map(create, todo))
+        for d in {d for (_, d), lg in zip(todo, made) if lg is not None}:
+            fsync_dir(d)
+        created = 0
+        with self._lock:
+            for (tp, d), lg in zip(todo, made):
+                self._logs_in_dir[d] -= 1
+                if lg is None:
+                    continue
+                self._logs[tp] = lg
+                self._dir_of[tp] = d
+                self._logs_in_dir[d] += 1
+                created += 1
+        log.info("created %d logs (%d threads)", created, threads)
+        return created
 
     def _least_loaded_dir(self) -> str:
         return min(self.log_dirs, key=self._logs_in_dir.__getitem__)

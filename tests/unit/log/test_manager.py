@@ -125,3 +125,24 @@ def test_config_parsing():
         LogConfig.from_broker_config({"log.segment.bytes": "lots"})
     with pytest.raises(ConfigError):
         LogConfig(segment_bytes=2**31)
+
+
+def test_create_many_in_parallel_spreads_skips_existing_and_leaves_failures(dirs):
+    m = LogManager(dirs, LogConfig(file_delete_delay_ms=0))
+    m.startup()
+    first = m.get_or_create(tp("many", 0))
+    # a plain file where one partition's directory must go: that log cannot be created
+    bad_dir = os.path.join(m.log_dirs[1], "many-5")
+    open(bad_dir, "w").close()
+    assert m.create_many([tp("many", i) for i in range(8)] + [tp("many", 1)], threads=4) == 6
+    assert m.get(tp("many", 0)) is first  # existing logs are kept
+    assert m.get(tp("many", 5)) is None
+    made = [tp("many", i) for i in range(8) if i != 5]
+    assert all(m.get(t).log_end_offset == 0 for t in made)
+    per_dir = [sum(1 for t in made if m.log_dir_of(t) == d) for d in m.log_dirs]
+    assert per_dir == [4, 3]  # spread as one at a time would have; the failed slot is given back
+    with pytest.raises(Exception):
+        m.get_or_create(tp("many", 5))  # retried, and the failure reported
+    m.get_or_create(tp("many", 9))
+    assert m.log_dir_of(tp("many", 9)) == m.log_dirs[1]
+    m.shutdown()
