@@ -129,7 +129,7 @@ class Partition:
         self.role = Role.LEADER
         leo = self.log.log_end_offset
         self.leader_epoch_start_offset = leo
-        self.log.epoch_cache.assign(s.leader_epoch, leo)
+        self.log.epoch_cache.assign(s.leader_epoch, leo, durable=False)  # the log syncs it before its recovery point moves
         old = self.followers if was_leader else {}
         self.followers = {
             r: old.get(r) or ReplicaProgress(last_caught_up_ms=now_ms if r in s.isr else 0)

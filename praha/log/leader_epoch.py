@@ -5,7 +5,12 @@ has for an epoch instead of to the high watermark (KIP-101/279). The file is Kaf
 `leader-epoch-checkpoint`: version `0`, entry count, then `epoch startOffset` lines.
 
 Every change rewrites the file atomically; changes are rare (a new leader epoch, a
-truncation, retention moving the log start), so this costs nothing on the hot path.
+truncation, retention moving the log start). A new epoch assigned with
+`durable=False` is only noted (a broker taking over 10k leaderships would otherwise spend
+over a second per 1000 writing and fsyncing files on its network loop) and written by
+`sync()`, which the log calls before its recovery point moves and when it closes. That is
+enough: after a crash, the epochs of batches above the recovery point are read back from
+the batch headers by recovery.
 A missing or unreadable file leaves the cache empty with `needs_rebuild` set; the log
 then refills it from the batches' partitionLeaderEpoch during recovery.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import threading
 from dataclasses import dataclass
 
 from praha.log.checkpoints import read_entries, write_entries
@@ -41,6 +47,8 @@ class LeaderEpochCache:
         self._starts: list[int] = []
         #: True when the file was missing or corrupt and the log must refill the cache
         self.needs_rebuild = False
+        self._unsynced = False  # changed since the file was last written durably
+        self._io_lock = threading.Lock()  # writes (any thread) and sync (the log's flusher)
         if load:
             self._load()
 
@@ -69,7 +77,18 @@ class LeaderEpochCache:
         self._starts = [o for _, o in pairs]
 
     def _persist(self, durable: bool = True) -> None:
-        write_entries(self.path, list(zip(self._epochs, self._starts)), durable)
+        with self._io_lock:
+            write_entries(self.path, list(zip(self._epochs, self._starts)), durable)
+            self._unsynced = not durable
+
+    def sync(self) -> None:
+        """Write the file durably if a change was only noted (`durable=False`)."""
+        if not self._unsynced:
+            return
+        try:
+            self._persist(durable=True)
+        except FileNotFoundError:  # the log directory was deleted meanwhile
+            self._unsynced = False
 
     # -- queries ---------------------------------------------------------------------
     @property
@@ -109,7 +128,7 @@ class LeaderEpochCache:
         return self._epochs[i] if i >= 0 else UNDEFINED_EPOCH
 
     # -- changes ---------------------------------------------------------------------
-    def assign(self, epoch: int, start_offset: int, *, persist: bool = True) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, persist: bool = True, durable: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset`; returns whether anything changed.
 
         Lower epochs than the latest are ignored (a stale writer cannot rewrite history).
@@ -133,8 +152,10 @@ class LeaderEpochCache:
         else:
             self._epochs.append(epoch)
             self._starts.append(start_offset)
-        if persist:
+        if persist and durable:
             self._persist()
+        elif persist:
+            self._unsynced = True
         return True
 
     def _drop_non_monotonic_before(self, idx: int, start_offset: int) -> None:

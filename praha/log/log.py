@@ -315,7 +315,7 @@ class Log:
             self._append_locked(data, headers, now_ms)
             self._record_producers(headers)
             if leader_epoch > self.epoch_cache.latest_epoch:
-                self.epoch_cache.assign(leader_epoch, first)
+                self.epoch_cache.assign(leader_epoch, first, durable=False)  # synced before the recovery point moves
             last = self._leo - 1
         off_max = -1
         if summary.max_timestamp >= 0:
@@ -365,7 +365,7 @@ class Log:
             cache = self.epoch_cache
             for h in batches:
                 if h.leader_epoch > cache.latest_epoch:
-                    cache.assign(h.leader_epoch, h.base_offset)
+                    cache.assign(h.leader_epoch, h.base_offset, durable=False)  # synced before the recovery point moves
         records_n = sum(h.record_count for h in batches)
         size = sum(h.size for h in batches)
         best = max(batches, key=lambda h: h.max_timestamp)
@@ -482,6 +482,7 @@ class Log:
 
     def _flush_rolled(self, seg: LogSegment, upto: int, generation: int) -> None:
         try:
+            self.epoch_cache.sync()
             seg.flush()
         except OSError as e:  # closed or deleted meanwhile: nothing to make durable
             log.debug("Background flush of %s skipped: %s", seg.path, e)
@@ -694,6 +695,7 @@ class Log:
         self._wait_background_flush()
         with self._lock:
             self._check_open()
+            self.epoch_cache.sync()
             for seg in self._segments:
                 seg.flush()
             self._recovery_point = self._leo
@@ -709,6 +711,7 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            self.epoch_cache.sync()
             for seg in self._segments:
                 seg.close()
             for _, seg in self._pending_deletes:

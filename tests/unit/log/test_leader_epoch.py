@@ -111,3 +111,25 @@ def test_corrupt_file_needs_rebuild(tmp_path, content):
     c.rebuild([(0, 0), (0, 5), (2, 9)])
     assert c.entries == [EpochEntry(0, 0), EpochEntry(2, 9)]
     assert not LeaderEpochCache(str(path)).needs_rebuild
+
+
+def test_a_new_leader_epoch_is_written_when_the_log_syncs_and_recovered_after_a_crash(tmp_path):
+    """Becoming leader notes the epoch without file I/O; flush/close write it durably, and a
+    crash before that loses nothing: recovery reads the epoch from the batches."""
+    from log_helpers import make_batch
+
+    from praha.log import Log, LogConfig
+
+    path = tmp_path / "t-0"
+    lg = Log(str(path), LogConfig(file_delete_delay_ms=0))
+    lg.epoch_cache.assign(3, 0, durable=False)  # as Partition.make_leader does
+    assert LeaderEpochCache(str(path / "leader-epoch-checkpoint")).entries == []  # not written yet
+    lg.append_as_leader(make_batch(2), 3)
+    # crash: nothing flushed; an unclean start recovers the epoch from the batch headers
+    again = Log(str(path), LogConfig(file_delete_delay_ms=0), recovery_point=0, clean_shutdown=False)
+    assert again.epoch_cache.entries == [EpochEntry(3, 0)]
+    lg.epoch_cache.assign(4, 2, durable=False)
+    lg.flush()  # the recovery point moves past the epoch's start: the file must have it first
+    assert LeaderEpochCache(str(path / "leader-epoch-checkpoint")).entries == [EpochEntry(3, 0), EpochEntry(4, 2)]
+    lg.close()
+    again.close()
