@@ -40,7 +40,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kafka.protocol.consumer import (
-    FetchRequest,
     ListOffsetsRequest,
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
@@ -51,7 +50,7 @@ from praha.common import BrokerInfo, TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from praha.protocol.framing import encode_request
+from praha.protocol.framing import encode_request, encode_request_header
 
 if TYPE_CHECKING:
     from praha.broker.partition import Partition
@@ -64,8 +63,6 @@ OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 LIST_OFFSETS_VERSION = 2
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
-_FT = FetchRequest.FetchTopic
-_FP = FetchRequest.FetchTopic.FetchPartition
 _OT = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _OP = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 _LT = ListOffsetsRequest.ListOffsetsTopic
@@ -237,6 +234,45 @@ def parse_fetch_response_v12(buf: Any) -> tuple[int, list[tuple[str, FetchedPart
     return error_code, out
 
 
+# ------------------------------------------------------------------------- fetch request codec
+_FETCH_KEY = 1
+_REQ_HEAD_V12 = struct.Struct(">iiiibii")  # replica, max wait, min bytes, max bytes, isolation, session, epoch
+_REQ_PART_V12 = struct.Struct(">iiqiqi")  # partition, current epoch, offset, last fetched epoch, log start, max
+
+
+class FollowerFetch(NamedTuple):
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    log_start_offset: int
+    partition_max_bytes: int
+
+
+def encode_fetch_request_v12(correlation_id: int, client_id: str, replica_id: int, max_wait_ms: int,
+                             min_bytes: int, max_bytes: int,
+                             topics: list[tuple[str, list[FollowerFetch]]]) -> bytes:
+    """A framed, sessionless FetchRequest v12 from a follower, packed directly: a fetcher
+    sends one per round, and kafka-python's field-by-field encoder was a visible share of
+    a replicating broker's time. Byte-identical to `encode_request(FetchRequest(...), 12)`
+    (unit-tested)."""
+    out: list = [b"", encode_request_header(_FETCH_KEY, 12, correlation_id, client_id)]
+    out.append(_REQ_HEAD_V12.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1))
+    _put_uvarint(out, len(topics) + 1)
+    for name, parts in topics:
+        raw = name.encode()
+        _put_uvarint(out, len(raw) + 1)
+        out.append(raw)
+        _put_uvarint(out, len(parts) + 1)
+        for f in parts:
+            out.append(_REQ_PART_V12.pack(f.partition, f.current_leader_epoch, f.fetch_offset, -1,
+                                          f.log_start_offset, f.partition_max_bytes))
+            out.append(b"\x00")
+        out.append(b"\x00")
+    out.append(b"\x01\x01\x00")  # no forgotten topics, rack id "", no tagged fields
+    out[0] = _SIZE.pack(sum(len(x) for x in out))
+    return b"".join(out)
+
+
 # ------------------------------------------------------------------------- connection
 class AsyncConnection:
     """A Kafka protocol client on a raw non-blocking socket: one request at a time.
@@ -281,14 +317,17 @@ class AsyncConnection:
         self._sock = None
 
     async def send(self, request: Any, version: int, response_cls: Any = None, timeout_s: float | None = None,
-                   raw: bool = False) -> Any:
+                   raw: bool = False, frame_for: Callable[[int], bytes] | None = None) -> Any:
+        """Send `request` (or the frame `frame_for` builds from the correlation id) and wait
+        for the answer: decoded, or with `raw` the body as a view into the buffer."""
         await self.connect()
         assert self._sock is not None
         loop = asyncio.get_running_loop()
         cid = self._next_id
         self._next_id = (cid + 1) & 0x7FFFFFFF
+        frame = frame_for(cid) if frame_for is not None else encode_request(request, version, cid, self.client_id)
         try:
-            await loop.sock_sendall(self._sock, encode_request(request, version, cid, self.client_id))
+            await loop.sock_sendall(self._sock, frame)
             body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
         except BaseException:
             self.close()
@@ -558,20 +597,17 @@ class ReplicaFetcher:
                 continue
             offset = p.log.log_end_offset
             sent[fp.tp] = (fp, offset)
-            by_topic.setdefault(fp.tp.topic, []).append(_FP(
-                partition=fp.tp.partition, current_leader_epoch=fp.leader_epoch, fetch_offset=offset,
-                last_fetched_epoch=-1, log_start_offset=p.log.log_start_offset, partition_max_bytes=s.fetch_max_bytes))
+            by_topic.setdefault(fp.tp.topic, []).append(FollowerFetch(
+                fp.tp.partition, fp.leader_epoch, offset, p.log.log_start_offset, s.fetch_max_bytes))
         if not sent:
             if held and self.quota is not None:
                 self.stats.throttled_rounds += 1
                 await asyncio.sleep(min(self.quota.seconds_until_available(), 1.0))
             return
-        req = FetchRequest(
-            replica_id=s.broker_id, max_wait_ms=s.wait_max_ms, min_bytes=1, max_bytes=s.response_max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1,
-            topics=[_FT(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[], rack_id="")
-        body = await self.conn.send(req, FETCH_VERSION, raw=True)
+        topics = list(by_topic.items())
+        client_id = self.conn.client_id
+        body = await self.conn.send(None, FETCH_VERSION, raw=True, frame_for=lambda cid: encode_fetch_request_v12(
+            cid, client_id, s.broker_id, s.wait_max_ms, 1, s.response_max_bytes, topics))
         error_code, results = parse_fetch_response_v12(body)
         self.stats.fetches += 1
         if error_code != ErrorCode.NONE:

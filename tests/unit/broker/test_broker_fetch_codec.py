@@ -73,3 +73,25 @@ def test_v12_parser_round_trips_our_encoding_without_copying_records():
     assert [(t, p.partition, bytes(p.records)) for t, p in parts] == [
         (t, p.partition, p.records) for t, ps in TOPICS for p in ps]
     assert isinstance(parts[0][1].records, memoryview)
+
+
+def test_follower_fetch_request_is_byte_identical_to_kafka_python():
+    from kafka.protocol.consumer import FetchRequest
+
+    from praha.broker.fetcher import FollowerFetch, encode_fetch_request_v12
+    from praha.protocol.framing import encode_request
+
+    FT, FP = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition
+    topics = [("orders", [FollowerFetch(0, 7, 123456789012, 5, 1 << 20), FollowerFetch(3, 0, 0, 0, 65536)]),
+              ("é-topic", [FollowerFetch(2, 2**31 - 1, 2**62, 2**40, 1)])]
+    for topics_ in (topics, []):
+        req = FetchRequest(replica_id=4, max_wait_ms=500, min_bytes=1, max_bytes=10 << 20, isolation_level=0,
+                           session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                           topics=[FT(topic=t, partitions=[FP(partition=f.partition,
+                                                                 current_leader_epoch=f.current_leader_epoch,
+                                                                 fetch_offset=f.fetch_offset, last_fetched_epoch=-1,
+                                                                 log_start_offset=f.log_start_offset,
+                                                                 partition_max_bytes=f.partition_max_bytes)
+                                                              for f in parts]) for t, parts in topics_])
+        want = encode_request(req, 12, 99, "replica-fetcher-4")
+        assert encode_fetch_request_v12(99, "replica-fetcher-4", 4, 500, 1, 10 << 20, topics_) == want
