@@ -27,7 +27,6 @@ once into the frame.
 from __future__ import annotations
 
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import DescribeClusterResponse
@@ -35,7 +34,7 @@ from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochRes
 from kafka.protocol.producer import ProduceResponse
 
 from praha.broker.delayed import ProduceWait
-from praha.broker.fetcher import FetchedPartition, encode_fetch_response
+from praha.broker.fetcher import FetchedPartition, fetch_response_pieces
 from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
 from praha.common import TopicPartition
@@ -357,67 +356,15 @@ class EncodedFetchResponse:
         return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics)
 
 
-_I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
-_PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
-_PART_V5 = struct.Struct(">ihqqq")  # + log start offset
-_NULL_ARRAY = _I32.pack(-1)
-
-
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    b = bytearray()
-    while value > 0x7F:
-        b.append((value & 0x7F) | 0x80)
-        value >>= 7
-    b.append(value)
-    return bytes(b)
-
-
 def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
                        error_code: int = 0, session_id: int = 0) -> bytes | SegmentedFrame:
     """A framed FetchResponse v4-v12 (size prefix, response header, body), byte-identical
-    to kafka-python's encoding. Records given as bytes are joined once into the frame
-    (all bytes: `encode_fetch_response` does it); records given as a `FileRegion` are not
-    read: the answer is then a SegmentedFrame of the bytes around them and the regions
-    themselves (sent with os.sendfile)."""
-    if not any(type(p.records) is FileRegion for _, parts in topics for p in parts):
-        return encode_fetch_response(version, correlation_id, topics, error_code, session_id)
-    flex = version >= 12
-    out: list = [b"", _I32.pack(correlation_id)]
-    if flex:
-        out.append(b"\x00")
-    out.append(_I32.pack(0))  # throttle_time_ms
-    if version >= 7:
-        out.append(_I16.pack(error_code) + _I32.pack(session_id))
-    out.append(_uvarint(len(topics) + 1) if flex else _I32.pack(len(topics)))
-    for name, parts in topics:
-        raw = name.encode()
-        out.append(_uvarint(len(raw) + 1) if flex else _I16.pack(len(raw)))
-        out.append(raw)
-        out.append(_uvarint(len(parts) + 1) if flex else _I32.pack(len(parts)))
-        for p in parts:
-            if version >= 5:
-                out.append(_PART_V5.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset,
-                                         p.log_start_offset))
-            else:
-                out.append(_PART_V4.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset))
-            out.append(b"\x00" if flex else _NULL_ARRAY)  # aborted transactions: null
-            if version >= 11:
-                out.append(_NULL_ARRAY)  # preferred read replica: -1
-            recs = p.records
-            n = -1 if recs is None else len(recs)
-            out.append(_uvarint(n + 1) if flex else _I32.pack(n))
-            if n > 0:
-                out.append(recs)
-            if flex:
-                out.append(b"\x00")
-        if flex:
-            out.append(b"\x00")
-    if flex:
-        out.append(b"\x00")
-    size = sum(len(x) for x in out)
-    out[0] = _I32.pack(size)
+    to kafka-python's encoding. Records given as bytes are joined once into the frame;
+    records given as a `FileRegion` are not read: the answer is then a SegmentedFrame of
+    the bytes around them and the regions themselves (sent with os.sendfile)."""
+    out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id)
+    if not any(type(x) is FileRegion for x in out):
+        return b"".join(out)
     pieces: list[bytes | FileRegion] = []
     run: list = []
     for x in out:
@@ -430,7 +377,7 @@ def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str
             run.append(x)
     if run:
         pieces.append(b"".join(run))
-    return SegmentedFrame(pieces, size + 4)
+    return SegmentedFrame(pieces, sum(len(x) for x in out))
 
 
 def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> Any:

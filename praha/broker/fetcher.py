@@ -149,6 +149,14 @@ def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[
                           error_code: int = 0, session_id: int = 0) -> bytes:
     """A framed FetchResponse v4-v12, record bytes joined once (no per-field encoder
     passes over the data). Byte-identical to kafka-python's encoding (unit-tested)."""
+    return b"".join(fetch_response_pieces(version, correlation_id, topics, error_code, session_id))
+
+
+def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
+                          error_code: int = 0, session_id: int = 0) -> list:
+    """The frame of `encode_fetch_response` in wire order, size prefix first; each
+    partition's records are one piece as given (bytes, a view, or anything with a length
+    the caller sends itself, such as a file region)."""
     flex = version >= 12
     out: list = [b"", _I32.pack(correlation_id)]
     if flex:
@@ -188,9 +196,8 @@ def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[
             out.append(b"\x00")
     if flex:
         out.append(b"\x00")
-    size = sum(len(x) for x in out)
-    out[0] = _I32.pack(size)
-    return b"".join(out)
+    out[0] = _I32.pack(sum(len(x) for x in out))
+    return out
 
 
 def _array_len(out: list, n: int, flex: bool) -> None:

@@ -36,7 +36,6 @@ from praha.admin.topic_changes import (
     add_partitions,
     delete_topic,
 )
-from praha.cli.main import main as praha_main
 from praha.cluster.local import ClusterState, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
 from praha.errors import ErrorCode, InvalidTopicError, UnknownTopicError
@@ -48,19 +47,6 @@ pytestmark = pytest.mark.integration
 
 
 # ------------------------------------------------------------------------------ helpers
-@pytest.fixture
-def cli(capsys):
-    """Run `praha ARGS` in this process: (exit code, stdout, stderr)."""
-
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        rc = praha_main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
-
-
 def praha_process(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "praha", *map(str, args)], capture_output=True, text=True, timeout=90)
 

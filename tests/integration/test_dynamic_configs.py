@@ -6,7 +6,6 @@ import pytest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.cli.main import main as praha_main
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
@@ -14,17 +13,6 @@ from praha.testing.cluster import scrape_metrics, wait_for
 from praha.zk import znodes as zn
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cli(capsys):
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        rc = praha_main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
 
 
 def produce_code(port: int, tp: TP) -> int:

@@ -101,3 +101,21 @@ def rig(brokers=(1, 2, 3), topics: dict[str, dict[int, tuple[int, ...]]] | None 
         ctx.assignments[t] = {p: ReplicaAssignment(tuple(r)) for p, r in parts.items()}
     sender = RecordingSender()
     return Rig(ctx, MemoryPartitionStore(), sender, ControllerRequestBatch(1, ctx, sender), StateChangeLog(None, 1))
+
+
+def online_topics(r: Rig, store, topics: dict[str, dict[int, tuple[int, ...]]], leader_epoch: int = 3) -> None:
+    """Put `topics` in `store` (assignment znodes and partition states led by the first
+    replica) and in the rig's context as online partitions with online replicas: the
+    starting point of the controller-flow tests."""
+    from praha.common import TopicAssignment
+    from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+
+    for t, parts in topics.items():
+        store.topics[t] = TopicAssignment({p: ReplicaAssignment(a) for p, a in parts.items()})
+        for p, a in parts.items():
+            tp = TopicPartition(t, p)
+            store.put(tp, a[0], a, leader_epoch=leader_epoch, controller_epoch=r.ctx.epoch)
+            r.ctx.leadership[tp] = store.states[tp]
+            r.ctx.partition_states[tp] = PartitionState.ONLINE
+            for b in a:
+                r.ctx.replica_states[PartitionAndReplica(tp, b)] = ReplicaState.ONLINE

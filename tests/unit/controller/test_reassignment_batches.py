@@ -7,14 +7,13 @@ import copy
 
 import pytest
 
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
 from praha.controller.flows import ControllerFlows
 from praha.controller.reassignment import reassign_to
-from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 from praha.errors import ErrorCode
 from praha.zk import znodes as zn
 
-from .fakes import MemoryPartitionStore, RecordingSender, rig
+from .fakes import MemoryPartitionStore, RecordingSender, online_topics, rig
 
 
 class ZkLike(MemoryPartitionStore):
@@ -103,15 +102,7 @@ def _setup(store_cls):
     r = rig(brokers=(1, 2, 3, 4, 5), topics=TOPICS)
     store = store_cls()
     r.store = store
-    for t, parts in TOPICS.items():
-        store.topics[t] = TopicAssignment({p: ReplicaAssignment(a) for p, a in parts.items()})
-        for p, a in parts.items():
-            tp = TopicPartition(t, p)
-            store.put(tp, a[0], a, leader_epoch=3, controller_epoch=2)
-            r.ctx.leadership[tp] = store.states[tp]
-            r.ctx.partition_states[tp] = PartitionState.ONLINE
-            for b in a:
-                r.ctx.replica_states[PartitionAndReplica(tp, b)] = ReplicaState.ONLINE
+    online_topics(r, store, TOPICS)
     store.admin = dict(TARGETS)
     flows = ControllerFlows(_Controller(r, store))
     return r, store, flows

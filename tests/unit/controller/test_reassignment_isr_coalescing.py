@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import copy
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import TopicPartition
 from praha.controller import events as ev
 from praha.controller.event_manager import ControllerEventManager
 from praha.controller.flows import ControllerFlows
-from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 
-from .fakes import rig
+from .fakes import online_topics, rig
 from .test_reassignment_batches import Batched, _Controller, _catch_up
 
 BROKERS = (1, 2, 3, 4, 5)
@@ -86,15 +85,7 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     r = rig(brokers=BROKERS, topics=TOPICS)
     store = WatchingStore()
     r.store = store
-    for t, parts in TOPICS.items():
-        store.topics[t] = TopicAssignment({p: ReplicaAssignment(a) for p, a in parts.items()})
-        for p, a in parts.items():
-            tp = TopicPartition(t, p)
-            store.put(tp, a[0], a, leader_epoch=3, controller_epoch=2)
-            r.ctx.leadership[tp] = store.states[tp]
-            r.ctx.partition_states[tp] = PartitionState.ONLINE
-            for b in a:
-                r.ctx.replica_states[PartitionAndReplica(tp, b)] = ReplicaState.ONLINE
+    online_topics(r, store, TOPICS)
     store.admin = {TopicPartition(t, p): _target(a) for t, parts in TOPICS.items() for p, a in parts.items()}
     c = _Controller(r, store)
     flows = ControllerFlows(c)
