@@ -91,7 +91,9 @@ def run_producer(bootstrap: str, rate: int, stats: ProducerStats, stop: threadin
             else:
                 stats.failed[err.str()] += 1
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "log_level": 0})
+    # idempotent: a batch resent after a lost answer (e.g. across a leader kill) is stored once
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True,
+                  "log_level": 0})
     start = time.monotonic()
     seq = 0
     try:
