@@ -47,10 +47,10 @@ from praha.broker.quota import (
     LEADER_THROTTLED_RATE,
     LEADER_THROTTLED_REPLICAS,
 )
+from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from praha.zk import znodes as zn
 
 Plan = dict[TopicPartition, tuple[int, ...]]
-CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsets: a consumer's view, any replica's own log
 
 TOPIC_THROTTLE_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 BROKER_THROTTLE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)

@@ -43,6 +43,7 @@ from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.log import FileRegion
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 
 if TYPE_CHECKING:
     from praha.broker.handlers import RequestHandlers
@@ -62,8 +63,6 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-DEBUGGING_REPLICA_ID = -2  # Kafka: ListOffsets from any replica, for tools
-CONSUMER = -1
 
 #: a consumer's partition read of at least this many bytes is sent from the file with
 #: os.sendfile; below it the copy is cheaper than the extra event-loop round trips
@@ -278,7 +277,7 @@ class DataApis:
                 return _lo(tp.partition, code)
         lg = p.log
         ts = lp.timestamp
-        limit = p.high_watermark if replica_id == CONSUMER else lg.log_end_offset
+        limit = p.high_watermark if replica_id == CONSUMER_REPLICA_ID else lg.log_end_offset
         if ts == EARLIEST:
             off = lg.log_start_offset
             return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))

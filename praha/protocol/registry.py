@@ -49,6 +49,9 @@ from praha.protocol.controller_apis import (
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
+#: replica ids of Fetch/ListOffsets that are not brokers: a consumer (reads below the high
+#: watermark, from the leader) and Kafka's debugging id (any replica's own log, for tools)
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
 @dataclass(frozen=True, slots=True)
