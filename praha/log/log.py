@@ -395,26 +395,22 @@ class Log:
         retries one; raises on a fenced epoch or a sequence gap."""
         if all(h.producer_id < 0 for h in batches):
             return None
-        table = self._producer_table()
-        for h in batches:
-            if h.producer_id < 0:
-                continue
-            check = table.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta)
-            if check.verdict is SequenceVerdict.DUPLICATE:
-                return check.duplicate_of
-            if check.verdict is SequenceVerdict.FENCED_EPOCH:
-                raise InvalidProducerEpochError(
-                    f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
-            if check.verdict is SequenceVerdict.OUT_OF_ORDER:
-                raise OutOfOrderSequenceError(
-                    f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
-        return None
+        refused = self._producer_table().check_append(batches)
+        if refused is None:
+            return None
+        h, check = refused
+        if check.verdict is SequenceVerdict.DUPLICATE:
+            return check.duplicate_of
+        if check.verdict is SequenceVerdict.FENCED_EPOCH:
+            raise InvalidProducerEpochError(
+                f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
+        raise OutOfOrderSequenceError(f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
 
     def _record_producers(self, headers: Sequence[BatchHeader]) -> None:
-        table = None
-        for h in headers:
-            if h.producer_id >= 0:
-                table = table or self._producer_table()
+        idempotent = [h for h in headers if h.producer_id >= 0]
+        if idempotent:
+            table = self._producer_table()
+            for h in idempotent:
                 table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
 
     def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None) -> None:

@@ -18,8 +18,10 @@ The table is rebuilt from the log's active segment when the log is loaded or tru
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 MAX_SEQUENCE = 2**31 - 1
 BATCHES_KEPT = 5  # Kafka's max.in.flight.requests.per.connection bound for idempotence
@@ -90,6 +92,28 @@ class ProducerStateTable:
         if base_sequence != expected:
             return SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
         return SequenceCheck(SequenceVerdict.ACCEPT)
+
+    def check_append(self, batches: Iterable[Any]) -> tuple[Any, SequenceCheck] | None:
+        """`check` for every idempotent batch of one append (headers with producer_id,
+        producer_epoch, base_sequence, last_offset_delta); a batch continues the one before
+        it in the same append from the same producer and epoch. The first batch that is
+        not accepted, with its verdict, or None."""
+        staged: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last sequence) so far
+        for h in batches:
+            pid = h.producer_id
+            if pid < 0:
+                continue
+            before = staged.get(pid)
+            if before is not None and before[0] == h.producer_epoch:
+                expected = next_sequence(before[1])
+                if h.base_sequence != expected:
+                    return h, SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
+            else:
+                check = self.check(pid, h.producer_epoch, h.base_sequence, h.last_offset_delta)
+                if check.verdict is not SequenceVerdict.ACCEPT:
+                    return h, check
+            staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
+        return None
 
     def record(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int,
                first_offset: int) -> None:

@@ -101,3 +101,16 @@ def test_followers_keep_the_state_a_new_leader_needs(open_log):
     assert follower.append_as_leader(idem_batch(3, 0), 2).duplicate
     with pytest.raises(OutOfOrderSequenceError):
         follower.append_as_leader(idem_batch(3, 9), 2)
+
+
+def test_batches_of_one_append_continue_each_other(open_log):
+    """Two batches of the same producer in one produce request: the second continues the
+    first (it is not checked against the log alone)."""
+    lg = open_log()
+    lg.append_as_leader(idem_batch(8, 0), 1)
+    info = lg.append_as_leader(idem_batch(8, 2) + idem_batch(8, 4), 1)
+    assert info.record_count == 4 and lg.log_end_offset == 6
+    with pytest.raises(OutOfOrderSequenceError):
+        lg.append_as_leader(idem_batch(8, 6) + idem_batch(8, 9), 1)
+    assert lg.log_end_offset == 6
+    assert lg.append_as_leader(idem_batch(8, 4), 1).duplicate
