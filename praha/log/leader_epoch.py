@@ -48,7 +48,8 @@ class LeaderEpochCache:
         #: True when the file was missing or corrupt and the log must refill the cache
         self.needs_rebuild = False
         self._unsynced = False  # changed since the file was last written durably
-        self._io_lock = threading.Lock()  # writes (any thread) and sync (the log's flusher)
+        #: the file write and `_unsynced` together: writes (any thread), sync (the log's flusher)
+        self._io_lock = threading.Lock()
         if load:
             self._load()
 
@@ -155,7 +156,8 @@ class LeaderEpochCache:
         if persist and durable:
             self._persist()
         elif persist:
-            self._unsynced = True
+            with self._io_lock:  # after the change: a write in progress on the flusher cannot clear it
+                self._unsynced = True
         return True
 
     def _drop_non_monotonic_before(self, idx: int, start_offset: int) -> None:
