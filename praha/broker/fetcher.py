@@ -20,8 +20,8 @@ A response is applied only if the partition is still followed at the same leader
 Reassignment throttle (`praha.broker.quota`): a partition the throttle covers that has not
 caught up with the leader's high watermark is left out of step 3 while the broker's
 follower budget is spent, and its fetched bytes are charged to that budget; when every
-partition is held back the task sleeps until the budget recovers (≤ 1 s at a time). Logging: one line per
-connection problem and per truncation, never per fetch.
+partition is held back the task sleeps until the budget recovers (≤ 1 s at a time).
+Logging: one line per connection problem and per truncation, never per fetch.
 
 The bytes stay bytes: the fetch response is read from the socket into one reusable
 buffer and parsed by hand (`parse_fetch_response_v12`), so records reach the log as
@@ -734,6 +734,14 @@ class ReplicaFetcherManager:
         for bid, f in list(self.fetchers.items()):
             if tp in f.partitions:
                 f.remove(tp)
+
+    def remove_all(self) -> int:
+        """Stop fetching every partition (the fetchers stop at the next `shutdown_idle`);
+        returns how many there were."""
+        n = self.partition_count()
+        for f in self.fetchers.values():
+            f.partitions.clear()
+        return n
 
     def shutdown_idle(self) -> None:
         """Stop fetchers left without partitions."""

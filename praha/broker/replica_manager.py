@@ -208,10 +208,7 @@ class ReplicaManager:
         self.shutting_down = True
         if self.fetchers is None:
             return 0
-        n = self.fetchers.partition_count()
-        for f in list(self.fetchers.fetchers.values()):
-            for tp in list(f.partitions):
-                f.remove(tp)
+        n = self.fetchers.remove_all()
         self.fetchers.shutdown_idle()
         return n
 

@@ -182,7 +182,7 @@ class LogManager:
                 return None
 
         if len(todo) == 1 or threads <= 1:
-            made = [create(todo[0])] if len(todo) == 1 else [create(i) for i in todo]
+            made = [create(item) for item in todo]
         else:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-create") as pool:
                 made = list(pool.map(create, todo))
