@@ -133,6 +133,8 @@ def _decode_records(buf: Any, pos: int, count: int, base: int, base_ts: int, app
     keys, values, offsets = out.keys, out.values, out.offsets
     stamps, types, headers = out.timestamps_ms, out.timestamp_types, out.headers
     with_headers = out.with_headers
+    # Runs once per record: each field's one-byte varint case is written out in place (the
+    # repetition below is deliberate), longer varints go through `_varint`.
     for _ in range(count):
         # length (zigzag varint); the record ends there whatever its fields say
         b = buf[pos]
