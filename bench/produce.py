@@ -4,13 +4,17 @@ Prints, for 1 KiB records:
 - acks=all, RF 3 (min.insync.replicas 2): MB/s and p50/p99 delivery latency, saturated
   (latency then includes the client's queue) and paced at --paced-rate (the pipeline alone)
 - acks=1,   RF 1: the same (no replication: the single-broker ceiling)
+- the rate of the memory warm-up write before each run (see `warm_memory`): a low one
+  says the machine handed out cold memory, and every file append of the run was slow
+- with --repeat N, the saturated pair N times, alternating, and the median of each and of
+  the ratio (one short run is at the mercy of whatever else the machine does)
 - CPU seconds per GiB of the brokers and of the client, and the share of the machine's
   CPUs other processes used meanwhile (other work on it skews every figure)
 - the machine's limit: loopback TCP into a file append (one process, big writes)
 and the ratio RF3/RF1. Figures, not asserts. The cluster (embedded ZooKeeper + 3
 broker processes) lives in a temporary directory and is stopped by PID at the end.
 
-Usage: .venv/bin/python bench/produce.py [--mb 256] [--partitions 6] [--paced-rate 20] [--keep-dir]
+Usage: .venv/bin/python bench/produce.py [--mb 256] [--repeat 1] [--partitions 6] [--paced-rate 20] [--keep-dir]
 """
 from __future__ import annotations
 
@@ -153,6 +157,27 @@ def produce(bs: str, topic: str, acks: str, total_mb: int, partitions: int, brok
             "others": max(others, 0.0) / (dt * (os.cpu_count() or 1))}
 
 
+def warm_memory(directory: str, mb: int) -> float:
+    """Write `mb` MiB to a scratch file and delete it; returns the write rate (MB/s).
+
+    Why: on this machine kind (a VM with free page reporting) memory the guest freed
+    goes back to the host within seconds, and the next page cache page that lands on it
+    costs a host fault: file appends then run at ~400 MB/s instead of ~5 GB/s, whatever
+    the writer. A run that follows this write reuses the pages it just freed, so it
+    measures the brokers rather than the hypervisor. `--no-warm` skips it."""
+    chunk = os.urandom(1 << 20)
+    path = os.path.join(directory, "warm.bin")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    t0 = time.perf_counter()
+    try:
+        for _ in range(mb):
+            os.write(fd, chunk)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return mb * (1 << 20) / (time.perf_counter() - t0) / 1e6
+
+
 def machine_limit(total_mb: int, directory: str) -> float:
     """Loopback TCP into a file (1 MiB sends, appends): this machine's ceiling for a broker."""
     chunk = os.urandom(1 << 20)
@@ -193,7 +218,11 @@ def machine_limit(total_mb: int, directory: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=256, help="MiB to produce per run (default 256)")
+    ap.add_argument("--repeat", type=int, default=1, help="saturated RF3/RF1 pairs to run, alternating (default 1)")
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
+                    help="write and delete a scratch file before each run, so that the run's page cache "
+                         "lands on memory the VM has already backed (default: on; see warm_memory)")
     ap.add_argument("--paced-rate", type=float, default=20.0, help="MB/s of the latency runs (default 20)")
     ap.add_argument("--keep-dir", action="store_true")
     args = ap.parse_args()
@@ -209,23 +238,46 @@ def main() -> None:
             store.stop()
         bs = bootstrap(cluster)
         pids = [b.pid for b in cluster.load().brokers.values()]
-        rf3 = produce(bs, "rf3", "all", args.mb, args.partitions, pids)
-        rf1 = produce(bs, "rf1", "1", args.mb, args.partitions, pids)
+        warm_rates: list[float] = []
+
+        def run(topic: str, acks: str, replicas: int, mb: int, rate: float | None = None) -> dict[str, float]:
+            if args.warm:  # the run appends `replicas` copies of `mb`, plus headroom
+                warm_rates.append(warm_memory(root, 2 * replicas * mb))
+            return produce(bs, topic, acks, mb, args.partitions, pids, rate_mb_s=rate)
+
+        pairs = [(run("rf3", "all", 3, args.mb), run("rf1", "1", 1, args.mb)) for _ in range(max(args.repeat, 1))]
         paced_mb = max(args.mb // 8, 16)
-        rf3_paced = produce(bs, "rf3", "all", paced_mb, args.partitions, pids, rate_mb_s=args.paced_rate)
-        rf1_paced = produce(bs, "rf1", "1", paced_mb, args.partitions, pids, rate_mb_s=args.paced_rate)
-        limit = machine_limit(max(args.mb, 256), root)
+        rf3_paced = run("rf3", "all", 3, paced_mb, args.paced_rate)
+        rf1_paced = run("rf1", "1", 1, paced_mb, args.paced_rate)
+        limit_mb = max(args.mb, 256)
+        if args.warm:
+            warm_rates.append(warm_memory(root, 2 * limit_mb))
+        limit = machine_limit(limit_mb, root)
         print(f"produce, 1 KiB records, {args.mb} MiB per saturated run, {args.partitions} partitions, "
               f"3 brokers on {os.cpu_count()} CPUs (the client shares them)")
         print(f"{'run':<30}{'MB/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'err':>5}"
               f"{'broker CPU s/GiB':>18}{'client CPU s/GiB':>18}{'other load':>12}")
-        for name, r in ((f"acks=all RF3", rf3), ("acks=1   RF1", rf1),
-                        (f"acks=all RF3 at {args.paced_rate:g} MB/s", rf3_paced),
-                        (f"acks=1   RF1 at {args.paced_rate:g} MB/s", rf1_paced)):
+        rows = []
+        for i, (rf3, rf1) in enumerate(pairs):
+            tag = f" #{i + 1}" if len(pairs) > 1 else ""
+            rows += [(f"acks=all RF3{tag}", rf3), (f"acks=1   RF1{tag}", rf1)]
+        rows += [(f"acks=all RF3 at {args.paced_rate:g} MB/s", rf3_paced),
+                 (f"acks=1   RF1 at {args.paced_rate:g} MB/s", rf1_paced)]
+        for name, r in rows:
             print(f"{name:<30}{r['mb_s']:>8.1f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['errors']:>5}"
                   f"{r['broker_cpu_gib']:>18.2f}{r['client_cpu_gib']:>18.2f}{r['others'] * 100:>11.0f}%")
         print(f"{'loopback+append limit':<30}{limit:>8.1f}")
-        print(f"RF3 acks=all / RF1 acks=1 = {rf3['mb_s'] / rf1['mb_s']:.2f}")
+        if warm_rates:
+            print(f"memory warm-up writes (MB/s, before each run): {' '.join(f'{x:.0f}' for x in warm_rates)}")
+        else:
+            print("memory warm-up off (--no-warm): runs may land on cold memory")
+        ratios = [rf3["mb_s"] / rf1["mb_s"] for rf3, rf1 in pairs]
+        if len(pairs) == 1:
+            print(f"RF3 acks=all / RF1 acks=1 = {ratios[0]:.2f}")
+        else:
+            print(f"median of {len(pairs)}: RF3 acks=all {statistics.median(r['mb_s'] for r, _ in pairs):.1f} MB/s, "
+                  f"RF1 acks=1 {statistics.median(r['mb_s'] for _, r in pairs):.1f} MB/s, "
+                  f"ratio {statistics.median(ratios):.2f} (each pair: {', '.join(f'{x:.2f}' for x in ratios)})")
     finally:
         cluster.down()
         if not args.keep_dir:

@@ -3,9 +3,10 @@
 Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, or
 UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
 of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
-the log validates framing and CRC, patches base offset and leader epoch, appends;
-4. the high watermark may move (single-member ISR) and parked fetches wake. acks=all
-then parks the request until every partition's high watermark passes its batch
+the log validates framing and CRC, patches base offset and leader epoch (in the request
+frame itself, which `praha.protocol.produce` leaves the records in) and appends; 4. the
+high watermark may move (single-member ISR) and parked fetches wake. acks=all then
+parks the request until every partition's high watermark passes its batch
 (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
 REQUEST_TIMED_OUT at `timeout_ms`); acks=0 gets no answer.
 
@@ -17,12 +18,16 @@ bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not ke
 every answer is a full, sessionless one (session id 0), which both kafka-python and
 librdkafka accept. The answer is encoded by `encode_fetch_frame` (byte-identical to
 kafka-python's codec; `encode_fetch_response` when every record is bytes: those are
-joined once into the frame, not copied field by field). A consumer's records of at least `ZERO_COPY_MIN_BYTES` per
-partition stay in the segment file: the frame carries a `FileRegion` (a descriptor of
-its own, position, size) that the socket server hands to os.sendfile, so the record
-bytes never enter the process; smaller reads (and followers' fetches, which read up to
-the log end, where truncation may cut a file under a pending send) are read and joined
-once into the frame.
+joined once into the frame, not copied field by field). Records of at least
+`ZERO_COPY_MIN_BYTES` per partition stay in the segment file: the frame carries a
+`FileRegion` (a descriptor of its own, position, size) that the socket server hands to
+os.sendfile, so the record bytes never enter the process; smaller reads are read and
+joined once into the frame. Followers are served the same way, as in Kafka, although
+they read up to the log end, which a truncation (this leader turned follower) may cut
+or rewrite while a send waits: a cut region closes the connection (the socket server),
+and rewritten bytes are either the new leader's batches or fail the follower's CRC
+check, which fetches again; the follower also drops any answer that arrives after its
+leader epoch moved on.
 """
 from __future__ import annotations
 
@@ -120,7 +125,9 @@ class DataApis:
                     results[tp] = [ErrorCode.INVALID_RECORD, -1, -1]
                     continue
                 try:
-                    info = p.log.append_as_leader(records, p.leader_epoch)
+                    # a view of the request frame, which nothing reads after this request
+                    writable = type(records) is memoryview and not records.readonly
+                    info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable)
                 except PrahaError as e:
                     results[tp] = [int(e.code), -1, -1]
                     continue
@@ -180,8 +187,7 @@ class DataApis:
         out = []
         total = 0
         errored = False
-        # followers read up to the log end, which a truncation may cut while a send waits
-        zero_copy = self.zero_copy_min_bytes if replica_id < 0 else None
+        zero_copy = self.zero_copy_min_bytes
         for tp, fp in wanted:
             pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0, zero_copy=zero_copy)
             if pdata.error_code != ErrorCode.NONE:

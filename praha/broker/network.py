@@ -1,7 +1,9 @@
 """The broker's socket server: Kafka framing over asyncio, one request at a time per connection.
 
-Per connection: read the 4-byte size (checked before allocating: a huge or negative size
-closes the connection), read the body, decode it, await the handler, write the response.
+Per connection (`FrameConnection`): read the 4-byte size (checked before allocating: a
+huge or negative size closes the connection), read the body (a large one straight into
+a buffer of its own, so the kernel's copy is the only one), decode it, await the
+handler, write the response.
 Like Kafka, a connection's requests are processed in order and its responses go back in
 order. Any bad frame costs only that connection: ApiVersions at an unknown version gets
 Kafka's v0 UNSUPPORTED_VERSION answer; anything else malformed is logged (counted) and
@@ -19,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Protocol
+from collections import deque
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from praha.errors import InvalidRequestError
 from praha.protocol.errors import UnsupportedVersionError
-from praha.protocol.framing import decode_request, encode_response, parse_frame_size
+from praha.protocol.framing import FRAME_SIZE_BYTES, decode_request, encode_response, parse_frame_size
 from praha.protocol.registry import unsupported_version_response
 
 if TYPE_CHECKING:
@@ -82,6 +85,182 @@ class _Descriptor:
         return self._fd
 
 
+class FrameConnection(asyncio.BufferedProtocol):
+    """One client connection: Kafka frames in, responses out, with flow control both ways.
+
+    Frames are read with `recv_into` (asyncio's buffered protocol): small ones into a
+    staging buffer, from which each is copied out, and the body of a large one (over
+    `STAGING_BYTES`) straight into a `bytearray` of its own, so its bytes are copied once,
+    by the kernel (a body over `BODY_START_BYTES` once more for each 4x growth). Each body is handed over as a writable `bytearray` that the
+    request owns (Produce stamps offsets into it). Reading pauses while complete frames
+    worth `QUEUE_BYTES` wait (the client's later requests stay in the kernel's socket
+    buffer); writing has asyncio's flow control (`drain`)."""
+
+    STAGING_BYTES = 64 * 1024
+    #: a large body's first buffer; it grows 4x at a time as its bytes arrive, so a peer
+    #: that only announces a huge frame does not get it allocated
+    BODY_START_BYTES = 1 << 20
+    QUEUE_BYTES = 1 << 20
+
+    def __init__(self, max_frame_bytes: int):
+        self.max_frame_bytes = max_frame_bytes
+        self.transport: asyncio.Transport | None = None
+        self._stage = bytearray(self.STAGING_BYTES)
+        self._start = 0  # first unconsumed byte in the staging buffer
+        self._end = 0  # end of the bytes read into it
+        self._body: bytearray | None = None  # a large frame's body being read in place
+        self._body_filled = 0
+        self._body_size = 0
+        self._frames: deque[bytearray] = deque()
+        self._queued_bytes = 0
+        self._error: InvalidRequestError | None = None
+        self._closed = False
+        self._paused_reading = False
+        self._frame_waiter: asyncio.Future | None = None
+        self._write_paused = False
+        self._drain_waiter: asyncio.Future | None = None
+        self.on_connect: "Callable[[FrameConnection], None] | None" = None
+
+    # ---------------------------------------------------------------- asyncio callbacks
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        if self.on_connect is not None:
+            self.on_connect(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._body is not None:
+            return memoryview(self._body)[self._body_filled:]
+        return memoryview(self._stage)[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        body = self._body
+        if body is not None:
+            self._body_filled += nbytes
+            if self._body_filled == self._body_size:
+                self._queue(body)
+                self._body = None
+            elif self._body_filled == len(body):  # the peer has sent this much: grow
+                grown = bytearray(min(self._body_size, 4 * len(body)))
+                grown[:self._body_filled] = body
+                self._body = grown
+        else:
+            self._end += nbytes
+        self._take_staged_frames()
+        if self._error is not None:  # nothing after a refused size can be framed
+            self._pause_reading()
+            self._wake_reader()
+        elif self._queued_bytes >= self.QUEUE_BYTES:
+            self._pause_reading()
+
+    def eof_received(self) -> bool:
+        self._closed = True
+        self._wake_reader()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._wake_reader()
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    # ---------------------------------------------------------------- the request loop's side
+    async def next_frame(self) -> bytearray | None:
+        """The next request body; None once the peer has gone. Raises InvalidRequestError
+        for a frame size that is refused (after the frames before it)."""
+        while not self._frames:
+            if self._error is not None:
+                raise self._error
+            if self._closed:
+                return None
+            self._resume_reading()
+            self._frame_waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._frame_waiter
+            finally:
+                self._frame_waiter = None
+        frame = self._frames.popleft()
+        self._queued_bytes -= len(frame)
+        if self._queued_bytes < self.QUEUE_BYTES and self._error is None:
+            self._resume_reading()
+        return frame
+
+    def write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self._closed:
+            raise ConnectionResetError("connection lost")
+        if self._write_paused:
+            self._drain_waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._drain_waiter
+            finally:
+                self._drain_waiter = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    # ---------------------------------------------------------------- internals
+    def _take_staged_frames(self) -> None:
+        stage = self._stage
+        while self._body is None and self._error is None:
+            available = self._end - self._start
+            if available < FRAME_SIZE_BYTES:
+                break
+            try:
+                size = parse_frame_size(bytes(stage[self._start:self._start + FRAME_SIZE_BYTES]), self.max_frame_bytes)
+            except InvalidRequestError as e:
+                self._error = e
+                break
+            begin = self._start + FRAME_SIZE_BYTES
+            if available - FRAME_SIZE_BYTES >= size:  # whole frame staged: copy it out
+                self._queue(stage[begin:begin + size])
+                self._start = begin + size
+            elif FRAME_SIZE_BYTES + size > len(stage):  # large: read the rest straight into its body
+                body = bytearray(min(size, self.BODY_START_BYTES))
+                have = self._end - begin
+                body[:have] = stage[begin:self._end]
+                self._body, self._body_filled, self._body_size = body, have, size
+                self._start = self._end = 0
+            else:
+                break
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._start and self._body is None:  # keep a partial frame at the front
+            rest = self._end - self._start
+            stage[:rest] = stage[self._start:self._end]
+            self._start, self._end = 0, rest
+
+    def _queue(self, frame: bytearray) -> None:
+        self._frames.append(frame)
+        self._queued_bytes += len(frame)
+        self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        if self._frame_waiter is not None and not self._frame_waiter.done():
+            self._frame_waiter.set_result(None)
+
+    def _pause_reading(self) -> None:
+        if not self._paused_reading and self.transport is not None and not self._closed:
+            self._paused_reading = True
+            self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._paused_reading and self.transport is not None and not self._closed:
+            self._paused_reading = False
+            self.transport.resume_reading()
+
+
 class SocketServer:
     def __init__(self, handlers: "RequestHandlers", host: str, port: int, max_request_bytes: int):
         self.handlers = handlers
@@ -95,39 +274,45 @@ class SocketServer:
         #: regions sent with sendfile / written after a copying read (sendfile refused)
         self.regions_sent = 0
         self.regions_copied = 0
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._open: set[FrameConnection] = set()
+        self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(
-            self._serve, self.host, self.port, reuse_address=True, limit=1 << 20, backlog=1024
-        )
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(self._connection, self.host, self.port,
+                                               reuse_address=True, backlog=1024)
         sock = self.server.sockets[0]
         self.port = sock.getsockname()[1]
 
     async def stop(self) -> None:
         if self.server is not None:
             self.server.close()
-            for w in list(self._writers):
-                w.close()
+            for conn in list(self._open):
+                conn.close()
             await self.server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _connection(self) -> FrameConnection:
+        conn = FrameConnection(self.max_request_bytes)
+        conn.on_connect = self._start_serving
+        return conn
+
+    def _start_serving(self, conn: FrameConnection) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(conn))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, conn: FrameConnection) -> None:
         self.connections += 1
-        self._writers.add(writer)
-        peer = writer.get_extra_info("peername")
+        self._open.add(conn)
+        peer = conn.transport.get_extra_info("peername") if conn.transport is not None else None
         try:
             while True:
                 try:
-                    prefix = await reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                try:
-                    size = parse_frame_size(prefix, self.max_request_bytes)
-                    body = await reader.readexactly(size)
+                    body = await conn.next_frame()
                 except InvalidRequestError as e:
                     self._bad(peer, e)
                     return
-                except (asyncio.IncompleteReadError, ConnectionError):
+                if body is None:
                     return
                 response = await self._handle(body, peer)
                 if response is None:
@@ -135,18 +320,20 @@ class SocketServer:
                 if response is False:
                     return
                 if type(response) is SegmentedFrame:
-                    if not await self._send_frame(writer, response, peer):
+                    if not await self._send_frame(conn, response, peer):
                         return
                     continue
-                writer.write(response)
-                await writer.drain()
+                conn.write(response)
+                await conn.drain()
         except asyncio.CancelledError:
             raise
+        except ConnectionError:
+            return
         except Exception:  # noqa: BLE001 - one connection's failure must not reach the server
             log.exception("connection from %s failed", peer)
         finally:
-            self._writers.discard(writer)
-            writer.close()
+            self._open.discard(conn)
+            conn.close()
             self.connections -= 1
 
     async def _handle(self, body: bytes, peer) -> bytes | None | bool:
@@ -173,14 +360,14 @@ class SocketServer:
             return frame
         return bytes(frame)
 
-    async def _send_frame(self, writer: asyncio.StreamWriter, frame: SegmentedFrame, peer) -> bool:
+    async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer) -> bool:
         """Write a segmented frame; False if the connection must close (or already has)."""
         loop = asyncio.get_running_loop()
-        transport = writer.transport
+        transport = conn.transport
         try:
             for part in frame.parts:
                 if type(part) is bytes:
-                    writer.write(part)
+                    conn.write(part)
                     continue
                 try:
                     sent = await loop.sendfile(transport, _Descriptor(part.fd), part.position, part.size,
@@ -191,15 +378,15 @@ class SocketServer:
                     sent = -1
                 if sent == -1:
                     self.regions_copied += 1
-                    writer.write(part.read())
-                    await writer.drain()
+                    conn.write(part.read())
+                    await conn.drain()
                 elif sent != part.size:
                     log.warning("closing connection from %s: a file region shrank during the send "
                                 "(%d of %d bytes; truncated meanwhile)", peer, sent, part.size)
                     return False
                 else:
                     self.regions_sent += 1
-            await writer.drain()
+            await conn.drain()
             return True
         except ConnectionError:
             return False

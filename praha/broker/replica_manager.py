@@ -259,6 +259,7 @@ class ReplicaManager:
             ("messages_in", float(s.messages_in), "records appended as leader"),
             ("bytes_out", float(s.bytes_out), "bytes served by Fetch"),
             ("replication_bytes_in", float(f.stats.bytes if f else 0), "bytes appended as follower"),
+            ("replica_fetch_requests", float(f.stats.fetches if f else 0), "Fetch requests sent as follower"),
             ("follower_truncations", float(f.stats.truncations if f else 0), "follower log truncations"),
             ("fetcher_partitions", float(f.partition_count() if f else 0), "partitions being fetched"),
             ("follower_throttled_bytes", float(self.follower_quota.throttled_bytes),

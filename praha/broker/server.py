@@ -27,6 +27,7 @@ from typing import Any, Callable
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
 from praha.broker.handlers import RequestHandlers
+from praha.broker.malloc import keep_freed_memory
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
@@ -280,6 +281,7 @@ class BrokerServer:
 
 def run_broker(config: BrokerConfig) -> int:
     """Run a broker in the foreground until SIGTERM/SIGINT; the `praha broker start` entry point."""
+    keep_freed_memory()
     server = BrokerServer(config)
     signal.signal(signal.SIGTERM, lambda *_: server.request_stop())
     signal.signal(signal.SIGINT, lambda *_: server.request_stop())

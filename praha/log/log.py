@@ -293,9 +293,12 @@ class Log:
         return f"Log({self.dir}, start={self._log_start}, end={self._leo}, segments={len(self._segments)})"
 
     # -- appending ---------------------------------------------------------------------
-    def append_as_leader(self, records: Buffer, leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+    def append_as_leader(self, records: Buffer, leader_epoch: int, now_ms: int | None = None, *,
+                         in_place: bool = False) -> AppendInfo:
         """Validate producer batches, give them offsets from the log end, stamp the epoch and
-        append. Raises CorruptBatchError, UnsupportedMagicError, InvalidRecordError,
+        append. With `in_place`, the (writable) `records` are stamped where they lie
+        instead of in a copy: for a buffer nobody reads again, like a request frame.
+        Raises CorruptBatchError, UnsupportedMagicError, InvalidRecordError,
         MessageTooLargeError or RecordListTooLargeError (all PrahaError with a code)."""
         cfg = self.config
         summary = validate(records, strict=True, max_batch_bytes=cfg.max_message_bytes)
@@ -310,7 +313,7 @@ class Log:
             if duplicate is not None:
                 return AppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1, 0, duplicate=True)
             first = self._leo
-            data = assign_offsets(records, first, leader_epoch, batches=summary.batches)
+            data = assign_offsets(records, first, leader_epoch, batches=summary.batches, in_place=in_place)
             headers = rebase_headers(summary.batches, first, leader_epoch)
             self._append_locked(data, headers, now_ms)
             self._record_producers(headers)

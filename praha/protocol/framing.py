@@ -29,11 +29,16 @@ from praha.protocol.errors import (
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
+from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
+from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
+from praha.protocol.produce import decode_produce
 from praha.protocol.registry import APIS, ApiSpec, header_version
 
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 FRAME_SIZE_BYTES = 4
+
+PRODUCE_API_KEY = 0
 
 _SIZE = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
@@ -60,10 +65,11 @@ class RequestHeader:
 
 @dataclass(frozen=True, slots=True)
 class DecodedRequest:
-    """A request ready for a handler: its header and the kafka-python message object."""
+    """A request ready for a handler: its header and the kafka-python message object
+    (for Produce a `ProduceRequestView` with the same field names)."""
 
     header: RequestHeader
-    request: ApiMessage
+    request: Any
 
     @property
     def api_key(self) -> int:
@@ -234,13 +240,16 @@ def _skip_tagged_fields(body: Bytes, pos: int, partial: RequestHeader) -> int:
     return pos
 
 
-def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> ApiMessage:
-    """Decode with kafka-python's compiled decoder, which reports where it stopped.
+def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> Any:
+    """Decode with kafka-python's compiled decoder, which reports where it stopped
+    (Produce: `praha.protocol.produce`, which leaves the records where they are).
 
     `ApiMessage.decode` drops that position, and the compiled decoder slices strings and
     bytes without bounds checks, so a truncated body would decode "successfully" into
     short values. Ending past the frame is therefore checked here. Trailing bytes are
     tolerated, as Kafka does."""
+    if header.api_key == PRODUCE_API_KEY and PRODUCE_MIN <= header.api_version <= PRODUCE_MAX:
+        return decode_produce(body, header)  # records stay views of the frame
     cls: Any = spec.request
     version = header.api_version
     flexible = cls.flexible_version_q(version)

@@ -194,10 +194,13 @@ def test_consumer_fetch_sends_records_from_the_file_byte_identical(tmp_path, ver
     small.close()
 
 
-def test_follower_fetch_is_copied_not_sent_from_the_file(tmp_path):
+def test_follower_fetch_is_sent_from_the_file_up_to_the_log_end(tmp_path):
+    """A follower reads past the high watermark, and its records go with sendfile too."""
     tp = TopicPartition("events", 0)
     lg = filled_log(tmp_path / "events-0", batches=8)
-    broker = Broker({tp: leader(tp, lg)})
+    part = leader(tp, lg)
+    part.high_watermark = 50  # the follower still needs everything after the first batch
+    broker = Broker({tp: part})
     apis = DataApis(broker)
 
     def client(port, server):
@@ -205,9 +208,9 @@ def test_follower_fetch_is_copied_not_sent_from_the_file(tmp_path):
 
     got, sent = serve(apis.handle_fetch, client)
     data = lg.read_slice(0, 1 << 20).read()
-    assert got == kafka_python(12, 9, [("events", [
-        FetchedPartition(0, 0, lg.log_end_offset, lg.log_end_offset, 0, data)])])
-    assert sent == 0 and broker.follower_fetches == [(2, 0)]
+    assert len(data) >= ZERO_COPY_MIN_BYTES
+    assert got == kafka_python(12, 9, [("events", [FetchedPartition(0, 0, 50, 50, 0, data)])])
+    assert sent == 1 and broker.follower_fetches == [(2, 0)]
     lg.close()
 
 

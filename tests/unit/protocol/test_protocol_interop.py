@@ -9,6 +9,7 @@ from kafka.record import MemoryRecords
 from protocol_samples import client_requests, controller_requests, kafka_python_frame, record_batch
 
 from praha.protocol.framing import decode_request, encode_response, parse_frame_size
+from praha.protocol.produce import ProduceRequestView, produce_fields
 from praha.protocol.registry import api_versions_response
 
 
@@ -22,10 +23,14 @@ def test_kafka_python_frames_decode(name, request_, version):
     assert (decoded.api_key, decoded.api_version) == (request_.API_KEY, version)
     assert decoded.header.correlation_id == 4711
     assert decoded.header.client_id == "kafka-python-3"
-    assert type(decoded.request) is type(request_)
     # what kafka-python itself decodes from the same bytes
     theirs = type(request_).decode(frame[4:], version=version, header=True)
+    if isinstance(decoded.request, ProduceRequestView):  # parsed by hand: records stay in the frame
+        assert produce_fields(decoded.request) == produce_fields(theirs)
+        return
+    assert type(decoded.request) is type(request_)
     assert decoded.request.to_dict() == theirs.to_dict()
+
 
 
 def test_produce_v9_records_survive_as_bytes():
