@@ -114,7 +114,8 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._frames: deque[bytearray] = deque()
         self._queued_bytes = 0
         self._error: InvalidRequestError | None = None
-        self._closed = False
+        self._closed = False  # the transport is gone
+        self._eof = False  # the peer sends no more
         self._paused_reading = False
         self._frame_waiter: asyncio.Future | None = None
         self._write_paused = False
@@ -153,9 +154,11 @@ class FrameConnection(asyncio.BufferedProtocol):
             self._pause_reading()
 
     def eof_received(self) -> bool:
-        self._closed = True
+        """The peer is done sending: its complete frames are still answered (a client may
+        half-close after its last request), then the request loop closes."""
+        self._eof = True
         self._wake_reader()
-        return False  # close the transport
+        return True  # keep the transport open for the answers
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -178,7 +181,7 @@ class FrameConnection(asyncio.BufferedProtocol):
         while not self._frames:
             if self._error is not None:
                 raise self._error
-            if self._closed:
+            if self._closed or self._eof:
                 return None
             self._resume_reading()
             self._frame_waiter = asyncio.get_running_loop().create_future()
@@ -218,7 +221,7 @@ class FrameConnection(asyncio.BufferedProtocol):
             if available < FRAME_SIZE_BYTES:
                 break
             try:
-                size = parse_frame_size(bytes(stage[self._start:self._start + FRAME_SIZE_BYTES]), self.max_frame_bytes)
+                size = parse_frame_size(stage[self._start:self._start + FRAME_SIZE_BYTES], self.max_frame_bytes)
             except InvalidRequestError as e:
                 self._error = e
                 break
@@ -256,7 +259,7 @@ class FrameConnection(asyncio.BufferedProtocol):
             self.transport.pause_reading()
 
     def _resume_reading(self) -> None:
-        if self._paused_reading and self.transport is not None and not self._closed:
+        if self._paused_reading and self.transport is not None and not self._closed and not self._eof:
             self._paused_reading = False
             self.transport.resume_reading()
 

@@ -326,3 +326,32 @@ def test_client_leaving_mid_send_costs_only_its_connection(tmp_path, caplog):
         FetchedPartition(0, 0, lg.log_end_offset, lg.log_end_offset, 0, data)])])
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     lg.close()
+
+
+def test_pipelined_requests_are_answered_in_order_even_after_the_client_half_closes(tmp_path):
+    """Three Fetches sent at once, then SHUT_WR: three answers, in order, then EOF."""
+    tp = TopicPartition("events", 0)
+    lg = filled_log(tmp_path / "events-0", batches=4)
+    apis = DataApis(Broker({tp: leader(tp, lg)}))
+
+    def client(port, server):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"".join(encode_request(fetch_request(-1, [("events", 0, 0, 1 << 20)]), 12, cid, "test")
+                               for cid in (7, 8, 9)))
+            s.shutdown(socket.SHUT_WR)
+            data = bytearray()
+            while chunk := s.recv(1 << 16):
+                data += chunk
+        ids, pos = [], 0
+        while pos < len(data):
+            size, cid = struct.unpack_from(">ii", data, pos)
+            ids.append(cid)
+            pos += 4 + size
+        return ids, pos == len(data)
+
+    async def slow_fetch(req):  # the EOF arrives long before the answers are ready
+        await asyncio.sleep(0.1)
+        return await apis.handle_fetch(req)
+
+    assert serve(slow_fetch, client) == ([7, 8, 9], True)
+    lg.close()

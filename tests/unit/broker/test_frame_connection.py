@@ -129,3 +129,14 @@ def test_bodies_are_writable_and_owned_by_their_request():
     assert isinstance(small, bytearray) and isinstance(large, bytearray)
     small[0:1] = b"Z"  # stamping one request's bytes cannot touch the next one's
     assert bytes(large[:1]) == b"b"
+
+
+def test_a_half_closed_peer_still_gets_its_answers():
+    conn, t = connection()
+    feed(conn, frame(b"last request"), 4096)
+    assert conn.eof_received() is True  # keep the transport open for writing
+    assert not t.closed
+
+    async def take():
+        return bytes(await conn.next_frame()), await conn.next_frame()
+    assert asyncio.run(take()) == (b"last request", None)
