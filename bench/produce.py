@@ -14,7 +14,7 @@ Prints, for 1 KiB records:
 and the ratio RF3/RF1. Figures, not asserts. The cluster (embedded ZooKeeper + 3
 broker processes) lives in a temporary directory and is stopped by PID at the end.
 
-Usage: .venv/bin/python bench/produce.py [--mb 256] [--repeat 1] [--partitions 6] [--paced-rate 20] [--keep-dir]
+Usage: .venv/bin/python bench/produce.py [--mb 512] [--repeat 3] [--no-warm] [--partitions 6] [--paced-rate 20] [--keep-dir]
 """
 from __future__ import annotations
 
@@ -217,9 +217,9 @@ def machine_limit(total_mb: int, directory: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=int, default=256, help="MiB to produce per run (default 256)")
-    ap.add_argument("--repeat", type=int, default=1, help="saturated RF3/RF1 pairs to run, alternating (default 1)")
-    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--mb", type=int, default=512, help="MiB to produce per run (default 512)")
+    ap.add_argument("--repeat", type=int, default=3, help="saturated RF3/RF1 pairs to run, alternating (default 3)")
+    ap.add_argument("--partitions", type=int, default=6, help="partitions of each topic (default 6)")
     ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
                     help="write and delete a scratch file before each run, so that the run's page cache "
                          "lands on memory the VM has already backed (default: on; see warm_memory)")
