@@ -2,7 +2,7 @@
 
 Per connection (`FrameConnection`): read the 4-byte size (checked before allocating: a
 huge or negative size closes the connection), read the body (a large one straight into
-a buffer of its own, so the kernel's copy is the only one), decode it, await the
+a buffer of its own, so the kernel's copy is nearly the only one), decode it, await the
 handler, write the response.
 Like Kafka, a connection's requests are processed in order and its responses go back in
 order. Any bad frame costs only that connection: ApiVersions at an unknown version gets
@@ -91,15 +91,18 @@ class FrameConnection(asyncio.BufferedProtocol):
     Frames are read with `recv_into` (asyncio's buffered protocol): small ones into a
     staging buffer, from which each is copied out, and the body of a large one (over
     `STAGING_BYTES`) straight into a `bytearray` of its own, so its bytes are copied once,
-    by the kernel (a body over `BODY_START_BYTES` once more for each 4x growth). Each body is handed over as a writable `bytearray` that the
-    request owns (Produce stamps offsets into it). Reading pauses while complete frames
-    worth `QUEUE_BYTES` wait (the client's later requests stay in the kernel's socket
-    buffer); writing has asyncio's flow control (`drain`)."""
+    by the kernel, plus once per 4x growth of that buffer (which keeps it within 4x of
+    what the peer has sent). Each body is handed over as a writable `bytearray` that the
+    request owns (Produce stamps offsets into it). Reading pauses while waiting frames and
+    the body being read hold `QUEUE_BYTES` (the client's later requests stay in the
+    kernel's socket buffer); writing has asyncio's flow control (`drain`)."""
 
     STAGING_BYTES = 64 * 1024
-    #: a large body's first buffer; it grows 4x at a time as its bytes arrive, so a peer
-    #: that only announces a huge frame does not get it allocated
-    BODY_START_BYTES = 1 << 20
+    #: a large body's buffer holds at most 4x the bytes that have arrived (at least this
+    #: much), growing 4x at a time: a peer that only announces a huge frame gets little
+    BODY_START_BYTES = 256 * 1024
+    #: read ahead of the request being handled: up to this much in complete frames and
+    #: the body being read (Kafka reads nothing more until the answer is out)
     QUEUE_BYTES = 1 << 20
 
     def __init__(self, max_frame_bytes: int):
@@ -150,7 +153,7 @@ class FrameConnection(asyncio.BufferedProtocol):
         if self._error is not None:  # nothing after a refused size can be framed
             self._pause_reading()
             self._wake_reader()
-        elif self._queued_bytes >= self.QUEUE_BYTES:
+        elif self._read_ahead_full():
             self._pause_reading()
 
     def eof_received(self) -> bool:
@@ -191,7 +194,7 @@ class FrameConnection(asyncio.BufferedProtocol):
                 self._frame_waiter = None
         frame = self._frames.popleft()
         self._queued_bytes -= len(frame)
-        if self._queued_bytes < self.QUEUE_BYTES and self._error is None:
+        if self._error is None and not self._read_ahead_full():
             self._resume_reading()
         return frame
 
@@ -230,8 +233,8 @@ class FrameConnection(asyncio.BufferedProtocol):
                 self._queue(stage[begin:begin + size])
                 self._start = begin + size
             elif FRAME_SIZE_BYTES + size > len(stage):  # large: read the rest straight into its body
-                body = bytearray(min(size, self.BODY_START_BYTES))
                 have = self._end - begin
+                body = bytearray(min(size, max(self.BODY_START_BYTES, 4 * have)))
                 body[:have] = stage[begin:self._end]
                 self._body, self._body_filled, self._body_size = body, have, size
                 self._start = self._end = 0
@@ -243,6 +246,13 @@ class FrameConnection(asyncio.BufferedProtocol):
             rest = self._end - self._start
             stage[:rest] = stage[self._start:self._end]
             self._start, self._end = 0, rest
+
+    def _read_ahead_full(self) -> bool:
+        """Frames wait and, with the body being read, hold `QUEUE_BYTES`: read no further.
+        (With nothing queued the body being read is what the request loop waits for.)"""
+        if not self._frames:
+            return False
+        return self._queued_bytes + (self._body_filled if self._body is not None else 0) >= self.QUEUE_BYTES
 
     def _queue(self, frame: bytearray) -> None:
         self._frames.append(frame)

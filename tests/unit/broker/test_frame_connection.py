@@ -38,17 +38,18 @@ def connection(max_frame: int = 100 << 20) -> tuple[FrameConnection, Transport]:
     return conn, t
 
 
-def feed(conn: FrameConnection, data: bytes, chunk: int) -> None:
+def feed(conn: FrameConnection, data: bytes, chunk: int) -> int:
     """Deliver `data` as the event loop would: at most `chunk` bytes per read, never more
-    than the buffer offered."""
+    than the buffer offered, none while reading is paused. Returns the bytes delivered."""
     pos = 0
-    while pos < len(data):
+    while pos < len(data) and conn.transport.reading:
         buf = conn.get_buffer(-1)
         assert len(buf) > 0, "a protocol that is reading must offer room"
         n = min(chunk, len(buf), len(data) - pos)
         buf[:n] = data[pos:pos + n]
         conn.buffer_updated(n)
         pos += n
+    return pos
 
 
 def frame(body: bytes) -> bytes:
@@ -86,14 +87,26 @@ def test_announcing_a_huge_frame_allocates_nothing_near_its_size():
     assert len(conn._body) <= FrameConnection.BODY_START_BYTES
 
 
-def test_reading_pauses_while_a_megabyte_of_frames_waits_and_resumes_when_taken():
+def test_reading_pauses_while_a_megabyte_waits_and_resumes_when_taken():
     conn, t = connection()
     body = b"p" * (600 << 10)
-    feed(conn, frame(body) + frame(body), 65536)
-    assert not t.reading  # 1.2 MiB queued
+    data = frame(body) + frame(body)
+    sent = feed(conn, data, 65536)
+    assert not t.reading and sent < len(data)  # 600 KiB queued + 424 KiB of the next body
     assert frames_of(conn, 1) == [body]
     assert t.reading
+    assert feed(conn, data[sent:], 65536) == len(data) - sent
     assert frames_of(conn, 1) == [body]
+
+
+def test_a_large_frame_behind_a_waiting_one_is_not_read_ahead_whole():
+    conn, t = connection()
+    waiting = frame(b"w" * 900_000)
+    huge = frame(b"h" * (50 << 20))
+    sent = feed(conn, waiting + huge, 1 << 20)
+    assert not t.reading
+    assert sent - len(waiting) < 2 << 20  # of the 50 MiB body, about 150 KB were read
+    assert len(conn._body) <= 4 * (sent - len(waiting))
 
 
 def test_a_refused_size_ends_the_connection_after_the_frames_before_it():
@@ -121,10 +134,13 @@ def test_the_peer_leaving_ends_the_stream_after_its_complete_frames():
 
 def test_bodies_are_writable_and_owned_by_their_request():
     conn, _ = connection()
-    feed(conn, frame(b"a" * 10) + frame(b"b" * (2 << 20)), 65536)
+    data = frame(b"a" * 10) + frame(b"b" * (2 << 20))
+    sent = feed(conn, data, 65536)
 
     async def take():
-        return await conn.next_frame(), await conn.next_frame()
+        small = await conn.next_frame()
+        feed(conn, data[sent:], 65536)  # the rest arrives once the first request is taken
+        return small, await conn.next_frame()
     small, large = asyncio.run(take())
     assert isinstance(small, bytearray) and isinstance(large, bytearray)
     small[0:1] = b"Z"  # stamping one request's bytes cannot touch the next one's
