@@ -18,6 +18,7 @@ import bisect
 import os
 import struct
 import sys
+import threading
 from array import array
 from typing import Callable
 
@@ -41,6 +42,9 @@ class _Index:
         self._count = 0  # entries, including those not yet written
         self._file_count = 0  # entries in the file
         self._pending = bytearray()  # appended entries not yet written (see write_pending)
+        #: a rolled segment's background flush may write its index while a truncation has
+        #: made that segment active again and the log appends to or seals it
+        self._write_lock = threading.RLock()
 
     def __len__(self) -> int:
         return self._count
@@ -62,7 +66,7 @@ class _Index:
     def open_existing(self) -> None:
         """Attach to a file that is believed good; entries are read on first use."""
         self._count = self._file_count = self.file_entry_count()
-        self._pending.clear()
+        self._drop_pending()
         self._loaded = False
 
     def read_last_entry_bytes(self) -> bytes | None:
@@ -92,10 +96,11 @@ class _Index:
         """Queue entries; they reach the file in batches (one pwrite per ~8 KiB of index)
         and at flush, seal, truncate and close. Entries lost in a crash only shorten the
         index of a segment that recovery re-checks anyway (it is past the recovery point)."""
-        self._pending += raw
-        self._count += n
-        if len(self._pending) >= _PENDING_LIMIT:
-            self.write_pending()
+        with self._write_lock:
+            self._pending += raw
+            self._count += n
+            if len(self._pending) >= _PENDING_LIMIT:
+                self.write_pending()
 
     def _with_file(self, action: Callable[[int], object], flags: int = 0) -> None:
         """Open the file for one action and close it again: an index holds no descriptor
@@ -109,17 +114,24 @@ class _Index:
         self._dirty = True
 
     def write_pending(self) -> None:
-        if not self._pending:
-            return
-        pending, at = self._pending, self._file_count * self.entry_size
-        self._with_file(lambda fd: os.pwrite(fd, pending, at))
-        self._pending.clear()
-        self._file_count = self._count
+        with self._write_lock:
+            pending = self._pending
+            if not pending:
+                return
+            at = self._file_count * self.entry_size
+            self._with_file(lambda fd: os.pwrite(fd, pending, at))
+            self._pending = bytearray()
+            self._file_count = self._count
+
+    def _drop_pending(self) -> None:
+        with self._write_lock:
+            self._pending = bytearray()
 
     def _truncate_file(self, count: int) -> None:
-        self.write_pending()
-        self._with_file(lambda fd: os.ftruncate(fd, count * self.entry_size))
-        self._file_count = count
+        with self._write_lock:
+            self.write_pending()
+            self._with_file(lambda fd: os.ftruncate(fd, count * self.entry_size))
+            self._file_count = count
 
     def flush(self) -> None:
         self.write_pending()
@@ -138,7 +150,7 @@ class _Index:
     def create_empty(self) -> None:
         """Start an empty index for a new segment. No fsync: if a crash loses the file the
         segment is past the recovery point, and recovery rebuilds it."""
-        self._pending.clear()
+        self._drop_pending()
         self._with_file(lambda fd: None, os.O_TRUNC)
         self._count = self._file_count = 0
         self._clear_entries()
@@ -155,7 +167,7 @@ class _Index:
         self.path = path
 
     def delete_file(self) -> None:
-        self._pending.clear()
+        self._drop_pending()
         self.close()
         try:
             os.unlink(self.path)
@@ -241,7 +253,7 @@ class OffsetIndex(_Index):
 
     def reset(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole index (rebuild) and write it atomically."""
-        self._pending.clear()
+        self._drop_pending()
         self.close()
         self._offsets = array("I", (o for o, _ in entries))
         self._positions = array("I", (p for _, p in entries))
@@ -319,7 +331,7 @@ class TimeIndex(_Index):
             self._count = keep
 
     def reset(self, entries: list[tuple[int, int]]) -> None:
-        self._pending.clear()
+        self._drop_pending()
         self.close()
         self._timestamps = array("q", (t for t, _ in entries))
         self._offsets = array("I", (o for _, o in entries))
