@@ -187,9 +187,8 @@ class DataApis:
         out = []
         total = 0
         errored = False
-        zero_copy = self.zero_copy_min_bytes
         for tp, fp in wanted:
-            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0, zero_copy=zero_copy)
+            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0)
             if pdata.error_code != ErrorCode.NONE:
                 errored = True
             total += n
@@ -197,9 +196,9 @@ class DataApis:
         return out, total, errored
 
     def _read_one(self, tp: TopicPartition, fp: Any, replica_id: int, limit: int,
-                  first: bool, zero_copy: int | None = None) -> tuple[FetchedPartition, int]:
-        """One partition's answer and its record bytes; with `zero_copy`, records of at
-        least that many bytes come as a FileRegion (still in the file) instead of bytes."""
+                  first: bool) -> tuple[FetchedPartition, int]:
+        """One partition's answer and its record bytes; records of at least
+        `zero_copy_min_bytes` come as a FileRegion (still in the file) instead of bytes."""
         p, code = self._leader(tp, fp.current_leader_epoch)
         if p is None:
             return _error_partition(tp.partition, code), 0
@@ -212,6 +211,7 @@ class DataApis:
                 sl = lg.read_slice(fp.fetch_offset, max(max_bytes, 1), None if replica_id >= 0 else hw,
                                    min_one_batch=first)
                 data = None
+                zero_copy = self.zero_copy_min_bytes
                 if zero_copy is not None and sl.size >= zero_copy:
                     try:
                         data = sl.region()

@@ -105,8 +105,9 @@ class FrameConnection(asyncio.BufferedProtocol):
     #: the body being read (Kafka reads nothing more until the answer is out)
     QUEUE_BYTES = 1 << 20
 
-    def __init__(self, max_frame_bytes: int):
+    def __init__(self, max_frame_bytes: int, on_connect: "Callable[[FrameConnection], None] | None" = None):
         self.max_frame_bytes = max_frame_bytes
+        self.on_connect = on_connect  # called once the transport is attached
         self.transport: asyncio.Transport | None = None
         self._stage = bytearray(self.STAGING_BYTES)
         self._start = 0  # first unconsumed byte in the staging buffer
@@ -123,7 +124,6 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._frame_waiter: asyncio.Future | None = None
         self._write_paused = False
         self._drain_waiter: asyncio.Future | None = None
-        self.on_connect: "Callable[[FrameConnection], None] | None" = None
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport) -> None:
@@ -292,8 +292,8 @@ class SocketServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(self._connection, self.host, self.port,
-                                               reuse_address=True, backlog=1024)
+        self.server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._start_serving),
+                                               self.host, self.port, reuse_address=True, backlog=1024)
         sock = self.server.sockets[0]
         self.port = sock.getsockname()[1]
 
@@ -303,11 +303,6 @@ class SocketServer:
             for conn in list(self._open):
                 conn.close()
             await self.server.wait_closed()
-
-    def _connection(self) -> FrameConnection:
-        conn = FrameConnection(self.max_request_bytes)
-        conn.on_connect = self._start_serving
-        return conn
 
     def _start_serving(self, conn: FrameConnection) -> None:
         task = asyncio.get_running_loop().create_task(self._serve(conn))
