@@ -4,11 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-unit test-integration bench chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration bench chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv and run the test suite"
+	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 
 $(STAMP): pyproject.toml
@@ -21,6 +22,11 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(PY) -m praha.showcase
+
+# ruff (pyflakes, import order, bugbear) and mypy (strict on controller, log, protocol, zk)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check praha tests bench
+	$(VENV)/bin/mypy praha
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
