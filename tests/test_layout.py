@@ -1,7 +1,191 @@
-"""Test modules are imported by basename (pytest's default import mode, which the test
-helper imports rely on), so two test files with one name break collection of the suite."""
-from collections import Counter
+"""The house rules, checked from the code.
+
+The allowed arrows between praha's packages are written once, in `ALLOWED` below, and
+`docs/architecture.md` shows the same table. Every `import praha.x` or `from praha.x import`
+counts, wherever it is written (module top, function body, `if TYPE_CHECKING:`), because a
+lazy import is still a dependency a reader has to follow.
+
+Test modules are imported by basename (pytest's default import mode, which the test
+helper imports rely on), so two test files with one name break collection of the suite.
+"""
+from __future__ import annotations
+
+import ast
+from collections import Counter, defaultdict
 from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PRAHA = ROOT / "praha"
+
+_BASE = {"common", "errors"}
+#: package -> the praha packages it may import (besides itself). Top-level modules
+#: (praha/config.py, praha/statelog.py, ...) count as packages of their own name.
+ALLOWED: dict[str, set[str]] = {
+    "__main__": {"cli"},
+    "cli": {"showcase", "chaos", "analytics", "cluster", "admin", "broker", "spark", "zk", "protocol", "log",
+            "config", "configdefs", "statelog"} | _BASE,
+    "showcase": {"cluster", "admin", "spark", "zk", "protocol", "config"} | _BASE,
+    "chaos": {"testing", "cluster", "admin", "zk", "protocol", "config", "statelog"} | _BASE,
+    "analytics": {"spark"} | _BASE,
+    "testing": {"cluster", "admin", "zk", "protocol", "config"} | _BASE,
+    "cluster": {"admin", "zk", "protocol", "config", "configdefs"} | _BASE,
+    "admin": {"zk", "protocol", "config", "configdefs"} | _BASE,
+    "broker": {"controller", "coordinator", "security", "log", "zk", "protocol", "config", "configdefs",
+               "statelog"} | _BASE,
+    "coordinator": {"log", "zk", "protocol", "config", "configdefs", "statelog"} | _BASE,
+    "controller": {"zk", "protocol", "config", "configdefs", "statelog"} | _BASE,
+    "security": {"zk", "protocol", "config", "configdefs"} | _BASE,
+    "spark": {"protocol"} | _BASE,
+    "zk": {"configdefs"} | _BASE,
+    "protocol": _BASE,
+    "log": {"configdefs"} | _BASE,
+    "config": {"configdefs"} | _BASE,
+    "configdefs": _BASE,
+    "statelog": _BASE,
+    "common": {"errors"},
+    "errors": set(),
+    "praha": set(),  # praha/__init__.py
+}
+
+#: finer rules: (importing package, imported package) -> the importing modules allowed to
+#: (None: any) and the imported modules they may use (None: any)
+ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
+    # the broker hosts the controller; nothing else in it drives the controller directly
+    ("broker", "controller"): ({"praha.broker.server"}, None),
+    # the Spark source and sink are clients: they speak the wire protocol and nothing else
+    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol"}),
+}
+
+#: packages whose modules must not import each other in a cycle
+NO_MODULE_CYCLES = ("controller", "broker", "cli", "protocol", "coordinator", "zk", "log")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "praha"
+
+
+def _imports() -> dict[str, set[str]]:
+    """module -> praha modules it imports (a `from praha.x import name` also counts
+    `praha.x.name` when that is a module)."""
+    modules = {_module_name(p): p for p in PRAHA.rglob("*.py")}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for mod, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for t in targets:
+                if t.startswith("praha") and t in modules and t != mod:
+                    graph[mod].add(t)
+        graph.setdefault(mod, set())
+    return graph
+
+
+GRAPH = _imports()
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_package_is_in_the_table():
+    packages = {_package(m) for m in GRAPH}
+    assert packages <= set(ALLOWED), f"add these to ALLOWED (and docs/architecture.md): {packages - set(ALLOWED)}"
+
+
+def test_packages_import_only_what_the_table_allows():
+    wrong = sorted(
+        f"{mod} imports {dst}"
+        for mod, targets in GRAPH.items()
+        for dst in targets
+        if _package(dst) != _package(mod) and _package(dst) not in ALLOWED.get(_package(mod), set())
+    )
+    assert not wrong, "imports against the layering table:\n" + "\n".join(wrong)
+
+
+def test_no_cycle_between_packages():
+    edges: dict[str, set[str]] = defaultdict(set)
+    for mod, targets in GRAPH.items():
+        edges[_package(mod)] |= {_package(t) for t in targets if _package(t) != _package(mod)}
+    assert not _cycles(edges)
+
+
+@pytest.mark.parametrize("package", NO_MODULE_CYCLES)
+def test_no_cycle_between_modules_of(package):
+    inside = {m: {t for t in ts if _package(t) == package and not _is_package_init(t)}
+              for m, ts in GRAPH.items() if _package(m) == package and not _is_package_init(m)}
+    assert not _cycles(inside)
+
+
+def _is_package_init(module: str) -> bool:
+    return (ROOT / Path(*module.split(".")) / "__init__.py").exists()
+
+
+@pytest.mark.parametrize(("src", "dst"), sorted(ONLY_THROUGH))
+def test_narrow_crossings(src, dst):
+    importers, imported = ONLY_THROUGH[(src, dst)]
+    wrong = sorted(
+        f"{mod} imports {t}"
+        for mod, targets in GRAPH.items() if _package(mod) == src
+        for t in targets if _package(t) == dst
+        and ((importers is not None and mod not in importers) or (imported is not None and t not in imported))
+    )
+    assert not wrong
+
+
+def test_architecture_doc_shows_the_table():
+    """docs/architecture.md carries the same arrows, so the prose cannot drift from the rule."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    for package, allowed in ALLOWED.items():
+        if package in ("praha", "__main__"):
+            continue
+        line = next((ln for ln in doc.splitlines() if ln.startswith(f"| `{package}` |")), None)
+        assert line is not None, f"docs/architecture.md has no row for {package}"
+        named = {w.strip("` ") for w in line.split("|")[3].split(",") if w.strip()}
+        assert named == allowed, f"{package}: doc says {sorted(named)}, table says {sorted(allowed)}"
 
 
 def test_test_module_names_are_unique():
