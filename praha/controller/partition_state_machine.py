@@ -17,15 +17,21 @@ per event.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.controller.context import ControllerContext
 from praha.controller.election import Election, ElectionKind, elect
-from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
+from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, split_valid_transitions
+from praha.controller.states import (
+    PARTITION_VALID_PREVIOUS,
+    PartitionState,
+    split_valid_transitions,
+)
+from praha.controller.store_api import PartitionStateStore
 from praha.statelog import StateChangeLog
+from praha.zk.ops import WriteOutcome
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +141,6 @@ class PartitionStateMachine:
         return results
 
     def _initialize_leader_and_isr(self, partitions: list[TopicPartition]) -> dict[TopicPartition, object]:
-        from praha.zk.store import WriteOutcome
-
         ctx = self.context
         live = ctx.live_broker_ids
         results: dict[TopicPartition, object] = {}

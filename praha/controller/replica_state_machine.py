@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from praha.common import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartition
 from praha.controller.context import ControllerContext
-from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
+from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import REPLICA_VALID_PREVIOUS, PartitionAndReplica, ReplicaState, split_valid_transitions
+from praha.controller.states import (
+    REPLICA_VALID_PREVIOUS,
+    PartitionAndReplica,
+    ReplicaState,
+    split_valid_transitions,
+)
+from praha.controller.store_api import PartitionStateStore
 from praha.statelog import StateChangeLog
 
 log = logging.getLogger(__name__)
