@@ -77,6 +77,11 @@ class ControllerContext:
     def partition_assignment(self, tp: TopicPartition) -> ReplicaAssignment | None:
         return self.assignments.get(tp.topic, {}).get(tp.partition)
 
+    def known_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """The assignment of a partition the controller knows (KeyError if it does not): for
+        partitions an event has already checked, or that it is electing or moving."""
+        return self.assignments[tp.topic][tp.partition]
+
     def update_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
 

@@ -94,8 +94,8 @@ def update_leader_and_isr(
             outcome = res.outcome
             if outcome is ok:
                 li = writes[tp].leader_and_isr
-                done = LeaderIsrAndControllerEpoch(LeaderAndIsr(li.leader, li.isr, li.leader_epoch, res.stat_version),
-                                                   epoch)
+                version = li.zk_version + 1 if res.stat_version is None else res.stat_version
+                done = LeaderIsrAndControllerEpoch(LeaderAndIsr(li.leader, li.isr, li.leader_epoch, version), epoch)
                 leadership[tp] = done
                 updated[tp] = done
             elif outcome is bad_version:

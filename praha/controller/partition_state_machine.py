@@ -162,7 +162,7 @@ class PartitionStateMachine:
                 ctx.leadership[tp] = state
                 ctx.partition_states[tp] = PartitionState.ONLINE
                 recipients = state.leader_and_isr.isr
-                requests.append((recipients, tp, state, ctx.partition_assignment(tp)))
+                requests.append((recipients, tp, state, ctx.known_assignment(tp)))
                 results[tp] = Election(tp, state.leader_and_isr, recipients)
             self.batch.add_leader_and_isr_many(requests, is_new=True)
         failed = {tp: r for tp, r in results.items() if isinstance(r, str)}
@@ -207,7 +207,7 @@ class PartitionStateMachine:
         unclean = []
         states = ctx.partition_states
         online = PartitionState.ONLINE
-        assignment_of = ctx.partition_assignment
+        assignment_of = ctx.known_assignment
         requests = []
         for tp, state in outcome.updated.items():
             e = elections[tp]

@@ -88,7 +88,8 @@ class ReassignmentManager:
         brokers that are not alive, as Kafka's AlterPartitionReassignments does; the znode path
         accepts them and waits for the broker to start (SPEC §8)."""
         ctx = self.ctx
-        if tp.topic not in ctx.all_topics or ctx.partition_assignment(tp) is None:
+        current = ctx.partition_assignment(tp)
+        if tp.topic not in ctx.all_topics or current is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}"
         if ctx.is_topic_queued_for_deletion(tp.topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {tp.topic} is being deleted"
@@ -103,7 +104,6 @@ class ReassignmentManager:
         unknown = [b for b in target if b < 0]
         if unknown:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"invalid broker ids {unknown}"
-        current = ctx.partition_assignment(tp)
         if tuple(target) == current.replicas and not current.is_being_reassigned:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"target {list(target)} equals the current assignment"
         if require_live_targets:
@@ -129,12 +129,11 @@ class ReassignmentManager:
         # entries already moving to their target are skipped first, cheaply, then the rest sorted
         todo = [(tp, target) for tp, target in wanted.items() if not self._already_moving(tp, tuple(target))]
         for tp, target in sorted(todo):
-            current = ctx.partition_assignment(tp)
             code, why = self.validate(tp, tuple(target))
             if code != ErrorCode.NONE:
-                refused[tp] = why
+                refused[tp] = why or f"error code {code}"
                 continue
-            items.append((tp, reassign_to(current, tuple(target))))
+            items.append((tp, reassign_to(ctx.known_assignment(tp), tuple(target))))
         self._on_reassignments(items)
         if refused:
             reasons = {str(tp): why for tp, why in refused.items()}
@@ -160,7 +159,7 @@ class ReassignmentManager:
         for tp, target in targets.items():
             code, why = self.validate(tp, None if target is None else tuple(target), require_live_targets=True)
             if code == ErrorCode.NONE:
-                current = self.ctx.partition_assignment(tp)
+                current = self.ctx.known_assignment(tp)
                 if target is None:
                     items.append((tp, reassign_to(current, current.origin_replicas)))
                 else:
@@ -266,7 +265,7 @@ class ReassignmentManager:
         changed = []
         removed_early = []
         for tp, target in items:
-            current = ctx.partition_assignment(tp)
+            current = ctx.known_assignment(tp)
             if current != target:
                 changed.append((tp, target))
                 removed = [r for r in current.replicas if r not in target.replicas]
@@ -379,7 +378,8 @@ class ReassignmentManager:
     def _move_leaders_if_required(self, done: dict[TopicPartition, ReplicaAssignment]) -> None:
         ctx = self.ctx
         live = ctx.live_broker_ids
-        elect, bump = [], []
+        elect: list[TopicPartition] = []
+        bump: list[TopicPartition] = []
         for tp, a in done.items():
             li = ctx.leadership.get(tp)
             leader = li.leader_and_isr.leader if li else -1
