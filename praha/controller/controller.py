@@ -89,7 +89,6 @@ class Controller:
         #: set by the session listener the moment ZooKeeper is unreachable, without waiting
         #: for the event thread (which may be blocked in a ZooKeeper call right then)
         self._suspended = threading.Event()
-        self._rebalance_timer: threading.Timer | None = None
         self.failovers = 0
         self.last_failover_s = 0.0
         self.resignations = 0
