@@ -5,9 +5,8 @@ from ZooKeeper at every failover and cleared at resignation.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from praha.common import (
     BrokerInfo,
@@ -70,10 +69,6 @@ class ControllerContext:
             self.live_brokers.pop(bid, None)
             self.shutting_down_broker_ids.discard(bid)
 
-    def is_replica_online(self, broker_id: int, tp: TopicPartition, include_shutting_down: bool = False) -> bool:
-        live = self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
-        return broker_id in live
-
     # ---- topics and partitions ---------------------------------------------------------
     def partition_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         a = self.assignments.get(tp.topic, {}).get(tp.partition)
@@ -81,6 +76,11 @@ class ControllerContext:
 
     def partition_assignment(self, tp: TopicPartition) -> ReplicaAssignment | None:
         return self.assignments.get(tp.topic, {}).get(tp.partition)
+
+    def known_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """The assignment of a partition the controller knows (KeyError if it does not): for
+        partitions an event has already checked, or that it is electing or moving."""
+        return self.assignments[tp.topic][tp.partition]
 
     def update_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
@@ -118,9 +118,6 @@ class ControllerContext:
             for r in a.replicas
         }
 
-    def all_live_replicas(self) -> set[PartitionAndReplica]:
-        return self.replicas_on_brokers(self.live_broker_ids)
-
     def remove_topic(self, topic: str) -> None:
         for tp in self.partitions_for_topic(topic):
             self.leadership.pop(tp, None)
@@ -136,9 +133,6 @@ class ControllerContext:
     # ---- deletion queue state --------------------------------------------------------
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_be_deleted
-
-    def is_topic_deletion_in_progress(self, topic: str) -> bool:
-        return topic in self.topics_with_deletion_started
 
     # ---- states ---------------------------------------------------------------------
     def partitions_in_states(self, states: set[PartitionState]) -> list[TopicPartition]:
@@ -174,12 +168,6 @@ class ControllerContext:
                 if li and a.replicas and li.leader_and_isr.leader != a.replicas[0]:
                     count += 1
         return count
-
-    def partition_leaders_per_broker(self) -> dict[int, int]:
-        out: dict[int, int] = defaultdict(int)
-        for li in self.leadership.values():
-            out[li.leader_and_isr.leader] += 1
-        return dict(out)
 
     def clear(self) -> None:
         """Forget everything: called at resignation."""

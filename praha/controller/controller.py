@@ -1,6 +1,9 @@
-"""The controller: election, failover, resignation, and the flows of SPEC §8.
+"""The controller seat: election, session, failover, resignation.
 
-Every broker runs one `Controller`; at most one is active. Start-up (`startup`):
+Every broker runs one `Controller`; at most one is active. The flows of SPEC §8 (broker
+changes, topics, ISR changes, deletion, reassignment, elections) are `ControllerFlows`
+(flows.py), which this module builds from a `ControllerServices` bundle and which never
+sees the `Controller`. Start-up (`startup`):
 register the session listener, put `Startup` on the event queue, start the event thread.
 `Startup` watches `/controller` and calls `_elect`.
 
@@ -10,10 +13,15 @@ on success run `_on_controller_failover`; if another broker won, `_maybe_resign`
 other error delete `/controller` and resign (a new election follows).
 
 `_on_controller_failover` (the new controller): register the controller watches; delete
-stale ISR-change notifications; load the context from ZooKeeper with pipelined reads;
-start the channel manager; initialise topic deletion; UpdateMetadata to every live
+stale ISR-change notifications; load the context from ZooKeeper with pipelined reads
+(`ControllerFlows.load_context`); start the channel manager; then the flows' failover
+(`ControllerFlows.on_failover`): initialise topic deletion; UpdateMetadata to every live
 broker; start the replica then the partition state machine; resume reassignments and
 deletions; run pending preferred elections; schedule the auto leader rebalance.
+
+Resignation (`_on_controller_resignation`): cancel the controller watches; the flows drop
+their watches and timers; stop the channel manager; forget the pending requests and the
+context.
 
 Session handling: SUSPENDED → stop acting as controller at once (a cut-off controller
 cannot know it lost its seat); reconnected with the same session → if `/controller`
@@ -28,22 +36,21 @@ import gc
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from praha.common import BrokerInfo, TopicPartition
+from praha.common import TopicPartition
+from praha.config import BrokerConfig
 from praha.controller import events as ev
 from praha.controller.channel_manager import ControllerChannelManager, TransportFactory
 from praha.controller.context import ControllerContext
 from praha.controller.event_manager import ControllerEventManager
-from praha.controller.messages import ControllerResponseData
-from praha.controller.request_batch import ControllerRequestBatch
-from praha.errors import ControllerMovedError, ErrorCode, ZNodeDecodeError
+from praha.controller.flows import ControllerFlows, Handler
+from praha.controller.services import ControllerServices
+from praha.controller.store_api import ControllerSeatStore, Watch
+from praha.errors import ControllerMovedError, ZNodeDecodeError
 from praha.statelog import StateChangeLog
 from praha.zk import znodes
-
-if TYPE_CHECKING:
-    from praha.config import BrokerConfig
-    from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +58,8 @@ log = logging.getLogger(__name__)
 class Controller:
     def __init__(
         self,
-        config: "BrokerConfig",
-        store: "ZkStore",
+        config: BrokerConfig,
+        store: ControllerSeatStore,
         register_broker: Callable[[], int],
         transport_factory: TransportFactory,
         state_change_log: StateChangeLog | None = None,
@@ -72,26 +79,20 @@ class Controller:
         self.channel_manager = ControllerChannelManager(
             transport_factory, timeout_s=config.controller_socket_timeout_ms / 1000.0
         )
-        self.request_batch = ControllerRequestBatch(
-            self.broker_id,
-            self.context,
-            self.channel_manager,
-            on_leader_and_isr_response=self._on_leader_and_isr_response,
-            on_deletion_stop_replica_response=self._on_deletion_stop_replica_response,
+        self._services = ControllerServices.create(
+            config, self.context, store, self.state_log, self.event_manager.put, self.channel_manager, seat=self
         )
-        self._controller_watch = None
-        self._watches: list[Any] = []
-        self._topic_watches: dict[str, Any] = {}
+        self._flows = ControllerFlows(self._services)
+        self._controller_watch: Watch | None = None
+        self._watches: list[Watch] = []
         self._resigned_while_suspended = False
         #: set by the session listener the moment ZooKeeper is unreachable, without waiting
         #: for the event thread (which may be blocked in a ZooKeeper call right then)
         self._suspended = threading.Event()
-        self._rebalance_timer: threading.Timer | None = None
         self.failovers = 0
         self.last_failover_s = 0.0
         self.resignations = 0
-        self._flows = None  # set by _build_flows(); state machines and managers
-        self._handlers: dict[type, Callable[[Any], None]] = {
+        self._handlers: dict[type[ev.ControllerEvent], Handler] = {
             ev.Startup: self._process_startup,
             ev.ControllerChange: self._process_controller_znode,
             ev.Reelect: self._process_controller_znode,
@@ -99,21 +100,11 @@ class Controller:
             ev.SessionSuspended: self._process_suspended,
             ev.SessionReconnected: self._process_reconnected,
             ev.RegisterBrokerAndReelect: self._process_register_broker_and_reelect,
-            ev.BrokerChange: self._process_broker_change,
-            ev.BrokerModifications: self._process_broker_modifications,
-            ev.ControlledShutdown: self._process_controlled_shutdown,
             ev.AdminCall: self._process_admin_call,
+            **self._flows.handlers(),
         }
-        self._build_flows()
 
     # ------------------------------------------------------------------ lifecycle
-    def _build_flows(self) -> None:
-        """Hook for the partition/replica state machines and the managers built on them."""
-        from praha.controller.flows import ControllerFlows
-
-        self._flows = ControllerFlows(self)
-        self._handlers.update(self._flows.handlers())
-
     def startup(self) -> None:
         self.store.add_session_listener(self)
         self.event_manager.put(ev.Startup())
@@ -141,7 +132,7 @@ class Controller:
         return self._suspended.is_set()
 
     @property
-    def flows(self):
+    def flows(self) -> ControllerFlows:
         """The flows of SPEC §8 and their admin entry points (`api_*`)."""
         return self._flows
 
@@ -185,7 +176,7 @@ class Controller:
     def _watch_controller(self) -> None:
         self._cancel_controller_watch()
         self._controller_watch = self.store.watch_data(
-            znodes.CONTROLLER_PATH, lambda *a, **k: self.event_manager.put(ev.ControllerChange())
+            znodes.CONTROLLER_PATH, self._services.on_watch(ev.ControllerChange)
         )
 
     def _cancel_controller_watch(self) -> None:
@@ -318,18 +309,11 @@ class Controller:
         gc.disable()
         try:
             self._register_controller_watches()
-            names, _ = self.store.get_isr_change_notifications()
-            if names:
-                self.store.delete_isr_change_notifications(names, ctx.epoch_zk_version)
+            self._flows.delete_stale_isr_notifications()
             lap("watches")
-            self._initialize_controller_context(lap)
+            self._flows.load_context(lap)
             self.channel_manager.startup([ctx.live_brokers[b] for b in sorted(ctx.live_brokers)])
-            self._flows.on_failover_before_metadata()
-            with self._flows.batch() as batch:
-                batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, None)
-                self._flows.on_failover()
-                lap("state_machines")
-            lap("send")
+            self._flows.on_failover(lap)
             self.failovers += 1
             self.last_failover_s = time.monotonic() - start
             log.info(
@@ -346,86 +330,17 @@ class Controller:
                 gc.enable()
 
     def _register_controller_watches(self) -> None:
-        put = self.event_manager.put
-        w = self.store.watch_children
+        """The watches whose events the flows handle, for as long as this broker holds the seat."""
+        on_watch = self._services.on_watch
+        children, data = self.store.watch_children, self.store.watch_data
         self._watches = [
-            w(znodes.BROKER_IDS_PATH, lambda *a, **k: put(ev.BrokerChange())),
-            w(znodes.TOPICS_PATH, lambda *a, **k: put(ev.TopicChange())),
-            w(znodes.DELETE_TOPICS_PATH, lambda *a, **k: put(ev.TopicDeletion())),
-            w(znodes.ISR_CHANGE_NOTIFICATION_PATH, lambda *a, **k: put(ev.IsrChangeNotification())),
-            self.store.watch_data(znodes.REASSIGN_PARTITIONS_PATH, lambda *a, **k: put(ev.PartitionReassignment())),
-            self.store.watch_data(
-                znodes.PREFERRED_REPLICA_ELECTION_PATH, lambda *a, **k: put(ev.PreferredReplicaLeaderElection())
-            ),
+            children(znodes.BROKER_IDS_PATH, on_watch(ev.BrokerChange)),
+            children(znodes.TOPICS_PATH, on_watch(ev.TopicChange)),
+            children(znodes.DELETE_TOPICS_PATH, on_watch(ev.TopicDeletion)),
+            children(znodes.ISR_CHANGE_NOTIFICATION_PATH, on_watch(ev.IsrChangeNotification)),
+            data(znodes.REASSIGN_PARTITIONS_PATH, on_watch(ev.PartitionReassignment)),
+            data(znodes.PREFERRED_REPLICA_ELECTION_PATH, on_watch(ev.PreferredReplicaLeaderElection)),
         ]
-
-    def watch_topic(self, topic: str) -> None:
-        """Watch `/brokers/topics/<t>` for partition expansion."""
-        if topic in self._topic_watches:
-            return
-        put = self.event_manager.put
-        self._topic_watches[topic] = self.store.watch_data(
-            znodes.topic_path(topic), lambda *a, **k: put(ev.PartitionModifications(topic))
-        )
-
-    def unwatch_topic(self, topic: str) -> None:
-        h = self._topic_watches.pop(topic, None)
-        if h is not None:
-            h.cancel()
-
-    def _initialize_controller_context(self, lap: Callable[[str], None] = lambda _name: None) -> None:
-        ctx = self.context
-        brokers, corrupt = self.store.get_live_brokers()
-        for bid, err in corrupt.items():
-            log.error("ignoring broker %d: %s", bid, err)
-        ctx.live_brokers = dict(brokers)
-        lap("brokers")
-        topics = self.store.get_all_topics()
-        assignments, bad = self.store.get_topic_assignments(topics)
-        for t, err in bad.items():
-            log.error("ignoring topic %s: %s", t, err)
-        lap("assignments_read")
-        ctx.all_topics = set(assignments)
-        for t, ta in assignments.items():
-            ctx.assignments[t] = dict(ta.partitions)
-            if ta.topic_id:
-                ctx.topic_ids[t] = ta.topic_id
-            for p, a in ta.partitions.items():
-                if a.is_being_reassigned:
-                    ctx.partitions_being_reassigned.add(TopicPartition(t, p))
-        lap("assignments")
-        ctx.topic_configs, bad_configs = self.store.get_topic_configs(sorted(ctx.all_topics))
-        for t, err in bad_configs.items():
-            log.error("topic %s has a corrupt config znode, broker defaults apply: %s", t, err)
-        lap("configs")
-        mzxids: dict[TopicPartition, int] = {}
-        states, bad_states = self.store.get_partition_states(ctx.all_partitions(), mzxids=mzxids)
-        for tp, err in bad_states.items():
-            log.error("partition %s has a corrupt state znode (%s); it will be treated as having no leader", tp, err)
-        ctx.leadership = dict(states)
-        ctx.stale_leadership = stale_leaderships(states, mzxids, ctx.live_brokers)
-        if ctx.stale_leadership:
-            log.warning(
-                "%d partitions are led by a broker that restarted since it was elected (unseen bounce); "
-                "they get a new election", len(ctx.stale_leadership),
-            )
-        lap("states")
-        self.watch_topics(sorted(ctx.all_topics))
-        lap("topic_watches")
-
-    def watch_topics(self, topics: list[str]) -> None:
-        """Watch each topic's znode; armed together (one round trip, not one per topic)."""
-        new = {znodes.topic_path(t): t for t in topics if t not in self._topic_watches}
-        if not new:
-            return
-        put = self.event_manager.put
-
-        def callback_for(path: str):
-            topic = new[path]
-            return lambda *a, **k: put(ev.PartitionModifications(topic))
-
-        for path, handle in self.store.watch_data_many(list(new), callback_for).items():
-            self._topic_watches[new[path]] = handle
 
     # ------------------------------------------------------------------ resignation
     def _on_controller_resignation(self) -> None:
@@ -437,11 +352,9 @@ class Controller:
             except Exception:  # noqa: BLE001
                 pass
         self._watches = []
-        for t in list(self._topic_watches):
-            self.unwatch_topic(t)
         self._flows.on_resignation()
         self.channel_manager.shutdown()
-        self.request_batch.clear()
+        self._services.request_batch.clear()
         self.context.clear()
         self.resignations += 1
 
@@ -484,89 +397,16 @@ class Controller:
         if self.active_controller_id == -1:
             self._elect()
 
-    # ------------------------------------------------------------------ brokers
-    def _process_broker_change(self, _event: ev.BrokerChange) -> None:
-        if not self.is_active:
-            return
-        ctx = self.context
-        current, corrupt = self.store.get_live_brokers()
-        for bid, err in corrupt.items():
-            log.error("ignoring broker %d: %s", bid, err)
-        cached = {b: info.epoch for b, info in ctx.live_brokers.items()}
-        new_ids = set(current) - set(cached)
-        dead_ids = set(cached) - set(current)
-        bounced_ids = {b for b in set(current) & set(cached) if current[b].epoch > cached[b]}
-        if not (new_ids or dead_ids or bounced_ids):
-            return
-        log.info(
-            "broker change: new %s, dead %s, bounced %s; live now %s",
-            sorted(new_ids), sorted(dead_ids), sorted(bounced_ids), sorted(current),
-        )
-        self.state_log.record(
-            "BrokerChange", self.broker_id, ctx.epoch,
-            new=sorted(new_ids), dead=sorted(dead_ids), bounced=sorted(bounced_ids),
-            epochs={b: current[b].epoch for b in sorted(new_ids | bounced_ids)},
-        )
-        # One batch for the whole event. A bounced broker is handled as a failure then a
-        # start-up; requests addressed to it while it is out of the live set are dropped
-        # when added, so it never receives the failure half (e.g. a StopReplica).
-        with self._flows.batch():
-            for b in new_ids:
-                self.channel_manager.add_broker(current[b])
-            for b in bounced_ids | dead_ids:
-                self.channel_manager.remove_broker(b)
-            if new_ids:
-                ctx.add_live_brokers(current[b] for b in new_ids)
-                self._flows.on_broker_startup(new_ids)
-            if bounced_ids:
-                ctx.remove_live_brokers(bounced_ids)
-                self._flows.on_broker_failure(bounced_ids)
-                ctx.add_live_brokers(current[b] for b in bounced_ids)
-                for b in bounced_ids:
-                    self.channel_manager.add_broker(current[b])
-                self._flows.on_broker_startup(bounced_ids)
-            if dead_ids:
-                ctx.remove_live_brokers(dead_ids)
-                self._flows.on_broker_failure(dead_ids)
-
-    def _process_broker_modifications(self, event: ev.BrokerModifications) -> None:
-        if not self.is_active:
-            return
-        current, _ = self.store.get_live_brokers()
-        new = current.get(event.broker_id)
-        old = self.context.live_brokers.get(event.broker_id)
-        if new and old and new.endpoints != old.endpoints:
-            self.context.live_brokers[event.broker_id] = new
-            self.send_update_metadata(self.context.live_or_shutting_down_broker_ids, [])
-
-    def send_update_metadata(self, broker_ids, partitions) -> None:
-        with self._flows.batch() as batch:
-            batch.add_update_metadata(broker_ids, partitions)
-
     # ------------------------------------------------------------------ requests from brokers
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int, callback) -> None:
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, callback: Callable[[int, set[TopicPartition]], None]
+    ) -> None:
         """Called by the network layer; `callback(error_code, remaining)` runs on the event thread."""
         self.event_manager.put(ev.ControlledShutdown(broker_id, broker_epoch, callback))
 
-    def _process_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
-        if not self.is_acting:
-            event.callback(ErrorCode.NOT_CONTROLLER, set())
-            return
-        ctx = self.context
-        if event.broker_id not in ctx.live_brokers:
-            event.callback(ErrorCode.BROKER_NOT_AVAILABLE, set())
-            return
-        if event.broker_epoch < ctx.broker_epoch(event.broker_id):
-            log.info(
-                "refusing controlled shutdown of broker %d: stale broker epoch %d < %d",
-                event.broker_id, event.broker_epoch, ctx.broker_epoch(event.broker_id),
-            )
-            event.callback(ErrorCode.STALE_BROKER_EPOCH, set())
-            return
-        remaining = self._flows.on_controlled_shutdown(event.broker_id)
-        event.callback(ErrorCode.NONE, remaining)
-
-    def run_on_controller(self, fn: Callable[["Controller"], Any], callback) -> None:
+    def run_on_controller(
+        self, fn: Callable[[Controller], Any], callback: Callable[[Any, BaseException | None], None]
+    ) -> None:
         """Run `fn(controller)` on the event thread (for admin APIs); `callback(result, error)`."""
         self.event_manager.put(ev.AdminCall(fn, callback))
 
@@ -580,16 +420,6 @@ class Controller:
             event.callback(None, e)
             return
         event.callback(result, None)
-
-    # ------------------------------------------------------------------ responses
-    def _on_leader_and_isr_response(self, broker_id: int, response: ControllerResponseData) -> None:
-        if response.error_code or any(response.partition_errors.values()):
-            self.event_manager.put(ev.LeaderAndIsrResponseReceived(broker_id, response))
-
-    def _on_deletion_stop_replica_response(self, broker_id: int, response: ControllerResponseData) -> None:
-        self.event_manager.put(
-            ev.TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, dict(response.partition_errors))
-        )
 
     # ------------------------------------------------------------------ figures
     def figures(self) -> dict[str, float]:
@@ -613,15 +443,3 @@ class Controller:
             "global_partition_count": float(len(ctx.leadership) if active else 0),
         }
 
-
-def stale_leaderships(states, mzxids, live_brokers) -> set[TopicPartition]:
-    """Partitions whose leader registered (its broker epoch, the czxid of its znode) after the
-    partition's state znode was last written: the leader elected there was an earlier
-    incarnation of that broker, which restarted without any controller seeing it. Treating
-    them as offline gives them a new leader epoch, as if the bounce had been seen."""
-    out = set()
-    for tp, st in states.items():
-        b = live_brokers.get(st.leader_and_isr.leader)
-        if b is not None and tp in mzxids and b.epoch > mzxids[tp]:
-            out.add(tp)
-    return out

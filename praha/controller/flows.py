@@ -4,16 +4,25 @@ Each event handler runs inside `self.batch()`: a fresh request batch at the star
 send at the end, so an event sends at most one LeaderAndIsr, one UpdateMetadata and one
 StopReplica per broker, whatever the state machines decided along the way.
 
+  failover            stale ISR-change notifications deleted; the context loaded
+                      (context_loader.py) and every topic watched; deletion initialised;
+                      then in one batch: UpdateMetadata to every live broker, replica then
+                      partition state machine started, reassignments and deletions resumed,
+                      pending preferred elections run, the auto rebalance scheduled
   topic creation      new children of /brokers/topics → partitions New, replicas New,
                       partitions Online (first live replica leads), replicas Online
+  broker change       re-read /brokers/ids; new, dead and bounced brokers (a newer epoch)
+                      in one batch: a bounced broker is a failure then a start-up
   broker start-up     brokers-only UpdateMetadata to the others, full to the new ones;
                       their replicas → Online; elections for New/Offline partitions
   broker failure      partitions they led → Offline, then offline elections; their
                       replicas → Offline (ISR shrinks); no leader lost → brokers-only UpdateMetadata
+  broker endpoints    a broker's registration changed its endpoints → UpdateMetadata to all
   ISR change          re-read the notified partitions' state, UpdateMetadata for them to all,
                       delete the notification znodes
-  controlled shutdown mark shutting down; move leadership away (controlled-shutdown
-                      election); stop and take out of the ISR the replicas it follows
+  controlled shutdown refused unless acting, the broker alive and its epoch current; mark it
+                      shutting down; move leadership away (controlled-shutdown election);
+                      stop and take out of the ISR the replicas it follows
   partition expansion new partition ids in /brokers/topics/<t> → created as above (ignored
                       while the topic is queued for deletion)
   deletion, reassignment, preferred elections: topic_deletion.py, reassignment.py,
@@ -24,42 +33,56 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
-from praha.common import TopicPartition
+from praha.common import LeaderIsrAndControllerEpoch, TopicPartition
 from praha.controller import events as ev
+from praha.controller.context_loader import Lap, load_context
 from praha.controller.election import ElectionKind
 from praha.controller.leader_balance import LeaderBalancer
 from praha.controller.partition_state_machine import PartitionStateMachine
 from praha.controller.reassignment import ReassignmentManager
 from praha.controller.replica_state_machine import ReplicaStateMachine
+from praha.controller.request_batch import ControllerRequestBatch
+from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 from praha.controller.topic_deletion import TopicDeletionManager
-from praha.errors import ControllerMovedError
-
-if TYPE_CHECKING:
-    from praha.controller.controller import Controller
+from praha.controller.topic_watches import TopicWatches
+from praha.errors import ControllerMovedError, ErrorCode
 
 log = logging.getLogger(__name__)
 
+#: handles one controller event (of the type it is registered for)
+Handler = Callable[[Any], None]
+
 
 class ControllerFlows:
-    def __init__(self, controller: "Controller"):
-        self.c = controller
-        self.context = controller.context
+    def __init__(self, services: ControllerServices):
+        self.services = services
+        self.context = services.context
+        self.store = services.store
+        self.request_batch = services.request_batch
+        self.state_log = services.state_log
+        self.seat = services.seat
+        self.controller_id = services.controller_id
         self.partition_sm = PartitionStateMachine(
-            controller.broker_id, controller.context, controller.store, controller.request_batch,
-            controller.state_log, unclean_default=controller.config.unclean_leader_election_enable,
+            services.controller_id, services.context, services.store, services.request_batch,
+            services.state_log, unclean_default=services.config.unclean_leader_election_enable,
         )
         self.replica_sm = ReplicaStateMachine(
-            controller.broker_id, controller.context, controller.store, controller.request_batch, controller.state_log
+            services.controller_id, services.context, services.store, services.request_batch, services.state_log
         )
-        self.deletion = TopicDeletionManager(self)
-        self.reassignment = ReassignmentManager(self)
-        self.balancer = LeaderBalancer(self)
+        self.topic_watches = TopicWatches(services)
+        self.deletion = TopicDeletionManager(services, self.replica_sm, self.partition_sm, self.topic_watches)
+        self.reassignment = ReassignmentManager(services, self.replica_sm, self.partition_sm, self.deletion)
+        self.balancer = LeaderBalancer(services, self.partition_sm)
 
-    def handlers(self) -> dict[type, Callable]:
+    def handlers(self) -> dict[type[ev.ControllerEvent], Handler]:
         return {
+            ev.BrokerChange: self.process_broker_change,
+            ev.BrokerModifications: self.process_broker_modifications,
+            ev.ControlledShutdown: self.process_controlled_shutdown,
             ev.TopicChange: self._guard(self.process_topic_change),
             ev.IsrChangeNotification: self._guard(self.process_isr_change),
             ev.LeaderAndIsrResponseReceived: self._guard(self.process_leader_and_isr_response),
@@ -74,31 +97,31 @@ class ControllerFlows:
             ev.AutoPreferredReplicaLeaderElection: self._guard(lambda e: self.balancer.check_and_rebalance()),
         }
 
-    def _guard(self, fn: Callable) -> Callable:
+    def _guard(self, fn: Handler) -> Handler:
         """Only the active controller processes flow events."""
 
-        def run(event):
-            if self.c.is_acting:
+        def run(event: ev.ControllerEvent) -> None:
+            if self.seat.is_acting:
                 with self.batch():
                     fn(event)
 
         return run
 
     @contextlib.contextmanager
-    def batch(self):
+    def batch(self) -> Iterator[ControllerRequestBatch]:
         """One event's requests, sent together at the end. The cyclic GC is paused meanwhile
         (as during a failover): a 10k-partition event allocates a few hundred thousand small
         objects, and the collections they trigger re-scan the whole controller context
         (a third of such an event's CPU time). Reference counting still frees everything;
         cycles wait until the requests are handed over. Left alone if someone else paused it."""
-        rb = self.c.request_batch
+        rb = self.request_batch
         rb.new_batch()
         gc_was_enabled = gc.isenabled()
         gc.disable()
         ok = False
         try:
             yield rb
-            ok = not self.c.suspended
+            ok = not self.seat.suspended
         finally:
             try:
                 if ok:
@@ -111,12 +134,46 @@ class ControllerFlows:
         if not ok:
             raise ControllerMovedError("ZooKeeper session suspended: requests of this event dropped")
 
-    # ---- failover hooks ------------------------------------------------------------------
-    def on_failover_before_metadata(self) -> None:
+    def send_update_metadata(self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] | None) -> None:
+        """UpdateMetadata on its own (`partitions` None: all of them)."""
+        with self.batch() as batch:
+            batch.add_update_metadata(broker_ids, partitions)
+
+    # ---- failover and resignation ------------------------------------------------------------
+    def delete_stale_isr_notifications(self) -> None:
+        """Notifications written before this failover: the context load reads every state anyway."""
+        names, _ = self.store.get_isr_change_notifications()
+        if names:
+            self.store.delete_isr_change_notifications(names, self.context.epoch_zk_version)
+
+    def load_context(self, lap: Lap) -> None:
+        """Read what the controller knows from ZooKeeper; watch every topic's znode."""
+        load_context(self.store, self.context, lap)
+        self.topic_watches.watch(sorted(self.context.all_topics))
+        lap("topic_watches")
+
+    def on_failover(self, lap: Lap) -> None:
+        """The new controller's first batch, after the context was loaded and the channels
+        started: UpdateMetadata to all, the state machines, resumed reassignments and deletions."""
+        self._init_deletion()
+        ctx = self.context
+        with self.batch() as batch:
+            batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, None)
+            self.replica_sm.startup()
+            self.partition_sm.startup()
+            self.reassignment.on_failover()
+            self.deletion.resume()
+            if self.store.exists("/admin/preferred_replica_election"):
+                self.balancer.on_admin_znode()
+            self.balancer.schedule()
+            lap("state_machines")
+        lap("send")
+
+    def _init_deletion(self) -> None:
         """Initialise topic deletion: queued topics, and those that must wait (replicas on dead
         brokers, partitions being reassigned)."""
         ctx = self.context
-        queued = set(self.c.store.get_topics_marked_for_deletion()) & ctx.all_topics
+        queued = set(self.store.get_topics_marked_for_deletion()) & ctx.all_topics
         live = ctx.live_broker_ids
         dead_hosted = {
             t for t, parts in ctx.assignments.items() if any(r not in live for a in parts.values() for r in a.replicas)
@@ -124,50 +181,44 @@ class ControllerFlows:
         reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
         self.deletion.init(queued, dead_hosted | reassigning)
 
-    def on_failover(self) -> None:
-        """Runs inside the failover's batch, after the full UpdateMetadata was added."""
-        self.replica_sm.startup()
-        self.partition_sm.startup()
-        self.reassignment.on_failover()
-        self.deletion.resume()
-        if self.c.store.exists("/admin/preferred_replica_election"):
-            self.balancer.on_admin_znode()
-        self.balancer.schedule()
-
     def on_resignation(self) -> None:
+        self.topic_watches.unwatch_all()
         self.balancer.stop()
         self.reassignment.on_resignation()
 
     # ---- admin API entry points (run on the event thread via Controller.run_on_controller) ------
-    def api_elect_preferred(self, partitions: set[TopicPartition] | None):
+    def api_elect_preferred(
+        self, partitions: set[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         with self.batch():
             return self.balancer.elect_preferred(partitions, "ElectLeaders API")
 
-    def api_alter_reassignments(self, targets: dict[TopicPartition, tuple[int, ...] | None]):
+    def api_alter_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         with self.batch():
             return self.reassignment.api_alter(targets)
 
-    def api_list_reassignments(self, partitions: set[TopicPartition] | None):
+    def api_list_reassignments(
+        self, partitions: set[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         return self.reassignment.api_list(partitions)
-
-    def deletion_waiting(self) -> dict[str, list[int]]:
-        return self.deletion.waiting()
 
     # ---- topics ----------------------------------------------------------------------------
     def process_topic_change(self, _event: ev.TopicChange) -> None:
         ctx = self.context
-        topics = set(self.c.store.get_all_topics())
+        topics = set(self.store.get_all_topics())
         new_topics = topics - ctx.all_topics
         deleted = ctx.all_topics - topics
         for t in deleted:
-            self.c.unwatch_topic(t)
+            self.topic_watches.unwatch(t)
             ctx.remove_topic(t)
         if not new_topics:
             return
-        assignments, bad = self.c.store.get_topic_assignments(sorted(new_topics))
+        assignments, bad = self.store.get_topic_assignments(sorted(new_topics))
         for t, err in bad.items():
             log.error("new topic %s has a corrupt assignment znode, ignored: %s", t, err)
-        configs, bad_configs = self.c.store.get_topic_configs(sorted(assignments))
+        configs, bad_configs = self.store.get_topic_configs(sorted(assignments))
         for t, err in bad_configs.items():
             log.error("topic %s has a corrupt config znode, broker defaults apply: %s", t, err)
         new_partitions: list[TopicPartition] = []
@@ -178,7 +229,7 @@ class ControllerFlows:
                 ctx.topic_ids[t] = ta.topic_id
             ctx.topic_configs[t] = configs.get(t, {})
             new_partitions.extend(TopicPartition(t, p) for p in sorted(ta.partitions))
-        self.c.watch_topics(sorted(assignments))
+        self.topic_watches.watch(sorted(assignments))
         log.info("new topics %s with %d partitions", sorted(assignments), len(new_partitions))
         self.on_new_partition_creation(new_partitions)
 
@@ -191,9 +242,66 @@ class ControllerFlows:
         self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE)
 
     # ---- brokers ---------------------------------------------------------------------------
+    def process_broker_change(self, _event: ev.BrokerChange) -> None:
+        """`/brokers/ids` changed: compare with the live brokers the context knows."""
+        if not self.seat.is_active:
+            return
+        ctx = self.context
+        current, corrupt = self.store.get_live_brokers()
+        for bid, err in corrupt.items():
+            log.error("ignoring broker %d: %s", bid, err)
+        cached = {b: info.epoch for b, info in ctx.live_brokers.items()}
+        new_ids = set(current) - set(cached)
+        dead_ids = set(cached) - set(current)
+        bounced_ids = {b for b in set(current) & set(cached) if current[b].epoch > cached[b]}
+        if not (new_ids or dead_ids or bounced_ids):
+            return
+        log.info(
+            "broker change: new %s, dead %s, bounced %s; live now %s",
+            sorted(new_ids), sorted(dead_ids), sorted(bounced_ids), sorted(current),
+        )
+        self.state_log.record(
+            "BrokerChange", self.controller_id, ctx.epoch,
+            new=sorted(new_ids), dead=sorted(dead_ids), bounced=sorted(bounced_ids),
+            epochs={b: current[b].epoch for b in sorted(new_ids | bounced_ids)},
+        )
+        channels = self.services.channels
+        # One batch for the whole event. A bounced broker is handled as a failure then a
+        # start-up; requests addressed to it while it is out of the live set are dropped
+        # when added, so it never receives the failure half (e.g. a StopReplica).
+        with self.batch():
+            for b in new_ids:
+                channels.add_broker(current[b])
+            for b in bounced_ids | dead_ids:
+                channels.remove_broker(b)
+            if new_ids:
+                ctx.add_live_brokers(current[b] for b in new_ids)
+                self.on_broker_startup(new_ids)
+            if bounced_ids:
+                ctx.remove_live_brokers(bounced_ids)
+                self.on_broker_failure(bounced_ids)
+                ctx.add_live_brokers(current[b] for b in bounced_ids)
+                for b in bounced_ids:
+                    channels.add_broker(current[b])
+                self.on_broker_startup(bounced_ids)
+            if dead_ids:
+                ctx.remove_live_brokers(dead_ids)
+                self.on_broker_failure(dead_ids)
+
+    def process_broker_modifications(self, event: ev.BrokerModifications) -> None:
+        """A broker's registration changed: new endpoints go to every broker."""
+        if not self.seat.is_active:
+            return
+        current, _ = self.store.get_live_brokers()
+        new = current.get(event.broker_id)
+        old = self.context.live_brokers.get(event.broker_id)
+        if new and old and new.endpoints != old.endpoints:
+            self.context.live_brokers[event.broker_id] = new
+            self.send_update_metadata(self.context.live_or_shutting_down_broker_ids, [])
+
     def on_broker_startup(self, new_ids: set[int]) -> None:
         """Runs inside the broker-change event's batch."""
-        rb = self.c.request_batch
+        rb = self.request_batch
         ctx = self.context
         existing = ctx.live_or_shutting_down_broker_ids - new_ids
         rb.add_update_metadata(existing, [])
@@ -215,7 +323,7 @@ class ControllerFlows:
 
     def on_broker_failure(self, dead_ids: set[int]) -> None:
         """Runs inside the broker-change event's batch."""
-        rb = self.c.request_batch
+        rb = self.request_batch
         ctx = self.context
         lost_leader = [
             tp for tp, li in ctx.leadership.items()
@@ -236,29 +344,30 @@ class ControllerFlows:
             sorted(dead_ids), len(lost_leader), ctx.offline_partition_count,
         )
 
-    def after_broker_failure(self, dead_ids: set[int], replicas_of_deleted_topics: list) -> None:
+    def after_broker_failure(self, dead_ids: set[int], replicas_of_deleted_topics: list[PartitionAndReplica]) -> None:
         """Replicas of topics being deleted become DeletionIneligible; their topics wait."""
         self.deletion.fail_replica_deletion(replicas_of_deleted_topics)
 
     # ---- ISR changes -----------------------------------------------------------------------
     def process_isr_change(self, _event: ev.IsrChangeNotification) -> None:
         ctx = self.context
-        names, partitions = self.c.store.get_isr_change_notifications()
+        names, partitions = self.store.get_isr_change_notifications()
         known = [tp for tp in partitions if tp.topic in ctx.all_topics]
         if known:
-            states, _bad = self.c.store.get_partition_states(known)
+            states, _bad = self.store.get_partition_states(known)
             for tp, st in states.items():
                 ctx.leadership[tp] = st
-            self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, list(states))
+            self.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, list(states))
             self.after_isr_change(set(states), states)
         if names:
-            self.c.store.delete_isr_change_notifications(names, ctx.epoch_zk_version)
-        self.c.state_log.record(
-            "IsrChange", self.c.broker_id, ctx.epoch, notifications=len(names), partitions=len(known),
+            self.store.delete_isr_change_notifications(names, ctx.epoch_zk_version)
+        self.state_log.record(
+            "IsrChange", self.controller_id, ctx.epoch, notifications=len(names), partitions=len(known),
             isr={str(tp): list(ctx.leadership[tp].leader_and_isr.isr) for tp in known if tp in ctx.leadership},
         )
 
-    def after_isr_change(self, partitions: set[TopicPartition], states=None) -> None:
+    def after_isr_change(self, partitions: set[TopicPartition],
+                         states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None) -> None:
         """Reassignments waiting for their targets to join the ISR may complete now (`states`:
         those just read by this event, not read again)."""
         self.reassignment.on_isr_change(partitions, states)
@@ -269,7 +378,7 @@ class ControllerFlows:
         topic = event.topic
         if topic not in ctx.all_topics:
             return
-        assignments, bad = self.c.store.get_topic_assignments([topic])
+        assignments, bad = self.store.get_topic_assignments([topic])
         if topic in bad:
             log.error("topic %s has a corrupt assignment znode: %s", topic, bad[topic])
             return
@@ -285,7 +394,7 @@ class ControllerFlows:
         for p, a in new.items():
             ctx.update_assignment(TopicPartition(topic, p), a)
         log.info("topic %s grows by %d partitions", topic, len(new))
-        self.c.state_log.record("PartitionsAdded", self.c.broker_id, ctx.epoch, topic=topic, partitions=sorted(new))
+        self.state_log.record("PartitionsAdded", self.controller_id, ctx.epoch, topic=topic, partitions=sorted(new))
         self.on_new_partition_creation([TopicPartition(topic, p) for p in sorted(new)])
 
     def process_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
@@ -296,6 +405,25 @@ class ControllerFlows:
         )
 
     # ---- controlled shutdown ----------------------------------------------------------------
+    def process_controlled_shutdown(self, event: ev.ControlledShutdown) -> None:
+        """A broker asks to shut down: `event.callback(error_code, partitions it still leads)`."""
+        if not self.seat.is_acting:
+            event.callback(ErrorCode.NOT_CONTROLLER, set())
+            return
+        ctx = self.context
+        if event.broker_id not in ctx.live_brokers:
+            event.callback(ErrorCode.BROKER_NOT_AVAILABLE, set())
+            return
+        if event.broker_epoch < ctx.broker_epoch(event.broker_id):
+            log.info(
+                "refusing controlled shutdown of broker %d: stale broker epoch %d < %d",
+                event.broker_id, event.broker_epoch, ctx.broker_epoch(event.broker_id),
+            )
+            event.callback(ErrorCode.STALE_BROKER_EPOCH, set())
+            return
+        remaining = self.on_controlled_shutdown(event.broker_id)
+        event.callback(ErrorCode.NONE, remaining)
+
     def on_controlled_shutdown(self, broker_id: int) -> set[TopicPartition]:
         ctx = self.context
         with self.batch():
@@ -320,8 +448,8 @@ class ControllerFlows:
             "controlled shutdown of broker %d: moved %d leaders, stopped %d followers, %d still led",
             broker_id, len(led) - len(remaining & set(led)), len(followed), len(remaining),
         )
-        self.c.state_log.record(
-            "ControlledShutdown", self.c.broker_id, ctx.epoch, broker=broker_id,
+        self.state_log.record(
+            "ControlledShutdown", self.controller_id, ctx.epoch, broker=broker_id,
             leaders_to_move=len(led), followers_stopped=len(followed), remaining=[str(tp) for tp in remaining],
         )
         return remaining

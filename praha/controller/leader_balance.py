@@ -18,25 +18,27 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 from praha.common import TopicPartition
 from praha.controller import events as ev
-from praha.controller.election import ElectionKind, Election
+from praha.controller.election import Election, ElectionKind
+from praha.controller.partition_state_machine import PartitionStateMachine
+from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionState
 from praha.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from praha.controller.flows import ControllerFlows
 
 log = logging.getLogger(__name__)
 
 
 class LeaderBalancer:
-    def __init__(self, flows: "ControllerFlows"):
-        self.flows = flows
-        self.c = flows.c
-        self.ctx = flows.context
+    def __init__(self, services: ControllerServices, partition_sm: PartitionStateMachine):
+        self.ctx = services.context
+        self.store = services.store
+        self.state_log = services.state_log
+        self.controller_id = services.controller_id
+        self.config = services.config
+        self.enqueue = services.enqueue
+        self.partition_sm = partition_sm
         self._timer: threading.Timer | None = None
         self._stopped = threading.Event()
 
@@ -60,7 +62,7 @@ class LeaderBalancer:
             else:
                 candidates.append(tp)
         if candidates:
-            outcome = self.flows.partition_sm.handle_state_changes(
+            outcome = self.partition_sm.handle_state_changes(
                 candidates, PartitionState.ONLINE, ElectionKind.PREFERRED
             )
             for tp in candidates:
@@ -72,8 +74,8 @@ class LeaderBalancer:
                                    r if isinstance(r, str) else "preferred replica is not alive or not in the ISR")
         moved = sum(1 for code, _ in results.values() if code == ErrorCode.NONE)
         log.info("preferred election (%s): %d partitions asked, %d moved", trigger, len(wanted), moved)
-        self.c.state_log.record(
-            "PreferredReplicaElection", self.c.broker_id, ctx.epoch, trigger=trigger, asked=len(wanted), moved=moved,
+        self.state_log.record(
+            "PreferredReplicaElection", self.controller_id, ctx.epoch, trigger=trigger, asked=len(wanted), moved=moved,
             failed={str(tp): why for tp, (code, why) in results.items()
                     if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)},
         )
@@ -81,7 +83,7 @@ class LeaderBalancer:
 
     def on_admin_znode(self) -> None:
         """`/admin/preferred_replica_election` appeared: elect, then delete it."""
-        store = self.c.store
+        store = self.store
         try:
             partitions = store.get_preferred_election()
         except Exception as e:  # noqa: BLE001 - garbage: drop the request, keep going
@@ -111,7 +113,7 @@ class LeaderBalancer:
 
     def check_and_rebalance(self) -> None:
         ctx = self.ctx
-        threshold = self.c.config.leader_imbalance_per_broker_percentage / 100.0
+        threshold = self.config.leader_imbalance_per_broker_percentage / 100.0
         candidates: list[TopicPartition] = []
         for broker, (ratio, not_led) in sorted(self.imbalance().items()):
             if ratio <= threshold or broker not in ctx.live_broker_ids:
@@ -126,17 +128,17 @@ class LeaderBalancer:
             self.elect_preferred(set(candidates), "auto rebalance")
 
     def schedule(self) -> None:
-        if not self.c.config.auto_leader_rebalance_enable:
+        if not self.config.auto_leader_rebalance_enable:
             return
         self._stopped.clear()
         self._arm()
 
     def _arm(self) -> None:
-        interval = self.c.config.leader_imbalance_check_interval_seconds
+        interval = self.config.leader_imbalance_check_interval_seconds
 
         def fire():
             if not self._stopped.is_set():
-                self.c.event_manager.put(ev.AutoPreferredReplicaLeaderElection())
+                self.enqueue(ev.AutoPreferredReplicaLeaderElection())
                 self._arm()
 
         self._timer = threading.Timer(interval, fire)

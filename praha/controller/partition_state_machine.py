@@ -17,15 +17,21 @@ per event.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.controller.context import ControllerContext
 from praha.controller.election import Election, ElectionKind, elect
-from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
+from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, split_valid_transitions
+from praha.controller.states import (
+    PARTITION_VALID_PREVIOUS,
+    PartitionState,
+    split_valid_transitions,
+)
+from praha.controller.store_api import PartitionStateStore
 from praha.statelog import StateChangeLog
+from praha.zk.ops import WriteOutcome
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +141,6 @@ class PartitionStateMachine:
         return results
 
     def _initialize_leader_and_isr(self, partitions: list[TopicPartition]) -> dict[TopicPartition, object]:
-        from praha.zk.store import WriteOutcome
-
         ctx = self.context
         live = ctx.live_broker_ids
         results: dict[TopicPartition, object] = {}
@@ -158,7 +162,7 @@ class PartitionStateMachine:
                 ctx.leadership[tp] = state
                 ctx.partition_states[tp] = PartitionState.ONLINE
                 recipients = state.leader_and_isr.isr
-                requests.append((recipients, tp, state, ctx.partition_assignment(tp)))
+                requests.append((recipients, tp, state, ctx.known_assignment(tp)))
                 results[tp] = Election(tp, state.leader_and_isr, recipients)
             self.batch.add_leader_and_isr_many(requests, is_new=True)
         failed = {tp: r for tp, r in results.items() if isinstance(r, str)}
@@ -203,7 +207,7 @@ class PartitionStateMachine:
         unclean = []
         states = ctx.partition_states
         online = PartitionState.ONLINE
-        assignment_of = ctx.partition_assignment
+        assignment_of = ctx.known_assignment
         requests = []
         for tp, state in outcome.updated.items():
             e = elections[tp]

@@ -1,7 +1,7 @@
 """Partition reassignment (SPEC §8; Kafka 2.4+ with adding/removing replicas in the topic znode).
 
 AR → RAR, e.g. {1,2,3} → {2,3,4}: OAR = {1,2,3}; full set RS = RAR ∪ OAR with
-adding = RAR − OAR = {4}, removing = OAR − RAR = {1}. For one partition (`_on_reassignment`):
+adding = RAR − OAR = {4}, removing = OAR − RAR = {1}. For each partition (`_on_reassignments`):
   U.  the topic is ineligible for deletion; if RS changed, write it with adding/removing to
       /brokers/topics/<t> (fenced) and into the context;
   A.  not complete (some of RAR not in the ISR): bump the leader epoch and send LeaderAndIsr
@@ -30,18 +30,25 @@ batch (at most one LeaderAndIsr, UpdateMetadata, StopReplica per broker) and ONE
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
 
-from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import (
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
 from praha.controller import events as ev
 from praha.controller.election import ElectionKind
 from praha.controller.leadership import update_leader_and_isr
+from praha.controller.partition_state_machine import PartitionStateMachine
+from praha.controller.replica_state_machine import ReplicaStateMachine
+from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+from praha.controller.store_api import Watch, WatchCallback
+from praha.controller.topic_deletion import TopicDeletionManager
 from praha.errors import ErrorCode
 from praha.zk import znodes
-
-if TYPE_CHECKING:
-    from praha.controller.flows import ControllerFlows
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +65,19 @@ def reassign_to(current: ReplicaAssignment, target: tuple[int, ...]) -> ReplicaA
 
 
 class ReassignmentManager:
-    def __init__(self, flows: "ControllerFlows"):
-        self.flows = flows
-        self.c = flows.c
-        self.ctx = flows.context
-        self._isr_watches: dict[TopicPartition, object] = {}
+    def __init__(self, services: ControllerServices, replica_sm: ReplicaStateMachine,
+                 partition_sm: PartitionStateMachine, deletion: TopicDeletionManager):
+        self.services = services
+        self.ctx = services.context
+        self.store = services.store
+        self.request_batch = services.request_batch
+        self.state_log = services.state_log
+        self.controller_id = services.controller_id
+        self.enqueue = services.enqueue
+        self.replica_sm = replica_sm
+        self.partition_sm = partition_sm
+        self.deletion = deletion
+        self._isr_watches: dict[TopicPartition, Watch] = {}
         #: partition → (its assignment object, that assignment's target replicas)
         self._targets: dict[TopicPartition, tuple[ReplicaAssignment, tuple[int, ...]]] = {}
 
@@ -73,7 +88,8 @@ class ReassignmentManager:
         brokers that are not alive, as Kafka's AlterPartitionReassignments does; the znode path
         accepts them and waits for the broker to start (SPEC §8)."""
         ctx = self.ctx
-        if tp.topic not in ctx.all_topics or ctx.partition_assignment(tp) is None:
+        current = ctx.partition_assignment(tp)
+        if tp.topic not in ctx.all_topics or current is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}"
         if ctx.is_topic_queued_for_deletion(tp.topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {tp.topic} is being deleted"
@@ -88,7 +104,6 @@ class ReassignmentManager:
         unknown = [b for b in target if b < 0]
         if unknown:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"invalid broker ids {unknown}"
-        current = ctx.partition_assignment(tp)
         if tuple(target) == current.replicas and not current.is_being_reassigned:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"target {list(target)} equals the current assignment"
         if require_live_targets:
@@ -102,11 +117,11 @@ class ReassignmentManager:
         """`/admin/reassign_partitions` created or changed."""
         ctx = self.ctx
         try:
-            wanted = self.c.store.get_reassignments()
+            wanted = self.store.get_reassignments()
         except Exception as e:  # noqa: BLE001 - a corrupt request must not wedge the controller
             log.error("ignoring /admin/reassign_partitions: %s", e)
-            self.c.state_log.record("ReassignmentRefused", self.c.broker_id, ctx.epoch, reason=str(e))
-            self.c.store.set_reassignments({}, ctx.epoch_zk_version)
+            self.state_log.record("ReassignmentRefused", self.controller_id, ctx.epoch, reason=str(e))
+            self.store.set_reassignments({}, ctx.epoch_zk_version)
             return
         refused: dict[TopicPartition, str] = {}
         items: list[tuple[TopicPartition, ReplicaAssignment]] = []
@@ -114,17 +129,16 @@ class ReassignmentManager:
         # entries already moving to their target are skipped first, cheaply, then the rest sorted
         todo = [(tp, target) for tp, target in wanted.items() if not self._already_moving(tp, tuple(target))]
         for tp, target in sorted(todo):
-            current = ctx.partition_assignment(tp)
             code, why = self.validate(tp, tuple(target))
             if code != ErrorCode.NONE:
-                refused[tp] = why
+                refused[tp] = why or f"error code {code}"
                 continue
-            items.append((tp, reassign_to(current, tuple(target))))
+            items.append((tp, reassign_to(ctx.known_assignment(tp), tuple(target))))
         self._on_reassignments(items)
         if refused:
             reasons = {str(tp): why for tp, why in refused.items()}
             log.warning("refused reassignment of %d partitions: %s", len(refused), reasons)
-            self.c.state_log.record("ReassignmentRefused", self.c.broker_id, ctx.epoch, partitions=reasons)
+            self.state_log.record("ReassignmentRefused", self.controller_id, ctx.epoch, partitions=reasons)
             self._remove_from_admin_znode(set(refused))
 
     def _already_moving(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
@@ -145,7 +159,7 @@ class ReassignmentManager:
         for tp, target in targets.items():
             code, why = self.validate(tp, None if target is None else tuple(target), require_live_targets=True)
             if code == ErrorCode.NONE:
-                current = self.ctx.partition_assignment(tp)
+                current = self.ctx.known_assignment(tp)
                 if target is None:
                     items.append((tp, reassign_to(current, current.origin_replicas)))
                 else:
@@ -198,7 +212,7 @@ class ReassignmentManager:
             if a is not None:
                 items.append((tp, a))
         self._on_reassignments(items)
-        if self.c.store.exists(znodes.REASSIGN_PARTITIONS_PATH):
+        if self.store.exists(znodes.REASSIGN_PARTITIONS_PATH):
             self.on_admin_znode()
 
     def on_resignation(self) -> None:
@@ -214,9 +228,6 @@ class ReassignmentManager:
     # requests as if it went through alone; the batch only groups ZooKeeper round trips
     # (one multi-read instead of one read per partition, one write per topic znode, one
     # rewrite of the admin znode) and state-machine calls.
-    def _complete(self, tp: TopicPartition, a: ReplicaAssignment) -> bool:
-        return tp in self._complete_many([(tp, a)])
-
     def _complete_many(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
                        known: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
                        ) -> set[TopicPartition]:
@@ -230,7 +241,7 @@ class ReassignmentManager:
         if known is not None and all(tp in known for tp in need):
             states = known
         else:
-            states, _ = self.c.store.get_partition_states(need)
+            states, _ = self.store.get_partition_states(need)
         ctx = self.ctx
         for tp, a in items:
             if tp in done:
@@ -243,9 +254,6 @@ class ReassignmentManager:
                 done.add(tp)
         return done
 
-    def _on_reassignment(self, tp: TopicPartition, target: ReplicaAssignment) -> None:
-        self._on_reassignments([(tp, target)])
-
     def _on_reassignments(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
                           known_complete: set[TopicPartition] | None = None) -> None:
         """U, then A or B, for each partition. `known_complete`: partitions of `items` whose state
@@ -253,12 +261,11 @@ class ReassignmentManager:
         if not items:
             return
         ctx = self.ctx
-        flows = self.flows
-        flows.deletion.mark_ineligible({tp.topic for tp, _ in items}, "a partition reassignment is in progress")
+        self.deletion.mark_ineligible({tp.topic for tp, _ in items}, "a partition reassignment is in progress")
         changed = []
         removed_early = []
         for tp, target in items:
-            current = ctx.partition_assignment(tp)
+            current = ctx.known_assignment(tp)
             if current != target:
                 changed.append((tp, target))
                 removed = [r for r in current.replicas if r not in target.replicas]
@@ -286,7 +293,7 @@ class ReassignmentManager:
             # would otherwise fire each watch once for nothing (a notification, a re-arm, a
             # completion check), and after its LeaderAndIsr went out (arming is a round trip
             # per znode: not in the way of the new replicas starting)
-            self.c.event_manager.put(ev.PartitionReassignmentIsrChange(unwatched))
+            self.enqueue(ev.PartitionReassignmentIsrChange(unwatched))
 
     def _start(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
         """A: not complete yet: new leader epoch and LeaderAndIsr to the full set; adding replicas
@@ -295,14 +302,14 @@ class ReassignmentManager:
         self._bump_epochs_and_send(items)
         missing = ReplicaState.NON_EXISTENT
         states = ctx.replica_states
-        self.flows.replica_sm.handle_state_changes(
+        self.replica_sm.handle_state_changes(
             [pr for tp, target in items for r in target.adding
              if states.get(pr := PartitionAndReplica(tp, r), missing) is missing],
             ReplicaState.NEW,
         )
-        record = self.c.state_log.record
+        record = self.state_log.record
         for tp, target in items:
-            record("ReassignmentStarted", self.c.broker_id, ctx.epoch, partition=str(tp),
+            record("ReassignmentStarted", self.controller_id, ctx.epoch, partition=str(tp),
                    target=list(target.target_replicas), adding=list(target.adding), removing=list(target.removing))
         if len(items) == 1:
             tp, target = items[0]
@@ -334,8 +341,7 @@ class ReassignmentManager:
     def _finish_reassignments_unwatched(self, items: list[tuple[TopicPartition, ReplicaAssignment]],
                                         tps: list[TopicPartition]) -> None:
         ctx = self.ctx
-        flows = self.flows
-        flows.replica_sm.handle_state_changes(
+        self.replica_sm.handle_state_changes(
             [PartitionAndReplica(tp, r) for tp, target in items for r in target.adding], ReplicaState.ONLINE)
         done: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in items:
@@ -345,10 +351,10 @@ class ReassignmentManager:
         self._stop_removed_many([(tp, list(target.removing)) for tp, target in items])
         self._write_assignments(list(done.items()))
         self._finish_many(tps)
-        self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, tps)
-        record = self.c.state_log.record
+        self.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, tps)
+        record = self.state_log.record
         for tp, a in done.items():
-            record("ReassignmentCompleted", self.c.broker_id, ctx.epoch, partition=str(tp), replicas=list(a.replicas))
+            record("ReassignmentCompleted", self.controller_id, ctx.epoch, partition=str(tp), replicas=list(a.replicas))
         if len(done) == 1:
             tp, a = next(iter(done.items()))
             log.info("reassignment of %s to %s completed", tp, list(a.replicas))
@@ -356,7 +362,7 @@ class ReassignmentManager:
             log.info("reassignment of %d partitions completed", len(done))
         resume = [t for t in dict.fromkeys(tp.topic for tp in tps) if not self._topic_being_reassigned(t)]
         for t in resume:
-            flows.deletion.resume_for_topics({t})
+            self.deletion.resume_for_topics({t})
 
     def _topic_being_reassigned(self, topic: str) -> bool:
         """Some partition of `topic` is still being reassigned. Those are always partitions of
@@ -369,41 +375,33 @@ class ReassignmentManager:
             return any(p.topic == topic for p in being)
         return any(TopicPartition(topic, p) in being for p in parts)
 
-    def _move_leader_if_required(self, tp: TopicPartition, done: ReplicaAssignment) -> None:
-        self._move_leaders_if_required({tp: done})
-
     def _move_leaders_if_required(self, done: dict[TopicPartition, ReplicaAssignment]) -> None:
         ctx = self.ctx
         live = ctx.live_broker_ids
-        elect, bump = [], []
+        elect: list[TopicPartition] = []
+        bump: list[TopicPartition] = []
         for tp, a in done.items():
             li = ctx.leadership.get(tp)
             leader = li.leader_and_isr.leader if li else -1
             (elect if leader not in a.replicas or leader not in live else bump).append(tp)
         if elect:
-            self.flows.partition_sm.handle_state_changes(
+            self.partition_sm.handle_state_changes(
                 elect, PartitionState.ONLINE, ElectionKind.REASSIGNMENT,
                 target_replicas={tp: done[tp].replicas for tp in elect},
             )
         if bump:
             self._bump_epochs_and_send([(tp, done[tp]) for tp in bump])
 
-    def _bump_epoch_and_send(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
-        self._bump_epochs_and_send([(tp, a)])
-
     def _bump_epochs_and_send(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
         """New leader epoch, same leader and ISR, so every replica of RS learns the new RS."""
-        outcome = update_leader_and_isr(self.c.store, self.ctx, [tp for tp, _ in items],
+        outcome = update_leader_and_isr(self.store, self.ctx, [tp for tp, _ in items],
                                         lambda _tp, cur: cur.new_leader(cur.leader))
         updated = outcome.updated
-        self.c.request_batch.add_leader_and_isr_many(
+        self.request_batch.add_leader_and_isr_many(
             [(a.replicas, tp, updated[tp], a) for tp, a in items if tp in updated])
 
-    def _stop_removed(self, tp: TopicPartition, removed: list[int]) -> None:
-        self._stop_removed_many([(tp, removed)])
-
     def _stop_removed_many(self, removed: list[tuple[TopicPartition, list[int]]]) -> None:
-        rsm = self.flows.replica_sm
+        rsm = self.replica_sm
         replicas = [PartitionAndReplica(tp, r) for tp, rs in removed for r in rs]
         # Offline takes each replica out of the ISR (one state write each, grouped per broker
         # across partitions): in rounds — every partition's first removed replica, then its
@@ -415,9 +413,6 @@ class ReassignmentManager:
         rsm.handle_state_changes(replicas, ReplicaState.DELETION_SUCCESSFUL)
         rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT)
 
-    def _write_assignment(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
-        self._write_assignments([(tp, a)])
-
     def _write_assignments(self, items: list[tuple[TopicPartition, ReplicaAssignment]]) -> None:
         """Write each touched topic's znode once (fenced), with these partitions' new assignments
         and the others' as the context has them; then update the context."""
@@ -428,19 +423,10 @@ class ReassignmentManager:
             if parts is None:
                 parts = parts_of[tp.topic] = dict(ctx.assignments.get(tp.topic, {}))
             parts[tp.partition] = a
-        store = self.c.store
         assignments = {t: TopicAssignment(parts, ctx.topic_ids.get(t)) for t, parts in parts_of.items()}
-        write_many = getattr(store, "set_topic_assignments", None)
-        if write_many is not None and len(assignments) > 1:
-            write_many(assignments, ctx.epoch_zk_version)
-        else:
-            for t, ta in assignments.items():
-                store.set_topic_assignment(t, ta, epoch_zk_version=ctx.epoch_zk_version)
+        self.store.set_topic_assignments(assignments, ctx.epoch_zk_version)
         for tp, a in items:
             ctx.update_assignment(tp, a)
-
-    def _watch_isr(self, tp: TopicPartition) -> None:
-        self._watch_isr_many([tp])
 
     def _watch_isr_many(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         """Watch each partition's state znode (armed together, not one round trip each); returns
@@ -448,19 +434,14 @@ class ReassignmentManager:
         new = {znodes.tp_state_path(tp): tp for tp in tps if tp not in self._isr_watches}
         if not new:
             return []
-        put = self.c.event_manager.put
-        store = self.c.store
+        on_watch = self.services.on_watch
 
-        def callback_for(path: str):
+        def callback_for(path: str) -> WatchCallback:
             tp = new[path]
-            return lambda *a, **k: put(ev.PartitionReassignmentIsrChange({tp}))
+            return on_watch(lambda: ev.PartitionReassignmentIsrChange({tp}))
 
-        if len(new) > 1 and hasattr(store, "watch_data_many"):
-            for path, handle in store.watch_data_many(list(new), callback_for).items():
-                self._isr_watches[new[path]] = handle
-        else:
-            for path, tp in new.items():
-                self._isr_watches[tp] = store.watch_data(path, callback_for(path))
+        for path, handle in self.store.watch_data_many(list(new), callback_for).items():
+            self._isr_watches[new[path]] = handle
         return list(new.values())
 
     def _unwatch_isr(self, tps: list[TopicPartition]) -> None:
@@ -468,9 +449,6 @@ class ReassignmentManager:
             h = self._isr_watches.pop(tp, None)
             if h is not None:
                 h.cancel()
-
-    def _finish(self, tp: TopicPartition) -> None:
-        self._finish_many([tp])
 
     def _finish_many(self, tps: list[TopicPartition]) -> None:
         self._unwatch_isr(tps)
@@ -481,10 +459,10 @@ class ReassignmentManager:
 
     def _remove_from_admin_znode(self, partitions: set[TopicPartition]) -> None:
         try:
-            wanted = self.c.store.get_reassignments()
+            wanted = self.store.get_reassignments()
         except Exception:  # noqa: BLE001 - corrupt: on_admin_znode clears it
             return
         remaining = {tp: r for tp, r in wanted.items() if tp not in partitions}
         if len(remaining) != len(wanted):
-            self.c.store.set_reassignments(remaining, self.ctx.epoch_zk_version)
+            self.store.set_reassignments(remaining, self.ctx.epoch_zk_version)
 

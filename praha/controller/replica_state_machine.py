@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from praha.common import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartition
 from praha.controller.context import ControllerContext
-from praha.controller.leadership import PartitionStateStore, update_leader_and_isr
+from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.states import REPLICA_VALID_PREVIOUS, PartitionAndReplica, ReplicaState, split_valid_transitions
+from praha.controller.states import (
+    REPLICA_VALID_PREVIOUS,
+    PartitionAndReplica,
+    ReplicaState,
+    split_valid_transitions,
+)
+from praha.controller.store_api import PartitionStateStore
 from praha.statelog import StateChangeLog
 
 log = logging.getLogger(__name__)
@@ -52,7 +58,8 @@ class ReplicaStateMachine:
     def startup(self) -> None:
         self.initialize_replica_state()
         ctx = self.context
-        online, offline = [], []
+        online: list[PartitionAndReplica] = []
+        offline: list[PartitionAndReplica] = []
         live = ctx.live_broker_ids
         for pr in ctx.replica_states:
             (online if pr.replica in live else offline).append(pr)
@@ -96,7 +103,7 @@ class ReplicaStateMachine:
                         log.error("replica %s is the leader of its partition; it cannot become NewReplica", pr)
                         continue
                     batch.add_leader_and_isr(
-                        [pr.replica], pr.partition, li, ctx.partition_assignment(pr.partition), is_new=True
+                        [pr.replica], pr.partition, li, ctx.known_assignment(pr.partition), is_new=True
                     )
                 ctx.replica_states[pr] = ReplicaState.NEW
         elif target is ReplicaState.ONLINE:
@@ -105,13 +112,15 @@ class ReplicaStateMachine:
             # Replicas of one partition come in a row (startup: 3 per partition at RF 3): its
             # assignment and leadership are looked up once per run, and one add_leader_and_isr
             # names all the run's recipients (the same entries as one call per replica).
-            looked_up = None
-            assignment = li = None
+            # (recipients are only gathered while the run's partition has both)
+            looked_up: TopicPartition | None = None
+            assignment: ReplicaAssignment | None = None
+            li = None
             recipients: list[int] = []
             for pr in valid:
                 tp, replica = pr
                 if tp is not looked_up:
-                    if recipients:
+                    if recipients and looked_up is not None and li is not None and assignment is not None:
                         batch.add_leader_and_isr(recipients, looked_up, li, assignment)
                         recipients = []
                     looked_up = tp
@@ -119,7 +128,7 @@ class ReplicaStateMachine:
                     li = ctx.leadership.get(tp)
                 if states.get(pr, missing) is new:
                     if assignment is not None and replica not in assignment.replicas:
-                        if recipients:  # they were decided with the assignment as it was
+                        if recipients and li is not None:  # decided with the assignment as it was
                             batch.add_leader_and_isr(recipients, tp, li, assignment)
                             recipients = []
                         assignment = ReplicaAssignment(
@@ -129,7 +138,7 @@ class ReplicaStateMachine:
                 elif li is not None and assignment is not None:
                     recipients.append(replica)
                 states[pr] = online
-            if recipients:
+            if recipients and looked_up is not None and li is not None and assignment is not None:
                 batch.add_leader_and_isr(recipients, looked_up, li, assignment)
         elif target is ReplicaState.OFFLINE:
             for pr in valid:
@@ -171,6 +180,7 @@ class ReplicaStateMachine:
                 if replica_id not in cur.isr and cur.leader != replica_id:
                     return None
                 new_leader = NO_LEADER if cur.leader == replica_id else cur.leader
+                new_isr: tuple[int, ...]
                 if len(cur.isr) == 1 and replica_id in cur.isr:
                     new_isr = cur.isr  # never shrink the ISR to nothing: keep the last member
                 else:
@@ -183,7 +193,7 @@ class ReplicaStateMachine:
             for tp, state in outcome.updated.items():
                 if ctx.is_topic_queued_for_deletion(tp.topic):
                     continue
-                assignment = ctx.partition_assignment(tp)
+                assignment = ctx.known_assignment(tp)
                 recipients = [r for r in assignment.replicas if r != replica_id]
                 self.batch.add_leader_and_isr(recipients, tp, state, assignment)
             if outcome.failed:

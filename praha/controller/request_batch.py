@@ -237,14 +237,14 @@ class ControllerRequestBatch:
         ctx = self.context
         live = ctx.live_or_shutting_down_broker_ids
         counts = {"leader_and_isr": 0, "update_metadata": 0, "stop_replica": 0, "partitions": 0}
-        outgoing: list[tuple[int, object, ResponseCallback | None]] = []
+        outgoing: list[tuple[int, ControllerRequest, ResponseCallback | None]] = []
         encoded_states: dict = {}  # one partition state sent to several brokers is encoded once
         try:
             for broker_id, states in self._leader_and_isr.items():
                 if broker_id not in live:
                     continue
                 leader_ids = {s.leader for s in states.values()}
-                req = LeaderAndIsrRequestData(
+                leader_and_isr = LeaderAndIsrRequestData(
                     controller_id=self.controller_id,
                     controller_epoch=controller_epoch,
                     broker_epoch=ctx.broker_epoch(broker_id),
@@ -252,7 +252,7 @@ class ControllerRequestBatch:
                     live_leaders=[ctx.live_brokers[b] for b in sorted(leader_ids) if b in ctx.live_brokers],
                     encoded_states=encoded_states,
                 )
-                outgoing.append((broker_id, req, self.on_leader_and_isr_response))
+                outgoing.append((broker_id, leader_and_isr, self.on_leader_and_isr_response))
                 counts["leader_and_isr"] += 1
                 counts["partitions"] += len(states)
 
@@ -269,33 +269,33 @@ class ControllerRequestBatch:
                     if broker_id in self._update_metadata_all_partitions_brokers:
                         if full is None:
                             full = SharedPartitions(self._partitions_metadata(ctx.all_partitions()))
-                        parts = full
+                        metadata = full
                     else:
                         if partial is None:
                             partial = SharedPartitions(self._partitions_metadata(sorted(self._update_metadata_partitions)))
-                        parts = partial
-                    req = UpdateMetadataRequestData(
+                        metadata = partial
+                    update_metadata = UpdateMetadataRequestData(
                         controller_id=self.controller_id,
                         controller_epoch=controller_epoch,
                         broker_epoch=ctx.broker_epoch(broker_id),
-                        partitions=parts,
+                        partitions=metadata,
                         live_brokers=live_brokers,
                     )
-                    outgoing.append((broker_id, req, None))
+                    outgoing.append((broker_id, update_metadata, None))
                     counts["update_metadata"] += 1
 
             for broker_id, parts in self._stop_replica.items():
                 if broker_id not in live:
                     continue
                 has_delete = any(p.delete for p in parts.values())
-                req = StopReplicaRequestData(
+                stop_replica = StopReplicaRequestData(
                     controller_id=self.controller_id,
                     controller_epoch=controller_epoch,
                     broker_epoch=ctx.broker_epoch(broker_id),
                     partitions=list(parts.values()),
                 )
                 cb = self.on_deletion_stop_replica_response if has_delete else None
-                outgoing.append((broker_id, req, cb))
+                outgoing.append((broker_id, stop_replica, cb))
                 counts["stop_replica"] += 1
 
             for broker_id, req, cb in outgoing:

@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Hashable, Iterable, Mapping, NamedTuple, TypeVar
 
 from praha.common import TopicPartition
+from praha.statelog import StateChangeLog
 
 
 class PartitionState(Enum):
@@ -54,11 +55,12 @@ REPLICA_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 
 log = logging.getLogger(__name__)
 K = TypeVar("K", bound=Hashable)
+S = TypeVar("S", bound=Enum)
 
 
 def split_valid_transitions(
-    items: Iterable[K], target: Enum, current: Mapping[K, Enum], missing: Enum,
-    table: Mapping[Enum, frozenset], kind: str, state_log, controller_id: int, epoch: int,
+    items: Iterable[K], target: S, current: Mapping[K, S], missing: S,
+    table: Mapping[S, frozenset[S]], kind: str, state_log: StateChangeLog, controller_id: int, epoch: int,
 ) -> tuple[list[K], int]:
     """The items whose current state may move to `target`, and how many were refused.
 
@@ -66,7 +68,8 @@ def split_valid_transitions(
     log, never applied: the rule both state machines share."""
     allowed = tuple(table[target])  # identity `in` on a tuple: no Enum.__hash__ per item
     get = current.get
-    valid, invalid = [], []
+    valid: list[K] = []
+    invalid: list[K] = []
     for item in items:
         (valid if get(item, missing) in allowed else invalid).append(item)
     if invalid:

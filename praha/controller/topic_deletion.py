@@ -17,35 +17,41 @@ is being reassigned. `resume()` walks the queue:
                                                (StopReplica with delete).
 A StopReplica answer moves each replica to DeletionSuccessful or DeletionIneligible and
 resumes. A broker coming back, or a finished reassignment, resumes deletions waiting on it.
-`waiting()` tells operators why a deletion waits.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
 
+from praha.controller.partition_state_machine import PartitionStateMachine
+from praha.controller.replica_state_machine import ReplicaStateMachine
+from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+from praha.controller.topic_watches import TopicWatches
 from praha.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from praha.controller.flows import ControllerFlows
 
 log = logging.getLogger(__name__)
 
 
 class TopicDeletionManager:
-    def __init__(self, flows: "ControllerFlows"):
-        self.flows = flows
-        self.c = flows.c
-        self.ctx = flows.context
-        self.enabled = flows.c.config.delete_topic_enable
+    def __init__(self, services: ControllerServices, replica_sm: ReplicaStateMachine,
+                 partition_sm: PartitionStateMachine, topic_watches: TopicWatches):
+        self.ctx = services.context
+        self.store = services.store
+        self.request_batch = services.request_batch
+        self.state_log = services.state_log
+        self.controller_id = services.controller_id
+        self.enabled = services.config.delete_topic_enable
+        self.replica_sm = replica_sm
+        self.partition_sm = partition_sm
+        self.topic_watches = topic_watches
 
     # ---- start-up and new markers -------------------------------------------------------
     def init(self, queued: set[str], ineligible: set[str]) -> None:
         if not self.enabled:
             if queued:
                 log.info("delete.topic.enable=false: dropping deletion markers of %s", sorted(queued))
-                self.c.store.delete_topic_deletion_markers(sorted(queued), self.ctx.epoch_zk_version)
+                self.store.delete_topic_deletion_markers(sorted(queued), self.ctx.epoch_zk_version)
             return
         self.ctx.topics_to_be_deleted |= queued
         self.ctx.topics_ineligible_for_deletion |= ineligible & queued
@@ -53,24 +59,24 @@ class TopicDeletionManager:
     def on_markers_changed(self) -> None:
         """`/admin/delete_topics` children changed."""
         ctx = self.ctx
-        marked = set(self.c.store.get_topics_marked_for_deletion())
+        marked = set(self.store.get_topics_marked_for_deletion())
         unknown = marked - ctx.all_topics
         if unknown:
             log.info("dropping deletion markers of unknown topics %s", sorted(unknown))
-            self.c.store.delete_topic_deletion_markers(sorted(unknown), ctx.epoch_zk_version)
+            self.store.delete_topic_deletion_markers(sorted(unknown), ctx.epoch_zk_version)
         marked -= unknown
         if not marked:
             return
         if not self.enabled:
             log.info("delete.topic.enable=false: dropping deletion markers of %s; topics untouched", sorted(marked))
-            self.c.store.delete_topic_deletion_markers(sorted(marked), ctx.epoch_zk_version)
+            self.store.delete_topic_deletion_markers(sorted(marked), ctx.epoch_zk_version)
             return
         new = marked - ctx.topics_to_be_deleted
         reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
         self.mark_ineligible(new & reassigning, "a partition reassignment is in progress")
         if new:
             log.info("topics queued for deletion: %s", sorted(new))
-            self.c.state_log.record("TopicDeletionQueued", self.c.broker_id, ctx.epoch, topics=sorted(new))
+            self.state_log.record("TopicDeletionQueued", self.controller_id, ctx.epoch, topics=sorted(new))
         ctx.topics_to_be_deleted |= new
         self.resume()
 
@@ -93,7 +99,7 @@ class TopicDeletionManager:
             return
         topics = {pr.partition.topic for pr in replicas}
         self.mark_ineligible(topics, "a replica could not be deleted (broker down or error)")
-        rsm = self.flows.replica_sm
+        rsm = self.replica_sm
         not_yet_offline = [pr for pr in replicas if self.ctx.replica_states.get(pr) in (ReplicaState.ONLINE, ReplicaState.NEW)]
         rsm.handle_state_changes(not_yet_offline, ReplicaState.OFFLINE)
         rsm.handle_state_changes(
@@ -104,7 +110,7 @@ class TopicDeletionManager:
 
     def complete_replica_deletion(self, replicas: Iterable[PartitionAndReplica]) -> None:
         done = [pr for pr in replicas if self.ctx.replica_states.get(pr) is ReplicaState.DELETION_STARTED]
-        self.flows.replica_sm.handle_state_changes(done, ReplicaState.DELETION_SUCCESSFUL)
+        self.replica_sm.handle_state_changes(done, ReplicaState.DELETION_SUCCESSFUL)
         self.resume()
 
     def on_stop_replica_response(self, broker_id: int, error_code: int, partition_errors: dict) -> None:
@@ -150,19 +156,19 @@ class TopicDeletionManager:
         if retry:
             self.ctx.topics_ineligible_for_deletion.discard(topic)
             self.ctx.topics_with_deletion_started.discard(topic)
-            self.flows.replica_sm.handle_state_changes(retry, ReplicaState.OFFLINE)
+            self.replica_sm.handle_state_changes(retry, ReplicaState.OFFLINE)
 
     def start(self, topic: str) -> None:
         """Tell every broker the partitions are going away; stop and delete live replicas."""
         ctx = self.ctx
         partitions = ctx.partitions_for_topic(topic)
         ctx.topics_with_deletion_started.add(topic)
-        self.c.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, partitions)
+        self.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, partitions)
         replicas = ctx.replicas_for_topic(topic)
         done = ctx.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL)
         dead = {pr for pr in replicas if pr.replica not in ctx.live_or_shutting_down_broker_ids} - done
         alive = replicas - dead - done
-        rsm = self.flows.replica_sm
+        rsm = self.replica_sm
         rsm.handle_state_changes(
             sorted(pr for pr in dead if ctx.replica_states.get(pr) is not ReplicaState.DELETION_INELIGIBLE),
             ReplicaState.DELETION_INELIGIBLE,
@@ -172,15 +178,15 @@ class TopicDeletionManager:
         if dead:
             self.mark_ineligible({topic}, f"replicas on dead brokers {sorted({pr.replica for pr in dead})}")
         log.info("deleting topic %s: %d replicas stopping, %d on dead brokers", topic, len(alive), len(dead))
-        self.c.state_log.record(
-            "TopicDeletionStarted", self.c.broker_id, ctx.epoch, topic=topic,
+        self.state_log.record(
+            "TopicDeletionStarted", self.controller_id, ctx.epoch, topic=topic,
             replicas_stopping=len(alive), waiting_for_brokers=sorted({pr.replica for pr in dead}),
         )
 
     def complete(self, topic: str) -> None:
         ctx = self.ctx
-        self.c.unwatch_topic(topic)
-        rsm, psm = self.flows.replica_sm, self.flows.partition_sm
+        self.topic_watches.unwatch(topic)
+        rsm, psm = self.replica_sm, self.partition_sm
         rsm.handle_state_changes(sorted(ctx.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL)),
                                  ReplicaState.NON_EXISTENT)
         partitions = ctx.partitions_for_topic(topic)
@@ -189,18 +195,8 @@ class TopicDeletionManager:
         ctx.topics_to_be_deleted.discard(topic)
         ctx.topics_with_deletion_started.discard(topic)
         ctx.topics_ineligible_for_deletion.discard(topic)
-        self.c.store.delete_topic_znodes([topic], ctx.epoch_zk_version)
+        self.store.delete_topic_znodes([topic], ctx.epoch_zk_version)
         ctx.remove_topic(topic)
         ctx.update_offline_partition_count()
         log.info("topic %s deleted (%d partitions)", topic, len(partitions))
-        self.c.state_log.record("TopicDeleted", self.c.broker_id, ctx.epoch, topic=topic, partitions=len(partitions))
-
-    # ---- operators ---------------------------------------------------------------------------------
-    def waiting(self) -> dict[str, list[int]]:
-        """Topics queued for deletion → dead brokers they wait for ([] = in progress)."""
-        ctx = self.ctx
-        return {
-            t: sorted({pr.replica for pr in ctx.replicas_for_topic(t)} - ctx.live_or_shutting_down_broker_ids)
-            for t in sorted(ctx.topics_to_be_deleted)
-        }
-
+        self.state_log.record("TopicDeleted", self.controller_id, ctx.epoch, topic=topic, partitions=len(partitions))

@@ -1,67 +1,46 @@
 """Test doubles for unit tests of the controller's pure logic (no ZooKeeper, no brokers).
 
-`MemoryPartitionStore` keeps partition state znodes in a dict with zkVersions, enforcing
-the same conditional-write rules as ZooKeeper; `RecordingSender` records what the request
-batch sends per broker.
+The store is `praha.testing.fake_controller_store.FakeControllerStore` (ZooKeeper's
+conditional-write rules on partition states, in memory); `RecordingSender` records what
+the request batch sends per broker; `FakeSeat` says whether this broker holds the seat;
+`services` bundles them as the `Controller` does for its flows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
-from praha.common import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from praha.common import BrokerInfo, EndPoint, ReplicaAssignment, TopicPartition
+from praha.config import BrokerConfig
 from praha.controller.context import ControllerContext
-from praha.controller.messages import LeaderAndIsrRequestData, StopReplicaRequestData, UpdateMetadataRequestData
+from praha.controller.events import ControllerEvent
+from praha.controller.messages import (
+    LeaderAndIsrRequestData,
+    StopReplicaRequestData,
+    UpdateMetadataRequestData,
+)
 from praha.controller.request_batch import ControllerRequestBatch
+from praha.controller.services import ControllerServices
 from praha.statelog import StateChangeLog
-from praha.zk.ops import WriteOutcome, WriteResult
-
-
-class MemoryPartitionStore:
-    def __init__(self):
-        self.states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        self.writes = 0
-
-    def get_partition_states(self, tps):
-        return {tp: self.states[tp] for tp in tps if tp in self.states}, {}
-
-    def create_partition_states(self, states, epoch_zk_version):
-        out = {}
-        for tp, st in states.items():
-            if tp in self.states:
-                out[tp] = WriteResult(WriteOutcome.NODE_EXISTS, None)
-            else:
-                li = st.leader_and_isr
-                self.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(li.leader, li.isr, li.leader_epoch, 0), st.controller_epoch)
-                out[tp] = WriteResult(WriteOutcome.OK, 0)
-                self.writes += 1
-        return out
-
-    def update_partition_states(self, states, epoch_zk_version):
-        out = {}
-        for tp, st in states.items():
-            cur = self.states.get(tp)
-            li = st.leader_and_isr
-            if cur is None:
-                out[tp] = WriteResult(WriteOutcome.NO_NODE, None)
-            elif cur.leader_and_isr.zk_version != li.zk_version:
-                out[tp] = WriteResult(WriteOutcome.BAD_VERSION, None)
-            else:
-                v = li.zk_version + 1
-                self.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(li.leader, li.isr, li.leader_epoch, v), st.controller_epoch)
-                out[tp] = WriteResult(WriteOutcome.OK, v)
-                self.writes += 1
-        return out
-
-    def put(self, tp, leader, isr, leader_epoch=0, controller_epoch=1):
-        self.states[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, tuple(isr), leader_epoch, 0), controller_epoch)
+from praha.testing.fake_controller_store import FakeControllerStore
 
 
 class RecordingSender:
+    """The channels to the brokers: records requests (and which brokers joined or left)."""
+
     def __init__(self):
         self.sent: list[tuple[int, object]] = []
+        self.added: list[int] = []
+        self.removed: list[int] = []
 
-    def send_request(self, broker_id, request, callback):
+    def send_request(self, broker_id, request, callback=None):
         self.sent.append((broker_id, request))
+
+    def add_broker(self, broker: BrokerInfo) -> None:
+        self.added.append(broker.id)
+
+    def remove_broker(self, broker_id: int) -> None:
+        self.removed.append(broker_id)
 
     def of(self, kind) -> dict[int, list]:
         out: dict[int, list] = {}
@@ -85,12 +64,22 @@ def broker(i: int) -> BrokerInfo:
 
 
 @dataclass
+class FakeSeat:
+    is_active: bool = True
+    is_acting: bool = True
+    suspended: bool = False
+
+
+@dataclass
 class Rig:
     ctx: ControllerContext
-    store: MemoryPartitionStore
+    store: FakeControllerStore
     sender: RecordingSender
     batch: ControllerRequestBatch
     log: StateChangeLog
+    seat: FakeSeat = field(default_factory=FakeSeat)
+    #: events the flows enqueued (when no other queue is given to `services`)
+    enqueued: list[ControllerEvent] = field(default_factory=list)
 
 
 def rig(brokers=(1, 2, 3), topics: dict[str, dict[int, tuple[int, ...]]] | None = None, epoch: int = 2) -> Rig:
@@ -100,15 +89,29 @@ def rig(brokers=(1, 2, 3), topics: dict[str, dict[int, tuple[int, ...]]] | None 
         ctx.all_topics.add(t)
         ctx.assignments[t] = {p: ReplicaAssignment(tuple(r)) for p, r in parts.items()}
     sender = RecordingSender()
-    return Rig(ctx, MemoryPartitionStore(), sender, ControllerRequestBatch(1, ctx, sender), StateChangeLog(None, 1))
+    return Rig(ctx, FakeControllerStore(), sender, ControllerRequestBatch(1, ctx, sender), StateChangeLog(None, 1))
 
 
-def online_topics(r: Rig, store, topics: dict[str, dict[int, tuple[int, ...]]], leader_epoch: int = 3) -> None:
-    """Put `topics` in `store` (assignment znodes and partition states led by the first
-    replica) and in the rig's context as online partitions with online replicas: the
-    starting point of the controller-flow tests."""
+def services(r: Rig, enqueue: Callable[[ControllerEvent], object] | None = None) -> ControllerServices:
+    """The rig as the services of controller 1 (with the request batch of the rig, so that
+    what the flows send is in `r.sender`)."""
+    return ControllerServices(
+        controller_id=1, config=BrokerConfig(broker_id=1), context=r.ctx, store=r.store, request_batch=r.batch,
+        state_log=r.log, enqueue=enqueue or r.enqueued.append, channels=r.sender, seat=r.seat,
+    )
+
+
+def online_topics(r: Rig, topics: dict[str, dict[int, tuple[int, ...]]], leader_epoch: int = 3) -> None:
+    """Put `topics` in the rig's store (assignment znodes and partition states led by the first
+    replica) and in its context as online partitions with online replicas: the starting point
+    of the controller-flow tests."""
+    store = r.store
     from praha.common import TopicAssignment
-    from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+    from praha.controller.states import (
+        PartitionAndReplica,
+        PartitionState,
+        ReplicaState,
+    )
 
     for t, parts in topics.items():
         store.topics[t] = TopicAssignment({p: ReplicaAssignment(a) for p, a in parts.items()})

@@ -9,54 +9,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from praha.common import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from praha.controller.flows import ControllerFlows
 from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
 from praha.errors import ControllerMovedError
+from praha.testing.fake_controller_store import FakeControllerStore
 from praha.zk.ops import WriteOutcome, WriteResult
 
-from .fakes import MemoryPartitionStore, RecordingSender, rig
+from .fakes import RecordingSender, rig, services
 
 
-class StreamingStore(MemoryPartitionStore):
-    """MemoryPartitionStore with ZkStore's streamed reads (and a connection lost once, midway,
-    when asked: the read starts over after `restart()`)."""
-
-    def __init__(self, corrupt=(), lose_connection_at: int | None = None):
-        super().__init__()
-        self.corrupt = set(corrupt)
-        self.lose_connection_at = lose_connection_at
-        self.streamed = 0
-
-    def get_partition_states(self, tps):
-        ok, bad = super().get_partition_states(tps)
-        for tp in self.corrupt:
-            ok.pop(tp, None)
-            if tp in tps:
-                bad[tp] = "corrupt"
-        return ok, bad
-
-    def stream_partition_states(self, tps, consume, restart):
-        self.streamed += 1
-        assert len(set(tps)) == len(tps)
-        for attempt in range(2):
-            restart()
-            for i, tp in enumerate(tps):
-                if attempt == 0 and i == self.lose_connection_at:
-                    break
-                if tp in self.corrupt:
-                    consume(tp, None, ValueError("corrupt"))
-                else:
-                    consume(tp, self.states.get(tp), None)
-            else:
-                return
-
-
-class BadVersionOnce(StreamingStore):
+class BadVersionOnce(FakeControllerStore):
     """The first write of some partitions finds the zkVersion moved (a leader's ISR change)."""
 
-    def __init__(self, moved, **kw):
-        super().__init__(**kw)
+    def __init__(self, moved):
+        super().__init__()
         self.moved = set(moved)
 
     def update_partition_states(self, states, epoch_zk_version):
@@ -98,36 +71,37 @@ def _run(store, partitions):
     return outcome, dict(r.ctx.leadership), dict(store.states)
 
 
-@pytest.mark.parametrize("lose_at", [None, 0, 5, 11])
+@pytest.mark.parametrize("lose_at", [0, 5, 11])
 @pytest.mark.parametrize("partitions", [TPS, TPS[::-1], TPS + TPS[:3]])
-def test_streamed_decisions_are_the_plain_ones(lose_at, partitions):
-    plain = _run(_load(MemoryPartitionStore()), partitions)
-    store = _load(StreamingStore(lose_connection_at=lose_at))
+def test_streamed_decisions_survive_a_lost_connection_and_repeated_partitions(lose_at, partitions):
+    plain = _run(_load(FakeControllerStore()), list(dict.fromkeys(partitions)))
+    store = _load(FakeControllerStore())
+    store.lose_connection_at = lose_at
     streamed = _run(store, partitions)
     assert store.streamed == 1
     assert streamed == plain
     assert list(streamed[0].updated) == list(plain[0].updated)  # written (and sent) in the same order
 
 
-def test_streamed_bad_version_rounds_and_corrupt_znodes_as_the_plain_path():
-    plain_store = _load(BadVersionOnce({TPS[2], TPS[6]}))
-    plain_store.stream_partition_states = None  # the plain path
-    plain = _run(plain_store, TPS)
-    streamed = _run(_load(BadVersionOnce({TPS[2], TPS[6]})), TPS)
-    assert streamed == plain
+def test_bad_version_rounds_and_corrupt_znodes():
+    store = _load(BadVersionOnce({TPS[2], TPS[6]}))
+    store.corrupt = {TPS[3]}
+    outcome, leadership, states = _run(store, TPS)
+    assert store.streamed == 2  # one more round, for the two partitions whose zkVersion moved
     # decided again on the state the leader wrote meanwhile (ISR (1,)): new leader 1, ISR ()
-    assert plain[0].updated[TPS[2]].leader_and_isr == LeaderAndIsr(1, (), 3, 2)
-
-    def corrupt(store):
-        store.corrupt = {TPS[3]}
-        return store
-    plain_store = corrupt(_load(StreamingStore()))
-    plain_store.stream_partition_states = None
-    assert _run(corrupt(_load(StreamingStore())), TPS) == _run(plain_store, TPS)
+    assert outcome.updated[TPS[2]].leader_and_isr == LeaderAndIsr(1, (), 3, 2)
+    assert outcome.updated[TPS[6]].leader_and_isr == LeaderAndIsr(1, (), 7, 2)
+    assert outcome.failed[TPS[3]] == "corrupt state znode" and TPS[3] not in leadership
+    assert outcome.failed[TPS[4]] == "no state znode"
+    # a lost connection in the middle of the first round changes nothing
+    again = _load(BadVersionOnce({TPS[2], TPS[6]}))
+    again.corrupt = {TPS[3]}
+    again.lose_connection_at = 7
+    assert _run(again, TPS) == (outcome, leadership, states)
 
 
 def test_a_newer_controller_epoch_anywhere_stops_the_event_before_any_write():
-    store = _load(StreamingStore())
+    store = _load(FakeControllerStore())
     last = TPS[-1]
     store.put(last, 1, (1, 2, 3), controller_epoch=99)
     with pytest.raises(ControllerMovedError):
@@ -166,19 +140,9 @@ def test_bulk_leader_and_isr_entries_are_the_one_by_one_ones(items, is_new):
 
 
 # -- the cyclic GC during an event -------------------------------------------------------------------
-class _Controller:
-    suspended = False
-
-
 def _flows_batch():
-    from praha.controller.flows import ControllerFlows
-
     r = rig()
-    flows = ControllerFlows.__new__(ControllerFlows)
-    flows.c = _Controller()
-    flows.c.request_batch = r.batch
-    flows.context = r.ctx
-    return flows, r
+    return ControllerFlows(services(r)), r
 
 
 def test_gc_is_paused_for_an_events_batch_and_restored():

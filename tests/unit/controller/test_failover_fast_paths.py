@@ -7,7 +7,14 @@ import threading
 
 import pytest
 
-from praha.common import BrokerInfo, EndPoint, LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from praha.common import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from praha.controller import wire
 from praha.controller.context import ControllerContext
 from praha.controller.messages import PartitionLeaderState, UpdateMetadataRequestData
@@ -17,8 +24,7 @@ from praha.controller.states import PartitionAndReplica, ReplicaState
 from praha.protocol.controller_apis import UpdateMetadataRequest
 from praha.protocol.framing import encode_request
 from praha.statelog import StateChangeLog
-
-from .fakes import MemoryPartitionStore
+from praha.testing.fake_controller_store import FakeControllerStore
 
 
 class Sender:
@@ -62,7 +68,7 @@ def test_startup_online_replicas_get_the_same_entries_as_one_call_per_replica():
         for t, parts in ctx.assignments.items() for p, a in parts.items() for r in a.replicas if r in ctx.live_brokers
     ])
     rb = ControllerRequestBatch(1, ctx, Sender())
-    ReplicaStateMachine(1, ctx, MemoryPartitionStore(), rb, StateChangeLog(None, 1)).startup()
+    ReplicaStateMachine(1, ctx, FakeControllerStore(), rb, StateChangeLog(None, 1)).startup()
     got = {b: dict(v) for b, v in rb._leader_and_isr.items()}, set(rb._update_metadata_partitions), set(
         rb._update_metadata_brokers)
     assert got == expected
@@ -80,7 +86,7 @@ def test_new_replica_added_to_the_assignment_mid_run_keeps_earlier_recipients_on
     ctx.replica_states[PartitionAndReplica(tp, 4)] = ReplicaState.NEW  # not in AR yet
     order = [PartitionAndReplica(tp, 1), PartitionAndReplica(tp, 4), PartitionAndReplica(tp, 2)]
     rb = ControllerRequestBatch(1, ctx, Sender())
-    ReplicaStateMachine(1, ctx, MemoryPartitionStore(), rb, StateChangeLog(None, 1)).handle_state_changes(
+    ReplicaStateMachine(1, ctx, FakeControllerStore(), rb, StateChangeLog(None, 1)).handle_state_changes(
         order, ReplicaState.ONLINE)
     assert rb._leader_and_isr[1][tp].replicas == (1, 2, 3)
     assert rb._leader_and_isr[2][tp].replicas == (1, 2, 3, 4)

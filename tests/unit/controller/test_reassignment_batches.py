@@ -5,88 +5,16 @@ from __future__ import annotations
 
 import copy
 
-import pytest
-
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from praha.common import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+)
 from praha.controller.flows import ControllerFlows
 from praha.controller.reassignment import reassign_to
 from praha.errors import ErrorCode
-from praha.zk import znodes as zn
 
-from .fakes import MemoryPartitionStore, RecordingSender, online_topics, rig
-
-
-class ZkLike(MemoryPartitionStore):
-    """Partition states plus the znodes the reassignment flow writes, with a write log."""
-
-    def __init__(self):
-        super().__init__()
-        self.topics: dict[str, TopicAssignment] = {}
-        self.admin: dict | None = None
-        self.watched: list[str] = []
-        self.log: list[tuple] = []
-
-    def update_partition_states(self, states, epoch_zk_version):
-        self.log.extend(("state", tp, s.leader_and_isr.leader, s.leader_and_isr.isr) for tp, s in states.items())
-        return super().update_partition_states(states, epoch_zk_version)
-
-    def set_topic_assignment(self, topic, assignment, epoch_zk_version=None, expected_version=-1):
-        self.topics[topic] = copy.deepcopy(assignment)
-        self.log.append(("topic", topic))
-
-    def get_reassignments(self):
-        return dict(self.admin or {})
-
-    def set_reassignments(self, reassignment, epoch_zk_version):
-        self.admin = dict(reassignment) or None
-        self.log.append(("admin",))
-
-    def exists(self, path):
-        return self.admin is not None if path == zn.REASSIGN_PARTITIONS_PATH else None
-
-    def watch_data(self, path, callback, group=None):
-        self.watched.append(path)
-        return _Handle()
-
-
-class Batched(ZkLike):
-    """The same, with the grouped calls the batched flow uses when a store has them."""
-
-    def set_topic_assignments(self, assignments, epoch_zk_version):
-        for t, a in assignments.items():
-            self.set_topic_assignment(t, a, epoch_zk_version)
-
-    def watch_data_many(self, paths, callback_for_path, group=None):
-        return {p: self.watch_data(p, callback_for_path(p)) for p in paths}
-
-
-class _Handle:
-    def cancel(self):
-        pass
-
-
-class _Config:
-    unclean_leader_election_enable = False
-    delete_topic_enable = True
-
-
-class _Events:
-    def put(self, event):
-        pass
-
-
-class _Controller:
-    def __init__(self, r, store):
-        self.broker_id = 1
-        self.context = r.ctx
-        self.store = store
-        self.request_batch = r.batch
-        self.state_log = r.log
-        self.config = _Config()
-        self.event_manager = _Events()
-        self.suspended = False
-        self.is_acting = True
-
+from .fakes import RecordingSender, online_topics, rig, services
 
 TOPICS = {"t0": {p: (1, 2, 3) for p in range(5)}, "t1": {p: (2, 3, 4) for p in range(4)}}
 #: targets: adding a replica (waits for the ISR), a subset (complete at once), a move of the
@@ -98,21 +26,18 @@ TARGETS = {
 }
 
 
-def _setup(store_cls):
+def _setup():
     r = rig(brokers=(1, 2, 3, 4, 5), topics=TOPICS)
-    store = store_cls()
-    r.store = store
-    online_topics(r, store, TOPICS)
-    store.admin = dict(TARGETS)
-    flows = ControllerFlows(_Controller(r, store))
-    return r, store, flows
+    online_topics(r, TOPICS)
+    r.store.admin = dict(TARGETS)
+    return r, r.store, ControllerFlows(services(r))
 
 
 def _reference_admin_znode(mgr):
     """The admin-znode handling of the flow before batching: one partition after the other."""
     ctx = mgr.ctx
     refused = {}
-    for tp, target in sorted(mgr.c.store.get_reassignments().items()):
+    for tp, target in sorted(mgr.store.get_reassignments().items()):
         current = ctx.partition_assignment(tp)
         if current is not None and tp in ctx.partitions_being_reassigned and current.target_replicas == tuple(target):
             continue
@@ -120,7 +45,7 @@ def _reference_admin_znode(mgr):
         if code != ErrorCode.NONE:
             refused[tp] = why
             continue
-        mgr._on_reassignment(tp, reassign_to(current, tuple(target)))
+        mgr._on_reassignments([(tp, reassign_to(current, tuple(target)))])
     if refused:
         mgr._remove_from_admin_znode(set(refused))
 
@@ -157,12 +82,11 @@ def _catch_up(store, tps):
             st.controller_epoch)
 
 
-@pytest.mark.parametrize("store_cls", [ZkLike, Batched])
-def test_one_event_for_all_partitions_is_one_partition_after_the_other(store_cls):
-    r1, store1, flows1 = _setup(store_cls)
+def test_one_event_for_all_partitions_is_one_partition_after_the_other():
+    r1, store1, flows1 = _setup()
     with flows1.batch():
         flows1.reassignment.on_admin_znode()
-    r2, store2, flows2 = _setup(store_cls)
+    r2, store2, flows2 = _setup()
     with flows2.batch():
         _reference_admin_znode(flows2.reassignment)
     first = _snapshot(r1, store1, r1.sender)
@@ -196,7 +120,7 @@ def test_one_event_for_all_partitions_is_one_partition_after_the_other(store_cls
 
 def test_api_alter_and_cancel_in_one_event_as_one_after_the_other():
     def run(batched: bool):
-        r, store, flows = _setup(Batched)
+        r, store, flows = _setup()
         store.admin = None
         targets = {TopicPartition("t0", 0): (2, 3, 4), TopicPartition("t0", 4): (5, 4, 3),
                    TopicPartition("t1", 1): (2, 3), TopicPartition("t9", 0): (1,)}

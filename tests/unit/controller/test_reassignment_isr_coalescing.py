@@ -12,8 +12,8 @@ from praha.controller import events as ev
 from praha.controller.event_manager import ControllerEventManager
 from praha.controller.flows import ControllerFlows
 
-from .fakes import online_topics, rig
-from .test_reassignment_batches import Batched, _Controller, _catch_up
+from .fakes import online_topics, rig, services
+from .test_reassignment_batches import _catch_up
 
 BROKERS = (1, 2, 3, 4, 5)
 #: 3 topics of 12 partitions, RF 3 rotating over the brokers
@@ -26,52 +26,13 @@ def _target(replicas: tuple[int, ...]) -> tuple[int, ...]:
     return replicas[1:] + (BROKERS[(BROKERS.index(replicas[-1]) + 1) % 5],)
 
 
-class _LiveHandle:
-    def __init__(self):
-        self.cancelled = False
-
-    def cancel(self):
-        self.cancelled = True
-
-
-class WatchingStore(Batched):
-    """Keeps the watch callbacks, so the test can fire them; and fires those of the state znodes
-    the controller writes itself, as ZooKeeper would (`fired`: the paths)."""
-
-    def __init__(self):
-        super().__init__()
-        self.callbacks: dict[str, object] = {}
-        self.handles: dict[str, _LiveHandle] = {}
-        self.fired: list[str] = []
-
-    def watch_data(self, path, callback, group=None):
-        self.watched.append(path)
-        self.callbacks[path] = callback
-        self.handles[path] = _LiveHandle()
-        return self.handles[path]
-
-    def fire(self, tp):
-        path = _state_path(tp)
-        if path in self.handles and not self.handles[path].cancelled:
-            self.fired.append(path)
-            return self.callbacks[path]()
-        return None
-
-    def update_partition_states(self, states, epoch_zk_version):
-        out = super().update_partition_states(states, epoch_zk_version)
-        for tp, res in out.items():
-            if res.outcome.name == "OK":
-                self.fire(tp)
-        return out
-
-
 def _state_path(tp: TopicPartition) -> str:
     return f"/brokers/topics/{tp.topic}/partitions/{tp.partition}/state"
 
 
 class _Dispatch:
-    def __init__(self, handlers):
-        self.handlers = handlers
+    def __init__(self):
+        self.handlers = {}
         self.processed: list[ev.ControllerEvent] = []
 
     def process(self, event):
@@ -83,14 +44,14 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     """Every partition of TOPICS being reassigned (through the admin znode), waiting for its new
     replica; `catch_up_first` caught up before the event after the start (unwatched still)."""
     r = rig(brokers=BROKERS, topics=TOPICS)
-    store = WatchingStore()
-    r.store = store
-    online_topics(r, store, TOPICS)
+    store = r.store
+    online_topics(r, TOPICS)
     store.admin = {TopicPartition(t, p): _target(a) for t, parts in TOPICS.items() for p, a in parts.items()}
-    c = _Controller(r, store)
-    flows = ControllerFlows(c)
-    dispatch = _Dispatch(flows.handlers())
-    c.event_manager = ControllerEventManager(dispatch, name="test-controller-events")
+    dispatch = _Dispatch()
+    em = ControllerEventManager(dispatch, name="test-controller-events")
+    r.enqueued = []  # what each put returned (the queue entry, or the one it was absorbed into)
+    flows = ControllerFlows(services(r, enqueue=lambda e: r.enqueued.append(em.put(e))))
+    dispatch.handlers.update(flows.handlers())
     with flows.batch():
         flows.reassignment.on_admin_znode()
     tps = sorted(store.admin)
@@ -98,8 +59,7 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     # not watched yet: the epoch bumps (this event's own writes) fired nothing; the next event
     # watches them all and checks them once more (a change made in between): it finds none
     # complete and writes nothing
-    assert not store.callbacks and not store.fired
-    em = c.event_manager
+    assert not store.watches and not store.fired
     assert em.queue_size == 1
     check = em._queue.popleft().event
     assert check == ev.PartitionReassignmentIsrChange(set(tps))
@@ -109,12 +69,12 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     assert sorted(store.watched) == sorted(_state_path(tp) for tp in tps)
     assert not store.fired
     if catch_up_first:
-        return r, store, flows, dispatch, tps
+        return r, store, flows, dispatch, tps, em
     assert len(store.log) == writes and r.ctx.partitions_being_reassigned == set(tps)
     dispatch.processed.clear()
     r.sender.sent.clear()
     store.log.clear()
-    return r, store, flows, dispatch, tps
+    return r, store, flows, dispatch, tps, em
 
 
 def _end_state(r, store):
@@ -128,11 +88,14 @@ def _end_state(r, store):
 
 
 def test_partitions_catching_up_together_complete_in_one_event_with_one_admin_znode_write():
-    r, store, flows, dispatch, tps = _started()
+    r, store, flows, dispatch, tps, em = _started()
     _catch_up(store, tps)
-    em = flows.c.event_manager
     # the state znodes' watches fire, one partition each (the event thread is not running yet)
-    entries = {id(store.fire(tp)) for tp in tps}
+    r.enqueued.clear()
+    for tp in tps:
+        store.fire(_state_path(tp))
+    entries = {id(entry) for entry in r.enqueued}
+    assert len(r.enqueued) == len(tps)
     assert em.queue_size == 1 and len(entries) == 1 and em.events_absorbed == len(tps) - 1
     em.start()
     try:
@@ -156,7 +119,7 @@ def test_partitions_catching_up_together_complete_in_one_event_with_one_admin_zn
     assert {k for _b, k in kinds} == {"LeaderAndIsrRequestData", "UpdateMetadataRequestData", "StopReplicaRequestData"}
 
     # the same end state as one event per partition (Kafka's flow without the coalescing)
-    r2, store2, flows2, _dispatch2, _ = _started()
+    r2, store2, flows2, _dispatch2, _, _em2 = _started()
     _catch_up(store2, tps)
     for tp in tps:
         with flows2.batch():
@@ -194,10 +157,10 @@ def test_only_a_run_queued_back_to_back_is_one_event():
 
 def test_a_partition_catching_up_before_its_watch_is_armed_completes():
     early = (TopicPartition("a", 3), TopicPartition("c", 11))
-    r, store, _flows, _dispatch, tps = _started(catch_up_first=early)
+    r, store, _flows, _dispatch, tps, _em = _started(catch_up_first=early)
     assert r.ctx.partitions_being_reassigned == set(tps) - set(early)
     assert set(store.admin) == set(tps) - set(early) and store.log.count(("admin",)) == 1
     for tp in early:
         assert r.ctx.partition_assignment(tp).replicas == _target(TOPICS[tp.topic][tp.partition])
     # completed without a watch firing, and their watches are gone; the others stay watched
-    assert not store.fired and all(store.handles[_state_path(tp)].cancelled == (tp in early) for tp in tps)
+    assert not store.fired and all(store.watches[_state_path(tp)].cancelled == (tp in early) for tp in tps)

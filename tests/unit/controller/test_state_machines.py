@@ -352,7 +352,7 @@ def test_failover_treats_a_leader_that_restarted_unseen_as_offline():
     """A leader whose registration (czxid) is newer than the state znode's last write was elected
     as an earlier incarnation: it gets a new election (new leader epoch), as if the bounce was seen."""
     from praha.common import BrokerInfo, EndPoint
-    from praha.controller.controller import stale_leaderships
+    from praha.controller.context_loader import stale_leaderships
 
     r = rig(brokers=(1, 2, 3), topics={"t": {0: (1, 2, 3), 1: (2, 3, 1)}})
     t1 = TopicPartition("t", 1)

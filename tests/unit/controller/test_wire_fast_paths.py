@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.controller import wire
-from praha.controller.messages import LeaderAndIsrRequestData, PartitionLeaderState, UpdateMetadataRequestData
+from praha.controller.messages import (
+    LeaderAndIsrRequestData,
+    PartitionLeaderState,
+    UpdateMetadataRequestData,
+)
 from praha.protocol.controller_apis import LeaderAndIsrRequest, UpdateMetadataRequest
 from praha.protocol.framing import decode_request, encode_request
 
