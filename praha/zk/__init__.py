@@ -21,7 +21,18 @@ from praha.zk.store import ZkStore
 from praha.zk.watches import WatchEvent, WatchEventType, WatchHandle
 
 __all__ = [
-    "CreateOp", "DeleteOp", "SetDataOp", "WriteOutcome", "WriteResult", "ZkOp",
-    "SessionListener", "ZkError", "ZkStore", "ZkUnavailableError", "ZooKeeperClient",
-    "WatchEvent", "WatchEventType", "WatchHandle",
+    "CreateOp",
+    "DeleteOp",
+    "SessionListener",
+    "SetDataOp",
+    "WatchEvent",
+    "WatchEventType",
+    "WatchHandle",
+    "WriteOutcome",
+    "WriteResult",
+    "ZkError",
+    "ZkOp",
+    "ZkStore",
+    "ZkUnavailableError",
+    "ZooKeeperClient",
 ]

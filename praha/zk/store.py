@@ -46,11 +46,9 @@ from praha.zk import fast_codecs as fast
 from praha.zk import znodes as zn
 from praha.zk.client import (
     ROLLED_BACK_ERRORS,
-    SessionListener,
     VersionCheck,
     VersionCheckFailedError,
     ZkError,
-    ZkUnavailableError,
     ZooKeeperClient,
 )
 from praha.zk.ops import (
@@ -62,12 +60,9 @@ from praha.zk.ops import (
     ZkOp,
     outcome_of_error,
 )
-from praha.zk.watches import WatchEvent, WatchEventType, WatchHandle
 
-__all__ = [
-    "ZkStore", "ZkError", "ZkUnavailableError", "SessionListener", "CreateOp", "SetDataOp", "DeleteOp",
-    "ZkOp", "WriteOutcome", "WriteResult", "WatchHandle", "WatchEvent", "WatchEventType", "ZnodeStat",
-]
+# the write ops and outcomes, as before the split (the controller imports WriteOutcome from here)
+__all__ = ["CreateOp", "DeleteOp", "SetDataOp", "WriteOutcome", "WriteResult", "ZkError", "ZkOp", "ZkStore"]
 
 log = logging.getLogger(__name__)
 K = TypeVar("K")
