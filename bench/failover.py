@@ -62,12 +62,7 @@ from _harness import (  # noqa: E402  (the shared bench machinery: stand-ins, pr
     wait_for_line,
 )
 from praha.zk import znodes as zn  # noqa: E402
-from praha.zk.multiread import GET_DATA_OPCODE  # noqa: E402
-
-try:  # the way ZkStore issues multi-reads (a cheaper chroot prefix than kazoo's), for a fair reference
-    from praha.zk.store import _multi_read_async as multi_read_async  # noqa: E402
-except ImportError:  # pragma: no cover
-    from praha.zk.multiread import multi_read_async  # noqa: E402
+from praha.zk.multiread import GET_DATA_OPCODE, multi_read_async  # noqa: E402
 
 STAND_IN_CONTROLLER = 2
 PIPELINE_WINDOW = 2000

@@ -18,6 +18,14 @@ from praha.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+# Dynamic configs (in ZooKeeper, changed while brokers run) of a reassignment throttle, with
+# Kafka's names. Topic configs: the replicas it covers, "partition:broker,..." or "*";
+# broker configs (`/config/brokers/<id>` or `<default>`): its budget in bytes/s.
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+
 _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
 

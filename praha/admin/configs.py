@@ -5,68 +5,33 @@ Altering an entity's config:
    id or `<default>` (all brokers);
 2. check every key and value (topics: Kafka's topic configs; brokers: the dynamic
    settings praha applies) and that every key to delete is set — before writing;
-3. write the merged config to `/config/topics/<t>` or `/config/brokers/<id>`;
-4. write a change notice `/config/changes/config_change_<seq>` naming the entity, which
-   every broker watches and answers by re-reading that config (`praha.broker.dynamic_config`).
+3. write the merged config to `/config/topics/<t>` or `/config/brokers/<id>`, with the
+   change notice every broker watches (`praha.zk.admin_zk.write_config`).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from praha.admin.topics import validate_topic_config
-from praha.broker.quota import DEFAULT_BROKER_ENTITY, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
-from praha.errors import ConfigError, InvalidRequestError, PrahaError, UnknownTopicError
+from praha.config import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+from praha.errors import ConfigError, InvalidRequestError, UnknownTopicError
+from praha.topic_rules import validate_topic_config
 from praha.zk import znodes as zn
-from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
+from praha.zk.admin_zk import BROKERS, TOPICS, config_path, read_config, write_config
+from praha.zk.store import ZkStore
 
-TOPICS, BROKERS = "topics", "brokers"
-ENTITY_TYPES = (TOPICS, BROKERS)
 #: broker settings praha reads from `/config/brokers/...` while running
 BROKER_DYNAMIC_CONFIGS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
-CONFIG_CHANGE_SEQUENCE_PATH = f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}"
 
 
-def config_path(entity_type: str, name: str) -> str:
-    if entity_type == TOPICS:
-        return zn.config_topic_path(name)
-    if entity_type == BROKERS:
-        return zn.config_broker_path(name)
-    raise InvalidRequestError(f"entity type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}")
-
-
-def notify_config_change(store, entity_type: str, name: str) -> None:
-    """Kafka's change notice, so brokers re-read the entity's config."""
-    store.multi([CreateOp(CONFIG_CHANGE_SEQUENCE_PATH, zn.encode_config_change(f"{entity_type}/{name}"),
-                          sequential=True)])
-
-
-def read_config(store, entity_type: str, name: str) -> dict[str, str]:
-    path = config_path(entity_type, name)
-    got = store.get_data(path)
-    return {} if got is None else zn.decode_config(got[0], path)
-
-
-def write_config(store, entity_type: str, name: str, config: Mapping[str, str]) -> None:
-    """Replace the entity's config and notify the brokers."""
-    path = config_path(entity_type, name)
-    data = zn.encode_config(config)
-    result = store.multi([SetDataOp(path, data)])[0]
-    if result.outcome is WriteOutcome.NO_NODE:
-        result = store.multi([CreateOp(path, data)])[0]
-    if not result.ok:
-        raise PrahaError(f"could not write {path}: {result.outcome.value}")
-    notify_config_change(store, entity_type, name)
-
-
-def _check_entity(store, entity_type: str, name: str) -> None:
+def _check_entity(store: ZkStore, entity_type: str, name: str) -> None:
     if entity_type == TOPICS:
         if store.exists(zn.topic_path(name)) is None:
             raise UnknownTopicError(f"topic {name!r} does not exist")
         if store.exists(zn.delete_topic_path(name)) is not None:
             raise InvalidRequestError(f"topic {name!r} is marked for deletion")
     elif entity_type == BROKERS:
-        if name != DEFAULT_BROKER_ENTITY and not (name.isdigit() and int(name) >= 0):
-            raise InvalidRequestError(f"broker must be a non-negative id or {DEFAULT_BROKER_ENTITY}, not {name!r}")
+        if name != zn.DEFAULT_BROKER_ENTITY and not (name.isdigit() and int(name) >= 0):
+            raise InvalidRequestError(f"broker must be a non-negative id or {zn.DEFAULT_BROKER_ENTITY}, not {name!r}")
     else:
         config_path(entity_type, name)  # raises
 
@@ -86,12 +51,12 @@ def _check_values(entity_type: str, add: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def describe(store, entity_type: str, name: str) -> dict[str, str]:
+def describe(store: ZkStore, entity_type: str, name: str) -> dict[str, str]:
     _check_entity(store, entity_type, name)
     return read_config(store, entity_type, name)
 
 
-def alter(store, entity_type: str, name: str, add: Mapping[str, str], delete: Iterable[str]) -> dict[str, str]:
+def alter(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], delete: Iterable[str]) -> dict[str, str]:
     """Set `add` and remove `delete` in the entity's config; returns the new config."""
     delete = list(dict.fromkeys(delete))
     if not add and not delete:

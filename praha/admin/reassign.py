@@ -30,9 +30,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from praha.admin.topic_changes import ReassignmentInProgressError
-from praha.admin.topics import assign_replicas
 from praha.common import TopicAssignment, TopicPartition
+from praha.config import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS,
+)
 from praha.errors import (
     ErrorCode,
     InvalidReplicaAssignmentError,
@@ -40,15 +44,10 @@ from praha.errors import (
     PrahaError,
     UnknownTopicError,
 )
-from praha.admin.configs import BROKERS, TOPICS, read_config, write_config
-from praha.broker.quota import (
-    FOLLOWER_THROTTLED_RATE,
-    FOLLOWER_THROTTLED_REPLICAS,
-    LEADER_THROTTLED_RATE,
-    LEADER_THROTTLED_REPLICAS,
-)
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
+from praha.topic_rules import ReassignmentInProgressError, assign_replicas
 from praha.zk import znodes as zn
+from praha.zk.admin_zk import BROKERS, TOPICS, read_config, write_config
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 

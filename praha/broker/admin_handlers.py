@@ -5,7 +5,7 @@ Only the broker that is the acting controller answers them; every other broker s
 NOT_CONTROLLER (clients then refresh metadata and retry the new one), as Kafka in
 ZooKeeper mode. Two kinds:
   - znode writers (DeleteTopics, CreatePartitions), like Kafka's AdminManager: 1. check
-    and write ZooKeeper in an executor (`praha.admin.topic_changes`), 2. wait — at most
+    and write ZooKeeper in an executor (`praha.zk.admin_zk`), 2. wait — at most
     the request's timeout — until our metadata cache shows the result (topic gone, new
     partitions present), else REQUEST_TIMED_OUT; the change still happens later;
   - controller calls (ElectLeaders, Alter/ListPartitionReassignments): 1. cheap checks
@@ -31,6 +31,8 @@ from kafka.protocol.admin import (
 from praha.common import TopicPartition
 from praha.errors import ControllerMovedError, ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.topic_rules import TopicAlreadyMarkedForDeletionError
+from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
     from praha.broker.handlers import RequestHandlers
@@ -143,8 +145,6 @@ class AdminApis:
     # ------------------------------------------------------------------ DeleteTopics
     async def handle_delete_topics(self, req: DecodedRequest):
         """Mark each topic for deletion, then wait until our cache no longer has it."""
-        from praha.admin.topic_changes import TopicAlreadyMarkedForDeletionError, delete_topic
-
         r, version = req.request, req.api_version
         if version >= 6:
             wanted = [(t.name, t.topic_id) for t in r.topics or []]
@@ -189,8 +189,6 @@ class AdminApis:
     async def handle_create_partitions(self, req: DecodedRequest):
         """Grow topics (znode writes as `praha topics alter`), then wait for the new
         partitions to reach our cache."""
-        from praha.admin.topic_changes import add_partitions
-
         r = req.request
         topics = list(r.topics or [])
         names = [t.name for t in topics]

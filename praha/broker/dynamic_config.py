@@ -21,7 +21,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
 
-from praha.broker.quota import DEFAULT_BROKER_ENTITY
 from praha.errors import ZNodeDecodeError
 from praha.zk import znodes as zn
 from praha.zk.ops import DeleteOp
@@ -74,7 +73,7 @@ class ConfigChangeListener:
 
     def broker_config(self) -> dict[str, str]:
         """This broker's dynamic config: `<default>` overridden by its own id's."""
-        paths = [zn.config_broker_path(DEFAULT_BROKER_ENTITY), zn.config_broker_path(self.broker_id)]
+        paths = [zn.config_broker_path(zn.DEFAULT_BROKER_ENTITY), zn.config_broker_path(self.broker_id)]
         got = self.store.get_data_bulk(paths)
         merged: dict[str, str] = {}
         for path in paths:
@@ -121,7 +120,7 @@ class ConfigChangeListener:
                 continue
             if entity_type == "topics":
                 topics.append(entity)
-            elif entity_type == "brokers" and entity in (DEFAULT_BROKER_ENTITY, str(self.broker_id)):
+            elif entity_type == "brokers" and entity in (zn.DEFAULT_BROKER_ENTITY, str(self.broker_id)):
                 broker_changed = True
         if new:
             log.info("config change notices: %d new (%d topics, broker config %s)", len(new),

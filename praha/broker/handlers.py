@@ -22,6 +22,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.controller_apis import ControlledShutdownResponse
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
+from praha.zk.admin_zk import create_topic
 
 if TYPE_CHECKING:
     from praha.broker.server import BrokerServer
@@ -119,8 +120,6 @@ class RequestHandlers:
             config = {c.name: c.value for c in (t.configs or [])}
 
             def create(t=t, assignment=assignment, config=config):
-                from praha.admin.topics import create_topic
-
                 return create_topic(
                     self.broker.store, t.name, t.num_partitions, t.replication_factor, config, assignment or None,
                     validate_only=bool(r.validate_only), default_partitions=cfg.num_partitions,

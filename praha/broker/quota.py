@@ -1,7 +1,7 @@
 """Replication throttles (Kafka's names): which replicas are throttled, and the byte budget.
 
 A reassignment's throttle (`praha reassign execute --throttle B`) is two pieces of dynamic
-config, as Kafka writes them:
+config, as Kafka writes them (names in `praha.config`):
 - per topic, `follower.replication.throttled.replicas` = "partition:broker,..." (or "*"):
   the replicas being added, i.e. the followers that copy a whole log;
 - per broker, `follower.replication.throttled.rate` = bytes/s in `/config/brokers/<id>`
@@ -15,12 +15,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Callable
-
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-DEFAULT_BROKER_ENTITY = "<default>"
 
 
 @dataclass(frozen=True, slots=True)

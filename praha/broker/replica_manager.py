@@ -41,8 +41,6 @@ from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purg
 from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
 from praha.broker.partition import Partition
 from praha.broker.quota import (
-    FOLLOWER_THROTTLED_RATE,
-    FOLLOWER_THROTTLED_REPLICAS,
     NO_THROTTLED_REPLICAS,
     ReplicationQuota,
     ThrottledReplicas,
@@ -50,7 +48,7 @@ from praha.broker.quota import (
     parse_throttled_replicas,
 )
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from praha.config import BrokerConfig, parse_properties
+from praha.config import FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
 from praha.controller.messages import (
     ControllerResponseData,
     LeaderAndIsrRequestData,

@@ -67,7 +67,7 @@ def _data_topics(cfg: CampaignConfig) -> list[str]:
 
 def _create_data_topics(env: ChaosEnvironment, cfg: CampaignConfig) -> list[Tp]:
     from praha.admin.client_status import fetch_metadata
-    from praha.admin.topics import create_topic
+    from praha.zk.admin_zk import create_topic
 
     topics = _data_topics(cfg)
     for t in topics:

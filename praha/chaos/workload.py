@@ -194,7 +194,7 @@ class AdminWorker(threading.Thread):
 
     # ------------------------------------------------------------------ operations
     def _create_topic(self) -> str | None:
-        from praha.admin.topics import create_topic
+        from praha.zk.admin_zk import create_topic
 
         if len(self.side_topics) >= 4:
             return None
@@ -206,7 +206,7 @@ class AdminWorker(threading.Thread):
         return name
 
     def _delete_topic(self) -> str | None:
-        from praha.admin.topic_changes import delete_topic
+        from praha.zk.admin_zk import delete_topic
 
         if not self.side_topics:
             return None
@@ -216,7 +216,7 @@ class AdminWorker(threading.Thread):
         return name
 
     def _add_partitions(self) -> str | None:
-        from praha.admin.topic_changes import add_partitions, read_assignment
+        from praha.zk.admin_zk import add_partitions, read_assignment
 
         if not self.side_topics:
             return None

@@ -144,7 +144,7 @@ def _session(args):
 
 # ------------------------------------------------------------------------------ topics
 def cmd_topics_delete(args) -> int:
-    from praha.admin.topic_changes import delete_topic
+    from praha.zk.admin_zk import delete_topic
     from praha.errors import UnknownTopicError
     from praha.zk import znodes as zn
 
@@ -170,9 +170,9 @@ def cmd_topics_delete(args) -> int:
 
 
 def cmd_topics_alter(args) -> int:
-    from praha.admin.topic_changes import add_partitions, partitions_with_leaders
-    from praha.admin.topics import parse_replica_assignment
     from praha.errors import UnknownTopicError
+    from praha.topic_rules import parse_replica_assignment
+    from praha.zk.admin_zk import add_partitions, partitions_with_leaders
 
     given = None
     if args.replica_assignment:
@@ -358,7 +358,7 @@ def cmd_elect_leaders(args) -> int:
 # ------------------------------------------------------------------------------ configs
 def cmd_configs(args) -> int:
     from praha.admin.configs import alter, describe, parse_config_list
-    from praha.broker.quota import DEFAULT_BROKER_ENTITY
+    from praha.zk.znodes import DEFAULT_BROKER_ENTITY
 
     if args.entity_default and args.entity_type != "brokers":
         raise CliError("--entity-default is for --entity-type brokers")

@@ -48,8 +48,9 @@ def register(sub) -> None:
 
 def cmd_create(args) -> int:
     from praha.admin.status import topics_status, zk_session
-    from praha.admin.topics import create_topic, parse_replica_assignment
     from praha.errors import TopicExistsError
+    from praha.topic_rules import parse_replica_assignment
+    from praha.zk.admin_zk import create_topic
 
     assignment = parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
     with zk_session(zookeeper_of(args)) as store:

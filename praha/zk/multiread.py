@@ -7,7 +7,8 @@ batches of 500, against ~7k/s for pipelined single getData calls — the client'
 per-request cost, not the server, is the wall.
 
 Flow of one call (`multi_read_async`):
-  1. chroot-prefix the paths, build a `MultiRead` request (multi headers + path + watch=0);
+  1. chroot-prefix the paths (`chroot.chrooted`), build a `MultiRead` request (multi
+     headers + path + watch=0);
   2. hand it to kazoo's connection queue through `client._call` (the same entry kazoo's own
      requests use; kazoo routes the response to `MultiRead.deserialize`);
   3. the async result yields one item per operation: `(data, ZnodeStat)` for getData, a
@@ -18,10 +19,18 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from kazoo.client import KazooClient, _prefix_root
+from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
-from kazoo.protocol.serialization import int_struct, multiheader_struct, read_string, stat_struct, write_string
+from kazoo.protocol.serialization import (
+    int_struct,
+    multiheader_struct,
+    read_string,
+    stat_struct,
+    write_string,
+)
 from kazoo.protocol.states import ZnodeStat
+
+from praha.zk.chroot import chrooted
 
 MULTI_READ_OPCODE = 22
 GET_DATA_OPCODE = 4
@@ -76,10 +85,10 @@ class MultiRead(namedtuple("MultiRead", "operations")):
                 raise ValueError(f"unexpected opcode {opcode} in a multi-read response")
 
 
-def multi_read_async(client: KazooClient, operations: list[tuple[int, str]]):
+def multi_read_async(client: KazooClient, operations: list[tuple[int, str]]) -> Any:
     """Send one multi-read; returns kazoo's IAsyncResult (its value: one result per operation)."""
     async_result = client.handler.async_result()
-    request = MultiRead([(op, _prefix_root(client.chroot, path)) for op, path in operations])
+    request = MultiRead([(op, chrooted(client, path)) for op, path in operations])
     client._call(request, async_result)
     return async_result
 

@@ -113,7 +113,7 @@ class WatchHandle:
             return
         ar.rawlink(functools.partial(self._on_fallback_armed, resync))
 
-    def _on_armed(self, resync: bool, ar) -> None:
+    def _on_armed(self, resync: bool, ar: Any) -> None:
         try:
             value = ar.get(block=False)
         except NoNodeError:  # children watch on an absent node
@@ -132,7 +132,7 @@ class WatchHandle:
             token = (stat.czxid, stat.cversion)
         self._set_token(token, resync)
 
-    def _on_fallback_armed(self, resync: bool, ar) -> None:
+    def _on_fallback_armed(self, resync: bool, ar: Any) -> None:
         try:
             stat = ar.get(block=False)
         except _CONNECTION_ERRORS:

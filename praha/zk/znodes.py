@@ -8,10 +8,12 @@ one `except` for a corrupt znode.
 """
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from praha.common import (
@@ -54,6 +56,8 @@ CLUSTER_PATH = "/cluster"
 CLUSTER_ID_PATH = "/cluster/id"
 CONSUMERS_PATH = "/consumers"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+#: the config entity `/config/brokers/<default>`: settings for every broker without its own
+DEFAULT_BROKER_ENTITY = "<default>"
 
 #: Persistent paths a Kafka broker creates at start-up (KafkaZkClient.PersistentZkPaths),
 #: parents before children. `/cluster/id` is not here: it carries data, see `cluster_id`.
@@ -502,6 +506,11 @@ def decode_producer_id_block(data: bytes | None, path: str = PRODUCER_ID_BLOCK_P
     return broker, bounds[0], bounds[1]
 
 
+def new_cluster_id() -> str:
+    """Kafka's form: a random UUID in unpadded URL-safe base64 (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
 def encode_cluster_id(cluster_id: str) -> bytes:
     return _dumps({"version": "1", "id": cluster_id})
 
@@ -512,3 +521,34 @@ def decode_cluster_id(data: bytes | None, path: str = CLUSTER_ID_PATH) -> str:
     if str(version) != "1" or isinstance(version, bool):
         raise ZNodeDecodeError(path, f"unsupported version {version!r}")
     return _str(path, obj, "id")
+
+
+# ---------------------------------------------------------------------------------------
+# codec by path
+# ---------------------------------------------------------------------------------------
+def decoder_for_path(path: str) -> Callable[[bytes], Any]:
+    """The reference decoder of the znode at `path` (to tell a corrupt znode from a valid
+    one without knowing what it holds). ValueError for a path without a known codec."""
+    parts = path.strip("/").split("/")
+    if path == CONTROLLER_PATH:
+        return lambda d: decode_controller(d, path)
+    if path == CONTROLLER_EPOCH_PATH:
+        return lambda d: decode_controller_epoch(d, path)
+    if path == REASSIGN_PARTITIONS_PATH:
+        return lambda d: decode_reassignment(d, path)
+    if path == PREFERRED_REPLICA_ELECTION_PATH:
+        return lambda d: decode_preferred_election(d, path)
+    if path == CLUSTER_ID_PATH:
+        return lambda d: decode_cluster_id(d, path)
+    if path.startswith(ISR_CHANGE_NOTIFICATION_PATH + "/"):
+        return lambda d: decode_isr_change(d, path)
+    if path.startswith(CONFIG_TOPICS_PATH + "/"):
+        return lambda d: decode_config(d, path)
+    if path.startswith(BROKER_IDS_PATH + "/") and parts[-1].isdigit():
+        return lambda d: decode_broker(int(parts[-1]), d, path=path)
+    if path.startswith(TOPICS_PATH + "/"):
+        if len(parts) == 3:
+            return lambda d: decode_topic_assignment(d, path)
+        if len(parts) == 6 and parts[5] == "state":
+            return lambda d: decode_partition_state(d, 0, path)
+    raise ValueError(f"no codec known for {path}")

@@ -30,18 +30,14 @@ from kafka.protocol.admin import (
 from kafka.structs import TopicPartition as KTP
 
 from praha.admin.reassign import execute
-from praha.admin.topic_changes import (
-    ReassignmentInProgressError,
-    TopicAlreadyMarkedForDeletionError,
-    add_partitions,
-    delete_topic,
-)
 from praha.cluster.local import ClusterState, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
 from praha.errors import ErrorCode, InvalidTopicError, UnknownTopicError
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import wait_for
+from praha.topic_rules import ReassignmentInProgressError, TopicAlreadyMarkedForDeletionError
 from praha.zk import znodes as zn
+from praha.zk.admin_zk import add_partitions, delete_topic
 
 pytestmark = pytest.mark.integration
 

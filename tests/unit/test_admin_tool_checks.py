@@ -29,11 +29,6 @@ from praha.admin.reassign import (
     propose,
     throttle_settings,
 )
-from praha.admin.topic_changes import (
-    ReassignmentInProgressError,
-    plan_new_partitions,
-)
-from praha.admin.topics import assign_replicas
 from praha.broker.admin_handlers import VERSIONS, AdminApis
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.controller.messages import PartitionLeaderState
@@ -48,6 +43,7 @@ from praha.errors import (
     UnknownTopicError,
 )
 from praha.protocol.framing import DecodedRequest, RequestHeader
+from praha.topic_rules import ReassignmentInProgressError, assign_replicas, plan_new_partitions
 
 TP = TopicPartition
 

@@ -4,13 +4,6 @@ from collections import Counter
 
 import pytest
 
-from praha.admin.topics import (
-    assign_replicas,
-    parse_replica_assignment,
-    plan_topic,
-    validate_topic_config,
-    validate_topic_name,
-)
 from praha.errors import (
     ConfigError,
     InvalidPartitionsError,
@@ -18,6 +11,13 @@ from praha.errors import (
     InvalidReplicationFactorError,
     InvalidTopicError,
     TopicExistsError,
+)
+from praha.topic_rules import (
+    assign_replicas,
+    parse_replica_assignment,
+    plan_topic,
+    validate_topic_config,
+    validate_topic_name,
 )
 
 

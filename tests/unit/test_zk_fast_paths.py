@@ -1,21 +1,25 @@
-"""The failover read path of ZkStore: fast decoders equal the reference codecs in `znodes`
-(same value or the same error) on every input; `watch_data_many` arms watches that fire
-like `watch_data`'s; bulk decoding while reading returns what the reference would."""
+"""The failover read path of ZkStore: the fast decoders (`fast_codecs`) equal the reference
+codecs in `znodes` (same value or the same error) on every input; multi-reads prefix paths
+exactly as kazoo. Against ZooKeeper: tests/integration/test_zk_fast_paths_live.py."""
 from __future__ import annotations
 
 import json
-import queue
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kazoo.protocol.states import ZnodeStat
 
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+)
 from praha.errors import ZNodeDecodeError
-from praha.zk import store as store_mod
+from praha.zk import fast_codecs
 from praha.zk import znodes as zn
-from praha.zk.watches import WatchEventType
+from praha.zk.multiread import multi_read_async
 
 STAT = ZnodeStat(0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0)
 PATH = "/brokers/topics/t/partitions/0/state"
@@ -30,13 +34,13 @@ def outcome(fn, *args):
 
 
 def same_as_reference_state(data: bytes) -> None:
-    fast = outcome(store_mod._decode_partition_state, PATH, data, STAT)
+    fast = outcome(fast_codecs.decode_partition_state, PATH, data, STAT)
     ref = outcome(zn.decode_partition_state, data, STAT.version, PATH)
     assert fast == ref
 
 
 def same_as_reference_assignment(data: bytes) -> None:
-    fast = outcome(store_mod._decode_topic_assignment, TOPIC_PATH, data, STAT)
+    fast = outcome(fast_codecs.decode_topic_assignment, TOPIC_PATH, data, STAT)
     ref = outcome(zn.decode_topic_assignment, data, TOPIC_PATH)
     assert fast == ref
 
@@ -66,7 +70,7 @@ def test_partition_state_fast_decoder_matches_reference(data):
 
 
 def test_partition_state_fast_decoder_takes_zk_version_from_the_stat():
-    got = store_mod._decode_partition_state(PATH, STATE_CASES[0], STAT)
+    got = fast_codecs.decode_partition_state(PATH, STATE_CASES[0], STAT)
     assert got == LeaderIsrAndControllerEpoch(LeaderAndIsr(1, (1, 2, 3), 0, 7), 1)
 
 
@@ -136,7 +140,7 @@ def test_fast_decoders_match_reference_on_arbitrary_bytes(data):
 
 
 class _FakeClient:
-    """Just enough of KazooClient for `_multi_read_async`: records the request it would send."""
+    """Just enough of KazooClient for `multi_read_async`: records the request it would send."""
 
     def __init__(self, chroot: str):
         self.chroot = chroot
@@ -157,51 +161,8 @@ def test_multi_read_prefixes_paths_exactly_as_kazoo(chroot):
     paths = ["/", "/brokers/topics/t/partitions/0/state", "/x", "/a//b", "/a/b/", "a/b", "/.hidden", "/a/b.",
              "/a/..b", "/a/b/c"]
     client = _FakeClient(chroot)
-    store_mod._multi_read_async(client, [(4, p) for p in paths])
+    multi_read_async(client, [(4, p) for p in paths])
     assert client.calls[0].operations == [(4, _prefix_root(chroot, p)) for p in paths]
     for bad in ("/a/./b", "/a/.."):
         with pytest.raises(ValueError):
-            store_mod._multi_read_async(client, [(4, bad)])
-
-
-# -- against ZooKeeper (the session's embedded server) ----------------------------------------
-@pytest.mark.integration
-def test_watch_data_many_arms_every_watch_before_returning(zk_store):
-    events: queue.Queue = queue.Queue()
-    paths = [f"/many/{i}" for i in range(50)]
-    zk_store.client.ensure_path("/many/0")
-    handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g")
-    assert list(handles) == paths and all(h.active for h in handles.values())
-    # armed server-side on return: a change right away is seen, for present and absent nodes
-    zk_store.client.set("/many/0", b"x")
-    zk_store.client.create("/many/7", b"")
-    got = {events.get(timeout=5), events.get(timeout=5)}
-    assert got == {("/many/0", WatchEventType.CHANGED), ("/many/7", WatchEventType.CREATED)}
-    # they re-arm like watch_data's, and cancel by group
-    zk_store.client.set("/many/7", b"y")
-    assert events.get(timeout=5) == ("/many/7", WatchEventType.CHANGED)
-    assert zk_store.cancel_watches("g") == 50
-    zk_store.client.set("/many/0", b"z")
-    with pytest.raises(queue.Empty):
-        events.get(timeout=0.5)
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("multi_read", [True, False])
-def test_bulk_decoding_while_reading_matches_the_reference(zk_store, multi_read):
-    zk_store.multi_read_supported = multi_read and zk_store.multi_read_supported
-    tps = [TopicPartition("t", p) for p in range(1203)]  # several multi-read batches, a partial last one
-    zk_store.client.ensure_path("/brokers/topics/t/partitions")
-    for tp in tps:
-        if tp.partition % 100 == 5:
-            continue  # absent: in neither dict
-        data = (b"garbage" if tp.partition % 100 == 9 else
-                zn.encode_partition_state(LeaderIsrAndControllerEpoch(LeaderAndIsr(1, (1, 2), tp.partition, 0), 3)))
-        zk_store.client.create(zn.tp_state_path(tp), data, makepath=True)
-    ok, bad = zk_store.get_partition_states(tps)
-    assert list(ok) == [tp for tp in tps if tp.partition % 100 not in (5, 9)]
-    assert set(bad) == {tp for tp in tps if tp.partition % 100 == 9}
-    raw = zk_store.get_data_bulk([zn.tp_state_path(tp) for tp in tps], use_multi_read=multi_read)
-    for tp, state in ok.items():
-        data, stat = raw[zn.tp_state_path(tp)]
-        assert state == zn.decode_partition_state(data, stat.version)
+            multi_read_async(client, [(4, bad)])

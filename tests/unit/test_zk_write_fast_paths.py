@@ -1,8 +1,7 @@
 """ZkStore's controller-side fast paths write exactly what the reference code writes: the
 transaction ops `_commit` builds are kazoo's own, the partition-state and reassignment
-encoders are the `znodes` codecs byte for byte, the streamed partition-state reads hand over
-what `get_partition_states` returns, and the cached `/admin/reassign_partitions` content is
-never stale."""
+encoders (`fast_codecs`) are the `znodes` codecs byte for byte. The streamed reads and the
+reassignment cache are checked against ZooKeeper in tests/integration/test_zk_fast_paths_live.py."""
 from __future__ import annotations
 
 import pytest
@@ -12,6 +11,7 @@ from kazoo.client import TransactionRequest
 from kazoo.security import make_digest_acl
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from praha.zk import fast_codecs
 from praha.zk import store as store_mod
 from praha.zk import znodes as zn
 from praha.zk.ops import CreateOp, DeleteOp, SetDataOp
@@ -25,7 +25,7 @@ odd = st.one_of(st.booleans(), st.floats(allow_nan=False), st.none(), st.text(ma
 @given(ints, ints, ints, st.lists(ints, max_size=6), st.sampled_from([tuple, list]))
 def test_partition_state_encoder_is_the_reference(ce, leader, le, isr, kind):
     state = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, kind(isr), le, 3), ce)
-    assert store_mod._encode_partition_state(state) == zn.encode_partition_state(state)
+    assert fast_codecs.encode_partition_state(state) == zn.encode_partition_state(state)
 
 
 @settings(max_examples=200, deadline=None)
@@ -36,9 +36,9 @@ def test_partition_state_encoder_leaves_odd_values_to_the_reference(leader, le, 
         expected = zn.encode_partition_state(state)
     except Exception as e:  # noqa: BLE001 - the same error, then
         with pytest.raises(type(e)):
-            store_mod._encode_partition_state(state)
+            fast_codecs.encode_partition_state(state)
         return
-    assert store_mod._encode_partition_state(state) == expected
+    assert fast_codecs.encode_partition_state(state) == expected
 
 
 # -- reassignment encoding ----------------------------------------------------------------------
@@ -56,22 +56,22 @@ def _joined(fragments) -> bytes:
 @settings(max_examples=300, deadline=None)
 @given(reassignments, reassignments)
 def test_reassignment_fragments_join_to_the_reference_encoding(first, second):
-    f1 = store_mod._reassignment_fragments(first, None)
+    f1 = fast_codecs.reassignment_fragments(first, None)
     assert _joined(f1) == zn.encode_reassignment(first)
     # reusing the entries of an earlier encoding (the controller drops finished partitions)
     merged = {**{tp: r for tp, r in list(first.items())[::2]}, **second}
-    f2 = store_mod._reassignment_fragments(merged, f1)
+    f2 = fast_codecs.reassignment_fragments(merged, f1)
     assert _joined(f2) == zn.encode_reassignment(merged)
 
 
 def test_reassignment_fragments_refuse_values_only_the_reference_can_write():
-    assert store_mod._reassignment_fragments({TopicPartition("t", True): (1,)}, None) is None
-    assert store_mod._reassignment_fragments({TopicPartition("t", 0): (1, 2.0)}, None) is None
+    assert fast_codecs.reassignment_fragments({TopicPartition("t", True): (1,)}, None) is None
+    assert fast_codecs.reassignment_fragments({TopicPartition("t", 0): (1, 2.0)}, None) is None
 
 
 # -- transaction ops --------------------------------------------------------------------------------
 class _Client:
-    """Just what TransactionRequest and ZkStore._commit touch."""
+    """Just what TransactionRequest and ZooKeeperClient._commit touch."""
 
     def __init__(self, chroot, default_acl=None):
         self.chroot = chroot
@@ -136,44 +136,3 @@ def test_commit_leaves_what_kazoo_refuses_to_kazoo():
             continue
         store._commit([bad], [0], None)
         assert store._client.committed[-1].operations == expected
-
-
-# -- against ZooKeeper (the session's embedded server) ---------------------------------------------
-@pytest.mark.integration
-def test_streamed_partition_states_are_get_partition_states(zk_store):
-    tps = [TopicPartition("t", p) for p in range(1203)]
-    zk_store.client.ensure_path("/brokers/topics/t/partitions")
-    for tp in tps:
-        if tp.partition % 100 == 5:
-            continue
-        data = (b"garbage" if tp.partition % 100 == 9 else
-                zn.encode_partition_state(LeaderIsrAndControllerEpoch(LeaderAndIsr(1, (1, 2), tp.partition, 0), 3)))
-        zk_store.client.create(zn.tp_state_path(tp), data, makepath=True)
-    ok, bad = zk_store.get_partition_states(tps)
-    seen = []
-    zk_store.stream_partition_states(tps, lambda tp, s, e: seen.append((tp, s, type(e))), seen.clear)
-    assert [tp for tp, _, _ in seen] == tps  # in order, every one
-    assert {tp: s for tp, s, _ in seen if s is not None} == ok
-    assert {tp for tp, s, e in seen if e is not type(None)} == set(bad)
-    assert {tp for tp, s, e in seen if s is None and e is type(None)} == {tp for tp in tps if tp.partition % 100 == 5}
-
-
-@pytest.mark.integration
-def test_cached_reassignment_content_follows_every_change_of_the_znode(zk_store):
-    zk_store.client.ensure_path(zn.CONTROLLER_EPOCH_PATH)
-    version = zk_store.client.exists(zn.CONTROLLER_EPOCH_PATH).version
-    a, b, c = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
-    zk_store.create_reassignment({a: (1, 2), b: (2, 3), c: (3,)})
-    assert zk_store.get_reassignments() == {a: (1, 2), b: (2, 3), c: (3,)}
-    zk_store.set_reassignments({a: (1, 2), c: (3,)}, version)  # the controller drops b
-    assert zk_store.get_data(zn.REASSIGN_PARTITIONS_PATH)[0] == zn.encode_reassignment({a: (1, 2), c: (3,)})
-    assert zk_store.get_reassignments() == {a: (1, 2), c: (3,)}
-    zk_store.client.set(zn.REASSIGN_PARTITIONS_PATH, zn.encode_reassignment({a: (9,)}))  # someone else
-    assert zk_store.get_reassignments() == {a: (9,)}
-    zk_store.set_reassignments({a: (9,), b: (4,)}, version)
-    zk_store.client.delete(zn.REASSIGN_PARTITIONS_PATH)
-    assert zk_store.get_reassignments() == {}
-    zk_store.create_reassignment({c: (5,)})  # recreated: same version number as before, new czxid
-    assert zk_store.get_reassignments() == {c: (5,)}
-    zk_store.set_reassignments({}, version)
-    assert zk_store.get_data(zn.REASSIGN_PARTITIONS_PATH) is None

@@ -1,32 +1,57 @@
-"""Topic administration: validation, replica placement, creation (CLI and CreateTopics API).
+"""Kafka's topic rules, with no I/O: names, topic configs, replica placement, and the
+checks a topic creation or a partition expansion makes before anything is written.
 
-Creating a topic only writes znodes — `/config/topics/<t>` then `/brokers/topics/<t>` —
-exactly as Kafka's AdminZkClient does; the controller sees the new child of
-`/brokers/topics` and brings the partitions online. Every check happens before any write,
-so a refused request changes nothing.
+Used by `praha.zk.admin_zk` (which does the reads and writes) for both the admin tools and
+the broker's CreateTopics/CreatePartitions APIs, so every check happens before any write
+and a refused request changes nothing.
 
 Replica placement is Kafka's rack-unaware spread: partition p's first replica is broker
 (p + start) mod n, the followers are shifted by an amount that grows every n partitions,
-so preferred leaders and followers are both balanced across brokers.
+so preferred leaders and followers are both balanced across brokers. An expansion
+continues where partition 0's first replica starts, as Kafka's AdminZkClient.addPartitions.
 """
 from __future__ import annotations
 
 import random
 import re
-from typing import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.errors import (
     ConfigError,
+    ErrorCode,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidTopicError,
+    PrahaError,
     TopicExistsError,
+    UnknownTopicError,
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+#: Kafka's REASSIGNMENT_IN_PROGRESS wire code (not in praha.errors.ErrorCode yet)
+REASSIGNMENT_IN_PROGRESS = 60
+
+
+class TopicAlreadyMarkedForDeletionError(PrahaError):
+    """The deletion marker exists already (the DeleteTopics API treats this as success)."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
+class ReassignmentInProgressError(PrahaError):
+    """A reassignment touches the topic (or, for `execute`, the cluster) right now."""
+
+    code = REASSIGNMENT_IN_PROGRESS  # type: ignore[assignment]
+
+
+class ConcurrentModificationError(PrahaError):
+    """The znode changed between our read and our conditional write."""
+
+    code = ErrorCode.INVALID_REQUEST
 
 #: Kafka's topic-level configs, with a parser that validates the value
 _INT = int
@@ -206,16 +231,77 @@ def plan_topic(
     return TopicAssignment({p: ReplicaAssignment(r) for p, r in replicas.items()}), cfg
 
 
-def create_topic(store, name: str, partitions: int | None, replication_factor: int | None,
-                 config: Mapping[str, str] | None = None, assignment: Mapping[int, Sequence[int]] | None = None,
-                 validate_only: bool = False, default_partitions: int = 1,
-                 default_replication_factor: int = 1) -> TopicAssignment:
-    brokers, _ = store.get_live_brokers()
-    existing = set(store.get_all_topics())
-    plan, cfg = plan_topic(
-        name, partitions, replication_factor, set(brokers), existing, config, assignment,
-        default_partitions, default_replication_factor,
-    )
-    if not validate_only:
-        store.create_topic(name, plan, cfg)
-    return plan
+# ------------------------------------------------------------------------------- expansion
+def new_partition_replicas(current_count: int, total: int,
+                           given: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """The replica lists of the new partitions from a manual assignment, which lists either
+    every partition (Kafka 2.x's `--replica-assignment`: the existing ones are ignored) or
+    only the new ones (the CreatePartitions API, older tools)."""
+    adding = total - current_count
+    lists = [tuple(r) for r in given]
+    if len(lists) == total and total != adding:
+        lists = lists[current_count:]
+    if len(lists) != adding:
+        raise InvalidReplicaAssignmentError(
+            f"Increasing the number of partitions by {adding} but {len(lists)} assignments provided.")
+    return lists
+
+
+def plan_new_partitions(
+    topic: str,
+    current: TopicAssignment | None,
+    total: int,
+    live_brokers: Collection[int],
+    assignment: Sequence[Sequence[int]] | None = None,
+    marked_for_deletion: bool = False,
+    reassigning: Collection[TopicPartition] = (),
+    start_index: int | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Everything an expansion checks, with no I/O: the new partitions' replicas, or raises.
+
+    `start_index` overrides Kafka's choice (partition 0's first replica) in tests."""
+    if current is None or not current.partitions:
+        raise UnknownTopicError(f"Topic '{topic}' does not exist.")
+    if marked_for_deletion:
+        raise InvalidTopicError(f"Topic '{topic}' is marked for deletion.")
+    moving = sorted(p for p, a in current.partitions.items() if a.is_being_reassigned)
+    moving += sorted(tp.partition for tp in reassigning if tp.topic == topic and tp.partition not in moving)
+    if moving:
+        raise ReassignmentInProgressError(
+            f"A partition reassignment is in progress for the topic '{topic}' "
+            f"(partitions {','.join(map(str, moving))}).")
+    count = len(current.partitions)
+    if total <= count:
+        raise InvalidPartitionsError(
+            f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
+            f"{count} partitions, {total} would not be an increase.")
+    first = current.partitions[min(current.partitions)]
+    rf = len(first.replicas)
+    live = sorted(set(live_brokers))
+    if assignment is None:
+        if start_index is None:  # Kafka: continue from partition 0's preferred leader
+            start_index = next((i for i, b in enumerate(live) if b >= first.replicas[0]), 0) if first.replicas else 0
+        return assign_replicas(live, total - count, rf, start_index=start_index, start_partition=count)
+    lists = new_partition_replicas(count, total, assignment)
+    out: dict[int, tuple[int, ...]] = {}
+    for i, replicas in enumerate(lists):
+        pid = count + i
+        if not replicas:
+            raise InvalidReplicaAssignmentError(f"Partition {pid} has an empty replica list.")
+        dupes = sorted({b for b in replicas if replicas.count(b) > 1})
+        if dupes:
+            raise InvalidReplicaAssignmentError(
+                f"Duplicate brokers not allowed in replica assignment: {', '.join(map(str, replicas))} "
+                f"for partition id {pid}.")
+        out[pid] = replicas
+    unknown = sorted({b for r in out.values() for b in r} - set(live))
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+    odd = {p: len(r) for p, r in out.items() if len(r) != rf}
+    if odd:
+        raise InvalidReplicaAssignmentError(
+            f"Inconsistent replication factor between partitions, partition {min(current.partitions)} has {rf} "
+            f"while partitions [{', '.join(map(str, odd))}] have replication factors "
+            f"[{', '.join(map(str, odd.values()))}], respectively.")
+    return out

@@ -1,0 +1,151 @@
+"""Admin writes to ZooKeeper (Kafka's `AdminZkClient`), shared by the admin tools
+(`praha.admin`, the CLI) and the broker's admin APIs (CreateTopics, DeleteTopics,
+CreatePartitions), so neither imports the other.
+
+Each call only writes znodes; the controller (or, for configs, every broker) does the rest.
+The checks are `praha.topic_rules` (no I/O) and all precede the first write, so a refused
+request changes nothing:
+  - topic creation: 1. read live brokers and existing topics; 2. `plan_topic`; 3. unless
+    validate-only, `/config/topics/<t>` then `/brokers/topics/<t>` (`ZkStore.create_topic`),
+    whose appearance the controller watches;
+  - deletion: 1. the topic must exist and not be marked already; 2. create
+    `/admin/delete_topics/<t>` (the controller watches its children);
+  - expansion: 1. read `/brokers/topics/<t>` with its zkVersion; 2. `plan_new_partitions`;
+    3. write the whole assignment back, conditional on that zkVersion, so a concurrent
+    change (another expansion, a reassignment finishing) is never lost;
+  - config write: 1. replace `/config/topics/<t>` or `/config/brokers/<id>`; 2. create a
+    change notice `/config/changes/config_change_<seq>` naming the entity, which every
+    broker watches and answers by re-reading that config.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.errors import InvalidRequestError, PrahaError, UnknownTopicError
+from praha.topic_rules import (
+    ConcurrentModificationError,
+    TopicAlreadyMarkedForDeletionError,
+    plan_new_partitions,
+    plan_topic,
+)
+from praha.zk import znodes as zn
+from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
+from praha.zk.store import ZkStore
+
+TOPICS, BROKERS = "topics", "brokers"
+ENTITY_TYPES = (TOPICS, BROKERS)
+CONFIG_CHANGE_SEQUENCE_PATH = f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}"
+
+
+# ------------------------------------------------------------------------------- topics
+def create_topic(store: ZkStore, name: str, partitions: int | None, replication_factor: int | None,
+                 config: Mapping[str, str] | None = None, assignment: Mapping[int, Sequence[int]] | None = None,
+                 validate_only: bool = False, default_partitions: int = 1,
+                 default_replication_factor: int = 1) -> TopicAssignment:
+    """Check and (unless `validate_only`) create a topic; returns its assignment."""
+    brokers, _ = store.get_live_brokers()
+    existing = set(store.get_all_topics())
+    plan, cfg = plan_topic(
+        name, partitions, replication_factor, set(brokers), existing, config, assignment,
+        default_partitions, default_replication_factor,
+    )
+    if not validate_only:
+        store.create_topic(name, plan, cfg)
+    return plan
+
+
+def delete_topic(store: ZkStore, topic: str) -> None:
+    """Mark `topic` for deletion by creating `/admin/delete_topics/<t>`."""
+    if store.exists(zn.topic_path(topic)) is None:
+        raise UnknownTopicError(f"Topic '{topic}' does not exist.")
+    # a create in a multi tells "already there" apart atomically (no exists-then-create race)
+    result = store.multi([CreateOp(zn.delete_topic_path(topic))])[0]
+    if result.outcome is WriteOutcome.NODE_EXISTS:
+        raise TopicAlreadyMarkedForDeletionError(f"Topic '{topic}' is already marked for deletion.")
+    if result.outcome is WriteOutcome.NO_NODE:  # /admin/delete_topics itself is missing
+        store.ensure_persistent_paths()
+        return delete_topic(store, topic)
+    if not result.ok:
+        raise PrahaError(f"could not mark topic '{topic}' for deletion: {result.outcome.value} {result.error or ''}")
+
+
+def reassigning_partitions(store: ZkStore) -> set[TopicPartition]:
+    """Partitions named in `/admin/reassign_partitions` (an unreadable znode counts as none)."""
+    try:
+        return set(store.get_reassignments())
+    except PrahaError:
+        return set()
+
+
+def read_assignment(store: ZkStore, topic: str) -> tuple[TopicAssignment | None, int]:
+    """`/brokers/topics/<t>` and its zkVersion ((None, -1) if absent)."""
+    got = store.get_data(zn.topic_path(topic))
+    if got is None:
+        return None, -1
+    data, stat = got
+    return zn.decode_topic_assignment(data, zn.topic_path(topic)), stat.version
+
+
+def add_partitions(store: ZkStore, topic: str, total: int, assignment: Sequence[Sequence[int]] | None = None,
+                   validate_only: bool = False) -> dict[int, tuple[int, ...]]:
+    """Grow `topic` to `total` partitions; returns the new partitions' replicas."""
+    current, version = read_assignment(store, topic)
+    marked = current is not None and store.exists(zn.delete_topic_path(topic)) is not None
+    brokers, _ = store.get_live_brokers()
+    added = plan_new_partitions(topic, current, total, set(brokers), assignment, marked,
+                                reassigning_partitions(store) if current is not None else ())
+    if validate_only:
+        return added
+    assert current is not None  # plan_new_partitions refuses an absent topic
+    partitions: dict[int, ReplicaAssignment] = dict(current.partitions)
+    partitions.update({p: ReplicaAssignment(r) for p, r in added.items()})
+    result = store.set_topic_assignment(topic, TopicAssignment(partitions, current.topic_id), expected_version=version)
+    if result.outcome is WriteOutcome.BAD_VERSION:
+        raise ConcurrentModificationError(
+            f"Topic '{topic}' was modified while adding partitions; nothing was written, try again.")
+    if result.outcome is WriteOutcome.NO_NODE:
+        raise UnknownTopicError(f"Topic '{topic}' does not exist.")
+    if not result.ok:
+        raise PrahaError(f"could not write the assignment of '{topic}': {result.outcome.value} {result.error or ''}")
+    return added
+
+
+def partitions_with_leaders(store: ZkStore, topic: str, partitions: Collection[int]) -> set[int]:
+    """Which of `partitions` have a leader on a live broker (for waiting after an expansion)."""
+    brokers, _ = store.get_live_brokers()
+    states, _ = store.get_partition_states([TopicPartition(topic, p) for p in partitions])
+    return {tp.partition for tp, s in states.items() if s.leader_and_isr.leader in brokers}
+
+
+# ------------------------------------------------------------------------------- configs
+def config_path(entity_type: str, name: str) -> str:
+    if entity_type == TOPICS:
+        return zn.config_topic_path(name)
+    if entity_type == BROKERS:
+        return zn.config_broker_path(name)
+    raise InvalidRequestError(f"entity type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}")
+
+
+def notify_config_change(store: ZkStore, entity_type: str, name: str) -> None:
+    """Kafka's change notice, so brokers re-read the entity's config."""
+    store.multi([CreateOp(CONFIG_CHANGE_SEQUENCE_PATH, zn.encode_config_change(f"{entity_type}/{name}"),
+                          sequential=True)])
+
+
+def read_config(store: ZkStore, entity_type: str, name: str) -> dict[str, str]:
+    path = config_path(entity_type, name)
+    got = store.get_data(path)
+    return {} if got is None else zn.decode_config(got[0], path)
+
+
+def write_config(store: ZkStore, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+    """Replace the entity's config and notify the brokers."""
+    path = config_path(entity_type, name)
+    data = zn.encode_config(config)
+    result = store.multi([SetDataOp(path, data)])[0]
+    if result.outcome is WriteOutcome.NO_NODE:
+        result = store.multi([CreateOp(path, data)])[0]
+    if not result.ok:
+        raise PrahaError(f"could not write {path}: {result.outcome.value}")
+    notify_config_change(store, entity_type, name)
