@@ -1,6 +1,7 @@
 """Small value types shared by the ZooKeeper layer, the controller and the broker."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -103,3 +104,8 @@ class TopicAssignment:
 
     partitions: dict[int, ReplicaAssignment] = field(default_factory=dict)
     topic_id: str | None = None
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the unit of Kafka's timestamps and timeouts."""
+    return int(time.time() * 1000)

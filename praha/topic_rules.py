@@ -32,8 +32,6 @@ from praha.errors import (
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
-#: Kafka's REASSIGNMENT_IN_PROGRESS wire code (not in praha.errors.ErrorCode yet)
-REASSIGNMENT_IN_PROGRESS = 60
 
 
 class TopicAlreadyMarkedForDeletionError(PrahaError):
@@ -45,7 +43,7 @@ class TopicAlreadyMarkedForDeletionError(PrahaError):
 class ReassignmentInProgressError(PrahaError):
     """A reassignment touches the topic (or, for `execute`, the cluster) right now."""
 
-    code = REASSIGNMENT_IN_PROGRESS  # type: ignore[assignment]
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
 
 
 class ConcurrentModificationError(PrahaError):

@@ -26,6 +26,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from praha.errors import PrahaError
+
 EVENT_SCHEMA = (
     "time_ms long, broker_id int, controller_id int, controller_epoch int, event string, "
     "target string, election string, leaders map<string, array<string>>, unclean array<string>, "
@@ -56,7 +58,7 @@ class Analysis:
         return self._collected[name]
 
 
-class NoStateChangeEvents(ValueError):
+class NoStateChangeEvents(PrahaError, ValueError):
     """The files hold no line that parses as a state-change event."""
 
 

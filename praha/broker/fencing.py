@@ -1,4 +1,4 @@
-"""Fencing of controller requests on the broker (SPEC §3 "Epoch fencing").
+"""Fencing of controller requests on the broker (docs/controller.md §3 "Epoch fencing").
 
 A request whose controller epoch is below the highest this broker has seen comes from a
 deposed controller: STALE_CONTROLLER_EPOCH. A request addressed to an older incarnation

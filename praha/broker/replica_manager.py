@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
@@ -47,7 +46,7 @@ from praha.broker.quota import (
     parse_rate,
     parse_throttled_replicas,
 )
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
 from praha.config import FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
 from praha.controller.messages import (
     ControllerResponseData,
@@ -69,9 +68,6 @@ HW_CHECKPOINT_INTERVAL_MS = 5000
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
 CONFIG_READ_TIMEOUT_S = 5.0
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _extra_int(cfg: BrokerConfig, key: str, default: int) -> int:
@@ -362,7 +358,7 @@ class ReplicaManager:
         leaders: list[Partition] = []
         followers: list[tuple[Partition, PartitionLeaderState]] = []
         live = {b.id: b for b in req.live_leaders}
-        now = _now_ms()
+        now = now_ms()
         for s in req.partitions:
             if self.broker_id not in s.replicas:
                 errors[s.tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -484,7 +480,7 @@ class ReplicaManager:
 
     def record_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None:
         """A follower fetched at `fetch_offset`: its progress, the HW, maybe an ISR expansion."""
-        moved, join = p.update_follower(replica_id, fetch_offset, _now_ms())
+        moved, join = p.update_follower(replica_id, fetch_offset, now_ms())
         if moved:
             self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]
             self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]
@@ -520,7 +516,7 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ ISR upkeep
     def maybe_shrink_isr(self) -> None:
-        now = _now_ms()
+        now = now_ms()
         for p in list(self.partitions.values()):
             if not p.is_leader or p.pending_isr is not None or p.isr_frozen or len(p.isr) <= 1:
                 continue

@@ -12,7 +12,7 @@ Files, one responsibility each (as Kafka's `kafka.controller` package):
   services.py                the bundle the flows get instead of the Controller
   context_loader.py          the failover's read of the context from ZooKeeper
   topic_watches.py           watches on /brokers/topics/<t> (partition expansion)
-  flows.py                   the flows of SPEC §8: brokers, topics, ISR changes, controlled shutdown
+  flows.py                   the flows of docs/controller.md §8: brokers, topics, ISR changes, controlled shutdown
   topic_deletion.py / reassignment.py / leader_balance.py   the managers built on the state machines
   controller.py              the seat: election, session, failover, resignation
 """

@@ -1,6 +1,6 @@
 """The controller seat: election, session, failover, resignation.
 
-Every broker runs one `Controller`; at most one is active. The flows of SPEC §8 (broker
+Every broker runs one `Controller`; at most one is active. The flows of docs/controller.md §8 (broker
 changes, topics, ISR changes, deletion, reassignment, elections) are `ControllerFlows`
 (flows.py), which this module builds from a `ControllerServices` bundle and which never
 sees the `Controller`. Start-up (`startup`):
@@ -133,7 +133,7 @@ class Controller:
 
     @property
     def flows(self) -> ControllerFlows:
-        """The flows of SPEC §8 and their admin entry points (`api_*`)."""
+        """The flows of docs/controller.md §8 and their admin entry points (`api_*`)."""
         return self._flows
 
     @property

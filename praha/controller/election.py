@@ -1,4 +1,4 @@
-"""The four leader-election algorithms of SPEC §6, as pure functions, plus the layer that
+"""The four leader-election algorithms of docs/controller.md §6, as pure functions, plus the layer that
 turns a chosen leader into the new leader/ISR/epoch and the replicas that must hear it.
 
 Arguments are sequences or collections of broker ids. `assignment` order matters: the

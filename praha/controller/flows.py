@@ -1,4 +1,4 @@
-"""The controller's flows (SPEC §8) on top of the two state machines.
+"""The controller's flows (docs/controller.md §8) on top of the two state machines.
 
 Each event handler runs inside `self.batch()`: a fresh request batch at the start, one
 send at the end, so an event sends at most one LeaderAndIsr, one UpdateMetadata and one

@@ -1,4 +1,4 @@
-"""The partition state machine (SPEC §5): NonExistent → New → Online ⇄ Offline → NonExistent.
+"""The partition state machine (docs/controller.md §5): NonExistent → New → Online ⇄ Offline → NonExistent.
 
 `handle_state_changes(partitions, target, election)` refuses (and counts, and logs once)
 every transition whose current state is not a valid previous state of the target, then

@@ -1,4 +1,4 @@
-"""Partition reassignment (SPEC §8; Kafka 2.4+ with adding/removing replicas in the topic znode).
+"""Partition reassignment (docs/controller.md §8; Kafka 2.4+ with adding/removing replicas in the topic znode).
 
 AR → RAR, e.g. {1,2,3} → {2,3,4}: OAR = {1,2,3}; full set RS = RAR ∪ OAR with
 adding = RAR − OAR = {4}, removing = OAR − RAR = {1}. For each partition (`_on_reassignments`):
@@ -86,7 +86,7 @@ class ReassignmentManager:
                  require_live_targets: bool = False) -> tuple[int, str | None]:
         """Kafka's checks. The API path (`require_live_targets`) also refuses new replicas on
         brokers that are not alive, as Kafka's AlterPartitionReassignments does; the znode path
-        accepts them and waits for the broker to start (SPEC §8)."""
+        accepts them and waits for the broker to start (docs/controller.md §8)."""
         ctx = self.ctx
         current = ctx.partition_assignment(tp)
         if tp.topic not in ctx.all_topics or current is None:

@@ -1,4 +1,4 @@
-"""The replica state machine (SPEC §7), with Kafka 2.x/3.x's valid-previous table.
+"""The replica state machine (docs/controller.md §7), with Kafka 2.x/3.x's valid-previous table.
 
 `handle_state_changes(replicas, target)` refuses invalid transitions (counted, logged
 once per call) and applies the valid ones:

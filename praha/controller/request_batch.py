@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Callable, Iterable, Protocol
-
 from dataclasses import replace
+from typing import Callable, Iterable, Protocol
 
 from praha.common import (
     EPOCH_DURING_DELETE,
@@ -36,6 +35,7 @@ from praha.controller.messages import (
     UpdateMetadataRequestData,
 )
 from praha.controller.wire import SharedPartitions
+from praha.errors import PrahaError
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ class RequestSender(Protocol):
     def send_request(self, broker_id: int, request: ControllerRequest, callback: ResponseCallback | None) -> None: ...
 
 
-class IllegalBatchState(Exception):
-    pass
+class IllegalBatchState(PrahaError):
+    """A batch was opened while one is open, or sent while none is: a controller bug."""
 
 
 class ControllerRequestBatch:

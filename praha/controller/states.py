@@ -1,6 +1,6 @@
 """Partition and replica states, with their valid-previous-state tables written once.
 
-These are SPEC §5 and §7 (Kafka 2.x/3.x). A transition whose current state is not in
+These are docs/controller.md §5 and §7 (Kafka 2.x/3.x). A transition whose current state is not in
 the target's valid-previous set is refused by the state machines and logged.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Topic deletion (SPEC §8, Kafka's TopicDeletionManager).
+"""Topic deletion (docs/controller.md §8, Kafka's TopicDeletionManager).
 
 A topic is *queued* when `/admin/delete_topics/<t>` appears (markers of unknown topics are
 dropped; with `delete.topic.enable=false` every marker is dropped and nothing deleted).

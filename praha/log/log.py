@@ -26,13 +26,21 @@ import logging
 import os
 import shutil
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
 from praha.common import TopicPartition
-from praha.log.batch import MAX_RELATIVE_OFFSET, NO_TIMESTAMP, BatchHeader, Buffer, assign_offsets, rebase_headers, validate
+from praha.common import now_ms as wall_clock_ms
+from praha.log.batch import (
+    MAX_RELATIVE_OFFSET,
+    NO_TIMESTAMP,
+    BatchHeader,
+    Buffer,
+    assign_offsets,
+    rebase_headers,
+    validate,
+)
 from praha.log.config import LogConfig
 from praha.log.errors import (
     InvalidProducerEpochError,
@@ -54,9 +62,6 @@ PRODUCER_SCAN_BYTES = 64 << 20
 
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def parse_log_dir_name(name: str) -> TopicPartition | None:
@@ -419,7 +424,7 @@ class Log:
     def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None) -> None:
         """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
         leaves the log end where the last complete write put it."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = wall_clock_ms() if now_ms is None else now_ms
         view = memoryview(data)
         try:
             for chunk in self._chunks(headers):
@@ -623,7 +628,7 @@ class Log:
         below the log start; returns how many. Segments above `high_watermark` (if
         given) are kept. If the active segment itself expires it is rolled first, so
         there is always an active segment."""
-        now = _now_ms() if now_ms is None else now_ms
+        now = wall_clock_ms() if now_ms is None else now_ms
         with self._lock:
             self._check_open()
             self._delete_expired_files(now)
@@ -671,7 +676,7 @@ class Log:
     def _schedule_delete(self, segments: Sequence[LogSegment], now_ms: int | None = None) -> None:
         """Rename now, close and unlink after file_delete_delay_ms (in-flight reads finish)."""
         delay = self.config.file_delete_delay_ms
-        deadline = (_now_ms() if now_ms is None else now_ms) + delay
+        deadline = (wall_clock_ms() if now_ms is None else now_ms) + delay
         for seg in segments:
             seg.rename_for_delete()
             if delay == 0:

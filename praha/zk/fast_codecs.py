@@ -4,8 +4,8 @@ The codecs in `znodes` are the reference: strict, with precise error messages, a
 readable statement of each format. These take the common case (well-formed JSON of the
 expected shape, plain ints and strs) without the generic helpers, a regex per partition id
 or a new JSONDecoder per call, and hand anything else to the reference codec, so results,
-bytes and errors are exactly the reference's (tests/unit/test_zk_fast_paths.py and
-test_zk_write_fast_paths.py check that on arbitrary input).
+bytes and errors are exactly the reference's (tests/unit/test_zk_codecs_match_reference.py and
+test_zk_writes_match_reference.py check that on arbitrary input).
 
 Kept apart from `znodes` so that module stays the specification; this one's only contract
 is equality with it.

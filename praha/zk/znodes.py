@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -24,6 +23,7 @@ from praha.common import (
     ReplicaAssignment,
     TopicAssignment,
     TopicPartition,
+    now_ms,
 )
 from praha.errors import ZNodeDecodeError
 
@@ -205,9 +205,6 @@ def _version(path: str, obj: Mapping[str, Any], accepted: Iterable[int], default
     return v
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 # ---------------------------------------------------------------------------------------
 # /controller and /controller_epoch
@@ -216,7 +213,7 @@ _INT_RE = re.compile(rb"-?[0-9]+")
 
 
 def encode_controller(broker_id: int, timestamp_ms: int | None = None) -> bytes:
-    ts = _now_ms() if timestamp_ms is None else timestamp_ms
+    ts = now_ms() if timestamp_ms is None else timestamp_ms
     return _dumps({"version": 1, "brokerid": broker_id, "timestamp": str(ts)})
 
 
@@ -283,7 +280,7 @@ def encode_broker(info: BrokerInfo, *, jmx_port: int = -1, timestamp_ms: int | N
         "port": plaintext.port if plaintext else -1,
         "host": plaintext.host if plaintext else None,
         "version": BROKER_ZNODE_VERSION,
-        "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
+        "timestamp": str(now_ms() if timestamp_ms is None else timestamp_ms),
     }
     if info.rack is not None:
         obj["rack"] = info.rack

@@ -1,4 +1,4 @@
-"""The four election algorithms of SPEC §6 and the layer that builds the new LeaderAndIsr."""
+"""The four election algorithms of docs/controller.md §6 and the layer that builds the new LeaderAndIsr."""
 from praha.common import LeaderAndIsr, TopicPartition
 from praha.controller.election import (
     ElectionKind,

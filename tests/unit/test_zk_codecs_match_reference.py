@@ -1,6 +1,6 @@
 """The failover read path of ZkStore: the fast decoders (`fast_codecs`) equal the reference
 codecs in `znodes` (same value or the same error) on every input; multi-reads prefix paths
-exactly as kazoo. Against ZooKeeper: tests/integration/test_zk_fast_paths_live.py."""
+exactly as kazoo. Against ZooKeeper: tests/integration/test_zk_bulk_reads_and_watches.py."""
 from __future__ import annotations
 
 import json

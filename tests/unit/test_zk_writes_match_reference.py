@@ -1,7 +1,7 @@
 """ZkStore's controller-side fast paths write exactly what the reference code writes: the
 transaction ops `_commit` builds are kazoo's own, the partition-state and reassignment
 encoders (`fast_codecs`) are the `znodes` codecs byte for byte. The streamed reads and the
-reassignment cache are checked against ZooKeeper in tests/integration/test_zk_fast_paths_live.py."""
+reassignment cache are checked against ZooKeeper in tests/integration/test_zk_bulk_reads_and_watches.py."""
 from __future__ import annotations
 
 import pytest
