@@ -45,8 +45,7 @@ from praha.zk.store import ZkStore
 try:  # run as a script from the repo root or from bench/
     from bench.produce import RECORD, bootstrap, create_topic, machine_busy_seconds, start_cluster
 except ImportError:  # pragma: no cover
-    from produce import (  # type: ignore[no-redef]
-        RECORD, bootstrap, create_topic, machine_busy_seconds, start_cluster)
+    from produce import RECORD, bootstrap, create_topic, machine_busy_seconds, start_cluster  # type: ignore[no-redef]
 
 
 def fill(bs: str, topic: str, total_mb: int, partitions: int) -> int:

@@ -61,6 +61,7 @@ from _harness import (  # noqa: E402  (the shared bench machinery: stand-ins, pr
     topic_names,
     wait_for_line,
 )
+
 from praha.zk import znodes as zn  # noqa: E402
 from praha.zk.multiread import GET_DATA_OPCODE, multi_read_async  # noqa: E402
 

@@ -51,6 +51,7 @@ from _harness import (  # noqa: E402
     topic_names,
     wait_until,
 )
+
 from praha.zk import znodes as zn  # noqa: E402
 
 HEADING = "## Preferred replica election"

@@ -56,6 +56,7 @@ from _harness import (  # noqa: E402
     topic_names,
     wait_until,
 )
+
 from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment  # noqa: E402
 from praha.zk import znodes as zn  # noqa: E402
 from praha.zk.ops import DeleteOp, SetDataOp, WriteOutcome  # noqa: E402

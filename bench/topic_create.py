@@ -64,6 +64,7 @@ from _harness import (  # noqa: E402
     wait_until,
     work_dir,
 )
+
 from praha.common import (  # noqa: E402
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,

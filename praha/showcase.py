@@ -554,13 +554,13 @@ def plot(stats: ProducerStats, marks: Marks, tail: StateChangeTail, t0: float, p
         for t, label in marks.faults:
             color = "tab:red" if label.startswith("kill") else "tab:olive"
             ax.axvline(t, color=color, linestyle="--", alpha=0.8)
-        for t, broker, epoch in tail.controller_elections:
+        for t, _broker, _epoch in tail.controller_elections:
             ax.axvline(t - t0, color="tab:purple", linestyle=":", alpha=0.8)
         ax.grid(alpha=0.3)
     ymax = top.get_ylim()[1]
     for t, label in marks.faults:
         top.text(t, ymax * 0.97, f" {label}", rotation=90, va="top", fontsize=8)
-    for t, broker, epoch in tail.controller_elections:
+    for t, broker, _epoch in tail.controller_elections:
         top.text(t - t0, ymax * 0.5, f" controller → {broker}", rotation=90, va="top", fontsize=8, color="tab:purple")
     top.legend(loc="lower left", fontsize=8)
     bottom.legend(loc="upper left", fontsize=8)

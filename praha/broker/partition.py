@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Mapping
 
-from praha.controller.messages import PartitionLeaderState
 from praha.common import NO_LEADER, TopicPartition
+from praha.controller.messages import PartitionLeaderState
 from praha.log import Log
 
 UNKNOWN_OFFSET = -1

@@ -21,7 +21,6 @@ import logging
 import signal
 import threading
 import time
-from concurrent.futures import Future
 from typing import Any, Callable
 
 from praha.broker.dynamic_config import ConfigChangeListener

@@ -5,7 +5,7 @@ and N brokers in a directory of its own, drives producers/consumers/admin operat
 injects the seeded fault schedule, heals, checks every invariant and writes a report
 (JSON, summary, timeline plot). `praha chaos` is the command-line entry point.
 """
-from praha.chaos.config import CampaignConfig
 from praha.chaos.campaign import run_campaign
+from praha.chaos.config import CampaignConfig
 
 __all__ = ["CampaignConfig", "run_campaign"]

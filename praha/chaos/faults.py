@@ -114,8 +114,7 @@ class FaultInjector:
 
     def _do_stale_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         from praha.controller import wire
-        from praha.controller.messages import (LeaderAndIsrRequestData, StopReplicaRequestData,
-                                               UpdateMetadataRequestData)
+        from praha.controller.messages import LeaderAndIsrRequestData, StopReplicaRequestData, UpdateMetadataRequestData
         from praha.errors import ErrorCode
         from praha.protocol.client import BrokerConnection
 

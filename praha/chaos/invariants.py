@@ -291,7 +291,7 @@ def read_state_change_logs(cluster_root: Path) -> dict[int, list[dict[str, Any]]
 
 def check_controllers(logs: dict[int, list[dict[str, Any]]], timeline: Timeline) -> ControllerFigures:
     f = ControllerFigures()
-    for bid, lines in logs.items():
+    for lines in logs.values():
         for ln in lines:
             ev = ln.get("event")
             if ev == "ControllerElected":

@@ -58,7 +58,7 @@ def summary_text(report: dict[str, Any]) -> str:
         + ("3-node ensemble" if cfg["zk_ensemble"] > 1 else "single server"),
         f"  faults: {f['faults']} ({', '.join(f'{k} {n}' for k, n in sorted(f['faults_by_kind'].items()))})"
         + (f", {f['faults_failed']} did not heal cleanly" if f["faults_failed"] else ""),
-        *([f"  slow heals (> 30 s): " + ", ".join(f"#{h['index']} {h['kind']} {h['target']} {h['seconds']:.0f}s"
+        *(["  slow heals (> 30 s): " + ", ".join(f"#{h['index']} {h['kind']} {h['target']} {h['seconds']:.0f}s"
                                                    for h in f["slow_heals"])] if f.get("slow_heals") else []),
         f"  records: sent {f['sent']}, acknowledged {f['acked']}, failed {f['failed']} "
         f"({', '.join(f'{k} {n}' for k, n in sorted(f.get('failed_by_error', {}).items())) or '-'}), read back {f['read']}, "
@@ -75,7 +75,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",
         f"  memory: peak RSS {f['rss_peak_mb']:.0f} MB (bound {cfg['rss_bound_mb']:.0f} MB)",
-        f"  admin: " + ", ".join(f"{op} {o['ok']} ok/{o['refused']} refused" for op, o in report["admin"].items()),
+        "  admin: " + ", ".join(f"{op} {o['ok']} ok/{o['refused']} refused" for op, o in report["admin"].items()),
         f"  healed in {report['health']['waited_s']:.1f}s: "
         + ("healthy" if report["health"]["healthy"] else "; ".join(report["health"]["problems"][:5])),
         f"  violations: {f['violations']}",

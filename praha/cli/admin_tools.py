@@ -144,9 +144,9 @@ def _session(args):
 
 # ------------------------------------------------------------------------------ topics
 def cmd_topics_delete(args) -> int:
-    from praha.zk.admin_zk import delete_topic
     from praha.errors import UnknownTopicError
     from praha.zk import znodes as zn
+    from praha.zk.admin_zk import delete_topic
 
     with _session(args) as store:
         try:

@@ -1,2 +1,2 @@
 """Local multi-process clusters: an embedded ZooKeeper plus N broker processes on loopback."""
-from praha.cluster.local import LocalCluster, ClusterError  # noqa: F401
+from praha.cluster.local import ClusterError, LocalCluster  # noqa: F401

@@ -46,40 +46,42 @@ def update_leader_and_isr(
     epoch = context.epoch
     leadership = context.leadership
     ok, bad_version = WriteOutcome.OK, WriteOutcome.BAD_VERSION
+    # Each partition is read, checked and decided on; the writes start once every read is
+    # in, so a znode written by a newer controller stops the event before any write.
+    # The reads are streamed: each partition is decided on as its answer arrives, while
+    # the later reads are in flight (the same decisions, in the same order, as after one
+    # read of all: `decide` only looks at the partition it is given). One round's
+    # decisions are collected in `writes`, `failed`, `skipped`, emptied by `restart`.
+    writes: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+    failed: dict[TopicPartition, str] = {}
+    skipped: set[TopicPartition] = set()
+
+    def one(tp: TopicPartition, cur: LeaderIsrAndControllerEpoch | None, error: ZNodeDecodeError | None) -> None:
+        if cur is None:
+            failed[tp] = "corrupt state znode" if error is not None else "no state znode"
+            return
+        if cur.controller_epoch > epoch:
+            raise ControllerMovedError(
+                f"state of {tp} was written by controller epoch {cur.controller_epoch} > ours {epoch}"
+            )
+        leadership[tp] = cur
+        decision = decide(tp, cur.leader_and_isr)
+        if decision is None:
+            skipped.add(tp)
+        elif isinstance(decision, str):
+            failed[tp] = decision
+        else:
+            writes[tp] = LeaderIsrAndControllerEpoch(decision, epoch)
+
+    def restart() -> None:
+        writes.clear()
+        failed.clear()
+        skipped.clear()
+
     for _round in range(MAX_ROUNDS):
         if not pending:
             break
-        # Each partition is read, checked and decided on; the writes start once every read is
-        # in, so a znode written by a newer controller stops the event before any write.
-        # The reads are streamed: each partition is decided on as its answer arrives, while
-        # the later reads are in flight (the same decisions, in the same order, as after one
-        # read of all: `decide` only looks at the partition it is given).
-        writes: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        failed: dict[TopicPartition, str] = {}
-        skipped: set[TopicPartition] = set()
-
-        def one(tp: TopicPartition, cur: LeaderIsrAndControllerEpoch | None, error: ZNodeDecodeError | None) -> None:
-            if cur is None:
-                failed[tp] = "corrupt state znode" if error is not None else "no state znode"
-                return
-            if cur.controller_epoch > epoch:
-                raise ControllerMovedError(
-                    f"state of {tp} was written by controller epoch {cur.controller_epoch} > ours {epoch}"
-                )
-            leadership[tp] = cur
-            decision = decide(tp, cur.leader_and_isr)
-            if decision is None:
-                skipped.add(tp)
-            elif isinstance(decision, str):
-                failed[tp] = decision
-            else:
-                writes[tp] = LeaderIsrAndControllerEpoch(decision, epoch)
-
-        def restart() -> None:
-            writes.clear()
-            failed.clear()
-            skipped.clear()
-
+        restart()
         unique = list(dict.fromkeys(pending))  # a repeated partition gets the same decision again
         store.stream_partition_states(unique, one, restart)
         out.failed.update(failed)

@@ -9,8 +9,13 @@ every Python data source (Spark's Kafka sink accepts it; this is the one differe
 """
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter
-from pyspark.sql.datasource import DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from praha.spark.options import OptionError, parse_read_options, parse_write_options

@@ -28,7 +28,16 @@ from praha.common import TopicPartition
 from praha.spark.kafka import ClusterClient
 from praha.spark.options import EARLIEST, LATEST, ReadOptions
 from praha.spark.planning import (
-    OffsetRange, Offsets, client_for, current_partitions, from_json, rate_limit, report_data_loss, resolve, split_ranges, to_json,
+    OffsetRange,
+    Offsets,
+    client_for,
+    current_partitions,
+    from_json,
+    rate_limit,
+    report_data_loss,
+    resolve,
+    split_ranges,
+    to_json,
 )
 from praha.spark.reading import RangePartition, read_range
 from praha.spark.schema import arrow_schema

@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTP
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest as OFLE
+from misuse_env import create_and_wait
 
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.store import ZkStore
-from misuse_env import create_and_wait
 
 pytestmark = pytest.mark.integration
 

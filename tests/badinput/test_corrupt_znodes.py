@@ -15,13 +15,13 @@ import json
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as CTP
+from misuse_env import create_and_wait
 
 from praha.admin.client_status import fetch_metadata
 from praha.admin.status import cluster_status
 from praha.common import TopicPartition
 from praha.testing.cluster import wait_for
 from praha.zk import znodes as zn
-from misuse_env import create_and_wait
 
 pytestmark = pytest.mark.integration
 

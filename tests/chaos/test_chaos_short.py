@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from known_issues import KNOWN_OPEN
 
 pytestmark = pytest.mark.integration

@@ -16,12 +16,12 @@ import pytest
 from confluent_kafka import Producer
 from kafka.protocol.consumer import ListOffsetsRequest as L
 from kafka.protocol.metadata import MetadataRequest as M
+from test_chaos_short import judge, run_chaos
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import running_cluster, wait_for
 from praha.zk.store import ZkStore
-from test_chaos_short import judge, run_chaos
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from confluent_kafka import ElectionType, TopicPartition as CfTP
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic as CfNewTopic
+from confluent_kafka import ElectionType
+from confluent_kafka import TopicPartition as CfTP
+from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import NewTopic as CfNewTopic
 from kafka.admin import KafkaAdminClient
 from kafka.errors import (
     InvalidPartitionsError,
@@ -31,7 +33,8 @@ from kafka.structs import TopicPartition as KTP
 
 from praha.admin.reassign import execute
 from praha.cluster.local import ClusterState, LocalCluster
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode, InvalidTopicError, UnknownTopicError
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import wait_for

@@ -23,7 +23,6 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.admin.status import cluster_status
-from praha.cluster.local import LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
@@ -69,7 +68,7 @@ def create_topic(env, name: str, assignment: dict[int, tuple[int, ...]], config:
     wait_for(leaders, 30, what=f"leaders of {name}")
     for b in cluster.load().brokers.values():
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"})
-        wait_for(lambda: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
+        wait_for(lambda admin=admin: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
                  and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment),
                  20, what=f"broker {b.id} to know {name}")
 

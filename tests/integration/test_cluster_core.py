@@ -3,8 +3,6 @@ ZooKeeper, real broker processes and real Kafka clients on loopback."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from praha.admin.status import cluster_status
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import TopicPartition as TP
 from praha.testing.cluster import wait_for
 from praha.zk import znodes
 
@@ -67,7 +68,7 @@ def test_deletion_waits_for_a_dead_broker_and_survives_controller_failover(make_
     assert started["waiting_for_brokers"] == [4]
     for b in (1, 2, 3):
         data = Path(cluster.load().brokers[b].dir) / "data"
-        wait_for(lambda: not list(data.glob("doomed-*")), 20, what=f"broker {b} to delete its replicas")
+        wait_for(lambda data=data: not list(data.glob("doomed-*")), 20, what=f"broker {b} to delete its replicas")
     assert "doomed" in zk_store.get_all_topics()
     assert zk_store.get_topics_marked_for_deletion() == ["doomed"]
     described = topic_state(zk_connect, "doomed")

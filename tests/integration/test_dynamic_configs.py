@@ -6,7 +6,8 @@ import pytest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import scrape_metrics, wait_for

@@ -14,7 +14,8 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import wait_for

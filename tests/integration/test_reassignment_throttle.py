@@ -15,7 +15,8 @@ import pytest
 from confluent_kafka import Producer
 
 from praha.admin.reassign import execute, set_throttles, verify
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition as TP
+from praha.common import ReplicaAssignment, TopicAssignment
+from praha.common import TopicPartition as TP
 from praha.testing.cluster import scrape_metrics, wait_for
 from praha.zk import znodes as zn
 

@@ -61,7 +61,7 @@ def create_topic(cluster, store, zk_connect, name: str, assignment: dict[int, tu
             continue
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"})
 
-        def known():
+        def known(admin=admin):
             t = admin.list_topics(name, timeout=5).topics[name]
             return len(t.partitions) == len(assignment) and all(p.leader >= 0 for p in t.partitions.values())
         wait_for(known, 20, what=f"broker {b.id} to know {name}")

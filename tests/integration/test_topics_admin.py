@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic as CfNewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import NewTopic as CfNewTopic
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
 

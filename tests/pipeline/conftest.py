@@ -93,7 +93,6 @@ class PipelineCluster:
 
     def written(self, topic: str) -> int:
         """Records in `topic` so far (sum of high watermarks)."""
-        from praha.common import TopicPartition
         from praha.spark.kafka import ClusterClient
         from praha.spark.options import parse_bootstrap
 

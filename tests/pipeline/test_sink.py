@@ -4,7 +4,6 @@ repeats are allowed, losses are not)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 

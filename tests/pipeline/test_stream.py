@@ -78,7 +78,7 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
          .selectExpr("partition", "cast(value as string) as value")
          .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start())
     try:
-        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c == 100, 60, what="first 100 rows")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 100, 60, what="first 100 rows")
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.create_partitions([NewPartitions(topic_name, 4)])[topic_name].result(timeout=60)
         pipeline.wait_ready(topic_name, 4)
@@ -121,7 +121,7 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
         queries[fail] = (_stream(spark, pipeline, subscribe=topic_name, failOnDataLoss=fail, startingOffsets="earliest")
                          .select("offset").writeStream.format("memory").queryName(name)
                          .trigger(processingTime="500 milliseconds").start())
-        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c == 50, 60, what=f"rows ({fail})")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 50, 60, what=f"rows ({fail})")
     try:
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.delete_topics([topic_name])[topic_name].result(timeout=60)

@@ -169,6 +169,7 @@ def test_bad_producer_data_leaves_log_untouched(open_log):
     with pytest.raises(UnsupportedMagicError):
         lg.append_as_leader(bytes(b.build()), 0)
     import struct
+
     from log_helpers import fix_crc
     inconsistent = bytearray(make_batch(3))
     struct.pack_into(">i", inconsistent, 57, 1)

@@ -160,6 +160,7 @@ def test_increment_log_start_then_retention_drops_segments_below(open_log):
     assert lg.delete_retention_segments() == 1  # [0,2) lies wholly below 3
     assert [s.base_offset for s in lg.segments] == [2, 4, 6]
     import pytest
+
     from praha.log import OffsetOutOfRangeError
     with pytest.raises(OffsetOutOfRangeError):
         lg.read(2, 100)

@@ -141,7 +141,7 @@ def test_create_many_in_parallel_spreads_skips_existing_and_leaves_failures(dirs
     assert all(m.get(t).log_end_offset == 0 for t in made)
     per_dir = [sum(1 for t in made if m.log_dir_of(t) == d) for d in m.log_dirs]
     assert per_dir == [4, 3]  # spread as one at a time would have; the failed slot is given back
-    with pytest.raises(Exception):
+    with pytest.raises(FileExistsError):
         m.get_or_create(tp("many", 5))  # retried, and the failure reported
     m.get_or_create(tp("many", 9))
     assert m.log_dir_of(tp("many", 9)) == m.log_dirs[1]
