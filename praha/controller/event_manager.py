@@ -16,6 +16,7 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,7 +54,7 @@ class ControllerEventManager:
         self.max_queue_time_s = 0.0
         #: events taken over by the one queued before them (`put`), never queued themselves
         self.events_absorbed = 0
-        self._observers: list = []
+        self._observers: list[Callable[[ControllerEvent, float, float], None]] = []
 
     # -- producers (any thread) ------------------------------------------------------
     def put(self, event: ControllerEvent) -> QueuedEvent:
@@ -91,7 +92,7 @@ class ControllerEventManager:
     def queue_size(self) -> int:
         return len(self._queue)
 
-    def add_observer(self, fn) -> None:
+    def add_observer(self, fn: Callable[[ControllerEvent, float, float], None]) -> None:
         """`fn(event, queue_time_s, process_time_s)` after every event (metrics)."""
         self._observers.append(fn)
 

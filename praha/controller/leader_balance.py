@@ -136,7 +136,7 @@ class LeaderBalancer:
     def _arm(self) -> None:
         interval = self.config.leader_imbalance_check_interval_seconds
 
-        def fire():
+        def fire() -> None:
             if not self._stopped.is_set():
                 self.enqueue(ev.AutoPreferredReplicaLeaderElection())
                 self._arm()

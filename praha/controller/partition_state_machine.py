@@ -17,7 +17,7 @@ per event.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.controller.context import ControllerContext
@@ -55,7 +55,7 @@ class PartitionStateMachine:
         self.invalid_transitions = 0
 
     # ---- start-up ------------------------------------------------------------------
-    def startup(self) -> dict:
+    def startup(self) -> dict[TopicPartition, object]:
         self.initialize_partition_state()
         return self.trigger_online_partition_state_change()
 
@@ -77,7 +77,7 @@ class PartitionStateMachine:
         stale.clear()
         ctx.update_offline_partition_count()
 
-    def trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
+    def trigger_online_partition_state_change(self, topic: str | None = None) -> dict[TopicPartition, object]:
         """Elect leaders for every New or Offline partition not queued for deletion."""
         ctx = self.context
         candidates = [
@@ -178,14 +178,15 @@ class PartitionStateMachine:
         return results
 
     def _elect_leaders(
-        self, partitions: list[TopicPartition], kind: ElectionKind, target_replicas: dict
+        self, partitions: list[TopicPartition], kind: ElectionKind,
+        target_replicas: Mapping[TopicPartition, Sequence[int]],
     ) -> dict[TopicPartition, object]:
         ctx = self.context
         live = ctx.live_broker_ids
         live_or_shutting = ctx.live_or_shutting_down_broker_ids
         elections: dict[TopicPartition, Election] = {}
 
-        def decide(tp: TopicPartition, current: LeaderAndIsr):
+        def decide(tp: TopicPartition, current: LeaderAndIsr) -> LeaderAndIsr | None | str:
             assignment = ctx.partition_replicas(tp)
             if kind is ElectionKind.CONTROLLED_SHUTDOWN:
                 e = elect(kind, tp, current, assignment, live_or_shutting, shutting_down=ctx.shutting_down_broker_ids)

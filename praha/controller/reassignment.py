@@ -30,7 +30,7 @@ batch (at most one LeaderAndIsr, UpdateMetadata, StopReplica per broker) and ONE
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from praha.common import (
     LeaderIsrAndControllerEpoch,
@@ -168,7 +168,9 @@ class ReassignmentManager:
         self._on_reassignments(items)
         return out
 
-    def api_list(self, partitions: set[TopicPartition] | None):
+    def api_list(
+        self, partitions: set[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         ctx = self.ctx
         return {
             tp: (a.replicas, a.adding, a.removing)
@@ -176,7 +178,7 @@ class ReassignmentManager:
             if (partitions is None or tp in partitions) and (a := ctx.partition_assignment(tp)) is not None
         }
 
-    def on_isr_change(self, partitions, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
+    def on_isr_change(self, partitions: Iterable[TopicPartition], states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
                       ) -> None:
         """The state znodes of `partitions` changed (their watches, coalesced into one event, or
         ISR-change notifications): those being reassigned whose targets are all in the ISR now
@@ -417,7 +419,7 @@ class ReassignmentManager:
         """Write each touched topic's znode once (fenced), with these partitions' new assignments
         and the others' as the context has them; then update the context."""
         ctx = self.ctx
-        parts_of: dict[str, dict] = {}
+        parts_of: dict[str, dict[int, ReplicaAssignment]] = {}
         for tp, a in items:
             parts = parts_of.get(tp.topic)
             if parts is None:

@@ -176,7 +176,7 @@ class ReplicaStateMachine:
                 by_replica[pr.replica].append(pr.partition)
         for replica_id, partitions in by_replica.items():
 
-            def decide(tp: TopicPartition, cur: LeaderAndIsr, replica_id=replica_id):
+            def decide(tp: TopicPartition, cur: LeaderAndIsr, replica_id: int = replica_id) -> LeaderAndIsr | None:
                 if replica_id not in cur.isr and cur.leader != replica_id:
                     return None
                 new_leader = NO_LEADER if cur.leader == replica_id else cur.leader

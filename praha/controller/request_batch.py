@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import replace
-from typing import Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol, cast
 
 from praha.common import (
     EPOCH_DURING_DELETE,
@@ -72,7 +72,7 @@ class ControllerRequestBatch:
         #: the live-broker set last merged into `_update_metadata_brokers` (see add_leader_and_isr)
         self._merged_live: set[int] | None = None
         #: the last PartitionLeaderState built and what it was built from (see `_leader_state`)
-        self._last_state: tuple | None = None
+        self._last_state: tuple[Any, ...] | None = None
         #: counts of what the last send carried, for the one-line event log
         self.last_sent: dict[str, int] = {}
 
@@ -155,7 +155,7 @@ class ControllerRequestBatch:
             and last[4] == is_new
             and last[5] == tp
         ):
-            return last[6]
+            return cast(PartitionLeaderState, last[6])
         li = leadership.leader_and_isr
         state = PartitionLeaderState(
             tp=tp,
@@ -238,7 +238,7 @@ class ControllerRequestBatch:
         live = ctx.live_or_shutting_down_broker_ids
         counts = {"leader_and_isr": 0, "update_metadata": 0, "stop_replica": 0, "partitions": 0}
         outgoing: list[tuple[int, ControllerRequest, ResponseCallback | None]] = []
-        encoded_states: dict = {}  # one partition state sent to several brokers is encoded once
+        encoded_states: dict[int, bytes] = {}  # one partition state sent to several brokers is encoded once
         try:
             for broker_id, states in self._leader_and_isr.items():
                 if broker_id not in live:

@@ -21,8 +21,9 @@ resumes. A broker coming back, or a finished reassignment, resumes deletions wai
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from praha.common import TopicPartition
 from praha.controller.partition_state_machine import PartitionStateMachine
 from praha.controller.replica_state_machine import ReplicaStateMachine
 from praha.controller.services import ControllerServices
@@ -113,7 +114,7 @@ class TopicDeletionManager:
         self.replica_sm.handle_state_changes(done, ReplicaState.DELETION_SUCCESSFUL)
         self.resume()
 
-    def on_stop_replica_response(self, broker_id: int, error_code: int, partition_errors: dict) -> None:
+    def on_stop_replica_response(self, broker_id: int, error_code: int, partition_errors: Mapping[TopicPartition, int]) -> None:
         if error_code != ErrorCode.NONE:
             failed = set(partition_errors)
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence, cast
 
 from crc32c import crc32c
 
@@ -229,7 +229,7 @@ def assign_offsets(
     every CRC stays valid. With `in_place` a writable `buf` is patched and returned
     (saves a copy on the produce path); otherwise a patched bytearray copy is returned.
     `batches` (from `validate`) avoids walking the headers again."""
-    out = buf if in_place else bytearray(buf)
+    out = cast("bytearray | memoryview", buf) if in_place else bytearray(buf)  # in place: the caller passes a writable buffer
     if batches is None:
         batches = list(iter_batches(out))
     nxt = base_offset

@@ -16,7 +16,7 @@ Reading: a missing file means "no entries"; anything unparsable raises
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from praha.common import TopicPartition
 from praha.log.errors import CorruptCheckpointError
@@ -54,7 +54,7 @@ def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
-def write_entries(path: str, entries: list[tuple[object, ...]], durable: bool = True) -> None:
+def write_entries(path: str, entries: Sequence[tuple[object, ...]], durable: bool = True) -> None:
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(f) for f in entry) for entry in entries)
     atomic_write(path, ("\n".join(lines) + "\n").encode(), durable)

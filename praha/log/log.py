@@ -195,7 +195,7 @@ class Log:
         self.topic_partition = parse_log_dir_name(os.path.basename(os.path.normpath(directory)))
         self._lock = threading.RLock()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._flush_future: Future | None = None
+        self._flush_future: Future[None] | None = None
         self._generation = 0  # bumped by truncations so a late background flush cannot raise the recovery point
         self._closed = False
         os.makedirs(directory, exist_ok=True)

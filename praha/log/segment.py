@@ -72,7 +72,7 @@ class _IndexState:
         self.offset_of_max = -1
         self.last_time_ts = NO_TIMESTAMP
 
-    def add(self, h: BatchHeader, position: int, offsets: list, times: list) -> None:
+    def add(self, h: BatchHeader, position: int, offsets: list[tuple[int, int]], times: list[tuple[int, int]]) -> None:
         last = h.base_offset + h.last_offset_delta
         if h.max_timestamp > self.max_ts:
             self.max_ts = h.max_timestamp

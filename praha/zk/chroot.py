@@ -17,6 +17,8 @@ def is_plain_path(path: str) -> bool:
 
 def chrooted(client: KazooClient, path: str) -> str:
     """`_prefix_root(client.chroot, path)`; the chroot is kept normalised by kazoo ("" without one)."""
+    root: str = client.chroot or ""
     if is_plain_path(path):
-        return (client.chroot or "") + path
-    return _prefix_root(client.chroot, path)
+        return root + path
+    prefixed: str = _prefix_root(root, path)
+    return prefixed

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 from praha.errors import PrahaError
@@ -72,7 +73,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A port that was free a moment ago (the usual small race is accepted)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -148,7 +149,7 @@ class _JavaServer:
 
     main_class = SERVER_MAIN
 
-    def __init__(self, data_dir: str | os.PathLike, port: int, host: str, *, tick_time_ms: int,
+    def __init__(self, data_dir: str | os.PathLike[str], port: int, host: str, *, tick_time_ms: int,
                  min_session_timeout_ms: int | None, max_session_timeout_ms: int | None,
                  force_sync: bool, heap_mb: int, die_with_parent: bool):
         self.data_dir = Path(data_dir).resolve()
@@ -160,7 +161,7 @@ class _JavaServer:
         self.force_sync = force_sync
         self.heap_mb = heap_mb
         self.die_with_parent = die_with_parent
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     # -- paths ---------------------------------------------------------------------------
     @property
@@ -307,7 +308,7 @@ class EmbeddedZooKeeper(_JavaServer):
     low `min_session_timeout_ms` so an expired session is noticed within seconds.
     """
 
-    def __init__(self, data_dir: str | os.PathLike, port: int = 2181, host: str = "127.0.0.1", *,
+    def __init__(self, data_dir: str | os.PathLike[str], port: int = 2181, host: str = "127.0.0.1", *,
                  tick_time_ms: int = 2000, min_session_timeout_ms: int | None = None,
                  max_session_timeout_ms: int | None = None, force_sync: bool = True,
                  heap_mb: int = 512, die_with_parent: bool = False):
@@ -326,7 +327,7 @@ class EmbeddedZooKeeper(_JavaServer):
     def __enter__(self) -> "EmbeddedZooKeeper":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -334,7 +335,7 @@ class _QuorumPeer(_JavaServer):
     main_class = QUORUM_MAIN
 
     def __init__(self, data_dir: Path, port: int, host: str, my_id: int, peers: list[tuple[int, int, int, int]],
-                 **kw):
+                 **kw: Any):
         super().__init__(data_dir, port, host, **kw)
         self.my_id = my_id
         self.peers = peers  # (id, quorum port, election port, client port)
@@ -355,7 +356,7 @@ class _QuorumPeer(_JavaServer):
 class ZooKeeperEnsemble:
     """n QuorumPeerMain servers on loopback, in `base_dir/zk<i>`; for fault tests."""
 
-    def __init__(self, n: int, base_dir: str | os.PathLike, host: str = "127.0.0.1", *,
+    def __init__(self, n: int, base_dir: str | os.PathLike[str], host: str = "127.0.0.1", *,
                  tick_time_ms: int = 500, force_sync: bool = False, heap_mb: int = 256):
         if n < 1:
             raise ValueError("an ensemble needs at least one server")
@@ -395,11 +396,11 @@ class ZooKeeperEnsemble:
     def __enter__(self) -> "ZooKeeperEnsemble":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def run_foreground(port: int = 2181, data_dir: str | os.PathLike = "zookeeper-data", host: str = "127.0.0.1") -> int:
+def run_foreground(port: int = 2181, data_dir: str | os.PathLike[str] = "zookeeper-data", host: str = "127.0.0.1") -> int:
     """Run an embedded ZooKeeper until SIGINT/SIGTERM (for the CLI); returns an exit code."""
     server = EmbeddedZooKeeper(data_dir, port=port, host=host)
     stop = threading.Event()

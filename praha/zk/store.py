@@ -224,7 +224,7 @@ class ZkStore(ZooKeeperClient):
         for _ in range(3):
             try:
                 _, stat = self._get(self.client.create_async(path, data, ephemeral=True, include_data=True))
-                return stat.czxid
+                return int(stat.czxid)
             except NoNodeError:
                 self.ensure_persistent_paths()
             except NodeExistsError:
@@ -235,7 +235,7 @@ class ZkStore(ZooKeeperClient):
                 if stat.ephemeralOwner == self._session_id:
                     if old_data != data:
                         self._get(self.client.set_async(path, data, stat.version))
-                    return stat.czxid
+                    return int(stat.czxid)
                 try:
                     old = zn.decode_broker(info.id, old_data)
                     where = f"{old.host}:{old.port}"
@@ -266,7 +266,7 @@ class ZkStore(ZooKeeperClient):
         mine = self.get_data(path)
         if mine is None or mine[1].ephemeralOwner != self._session_id:
             raise BrokerIdInUseError(f"broker.id {info.id}: another broker registered right after the swap")
-        return mine[1].czxid
+        return int(mine[1].czxid)
 
     def deregister_broker(self, broker_id: int) -> None:
         try:
@@ -509,7 +509,7 @@ class ZkStore(ZooKeeperClient):
                                                       zn.encode_isr_change(tps), sequence=True))
         except KazooException as e:
             raise self._wrap(e, "create ISR change notification") from None
-        return path.rsplit("/", 1)[-1]
+        return str(path).rsplit("/", 1)[-1]
 
     def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
         """Fenced deletes of processed notifications (already gone is fine)."""

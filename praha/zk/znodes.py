@@ -174,7 +174,7 @@ def _int(path: str, obj: Mapping[str, Any], key: str) -> int:
     v = _req(path, obj, key)
     if not _is_int(v):
         raise ZNodeDecodeError(path, f"field {key!r} must be an integer, got {v!r}")
-    return v
+    return int(v)
 
 
 def _str(path: str, obj: Mapping[str, Any], key: str) -> str:
