@@ -71,7 +71,7 @@ def _float(v: str) -> float:
     return float(v.strip())
 
 
-def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum: float | None = None, doc: str = ""):
+def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum: float | None = None, doc: str = "") -> Any:
     return field(default=default, metadata={"key": kafka_name, "parse": parse, "min": minimum, "doc": doc})
 
 
@@ -135,7 +135,7 @@ class BrokerConfig:
 
     # ---- parsing ------------------------------------------------------------------
     @classmethod
-    def keys(cls) -> dict[str, dataclasses.Field]:
+    def keys(cls) -> dict[str, dataclasses.Field[Any]]:
         return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
 
     @classmethod

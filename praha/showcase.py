@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,8 @@ def page_view(seq: int, rnd: random.Random) -> tuple[bytes, bytes, int]:
 class ProducerStats:
     sent: int = 0
     acked_ids: set[int] = field(default_factory=set)
-    failed: Counter = field(default_factory=Counter)
-    acked_per_second: Counter = field(default_factory=Counter)  # int(wall second) -> records
+    failed: Counter[str] = field(default_factory=Counter)
+    acked_per_second: Counter[int] = field(default_factory=Counter)  # int(wall second) -> records
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -125,7 +126,7 @@ class StateChangeTail:
         self.offsets: dict[Path, int] = {}
         self.controller_elections: list[tuple[float, int, int]] = []  # (monotonic, broker, epoch)
         self.failovers_ms: list[float] = []
-        self.elections: Counter = Counter()
+        self.elections: Counter[str] = Counter()
 
     def skip_existing(self) -> None:
         for path in self.dir.glob("broker-*/data/state-change.log"):
@@ -151,7 +152,7 @@ class StateChangeTail:
     def _show(self, e: dict[str, Any]) -> None:
         ev, who = e.get("event"), e.get("broker_id")
         if ev == "ControllerElected":
-            self.controller_elections.append((time.monotonic(), who, e.get("controller_epoch", -1)))
+            self.controller_elections.append((time.monotonic(), int(who or -1), int(e.get("controller_epoch", -1))))
             say(f"  ⚑ broker {who} is the controller now (epoch {e.get('controller_epoch')})", self.t0)
         elif ev == "ControllerFailover":
             self.failovers_ms.append(float(e.get("duration_ms", 0)))
@@ -161,7 +162,7 @@ class StateChangeTail:
             parts = [f"{k} {e[k]}" for k in ("dead", "new", "bounced") if e.get(k)]
             say(f"  ⚑ controller {who}: brokers " + ", ".join(parts), self.t0)
         elif ev == "PartitionStateChange" and e.get("target") == "OnlinePartition" and e.get("elected"):
-            kind = e.get("election")
+            kind = str(e.get("election"))
             leaders = e.get("leaders") or {}
             self.elections[kind] += len(leaders)
             if kind != "new":
@@ -185,7 +186,7 @@ class Marks:
 
 
 def create_topics(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # re-exported at run time
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     futures = admin.create_topics([
@@ -251,7 +252,8 @@ def leader_of(zk: str, topic: str, partition: int) -> tuple[int, int]:
     return st["topics"][topic]["partitions"][partition]["leader"], st["controller"]["id"]
 
 
-def recover_time(zk: str, check, tick, timeout: float = 60) -> float:
+def recover_time(zk: str, check: Callable[[dict[str, Any]], bool], tick: Callable[[], None],
+                 timeout: float = 60) -> float:
     """Seconds until `check(cluster_status)` holds (polled every 0.1 s; `tick()` keeps the
     progress output going meanwhile)."""
     from praha.admin.status import cluster_status
@@ -416,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def inject(action: str, cluster: LocalCluster, zk: str, victims: dict[str, int], marks: Marks, t0: float,
-           tick) -> None:
+           tick: Callable[[], None]) -> None:
     now = time.monotonic() - t0
     if action == "kill-leader":
         # the leader of a partition, not the controller (that comes next)
@@ -454,7 +456,7 @@ def inject(action: str, cluster: LocalCluster, zk: str, victims: dict[str, int],
 def final_check(spark: Any, bootstrap: str, stats: ProducerStats) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    def read(topic: str):
+    def read(topic: str) -> Any:
         return spark.read.format("praha").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
 
     views = (read(INPUT).select("timestamp", F.from_json(F.col("value").cast("string"), "id long, page string").alias("e"))

@@ -12,7 +12,8 @@ from kafka.protocol.metadata import MetadataRequest
 from praha.protocol.client import BrokerConnection
 
 
-def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0):
+def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0) -> Any:
+    """A MetadataResponse v12 from one broker (the kafka-python object)."""
     host, _, port = bootstrap.rpartition(":")
     conn = BrokerConnection(host, int(port), timeout=timeout)
     conn.connect()

@@ -78,7 +78,9 @@ def alter(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], d
 
 def parse_config_list(text: str) -> dict[str, str]:
     """"k1=v1,k2=[a,b]" (Kafka's --add-config syntax: square brackets keep commas)."""
-    items, depth, cur = [], 0, []
+    items: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "[":
             depth += 1

@@ -18,6 +18,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection, api_versions
 from praha.protocol.errors import BrokerConnectionError
 from praha.protocol.registry import APIS
+from praha.zk.store import ZkStore
 
 Locator = Callable[[], tuple[str, int]]
 
@@ -28,7 +29,7 @@ class ControllerUnavailableError(PrahaError):
     code = ErrorCode.NOT_CONTROLLER
 
 
-def zk_locator(store) -> Locator:
+def zk_locator(store: ZkStore) -> Locator:
     """The controller's address as ZooKeeper names it."""
 
     def locate() -> tuple[str, int]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError, UnknownTopicError
 from praha.zk import znodes as zn
+from praha.zk.store import ZkStore
 
 Results = dict[TopicPartition, tuple[int, str | None]]
 PREFERRED = 0
@@ -35,11 +37,11 @@ def parse_election_json(text: str) -> set[TopicPartition]:
     if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), list):
         raise InvalidRequestError(f"invalid election JSON: {usage}")
     tps = []
-    for e in obj["partitions"]:
-        if not (isinstance(e, dict) and isinstance(e.get("topic"), str) and isinstance(e.get("partition"), int)
-                and not isinstance(e.get("partition"), bool)):
-            raise InvalidRequestError(f"invalid election entry {json.dumps(e)}: {usage}")
-        tps.append(TopicPartition(e["topic"], e["partition"]))
+    for entry in obj["partitions"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("topic"), str) and isinstance(entry.get("partition"), int)
+                and not isinstance(entry.get("partition"), bool)):
+            raise InvalidRequestError(f"invalid election entry {json.dumps(entry)}: {usage}")
+        tps.append(TopicPartition(entry["topic"], entry["partition"]))
     if not tps:
         raise InvalidRequestError("the election file lists no partitions")
     dupes = sorted({tp for tp in tps if tps.count(tp) > 1})
@@ -49,7 +51,7 @@ def parse_election_json(text: str) -> set[TopicPartition]:
     return set(tps)
 
 
-def resolve_partitions(store, all_partitions: bool = False, topic: str | None = None,
+def resolve_partitions(store: ZkStore, all_partitions: bool = False, topic: str | None = None,
                        partition: int | None = None, partitions: Collection[TopicPartition] | None = None
                        ) -> set[TopicPartition]:
     """The partitions named, checked against ZooKeeper (all of them for `all_partitions`)."""
@@ -90,7 +92,7 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
         topic_partitions = [Req.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
     request = Req(election_type=PREFERRED, topic_partitions=topic_partitions, timeout_ms=int(timeout * 1000))
 
-    def not_controller(r) -> bool:
+    def not_controller(r: Any) -> bool:
         if getattr(r, "error_code", 0) == ErrorCode.NOT_CONTROLLER:
             return True
         return any(p.error_code == ErrorCode.NOT_CONTROLLER
@@ -103,7 +105,7 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
             for t in response.replica_election_results for p in t.partition_result}
 
 
-def _preferred_and_leaders(store, partitions: Collection[TopicPartition]
+def _preferred_and_leaders(store: ZkStore, partitions: Collection[TopicPartition]
                            ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, tuple[int, tuple[int, ...]]]]:
     assignments, _ = store.get_topic_assignments({tp.topic for tp in partitions})
     preferred = {tp: assignments[tp.topic].partitions[tp.partition].replicas[0] for tp in partitions
@@ -113,7 +115,7 @@ def _preferred_and_leaders(store, partitions: Collection[TopicPartition]
     return preferred, {tp: (s.leader_and_isr.leader, tuple(s.leader_and_isr.isr)) for tp, s in states.items()}
 
 
-def elect_via_zookeeper(store, partitions: Collection[TopicPartition], timeout: float = 30.0,
+def elect_via_zookeeper(store: ZkStore, partitions: Collection[TopicPartition], timeout: float = 30.0,
                         poll: float = 0.2) -> Results:
     """Write `/admin/preferred_replica_election` and judge the outcome from the leaders."""
     if store.exists(zn.PREFERRED_REPLICA_ELECTION_PATH) is not None:

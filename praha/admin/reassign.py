@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from praha.common import TopicAssignment, TopicPartition
+from praha.common import BrokerInfo, TopicAssignment, TopicPartition
 from praha.config import (
     FOLLOWER_THROTTLED_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
@@ -48,6 +48,7 @@ from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from praha.topic_rules import ReassignmentInProgressError, assign_replicas
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import BROKERS, TOPICS, read_config, write_config
+from praha.zk.store import ZkStore
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 
@@ -181,7 +182,7 @@ class ClusterView:
         return moving | set(self.in_znode)
 
 
-def read_view(store, topics: Iterable[str]) -> ClusterView:
+def read_view(store: ZkStore, topics: Iterable[str]) -> ClusterView:
     topics = sorted(set(topics))
     assignments, bad = store.get_topic_assignments(topics)
     if bad:
@@ -214,7 +215,7 @@ def propose(assignments: Mapping[str, TopicAssignment], topics: Sequence[str], b
     return current, proposed
 
 
-def generate(store, topics: Sequence[str], brokers: Sequence[int], rng: random.Random | None = None
+def generate(store: ZkStore, topics: Sequence[str], brokers: Sequence[int], rng: random.Random | None = None
              ) -> tuple[Plan, Plan]:
     view = read_view(store, topics)
     return propose(view.assignments, topics, brokers, view.live, rng)
@@ -260,7 +261,7 @@ class ExecuteResult:
     throttled_brokers: list[int] = field(default_factory=list)
 
 
-def execute(store, plan: Plan, throttle: int = -1) -> ExecuteResult:
+def execute(store: ZkStore, plan: Plan, throttle: int = -1) -> ExecuteResult:
     """Check everything, then write throttles (if any) and `/admin/reassign_partitions`."""
     if store.exists(zn.REASSIGN_PARTITIONS_PATH) is not None:
         raise ReassignmentInProgressError(
@@ -300,7 +301,7 @@ def throttle_settings(current: Plan, plan: Plan) -> tuple[dict[str, tuple[str, s
     return {t: (fmt(leaders[t]), fmt(followers.get(t, set()))) for t in sorted(leaders)}, sorted(brokers)
 
 
-def set_throttles(store, current: Plan, plan: Plan, rate: int) -> tuple[list[str], list[int]]:
+def set_throttles(store: ZkStore, current: Plan, plan: Plan, rate: int) -> tuple[list[str], list[int]]:
     """Write the throttle configs of a reassignment (other config keys are kept)."""
     topics, brokers = throttle_settings(current, plan)
     configs, _ = store.get_topic_configs(list(topics))
@@ -316,7 +317,7 @@ def set_throttles(store, current: Plan, plan: Plan, rate: int) -> tuple[list[str
     return list(topics), brokers
 
 
-def clear_throttles(store, topics: Iterable[str], brokers: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
+def clear_throttles(store: ZkStore, topics: Iterable[str], brokers: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
     """Remove throttle configs from `topics` and from `brokers` (default: every broker that
     has a `/config/brokers/<id>`); returns what was actually changed."""
     if brokers is None:
@@ -366,7 +367,7 @@ class PartitionProgress:
         return "complete" if self.replicas == self.target else "failed"
 
 
-def progress(store, tps: Iterable[TopicPartition] | None, targets: Mapping[TopicPartition, Sequence[int]] | None = None,
+def progress(store: ZkStore, tps: Iterable[TopicPartition] | None, targets: Mapping[TopicPartition, Sequence[int]] | None = None,
              view: ClusterView | None = None) -> dict[TopicPartition, PartitionProgress]:
     """Progress of `tps` (None: every partition being reassigned). `targets` (a plan) wins
     over the znode's; a partition the controller has not started yet counts its target's
@@ -403,7 +404,7 @@ def progress(store, tps: Iterable[TopicPartition] | None, targets: Mapping[Topic
     return out
 
 
-def _latest_offsets(info, tps: Iterable[TopicPartition], replica_id: int, timeout: float
+def _latest_offsets(info: BrokerInfo, tps: Iterable[TopicPartition], replica_id: int, timeout: float
                     ) -> dict[TopicPartition, int]:
     """ListOffsets(latest) of `tps` from one broker; {} if it does not answer."""
     from kafka.protocol.consumer import ListOffsetsRequest
@@ -427,7 +428,7 @@ def _latest_offsets(info, tps: Iterable[TopicPartition], replica_id: int, timeou
             for t in response.topics for q in t.partitions if q.error_code == ErrorCode.NONE}
 
 
-def add_leader_offsets(store, parts: Iterable[PartitionProgress], timeout: float = 2.0) -> None:
+def add_leader_offsets(store: ZkStore, parts: Iterable[PartitionProgress], timeout: float = 2.0) -> None:
     """Best effort, so an operator sees how far behind each new replica is: each leader's
     high watermark (ListOffsets as a consumer), and the log end of every replica not yet
     in the ISR (ListOffsets with Kafka's debugging replica id, answered by followers)."""
@@ -466,7 +467,7 @@ class VerifyResult:
         return all(p.state == "complete" for p in self.partitions.values())
 
 
-def verify(store, plan: Plan, preserve_throttles: bool = False, with_offsets: bool = True) -> VerifyResult:
+def verify(store: ZkStore, plan: Plan, preserve_throttles: bool = False, with_offsets: bool = True) -> VerifyResult:
     parts = progress(store, plan, targets=plan)
     result = VerifyResult(parts)
     if with_offsets:
@@ -508,7 +509,7 @@ def cancel_via_api(locate: Callable[[], tuple[str, int]], tps: Collection[TopicP
             for t in response.responses for p in t.partitions}
 
 
-def cancel(store, locate: Callable[[], tuple[str, int]], tps: Collection[TopicPartition] | None,
+def cancel(store: ZkStore, locate: Callable[[], tuple[str, int]], tps: Collection[TopicPartition] | None,
            preserve_throttles: bool = False, timeout: float = 30.0) -> CancelResult:
     """Cancel the given partitions' reassignments (None: every one in flight)."""
     if tps is None:
@@ -527,7 +528,7 @@ def cancel(store, locate: Callable[[], tuple[str, int]], tps: Collection[TopicPa
     if not preserve_throttles and result.cancelled:
         still = read_view(store, store.get_all_topics()).reassigning
         topics = {tp.topic for tp in result.cancelled} - {tp.topic for tp in still}
-        brokers = None if not still else []
+        brokers: list[int] | None = None if not still else []
         result.cleared_brokers, result.cleared_topics = clear_throttles(store, topics, brokers)
     return result
 

@@ -31,11 +31,13 @@ def cluster_status(connect: str, include_topics: bool = True, store: ZkStore | N
     try:
         cid = store.get_controller_id()
     except ZNodeDecodeError as e:
-        cid, _ = None, problems.append(str(e))
+        cid = None
+        problems.append(str(e))
     try:
         epoch = store.get_controller_epoch()
     except ZNodeDecodeError as e:
-        epoch, _ = None, problems.append(str(e))
+        epoch = None
+        problems.append(str(e))
     brokers, corrupt = store.get_live_brokers()
     problems.extend(str(e) for e in corrupt.values())
     out: dict[str, Any] = {
@@ -77,7 +79,7 @@ def topics_status(store: ZkStore, live: set[int], problems: list[str]) -> dict[s
                 "adding_replicas": list(a.adding),
                 "removing_replicas": list(a.removing),
                 "offline_replicas": [r for r in a.replicas if r not in live],
-                "under_replicated": bool(li) and len(li.isr) < len(a.replicas),
+                "under_replicated": li is not None and len(li.isr) < len(a.replicas),
                 "offline": not li or li.leader not in live,
             })
         out[t] = {"partitions": parts, "marked_for_deletion": t in marked}

@@ -82,7 +82,7 @@ def analyze(spark: SparkSession, path: str | Path) -> Analysis:
         raise FileNotFoundError(f"no state-change.log files under {path}")
     events = load_events(spark, files).cache()
     bounds = events.agg(F.min("time_ms").alias("lo"), F.max("time_ms").alias("hi")).first()
-    if bounds.lo is None:
+    if bounds is None or bounds.lo is None:
         raise NoStateChangeEvents(f"no state-change events in {', '.join(files[:3])}"
                                   + (f" and {len(files) - 3} more files" if len(files) > 3 else ""))
     start_ms, end_ms = int(bounds.lo), int(bounds.hi)
@@ -184,7 +184,7 @@ def election_kinds(elections: DataFrame) -> list[str]:
 
 
 def _per_partition(elections: DataFrame, offline: DataFrame, under: DataFrame, kinds: list[str]) -> DataFrame:
-    counts = elections.groupBy("partition").pivot("kind", kinds).count().na.fill(0)
+    counts = elections.groupBy("partition").pivot("kind", list[Any](kinds)).count().na.fill(0)
     extra = elections.groupBy("partition").agg(
         F.count("*").alias("elections"),
         F.sum(F.col("unclean").cast("int")).alias("unclean_elections"),
@@ -198,7 +198,7 @@ def _per_partition(elections: DataFrame, offline: DataFrame, under: DataFrame, k
 
 
 def _per_broker(events: DataFrame, elections: DataFrame, kinds: list[str]) -> DataFrame:
-    won = elections.groupBy(F.col("leader").alias("broker")).pivot("kind", kinds).count().na.fill(0)
+    won = elections.groupBy(F.col("leader").alias("broker")).pivot("kind", list[Any](kinds)).count().na.fill(0)
     won_total = elections.groupBy(F.col("leader").alias("broker")).agg(
         F.count("*").alias("elected_leader"), F.sum(F.col("unclean").cast("int")).alias("unclean_elected"))
     ctrl = events.where(F.col("event") == "ControllerElected").groupBy(F.col("broker_id").alias("broker")) \

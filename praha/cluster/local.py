@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ class LocalCluster:
         zookeeper: str | None = None,
         overrides: dict[str, str] | None = None,
         timeout: float = 60.0,
-        progress=lambda msg: None,
+        progress: Callable[[str], object] = lambda msg: None,
         per_broker: dict[int, dict[str, str]] | None = None,
     ) -> ClusterState:
         if brokers < 1:
@@ -276,7 +277,7 @@ class LocalCluster:
         if created is not None:
             try:
                 p = psutil.Process(b.pid)
-                return p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE
+                return bool(p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE)
             except psutil.NoSuchProcess:
                 return False
         return _process_matches(b.pid, str(b.config_path))
@@ -344,7 +345,7 @@ class LocalCluster:
             self.wait_until_ready(state, {broker_id}, timeout)
         return b
 
-    def down(self, timeout: float = 30.0, progress=lambda msg: None) -> None:
+    def down(self, timeout: float = 30.0, progress: Callable[[str], object] = lambda msg: None) -> None:
         """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper."""
         try:
             state = self.load()
@@ -375,7 +376,7 @@ class LocalCluster:
                 pass
         self._launched.clear()
 
-    def _down(self, state: ClusterState, timeout: float, progress) -> None:
+    def _down(self, state: ClusterState, timeout: float, progress: Callable[[str], object]) -> None:
         running = [b for b in state.brokers.values() if self.broker_running(b)]
         for b in running:
             self._signal_broker(b, signal.SIGTERM)

@@ -64,7 +64,7 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
             f.write(_QUIET_LOG4J.replace("{level}", "fatal"))
         import atexit
 
-        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        atexit.register(_remove_if_there, path)
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{path}") \
             .config("spark.ui.showConsoleProgress", "false")
     for k, v in conf.items():
@@ -73,3 +73,10 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
     spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
     register(spark)
     return spark
+
+
+def _remove_if_there(path: str) -> None:
+    import os
+
+    if os.path.exists(path):
+        os.remove(path)

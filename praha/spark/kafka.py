@@ -16,6 +16,7 @@ import random
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
@@ -109,7 +110,7 @@ class ClusterClient:
         c.timeout = self.timeout
         return c
 
-    def send_to(self, broker_id: int, request, version: int, timeout: float | None = None):
+    def send_to(self, broker_id: int, request: Any, version: int, timeout: float | None = None) -> Any:
         addr = self.meta.brokers.get(broker_id)
         if addr is None:
             raise SourceError(f"broker {broker_id} is not in the cluster metadata", code=ErrorCode.BROKER_NOT_AVAILABLE)
@@ -224,7 +225,7 @@ class ClusterClient:
             code=ErrorCode.LEADER_NOT_AVAILABLE)
 
     # ------------------------------------------------------------------ fetch
-    def fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> object:
+    def fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> Any:
         """One Fetch (READ_UNCOMMITTED) for one partition from its current leader; returns
         the partition's answer. Raises PrahaError on a connection problem, SourceError
         (code RETRIABLE) if we have no leader for it."""

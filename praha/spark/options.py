@@ -162,7 +162,7 @@ def _positive_int(opts: dict[str, str], name: str, default: int | None = None, m
 def _json(name: str, text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise OptionError(name, f"is not valid JSON ({e.msg} at position {e.pos}): {text!r}") from None
 
 
@@ -213,7 +213,7 @@ def parse_subscription(opts: dict[str, str]) -> Subscription:
     data = _json(kind, text)
     if not isinstance(data, dict) or not data:
         raise OptionError(kind, f'expected a JSON object like {{"topicA": [0, 1]}}, got {text!r}')
-    tps = []
+    tps: list[TopicPartition] = []
     for topic, parts in data.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0
                                                   for p in parts):

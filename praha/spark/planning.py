@@ -189,5 +189,5 @@ def to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
     return out
 
 
-def from_json(data: dict) -> Offsets:
+def from_json(data: dict[str, dict[str, int]] | None) -> Offsets:
     return {TopicPartition(t, int(p)): int(o) for t, parts in (data or {}).items() for p, o in parts.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
@@ -52,7 +52,7 @@ def read_range(opts: ReadOptions, part: Any, pa_schema: Any, prefetch: bool = Tr
             cols.clear()
 
 
-def _direct(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> Iterator[tuple[Chunk, int]]:
+def _direct(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> Generator[tuple[Chunk, int], None, None]:
     """Fetch, hand over, fetch again: the task does one thing at a time."""
     client = ClusterClient(opts.bootstrap, client_id=opts.client_id)
     position = [start]
@@ -76,7 +76,7 @@ def _prefetched(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> 
     Where the next fetch starts is known from the batch headers alone
     (`scan_next_offset`), so fetching never waits for decoding. The queue holds two
     chunks at most; errors travel through it and are raised here, in the task."""
-    q: queue.Queue = queue.Queue(maxsize=2)
+    q: queue.Queue[Any] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
     def put(item: Any) -> bool:

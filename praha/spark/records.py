@@ -246,7 +246,7 @@ def decompress(compression: int, data: memoryview) -> bytes:
     if compression in (COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_ZSTD):
         codec = {COMPRESSION_GZIP: "gzip", COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}[compression]
         with pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(data)), codec) as stream:
-            return stream.read()
+            return bytes(stream.read())
     if compression == COMPRESSION_SNAPPY:
         raw = bytes(data)
         if raw[:8] == b"\x82SNAPPY\x00":  # xerial framing: 16-byte header, then [int32 size][block]...
@@ -264,7 +264,7 @@ def _snappy_block(block: bytes) -> bytes:
     import pyarrow as pa
 
     size, _ = _unsigned_varint(block, 0)  # a raw snappy block starts with its decompressed length
-    return pa.decompress(block, decompressed_size=size, codec="snappy").to_pybytes()
+    return bytes(pa.decompress(block, decompressed_size=size, codec="snappy").to_pybytes())
 
 
 def _decode_legacy(batch: bytes, start: int, end: int, out: Columns) -> int:

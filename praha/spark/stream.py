@@ -53,7 +53,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None  # availableNow: never read past these
         self._latest: Offsets | None = None
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_client"] = None
         return state
@@ -65,7 +65,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._client
 
     # ------------------------------------------------------------------ offsets
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         tps = current_partitions(self.client, self.opts.subscription)
         return to_json(resolve(self.client, tps, self.opts.starting, self.opts, is_start=True))
 
@@ -78,7 +78,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self._available()
         log.info("availableNow: reading up to %s", to_json(self._target))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_json(start)
         latest = dict(self._target) if self._target is not None else self._available()
         self._latest = latest
@@ -91,7 +91,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = latest
         return to_json(end)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return to_json(self._latest) if self._latest is not None else None
 
     def _available(self) -> Offsets:
@@ -104,7 +104,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                         self.opts.offset_retry_interval_ms)
 
     # ------------------------------------------------------------------ planning
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin, until = from_json(start), from_json(end)
         new = [tp for tp in until if tp not in begin]
         if new:
@@ -128,7 +128,7 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_range(self.opts, partition, arrow_schema(self.schema))
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: like Spark's Kafka source, progress lives in the checkpoint only."""
 
     def stop(self) -> None:

@@ -84,7 +84,7 @@ class TcpProxy:
     def __enter__(self) -> "TcpProxy":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- internals ----------------------------------------------------------------------------

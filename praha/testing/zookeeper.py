@@ -25,7 +25,7 @@ def embedded_zookeeper(data_dir: str | Path | None = None, *, port: int = 0, tic
                        timeout: float = 30) -> Iterator[EmbeddedZooKeeper]:
     """A started server; stopped (SIGTERM, then SIGKILL) on exit, even on failure."""
     tmp = None if data_dir is not None else tempfile.mkdtemp(prefix="praha-zk-")
-    server = EmbeddedZooKeeper(data_dir or tmp, port=port, tick_time_ms=tick_time_ms,
+    server = EmbeddedZooKeeper(str(data_dir or tmp), port=port, tick_time_ms=tick_time_ms,
                                min_session_timeout_ms=min_session_timeout_ms, force_sync=force_sync,
                                heap_mb=384, die_with_parent=True)
     try:

@@ -24,8 +24,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from praha.errors import PrahaError
 
