@@ -28,7 +28,7 @@ from praha.chaos.config import CampaignConfig
 from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.faults import FaultInjector, FaultRecord
 from praha.chaos.ledger import Ledger, Tp
-from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor
+from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor, HwState
 from praha.chaos.plot import plot_timeline
 from praha.chaos.report import headline, summary_text, violation_json
 from praha.chaos.schedule import build_schedule
@@ -186,7 +186,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
            assignments: dict[Tp, tuple[int, ...]], hw_monitor: HighWatermarkMonitor | None,
            observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
            producers: list[ProducerWorker], interrupted: str) -> dict[str, Any]:
-    hw = hw_monitor.state if hw_monitor else inv.HwState()
+    hw = hw_monitor.state if hw_monitor else HwState()
     records = inv.check_records(ledger, final, hw, timeline)
     replica_divergent = inv.check_replicas(env.cluster.root, assignments, final, timeline)
     controllers = inv.check_controllers(inv.read_state_change_logs(env.cluster.root), timeline)

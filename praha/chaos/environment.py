@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from praha.chaos.config import CampaignConfig
 from praha.cluster.local import BrokerProcess, LocalCluster
+from praha.errors import PrahaError
 from praha.testing.proxy import TcpProxy
 from praha.zk.server import EmbeddedZooKeeper, ZooKeeperEnsemble
 from praha.zk.store import ZkStore
@@ -44,10 +46,17 @@ class ChaosEnvironment:
         self.ensemble: ZooKeeperEnsemble | None = None
         self.proxies: dict[int, list[TcpProxy]] = {}
         self.cluster = LocalCluster(root / "cluster")
-        self.store: ZkStore | None = None
+        self._store: ZkStore | None = None
         self.paused: set[int] = set()
         self.zk_members_down: set[int] = set()
         self._closed = False
+
+    @property
+    def store(self) -> ZkStore:
+        """The harness's own ZooKeeper session (open from `start` to `close`)."""
+        if self._store is None:
+            raise PrahaError("the chaos environment is not started")
+        return self._store
 
     # ------------------------------------------------------------------ start
     @property
@@ -77,7 +86,7 @@ class ChaosEnvironment:
             per_broker[bid] = {"zookeeper.connect": ",".join(p.connect_string for p in self.proxies[bid])}
         self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=broker_overrides(cfg),
                         per_broker=per_broker, timeout=120)
-        self.store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000).start()
+        self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000).start()
 
     # ------------------------------------------------------------------ queries
     def brokers(self) -> dict[int, BrokerProcess]:
@@ -87,7 +96,6 @@ class ChaosEnvironment:
         return self.cluster.broker_running(self.brokers()[bid])
 
     def controller_id(self) -> int:
-        assert self.store is not None
         try:
             cid = self.store.get_controller_id()
         except Exception:  # noqa: BLE001 - corrupt or unreachable: no controller known
@@ -95,7 +103,6 @@ class ChaosEnvironment:
         return -1 if cid is None else cid
 
     def controller_epoch(self) -> int:
-        assert self.store is not None
         try:
             e = self.store.get_controller_epoch()
         except Exception:  # noqa: BLE001
@@ -103,7 +110,6 @@ class ChaosEnvironment:
         return -1 if e is None else e[0]
 
     def live_broker_ids(self) -> set[int]:
-        assert self.store is not None
         brokers, _ = self.store.get_live_brokers()
         return set(brokers)
 
@@ -124,9 +130,9 @@ class ChaosEnvironment:
         for proxies in self.proxies.values():
             for p in proxies:
                 p.restore()
-        if self.store is not None:
+        if self._store is not None:
             try:
-                self.store.stop()
+                self._store.stop()
             except Exception:  # noqa: BLE001
                 pass
         if self.cluster.exists():
@@ -143,7 +149,7 @@ class ChaosEnvironment:
             self.zk.stop()
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.2) -> bool:
     """Poll `predicate` (exceptions count as False) until true or `timeout`; bounded."""
     deadline = time.monotonic() + timeout
     while True:

@@ -125,7 +125,7 @@ class FaultInjector:
         refused, answers = 0, {}
         for target in sorted(live):
             info = live[target]
-            requests = [
+            requests: list[Any] = [
                 LeaderAndIsrRequestData(bid, stale, info.epoch, [], []),
                 UpdateMetadataRequestData(bid, stale, info.epoch, [], list(live.values())),
                 StopReplicaRequestData(bid, stale, info.epoch, []),

@@ -27,7 +27,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from praha.chaos.environment import ChaosEnvironment
 from praha.chaos.ledger import Ledger, Tp
@@ -71,9 +71,10 @@ def read_everything(bootstrap: str, tps: list[Tp], logger: logging.Logger, timeo
             for m in c.consume(1000, 0.5):
                 if m.error():
                     continue
-                tp = (m.topic(), m.partition())
-                out.records[tp][m.offset()] = (m.value() or b"").decode("utf-8", "replace")
-                pos[tp] = max(pos[tp], m.offset())
+                tp = (cast(str, m.topic()), cast(int, m.partition()))
+                offset = cast(int, m.offset())
+                out.records[tp][offset] = (m.value() or b"").decode("utf-8", "replace")
+                pos[tp] = max(pos[tp], offset)
         out.incomplete = [tp for tp in tps if pos[tp] + 1 < out.high_watermarks[tp]]
     finally:
         c.close()
@@ -115,7 +116,7 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
     for tp in final.incomplete:
         timeline.violate("unreadable", f"{tp[0]}-{tp[1]} could not be read up to its high watermark "
                          f"{final.high_watermarks.get(tp)}", topic=tp[0], partition=tp[1])
-    lost_examples = []
+    lost_examples: list[dict[str, Any]] = []
     for rid, ack in acked.items():
         if final.records.get(ack.tp, {}).get(ack.offset) != rid:
             f.lost += 1
@@ -166,7 +167,7 @@ def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) ->
         m = _RID.match(rid)
         if m:
             runs.setdefault((m.group(1), ack.tp), []).append((int(m.group(2)), ack.offset))
-    examples = []
+    examples: list[dict[str, Any]] = []
     for (producer, tp), seqs in runs.items():
         seqs.sort()
         for (s1, o1), (s2, o2) in zip(seqs, seqs[1:]):
@@ -184,7 +185,7 @@ def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) ->
 def _check_served(ledger: Ledger, final: FinalRead, f: RecordFigures, timeline: Timeline) -> None:
     """Offsets served during the run must hold the same record now."""
     f.divergent_offsets = len(ledger.divergences)
-    examples = []
+    examples: list[dict[str, Any]] = []
     for tp, seen in ledger.served.items():
         now = final.records.get(tp, {})
         for off, rid in seen.items():
@@ -236,7 +237,7 @@ def check_replicas(cluster_root: Path, assignments: dict[Tp, tuple[int, ...]], f
     """Divergent offsets between replicas' segment files below the final high watermark; an
     id twice in one batch (which no client resend can produce) is a violation too."""
     divergent = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for tp, replicas in assignments.items():
         hw = final.high_watermarks.get(tp, 0)
         logs = {}

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -79,7 +80,7 @@ class HighWatermarkMonitor(threading.Thread):
             c = self._conns[bid] = BrokerConnection("127.0.0.1", b.port, timeout=1.0)
         return c
 
-    def _send(self, bid: int, request, version: int):
+    def _send(self, bid: int, request: Any, version: int) -> Any:
         c = self._conn(bid)
         if c is None:
             return None

@@ -33,6 +33,7 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Rectangle
     except ImportError:  # pragma: no cover - matplotlib is a test dependency
         return None
     fig, axes = plt.subplots(5, 1, figsize=(16, 11), sharex=True,
@@ -50,7 +51,7 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
     ax_f.set_title(f"chaos seed {report['seed']}: {report['figures']['faults']} faults, "
                    f"{report['figures']['acked']} acked, {report['figures']['lost']} lost, "
                    f"{report['figures']['violations']} violations")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
     ax_f.legend(handles, list(KIND_COLORS), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     xs, ys = _per_second(ack_times)
     ax_a.plot(xs, ys, lw=0.8)

@@ -28,7 +28,7 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def violation_json(v) -> dict[str, Any]:
+def violation_json(v: Any) -> dict[str, Any]:
     return asdict(v)
 
 

@@ -20,7 +20,8 @@ import os
 import random
 import threading
 import time
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from praha.chaos.environment import ChaosEnvironment
 from praha.chaos.ledger import Ledger, Tp
@@ -78,7 +79,7 @@ class ProducerWorker(threading.Thread):
         seq = 0
         next_t = time.monotonic()
 
-        def delivered(rid: str, err, msg) -> None:
+        def delivered(rid: str, err: Any, msg: Any) -> None:
             if err is None:
                 ledger.on_ack(rid, (msg.topic(), msg.partition()), msg.offset())
             else:
@@ -98,7 +99,7 @@ class ProducerWorker(threading.Thread):
                 rid = f"{self.pname}-{seq}"
                 try:
                     producer.produce(topic, value=rid.encode(), partition=partition,
-                                     on_delivery=lambda err, msg, rid=rid: delivered(rid, err, msg))
+                                     on_delivery=partial(delivered, rid))
                 except BufferError:
                     producer.poll(0.1)
                     continue
@@ -149,8 +150,8 @@ class ConsumerWorker(threading.Thread):
                     if m.error():
                         self.errors += 1
                         continue
-                    tp = (m.topic(), m.partition())
-                    off = m.offset()
+                    tp = (cast(str, m.topic()), cast(int, m.partition()))
+                    off = cast(int, m.offset())
                     if off <= last.get(tp, -1):
                         self.ledger.rewinds += 1
                     last[tp] = off

@@ -24,13 +24,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from praha.cli.main import CliError, add_cluster_options, zookeeper_of
 
+if TYPE_CHECKING:
+    from praha.admin.reassign import PartitionProgress
+    from praha.zk.store import ZkStore
+
 
 # ------------------------------------------------------------------------------ registration
-def register_topic_commands(t) -> None:
+def register_topic_commands(t: Any) -> None:
     """`praha topics delete|alter` (called from praha.cli.topics.register)."""
     p = t.add_parser("delete", help="mark a topic for deletion (the controller deletes it)")
     p.add_argument("--topic", required=True, help="the topic to delete")
@@ -53,7 +59,7 @@ def register_topic_commands(t) -> None:
     p.set_defaults(fn=cmd_topics_alter)
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     """`praha reassign ...` and `praha elect-leaders`."""
     r = sub.add_parser("reassign", help="move partition replicas between brokers (kafka-reassign-partitions)"
                        ).add_subparsers(dest="sub", required=True)
@@ -136,14 +142,14 @@ def _read(path: Path, what: str) -> str:
         raise CliError(f"cannot read the {what} {path}: {e.strerror or e}") from None
 
 
-def _session(args):
+def _session(args: argparse.Namespace) -> "AbstractContextManager[ZkStore]":
     from praha.admin.status import zk_session
 
     return zk_session(zookeeper_of(args))
 
 
 # ------------------------------------------------------------------------------ topics
-def cmd_topics_delete(args) -> int:
+def cmd_topics_delete(args: argparse.Namespace) -> int:
     from praha.errors import UnknownTopicError
     from praha.zk import znodes as zn
     from praha.zk.admin_zk import delete_topic
@@ -169,7 +175,7 @@ def cmd_topics_delete(args) -> int:
                    "(`praha topics describe` shows it; the controller deletes it when all its replicas can go)")
 
 
-def cmd_topics_alter(args) -> int:
+def cmd_topics_alter(args: argparse.Namespace) -> int:
     from praha.errors import UnknownTopicError
     from praha.topic_rules import parse_replica_assignment
     from praha.zk.admin_zk import add_partitions, partitions_with_leaders
@@ -206,7 +212,7 @@ def cmd_topics_alter(args) -> int:
 
 
 # ------------------------------------------------------------------------------ reassign
-def cmd_reassign_generate(args) -> int:
+def cmd_reassign_generate(args: argparse.Namespace) -> int:
     from praha.admin.reassign import format_plan, generate, parse_broker_list, parse_topics_to_move
 
     topics = parse_topics_to_move(_read(args.topics_to_move_json_file, "topics-to-move file"))
@@ -218,7 +224,7 @@ def cmd_reassign_generate(args) -> int:
     return 0
 
 
-def cmd_reassign_execute(args) -> int:
+def cmd_reassign_execute(args: argparse.Namespace) -> int:
     from praha.admin.reassign import execute, format_plan, parse_plan
 
     plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
@@ -237,7 +243,7 @@ def cmd_reassign_execute(args) -> int:
     return 0
 
 
-def _progress_detail(p) -> str:
+def _progress_detail(p: "PartitionProgress") -> str:
     waiting = p.not_in_isr
     if not waiting:
         return ""
@@ -256,7 +262,7 @@ def _progress_detail(p) -> str:
     return text + "."
 
 
-def cmd_reassign_verify(args) -> int:
+def cmd_reassign_verify(args: argparse.Namespace) -> int:
     from praha.admin.reassign import parse_plan, verify
 
     plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
@@ -281,7 +287,7 @@ def cmd_reassign_verify(args) -> int:
     return 0
 
 
-def cmd_reassign_cancel(args) -> int:
+def cmd_reassign_cancel(args: argparse.Namespace) -> int:
     from praha.admin.controller_api import zk_locator
     from praha.admin.reassign import cancel, parse_plan
 
@@ -307,7 +313,7 @@ def cmd_reassign_cancel(args) -> int:
     return 0
 
 
-def cmd_reassign_list(args) -> int:
+def cmd_reassign_list(args: argparse.Namespace) -> int:
     from praha.admin.reassign import progress
 
     with _session(args) as store:
@@ -325,7 +331,7 @@ def cmd_reassign_list(args) -> int:
 
 
 # ------------------------------------------------------------------------------ elect-leaders
-def cmd_elect_leaders(args) -> int:
+def cmd_elect_leaders(args: argparse.Namespace) -> int:
     from praha.admin.controller_api import zk_locator
     from praha.admin.leader_election import (
         elect_via_api,
@@ -356,7 +362,7 @@ def cmd_elect_leaders(args) -> int:
 
 
 # ------------------------------------------------------------------------------ configs
-def cmd_configs(args) -> int:
+def cmd_configs(args: argparse.Namespace) -> int:
     from praha.admin.configs import alter, describe, parse_config_list
     from praha.zk.znodes import DEFAULT_BROKER_ENTITY
 

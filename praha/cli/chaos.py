@@ -16,6 +16,7 @@ import json
 import logging
 import signal
 from pathlib import Path
+from typing import Any
 
 from praha.chaos.config import ALL_KINDS, CampaignConfig, new_seed
 
@@ -38,7 +39,7 @@ def _positive(text: str) -> int:
     return v
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("chaos", help="run a chaos campaign (faults + workload + invariant checks)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--brokers", type=int, default=5, help="brokers to start (3-5; default 5)")
@@ -54,7 +55,7 @@ def register(sub) -> None:
     p.set_defaults(fn=cmd_chaos)
 
 
-def cmd_chaos(args) -> int:
+def cmd_chaos(args: argparse.Namespace) -> int:
     from praha.chaos.campaign import run_campaign
     from praha.chaos.report import summary_text
     from praha.cli.main import CliError
@@ -82,5 +83,5 @@ def cmd_chaos(args) -> int:
     return 0 if report["figures"]["violations"] == 0 else 1
 
 
-def _interrupt(*_args) -> None:
+def _interrupt(*_args: object) -> None:
     raise KeyboardInterrupt

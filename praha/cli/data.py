@@ -20,9 +20,9 @@ from typing import Any
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
-def _bootstrap(args) -> str:
+def _bootstrap(args: argparse.Namespace) -> str:
     if getattr(args, "bootstrap_server", None):
-        return args.bootstrap_server
+        return str(args.bootstrap_server)
     from praha.cli.main import CliError
     from praha.cluster.local import LocalCluster
 
@@ -32,7 +32,7 @@ def _bootstrap(args) -> str:
     return ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
 
 
-def _confluent():
+def _confluent() -> Any:
     try:
         import confluent_kafka
     except ImportError:  # pragma: no cover - a test dependency
@@ -42,7 +42,7 @@ def _confluent():
     return confluent_kafka
 
 
-def cmd_produce(args) -> int:
+def cmd_produce(args: argparse.Namespace) -> int:
     ck = _confluent()
     producer = ck.Producer({
         "bootstrap.servers": _bootstrap(args), "acks": args.acks, "linger.ms": 5,
@@ -51,7 +51,7 @@ def cmd_produce(args) -> int:
     sent = failed = 0
     first_error: list[Any] = []
 
-    def report(err, _msg) -> None:
+    def report(err: Any, _msg: Any) -> None:
         nonlocal failed
         if err is not None:
             failed += 1
@@ -82,7 +82,7 @@ def cmd_produce(args) -> int:
     return EXIT_OK if failed == 0 else EXIT_ERROR
 
 
-def cmd_consume(args) -> int:
+def cmd_consume(args: argparse.Namespace) -> int:
     from praha.cli.main import CliError
 
     ck = _confluent()

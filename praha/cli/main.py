@@ -58,24 +58,24 @@ def add_cluster_options(p: argparse.ArgumentParser, bootstrap: bool = True) -> N
         g.add_argument("--bootstrap-server", type=_host_port, metavar="HOST:PORT", help="any broker of the cluster")
 
 
-def zookeeper_of(args) -> str:
+def zookeeper_of(args: argparse.Namespace) -> str:
     """The ZooKeeper connect string named by --zookeeper, or the local cluster's."""
     if getattr(args, "zookeeper", None):
-        return args.zookeeper
+        return str(args.zookeeper)
     from praha.cluster.local import LocalCluster
 
     return LocalCluster(args.dir).load().zookeeper
 
 
 # ---------------------------------------------------------------------------- zookeeper
-def cmd_zookeeper_start(args) -> int:
+def cmd_zookeeper_start(args: argparse.Namespace) -> int:
     from praha.zk.server import run_foreground
 
     return run_foreground(port=args.port, data_dir=args.data_dir)
 
 
 # ---------------------------------------------------------------------------- broker
-def cmd_broker_start(args) -> int:
+def cmd_broker_start(args: argparse.Namespace) -> int:
     if args.config is not None:
         if args.id is not None:
             raise CliError("give either --config (run a broker here) or a broker ID of a local cluster, not both")
@@ -94,7 +94,7 @@ def cmd_broker_start(args) -> int:
     return EXIT_OK
 
 
-def cmd_broker_stop(args) -> int:
+def cmd_broker_stop(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
 
     clean = LocalCluster(args.dir).stop_broker(args.id, timeout=args.timeout)
@@ -102,7 +102,7 @@ def cmd_broker_stop(args) -> int:
     return EXIT_OK
 
 
-def cmd_broker_kill(args) -> int:
+def cmd_broker_kill(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
 
     pid = LocalCluster(args.dir).kill_broker(args.id)
@@ -111,7 +111,7 @@ def cmd_broker_kill(args) -> int:
 
 
 # ---------------------------------------------------------------------------- cluster
-def cmd_cluster_up(args) -> int:
+def cmd_cluster_up(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
 
     cluster = LocalCluster(args.dir)
@@ -134,7 +134,7 @@ def cmd_cluster_up(args) -> int:
     return EXIT_OK
 
 
-def cmd_cluster_status(args) -> int:
+def cmd_cluster_status(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
         from praha.admin.client_status import status_via_bootstrap
 
@@ -154,7 +154,7 @@ def cmd_cluster_status(args) -> int:
     return EXIT_OK
 
 
-def cmd_cluster_down(args) -> int:
+def cmd_cluster_down(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
 
     LocalCluster(args.dir).down(progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.command == "broker" and args.sub == "start" and args.config):
         _setup_logging("WARNING" if args.log_level == "INFO" else args.log_level)
     try:
-        return args.fn(args)
+        code: int = args.fn(args)
+        return code
     except PrahaError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR

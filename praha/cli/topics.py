@@ -6,14 +6,16 @@ every partition has a leader, printing progress.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from praha.cli.main import CliError, _key_value, add_cluster_options, zookeeper_of
 
 
-def register(sub) -> None:
+def register(sub: Any) -> None:
     t = sub.add_parser("topics", help="create, list and describe topics").add_subparsers(dest="sub", required=True)
 
     p = t.add_parser("create", help="create a topic (the controller elects its leaders)")
@@ -46,7 +48,7 @@ def register(sub) -> None:
     register_topic_commands(t)
 
 
-def cmd_create(args) -> int:
+def cmd_create(args: argparse.Namespace) -> int:
     from praha.admin.status import topics_status, zk_session
     from praha.errors import TopicExistsError
     from praha.topic_rules import parse_replica_assignment
@@ -82,7 +84,7 @@ def cmd_create(args) -> int:
     raise CliError(f"topic {args.topic} was created but only {led}/{n} partitions got a leader within {args.timeout:.0f}s")
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     from praha.admin.status import zk_session
 
     with zk_session(zookeeper_of(args)) as store:
@@ -92,7 +94,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_describe(args) -> int:
+def cmd_describe(args: argparse.Namespace) -> int:
     from praha.admin.status import topics_status, zk_session
 
     with zk_session(zookeeper_of(args)) as store:
