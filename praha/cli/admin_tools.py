@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from praha.cli.main import CliError, add_cluster_options, zookeeper_of
+from praha.cli.options import CliError, add_cluster_options, zookeeper_of
 
 if TYPE_CHECKING:
     from praha.admin.reassign import PartitionProgress

@@ -21,7 +21,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 def cmd_state_change_log(args: argparse.Namespace) -> int:
     from praha.analytics.report import plot_offline, summary_text, write_outputs
     from praha.analytics.state_change import NoStateChangeEvents, analyze, log_files
-    from praha.cli.main import CliError
+    from praha.cli.options import CliError
 
     path = Path(args.path)
     if args.cores < 1:

@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
 def cmd_chaos(args: argparse.Namespace) -> int:
     from praha.chaos.campaign import run_campaign
     from praha.chaos.report import summary_text
-    from praha.cli.main import CliError
+    from praha.cli.options import CliError
 
     cfg = CampaignConfig(
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),

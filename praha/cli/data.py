@@ -23,7 +23,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 def _bootstrap(args: argparse.Namespace) -> str:
     if getattr(args, "bootstrap_server", None):
         return str(args.bootstrap_server)
-    from praha.cli.main import CliError
+    from praha.cli.options import CliError
     from praha.cluster.local import LocalCluster
 
     state = LocalCluster(args.dir).load()
@@ -36,7 +36,7 @@ def _confluent() -> Any:
     try:
         import confluent_kafka
     except ImportError:  # pragma: no cover - a test dependency
-        from praha.cli.main import CliError
+        from praha.cli.options import CliError
 
         raise CliError("the console tools need confluent-kafka (pip install confluent-kafka)") from None
     return confluent_kafka
@@ -83,7 +83,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
-    from praha.cli.main import CliError
+    from praha.cli.options import CliError
 
     ck = _confluent()
     consumer = ck.Consumer({
@@ -129,7 +129,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
 
 def _cluster_options(p: argparse.ArgumentParser) -> None:
-    from praha.cli.main import _host_port
+    from praha.cli.options import _host_port
     from praha.cluster.local import DEFAULT_DIR
 
     g = p.add_argument_group("cluster (default: the local cluster in --dir)")

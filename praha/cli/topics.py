@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from praha.cli.main import CliError, _key_value, add_cluster_options, zookeeper_of
+from praha.cli.options import CliError, _key_value, add_cluster_options, zookeeper_of
 
 
 def register(sub: Any) -> None:

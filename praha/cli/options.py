@@ -1,0 +1,55 @@
+"""What every `praha` subcommand shares: the user-facing error and the options that name
+a cluster (`--dir`, `--zookeeper`, `--bootstrap-server`) with their parsers.
+
+It sits below `praha.cli.main` and the subcommand modules, so they can all use it without
+importing each other."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from praha.errors import PrahaError
+
+
+class CliError(PrahaError):
+    """A user-facing error: printed as `error: ...`, exit code 1."""
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    k, v = text.split("=", 1)
+    if not k.strip():
+        raise argparse.ArgumentTypeError(f"empty key in {text!r}")
+    return k.strip(), v.strip()
+
+
+def _host_port(text: str) -> str:
+    """HOST:PORT, or for ZooKeeper Kafka's full form `h1:p1,h2:p2[/chroot]`."""
+    hosts, slash, chroot = text.partition("/")
+    for item in hosts.split(","):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT[,HOST:PORT...][/chroot], got {text!r}")
+    if slash and not chroot:
+        raise argparse.ArgumentTypeError(f"empty chroot in {text!r}")
+    return text
+
+
+def add_cluster_options(p: argparse.ArgumentParser, bootstrap: bool = True) -> None:
+    from praha.cluster.local import DEFAULT_DIR
+
+    g = p.add_argument_group("cluster to talk to (default: the local cluster in --dir)")
+    g.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"local cluster directory (default {DEFAULT_DIR})")
+    g.add_argument("--zookeeper", type=_host_port, metavar="HOST:PORT", help="ZooKeeper of any praha cluster")
+    if bootstrap:
+        g.add_argument("--bootstrap-server", type=_host_port, metavar="HOST:PORT", help="any broker of the cluster")
+
+
+def zookeeper_of(args: argparse.Namespace) -> str:
+    """The ZooKeeper connect string named by --zookeeper, or the local cluster's."""
+    if getattr(args, "zookeeper", None):
+        return str(args.zookeeper)
+    from praha.cluster.local import LocalCluster
+
+    return LocalCluster(args.dir).load().zookeeper
