@@ -731,7 +731,7 @@ class ReplicaFetcherManager:
         f.add(tp, leader_epoch)
 
     def remove(self, tp: TopicPartition) -> None:
-        for bid, f in list(self.fetchers.items()):
+        for f in list(self.fetchers.values()):
             if tp in f.partitions:
                 f.remove(tp)
 

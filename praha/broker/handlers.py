@@ -16,10 +16,10 @@ from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
 from praha.common import NO_LEADER, TopicPartition
-from praha.controller import wire
-from praha.controller.messages import ControllerResponseData
 from praha.errors import ErrorCode, PrahaError
+from praha.protocol import controller_wire as wire
 from praha.protocol.controller_apis import ControlledShutdownResponse
+from praha.protocol.controller_requests import ControllerResponseData
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.zk.admin_zk import create_topic

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from praha.common import LEADER_DURING_DELETE, BrokerInfo, TopicPartition
-from praha.controller.messages import PartitionLeaderState, UpdateMetadataRequestData
+from praha.protocol.controller_requests import PartitionLeaderState, UpdateMetadataRequestData
 
 
 @dataclass

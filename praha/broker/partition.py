@@ -26,8 +26,8 @@ from enum import Enum
 from typing import Iterable, Mapping
 
 from praha.common import NO_LEADER, TopicPartition
-from praha.controller.messages import PartitionLeaderState
 from praha.log import Log
+from praha.protocol.controller_requests import PartitionLeaderState
 
 UNKNOWN_OFFSET = -1
 

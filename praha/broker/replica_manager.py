@@ -48,15 +48,15 @@ from praha.broker.quota import (
 )
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
 from praha.config import FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
-from praha.controller.messages import (
+from praha.errors import ErrorCode
+from praha.log import LogConfig, LogManager
+from praha.log.log import parse_log_dir_name
+from praha.protocol.controller_requests import (
     ControllerResponseData,
     LeaderAndIsrRequestData,
     PartitionLeaderState,
     StopReplicaRequestData,
 )
-from praha.errors import ErrorCode
-from praha.log import LogConfig, LogManager
-from praha.log.log import parse_log_dir_name
 
 if TYPE_CHECKING:
     from praha.broker.metadata_cache import MetadataCache

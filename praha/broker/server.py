@@ -33,13 +33,13 @@ from praha.broker.network import SocketServer
 from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, EndPoint
 from praha.config import BrokerConfig
-from praha.controller import wire
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
-from praha.controller.messages import ControllerRequest, ControllerResponseData
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
+from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
 

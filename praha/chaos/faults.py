@@ -113,10 +113,14 @@ class FaultInjector:
     _do_kill_controller = _do_kill
 
     def _do_stale_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
-        from praha.controller import wire
-        from praha.controller.messages import LeaderAndIsrRequestData, StopReplicaRequestData, UpdateMetadataRequestData
         from praha.errors import ErrorCode
+        from praha.protocol import controller_wire as wire
         from praha.protocol.client import BrokerConnection
+        from praha.protocol.controller_requests import (
+            LeaderAndIsrRequestData,
+            StopReplicaRequestData,
+            UpdateMetadataRequestData,
+        )
 
         env = self.env
         epoch = env.controller_epoch()

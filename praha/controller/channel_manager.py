@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from praha.common import BrokerInfo
-from praha.controller.messages import ControllerRequest, ControllerResponseData
 from praha.controller.request_batch import ResponseCallback
+from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
 
 log = logging.getLogger(__name__)
 

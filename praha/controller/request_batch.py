@@ -25,7 +25,8 @@ from praha.common import (
     TopicPartition,
 )
 from praha.controller.context import ControllerContext
-from praha.controller.messages import (
+from praha.errors import PrahaError
+from praha.protocol.controller_requests import (
     ControllerRequest,
     ControllerResponseData,
     LeaderAndIsrRequestData,
@@ -34,8 +35,7 @@ from praha.controller.messages import (
     StopReplicaRequestData,
     UpdateMetadataRequestData,
 )
-from praha.controller.wire import SharedPartitions
-from praha.errors import PrahaError
+from praha.protocol.controller_wire import SharedPartitions
 
 log = logging.getLogger(__name__)
 

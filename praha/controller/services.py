@@ -23,9 +23,9 @@ from praha.common import BrokerInfo
 from praha.config import BrokerConfig
 from praha.controller import events as ev
 from praha.controller.context import ControllerContext
-from praha.controller.messages import ControllerResponseData
 from praha.controller.request_batch import ControllerRequestBatch, RequestSender
 from praha.controller.store_api import ControllerStore, WatchCallback
+from praha.protocol.controller_requests import ControllerResponseData
 from praha.statelog import StateChangeLog
 from praha.zk.watches import WatchEvent
 

@@ -16,24 +16,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
-    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
-    CreatePartitionsRequest, CreatePartitionsResponse,
-    CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeClusterRequest, DescribeClusterResponse,
-    ElectLeadersRequest, ElectLeadersResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
-    FetchRequest, FetchResponse,
-    ListOffsetsRequest, ListOffsetsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata import (
-    ApiVersionsRequest, ApiVersionsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse,
-    MetadataRequest, MetadataResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -41,10 +54,14 @@ from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
 from praha.protocol.controller_apis import (
-    ControlledShutdownRequest, ControlledShutdownResponse,
-    LeaderAndIsrRequest, LeaderAndIsrResponse,
-    StopReplicaRequest, StopReplicaResponse,
-    UpdateMetadataRequest, UpdateMetadataResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
 )
 
 API_VERSIONS_KEY = 18

@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
-from praha.controller import wire
-from praha.controller.messages import LeaderAndIsrRequestData, PartitionLeaderState, UpdateMetadataRequestData
 from praha.errors import ErrorCode
+from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
+from praha.protocol.controller_requests import LeaderAndIsrRequestData, PartitionLeaderState, UpdateMetadataRequestData
 from praha.testing.cluster import scrape_metrics, wait_for
 from praha.testing.proxy import TcpProxy
 from praha.zk import znodes

@@ -31,7 +31,6 @@ from praha.admin.reassign import (
 )
 from praha.broker.admin_handlers import VERSIONS, AdminApis
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
-from praha.controller.messages import PartitionLeaderState
 from praha.errors import (
     ControllerMovedError,
     ErrorCode,
@@ -42,6 +41,7 @@ from praha.errors import (
     InvalidTopicError,
     UnknownTopicError,
 )
+from praha.protocol.controller_requests import PartitionLeaderState
 from praha.protocol.framing import DecodedRequest, RequestHeader
 from praha.topic_rules import ReassignmentInProgressError, assign_replicas, plan_new_partitions
 

@@ -9,7 +9,7 @@ import threading
 from praha.broker.replica_manager import ReplicaManager
 from praha.common import LeaderIsrAndControllerEpoch, TopicPartition
 from praha.config import BrokerConfig
-from praha.controller.messages import LeaderAndIsrRequestData, PartitionLeaderState
+from praha.protocol.controller_requests import LeaderAndIsrRequestData, PartitionLeaderState
 from praha.zk.ops import WriteOutcome, WriteResult
 
 

@@ -15,8 +15,8 @@ from praha.broker.partition import (
     out_of_sync,
 )
 from praha.common import TopicPartition
-from praha.controller.messages import PartitionLeaderState
 from praha.log import Log, LogConfig
+from praha.protocol.controller_requests import PartitionLeaderState
 
 TP = TopicPartition("t", 0)
 

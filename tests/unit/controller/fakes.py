@@ -14,13 +14,13 @@ from praha.common import BrokerInfo, EndPoint, ReplicaAssignment, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.context import ControllerContext
 from praha.controller.events import ControllerEvent
-from praha.controller.messages import (
+from praha.controller.request_batch import ControllerRequestBatch
+from praha.controller.services import ControllerServices
+from praha.protocol.controller_requests import (
     LeaderAndIsrRequestData,
     StopReplicaRequestData,
     UpdateMetadataRequestData,
 )
-from praha.controller.request_batch import ControllerRequestBatch
-from praha.controller.services import ControllerServices
 from praha.statelog import StateChangeLog
 from praha.testing.fake_controller_store import FakeControllerStore
 

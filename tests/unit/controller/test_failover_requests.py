@@ -15,13 +15,13 @@ from praha.common import (
     ReplicaAssignment,
     TopicPartition,
 )
-from praha.controller import wire
 from praha.controller.context import ControllerContext
-from praha.controller.messages import PartitionLeaderState, UpdateMetadataRequestData
 from praha.controller.replica_state_machine import ReplicaStateMachine
 from praha.controller.request_batch import ControllerRequestBatch
 from praha.controller.states import PartitionAndReplica, ReplicaState
+from praha.protocol import controller_wire as wire
 from praha.protocol.controller_apis import UpdateMetadataRequest
+from praha.protocol.controller_requests import PartitionLeaderState, UpdateMetadataRequestData
 from praha.protocol.framing import encode_request
 from praha.statelog import StateChangeLog
 from praha.testing.fake_controller_store import FakeControllerStore

@@ -12,15 +12,6 @@ from collections import defaultdict
 from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
-from praha.controller.messages import (
-    ControllerRequest,
-    ControllerResponseData,
-    LeaderAndIsrRequestData,
-    PartitionLeaderState,
-    StopReplicaPartition,
-    StopReplicaRequestData,
-    UpdateMetadataRequestData,
-)
 from praha.protocol.controller_apis import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -28,6 +19,15 @@ from praha.protocol.controller_apis import (
     StopReplicaResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+)
+from praha.protocol.controller_requests import (
+    ControllerRequest,
+    ControllerResponseData,
+    LeaderAndIsrRequestData,
+    PartitionLeaderState,
+    StopReplicaPartition,
+    StopReplicaRequestData,
+    UpdateMetadataRequestData,
 )
 
 LEADER_AND_ISR_VERSION = 4

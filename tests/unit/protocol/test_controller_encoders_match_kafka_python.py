@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
-from praha.controller import wire
-from praha.controller.messages import (
+from praha.protocol import controller_wire as wire
+from praha.protocol.controller_apis import LeaderAndIsrRequest, UpdateMetadataRequest
+from praha.protocol.controller_requests import (
     LeaderAndIsrRequestData,
     PartitionLeaderState,
     UpdateMetadataRequestData,
 )
-from praha.protocol.controller_apis import LeaderAndIsrRequest, UpdateMetadataRequest
 from praha.protocol.framing import decode_request, encode_request
 
 int32 = st.integers(-(2**31), 2**31 - 1)
