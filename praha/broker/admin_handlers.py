@@ -35,38 +35,15 @@ from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
-    from praha.broker.handlers import RequestHandlers
-    from praha.broker.server import BrokerServer
+    from praha.broker.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
-DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS = 20, 37, 43
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
-#: versions served: everything kafka-python's schemas describe (DeleteTopics starts at 1 there)
-VERSIONS = {
-    DELETE_TOPICS: (1, 6),
-    CREATE_PARTITIONS: (0, 3),
-    ELECT_LEADERS: (0, 2),
-    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    LIST_PARTITION_REASSIGNMENTS: (0, 0),
-}
-UNKNOWN_TOPIC_ID = 100  # Kafka's code; praha topics have no ids to look up
 PREFERRED, UNCLEAN = 0, 1
 _POLL_S = 0.05
 NOT_CONTROLLER_MESSAGE = "This broker is not the active controller."
 
 Results = dict[TopicPartition, tuple[int, str | None]]
-
-
-def register_admin_apis(handlers: "RequestHandlers", broker: "BrokerServer") -> None:
-    apis = AdminApis(broker)
-    handlers.register(DELETE_TOPICS, VERSIONS[DELETE_TOPICS], apis.handle_delete_topics)
-    handlers.register(CREATE_PARTITIONS, VERSIONS[CREATE_PARTITIONS], apis.handle_create_partitions)
-    handlers.register(ELECT_LEADERS, VERSIONS[ELECT_LEADERS], apis.handle_elect_leaders)
-    handlers.register(ALTER_PARTITION_REASSIGNMENTS, VERSIONS[ALTER_PARTITION_REASSIGNMENTS],
-                      apis.handle_alter_partition_reassignments)
-    handlers.register(LIST_PARTITION_REASSIGNMENTS, VERSIONS[LIST_PARTITION_REASSIGNMENTS],
-                      apis.handle_list_partition_reassignments)
 
 
 class ControllerCallError(PrahaError):
@@ -100,7 +77,7 @@ def _by_topic(items: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 class AdminApis:
-    def __init__(self, broker: "BrokerServer"):
+    def __init__(self, broker: "Broker"):
         self.broker = broker
 
     @property
@@ -160,7 +137,7 @@ class AdminApis:
                 code = ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
                 message = "Topic deletion is disabled (delete.topic.enable=false)."
             elif name is None:
-                code, message = UNKNOWN_TOPIC_ID, "Topics are named, not identified by id, on this cluster."
+                code, message = ErrorCode.UNKNOWN_TOPIC_ID, "Topics are named, not identified by id, on this cluster."
             elif names.count(name) > 1:
                 code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
             else:

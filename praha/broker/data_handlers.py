@@ -51,13 +51,11 @@ from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 
 if TYPE_CHECKING:
-    from praha.broker.handlers import RequestHandlers
+    from praha.broker.broker_api import Broker
     from praha.broker.replica_manager import ReplicaManager
-    from praha.broker.server import BrokerServer
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CLUSTER = 0, 1, 2, 23, 60
 
 _PR = ProduceResponse.TopicProduceResponse
 _PP = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
@@ -75,7 +73,7 @@ ZERO_COPY_MIN_BYTES = 64 * 1024
 
 
 class DataApis:
-    def __init__(self, broker: "BrokerServer"):
+    def __init__(self, broker: "Broker"):
         self.broker = broker
         #: None disables the zero-copy reads (every record byte is read into the frame)
         self.zero_copy_min_bytes: int | None = ZERO_COPY_MIN_BYTES
@@ -388,14 +386,3 @@ def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str
 def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> Any:
     return _LP(partition_index=partition, error_code=int(code), old_style_offsets=[], timestamp=timestamp,
                offset=offset, leader_epoch=epoch)
-
-
-def register_data_apis(handlers: "RequestHandlers", broker: "BrokerServer") -> DataApis:
-    """Add the data APIs to the broker's handler table (versions both test clients use)."""
-    apis = DataApis(broker)
-    handlers.register(PRODUCE, (3, 9), apis.handle_produce)
-    handlers.register(FETCH, (4, 12), apis.handle_fetch)
-    handlers.register(LIST_OFFSETS, (1, 7), apis.handle_list_offsets)
-    handlers.register(OFFSET_FOR_LEADER_EPOCH, (2, 4), apis.handle_offset_for_leader_epoch)
-    handlers.register(DESCRIBE_CLUSTER, (0, 1), apis.handle_describe_cluster)
-    return apis

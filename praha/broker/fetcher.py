@@ -50,6 +50,7 @@ from praha.common import BrokerInfo, TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import encode_request, encode_request_header
 
 if TYPE_CHECKING:
@@ -242,7 +243,6 @@ def parse_fetch_response_v12(buf: Any) -> tuple[int, list[tuple[str, FetchedPart
 
 
 # ------------------------------------------------------------------------- fetch request codec
-_FETCH_KEY = 1
 _REQ_HEAD_V12 = struct.Struct(">iiiibii")  # replica, max wait, min bytes, max bytes, isolation, session, epoch
 _REQ_PART_V12 = struct.Struct(">iiqiqi")  # partition, current epoch, offset, last fetched epoch, log start, max
 
@@ -262,7 +262,7 @@ def encode_fetch_request_v12(correlation_id: int, client_id: str, replica_id: in
     sends one per round, and kafka-python's field-by-field encoder was a visible share of
     a replicating broker's time. Byte-identical to `encode_request(FetchRequest(...), 12)`
     (unit-tested)."""
-    out: list = [b"", encode_request_header(_FETCH_KEY, 12, correlation_id, client_id)]
+    out: list = [b"", encode_request_header(ApiKey.FETCH, 12, correlation_id, client_id)]
     out.append(_REQ_HEAD_V12.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1))
     _put_uvarint(out, len(topics) + 1)
     for name, parts in topics:

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 if TYPE_CHECKING:
-    from praha.broker.server import BrokerServer
+    from praha.broker.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ _COUNTERS = {"events_processed", "failovers", "unclean_leader_elections"}
 
 
 class BrokerCollector:
-    def __init__(self, broker: "BrokerServer"):
+    def __init__(self, broker: "Broker"):
         self.broker = broker
 
     def collect(self):
@@ -58,7 +58,7 @@ class BrokerCollector:
             yield g
 
 
-def start_metrics_server(broker: "BrokerServer", host: str, port: int) -> tuple[object, int]:
+def start_metrics_server(broker: "Broker", host: str, port: int) -> tuple[object, int]:
     """Serve /metrics on `port`; if it is taken, on any free port (logged) rather than not start."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker))

@@ -22,19 +22,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Protocol
+from collections.abc import Awaitable, Mapping
+from typing import Any, Callable, Protocol
 
 from praha.errors import InvalidRequestError
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import UnsupportedVersionError
-from praha.protocol.framing import FRAME_SIZE_BYTES, decode_request, encode_response, parse_frame_size
+from praha.protocol.framing import (
+    FRAME_SIZE_BYTES,
+    DecodedRequest,
+    decode_request,
+    encode_response,
+    parse_frame_size,
+)
 from praha.protocol.registry import unsupported_version_response
-
-if TYPE_CHECKING:
-    from praha.broker.handlers import RequestHandlers
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS_KEY = 18
 
 
 class Region(Protocol):
@@ -274,8 +278,15 @@ class FrameConnection(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
 
+class ApiTable(Protocol):
+    """What the socket server needs of the broker's API table (`praha.broker.handlers`)."""
+
+    handlers: Mapping[int, Callable[[DecodedRequest], Awaitable[Any]]]
+    versions: Mapping[int, tuple[int, int]]
+
+
 class SocketServer:
-    def __init__(self, handlers: "RequestHandlers", host: str, port: int, max_request_bytes: int):
+    def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int):
         self.handlers = handlers
         self.host = host
         self.port = port
@@ -350,7 +361,7 @@ class SocketServer:
         try:
             decoded = decode_request(body, handlers.versions)
         except UnsupportedVersionError as e:
-            if e.api_key == API_VERSIONS_KEY:
+            if e.api_key == ApiKey.API_VERSIONS:
                 resp = unsupported_version_response(handlers.versions)
                 return bytes(encode_response(e.header, resp, 0))
             self._bad(peer, e)

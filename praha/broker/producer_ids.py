@@ -26,14 +26,11 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 
 if TYPE_CHECKING:
-    from praha.broker.handlers import RequestHandlers
-    from praha.broker.server import BrokerServer
+    from praha.broker.broker_api import Broker
     from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
 
-INIT_PRODUCER_ID = 22
-VERSIONS = (0, 4)
 BLOCK_SIZE = 1000
 ZK_TIMEOUT_S = 10.0
 
@@ -63,7 +60,7 @@ class ProducerIdManager:
 
 
 class ProducerIdApis:
-    def __init__(self, broker: "BrokerServer"):
+    def __init__(self, broker: "Broker"):
         self.manager = ProducerIdManager(broker.broker_id, lambda: broker.store)
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
 
@@ -83,8 +80,3 @@ class ProducerIdApis:
     def _response(code: int, producer_id: int = -1, epoch: int = -1):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=int(code), producer_id=producer_id,
                                       producer_epoch=epoch)
-
-
-def register_producer_apis(handlers: "RequestHandlers", broker: "BrokerServer") -> None:
-    apis = ProducerIdApis(broker)
-    handlers.register(INIT_PRODUCER_ID, VERSIONS, apis.handle_init_producer_id)

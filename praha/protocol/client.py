@@ -18,9 +18,10 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from praha.errors import ErrorCode
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import BrokerConnectionError, BrokerTimeoutError, InvalidResponseError
 from praha.protocol.framing import MAX_REQUEST_BYTES, encode_request
-from praha.protocol.registry import API_VERSIONS_KEY, APIS
+from praha.protocol.registry import APIS
 
 DEFAULT_TIMEOUT = 30.0
 #: Responses (Fetch) can be as large as requests; the same cap guards the allocation.
@@ -168,15 +169,15 @@ def api_versions(host: str, port: int, timeout: float = 5.0,
                  client_id: str = "praha") -> dict[int, tuple[int, int]]:
     """The broker's {api_key: (min, max)}, asking at ApiVersions v3 and falling back (as
     clients do) to the highest version the broker names if it answers UNSUPPORTED_VERSION."""
-    request_cls = APIS[API_VERSIONS_KEY].request
+    request_cls = APIS[ApiKey.API_VERSIONS].request
     version = 3
     with BrokerConnection(host, port, timeout=timeout, client_id=client_id) as conn:
         for _ in range(2):
             request = request_cls(client_software_name="praha", client_software_version="0.1.0")
             response = conn.send(request, version)
             ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and API_VERSIONS_KEY in ranges:
-                version = min(version, ranges[API_VERSIONS_KEY][1])
+            if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ApiKey.API_VERSIONS in ranges:
+                version = min(version, ranges[ApiKey.API_VERSIONS][1])
                 continue
             if response.error_code != ErrorCode.NONE:
                 raise BrokerConnectionError(f"ApiVersions failed with error {response.error_code}",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 
 if TYPE_CHECKING:
-    from praha.protocol.framing import RequestHeader
+    from praha.protocol.header import RequestHeader
 
 
 class MalformedRequestError(InvalidRequestError):

@@ -24,11 +24,13 @@ from kafka.protocol.api_header import RequestHeader as _KafkaRequestHeader
 from kafka.protocol.api_message import ApiMessage
 
 from praha.errors import InvalidRequestError
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import (
     MalformedRequestError,
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
+from praha.protocol.header import RequestHeader
 from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
 from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
 from praha.protocol.produce import decode_produce
@@ -38,7 +40,6 @@ from praha.protocol.registry import APIS, ApiSpec, header_version
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 FRAME_SIZE_BYTES = 4
 
-PRODUCE_API_KEY = 0
 
 _SIZE = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
@@ -49,18 +50,6 @@ _INT16 = struct.Struct(">h")
 _ENCODE_LOCK = threading.Lock()
 
 Bytes = bytes | bytearray | memoryview
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    """The parsed request header; `size` is how many body bytes it took."""
-
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str = ""
-    header_version: int = 1
-    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +237,7 @@ def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> Any:
     bytes without bounds checks, so a truncated body would decode "successfully" into
     short values. Ending past the frame is therefore checked here. Trailing bytes are
     tolerated, as Kafka does."""
-    if header.api_key == PRODUCE_API_KEY and PRODUCE_MIN <= header.api_version <= PRODUCE_MAX:
+    if header.api_key == ApiKey.PRODUCE and PRODUCE_MIN <= header.api_version <= PRODUCE_MAX:
         return decode_produce(body, header)  # records stay views of the frame
     cls: Any = spec.request
     version = header.api_version

@@ -53,6 +53,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -64,8 +65,6 @@ from praha.protocol.controller_apis import (
     UpdateMetadataResponse,
 )
 
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
 #: replica ids of Fetch/ListOffsets that are not brokers: a consumer (reads below the high
 #: watermark, from the leader) and Kafka's debugging id (any replica's own log, for tools)
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
@@ -134,7 +133,7 @@ def header_version(api_key: int, api_version: int) -> int:
     """Request header version Kafka uses: 0 for ControlledShutdown v0, 2 if flexible, else 1.
 
     Unknown keys get 1: their correlation id sits at the same offset either way."""
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     spec = APIS.get(api_key)
     return 2 if spec is not None and spec.is_flexible(api_version) else 1
@@ -173,7 +172,7 @@ def unsupported_version_response(supported: Mapping[int, tuple[int, int]]) -> Ap
 
 
 __all__ = [
-    "ApiSpec", "APIS", "API_VERSIONS_KEY", "request_class", "response_class",
+    "ApiSpec", "APIS", "request_class", "response_class",
     "schema_versions", "header_version", "check_supported", "api_versions_response",
     "unsupported_version_response",
 ]

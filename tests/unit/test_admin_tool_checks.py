@@ -29,7 +29,8 @@ from praha.admin.reassign import (
     propose,
     throttle_settings,
 )
-from praha.broker.admin_handlers import VERSIONS, AdminApis
+from praha.broker.admin_handlers import AdminApis
+from praha.broker.handlers import SERVED_VERSIONS as VERSIONS
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.errors import (
     ControllerMovedError,

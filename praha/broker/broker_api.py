@@ -1,0 +1,63 @@
+"""What the request handlers, the socket server and the metrics see of their broker.
+
+The handlers need a handful of the broker's parts (metadata cache, replica manager, fence,
+ZooKeeper, the hosted controller seat) and nothing of its start-up and shutdown. Naming
+them here, as Protocols, lets `server.py` build the handlers without the handlers
+importing `server.py` back: the arrows inside the broker go one way, from the process
+(`server.py`) to its parts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from praha.broker.fencing import ControllerFence
+from praha.broker.metadata_cache import MetadataCache
+from praha.broker.replica_manager import ReplicaManager
+from praha.common import BrokerInfo, TopicPartition
+from praha.config import BrokerConfig
+from praha.protocol.controller_requests import UpdateMetadataRequestData
+from praha.statelog import StateChangeLog
+from praha.zk.store import ZkStore
+
+
+class HostedController(Protocol):
+    """The controller seat every broker hosts, as the broker's handlers use it."""
+
+    @property
+    def is_acting(self) -> bool:
+        """Holds the seat and is connected to ZooKeeper."""
+        ...
+
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, callback: Callable[[int, set[TopicPartition]], None]
+    ) -> None: ...
+
+    def run_on_controller(
+        self, fn: Callable[[Any], Any], callback: Callable[[Any, BaseException | None], None]
+    ) -> None: ...
+
+    def figures(self) -> dict[str, float]: ...
+
+
+class Broker(Protocol):
+    """A running broker, as its request handlers and metrics use it."""
+
+    broker_id: int
+    cluster_id: str
+    config: BrokerConfig
+    fence: ControllerFence
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    state_log: StateChangeLog
+    store: ZkStore | None
+    broker_info: BrokerInfo | None
+
+    @property
+    def controller(self) -> HostedController | None: ...
+
+    async def replica_manager_call(self, fn: Callable[[ReplicaManager], Any]) -> Any: ...
+
+    def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None: ...
+
+    def broker_figures(self) -> list[tuple[str, float, str]]: ...

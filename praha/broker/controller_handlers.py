@@ -1,0 +1,99 @@
+"""The controller's requests to this broker (LeaderAndIsr, UpdateMetadata, StopReplica)
+and ControlledShutdown, which brokers send to the controller.
+
+Each controller request: 1. decode it into praha's typed request
+(`praha.protocol.controller_wire`); 2. check its controller and broker epochs against the
+fence (`broker/fencing.py`): a stale one is refused, logged and written to the
+state-change log; 3. hand it to the replica manager (LeaderAndIsr, StopReplica) or the
+metadata cache (UpdateMetadata); 4. answer with the per-partition results.
+ControlledShutdown is answered by the hosted controller seat if it is acting, else
+NOT_CONTROLLER (the shutting-down broker then asks the new controller).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from praha.common import TopicPartition
+from praha.errors import ErrorCode
+from praha.protocol import controller_wire as wire
+from praha.protocol.api_keys import ApiKey
+from praha.protocol.controller_apis import ControlledShutdownResponse
+from praha.protocol.controller_requests import ControllerResponseData
+from praha.protocol.framing import DecodedRequest
+
+if TYPE_CHECKING:
+    from praha.broker.broker_api import Broker
+
+log = logging.getLogger(__name__)
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA
+
+
+class ControllerApis:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+
+    async def handle_leader_and_isr(self, req: DecodedRequest):
+        data = wire.leader_and_isr_from_wire(req.request)
+        code = self.broker.fence.check(LEADER_AND_ISR, data.controller_epoch, data.broker_epoch)
+        if code != ErrorCode.NONE:
+            self._log_refused("LeaderAndIsr", data.controller_id, data.controller_epoch, code)
+            return wire.response_to_wire(LEADER_AND_ISR, ControllerResponseData(code))
+        result = await self.broker.replica_manager_call(lambda rm: rm.become_leader_or_follower(data))
+        self.broker.state_log.record(
+            "LeaderAndIsrReceived", data.controller_id, data.controller_epoch, partitions=len(data.partitions),
+            leaders={str(s.tp): [s.leader, s.leader_epoch] for s in data.partitions},
+        )
+        return wire.response_to_wire(LEADER_AND_ISR, result)
+
+    async def handle_update_metadata(self, req: DecodedRequest):
+        data = wire.update_metadata_from_wire(req.request)
+        code = self.broker.fence.check(UPDATE_METADATA, data.controller_epoch, data.broker_epoch)
+        if code != ErrorCode.NONE:
+            self._log_refused("UpdateMetadata", data.controller_id, data.controller_epoch, code)
+            return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(code))
+        deleted = self.broker.metadata_cache.update(data)
+        self.broker.on_metadata_update(data, deleted)
+        return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(ErrorCode.NONE))
+
+    async def handle_stop_replica(self, req: DecodedRequest):
+        data = wire.stop_replica_from_wire(req.request)
+        code = self.broker.fence.check(STOP_REPLICA, data.controller_epoch, data.broker_epoch)
+        if code != ErrorCode.NONE:
+            self._log_refused("StopReplica", data.controller_id, data.controller_epoch, code)
+            return wire.response_to_wire(STOP_REPLICA, ControllerResponseData(code))
+        result = await self.broker.replica_manager_call(lambda rm: rm.stop_replicas(data))
+        return wire.response_to_wire(STOP_REPLICA, result)
+
+    async def handle_controlled_shutdown(self, req: DecodedRequest):
+        controller = self.broker.controller
+        r = req.request
+        if controller is None or not controller.is_acting:
+            return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def done(code, remaining):
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result((code, remaining)))
+
+        controller.controlled_shutdown(r.broker_id, r.broker_epoch, done)
+        code, remaining = await fut
+        return ControlledShutdownResponse(
+            error_code=int(code),
+            remaining_partitions=[
+                ControlledShutdownResponse.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition)
+                for tp in sorted(remaining)
+            ],
+        )
+
+    def _log_refused(self, api: str, controller_id: int, epoch: int, code: ErrorCode) -> None:
+        log.warning(
+            "refused %s from controller %d with epoch %d: %s (highest seen %d)",
+            api, controller_id, epoch, code.name, self.broker.fence.highest_controller_epoch,
+        )
+        self.broker.state_log.record(f"{api}Refused", controller_id, epoch, error=code.name)
+
+def remaining_from_wire(resp) -> set[TopicPartition]:
+    return {TopicPartition(p.topic_name, p.partition_index) for p in (resp.remaining_partitions or [])}

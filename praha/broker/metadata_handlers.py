@@ -1,0 +1,117 @@
+"""Metadata and CreateTopics: what every broker answers from its metadata cache.
+
+Metadata: the live brokers and, per topic asked for (all when none are named), each
+partition's leader (if it is alive), ISR, replicas and offline replicas. CreateTopics:
+only the acting controller creates topics; it writes the znodes off the event loop
+(`praha.zk.admin_zk.create_topic`, every check before any write) and then waits, up to the
+request's timeout, until every new partition has a leader in its metadata cache.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from kafka.protocol.admin import CreateTopicsResponse
+from kafka.protocol.metadata import MetadataResponse
+
+from praha.common import NO_LEADER
+from praha.errors import ErrorCode, PrahaError
+from praha.protocol.framing import DecodedRequest
+from praha.zk.admin_zk import create_topic
+
+if TYPE_CHECKING:
+    from praha.broker.broker_api import Broker
+
+_MR = MetadataResponse
+_MRT = MetadataResponse.MetadataResponseTopic
+_MRP = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+
+
+class MetadataApis:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+
+    async def handle_metadata(self, req: DecodedRequest):
+        cache = self.broker.metadata_cache
+        r = req.request
+        if r.topics is None:
+            names = cache.topics()
+        else:
+            names = [t.name for t in r.topics if t.name is not None]
+        topics = [self._topic_metadata(name) for name in names]
+        brokers = [
+            _MR.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+            for b in sorted(cache.live_brokers.values(), key=lambda b: b.id)
+        ]
+        # before the first UpdateMetadata the list is empty, as Kafka's: a client that got a
+        # one-broker list would forget the others and fail what it had queued for them
+        return _MR(
+            throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
+            controller_id=cache.controller_id, topics=topics, authorized_operations=None,
+        )
+
+    def _topic_metadata(self, name: str):
+        cache = self.broker.metadata_cache
+        parts = cache.topic_partitions(name)
+        if not parts:
+            return _MRT(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
+                        is_internal=False, partitions=[], authorized_operations=None)
+        out = []
+        for p in sorted(parts):
+            s = parts[p]
+            leader = s.leader if cache.is_alive(s.leader) else NO_LEADER
+            code = ErrorCode.NONE if leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
+            out.append(_MRP(
+                error_code=code, partition_index=p, leader_id=leader, leader_epoch=s.leader_epoch,
+                replica_nodes=list(s.replicas), isr_nodes=list(s.isr), offline_replicas=list(s.offline_replicas),
+            ))
+        return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=False,
+                    partitions=out, authorized_operations=None)
+
+    async def handle_create_topics(self, req: DecodedRequest):
+        """Only the active controller creates topics (clients send CreateTopics there); the
+        znodes are written off the event loop, then we wait — up to the request's timeout —
+        until every partition has a leader in our metadata cache."""
+        r = req.request
+        controller = self.broker.controller
+        cfg = self.broker.config
+        results = []
+        loop = asyncio.get_running_loop()
+        created: dict[str, int] = {}
+        for t in r.topics or []:
+            if controller is None or not controller.is_acting:
+                results.append(_topic_result(t.name, ErrorCode.NOT_CONTROLLER, "this broker is not the controller"))
+                continue
+            assignment = {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])}
+            config = {c.name: c.value for c in (t.configs or [])}
+
+            def create(t=t, assignment=assignment, config=config):
+                return create_topic(
+                    self.broker.store, t.name, t.num_partitions, t.replication_factor, config, assignment or None,
+                    validate_only=bool(r.validate_only), default_partitions=cfg.num_partitions,
+                    default_replication_factor=cfg.default_replication_factor,
+                )
+
+            try:
+                plan = await loop.run_in_executor(None, create)
+            except PrahaError as e:
+                results.append(_topic_result(t.name, e.code, str(e)))
+                continue
+            n = len(plan.partitions)
+            rf = len(next(iter(plan.partitions.values())).replicas)
+            results.append(_topic_result(t.name, ErrorCode.NONE, None, n, rf))
+            if not r.validate_only:
+                created[t.name] = n
+        deadline = loop.time() + max(0, r.timeout_ms or 0) / 1000.0
+        cache = self.broker.metadata_cache
+        while created and loop.time() < deadline:
+            if all(len(cache.topic_partitions(name)) == n for name, n in created.items()):
+                break
+            await asyncio.sleep(0.05)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+def _topic_result(name, code, message, partitions: int = -1, rf: int = -1):
+    return CreateTopicsResponse.CreatableTopicResult(
+        name=name, topic_id=None, error_code=int(code), error_message=message, topic_config_error_code=0,
+        num_partitions=partitions, replication_factor=rf, configs=None,
+    )
