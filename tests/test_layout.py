@@ -55,8 +55,8 @@ ALLOWED: dict[str, set[str]] = {
 ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
     # the broker hosts the controller; nothing else in it drives the controller directly
     ("broker", "controller"): ({"praha.broker.server"}, None),
-    # the Spark source and sink are clients: they speak the wire protocol and nothing else
-    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol"}),
+    # the Spark source and sink are clients: they speak the wire protocol (and read records) and nothing else
+    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint", "praha.protocol"}),
 }
 
 #: packages whose modules must not import each other in a cycle

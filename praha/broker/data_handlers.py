@@ -39,7 +39,6 @@ from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochRes
 from kafka.protocol.producer import ProduceResponse
 
 from praha.broker.delayed import ProduceWait
-from praha.broker.fetcher import FetchedPartition, fetch_response_pieces
 from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
 from praha.common import TopicPartition
@@ -47,6 +46,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.log import FileRegion
+from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 

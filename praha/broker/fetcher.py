@@ -24,20 +24,17 @@ partition is held back the task sleeps until the budget recovers (≤ 1 s at a t
 Logging: one line per connection problem and per truncation, never per fetch.
 
 The bytes stay bytes: the fetch response is read from the socket into one reusable
-buffer and parsed by hand (`parse_fetch_response_v12`), so records reach the log as
-views of that buffer. `encode_fetch_response` is the matching encoder the leader uses to
+buffer and parsed by hand (`praha.protocol.fetch.parse_fetch_response_v12`), so records reach the log as
+views of that buffer. `encode_fetch_response` there is the matching encoder the leader uses to
 answer fetches (both byte-identical to kafka-python's codec, unit-tested).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-import struct
-import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable
 
 from kafka.protocol.consumer import (
     ListOffsetsRequest,
@@ -46,12 +43,12 @@ from kafka.protocol.consumer import (
     OffsetForLeaderEpochResponse,
 )
 
-from praha.common import BrokerInfo, TopicPartition
+from praha.common import BrokerInfo, TopicPartition, now_ms
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from praha.protocol.api_keys import ApiKey
-from praha.protocol.framing import encode_request, encode_request_header
+from praha.protocol.async_client import AsyncConnection
+from praha.protocol.fetch import FollowerFetch, encode_fetch_request_v12, parse_fetch_response_v12
 
 if TYPE_CHECKING:
     from praha.broker.partition import Partition
@@ -62,15 +59,10 @@ log = logging.getLogger(__name__)
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 LIST_OFFSETS_VERSION = 2
-_SIZE = struct.Struct(">i")
-_CORRELATION = struct.Struct(">i")
 _OT = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _OP = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition
 _LT = ListOffsetsRequest.ListOffsetsTopic
 _LP = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # ------------------------------------------------------------------------- pure truncation rule
@@ -97,276 +89,6 @@ def truncation_offset(leader_epoch: int, leader_end_offset: int, log_end: int, h
         # we lack the epoch the leader named: cut to the end of our last earlier epoch, ask again
         return Truncation(min(our_end, log_end), False)
     return Truncation(min(our_end, leader_end_offset, log_end), True)
-
-
-# ------------------------------------------------------------------------- fetch response codec
-class FetchedPartition(NamedTuple):
-    partition: int
-    error_code: int
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    #: whole record batches (a view into the response frame), or None
-    records: "bytes | memoryview | None"
-
-
-_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
-_PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
-_PART_V5 = struct.Struct(">ihqqq")  # + log start offset
-
-
-def _uvarint(buf: Any, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise PrahaError("varint longer than 5 bytes")
-
-
-def _put_uvarint(out: list, value: int) -> None:
-    b = bytearray()
-    while value > 0x7F:
-        b.append((value & 0x7F) | 0x80)
-        value >>= 7
-    b.append(value)
-    out.append(bytes(b))
-
-
-def _skip_tags(buf: Any, pos: int) -> int:
-    n, pos = _uvarint(buf, pos)
-    for _ in range(n):
-        _tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-    return pos
-
-
-def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                          error_code: int = 0, session_id: int = 0) -> bytes:
-    """A framed FetchResponse v4-v12, record bytes joined once (no per-field encoder
-    passes over the data). Byte-identical to kafka-python's encoding (unit-tested)."""
-    return b"".join(fetch_response_pieces(version, correlation_id, topics, error_code, session_id))
-
-
-def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                          error_code: int = 0, session_id: int = 0) -> list:
-    """The frame of `encode_fetch_response` in wire order, size prefix first; each
-    partition's records are one piece as given (bytes, a view, or anything with a length
-    the caller sends itself, such as a file region)."""
-    flex = version >= 12
-    out: list = [b"", _I32.pack(correlation_id)]
-    if flex:
-        out.append(b"\x00")
-    out.append(_I32.pack(0))  # throttle_time_ms
-    if version >= 7:
-        out.append(_I16.pack(error_code) + _I32.pack(session_id))
-    _array_len(out, len(topics), flex)
-    for name, parts in topics:
-        raw = name.encode()
-        if flex:
-            _put_uvarint(out, len(raw) + 1)
-        else:
-            out.append(_I16.pack(len(raw)))
-        out.append(raw)
-        _array_len(out, len(parts), flex)
-        for p in parts:
-            if version >= 5:
-                out.append(_PART_V5.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset,
-                                         p.log_start_offset))
-            else:
-                out.append(_PART_V4.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset))
-            _array_len(out, -1, flex)  # aborted transactions: null
-            if version >= 11:
-                out.append(_I32.pack(-1))  # preferred read replica
-            recs = p.records
-            n = -1 if recs is None else len(recs)
-            if flex:
-                _put_uvarint(out, n + 1)
-            else:
-                out.append(_I32.pack(n))
-            if n > 0:
-                out.append(recs)
-            if flex:
-                out.append(b"\x00")
-        if flex:
-            out.append(b"\x00")
-    if flex:
-        out.append(b"\x00")
-    out[0] = _I32.pack(sum(len(x) for x in out))
-    return out
-
-
-def _array_len(out: list, n: int, flex: bool) -> None:
-    if flex:
-        _put_uvarint(out, n + 1)
-    else:
-        out.append(_I32.pack(n))
-
-
-def parse_fetch_response_v12(buf: Any) -> tuple[int, list[tuple[str, FetchedPartition]]]:
-    """(top-level error, [(topic, partition)]) from a v12 response body (after the size
-    prefix, starting at the correlation id). Records are views into `buf`: no copies."""
-    pos = _skip_tags(buf, 4)
-    pos += 4  # throttle_time_ms
-    (error_code,) = _I16.unpack_from(buf, pos)
-    pos += 2 + 4  # error code, session id
-    n, pos = _uvarint(buf, pos)
-    out: list[tuple[str, FetchedPartition]] = []
-    for _ in range(n - 1):
-        ln, pos = _uvarint(buf, pos)
-        topic = bytes(buf[pos:pos + ln - 1]).decode()
-        pos += ln - 1
-        parts, pos = _uvarint(buf, pos)
-        for _ in range(parts - 1):
-            index, err, hw, lso, start = _PART_V5.unpack_from(buf, pos)
-            pos += _PART_V5.size
-            aborted, pos = _uvarint(buf, pos)
-            for _ in range(aborted - 1):
-                pos = _skip_tags(buf, pos + 16)
-            pos += 4  # preferred read replica
-            rl, pos = _uvarint(buf, pos)
-            records = None
-            if rl > 0:
-                records = buf[pos:pos + rl - 1]
-                pos += rl - 1
-            pos = _skip_tags(buf, pos)
-            out.append((topic, FetchedPartition(index, err, hw, lso, start, records)))
-        pos = _skip_tags(buf, pos)
-    if pos > len(buf):
-        raise PrahaError("truncated fetch response")
-    return error_code, out
-
-
-# ------------------------------------------------------------------------- fetch request codec
-_REQ_HEAD_V12 = struct.Struct(">iiiibii")  # replica, max wait, min bytes, max bytes, isolation, session, epoch
-_REQ_PART_V12 = struct.Struct(">iiqiqi")  # partition, current epoch, offset, last fetched epoch, log start, max
-
-
-class FollowerFetch(NamedTuple):
-    partition: int
-    current_leader_epoch: int
-    fetch_offset: int
-    log_start_offset: int
-    partition_max_bytes: int
-
-
-def encode_fetch_request_v12(correlation_id: int, client_id: str, replica_id: int, max_wait_ms: int,
-                             min_bytes: int, max_bytes: int,
-                             topics: list[tuple[str, list[FollowerFetch]]]) -> bytes:
-    """A framed, sessionless FetchRequest v12 from a follower, packed directly: a fetcher
-    sends one per round, and kafka-python's field-by-field encoder was a visible share of
-    a replicating broker's time. Byte-identical to `encode_request(FetchRequest(...), 12)`
-    (unit-tested)."""
-    out: list = [b"", encode_request_header(ApiKey.FETCH, 12, correlation_id, client_id)]
-    out.append(_REQ_HEAD_V12.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1))
-    _put_uvarint(out, len(topics) + 1)
-    for name, parts in topics:
-        raw = name.encode()
-        _put_uvarint(out, len(raw) + 1)
-        out.append(raw)
-        _put_uvarint(out, len(parts) + 1)
-        for f in parts:
-            out.append(_REQ_PART_V12.pack(f.partition, f.current_leader_epoch, f.fetch_offset, -1,
-                                          f.log_start_offset, f.partition_max_bytes))
-            out.append(b"\x00")
-        out.append(b"\x00")
-    out.append(b"\x01\x01\x00")  # no forgotten topics, rack id "", no tagged fields
-    out[0] = _SIZE.pack(sum(len(x) for x in out))
-    return b"".join(out)
-
-
-# ------------------------------------------------------------------------- connection
-class AsyncConnection:
-    """A Kafka protocol client on a raw non-blocking socket: one request at a time.
-
-    Responses are read with `sock_recv_into` straight into one reusable buffer: a
-    follower's fetch response crosses from the kernel into Python exactly once (asyncio
-    streams would copy each megabyte three or four times). `send(..., raw=True)`
-    returns a view into that buffer, valid until the next request."""
-
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float, max_response_bytes: int = 1 << 30):
-        self.host, self.port = host, port
-        self.client_id = client_id
-        self.timeout_s = timeout_s
-        self.max_response_bytes = max_response_bytes
-        self._sock: socket.socket | None = None
-        self._buf = bytearray(1 << 16)
-        self._next_id = 0
-
-    @property
-    def connected(self) -> bool:
-        return self._sock is not None
-
-    async def connect(self) -> None:
-        if self._sock is not None:
-            return
-        loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        family, _, proto, _, addr = infos[0]
-        s = socket.socket(family, socket.SOCK_STREAM, proto)
-        s.setblocking(False)
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            await asyncio.wait_for(loop.sock_connect(s, addr), self.timeout_s)
-        except BaseException:
-            s.close()
-            raise
-        self._sock = s
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-        self._sock = None
-
-    async def send(self, request: Any, version: int, response_cls: Any = None, timeout_s: float | None = None,
-                   raw: bool = False, frame_for: Callable[[int], bytes] | None = None) -> Any:
-        """Send `request` (or the frame `frame_for` builds from the correlation id) and wait
-        for the answer: decoded, or with `raw` the body as a view into the buffer."""
-        await self.connect()
-        assert self._sock is not None
-        loop = asyncio.get_running_loop()
-        cid = self._next_id
-        self._next_id = (cid + 1) & 0x7FFFFFFF
-        frame = frame_for(cid) if frame_for is not None else encode_request(request, version, cid, self.client_id)
-        try:
-            await loop.sock_sendall(self._sock, frame)
-            body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
-        except BaseException:
-            self.close()
-            raise
-        (got,) = _CORRELATION.unpack_from(body, 0)
-        if got != cid:
-            self.close()
-            raise PrahaError(f"correlation id {got} from {self.host}:{self.port}, expected {cid}")
-        if raw:
-            return body
-        return response_cls.decode(bytes(body), version=version, header=True)
-
-    async def _read_frame(self, loop: asyncio.AbstractEventLoop) -> memoryview:
-        head = await self._read_into(loop, 4)
-        (size,) = _SIZE.unpack_from(head, 0)
-        if not 4 <= size <= self.max_response_bytes:
-            raise PrahaError(f"bad response frame size {size} from {self.host}:{self.port}")
-        return await self._read_into(loop, size)
-
-    async def _read_into(self, loop: asyncio.AbstractEventLoop, n: int) -> memoryview:
-        if len(self._buf) < n:
-            self._buf = bytearray(max(n, 2 * len(self._buf)))
-        view = memoryview(self._buf)[:n]
-        got = 0
-        sock = self._sock
-        assert sock is not None
-        while got < n:
-            k = await loop.sock_recv_into(sock, view[got:])
-            if k == 0:
-                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
-            got += k
-        return view
 
 
 # ------------------------------------------------------------------------- fetcher
@@ -497,7 +219,7 @@ class ReplicaFetcher:
 
     async def _idle(self) -> None:
         """Nothing to send: wait for a new partition or the end of the nearest back-off."""
-        now = _now_ms()
+        now = now_ms()
         delays = [p.delayed_until_ms - now for p in self.partitions.values() if p.delayed_until_ms > now]
         timeout = min(delays) / 1000.0 if delays else self.settings.backoff_ms / 1000.0
         self._wake.clear()
@@ -507,7 +229,7 @@ class ReplicaFetcher:
             pass
 
     async def _round(self) -> bool:
-        now = _now_ms()
+        now = now_ms()
         ready = [p for p in self.partitions.values() if p.delayed_until_ms <= now]
         truncating = [p for p in ready if p.state is FetchState.TRUNCATING]
         if truncating:
@@ -526,7 +248,7 @@ class ReplicaFetcher:
         return self.partition_of(fp.tp, fp.leader_epoch)
 
     def _delay(self, fp: FollowedPartition) -> None:
-        fp.delayed_until_ms = _now_ms() + self.settings.backoff_ms
+        fp.delayed_until_ms = now_ms() + self.settings.backoff_ms
 
     # -- truncation ---------------------------------------------------------------------------
     async def _truncate(self, fps: list[FollowedPartition]) -> None:

@@ -22,6 +22,8 @@ from typing import Any
 from kafka.protocol.schemas.fields import struct as _struct_mod
 from kafka.protocol.schemas.fields.codecs import types as _types
 
+from praha.protocol.varint import MalformedVarintError, read_uvarint
+
 _MAX_VARINT_SHIFT = 28  # 5 bytes of 7 bits: the most an int32 varint may take
 
 
@@ -40,14 +42,10 @@ def _emit_bounded_uvarint(cls: Any, ctx: Any, var_name: str, indent: str) -> Non
 
 
 def _read_uvarint(data: Any, pos: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, _MAX_VARINT_SHIFT + 1, 7):
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-    raise ValueError("varint longer than 5 bytes")
+    try:
+        return read_uvarint(data, pos)
+    except MalformedVarintError as e:
+        raise ValueError(str(e)) from None
 
 
 def decode_tagged_fields(tagged: Any, data: Any, pos: int, version: int) -> tuple[dict[str, Any], int]:

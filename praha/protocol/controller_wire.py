@@ -29,6 +29,7 @@ from praha.protocol.controller_requests import (
     StopReplicaRequestData,
     UpdateMetadataRequestData,
 )
+from praha.protocol.varint import write_uvarint
 
 LEADER_AND_ISR_VERSION = 4
 STOP_REPLICA_VERSION = 3
@@ -161,12 +162,7 @@ def _uvarint(n: int) -> bytes:
         return _SMALL_UVARINT[n]
     if n < 0 or n > 0xFFFFFFFF:
         raise _NotPlain(n)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return write_uvarint(n)
 
 
 def _string(v) -> bytes:

@@ -35,6 +35,7 @@ from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
 from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
 from praha.protocol.produce import decode_produce
 from praha.protocol.registry import APIS, ApiSpec, header_version
+from praha.protocol.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
@@ -206,27 +207,17 @@ def _read_client_id(body: Bytes, pos: int, partial: RequestHeader) -> tuple[str,
 
 
 def _read_uvarint(body: Bytes, pos: int, partial: RequestHeader) -> tuple[int, int]:
-    value = 0
-    for i in range(5):
-        if pos >= len(body):
-            raise MalformedRequestError("truncated varint", partial)
-        b = body[pos]
-        pos += 1
-        value |= (b & 0x7F) << (7 * i)
-        if not b & 0x80:
-            return value, pos
-    raise MalformedRequestError("varint longer than 5 bytes", partial)
+    try:
+        return read_uvarint(body, pos)
+    except MalformedVarintError as e:
+        raise MalformedRequestError(str(e), partial) from None
 
 
 def _skip_tagged_fields(body: Bytes, pos: int, partial: RequestHeader) -> int:
-    count, pos = _read_uvarint(body, pos, partial)
-    for _ in range(count):
-        _tag, pos = _read_uvarint(body, pos, partial)
-        size, pos = _read_uvarint(body, pos, partial)
-        pos += size
-        if pos > len(body):
-            raise MalformedRequestError("truncated tagged field", partial)
-    return pos
+    try:
+        return skip_tagged_fields(body, pos)
+    except MalformedVarintError as e:
+        raise MalformedRequestError(str(e), partial) from None
 
 
 def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> Any:

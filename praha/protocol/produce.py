@@ -19,6 +19,7 @@ import struct
 from typing import NamedTuple
 
 from praha.protocol.errors import MalformedRequestError
+from praha.protocol.varint import MalformedVarintError, read_uvarint
 
 FLEXIBLE_FROM = 9
 MIN_VERSION, MAX_VERSION = 3, 9
@@ -80,18 +81,11 @@ class _Cursor:
         return _I32.unpack_from(self.view, self.take(4))[0]
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            if self.pos >= self.end:
-                raise MalformedProduceError("varint runs past the end")
-            b = self.view[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise MalformedProduceError("varint longer than 5 bytes")
+        try:
+            value, self.pos = read_uvarint(self.view, self.pos, self.end)
+        except MalformedVarintError as e:
+            raise MalformedProduceError(str(e)) from None
+        return value
 
     def length(self, flexible: bool, wide: bool) -> int:
         """A length prefix: -1 for null. Classic strings use int16, bytes int32 (`wide`)."""

@@ -22,6 +22,7 @@ from typing import Any
 import crc32c
 
 from praha.errors import CorruptLogError
+from praha.protocol.varint import read_uvarint, read_varint
 
 #: offsets in the v2 batch header
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq, count
@@ -212,30 +213,8 @@ def _headers(buf: Any, pos: int) -> list[tuple[str, bytes | None]]:
     return out
 
 
-def _varint(buf: Any, pos: int) -> tuple[int, int]:
-    """A zigzag varint (Kafka's record fields) starting at `pos`; returns (value, next pos)."""
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptLogError("varint longer than 10 bytes in a record")
-
-
-def _unsigned_varint(buf: Any, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
+_varint = read_varint
+_unsigned_varint = read_uvarint
 
 
 def decompress(compression: int, data: memoryview) -> bytes:

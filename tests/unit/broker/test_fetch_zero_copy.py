@@ -20,12 +20,12 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from praha.broker import data_handlers
 from praha.broker.data_handlers import ZERO_COPY_MIN_BYTES, DataApis, EncodedFetchResponse, encode_fetch_frame
-from praha.broker.fetcher import FetchedPartition
 from praha.broker.network import SegmentedFrame, SocketServer
 from praha.broker.partition import Partition, Role
 from praha.broker.replica_manager import ReplicaStats
 from praha.common import TopicPartition
 from praha.log import FileRegion, Log, LogConfig
+from praha.protocol.fetch import FetchedPartition
 from praha.protocol.framing import RequestHeader, encode_request, encode_response
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "log"))

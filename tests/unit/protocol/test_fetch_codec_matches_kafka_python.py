@@ -8,7 +8,7 @@ import pytest
 from kafka.protocol.consumer import FetchResponse
 
 from praha.broker.data_handlers import EncodedFetchResponse
-from praha.broker.fetcher import FetchedPartition, parse_fetch_response_v12
+from praha.protocol.fetch import FetchedPartition, parse_fetch_response_v12
 from praha.protocol.framing import RequestHeader, encode_response
 
 PD = FetchResponse.FetchableTopicResponse.PartitionData
@@ -78,7 +78,7 @@ def test_v12_parser_round_trips_our_encoding_without_copying_records():
 def test_follower_fetch_request_is_byte_identical_to_kafka_python():
     from kafka.protocol.consumer import FetchRequest
 
-    from praha.broker.fetcher import FollowerFetch, encode_fetch_request_v12
+    from praha.protocol.fetch import FollowerFetch, encode_fetch_request_v12
     from praha.protocol.framing import encode_request
 
     FT, FP = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition

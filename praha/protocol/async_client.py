@@ -1,0 +1,105 @@
+"""An asyncio Kafka client connection for brokers talking to brokers (followers to leaders).
+
+One request at a time on a raw non-blocking socket; the answer is read straight into one
+reusable buffer, so a fetch response crosses from the kernel into Python once.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from praha.errors import PrahaError
+from praha.protocol.framing import encode_request
+
+_SIZE = struct.Struct(">i")
+_CORRELATION = struct.Struct(">i")
+
+class AsyncConnection:
+    """A Kafka protocol client on a raw non-blocking socket: one request at a time.
+
+    Responses are read with `sock_recv_into` straight into one reusable buffer: a
+    follower's fetch response crosses from the kernel into Python exactly once (asyncio
+    streams would copy each megabyte three or four times). `send(..., raw=True)`
+    returns a view into that buffer, valid until the next request."""
+
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float, max_response_bytes: int = 1 << 30):
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
+        self._sock: socket.socket | None = None
+        self._buf = bytearray(1 << 16)
+        self._next_id = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    async def connect(self) -> None:
+        if self._sock is not None:
+            return
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        family, _, proto, _, addr = infos[0]
+        s = socket.socket(family, socket.SOCK_STREAM, proto)
+        s.setblocking(False)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            await asyncio.wait_for(loop.sock_connect(s, addr), self.timeout_s)
+        except BaseException:
+            s.close()
+            raise
+        self._sock = s
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        self._sock = None
+
+    async def send(self, request: Any, version: int, response_cls: Any = None, timeout_s: float | None = None,
+                   raw: bool = False, frame_for: Callable[[int], bytes] | None = None) -> Any:
+        """Send `request` (or the frame `frame_for` builds from the correlation id) and wait
+        for the answer: decoded, or with `raw` the body as a view into the buffer."""
+        await self.connect()
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        cid = self._next_id
+        self._next_id = (cid + 1) & 0x7FFFFFFF
+        frame = frame_for(cid) if frame_for is not None else encode_request(request, version, cid, self.client_id)
+        try:
+            await loop.sock_sendall(self._sock, frame)
+            body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        (got,) = _CORRELATION.unpack_from(body, 0)
+        if got != cid:
+            self.close()
+            raise PrahaError(f"correlation id {got} from {self.host}:{self.port}, expected {cid}")
+        if raw:
+            return body
+        return response_cls.decode(bytes(body), version=version, header=True)
+
+    async def _read_frame(self, loop: asyncio.AbstractEventLoop) -> memoryview:
+        head = await self._read_into(loop, 4)
+        (size,) = _SIZE.unpack_from(head, 0)
+        if not 4 <= size <= self.max_response_bytes:
+            raise PrahaError(f"bad response frame size {size} from {self.host}:{self.port}")
+        return await self._read_into(loop, size)
+
+    async def _read_into(self, loop: asyncio.AbstractEventLoop, n: int) -> memoryview:
+        if len(self._buf) < n:
+            self._buf = bytearray(max(n, 2 * len(self._buf)))
+        view = memoryview(self._buf)[:n]
+        got = 0
+        sock = self._sock
+        assert sock is not None
+        while got < n:
+            k = await loop.sock_recv_into(sock, view[got:])
+            if k == 0:
+                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
+            got += k
+        return view

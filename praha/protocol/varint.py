@@ -1,0 +1,73 @@
+"""Kafka's variable-length integers, read and written in one place.
+
+Two kinds: unsigned varints (flexible-version lengths and tagged fields; at most 5 bytes
+for an int32) and zigzag varints (record fields; at most 10 bytes for an int64). Readers
+take any indexable buffer (bytes, bytearray, memoryview) and a position, and return the
+value and the position after it; they raise `MalformedVarintError` for a varint that runs
+past `end` or is longer than its type allows, so a caller can turn that into the error
+its own layer answers with.
+
+Hot loops that cannot afford a call per byte (the Spark record reader) inline the
+one-byte case and call these for the rest.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from praha.errors import CorruptLogError
+
+UVARINT_MAX_BYTES = 5  # an int32
+VARLONG_MAX_BYTES = 10  # an int64
+_SMALL = [bytes((i,)) for i in range(128)]
+
+
+class MalformedVarintError(CorruptLogError):
+    """A varint that is truncated or longer than its type allows (CORRUPT_MESSAGE)."""
+
+
+def read_uvarint(buf: Any, pos: int, end: int | None = None, max_bytes: int = UVARINT_MAX_BYTES) -> tuple[int, int]:
+    """The unsigned varint at `pos` and the position after it."""
+    limit = len(buf) if end is None else end
+    value = 0
+    for i in range(max_bytes):
+        if pos >= limit:
+            raise MalformedVarintError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            return value, pos
+    raise MalformedVarintError(f"varint longer than {max_bytes} bytes")
+
+
+def read_varint(buf: Any, pos: int, end: int | None = None) -> tuple[int, int]:
+    """The zigzag varint (up to an int64) at `pos` and the position after it."""
+    raw, pos = read_uvarint(buf, pos, end, VARLONG_MAX_BYTES)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def write_uvarint(value: int) -> bytes:
+    """`value` (0 ≤ value < 2**32) as an unsigned varint."""
+    if 0 <= value < 128:
+        return _SMALL[value]
+    if value < 0 or value > 0xFFFFFFFF:
+        raise ValueError(f"{value} does not fit an unsigned varint")
+    out = bytearray()
+    while value & ~0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def skip_tagged_fields(buf: Any, pos: int, end: int | None = None) -> int:
+    """The position after a tagged-field section (count, then tag, size, bytes each)."""
+    limit = len(buf) if end is None else end
+    count, pos = read_uvarint(buf, pos, limit)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos, limit)
+        size, pos = read_uvarint(buf, pos, limit)
+        pos += size
+        if pos > limit:
+            raise MalformedVarintError("truncated tagged field")
+    return pos
