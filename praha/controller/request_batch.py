@@ -238,7 +238,7 @@ class ControllerRequestBatch:
         live = ctx.live_or_shutting_down_broker_ids
         counts = {"leader_and_isr": 0, "update_metadata": 0, "stop_replica": 0, "partitions": 0}
         outgoing: list[tuple[int, ControllerRequest, ResponseCallback | None]] = []
-        encoded_states: dict[int, bytes] = {}  # one partition state sent to several brokers is encoded once
+        encoded_states: dict[int, tuple[Any, bytes]] = {}  # one partition state sent to several brokers is encoded once
         try:
             for broker_id, states in self._leader_and_isr.items():
                 if broker_id not in live:

@@ -22,35 +22,35 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 SECURITY_PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
 
 
-class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 
-class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg]  # metaclass keyword
+class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]  # metaclass keyword; kafka-python is untyped
     pass
 
 

@@ -6,6 +6,8 @@ Kafka wire classes in `praha.protocol.controller_apis`, via `to_wire` / `from_wi
 """
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
@@ -37,7 +39,7 @@ class LeaderAndIsrRequestData:
     live_leaders: list[BrokerInfo]
     #: shared by the LeaderAndIsr requests of one batch: a partition state sent to several
     #: brokers (the same object) is encoded once (see wire._fast_leader_and_isr_body)
-    encoded_states: dict | None = field(default=None, compare=False, repr=False)
+    encoded_states: dict[int, tuple[Any, bytes]] | None = field(default=None, compare=False, repr=False)
 
     api_key = 4
 

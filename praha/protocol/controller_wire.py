@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
@@ -45,8 +46,8 @@ _UM = UpdateMetadataRequest
 _SR = StopReplicaRequest
 
 
-def _grouped(items, key):
-    groups: dict[str, list] = defaultdict(list)
+def _grouped(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, list[Any]]:
+    groups: dict[str, list[Any]] = defaultdict(list)
     for item in items:
         groups[key(item)].append(item)
     return groups
@@ -64,7 +65,7 @@ def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
     raise TypeError(f"not a controller request: {type(req).__name__}")
 
 
-def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData):
+def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
     topic_states = [
         _LI.LeaderAndIsrTopicState(
             topic_name=topic,
@@ -87,7 +88,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData):
     )
 
 
-def _update_metadata_to_wire(req: UpdateMetadataRequestData):
+def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> Any:
     shared = _shared_update_metadata(req)
     if shared is not None:
         msg = _SharedUpdateMetadataRequest(
@@ -101,7 +102,7 @@ def _update_metadata_to_wire(req: UpdateMetadataRequestData):
     )
 
 
-def _um_topic_states(partitions):
+def _um_topic_states(partitions: Iterable[Any]) -> list[Any]:
     return [
         _UM.UpdateMetadataTopicState(
             topic_name=topic,
@@ -118,7 +119,7 @@ def _um_topic_states(partitions):
     ]
 
 
-def _um_brokers(live_brokers):
+def _um_brokers(live_brokers: Iterable[BrokerInfo]) -> list[Any]:
     return [
         _UM.UpdateMetadataBroker(
             id=b.id,
@@ -165,7 +166,7 @@ def _uvarint(n: int) -> bytes:
     return write_uvarint(n)
 
 
-def _string(v) -> bytes:
+def _string(v: str | None) -> bytes:
     """A compact (nullable) string."""
     if v is None:
         return b"\x00"
@@ -182,8 +183,8 @@ def _ints(*xs: int) -> tuple[int, ...]:
     return xs
 
 
-def _topic_groups(states) -> dict[str, list]:
-    groups: dict[str, list] = {}
+def _topic_groups(states: Iterable[Any]) -> dict[str, list[Any]]:
+    groups: dict[str, list[Any]] = {}
     for s in states:
         topic = s.tp.topic
         g = groups.get(topic)
@@ -263,7 +264,7 @@ def _fast_leader_and_isr_body(req: LeaderAndIsrRequestData) -> bytes | None:
 
 
 def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker_epoch: int,
-                               partitions, live_brokers) -> bytes | None:
+                               partitions: Sequence[Any], live_brokers: Sequence[BrokerInfo]) -> bytes | None:
     """The UpdateMetadata v6 body, as kafka-python encodes `_um_topic_states` / `_um_brokers`."""
     try:
         out = [_HEAD.pack(*_ints(controller_id, controller_epoch, broker_epoch))]
@@ -298,9 +299,9 @@ def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker
         return None
 
 
-def _is_materialized(msg) -> bool:
+def _is_materialized(msg: object) -> bool:
     try:
-        return object.__getattribute__(msg, "_materialized")
+        return bool(object.__getattribute__(msg, "_materialized"))
     except AttributeError:
         return False
 
@@ -311,6 +312,7 @@ class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest, init=False):  # type: ignore
     another version), and once built they are what gets encoded."""
 
     __slots__ = ("_data", "_materialized")
+    API_VERSION: int
 
     @classmethod
     def of(cls, req: LeaderAndIsrRequestData) -> "_LazyLeaderAndIsrRequest":
@@ -325,13 +327,13 @@ class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest, init=False):  # type: ignore
             full = _leader_and_isr_to_wire(self._data)
             self.topic_states, self.live_leaders = full.topic_states, full.live_leaders
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in ("topic_states", "live_leaders") and not _is_materialized(self):
             self._materialize()
             return getattr(self, name)
         return super().__getattr__(name)
 
-    def encode(self, version=None, header=False, framed=False):
+    def encode(self, version: int | None = None, header: bool = False, framed: bool = False) -> Any:
         v = version if version is not None else self.API_VERSION
         if not header and not framed and v == LEADER_AND_ISR_VERSION and not _is_materialized(self):
             data = self._data
@@ -358,23 +360,24 @@ _BROKER_EPOCH = struct.Struct(">q")
 _BROKER_EPOCH_AT = 8
 
 
-class SharedPartitions(list):
+class SharedPartitions(list[Any]):
     """A partition list that several requests of one batch carry (see above)."""
 
     __slots__ = ("_wire",)
+    _wire: "_SharedUpdateMetadata"
 
 
 class _SharedUpdateMetadata:
     """The wire form of a shared partition list and its live brokers, built once."""
 
-    def __init__(self, partitions: list, live_brokers: list):
+    def __init__(self, partitions: list[Any], live_brokers: list[BrokerInfo]):
         self.partitions = partitions
         self.live_brokers = live_brokers
         self._lock = threading.Lock()
-        self._fields: tuple[list, list] | None = None
+        self._fields: tuple[list[Any], list[Any]] | None = None
         self._body: tuple[int, int, bytes] | None = None  # (controller id, controller epoch, v6 body)
 
-    def wire_fields(self) -> tuple[list, list]:
+    def wire_fields(self) -> tuple[list[Any], list[Any]]:
         with self._lock:
             if self._fields is None:
                 self._fields = (_um_topic_states(self.partitions), _um_brokers(self.live_brokers))
@@ -404,19 +407,20 @@ class _SharedUpdateMetadataRequest(UpdateMetadataRequest, init=False):  # type: 
     when read: sending does not need them."""
 
     __slots__ = ("_shared", "_materialized")
+    API_VERSION: int
 
     def _materialize(self) -> None:
         if not getattr(self, "_materialized", False):
             self._materialized = True
             self.topic_states, self.live_brokers = self._shared.wire_fields()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in ("topic_states", "live_brokers") and not _is_materialized(self):
             self._materialize()
             return getattr(self, name)
         return super().__getattr__(name)
 
-    def encode(self, version=None, header=False, framed=False):
+    def encode(self, version: int | None = None, header: bool = False, framed: bool = False) -> Any:
         if header or framed or (version if version is not None else self.API_VERSION) != UPDATE_METADATA_VERSION:
             self._materialize()
             return super().encode(version=version, header=header, framed=framed)
@@ -445,7 +449,7 @@ def _shared_update_metadata(req: UpdateMetadataRequestData) -> _SharedUpdateMeta
     return shared if shared.live_brokers is req.live_brokers else None
 
 
-def _stop_replica_to_wire(req: StopReplicaRequestData):
+def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
     topic_states = [
         _SR.StopReplicaTopicState(
             topic_name=topic,
@@ -465,7 +469,7 @@ def _stop_replica_to_wire(req: StopReplicaRequestData):
 
 
 # ---------------------------------------------------------------------- wire → requests
-def leader_and_isr_from_wire(w) -> LeaderAndIsrRequestData:
+def leader_and_isr_from_wire(w: Any) -> LeaderAndIsrRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -480,7 +484,7 @@ def leader_and_isr_from_wire(w) -> LeaderAndIsrRequestData:
     return LeaderAndIsrRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, leaders)
 
 
-def update_metadata_from_wire(w) -> UpdateMetadataRequestData:
+def update_metadata_from_wire(w: Any) -> UpdateMetadataRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -505,7 +509,7 @@ def update_metadata_from_wire(w) -> UpdateMetadataRequestData:
     return UpdateMetadataRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, brokers)
 
 
-def stop_replica_from_wire(w) -> StopReplicaRequestData:
+def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
     parts = [
         StopReplicaPartition(TopicPartition(ts.topic_name, p.partition_index), p.leader_epoch, bool(p.delete_partition))
         for ts in (w.topic_states or [])
@@ -515,7 +519,7 @@ def stop_replica_from_wire(w) -> StopReplicaRequestData:
 
 
 # ---------------------------------------------------------------------- responses
-def response_to_wire(api_key: int, resp: ControllerResponseData):
+def response_to_wire(api_key: int, resp: ControllerResponseData) -> Any:
     errors = [
         dict(topic_name=tp.topic, partition_index=tp.partition, error_code=int(code))
         for tp, code in resp.partition_errors.items()
@@ -535,7 +539,7 @@ def response_to_wire(api_key: int, resp: ControllerResponseData):
     raise TypeError(f"api key {api_key} is not a controller request")
 
 
-def response_from_wire(w) -> ControllerResponseData:
+def response_from_wire(w: Any) -> ControllerResponseData:
     errors = {
         TopicPartition(e.topic_name, e.partition_index): e.error_code
         for e in (getattr(w, "partition_errors", None) or [])

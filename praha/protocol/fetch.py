@@ -42,12 +42,12 @@ def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[
 
 
 def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                          error_code: int = 0, session_id: int = 0) -> list:
+                          error_code: int = 0, session_id: int = 0) -> list[Any]:
     """The frame of `encode_fetch_response` in wire order, size prefix first; each
     partition's records are one piece as given (bytes, a view, or anything with a length
     the caller sends itself, such as a file region)."""
     flex = version >= 12
-    out: list = [b"", _I32.pack(correlation_id)]
+    out: list[Any] = [b"", _I32.pack(correlation_id)]
     if flex:
         out.append(b"\x00")
     out.append(_I32.pack(0))  # throttle_time_ms
@@ -89,7 +89,7 @@ def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[
     return out
 
 
-def _array_len(out: list, n: int, flex: bool) -> None:
+def _array_len(out: list[Any], n: int, flex: bool) -> None:
     if flex:
         out.append(write_uvarint(n + 1))
     else:
@@ -150,7 +150,7 @@ def encode_fetch_request_v12(correlation_id: int, client_id: str, replica_id: in
     sends one per round, and kafka-python's field-by-field encoder was a visible share of
     a replicating broker's time. Byte-identical to `encode_request(FetchRequest(...), 12)`
     (unit-tested)."""
-    out: list = [b"", encode_request_header(ApiKey.FETCH, 12, correlation_id, client_id)]
+    out: list[Any] = [b"", encode_request_header(ApiKey.FETCH, 12, correlation_id, client_id)]
     out.append(_REQ_HEAD_V12.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1))
     out.append(write_uvarint(len(topics) + 1))
     for name, parts in topics:

@@ -79,7 +79,7 @@ def parse_frame_size(prefix: Bytes, max_bytes: int = MAX_REQUEST_BYTES) -> int:
     """The body size announced by a 4-byte frame prefix, checked before any allocation."""
     if len(prefix) != FRAME_SIZE_BYTES:
         raise InvalidRequestError(f"frame prefix must be 4 bytes, got {len(prefix)}")
-    (size,) = _SIZE.unpack(prefix)
+    size: int = _SIZE.unpack(prefix)[0]
     if size < 0:
         raise InvalidRequestError(f"invalid negative frame size {size}")
     if size > max_bytes:
@@ -137,7 +137,8 @@ def encode_response(header: RequestHeader, response: ApiMessage, api_version: in
         response._header = None
         response.API_VERSION = api_version
         response.with_header(correlation_id=header.correlation_id)
-        return response.encode(header=True, framed=True)
+        encoded: bytearray = response.encode(header=True, framed=True)
+        return encoded
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:

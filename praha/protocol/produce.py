@@ -16,10 +16,14 @@ a silently shortened view).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from praha.errors import InvalidRequestError
 from praha.protocol.errors import MalformedRequestError
 from praha.protocol.varint import MalformedVarintError, read_uvarint
+
+if TYPE_CHECKING:
+    from praha.protocol.header import RequestHeader
 
 FLEXIBLE_FROM = 9
 MIN_VERSION, MAX_VERSION = 3, 9
@@ -29,12 +33,12 @@ _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 
 
-class MalformedProduceError(ValueError):
+class MalformedProduceError(InvalidRequestError, ValueError):
     """The body does not hold a well-formed ProduceRequest (the caller adds the header)."""
 
 
 class PartitionProduceData(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # Kafka's field name; it shadows tuple.index
     #: the partition's record batches, a view of the request frame, or None (null)
     records: "memoryview | None"
 
@@ -75,10 +79,12 @@ class _Cursor:
         return start
 
     def int16(self) -> int:
-        return _I16.unpack_from(self.view, self.take(2))[0]
+        value: int = _I16.unpack_from(self.view, self.take(2))[0]
+        return value
 
     def int32(self) -> int:
-        return _I32.unpack_from(self.view, self.take(4))[0]
+        value: int = _I32.unpack_from(self.view, self.take(4))[0]
+        return value
 
     def uvarint(self) -> int:
         try:
@@ -151,7 +157,7 @@ def parse_produce_request(body: bytes | bytearray | memoryview, offset: int, ver
     return ProduceRequestView(transactional_id, acks, timeout_ms, topics)
 
 
-def produce_fields(request) -> tuple:
+def produce_fields(request: Any) -> tuple[Any, ...]:
     """A ProduceRequest's fields as plain values, records as bytes: the same for a view and
     for kafka-python's object of the same bytes (what the tests compare)."""
     return (request.transactional_id, request.acks, request.timeout_ms,
@@ -159,7 +165,7 @@ def produce_fields(request) -> tuple:
              for t in request.topic_data])
 
 
-def decode_produce(body: bytes | bytearray | memoryview, header) -> ProduceRequestView:
+def decode_produce(body: bytes | bytearray | memoryview, header: RequestHeader) -> ProduceRequestView:
     """`parse_produce_request` for a framed body whose header is parsed already; errors
     become `MalformedRequestError` carrying the header (so the answer can be addressed)."""
     try:
