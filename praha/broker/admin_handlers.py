@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import (
@@ -50,10 +51,9 @@ class ControllerCallError(PrahaError):
     """The controller flow could not be run (missing entry point, timeout)."""
 
 
-def _flow(controller: Any, name: str) -> Callable:
+def _flow(controller: Any, name: str) -> Callable[..., Any]:
     """The controller flow's admin entry point `name` (see ControllerFlows)."""
-    flows = getattr(controller, "flows", None) or getattr(controller, "_flows", None)
-    fn = getattr(flows, name, None)
+    fn: Callable[..., Any] | None = getattr(controller.flows, name, None)
     if fn is None:
         raise ControllerCallError(f"the controller does not implement {name} yet")
     return fn
@@ -88,7 +88,7 @@ class AdminApis:
     async def _on_controller(self, fn: Callable[[Any], Any], timeout_s: float) -> Any:
         """Run `fn(controller)` on the controller's event thread; its result, or raises."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future = loop.create_future()
+        fut: asyncio.Future[Any] = loop.create_future()
 
         def settle(result: Any, error: BaseException | None) -> None:
             if fut.done():
@@ -101,7 +101,10 @@ class AdminApis:
         def done(result: Any, error: BaseException | None) -> None:
             loop.call_soon_threadsafe(settle, result, error)
 
-        self.broker.controller.run_on_controller(fn, done)
+        controller = self.broker.controller
+        if controller is None:
+            raise ControllerCallError("this broker hosts no controller yet")
+        controller.run_on_controller(fn, done)
         return await asyncio.wait_for(fut, max(timeout_s, 0.5))
 
     async def _in_executor(self, fn: Callable[[], Any]) -> Any:
@@ -120,7 +123,7 @@ class AdminApis:
         return pending
 
     # ------------------------------------------------------------------ DeleteTopics
-    async def handle_delete_topics(self, req: DecodedRequest):
+    async def handle_delete_topics(self, req: DecodedRequest) -> Any:
         """Mark each topic for deletion, then wait until our cache no longer has it."""
         r, version = req.request, req.api_version
         if version >= 6:
@@ -142,12 +145,12 @@ class AdminApis:
                 code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
             else:
                 try:
-                    await self._in_executor(lambda name=name: delete_topic(self.broker.store, name))
+                    await self._in_executor(partial(delete_topic, self.broker.zk_store(), name))
                     code, message = ErrorCode.NONE, None
                 except TopicAlreadyMarkedForDeletionError:
                     code, message = ErrorCode.NONE, None  # as Kafka: wait for the deletion in progress
                 except PrahaError as e:
-                    code, message = int(e.code), str(e)
+                    code, message = e.code, str(e)
                 if code == ErrorCode.NONE:
                     waiting.add(name)
             results.append([name, topic_id, code, message])
@@ -163,7 +166,7 @@ class AdminApis:
             result_cls(name=n, topic_id=tid, error_code=int(c), error_message=m) for n, tid, c, m in results])
 
     # ------------------------------------------------------------------ CreatePartitions
-    async def handle_create_partitions(self, req: DecodedRequest):
+    async def handle_create_partitions(self, req: DecodedRequest) -> Any:
         """Grow topics (znode writes as `praha topics alter`), then wait for the new
         partitions to reach our cache."""
         r = req.request
@@ -179,13 +182,13 @@ class AdminApis:
             else:
                 assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
                 try:
-                    await self._in_executor(lambda t=t, a=assignment: add_partitions(
-                        self.broker.store, t.name, t.count, a, validate_only=bool(r.validate_only)))
+                    await self._in_executor(partial(add_partitions, self.broker.zk_store(), t.name, t.count, assignment,
+                                                    validate_only=bool(r.validate_only)))
                     code, message = ErrorCode.NONE, None
                     if not r.validate_only:
                         waiting[t.name] = t.count
                 except PrahaError as e:
-                    code, message = int(e.code), str(e)
+                    code, message = e.code, str(e)
             results.append([t.name, code, message])
         if waiting and (r.timeout_ms or 0) > 0:
             cache = self.broker.metadata_cache
@@ -200,14 +203,15 @@ class AdminApis:
             result_cls(name=n, error_code=int(c), error_message=m) for n, c, m in results])
 
     # ------------------------------------------------------------------ ElectLeaders
-    async def handle_elect_leaders(self, req: DecodedRequest):
+    async def handle_elect_leaders(self, req: DecodedRequest) -> Any:
         """Preferred elections through the controller flow; unclean ones are not offered."""
         r, version = req.request, req.api_version
         election_type = r.election_type if version >= 1 else PREFERRED
         partitions = None if r.topic_partitions is None else {
             TopicPartition(t.topic, p) for t in r.topic_partitions for p in t.partitions}
         timeout_ms = r.timeout_ms if r.timeout_ms is not None else 60000
-        top, top_message = ErrorCode.NONE, None
+        top: int = ErrorCode.NONE
+        top_message: str | None = None
         results: Results = {}
         if not self.acting:
             top = ErrorCode.NOT_CONTROLLER
@@ -248,7 +252,7 @@ class AdminApis:
             for t, ps in _by_topic(results).items()])
 
     # ------------------------------------------------------------------ AlterPartitionReassignments
-    async def handle_alter_partition_reassignments(self, req: DecodedRequest):
+    async def handle_alter_partition_reassignments(self, req: DecodedRequest) -> Any:
         """Checks Kafka's API makes before the controller (empty or duplicate replica lists,
         a replication-factor change when v1 forbids it); the rest is the controller's."""
         r, version = req.request, req.api_version
@@ -283,7 +287,8 @@ class AdminApis:
                                    f"{len(replicas)} but allowReplicationFactorChange is false.")
                 else:
                     targets[tp] = replicas
-        top, top_message = ErrorCode.NONE, None
+        top: int = ErrorCode.NONE
+        top_message: str | None = None
         if targets:
             try:
                 results.update(await self._on_controller(
@@ -305,7 +310,7 @@ class AdminApis:
             for t, ps in _by_topic(results).items()])
 
     # ------------------------------------------------------------------ ListPartitionReassignments
-    async def handle_list_partition_reassignments(self, req: DecodedRequest):
+    async def handle_list_partition_reassignments(self, req: DecodedRequest) -> Any:
         r = req.request
         cls = ListPartitionReassignmentsResponse
         if not self.acting:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode
@@ -35,7 +35,7 @@ class ControllerApis:
     def __init__(self, broker: "Broker"):
         self.broker = broker
 
-    async def handle_leader_and_isr(self, req: DecodedRequest):
+    async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
         data = wire.leader_and_isr_from_wire(req.request)
         code = self.broker.fence.check(LEADER_AND_ISR, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
@@ -48,7 +48,7 @@ class ControllerApis:
         )
         return wire.response_to_wire(LEADER_AND_ISR, result)
 
-    async def handle_update_metadata(self, req: DecodedRequest):
+    async def handle_update_metadata(self, req: DecodedRequest) -> Any:
         data = wire.update_metadata_from_wire(req.request)
         code = self.broker.fence.check(UPDATE_METADATA, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
@@ -58,7 +58,7 @@ class ControllerApis:
         self.broker.on_metadata_update(data, deleted)
         return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(ErrorCode.NONE))
 
-    async def handle_stop_replica(self, req: DecodedRequest):
+    async def handle_stop_replica(self, req: DecodedRequest) -> Any:
         data = wire.stop_replica_from_wire(req.request)
         code = self.broker.fence.check(STOP_REPLICA, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
@@ -67,16 +67,20 @@ class ControllerApis:
         result = await self.broker.replica_manager_call(lambda rm: rm.stop_replicas(data))
         return wire.response_to_wire(STOP_REPLICA, result)
 
-    async def handle_controlled_shutdown(self, req: DecodedRequest):
+    async def handle_controlled_shutdown(self, req: DecodedRequest) -> Any:
         controller = self.broker.controller
         r = req.request
         if controller is None or not controller.is_acting:
             return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future = loop.create_future()
+        fut: asyncio.Future[tuple[int, set[TopicPartition]]] = loop.create_future()
 
-        def done(code, remaining):
-            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result((code, remaining)))
+        def settle(code: int, remaining: set[TopicPartition]) -> None:
+            if not fut.done():
+                fut.set_result((code, remaining))
+
+        def done(code: int, remaining: set[TopicPartition]) -> None:
+            loop.call_soon_threadsafe(settle, code, remaining)
 
         controller.controlled_shutdown(r.broker_id, r.broker_epoch, done)
         code, remaining = await fut
@@ -95,5 +99,5 @@ class ControllerApis:
         )
         self.broker.state_log.record(f"{api}Refused", controller_id, epoch, error=code.name)
 
-def remaining_from_wire(resp) -> set[TopicPartition]:
+def remaining_from_wire(resp: Any) -> set[TopicPartition]:
     return {TopicPartition(p.topic_name, p.partition_index) for p in (resp.remaining_partitions or [])}

@@ -144,7 +144,7 @@ class DataApis:
                     results[tp][0] = code
         if acks == 0:
             return None
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         for tp, (code, base, start) in results.items():
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
@@ -168,7 +168,7 @@ class DataApis:
             await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
             parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
         self.rm.stats.bytes_out += total
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         for tp, pdata in parts:
             by_topic.setdefault(tp.topic, []).append(pdata)
         return EncodedFetchResponse(list(by_topic.items()))
@@ -332,7 +332,7 @@ def _error_partition(partition: int, code: int) -> FetchedPartition:
 
 def _close_regions(parts: list[tuple[TopicPartition, FetchedPartition]]) -> None:
     for _, pdata in parts:
-        if type(pdata.records) is FileRegion:
+        if isinstance(pdata.records, FileRegion):
             pdata.records.close()
 
 
@@ -369,7 +369,7 @@ def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str
     if not any(type(x) is FileRegion for x in out):
         return b"".join(out)
     pieces: list[bytes | FileRegion] = []
-    run: list = []
+    run: list[bytes] = []
     for x in out:
         if type(x) is FileRegion:
             if run:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable, Generic, Hashable, Iterable, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
+
+from praha.common import TopicPartition
 
 K = TypeVar("K", bound=Hashable)
 
@@ -27,7 +29,7 @@ class DelayedOperation(Generic[K]):
     """Base class: `on_key(key)` re-checks one key; True completes the op."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.future: asyncio.Future = loop.create_future()
+        self.future: asyncio.Future[Any] = loop.create_future()
         self.keys: tuple[K, ...] = ()
         self.timer: asyncio.TimerHandle | None = None
 
@@ -66,7 +68,7 @@ class Purgatory(Generic[K]):
         """Ops parked now (a plain counter: metrics read it from another thread)."""
         return self._parked
 
-    def watch(self, op: DelayedOperation[K], keys: Iterable[K], timeout_ms: int) -> asyncio.Future:
+    def watch(self, op: DelayedOperation[K], keys: Iterable[K], timeout_ms: int) -> asyncio.Future[Any]:
         """Park `op` under `keys` for at most `timeout_ms`; returns its future."""
         op.keys = tuple(keys)
         self.stats.watched += 1
@@ -133,18 +135,19 @@ class ProduceWait:
     error: int | None = None
 
 
-class DelayedProduce(DelayedOperation):
+class DelayedProduce(DelayedOperation[TopicPartition]):
     """acks=all: done when every partition's high watermark passed its batch (or the
     partition failed). `status(key, required)` returns an error code once that partition
     is decided (0 = replicated), None while it waits."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, waits: dict, status: Callable[[object, int], int | None]):
+    def __init__(self, loop: asyncio.AbstractEventLoop, waits: dict[TopicPartition, ProduceWait],
+                 status: Callable[[TopicPartition, int], int | None]):
         super().__init__(loop)
-        self.waits: dict = waits
+        self.waits = waits
         self.status = status
         self._pending = set(waits)
 
-    def on_key(self, key) -> bool:
+    def on_key(self, key: TopicPartition) -> bool:
         w = self.waits.get(key)
         if w is None or w.error is not None:
             return not self._pending
@@ -159,7 +162,7 @@ class DelayedProduce(DelayedOperation):
             self.on_key(k)
         return not self._pending
 
-    def result(self, expired: bool) -> dict:
+    def result(self, expired: bool) -> dict[TopicPartition, ProduceWait]:
         return self.waits
 
 
@@ -168,19 +171,20 @@ class FetchWait:
     bytes_available: int = 0
 
 
-class DelayedFetch(DelayedOperation):
+class DelayedFetch(DelayedOperation[TopicPartition]):
     """A fetch below min_bytes: done when the partitions hold at least `min_bytes` new
     bytes, or one of them can no longer be served here. `available(key)` returns the
     bytes readable now for that partition, or -1 if it errs (which completes the fetch)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, min_bytes: int, keys: Iterable, available: Callable[[object], int]):
+    def __init__(self, loop: asyncio.AbstractEventLoop, min_bytes: int, keys: Iterable[TopicPartition],
+                 available: Callable[[TopicPartition], int]):
         super().__init__(loop)
         self.min_bytes = max(min_bytes, 1)
         self.available = available
-        self.per_key: dict = {k: FetchWait() for k in keys}
+        self.per_key: dict[TopicPartition, FetchWait] = {k: FetchWait() for k in keys}
         self._total = 0
 
-    def on_key(self, key) -> bool:
+    def on_key(self, key: TopicPartition) -> bool:
         w = self.per_key.get(key)
         if w is None:
             return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from praha.errors import ZNodeDecodeError
 from praha.zk import znodes as zn
@@ -133,7 +133,7 @@ class ConfigChangeListener:
         self._purge_expired(got)
         return len(new)
 
-    def _purge_expired(self, got: dict) -> None:
+    def _purge_expired(self, got: dict[str, Any]) -> None:
         cutoff = time.time() * 1000 - self.expiry_ms
         old = [DeleteOp(path) for path, item in got.items() if item is not None and item[1].ctime < cutoff]
         if old:

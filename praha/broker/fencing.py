@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from praha.errors import ErrorCode
 
@@ -21,8 +22,8 @@ from praha.errors import ErrorCode
 class ControllerFence:
     broker_epoch: int = -1
     highest_controller_epoch: int = -1
-    accepted: Counter = field(default_factory=Counter)  # (api_key, controller_epoch) -> count
-    refused: Counter = field(default_factory=Counter)
+    accepted: Counter[tuple[int, int]] = field(default_factory=Counter)  # (api_key, controller_epoch) -> count
+    refused: Counter[tuple[int, int]] = field(default_factory=Counter)
     on_accept: Callable[[int, int], None] | None = None  # (api_key, controller_epoch)
     _last_accepted: dict[int, int] = field(default_factory=dict)
 
@@ -41,7 +42,7 @@ class ControllerFence:
                 self.on_accept(api_key, controller_epoch)
         return ErrorCode.NONE
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {
             "highest_controller_epoch": self.highest_controller_epoch,
             "accepted": {f"{k}:{e}": n for (k, e), n in sorted(self.accepted.items())},

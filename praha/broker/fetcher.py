@@ -144,7 +144,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, FollowedPartition] = {}
         self.conn = self._new_connection()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._failing = False
         self._stopped = False
 
@@ -265,7 +265,7 @@ class ReplicaFetcher:
                 asks[fp.tp] = (fp, epoch)
         if not asks:
             return
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         for tp, (fp, epoch) in asks.items():
             by_topic.setdefault(tp.topic, []).append(
                 _OP(partition=tp.partition, current_leader_epoch=fp.leader_epoch, leader_epoch=epoch))
@@ -313,7 +313,7 @@ class ReplicaFetcher:
 
     async def _fetch(self, fps: list[FollowedPartition]) -> None:
         s = self.settings
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         sent: dict[TopicPartition, tuple[FollowedPartition, int]] = {}
         hold_back = self.quota is not None and self.quota.exceeded()
         held = 0
@@ -412,7 +412,7 @@ class ReplicaFetcher:
                 self._delay(fp)
 
     async def _list_offsets(self, tps: list[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(_LP(partition_index=tp.partition, timestamp=timestamp))
         req = ListOffsetsRequest(replica_id=self.settings.broker_id, isolation_level=0,

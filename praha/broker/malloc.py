@@ -39,7 +39,7 @@ def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int 
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    ok = mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1 and mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1
+    ok = bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1 and mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1)
     if not ok:
         log.info("could not set malloc thresholds; large request buffers will be faulted in afresh")
     return ok

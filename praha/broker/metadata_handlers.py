@@ -9,7 +9,7 @@ request's timeout, until every new partition has a leader in its metadata cache.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
@@ -31,7 +31,7 @@ class MetadataApis:
     def __init__(self, broker: "Broker"):
         self.broker = broker
 
-    async def handle_metadata(self, req: DecodedRequest):
+    async def handle_metadata(self, req: DecodedRequest) -> Any:
         cache = self.broker.metadata_cache
         r = req.request
         if r.topics is None:
@@ -50,7 +50,7 @@ class MetadataApis:
             controller_id=cache.controller_id, topics=topics, authorized_operations=None,
         )
 
-    def _topic_metadata(self, name: str):
+    def _topic_metadata(self, name: str) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
@@ -68,7 +68,7 @@ class MetadataApis:
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=False,
                     partitions=out, authorized_operations=None)
 
-    async def handle_create_topics(self, req: DecodedRequest):
+    async def handle_create_topics(self, req: DecodedRequest) -> Any:
         """Only the active controller creates topics (clients send CreateTopics there); the
         znodes are written off the event loop, then we wait — up to the request's timeout —
         until every partition has a leader in our metadata cache."""
@@ -85,9 +85,10 @@ class MetadataApis:
             assignment = {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])}
             config = {c.name: c.value for c in (t.configs or [])}
 
-            def create(t=t, assignment=assignment, config=config):
+            def create(t: Any = t, assignment: dict[int, list[int]] = assignment,
+                       config: dict[str, str] = config) -> Any:
                 return create_topic(
-                    self.broker.store, t.name, t.num_partitions, t.replication_factor, config, assignment or None,
+                    self.broker.zk_store(), t.name, t.num_partitions, t.replication_factor, config, assignment or None,
                     validate_only=bool(r.validate_only), default_partitions=cfg.num_partitions,
                     default_replication_factor=cfg.default_replication_factor,
                 )
@@ -110,7 +111,7 @@ class MetadataApis:
             await asyncio.sleep(0.05)
         return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
-def _topic_result(name, code, message, partitions: int = -1, rf: int = -1):
+def _topic_result(name: str, code: int, message: str | None, partitions: int = -1, rf: int = -1) -> Any:
     return CreateTopicsResponse.CreatableTopicResult(
         name=name, topic_id=None, error_code=int(code), error_message=message, topic_config_error_code=0,
         num_partitions=partitions, replication_factor=rf, configs=None,

@@ -8,6 +8,7 @@ ActiveControllerCount, `praha_controller_offline_partitions` OfflinePartitionsCo
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -39,7 +40,7 @@ class BrokerCollector:
     def __init__(self, broker: "Broker"):
         self.broker = broker
 
-    def collect(self):
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         b = self.broker
         if b.controller is not None:
             for name, value in b.controller.figures().items():

@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Mapping
-from typing import Any, Callable, Protocol
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Callable, Literal, Protocol, cast
 
 from praha.errors import InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import UnsupportedVersionError
+from praha.protocol.fetch import Region
 from praha.protocol.framing import (
     FRAME_SIZE_BYTES,
     DecodedRequest,
@@ -41,24 +42,13 @@ log = logging.getLogger(__name__)
 
 
 
-class Region(Protocol):
-    """Part of a file to send (`praha.log.log.FileRegion`)."""
-
-    fd: int
-    position: int
-    size: int
-
-    def read(self) -> bytes: ...
-    def close(self) -> None: ...
-
-
 class SegmentedFrame:
     """A response frame in pieces: `bytes` and file regions, in wire order; `size` counts
     every byte (size prefix included). It owns its regions: `close()` releases them."""
 
     __slots__ = ("parts", "size")
 
-    def __init__(self, parts: "list[bytes | Region]", size: int):
+    def __init__(self, parts: "Sequence[bytes | Region]", size: int):
         self.parts = parts
         self.size = size
 
@@ -67,11 +57,11 @@ class SegmentedFrame:
 
     def __bytes__(self) -> bytes:
         """The whole frame, regions read from their files (tests, copying fallback)."""
-        return b"".join(p if type(p) is bytes else p.read() for p in self.parts)
+        return b"".join(p if isinstance(p, bytes) else p.read() for p in self.parts)
 
     def close(self) -> None:
         for p in self.parts:
-            if type(p) is not bytes:
+            if not isinstance(p, bytes):
                 p.close()
 
 
@@ -125,13 +115,13 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._closed = False  # the transport is gone
         self._eof = False  # the peer sends no more
         self._paused_reading = False
-        self._frame_waiter: asyncio.Future | None = None
+        self._frame_waiter: asyncio.Future[None] | None = None
         self._write_paused = False
-        self._drain_waiter: asyncio.Future | None = None
+        self._drain_waiter: asyncio.Future[None] | None = None
 
     # ---------------------------------------------------------------- asyncio callbacks
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
         if self.on_connect is not None:
             self.on_connect(self)
 
@@ -281,8 +271,11 @@ class FrameConnection(asyncio.BufferedProtocol):
 class ApiTable(Protocol):
     """What the socket server needs of the broker's API table (`praha.broker.handlers`)."""
 
-    handlers: Mapping[int, Callable[[DecodedRequest], Awaitable[Any]]]
-    versions: Mapping[int, tuple[int, int]]
+    @property
+    def handlers(self) -> Mapping[int, Callable[[DecodedRequest], Awaitable[Any]]]: ...
+
+    @property
+    def versions(self) -> Mapping[int, tuple[int, int]]: ...
 
 
 class SocketServer:
@@ -299,7 +292,7 @@ class SocketServer:
         self.regions_sent = 0
         self.regions_copied = 0
         self._open: set[FrameConnection] = set()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -338,7 +331,7 @@ class SocketServer:
                     continue
                 if response is False:
                     return
-                if type(response) is SegmentedFrame:
+                if isinstance(response, SegmentedFrame):
                     if not await self._send_frame(conn, response, peer):
                         return
                     continue
@@ -355,7 +348,7 @@ class SocketServer:
             conn.close()
             self.connections -= 1
 
-    async def _handle(self, body: bytes, peer) -> bytes | None | bool:
+    async def _handle(self, body: bytes | bytearray, peer: object) -> "bytes | SegmentedFrame | None | Literal[False]":
         """Response bytes, None for no response, False to close the connection."""
         handlers = self.handlers
         try:
@@ -375,21 +368,23 @@ class SocketServer:
         if response is None or not decoded.expects_response:
             return None
         frame = encode_response(decoded.header, response, decoded.api_version)
-        if type(frame) is SegmentedFrame:
+        if isinstance(frame, SegmentedFrame):
             return frame
         return bytes(frame)
 
-    async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer) -> bool:
+    async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer: object) -> bool:
         """Write a segmented frame; False if the connection must close (or already has)."""
         loop = asyncio.get_running_loop()
         transport = conn.transport
         try:
+            if transport is None:
+                return False
             for part in frame.parts:
-                if type(part) is bytes:
+                if isinstance(part, bytes):
                     conn.write(part)
                     continue
                 try:
-                    sent = await loop.sendfile(transport, _Descriptor(part.fd), part.position, part.size,
+                    sent = await loop.sendfile(transport, cast(Any, _Descriptor(part.fd)), part.position, part.size,
                                                fallback=False)
                 except RuntimeError:  # includes SendfileNotAvailableError
                     if transport.is_closing():
@@ -412,7 +407,7 @@ class SocketServer:
         finally:
             frame.close()
 
-    def _bad(self, peer, error: Exception) -> None:
+    def _bad(self, peer: object, error: Exception) -> None:
         self.bad_requests += 1
         level = logging.WARNING if self.bad_requests <= 20 or self.bad_requests % 1000 == 0 else logging.DEBUG
         log.log(level, "closing connection from %s: %s (%d bad requests so far)", peer, error, self.bad_requests)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.producer.transaction import InitProducerIdResponse
 
@@ -38,7 +39,7 @@ ZK_TIMEOUT_S = 10.0
 class ProducerIdManager:
     """Hands out producer ids from blocks claimed in ZooKeeper; thread-safe."""
 
-    def __init__(self, broker_id: int, store_of, block_size: int = BLOCK_SIZE):
+    def __init__(self, broker_id: int, store_of: Callable[[], "ZkStore | None"], block_size: int = BLOCK_SIZE):
         self.broker_id = broker_id
         self._store_of = store_of  # the store appears once the broker has started
         self.block_size = block_size
@@ -64,7 +65,7 @@ class ProducerIdApis:
         self.manager = ProducerIdManager(broker.broker_id, lambda: broker.store)
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
 
-    async def handle_init_producer_id(self, req: DecodedRequest):
+    async def handle_init_producer_id(self, req: DecodedRequest) -> Any:
         r = req.request
         if r.transactional_id is not None:
             return self._response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -77,6 +78,6 @@ class ProducerIdApis:
         return self._response(ErrorCode.NONE, pid, 0)
 
     @staticmethod
-    def _response(code: int, producer_id: int = -1, epoch: int = -1):
+    def _response(code: int, producer_id: int = -1, epoch: int = -1) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=int(code), producer_id=producer_id,
                                       producer_epoch=epoch)

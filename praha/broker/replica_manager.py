@@ -34,7 +34,7 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
@@ -105,8 +105,8 @@ class ReplicaManager:
         self.store: "ZkStore | None" = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.fetchers: ReplicaFetcherManager | None = None
-        self.produce_purgatory: Purgatory | None = None
-        self.fetch_purgatory: Purgatory | None = None
+        self.produce_purgatory: Purgatory[TopicPartition] | None = None
+        self.fetch_purgatory: Purgatory[TopicPartition] | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         #: reassignment throttle: the replicas it covers per topic, and this broker's budget
         self.follower_throttled: dict[str, ThrottledReplicas] = {}
@@ -116,7 +116,7 @@ class ReplicaManager:
         self._isr_changed: set[TopicPartition] = set()
         self._isr_flush_scheduled = False
         self._state_lock: asyncio.Lock | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
         #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
         self.shutting_down = False
@@ -151,9 +151,9 @@ class ReplicaManager:
         manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}))
         manager.startup()  # a failure here leaves `log_manager` unset: nothing to close
         self.log_manager = manager
-        for d in self.log_manager.log_dirs:
+        for log_dir in self.log_manager.log_dirs:
             try:
-                self._hw_checkpoint.update(self.log_manager.high_watermark_file(d).read())
+                self._hw_checkpoint.update(self.log_manager.high_watermark_file(log_dir).read())
             except Exception as e:  # noqa: BLE001 - a bad checkpoint costs only a lower start HW
                 log.warning("ignoring high watermark checkpoint in %s: %s", d, e)
 
@@ -503,13 +503,13 @@ class ReplicaManager:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
 
-    def park_produce(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future:
+    def park_produce(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future[Any]:
         assert self.produce_purgatory is not None and self.loop is not None
         op = DelayedProduce(self.loop, waits, self.produce_status)
         return self.produce_purgatory.watch(op, list(waits), timeout_ms)
 
     def park_fetch(self, min_bytes: int, keys: list[TopicPartition], available: Callable[[TopicPartition], int],
-                   timeout_ms: int) -> asyncio.Future:
+                   timeout_ms: int) -> asyncio.Future[Any]:
         assert self.fetch_purgatory is not None and self.loop is not None
         op = DelayedFetch(self.loop, min_bytes, keys, available)
         return self.fetch_purgatory.watch(op, keys, timeout_ms)
@@ -597,7 +597,7 @@ class ReplicaManager:
         def write() -> None:
             store.create_isr_change_notification(sorted(tps))
 
-        def done(f: asyncio.Future) -> None:
+        def done(f: asyncio.Future[Any]) -> None:
             try:
                 f.result()
                 self.stats.isr_notifications += 1

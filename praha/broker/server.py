@@ -39,7 +39,7 @@ from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
-from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
+from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
 
@@ -79,7 +79,7 @@ class BrokerServer:
         self._stop_requested = threading.Event()
         self._stopped = threading.Event()
         self.metrics_port = -1
-        self._metrics_server = None
+        self._metrics_server: Any = None  # the prometheus_client HTTP server
         self.broker_info: BrokerInfo | None = None
         log_dir = config.state_change_log_dir or str(config.log_dir_list[0])
         self.state_log = StateChangeLog(f"{log_dir}/state-change.log", config.broker_id)
@@ -132,8 +132,8 @@ class BrokerServer:
         rm, loop = self.replica_manager, self.loop
         self.config_changes = ConfigChangeListener(
             self.store, self.broker_id,
-            on_topic=lambda topic: asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop),
-            on_broker=lambda config: loop.call_soon_threadsafe(rm.apply_broker_config, config),
+            on_topic=lambda topic: void(asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop)),
+            on_broker=lambda config: void(loop.call_soon_threadsafe(rm.apply_broker_config, config)),
         )
         config = self.config_changes.start()
         loop.call_soon_threadsafe(rm.apply_broker_config, config)
@@ -143,6 +143,7 @@ class BrokerServer:
         import json
         import os
 
+        assert self.socket_server is not None
         info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
                 "metrics_port": self.metrics_port}
         path = self.config.log_dir_list[0] / "praha-runtime.json"
@@ -169,14 +170,20 @@ class BrokerServer:
         return epoch
 
     # ---------------------------------------------------------------- loop helpers
-    def run_on_loop(self, coro, timeout: float | None = 30.0) -> Any:
+    def zk_store(self) -> ZkStore:
+        """The broker's ZooKeeper session (raises until `start` has connected it)."""
+        if self.store is None:
+            raise PrahaError("the broker is not connected to ZooKeeper yet", ErrorCode.BROKER_NOT_AVAILABLE)
+        return self.store
+
+    def run_on_loop(self, coro: Any, timeout: float | None = 30.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def replica_manager_call(self, fn: Callable[[ReplicaManager], Any]) -> Any:
         result = fn(self.replica_manager)
         return await result if asyncio.iscoroutine(result) else result
 
-    def on_metadata_update(self, data, deleted) -> None:
+    def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None:
         """Deleted topics stop being served; fetchers follow moved leader endpoints."""
         self.replica_manager.on_metadata_update(self.metadata_cache.live_brokers, deleted)
 
@@ -298,3 +305,7 @@ def run_broker(config: BrokerConfig) -> int:
     log.info("broker %d stopping", config.broker_id)
     server.shutdown()
     return 0
+
+
+def void(_result: object) -> None:
+    """Drop a scheduling call's handle: the callback's outcome is logged where it runs."""

@@ -6,9 +6,8 @@ Kafka wire classes in `praha.protocol.controller_apis`, via `to_wire` / `from_wi
 """
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass, field
+from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 

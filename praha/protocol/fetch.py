@@ -10,7 +10,7 @@ of its receive buffer). Each is byte-identical to kafka-python's codec (unit-tes
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from praha.errors import PrahaError
 from praha.protocol.api_keys import ApiKey
@@ -19,6 +19,19 @@ from praha.protocol.varint import read_uvarint, skip_tagged_fields, write_uvarin
 
 _SIZE = struct.Struct(">i")
 
+class Region(Protocol):
+    """Part of a file the leader sends with sendfile (`praha.log.log.FileRegion`): a fetch
+    response may carry records as one instead of bytes."""
+
+    fd: int
+    position: int
+    size: int
+
+    def __len__(self) -> int: ...
+    def read(self) -> bytes: ...
+    def close(self) -> None: ...
+
+
 class FetchedPartition(NamedTuple):
     partition: int
     error_code: int
@@ -26,7 +39,7 @@ class FetchedPartition(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     #: whole record batches (a view into the response frame), or None
-    records: "bytes | memoryview | None"
+    records: "bytes | memoryview | Region | None"
 
 
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")

@@ -137,7 +137,7 @@ def encode_response(header: RequestHeader, response: ApiMessage, api_version: in
         response._header = None
         response.API_VERSION = api_version
         response.with_header(correlation_id=header.correlation_id)
-        encoded: bytearray = response.encode(header=True, framed=True)
+        encoded: bytearray = response.encode(header=True, framed=True)  # or a SegmentedFrame (fetch)
         return encoded
 
 
