@@ -67,10 +67,6 @@ def _str(v: str) -> str:
     return v.strip()
 
 
-def _float(v: str) -> float:
-    return float(v.strip())
-
-
 def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum: float | None = None, doc: str = "") -> Any:
     return field(default=default, metadata={"key": kafka_name, "parse": parse, "min": minimum, "doc": doc})
 

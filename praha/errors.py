@@ -100,14 +100,6 @@ class ControllerMovedError(PrahaError):
     code = ErrorCode.NOT_CONTROLLER
 
 
-class StaleControllerEpochError(PrahaError):
-    code = ErrorCode.STALE_CONTROLLER_EPOCH
-
-
-class StaleBrokerEpochError(PrahaError):
-    code = ErrorCode.STALE_BROKER_EPOCH
-
-
 class BrokerIdInUseError(PrahaError):
     """Another live broker already registered this broker.id."""
 

@@ -98,6 +98,3 @@ class ControllerApis:
             api, controller_id, epoch, code.name, self.broker.fence.highest_controller_epoch,
         )
         self.broker.state_log.record(f"{api}Refused", controller_id, epoch, error=code.name)
-
-def remaining_from_wire(resp: Any) -> set[TopicPartition]:
-    return {TopicPartition(p.topic_name, p.partition_index) for p in (resp.remaining_partitions or [])}

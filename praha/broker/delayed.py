@@ -93,9 +93,6 @@ class Purgatory(Generic[K]):
                 n += 1
         return n
 
-    def check_all(self) -> int:
-        return sum(self.check(k) for k in list(self._watchers))
-
     def _expire(self, op: DelayedOperation[K]) -> None:
         if not op.done:
             self.stats.expired += 1

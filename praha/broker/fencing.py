@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from praha.errors import ErrorCode
 
@@ -41,10 +40,3 @@ class ControllerFence:
             if self.on_accept is not None:
                 self.on_accept(api_key, controller_epoch)
         return ErrorCode.NONE
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "highest_controller_epoch": self.highest_controller_epoch,
-            "accepted": {f"{k}:{e}": n for (k, e), n in sorted(self.accepted.items())},
-            "refused": {f"{k}:{e}": n for (k, e), n in sorted(self.refused.items())},
-        }

@@ -77,7 +77,3 @@ class Timeline:
         """Attach the surrounding events to every violation (called once, at the end)."""
         for v in self.violations:
             v.around = self.around(v.t)
-
-    def events_of(self, kind: str) -> list[Event]:
-        with self._lock:
-            return [e for e in self.events if e.kind == kind]

@@ -393,11 +393,6 @@ class LocalCluster:
                 _wait_gone(state.zookeeper_pid, "zookeeper", 10)
             progress(f"ZooKeeper stopped (pid {state.zookeeper_pid})")
 
-    def all_pids(self) -> list[int]:
-        state = self.load()
-        return [b.pid for b in state.brokers.values()] + [state.zookeeper_pid]
-
-
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """`n` distinct free ports: every socket stays bound until all are chosen."""
     import socket

@@ -147,7 +147,3 @@ class ControllerChannelManager:
     def broker_ids(self) -> set[int]:
         with self._lock:
             return set(self._senders)
-
-    def queue_sizes(self) -> dict[int, int]:
-        with self._lock:
-            return {b: s.queue.qsize() for b, s in self._senders.items()}

@@ -91,11 +91,6 @@ class BatchHeader(NamedTuple):
     def is_transactional(self) -> bool:
         return bool(self.attributes & TRANSACTIONAL_MASK)
 
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
-
-
 @dataclass(frozen=True, slots=True)
 class BatchSummary:
     """What `validate` learned; offsets are as found in the buffer (a client sends 0s)."""

@@ -101,10 +101,6 @@ class LeaderEpochCache:
         """Highest epoch known, or -1 (UNDEFINED_EPOCH) when empty."""
         return self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 
-    @property
-    def earliest_epoch(self) -> int:
-        return self._epochs[0] if self._epochs else UNDEFINED_EPOCH
-
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, end offset) as OffsetsForLeaderEpoch answers it.
 

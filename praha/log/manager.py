@@ -219,9 +219,6 @@ class LogManager:
     def log_dir_of(self, tp: TopicPartition) -> str | None:
         return self._dir_of.get(tp)
 
-    def all_logs(self) -> dict[TopicPartition, Log]:
-        return dict(self._logs)
-
     def __iter__(self) -> Iterator[tuple[TopicPartition, Log]]:
         return iter(list(self._logs.items()))
 
@@ -255,10 +252,6 @@ class LogManager:
             except LogStorageError:
                 continue  # deleted or closed meanwhile
         return deleted
-
-    def flush_all(self) -> None:
-        for _, lg in self:
-            lg.flush()
 
     def shutdown(self) -> None:
         """Close every log, write checkpoints and the clean-shutdown marker, unlock."""

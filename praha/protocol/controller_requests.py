@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.common import BrokerInfo, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,3 @@ class ControllerResponseData:
 
 ControllerRequest = LeaderAndIsrRequestData | UpdateMetadataRequestData | StopReplicaRequestData
 
-
-def broker_from_endpoints(broker_id: int, endpoints: list[EndPoint], rack: str | None) -> BrokerInfo:
-    return BrokerInfo(broker_id, tuple(endpoints), rack or None)

@@ -38,16 +38,8 @@ class TcpProxy:
         self._accept_thread.start()
 
     @property
-    def address(self) -> tuple[str, int]:
-        return self.host, self.port
-
-    @property
     def connect_string(self) -> str:
         return f"{self.host}:{self.port}"
-
-    @property
-    def is_cut(self) -> bool:
-        return self._cut
 
     def cut(self, blackhole: bool = False) -> None:
         """Drop every connection and refuse new ones; or, with `blackhole`, forward nothing."""

@@ -260,11 +260,6 @@ class ZooKeeperClient:
         with self._lock:
             self._listeners.append(listener)
 
-    def remove_session_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
     def _notify(self, method: str) -> None:
         with self._lock:
             listeners = list(self._listeners)
@@ -388,18 +383,6 @@ class ZooKeeperClient:
                           ) -> dict[str, list[str] | None]:
         """Children of each path (None if absent)."""
         return self._bulk(list(dict.fromkeys(paths)), GET_CHILDREN_OPCODE, use_multi_read)
-
-    def exists_bulk(self, paths: Iterable[str]) -> dict[str, ZnodeStat | None]:
-        unique = list(dict.fromkeys(paths))
-
-        def once() -> dict[str, ZnodeStat | None]:
-            client = self.client
-            results = self._pipelined(unique, client.exists_async)
-            for path, r in zip(unique, results):
-                if isinstance(r, BaseException):
-                    raise self._wrap(r, f"exists {path}")
-            return dict(zip(unique, results))
-        return self._read("bulk exists", once)
 
     def stream_data(self, paths: Sequence[str], consume: Callable[[int, tuple[bytes, ZnodeStat] | None], None],
                     restart: Callable[[], None], multi_read_batch: int | None = None) -> None:
