@@ -62,6 +62,15 @@ class Broker(Protocol):
 
     def broker_figures(self) -> list[tuple[str, float, str]]: ...
 
+    async def controller_seat(self) -> tuple[int, int] | None:
+        """(controller id, controller epoch) as ZooKeeper has them now; raises PrahaError if
+        ZooKeeper cannot be read."""
+        ...
+
+    async def registered_brokers(self, broker_ids: list[int]) -> dict[int, BrokerInfo]:
+        """The registrations (`/brokers/ids/<id>`) of these brokers that exist."""
+        ...
+
     def zk_store(self) -> ZkStore:
         """The broker's ZooKeeper session (raises until the broker has connected)."""
         ...

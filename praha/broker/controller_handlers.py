@@ -15,8 +15,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from praha.common import TopicPartition
-from praha.errors import ErrorCode
+from praha.broker.fencing import Verdict
+from praha.common import BrokerInfo, TopicPartition
+from praha.errors import ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import ControlledShutdownResponse
@@ -37,7 +38,7 @@ class ControllerApis:
 
     async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
         data = wire.leader_and_isr_from_wire(req.request)
-        code = self.broker.fence.check(LEADER_AND_ISR, data.controller_epoch, data.broker_epoch)
+        code = await self._admit(LEADER_AND_ISR, data.controller_id, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
             self._log_refused("LeaderAndIsr", data.controller_id, data.controller_epoch, code)
             return wire.response_to_wire(LEADER_AND_ISR, ControllerResponseData(code))
@@ -50,9 +51,14 @@ class ControllerApis:
 
     async def handle_update_metadata(self, req: DecodedRequest) -> Any:
         data = wire.update_metadata_from_wire(req.request)
-        code = self.broker.fence.check(UPDATE_METADATA, data.controller_epoch, data.broker_epoch)
+        code = await self._admit(UPDATE_METADATA, data.controller_id, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
             self._log_refused("UpdateMetadata", data.controller_id, data.controller_epoch, code)
+            return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(code))
+        if not await self._endpoints_registered(data.live_brokers):
+            code = ErrorCode.STALE_CONTROLLER_EPOCH
+            self._log_refused("UpdateMetadata", data.controller_id, data.controller_epoch, code,
+                              "its broker endpoints differ from the brokers' registrations")
             return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(code))
         deleted = self.broker.metadata_cache.update(data)
         self.broker.on_metadata_update(data, deleted)
@@ -60,7 +66,7 @@ class ControllerApis:
 
     async def handle_stop_replica(self, req: DecodedRequest) -> Any:
         data = wire.stop_replica_from_wire(req.request)
-        code = self.broker.fence.check(STOP_REPLICA, data.controller_epoch, data.broker_epoch)
+        code = await self._admit(STOP_REPLICA, data.controller_id, data.controller_epoch, data.broker_epoch)
         if code != ErrorCode.NONE:
             self._log_refused("StopReplica", data.controller_id, data.controller_epoch, code)
             return wire.response_to_wire(STOP_REPLICA, ControllerResponseData(code))
@@ -92,9 +98,44 @@ class ControllerApis:
             ],
         )
 
-    def _log_refused(self, api: str, controller_id: int, epoch: int, code: ErrorCode) -> None:
+    async def _admit(self, api_key: int, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """The fence's verdict (broker/fencing.py), reading ZooKeeper's controller seat when
+        the sender is not the controller last confirmed there."""
+        fence = self.broker.fence
+        verdict = fence.decide(controller_id, controller_epoch, broker_epoch)
+        if verdict is Verdict.VERIFY:
+            try:
+                seat = await self.broker.controller_seat()
+            except PrahaError as e:
+                log.warning("could not read the controller seat to check a request from controller %d "
+                            "(epoch %d): %s", controller_id, controller_epoch, e)
+                verdict = fence.after_reading(controller_id, controller_epoch, None, read_failed=True)
+            else:
+                verdict = fence.after_reading(controller_id, controller_epoch, seat)
+        return fence.settle(api_key, controller_epoch, verdict)
+
+    async def _endpoints_registered(self, brokers: list[BrokerInfo]) -> bool:
+        """Every broker an UpdateMetadata names is registered with those endpoints: brokers
+        whose entry differs from what this broker already believes are read from ZooKeeper."""
+        known = self.broker.metadata_cache.live_brokers
+        unfamiliar = [b for b in brokers if not _same_endpoints(known.get(b.id), b)]
+        if not unfamiliar:
+            return True
+        try:
+            registered = await self.broker.registered_brokers([b.id for b in unfamiliar])
+        except PrahaError as e:
+            log.warning("could not read broker registrations to check an UpdateMetadata: %s", e)
+            return True
+        return all(_same_endpoints(registered.get(b.id), b) for b in unfamiliar)
+
+    def _log_refused(self, api: str, controller_id: int, epoch: int, code: ErrorCode, why: str = "") -> None:
         log.warning(
-            "refused %s from controller %d with epoch %d: %s (highest seen %d)",
-            api, controller_id, epoch, code.name, self.broker.fence.highest_controller_epoch,
+            "refused %s from controller %d with epoch %d: %s%s (highest seen %d, controller in ZooKeeper %s)",
+            api, controller_id, epoch, code.name, f", {why}" if why else "",
+            self.broker.fence.highest_controller_epoch, self.broker.fence.known_controller,
         )
         self.broker.state_log.record(f"{api}Refused", controller_id, epoch, error=code.name)
+
+
+def _same_endpoints(a: BrokerInfo | None, b: BrokerInfo) -> bool:
+    return a is not None and a.endpoints == b.endpoints and (a.rack or None) == (b.rack or None)

@@ -176,6 +176,25 @@ class BrokerServer:
             raise PrahaError("the broker is not connected to ZooKeeper yet", ErrorCode.BROKER_NOT_AVAILABLE)
         return self.store
 
+    async def controller_seat(self) -> tuple[int, int] | None:
+        """(controller id, epoch) from `/controller` and `/controller_epoch`, read off the loop."""
+        store = self.zk_store()
+
+        def read() -> tuple[int, int] | None:
+            cid, epoch = store.get_controller_id(), store.get_controller_epoch()
+            return None if cid is None or epoch is None else (cid, epoch[0])
+
+        return await asyncio.get_running_loop().run_in_executor(None, _zk_call(read))
+
+    async def registered_brokers(self, broker_ids: list[int]) -> dict[int, BrokerInfo]:
+        store = self.zk_store()
+
+        def read() -> dict[int, BrokerInfo]:
+            found = {i: store.get_broker(i) for i in broker_ids}
+            return {i: b for i, b in found.items() if b is not None}
+
+        return await asyncio.get_running_loop().run_in_executor(None, _zk_call(read))
+
     def run_on_loop(self, coro: Any, timeout: float | None = 30.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
@@ -309,3 +328,17 @@ def run_broker(config: BrokerConfig) -> int:
 
 def void(_result: object) -> None:
     """Drop a scheduling call's handle: the callback's outcome is logged where it runs."""
+
+
+def _zk_call(read: Callable[[], Any]) -> Callable[[], Any]:
+    """`read` with any failure turned into a PrahaError (kazoo raises its own types)."""
+
+    def call() -> Any:
+        try:
+            return read()
+        except PrahaError:
+            raise
+        except Exception as e:  # noqa: BLE001 - connection loss, timeouts, decode errors
+            raise PrahaError(f"ZooKeeper read failed: {e!r}") from e
+
+    return call

@@ -421,6 +421,16 @@ class ControllerFlows:
             )
             event.callback(ErrorCode.STALE_BROKER_EPOCH, set())
             return
+        if event.broker_epoch > ctx.broker_epoch(event.broker_id):
+            # newer than the registration we know: believe it only if ZooKeeper holds it
+            registered = self.store.get_broker(event.broker_id)
+            if registered is None or registered.epoch != event.broker_epoch:
+                log.warning(
+                    "refusing controlled shutdown of broker %d: broker epoch %d is not its registration (%s)",
+                    event.broker_id, event.broker_epoch, None if registered is None else registered.epoch,
+                )
+                event.callback(ErrorCode.STALE_BROKER_EPOCH, set())
+                return
         remaining = self.on_controlled_shutdown(event.broker_id)
         event.callback(ErrorCode.NONE, remaining)
 

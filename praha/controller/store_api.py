@@ -74,6 +74,10 @@ class ControllerStore(PartitionStateStore, Protocol):
     # -- brokers and topics
     def get_live_brokers(self) -> tuple[dict[int, BrokerInfo], dict[int, ZNodeDecodeError]]: ...
 
+    def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        """One registration, read now (None if the broker is not registered)."""
+        ...
+
     def get_all_topics(self) -> list[str]: ...
 
     def get_topic_assignments(

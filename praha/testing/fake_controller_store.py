@@ -159,6 +159,9 @@ class FakeControllerStore:
     def get_live_brokers(self) -> tuple[dict[int, BrokerInfo], dict[int, ZNodeDecodeError]]:
         return dict(self.brokers), {}
 
+    def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        return self.brokers.get(broker_id)
+
     def get_all_topics(self) -> list[str]:
         return sorted(self.topics)
 

@@ -115,13 +115,14 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
         # a request addressed to an older incarnation of the broker is stale too
         obj, version = wire.request_to_wire(_um(1, 1))
         assert conn.send(obj, version).error_code == ErrorCode.STALE_BROKER_EPOCH
-        # the current epoch is accepted (and the broker's view of brokers is replaced by it)
+        # the current epoch from a controller ZooKeeper does not name is refused too (issue 15:
+        # it used to replace the broker's view of the brokers with this made-up one)
         obj, version = wire.request_to_wire(_um(1, -1))
-        assert conn.send(obj, version).error_code == ErrorCode.NONE
+        assert conn.send(obj, version).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
     finally:
         conn.close()
     m = scrape_metrics(b.actual_metrics_port)
-    assert m["praha_broker_stale_controller_requests"] == 3
+    assert m["praha_broker_stale_controller_requests"] == 4
 
 
 def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(make_cluster, zookeeper, zk_connect, zk_store):
