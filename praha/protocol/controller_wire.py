@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.errors import PrahaError
 from praha.protocol.controller_apis import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -154,7 +155,7 @@ _HEAD = struct.Struct(">iiq")       # controller id, controller epoch, broker ep
 _SMALL_UVARINT = [bytes((i,)) for i in range(128)]
 
 
-class _NotPlain(Exception):
+class _NotPlain(PrahaError):
     """A value the direct encoders leave to kafka-python."""
 
 
@@ -162,7 +163,7 @@ def _uvarint(n: int) -> bytes:
     if 0 <= n < 128:
         return _SMALL_UVARINT[n]
     if n < 0 or n > 0xFFFFFFFF:
-        raise _NotPlain(n)
+        raise _NotPlain(repr(n))
     return write_uvarint(n)
 
 
@@ -171,7 +172,7 @@ def _string(v: str | None) -> bytes:
     if v is None:
         return b"\x00"
     if type(v) is not str:
-        raise _NotPlain(v)
+        raise _NotPlain(repr(v))
     b = v.encode("utf-8")
     return _uvarint(len(b) + 1) + b
 
@@ -179,7 +180,7 @@ def _string(v: str | None) -> bytes:
 def _ints(*xs: int) -> tuple[int, ...]:
     for x in xs:
         if type(x) is not int:
-            raise _NotPlain(x)
+            raise _NotPlain(repr(x))
     return xs
 
 
@@ -207,7 +208,7 @@ def _li_shape(n_isr: int, n_replicas: int, n_adding: int, n_removing: int) -> st
     st = _LI_SHAPES.get(key)
     if st is None:
         if max(key) >= 127:
-            raise _NotPlain(key)
+            raise _NotPlain(repr(key))
         st = _LI_SHAPES.setdefault(key, struct.Struct(
             ">iiiiB%diiB%diB%diB%di?B" % (n_isr, n_replicas, n_adding, n_removing)))
     return st
@@ -219,7 +220,7 @@ def _um_shape(n_isr: int, n_replicas: int, n_offline: int) -> struct.Struct:
     st = _UM_SHAPES.get(key)
     if st is None:
         if max(key) >= 127:
-            raise _NotPlain(key)
+            raise _NotPlain(repr(key))
         st = _UM_SHAPES.setdefault(key, struct.Struct(">iiiiB%diiB%diB%diB" % key))
     return st
 
