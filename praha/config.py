@@ -129,6 +129,18 @@ class BrokerConfig:
     def log_dir_list(self) -> list[Path]:
         return [Path(p.strip()) for p in self.log_dirs.split(",") if p.strip()]
 
+    def check_log_dirs(self) -> None:
+        """Each of `log.dirs` exists (created if missing) and takes a file: a broker that
+        cannot write its logs must say so at start-up, in one line."""
+        for d in self.log_dir_list:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                probe = d / ".praha-write-check"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as e:
+                raise ConfigError(f"log.dirs: cannot use {str(d)!r}: {e.strerror or e}") from None
+
     # ---- parsing ------------------------------------------------------------------
     @classmethod
     def keys(cls) -> dict[str, dataclasses.Field[Any]]:

@@ -83,6 +83,26 @@ TOPIC_CONFIGS: dict[str, object] = {
 }
 
 
+#: Kafka's bounds of the numeric topic configs (LogConfig's `atLeast` / `between`), inclusive
+TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "delete.retention.ms": (0, None),
+    "file.delete.delay.ms": (0, None),
+    "flush.messages": (1, None),
+    "flush.ms": (0, None),
+    "index.interval.bytes": (0, None),
+    "max.compaction.lag.ms": (1, None),
+    "max.message.bytes": (0, None),
+    "message.timestamp.difference.max.ms": (0, None),
+    "min.cleanable.dirty.ratio": (0, 1),
+    "min.compaction.lag.ms": (0, None),
+    "retention.ms": (-1, None),
+    "segment.bytes": (14, 2**31 - 1),
+    "segment.index.bytes": (4, 2**31 - 1),
+    "segment.jitter.ms": (0, None),
+    "segment.ms": (1, None),
+}
+
+
 def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("topic name is empty")
@@ -121,6 +141,11 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
                 raise ConfigError(f"invalid value {value!r} for topic config {key}: expected a number") from None
             if key == "min.insync.replicas" and number < 1:
                 raise ConfigError("min.insync.replicas must be at least 1")
+            low, high = TOPIC_CONFIG_BOUNDS.get(key, (None, None))
+            if low is not None and number < low:
+                raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least {low}")
+            if high is not None and number > high:
+                raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be no more than {high}")
         out[key] = value
     return out
 
@@ -222,11 +247,17 @@ def plan_topic(
         p = default_partitions if partitions in (None, -1) else partitions
         rf = default_replication_factor if replication_factor in (None, -1) else replication_factor
         replicas = assign_replicas(sorted(live_brokers), p, rf)
-    min_isr = int(cfg.get("min.insync.replicas", "1"))
-    rf = len(next(iter(replicas.values())))
-    if min_isr > rf:
-        raise ConfigError(f"min.insync.replicas={min_isr} is larger than the replication factor {rf}: no write could succeed")
+    check_min_insync_replicas(cfg, len(next(iter(replicas.values()))))
     return TopicAssignment({p: ReplicaAssignment(r) for p, r in replicas.items()}), cfg
+
+
+def check_min_insync_replicas(config: Mapping[str, str], replication_factor: int) -> None:
+    """A topic whose min.insync.replicas exceeds its replication factor takes no acks=all
+    write: refused at creation and at every config change alike."""
+    min_isr = int(config.get("min.insync.replicas", "1"))
+    if min_isr > replication_factor:
+        raise ConfigError(f"min.insync.replicas={min_isr} is larger than the replication factor "
+                          f"{replication_factor}: no write could succeed")
 
 
 # ------------------------------------------------------------------------------- expansion

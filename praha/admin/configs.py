@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from praha.config import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
 from praha.errors import ConfigError, InvalidRequestError, UnknownTopicError
-from praha.topic_rules import validate_topic_config
+from praha.topic_rules import check_min_insync_replicas, validate_topic_config
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import BROKERS, TOPICS, config_path, read_config, write_config
 from praha.zk.store import ZkStore
@@ -32,6 +32,10 @@ def _check_entity(store: ZkStore, entity_type: str, name: str) -> None:
     elif entity_type == BROKERS:
         if name != zn.DEFAULT_BROKER_ENTITY and not (name.isdigit() and int(name) >= 0):
             raise InvalidRequestError(f"broker must be a non-negative id or {zn.DEFAULT_BROKER_ENTITY}, not {name!r}")
+        if name != zn.DEFAULT_BROKER_ENTITY and store.get_broker(int(name)) is None:
+            live = sorted(store.get_live_brokers()[0])
+            raise InvalidRequestError(f"broker {name} is not registered (live brokers: "
+                                      f"{', '.join(map(str, live)) or 'none'}); use --entity-default for all brokers")
     else:
         config_path(entity_type, name)  # raises
 
@@ -67,6 +71,10 @@ def alter(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], d
     _check_entity(store, entity_type, name)
     checked = _check_values(entity_type, add)
     current = read_config(store, entity_type, name)
+    if entity_type == TOPICS and "min.insync.replicas" in checked:
+        assignment = store.get_topic_assignments([name])[0].get(name)
+        if assignment is not None and assignment.partitions:
+            check_min_insync_replicas(checked, min(len(a.replicas) for a in assignment.partitions.values()))
     missing = [k for k in delete if k not in current]
     if missing:
         raise InvalidRequestError(f"cannot delete {', '.join(missing)}: not set for {entity_type}/{name}")

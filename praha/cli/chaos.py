@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from praha.chaos.config import ALL_KINDS, CampaignConfig, new_seed
+from praha.cli.options import at_least
 
 
 def _kinds(text: str) -> tuple[str, ...]:
@@ -29,14 +30,7 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+_positive = at_least(0)
 
 
 def register(sub: Any) -> None:

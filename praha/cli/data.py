@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from praha.cli.options import at_least
+
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
@@ -150,7 +152,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("consume", help="print records to stdout (assign-based, no consumer group)")
     p.add_argument("--topic", required=True)
     p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (default: the end)")
-    p.add_argument("--max-messages", type=int, help="stop after N records")
+    p.add_argument("--max-messages", type=at_least(1), help="stop after N records (default: run until stopped)")
     p.add_argument("--partition", type=int, help="only this partition")
     p.add_argument("--print-key", action="store_true", help="print key SEP value")
     p.add_argument("--key-separator", default="\t", metavar="SEP", help="with --print-key (default tab)")

@@ -41,6 +41,7 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
 
         _setup_logging(args.log_level, prefix="broker")
         cfg = BrokerConfig.from_file(args.config)
+        cfg.check_log_dirs()
         return run_broker(cfg)
     if args.id is None:
         raise CliError("praha broker start needs --config FILE or the ID of a broker in a local cluster")

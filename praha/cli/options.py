@@ -6,6 +6,7 @@ importing each other."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from praha.errors import PrahaError
@@ -53,3 +54,19 @@ def zookeeper_of(args: argparse.Namespace) -> str:
     from praha.cluster.local import LocalCluster
 
     return LocalCluster(args.dir).load().zookeeper
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer no smaller than `minimum` (argparse then prints the
+    usage error and exits 2, as for any malformed option)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse

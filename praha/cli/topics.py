@@ -55,6 +55,9 @@ def cmd_create(args: argparse.Namespace) -> int:
     from praha.zk.admin_zk import create_topic
 
     assignment = parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
+    for option, value in (("number of partitions", args.partitions), ("replication factor", args.replication_factor)):
+        if value is not None and value < 1:  # the API's -1 ("broker default") is not a CLI value, as kafka-topics
+            raise CliError(f"{option} must be larger than 0, got {value}")
     with zk_session(zookeeper_of(args)) as store:
         try:
             plan = create_topic(store, args.topic, args.partitions, args.replication_factor,

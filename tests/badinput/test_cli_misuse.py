@@ -75,6 +75,10 @@ CATALOGUE = [
      "error: number of partitions must be larger than 0, got -3"),
     ("create-zero-rf", "topics create --topic t1 --partitions 1 --replication-factor 0", 1,
      "error: replication factor must be larger than 0, got 0"),
+    ("create-negative-rf", "topics create --topic t1 --partitions 1 --replication-factor -1", 1,
+     "error: replication factor must be larger than 0, got -1"),
+    ("create-config-retention-below-minus-one", "topics create --topic t1 --partitions 1 --replication-factor 1 "
+     "--config retention.ms=-5", 1, "error: Invalid value -5 for configuration retention.ms: Value must be at least -1"),
     ("create-rf-above-brokers", "topics create --topic t1 --partitions 1 --replication-factor 4", 1,
      "error: replication factor: 4 larger than available brokers: 3"),
     ("create-exists", "topics create --topic orders --partitions 1 --replication-factor 1", 1,
@@ -224,6 +228,15 @@ CATALOGUE = [
      "error: invalid value '0' for follower.replication.throttled.rate: expected a positive number of bytes/s"),
     ("configs-bad-broker", "configs --entity-type brokers --entity-name one --describe", 1,
      "error: broker must be a non-negative id or <default>, not 'one'"),
+    # issue 15 §5: values Kafka refuses, refused before anything is written
+    ("configs-unknown-broker", "configs --entity-type brokers --entity-name 7 --alter --add-config num.partitions=3",
+     1, "error: broker 7 is not registered (live brokers: 1, 2, 3); use --entity-default for all brokers"),
+    ("configs-segment-bytes-tiny", "configs --entity-type topics --entity-name orders --alter "
+     "--add-config segment.bytes=1", 1,
+     "error: Invalid value 1 for configuration segment.bytes: Value must be at least 14"),
+    ("configs-min-isr-above-rf", "configs --entity-type topics --entity-name orders --alter "
+     "--add-config min.insync.replicas=99", 1,
+     "error: min.insync.replicas=99 is larger than the replication factor 2: no write could succeed"),
     ("configs-default-topic", "configs --entity-type topics --entity-default --describe", 1,
      "error: --entity-default is for --entity-type brokers"),
     ("configs-bad-type", "configs --entity-type users --entity-name x --describe", 2,
@@ -256,6 +269,8 @@ CATALOGUE = [
     # ---- produce / consume / chaos
     ("produce-bad-acks", "produce --topic orders --acks 2", 2,
      "praha produce: error: argument --acks: invalid choice: '2' (choose from 'all', '-1', '0', '1')"),
+    ("consume-negative-max-messages", "consume --topic orders --max-messages -1", 2,
+     "praha consume: error: argument --max-messages: must be >= 1, got -1"),
     ("consume-unknown-topic", "consume --topic nosuch --max-messages 1 --idle-timeout 1", 1,
      'error: topic nosuch not found (KafkaError{code=UNKNOWN_TOPIC_OR_PART,val=3,str="Broker: Unknown topic '
      'or partition"})'),
@@ -365,3 +380,14 @@ def test_analyze_refuses_zero_cores(env, capsys):
         pytest.skip("no analyze command in this build")
     code, last = run_cli(["analyze", "state-change-log", "--path", env.dir, "--cores", "0"], capsys)
     assert code == 1 and last.startswith("error: ")
+
+
+def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    config = tmp_path / "server.properties"
+    config.write_text(f"broker.id=1\nzookeeper.connect=127.0.0.1:1\nlog.dirs={blocker}/data\n"
+                      "listeners=PLAINTEXT://127.0.0.1:0\n")
+    code, last = run_cli(["broker", "start", "--config", str(config)], capsys)
+    assert (code, last) == (1, f"error: log.dirs: cannot use '{blocker}/data': Not a directory")
+    assert "Traceback" not in capsys.readouterr().err

@@ -94,3 +94,20 @@ def test_manual_assignment():
         plan_topic("t", None, None, {1, 2, 3}, set(), assignment={0: (1, 2), 1: (3,)})
     with pytest.raises(InvalidReplicaAssignmentError, match="not both"):
         plan_topic("t", 2, 2, {1, 2, 3}, set(), assignment={0: (1, 2)})
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("segment.bytes", "1", "Invalid value 1 for configuration segment.bytes: Value must be at least 14"),
+    ("retention.ms", "-5", "Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+    ("min.cleanable.dirty.ratio", "1.5",
+     "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more than 1"),
+    ("segment.ms", "0", "Invalid value 0 for configuration segment.ms: Value must be at least 1"),
+])
+def test_topic_configs_outside_kafkas_bounds_are_refused_naming_the_key(key, value, message):
+    with pytest.raises(ConfigError) as e:
+        validate_topic_config({key: value})
+    assert str(e.value) == message
+
+
+def test_kafkas_boundary_values_are_accepted():
+    assert validate_topic_config({"segment.bytes": "14", "retention.ms": "-1", "min.cleanable.dirty.ratio": "0"})
