@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,8 +147,8 @@ def parse_plan(text: str) -> Plan:
     empty = [tp for tp, r in entries if not r]
     if empty:
         raise InvalidReplicaAssignmentError(f"Empty replica list specified for partition {_tps(empty)}")
-    seen: set[TopicPartition] = set()
-    dup_tps = sorted({tp for tp, _ in entries if tp in seen or seen.add(tp)})  # type: ignore[func-returns-value]
+    counts = Counter(tp for tp, _ in entries)
+    dup_tps = sorted(tp for tp, n in counts.items() if n > 1)
     if dup_tps:
         raise InvalidRequestError(f"Partition reassignment contains duplicate topic partitions: {_tps(dup_tps)}")
     dup_replicas = [(tp, sorted({b for b in r if r.count(b) > 1})) for tp, r in sorted(entries)]

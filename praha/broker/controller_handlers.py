@@ -21,7 +21,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import ControlledShutdownResponse
-from praha.protocol.controller_requests import ControllerResponseData
+from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
 from praha.protocol.framing import DecodedRequest
 
 if TYPE_CHECKING:
@@ -38,10 +38,9 @@ class ControllerApis:
 
     async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
         data = wire.leader_and_isr_from_wire(req.request)
-        code = await self._admit(LEADER_AND_ISR, data.controller_id, data.controller_epoch, data.broker_epoch)
-        if code != ErrorCode.NONE:
-            self._log_refused("LeaderAndIsr", data.controller_id, data.controller_epoch, code)
-            return wire.response_to_wire(LEADER_AND_ISR, ControllerResponseData(code))
+        refusal = await self._refusal(LEADER_AND_ISR, "LeaderAndIsr", data)
+        if refusal is not None:
+            return refusal
         result = await self.broker.replica_manager_call(lambda rm: rm.become_leader_or_follower(data))
         self.broker.state_log.record(
             "LeaderAndIsrReceived", data.controller_id, data.controller_epoch, partitions=len(data.partitions),
@@ -51,10 +50,9 @@ class ControllerApis:
 
     async def handle_update_metadata(self, req: DecodedRequest) -> Any:
         data = wire.update_metadata_from_wire(req.request)
-        code = await self._admit(UPDATE_METADATA, data.controller_id, data.controller_epoch, data.broker_epoch)
-        if code != ErrorCode.NONE:
-            self._log_refused("UpdateMetadata", data.controller_id, data.controller_epoch, code)
-            return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(code))
+        refusal = await self._refusal(UPDATE_METADATA, "UpdateMetadata", data)
+        if refusal is not None:
+            return refusal
         if not await self._endpoints_registered(data.live_brokers):
             code = ErrorCode.STALE_CONTROLLER_EPOCH
             self._log_refused("UpdateMetadata", data.controller_id, data.controller_epoch, code,
@@ -66,10 +64,9 @@ class ControllerApis:
 
     async def handle_stop_replica(self, req: DecodedRequest) -> Any:
         data = wire.stop_replica_from_wire(req.request)
-        code = await self._admit(STOP_REPLICA, data.controller_id, data.controller_epoch, data.broker_epoch)
-        if code != ErrorCode.NONE:
-            self._log_refused("StopReplica", data.controller_id, data.controller_epoch, code)
-            return wire.response_to_wire(STOP_REPLICA, ControllerResponseData(code))
+        refusal = await self._refusal(STOP_REPLICA, "StopReplica", data)
+        if refusal is not None:
+            return refusal
         result = await self.broker.replica_manager_call(lambda rm: rm.stop_replicas(data))
         return wire.response_to_wire(STOP_REPLICA, result)
 
@@ -97,6 +94,14 @@ class ControllerApis:
                 for tp in sorted(remaining)
             ],
         )
+
+    async def _refusal(self, api_key: int, name: str, data: ControllerRequest) -> Any:
+        """None if the fence admits `data`; otherwise the refusal to send back (logged)."""
+        code = await self._admit(api_key, data.controller_id, data.controller_epoch, data.broker_epoch)
+        if code == ErrorCode.NONE:
+            return None
+        self._log_refused(name, data.controller_id, data.controller_epoch, code)
+        return wire.response_to_wire(api_key, ControllerResponseData(code))
 
     async def _admit(self, api_key: int, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
         """The fence's verdict (broker/fencing.py), reading ZooKeeper's controller seat when

@@ -46,7 +46,7 @@ from praha.broker.quota import (
     parse_rate,
     parse_throttled_replicas,
 )
-from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
+from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
 from praha.config import FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
 from praha.errors import ErrorCode
 from praha.log import LogConfig, LogManager
@@ -448,7 +448,7 @@ class ReplicaManager:
             self._hw_checkpoint[tp] = p.high_watermark
             self._partition_changed(tp)
 
-    def on_metadata_update(self, live_brokers: Mapping[int, object], deleted: Iterable[TopicPartition]) -> None:
+    def on_metadata_update(self, live_brokers: Mapping[int, BrokerInfo], deleted: Iterable[TopicPartition]) -> None:
         """UpdateMetadata: stop serving partitions of deleted topics; follow moved endpoints."""
         n = 0
         for tp in deleted:
@@ -456,7 +456,7 @@ class ReplicaManager:
                 self._stop_serving(tp)
                 n += 1
         if self.fetchers is not None:
-            self.fetchers.update_sources(dict(live_brokers))  # type: ignore[arg-type]
+            self.fetchers.update_sources(dict(live_brokers))
             if n:
                 self.fetchers.shutdown_idle()
         if n:
@@ -472,8 +472,8 @@ class ReplicaManager:
 
     def after_leader_append(self, p: Partition) -> None:
         if p.maybe_increment_high_watermark():
-            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]
-        self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]
+            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
+        self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
 
     def _on_follower_append(self, p: Partition) -> None:
         """Followers serve no clients; nothing is parked on them."""
@@ -482,8 +482,8 @@ class ReplicaManager:
         """A follower fetched at `fetch_offset`: its progress, the HW, maybe an ISR expansion."""
         moved, join = p.update_follower(replica_id, fetch_offset, now_ms())
         if moved:
-            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]
-            self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]
+            self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
+            self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
         if join and p.pending_isr is None and not p.isr_frozen:
             new_isr = tuple(sorted(set(p.isr) | {replica_id}, key=lambda r: (r != self.broker_id, r)))
             self._write_isr(p, new_isr, expand=True)

@@ -67,8 +67,10 @@ class ChaosEnvironment:
         return self.zk.connect_string
 
     def zk_addresses(self) -> list[tuple[str, int]]:
-        servers = self.ensemble.servers if self.ensemble is not None else [self.zk]
-        return [(s.host, s.port) for s in servers]  # type: ignore[union-attr]
+        if self.ensemble is not None:
+            return [(s.host, s.port) for s in self.ensemble.servers]
+        assert self.zk is not None, "the environment is not started"
+        return [(self.zk.host, self.zk.port)]
 
     def start(self) -> None:
         cfg = self.cfg

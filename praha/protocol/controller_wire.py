@@ -307,7 +307,7 @@ def _is_materialized(msg: object) -> bool:
         return False
 
 
-class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest, init=False):  # type: ignore[call-arg]
+class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest, init=False):  # type: ignore[call-arg]  # metaclass keyword
     """A LeaderAndIsrRequest that encodes (at v4) straight from the controller's request;
     `topic_states` / `live_leaders` are built as kafka-python objects only when read (or for
     another version), and once built they are what gets encoded."""
@@ -401,7 +401,7 @@ class _SharedUpdateMetadata:
         return body[:at] + _BROKER_EPOCH.pack(msg.broker_epoch) + body[at + _BROKER_EPOCH.size:]
 
 
-class _SharedUpdateMetadataRequest(UpdateMetadataRequest, init=False):  # type: ignore[call-arg]
+class _SharedUpdateMetadataRequest(UpdateMetadataRequest, init=False):  # type: ignore[call-arg]  # metaclass keyword
     """An UpdateMetadataRequest whose topic states are shared with the same request to the
     other brokers of its batch; encodes through `_SharedUpdateMetadata.body`. Its
     `topic_states` / `live_brokers` (kafka-python objects, the shared ones) are only built
