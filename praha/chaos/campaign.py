@@ -43,7 +43,7 @@ Progress = Callable[[str], None]
 #: problem, not a safety one: the invariants judge safety and final health)
 SLOW_HEAL_S = 30.0
 #: faults that, by design, leave the controller in its seat (stalls below the session timeout, probes)
-CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "zk_member_kill"}
+CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "forged_controller", "zk_member_kill"}
 
 
 def _stderr(msg: str) -> None:

@@ -19,6 +19,10 @@ Kinds (see docs/reliability.md for what each one exercises):
                      violation at once). Zombies rarely get a request out — the controller
                      stops acting the moment ZooKeeper is unreachable — so this is how the
                      brokers' fence is exercised in every campaign
+  forged_controller  a plain client claims to be controller 99 (current, next and largest epoch):
+                     StopReplica deleting every hosted replica, LeaderAndIsr, UpdateMetadata
+                     pointing every broker at 127.0.0.1:1; each must answer
+                     STALE_CONTROLLER_EPOCH (issue 15: the broker checks ZooKeeper's seat)
   zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
 Every wait is bounded; a heal that fails is recorded (and the campaign's final health
 check reports what stayed broken) rather than raised.
@@ -27,14 +31,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
+from praha.common import BrokerInfo
 
 log = logging.getLogger(__name__)
+
+#: a controller id no broker has: what a forger claims to be
+FORGED_CONTROLLER_ID = 99
 
 
 @dataclass
@@ -113,9 +122,6 @@ class FaultInjector:
     _do_kill_controller = _do_kill
 
     def _do_stale_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
-        from praha.errors import ErrorCode
-        from praha.protocol import controller_wire as wire
-        from praha.protocol.client import BrokerConnection
         from praha.protocol.controller_requests import (
             LeaderAndIsrRequestData,
             StopReplicaRequestData,
@@ -126,28 +132,76 @@ class FaultInjector:
         epoch = env.controller_epoch()
         stale = max(epoch - 1, 0)
         live, _ = env.store.get_live_brokers()
+
+        def requests_for(target: BrokerInfo) -> list[Any]:
+            return [
+                LeaderAndIsrRequestData(bid, stale, target.epoch, [], []),
+                UpdateMetadataRequestData(bid, stale, target.epoch, [], list(live.values())),
+                StopReplicaRequestData(bid, stale, target.epoch, []),
+            ]
+
+        refused, answers = self._probe_fence(live, requests_for, "stale_epoch_accepted",
+                                             f"controller epoch {stale} (current {epoch})", must_refuse=epoch > stale)
+        rec.details.update({"stale_epoch": stale, "current_epoch": epoch, "refused": refused, "answers": answers})
+        time.sleep(plan.hold_s)
+
+    def _do_forged_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        """A plain client claims to be controller 99 with the current, the next and the largest
+        controller epoch: StopReplica deleting every replica a broker hosts, an empty
+        LeaderAndIsr, an UpdateMetadata pointing every broker at 127.0.0.1:1. Every broker must
+        answer STALE_CONTROLLER_EPOCH; an acceptance is a violation (and the deletion would
+        show as lost records)."""
+        from praha.common import EndPoint, TopicPartition
+        from praha.protocol.controller_requests import (
+            LeaderAndIsrRequestData,
+            StopReplicaPartition,
+            StopReplicaRequestData,
+            UpdateMetadataRequestData,
+        )
+
+        env = self.env
+        epoch = env.controller_epoch()
+        live, _ = env.store.get_live_brokers()
+        assignments, _bad = env.store.get_topic_assignments(env.store.get_all_topics())
+        bogus = [BrokerInfo(b, (EndPoint("127.0.0.1", 1),)) for b in sorted(live)]
+
+        def requests_for(target: BrokerInfo) -> list[Any]:
+            hosted = [StopReplicaPartition(TopicPartition(t, p), 2**31 - 2, True)
+                      for t, a in assignments.items() for p, r in a.partitions.items() if target.id in r.replicas]
+            return [req for forged in (epoch, epoch + 1, 2**31 - 1) for req in (
+                StopReplicaRequestData(FORGED_CONTROLLER_ID, forged, target.epoch, hosted),
+                LeaderAndIsrRequestData(FORGED_CONTROLLER_ID, forged, target.epoch, [], []),
+                UpdateMetadataRequestData(FORGED_CONTROLLER_ID, forged, target.epoch, [], bogus),
+            )]
+
+        refused, answers = self._probe_fence(live, requests_for, "forged_request_accepted",
+                                             f"forged controller {FORGED_CONTROLLER_ID}", must_refuse=True)
+        rec.details.update({"current_epoch": epoch, "refused": refused, "answers": answers})
+        time.sleep(plan.hold_s)
+
+    def _probe_fence(self, live: dict[int, BrokerInfo], requests_for: Callable[[BrokerInfo], list[Any]],
+                     violation: str, who: str, must_refuse: bool) -> tuple[int, dict[str, int]]:
+        """Send each live broker its requests; count STALE_CONTROLLER_EPOCH answers and record
+        any other answer as `violation` (when `must_refuse`)."""
+        from praha.errors import ErrorCode
+        from praha.protocol import controller_wire as wire
+        from praha.protocol.client import BrokerConnection
+
         refused, answers = 0, {}
         for target in sorted(live):
             info = live[target]
-            requests: list[Any] = [
-                LeaderAndIsrRequestData(bid, stale, info.epoch, [], []),
-                UpdateMetadataRequestData(bid, stale, info.epoch, [], list(live.values())),
-                StopReplicaRequestData(bid, stale, info.epoch, []),
-            ]
             with BrokerConnection(info.host, info.port, timeout=5.0) as conn:
-                for req in requests:
+                for i, req in enumerate(requests_for(info)):
                     obj, version = wire.request_to_wire(req)
                     code = wire.response_from_wire(conn.send(obj, version)).error_code
-                    answers[f"{target}:{type(req).__name__}"] = int(code)
+                    answers[f"{target}:{i}:{type(req).__name__}"] = int(code)
                     if code == ErrorCode.STALE_CONTROLLER_EPOCH:
                         refused += 1
-                    elif epoch > stale:
+                    elif must_refuse:
                         self.timeline.violate(
-                            "stale_epoch_accepted", f"broker {target} answered {ErrorCode(code).name} to a "
-                            f"{type(req).__name__} of controller epoch {stale} (current {epoch})",
-                            broker=target, epoch=stale, current=epoch)
-        rec.details.update({"stale_epoch": stale, "current_epoch": epoch, "refused": refused, "answers": answers})
-        time.sleep(plan.hold_s)
+                            violation, f"broker {target} answered {ErrorCode(code).name} to a "
+                            f"{type(req).__name__} of {who}", broker=target)
+        return refused, answers
 
     def _do_pause(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         env = self.env

@@ -11,7 +11,7 @@ from typing import Any
 
 KIND_COLORS = {
     "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
-    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan",
+    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan", "forged_controller": "tab:gray",
     "zk_member_kill": "tab:brown",
 }
 
