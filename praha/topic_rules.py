@@ -103,6 +103,10 @@ TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
 }
 
 
+#: Kafka's internal topics: flagged internal in Metadata, written only by their coordinators
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("topic name is empty")
