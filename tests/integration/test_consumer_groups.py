@@ -461,3 +461,56 @@ def test_offsets_topic_is_internal_compacted_and_where_kafka_puts_groups(cluster
     p.produce(OFFSETS_TOPIC, value=b"forged", partition=0, on_delivery=lambda err, msg: outcome.append(err))
     p.flush(10)
     assert outcome and outcome[0] is not None and outcome[0].code() == 17  # INVALID_TOPIC_EXCEPTION
+
+
+def poll_until(consumers, predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.05)
+        if predicate():
+            return
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def test_clean_leave_rebalances_at_once(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "leave-group"
+    conf = {"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 45000, "heartbeat.interval.ms": 200}
+    a, b = Consumer(conf), Consumer(conf)
+    try:
+        a.subscribe([topic])
+        b.subscribe([topic])
+        poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, "3+3")
+        b.close()
+        left_at = time.monotonic()
+        poll_until([a], lambda: len(a.assignment()) == PARTITIONS, 30, "the remaining member owning all")
+        assert time.monotonic() - left_at < 20, "waited for the session timeout instead of the LeaveGroup"
+    finally:
+        a.close()
+
+
+def test_cooperative_sticky_moves_only_what_must_move(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "coop-group"
+    revoked: list[set[int]] = [set(), set(), set()]
+
+    def member(i: int) -> Consumer:
+        c = Consumer({"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 6000,
+                      "heartbeat.interval.ms": 200, "partition.assignment.strategy": "cooperative-sticky"})
+        c.subscribe([topic], on_revoke=lambda _c, tps: revoked[i].update(tp.partition for tp in tps))
+        return c
+
+    a, b = member(0), member(1)
+    c = None
+    try:
+        poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, "3+3")
+        before = ({tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()})
+        c = member(2)
+        poll_until([a, b, c], lambda: all(len(x.assignment()) == 2 for x in (a, b, c)), 60, "2+2+2")
+        after_a, after_b = {tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()}
+        assert after_a <= before[0] and after_b <= before[1], "a partition moved between the old members"
+        assert revoked[0] == before[0] - after_a and revoked[1] == before[1] - after_b
+        assert {tp.partition for tp in c.assignment()} == revoked[0] | revoked[1]
+    finally:
+        for x in (a, b, c):
+            if x is not None:
+                x.close()
