@@ -514,3 +514,20 @@ def test_cooperative_sticky_moves_only_what_must_move(cluster):
         for x in (a, b, c):
             if x is not None:
                 x.close()
+
+
+def test_standalone_consumer_commits_and_figures_count_them(cluster):
+    from praha.testing.cluster import scrape_metrics
+
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "standalone-group"
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.assign([CkTopicPartition(topic, 0, 0)])  # no subscribe: generation -1, no member id
+        c.commit(offsets=[CkTopicPartition(topic, 0, 4), CkTopicPartition(topic, 1, 2)], asynchronous=False)
+    finally:
+        c.close()
+    got = committed_ck(bs, group, topic)
+    assert (got[0], got[1], got[2]) == (4, 2, -1001)  # -1001: librdkafka's "no committed offset"
+    figures = [scrape_metrics(b.actual_metrics_port) for b in cluster.load().brokers.values()]
+    assert sum(f.get("praha_broker_group_offset_commits_total", 0) for f in figures) >= 1
+    assert sum(f.get("praha_broker_group_coordinator_partitions", 0) for f in figures) == 50
