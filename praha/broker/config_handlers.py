@@ -10,6 +10,12 @@
    dynamically; the resource name must be this broker's id (or empty: the cluster-wide
    dynamic defaults), as Kafka requires. Broker loggers: the Python loggers' levels.
 Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, unknown resource types INVALID_REQUEST.
+
+AlterConfigs (the whole override set replaced) and IncrementalAlterConfigs (SET, DELETE,
+APPEND, SUBTRACT per key) go through `praha.zk.admin_zk.alter_config`, the same checks and
+the same znodes and change notices as `praha configs`; `validate_only` checks and writes
+nothing. A resource's keys are checked before anything of it is written; each resource is
+answered on its own (INVALID_CONFIG naming the key, UNKNOWN_TOPIC_OR_PARTITION, ...).
 """
 from __future__ import annotations
 
@@ -17,11 +23,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DescribeConfigsResponse
+from kafka.protocol.admin import AlterConfigsResponse, DescribeConfigsResponse, IncrementalAlterConfigsResponse
 
 from praha.configdefs import (
     DYNAMIC_BROKER_DEFAULTS,
     DYNAMIC_BROKER_KEYS,
+    TOPIC_CONFIG_BY_NAME,
     TOPIC_CONFIG_DEFS,
     ConfigSource,
     ConfigType,
@@ -30,7 +37,7 @@ from praha.configdefs import (
 )
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.zk.admin_zk import BROKERS, read_config
+from praha.zk.admin_zk import BROKERS, TOPICS, alter_config, read_config
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -44,6 +51,9 @@ _Syn = _Entry.DescribeConfigsSynonym
 
 #: broker settings whose values must not be shown (Kafka's PASSWORD type)
 _SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config")
+
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 class ConfigApis:
@@ -132,6 +142,56 @@ class ConfigApis:
             out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers, _type_of(default), None))
         return out
 
+    # ------------------------------------------------------------ AlterConfigs
+    async def handle_alter_configs(self, req: DecodedRequest) -> Any:
+        r = req.request
+        out = []
+        for res in r.resources or []:
+            changes = [(c.name, OP_SET, c.value) for c in (res.configs or [])]
+            code, message = await self._alter(res.resource_type, res.resource_name, changes, True,
+                                              bool(r.validate_only))
+            out.append(AlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=int(code), error_message=message, resource_type=res.resource_type,
+                resource_name=res.resource_name))
+        return AlterConfigsResponse(throttle_time_ms=0, responses=out)
+
+    async def handle_incremental_alter_configs(self, req: DecodedRequest) -> Any:
+        r = req.request
+        out = []
+        for res in r.resources or []:
+            changes = [(c.name, c.config_operation, c.value) for c in (res.configs or [])]
+            code, message = await self._alter(res.resource_type, res.resource_name, changes, False,
+                                              bool(r.validate_only))
+            out.append(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=int(code), error_message=message, resource_type=res.resource_type,
+                resource_name=res.resource_name))
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)
+
+    async def _alter(self, rtype: int, name: str, changes: list[tuple[str, int, str | None]], replace: bool,
+                     validate_only: bool) -> tuple[ErrorCode, str | None]:
+        if rtype == RESOURCE_TOPIC:
+            entity = TOPICS
+        elif rtype == RESOURCE_BROKER:
+            entity, name = BROKERS, name or DEFAULT_ENTITY
+        else:
+            return ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
+        keys = [k for k, _, _ in changes]
+        if len(set(keys)) != len(keys):
+            dup = sorted({k for k in keys if keys.count(k) > 1})
+            return ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(dup)}"
+
+        def run() -> None:
+            store = self.broker.zk_store()
+            current = {} if replace else read_config(store, entity, name)
+            add, delete = _apply_ops(entity, current, changes)
+            alter_config(store, entity, name, add, [k for k in delete if k in current], replace=replace,
+                         validate_only=validate_only)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, run)
+        except PrahaError as e:
+            return e.code, str(e)
+        return ErrorCode.NONE, None
+
     def _loggers(self, name: str, keys: set[str] | None) -> list[Any]:
         if name != str(self.broker.broker_id):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}",
@@ -146,6 +206,32 @@ class ConfigApis:
             value = ResolvedValue(n, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
             out.append(_entry(n, value, False, False, [value], ConfigType.STRING, None))
         return out
+
+
+def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, int, str | None]]
+               ) -> tuple[dict[str, str], list[str]]:
+    """IncrementalAlterConfigs' operations as (values to set, keys to delete). APPEND and
+    SUBTRACT work on list configs only, as in Kafka."""
+    add: dict[str, str] = {}
+    delete: list[str] = []
+    for key, op, value in changes:
+        if op == OP_SET:
+            if value is None:
+                raise PrahaError(f"Null value not supported for : {key}", ErrorCode.INVALID_REQUEST)
+            add[key] = value
+        elif op == OP_DELETE:
+            delete.append(key)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            d = TOPIC_CONFIG_BY_NAME.get(key) if entity == TOPICS else None
+            if d is None or d.type != ConfigType.LIST:
+                raise PrahaError(f"Config value append is not allowed for config key: {key}", ErrorCode.INVALID_CONFIG)
+            have = [v for v in current.get(key, d.default or "").split(",") if v]
+            given = [v.strip() for v in (value or "").split(",") if v.strip()]
+            items = have + [v for v in given if v not in have] if op == OP_APPEND else [v for v in have if v not in given]
+            add[key] = ",".join(items)
+        else:
+            raise PrahaError(f"unknown config operation {op} for {key}", ErrorCode.INVALID_REQUEST)
+    return add, delete
 
 
 def _entry(name: str, top: ResolvedValue, read_only: bool, synonyms: bool, layers: list[ResolvedValue],

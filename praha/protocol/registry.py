@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     CreatePartitionsRequest,
@@ -34,6 +36,8 @@ from kafka.protocol.admin import (
     DescribeGroupsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListGroupsRequest,
     ListGroupsResponse,
     ListPartitionReassignmentsRequest,
@@ -146,6 +150,8 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DeleteGroupsRequest, DeleteGroupsResponse),
     _spec(OffsetDeleteRequest, OffsetDeleteResponse),
     _spec(DescribeConfigsRequest, DescribeConfigsResponse),
+    _spec(AlterConfigsRequest, AlterConfigsResponse),
+    _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
 )}
 
 

@@ -22,12 +22,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
-from praha.errors import InvalidRequestError, PrahaError, UnknownTopicError
+from praha.configdefs import DYNAMIC_BROKER_KEYS
+from praha.errors import ConfigError, InvalidRequestError, PrahaError, UnknownTopicError
 from praha.topic_rules import (
     ConcurrentModificationError,
     TopicAlreadyMarkedForDeletionError,
+    check_min_insync_replicas,
     plan_new_partitions,
     plan_topic,
+    validate_topic_config,
 )
 from praha.zk import znodes as zn
 from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
@@ -137,6 +140,65 @@ def read_config(store: ZkStore, entity_type: str, name: str) -> dict[str, str]:
     path = config_path(entity_type, name)
     got = store.get_data(path)
     return {} if got is None else zn.decode_config(got[0], path)
+
+
+def check_config_entity(store: ZkStore, entity_type: str, name: str) -> None:
+    """The entity must exist: a topic not marked for deletion, a registered broker or `<default>`."""
+    if entity_type == TOPICS:
+        if store.exists(zn.topic_path(name)) is None:
+            raise UnknownTopicError(f"topic {name!r} does not exist")
+        if store.exists(zn.delete_topic_path(name)) is not None:
+            raise InvalidRequestError(f"topic {name!r} is marked for deletion")
+    elif entity_type == BROKERS:
+        if name != zn.DEFAULT_BROKER_ENTITY and not (name.isdigit() and int(name) >= 0):
+            raise InvalidRequestError(f"broker must be a non-negative id or {zn.DEFAULT_BROKER_ENTITY}, not {name!r}")
+        if name != zn.DEFAULT_BROKER_ENTITY and store.get_broker(int(name)) is None:
+            live = sorted(store.get_live_brokers()[0])
+            raise InvalidRequestError(f"broker {name} is not registered (live brokers: "
+                                      f"{', '.join(map(str, live)) or 'none'}); use --entity-default for all brokers")
+    else:
+        config_path(entity_type, name)  # raises
+
+
+def check_config_values(entity_type: str, add: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's validation of the values set: topic configs by their definitions, broker
+    configs only those praha applies while running (positive byte rates)."""
+    if entity_type == TOPICS:
+        return validate_topic_config(add)
+    out = {}
+    for key, value in add.items():
+        if key not in DYNAMIC_BROKER_KEYS:
+            raise ConfigError(f"{key!r} cannot be changed while brokers run; dynamic broker configs: "
+                              f"{', '.join(DYNAMIC_BROKER_KEYS)}")
+        value = str(value).strip()
+        if not value.isdigit() or int(value) <= 0:
+            raise ConfigError(f"invalid value {value!r} for {key}: expected a positive number of bytes/s")
+        out[key] = value
+    return out
+
+
+def alter_config(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], delete: Collection[str],
+                 replace: bool = False, validate_only: bool = False) -> dict[str, str]:
+    """Set `add` and remove `delete` (or, with `replace`, make `add` the whole config, as
+    the legacy AlterConfigs does); every check before the write. Returns the new config."""
+    both = sorted(set(add) & set(delete))
+    if both:
+        raise InvalidRequestError(f"{', '.join(both)} both added and deleted")
+    check_config_entity(store, entity_type, name)
+    checked = check_config_values(entity_type, add)
+    current = {} if replace else read_config(store, entity_type, name)
+    if entity_type == TOPICS and "min.insync.replicas" in checked:
+        assignment = store.get_topic_assignments([name])[0].get(name)
+        if assignment is not None and assignment.partitions:
+            check_min_insync_replicas(checked, min(len(a.replicas) for a in assignment.partitions.values()))
+    missing = [k for k in delete if k not in current]
+    if missing:
+        raise InvalidRequestError(f"cannot delete {', '.join(missing)}: not set for {entity_type}/{name}")
+    new = {k: v for k, v in current.items() if k not in delete}
+    new.update(checked)
+    if not validate_only:
+        write_config(store, entity_type, name, new)
+    return new
 
 
 def write_config(store: ZkStore, entity_type: str, name: str, config: Mapping[str, str]) -> None:

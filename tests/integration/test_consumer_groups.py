@@ -294,11 +294,9 @@ def test_static_member_restart_causes_no_rebalance(cluster):
 
 
 def find_coordinator(bs: str, group: str) -> tuple[int, str, int]:
-    host, port = bs.split(",")[0].split(":")
-    with BrokerConnection(host, int(port)) as conn:
-        r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
-    assert r.error_code == 0, r
-    return r.node_id, r.host, r.port
+    """(node id, host, port) of the group's coordinator, once there is one (the first
+    lookup creates __consumer_offsets and is answered COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    return wait_for(lambda: _find_ok(bs, group), 30, what=f"a coordinator for {group}")
 
 
 def test_coordinator_killed_while_members_commit_loses_no_commit(cluster):

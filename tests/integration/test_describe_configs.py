@@ -76,3 +76,54 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
         kp.close()
     text = repr(got)
     assert "cleanup.policy" in text and "compact" in text
+
+
+def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    cluster = make_cluster(1, overrides={"offsets.topic.replication.factor": "1"})
+    bs = f"127.0.0.1:{cluster.load().brokers[1].port}"
+    d = ["--dir", str(cluster.root)]
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("t", 1, 1, config={"retention.ms": "1000"})])["t"].result(30)
+    res = ConfigResource(ConfigResource.Type.TOPIC, "t")
+
+    def incremental(*entries: ConfigEntry, validate_only: bool = False) -> None:
+        r = ConfigResource(ConfigResource.Type.TOPIC, "t", incremental_configs=list(entries))
+        admin.incremental_alter_configs([r], validate_only=validate_only)[r].result(15)
+
+    def overrides() -> dict[str, str]:
+        rc, out, err = cli("configs", "--entity-type", "topics", "--entity-name", "t", "--describe", *d)
+        assert rc == 0, err
+        return dict(line.strip().split("=", 1) for line in out.splitlines()[1:])
+
+    incremental(ConfigEntry("segment.ms", "60000", incremental_operation=AlterConfigOpType.SET))
+    assert overrides() == {"retention.ms": "1000", "segment.ms": "60000"}
+    incremental(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+                ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
+    assert overrides() == {"segment.ms": "60000", "cleanup.policy": "delete,compact"}
+    assert describe(admin, res)["cleanup.policy"].value == "delete,compact"
+    incremental(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT))
+    assert overrides()["cleanup.policy"] == "compact"
+    incremental(ConfigEntry("segment.ms", "1", incremental_operation=AlterConfigOpType.SET), validate_only=True)
+    assert overrides()["segment.ms"] == "60000"
+
+    with pytest.raises(Exception, match="INVALID_CONFIG|no.such"):
+        incremental(ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET))
+    with pytest.raises(Exception, match="INVALID_CONFIG|segment.bytes"):
+        incremental(ConfigEntry("segment.bytes", "5", incremental_operation=AlterConfigOpType.SET))
+    with pytest.raises(Exception, match="INVALID_CONFIG|append"):
+        incremental(ConfigEntry("segment.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
+    assert overrides() == {"segment.ms": "60000", "cleanup.policy": "compact"}
+
+    # the legacy AlterConfigs replaces the whole override set
+    legacy = ConfigResource(ConfigResource.Type.TOPIC, "t", set_config={"max.message.bytes": "2000"})
+    with pytest.deprecated_call():  # confluent-kafka steers people to the incremental API
+        futures = admin.alter_configs([legacy])
+    futures[legacy].result(15)
+    assert overrides() == {"max.message.bytes": "2000"}
+
+    rc, _, err = cli("configs", "--entity-type", "topics", "--entity-name", "t", "--alter",
+                     "--add-config", "retention.ms=7000", *d)
+    assert rc == 0, err
+    assert describe(admin, res)["retention.ms"].value == "7000"
