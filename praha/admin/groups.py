@@ -412,12 +412,12 @@ class GroupAdmin:
     # -- groups ------------------------------------------------------------------------------
     def list_groups(self, states: Sequence[str] = ()) -> list[GroupListing]:
         """Every consumer group (protocol type `consumer` or empty) on every broker, sorted;
-        `states` filters (sent to brokers at ListGroups v4+, applied here below that)."""
+        `states` filters on the brokers (ListGroups v4+; refused below, as Kafka's admin)."""
         brokers = self.cluster(()).brokers
         found: dict[str, GroupListing] = {}
         for node in sorted(brokers.values()):
             for g in self._list_on(node, states):
-                if g.is_consumer_group and (not states or g.state is None or g.state in states):
+                if g.is_consumer_group:
                     found.setdefault(g.group_id, g)
         return [found[g] for g in sorted(found)]
 
@@ -427,8 +427,13 @@ class GroupAdmin:
             if attempt:
                 self._pause(attempt - 1)
             try:
-                resp = self._send(node.host, node.port, ApiKey.LIST_GROUPS,
-                                  lambda v: ListGroupsRequest(states_filter=list(states) if v >= 4 else []))
+                version = self.version_for(node.host, node.port, ApiKey.LIST_GROUPS)
+                if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
+                    raise GroupApiUnsupportedError(
+                        f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
+                        "by states.")
+                resp = self._connection(node.host, node.port).send(
+                    ListGroupsRequest(states_filter=list(states) if version >= 4 else []), version)
             except BrokerConnectionError as e:
                 self._forget(node.host, node.port)
                 last = str(e)
@@ -603,7 +608,7 @@ class GroupAdmin:
                             partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
                         for p in ps]) for t, ps in grouped.items()])
                 try:
-                    resp = self._send(node.host, node.port, ApiKey.LIST_OFFSETS, lambda v, r=req: r)
+                    resp = self._send(node.host, node.port, ApiKey.LIST_OFFSETS, _always(req))
                 except BrokerConnectionError:
                     self._forget(node.host, node.port)
                     retry.extend(tps)
@@ -624,6 +629,11 @@ class GroupAdmin:
         for tp in pending:
             out[tp] = None
         return out
+
+
+def _always(request: Any) -> Callable[[int], Any]:
+    """A request builder that ignores the version (the message encodes at any)."""
+    return lambda _version: request
 
 
 def _parse_address(text: str) -> tuple[str, int]:
