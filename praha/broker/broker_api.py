@@ -16,6 +16,7 @@ from praha.broker.metadata_cache import MetadataCache
 from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
+from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
@@ -52,6 +53,7 @@ class Broker(Protocol):
     state_log: StateChangeLog
     store: ZkStore | None
     broker_info: BrokerInfo | None
+    group_coordinator: GroupCoordinator
 
     @property
     def controller(self) -> HostedController | None: ...

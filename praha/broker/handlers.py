@@ -10,7 +10,7 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`).
+(`producer_ids`), consumer groups (`group_handlers`).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from praha.broker.admin_handlers import AdminApis
 from praha.broker.controller_handlers import ControllerApis
 from praha.broker.data_handlers import DataApis
+from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
 from praha.protocol.api_keys import ApiKey
@@ -53,8 +54,9 @@ class RequestHandlers:
         self.data = DataApis(broker)
         self.admin = AdminApis(broker)
         self.producer_ids = ProducerIdApis(broker)
+        self.groups = GroupApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
-            self, self.metadata, self.controller, self.data, self.admin, self.producer_ids)}
+            self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -91,6 +93,18 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), AdminApis, AdminApis.handle_alter_partition_reassignments),
     Route(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), AdminApis, AdminApis.handle_list_partition_reassignments),
     Route(ApiKey.DESCRIBE_CLUSTER, (0, 1), DataApis, DataApis.handle_describe_cluster),
+    Route(ApiKey.FIND_COORDINATOR, (0, 4), GroupApis, GroupApis.handle_find_coordinator),
+    Route(ApiKey.JOIN_GROUP, (0, 9), GroupApis, GroupApis.handle_join_group),
+    Route(ApiKey.SYNC_GROUP, (0, 5), GroupApis, GroupApis.handle_sync_group),
+    Route(ApiKey.HEARTBEAT, (0, 4), GroupApis, GroupApis.handle_heartbeat),
+    Route(ApiKey.LEAVE_GROUP, (0, 5), GroupApis, GroupApis.handle_leave_group),
+    # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1
+    Route(ApiKey.OFFSET_COMMIT, (2, 8), GroupApis, GroupApis.handle_offset_commit),
+    Route(ApiKey.OFFSET_FETCH, (1, 8), GroupApis, GroupApis.handle_offset_fetch),
+    Route(ApiKey.LIST_GROUPS, (0, 5), GroupApis, GroupApis.handle_list_groups),
+    Route(ApiKey.DESCRIBE_GROUPS, (0, 5), GroupApis, GroupApis.handle_describe_groups),
+    Route(ApiKey.DELETE_GROUPS, (0, 2), GroupApis, GroupApis.handle_delete_groups),
+    Route(ApiKey.OFFSET_DELETE, (0, 0), GroupApis, GroupApis.handle_offset_delete),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

@@ -20,6 +20,7 @@ refused, the region is read and written like any bytes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
@@ -363,6 +364,8 @@ class SocketServer:
             self._bad(peer, e)
             return False
         self.requests += 1
+        if decoded.api_key == ApiKey.JOIN_GROUP and isinstance(peer, tuple) and peer:  # the member's host
+            decoded = dataclasses.replace(decoded, client_host=f"/{peer[0]}")
         handler = handlers.handlers[decoded.api_key]
         response = await handler(decoded)
         if response is None or not decoded.expects_response:

@@ -120,6 +120,9 @@ class ReplicaManager:
         self._closing = False
         #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
         self.shutting_down = False
+        #: told of leadership changes after each LeaderAndIsr / StopReplica: (partitions now led,
+        #: with their leader epochs; partitions no longer led) — the group coordinator's hook
+        self.leadership_listeners: list[Callable[[list[tuple[TopicPartition, int]], list[TopicPartition]], None]] = []
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")  # ISR writes, in order
         self._zk_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk-read")
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-io")
@@ -395,6 +398,7 @@ class ReplicaManager:
             self._partition_changed(p.tp)
         for p, _ in followers:
             self._partition_changed(p.tp)
+        self._tell_leadership([(p.tp, p.leader_epoch) for p in leaders], [p.tp for p, _ in followers])
         stale = sum(1 for c in errors.values() if c == ErrorCode.STALE_CONTROLLER_EPOCH)
         log.info(
             "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers (%d without a live leader), %d stale",
@@ -447,6 +451,15 @@ class ReplicaManager:
         if p is not None:
             self._hw_checkpoint[tp] = p.high_watermark
             self._partition_changed(tp)
+            if p.is_leader:
+                self._tell_leadership([], [tp])
+
+    def _tell_leadership(self, led: list[tuple[TopicPartition, int]], not_led: list[TopicPartition]) -> None:
+        for listener in self.leadership_listeners:
+            try:
+                listener(led, not_led)
+            except Exception:  # noqa: BLE001 - a listener's failure must not fail the LeaderAndIsr
+                log.exception("leadership listener failed")
 
     def on_metadata_update(self, live_brokers: Mapping[int, BrokerInfo], deleted: Iterable[TopicPartition]) -> None:
         """UpdateMetadata: stop serving partitions of deleted topics; follow moved endpoints."""

@@ -30,11 +30,14 @@ from praha.broker.malloc import keep_freed_memory
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
+from praha.broker.offsets_log import ConsumerOffsetsLog
 from praha.broker.replica_manager import ReplicaManager
-from praha.common import BrokerInfo, EndPoint
+from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
+from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
@@ -68,6 +71,11 @@ class BrokerServer:
         self.fence = ControllerFence()
         self.metadata_cache = MetadataCache(config.broker_id)
         self.replica_manager = ReplicaManager(config.broker_id, config, self.metadata_cache)
+        self.group_coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(config), ConsumerOffsetsLog(self.replica_manager, config.offsets_commit_timeout_ms),
+            run_blocking=lambda fn: asyncio.get_running_loop().run_in_executor(None, fn),
+            on_event=self._coordinator_event)
+        self.replica_manager.leadership_listeners.append(self._offsets_leadership)
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
@@ -202,6 +210,18 @@ class BrokerServer:
         result = fn(self.replica_manager)
         return await result if asyncio.iscoroutine(result) else result
 
+    def _coordinator_event(self, name: str, partition: int, **fields: Any) -> None:
+        self.state_log.record(name, partition=partition, **fields)
+
+    def _offsets_leadership(self, led: list[tuple[TopicPartition, int]], not_led: list[TopicPartition]) -> None:
+        """The group coordinator follows this broker's `__consumer_offsets` leaderships."""
+        for tp, epoch in led:
+            if tp.topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_elected(tp.partition, epoch)
+        for tp in not_led:
+            if tp.topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_resigned(tp.partition)
+
     def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None:
         """Deleted topics stop being served; fetchers follow moved leader endpoints."""
         self.replica_manager.on_metadata_update(self.metadata_cache.live_brokers, deleted)
@@ -218,6 +238,7 @@ class BrokerServer:
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
             *self.replica_manager.figures(),
+            *self.group_coordinator.figures(),
             ("metadata_partitions", float(self.metadata_cache.partition_count()), "partitions in the metadata cache"),
         ]
 
@@ -291,6 +312,7 @@ class BrokerServer:
                 pass
         if self._loop_thread.is_alive():
             try:
+                self.loop.call_soon_threadsafe(self.group_coordinator.shutdown)
                 self.run_on_loop(self.replica_manager.shutdown(), timeout=15)
             except Exception:  # noqa: BLE001
                 log.exception("replica manager shutdown failed")

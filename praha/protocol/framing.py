@@ -60,6 +60,8 @@ class DecodedRequest:
 
     header: RequestHeader
     request: Any
+    #: the client's address as the socket server saw it (a group member's `client_host`)
+    client_host: str = ""
 
     @property
     def api_key(self) -> int:

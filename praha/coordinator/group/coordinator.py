@@ -1,0 +1,919 @@
+"""The group coordinator: Kafka's classic consumer-group protocol, one broker's share of it.
+
+A broker coordinates the groups whose `__consumer_offsets` partition it leads
+(`records.partition_for`). Everything runs on the broker's network event loop, so the
+group state needs no locks; only log reads (loading) go to a thread.
+
+Flows:
+- **Leadership.** `on_elected(p, epoch)` (a LeaderAndIsr made us leader of partition p)
+  marks p loading — requests for its groups get COORDINATOR_LOAD_IN_PROGRESS — and replays
+  its log in the background: offsets and group records in order, tombstones removing. Then
+  its groups are served. `on_resigned(p)` drops them: waiting members get NOT_COORDINATOR
+  and look the coordinator up again.
+- **Join.** A new dynamic member is given an id and asked to join again (MEMBER_ID_REQUIRED,
+  KIP-394). A join moves the group to PreparingRebalance; the join phase ends when every
+  member has rejoined, or at the rebalance timeout (members that did not rejoin are
+  removed); an empty group first waits `group.initial.rebalance.delay.ms`, extended while
+  new members keep arriving. Then the next generation starts (protocol chosen by vote) and
+  every member gets its JoinGroup answer — the leader with all members' metadata.
+- **Sync.** The leader's SyncGroup carries the assignment; it is written to the log (acks=all)
+  and only then handed to every member: the group is Stable. A member that does not sync
+  within the rebalance timeout is removed.
+- **Liveness.** Each member's heartbeat timer (session timeout) removes it when it stops
+  heartbeating; removal, a clean leave or a new join re-run the rebalance.
+- **Offsets.** OffsetCommit is validated against member and generation, written as acks=all,
+  and applied to the cache only once replicated; OffsetFetch reads the cache. Offsets of an
+  empty group expire after `offsets.retention.minutes` (tombstones written).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from praha.common import now_ms
+from praha.config import BrokerConfig
+from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState, Member
+from praha.coordinator.group.records import (
+    GroupKey,
+    OffsetKey,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    group_key,
+    group_value,
+    offset_key,
+    offset_value,
+    partition_for,
+)
+from praha.errors import ErrorCode, PrahaError
+
+log = logging.getLogger(__name__)
+
+#: how long a brand-new member (first join) may take to rejoin (Kafka's NewMemberJoinTimeoutMs)
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+MAX_GROUP_ID_LENGTH = 32767  # a Kafka string's int16 length
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    partitions: int = 50
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    initial_rebalance_delay_ms: int = 3000
+    max_size: int = 2147483647
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_broker_config(cls, c: BrokerConfig) -> "GroupConfig":
+        return cls(c.offsets_topic_num_partitions, c.group_min_session_timeout_ms, c.group_max_session_timeout_ms,
+                   c.group_initial_rebalance_delay_ms, c.group_max_size, c.offsets_retention_minutes * 60_000,
+                   c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes)
+
+
+class OffsetsLog(Protocol):
+    """The coordinator's view of the `__consumer_offsets` partitions this broker leads."""
+
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        """Append as leader and wait until replicated (acks=all); the outcome's error code."""
+        ...
+
+    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+        """Every record of the partition, key and value, in offset order (blocking)."""
+        ...
+
+
+class Ownership(Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str = ""
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOverview:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    error: ErrorCode
+    group_id: str
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberDescription, ...] = ()
+
+
+@dataclass
+class CoordinatorStats:
+    rebalances: int = 0
+    rebalance_time_ms_total: float = 0.0
+    offset_commits: int = 0
+    offset_commit_time_ms_total: float = 0.0
+    partitions_loaded: int = 0
+    load_time_ms_total: float = 0.0
+    offsets_expired: int = 0
+
+
+def _map_append_error(code: ErrorCode) -> ErrorCode:
+    """What a client sees when the coordinator's write fails (Kafka's mapping)."""
+    if code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return code
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, offsets_log: OffsetsLog,
+                 run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
+                 on_event: Callable[..., None] = lambda *a, **k: None):
+        self.config = config
+        self.log = offsets_log
+        self.run_blocking = run_blocking
+        self.on_event = on_event  # (name, partition, **fields) for the state-change log
+        self.owned: dict[int, tuple[Ownership, int]] = {}
+        self.groups: dict[str, Group] = {}
+        self.stats = CoordinatorStats()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._expiry_task: asyncio.Task[Any] | None = None
+
+    # ================================================================ leadership
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.partitions)
+
+    def on_elected(self, partition: int, epoch: int) -> None:
+        cur = self.owned.get(partition)
+        if cur is not None and cur[1] >= epoch:
+            return
+        if cur is not None:
+            self._unload(partition)
+        self.owned[partition] = (Ownership.LOADING, epoch)
+        task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._ensure_expiry_task()
+
+    def on_resigned(self, partition: int) -> None:
+        if self.owned.pop(partition, None) is not None:
+            n = self._unload(partition)
+            log.info("group coordinator: resigned %s-%d, %d groups unloaded", "__consumer_offsets", partition, n)
+            self.on_event("GroupCoordinatorUnloaded", partition, groups=n)
+
+    def _unload(self, partition: int) -> int:
+        gone = [g for gid, g in self.groups.items() if self.partition_of(gid) == partition]
+        for g in gone:
+            self._kill_group(g, ErrorCode.NOT_COORDINATOR)
+            del self.groups[g.group_id]
+        return len(gone)
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        started = time.monotonic()
+
+        def replay() -> tuple[dict[str, Group], int]:
+            groups: dict[str, Group] = {}
+            n = 0
+            for key, value in self.log.read(partition):
+                if key is None:
+                    continue
+                n += 1
+                try:
+                    k = decode_key(key)
+                    if isinstance(k, OffsetKey):
+                        g = groups.setdefault(k.group, Group(k.group))
+                        if value is None:
+                            g.offsets.pop((k.topic, k.partition), None)
+                        else:
+                            v = decode_offset_value(value)
+                            g.offsets[(k.topic, k.partition)] = CommittedOffset(
+                                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+                    elif isinstance(k, GroupKey):
+                        if value is None:
+                            old = groups.pop(k.group, None)
+                            if old is not None and old.offsets:  # offsets outlive their group record
+                                groups[k.group] = Group(k.group, offsets=old.offsets)
+                        else:
+                            _apply_group_value(groups.setdefault(k.group, Group(k.group)), decode_group_value(value))
+                except PrahaError as e:
+                    log.warning("skipping an unreadable record in __consumer_offsets-%d: %s", partition, e)
+            return groups, n
+
+        try:
+            loaded, records = await self.run_blocking(replay)
+        except Exception as e:  # noqa: BLE001 - a failed load leaves the partition unserved, not the broker
+            log.error("loading __consumer_offsets-%d failed: %r", partition, e)
+            if self.owned.get(partition) == (Ownership.LOADING, epoch):
+                del self.owned[partition]
+            return
+        if self.owned.get(partition) != (Ownership.LOADING, epoch):
+            return  # resigned (or re-elected) meanwhile
+        now = now_ms()
+        for gid, g in loaded.items():
+            if not g.members and not g.offsets and g.generation == 0:
+                continue
+            if g.members:
+                g.state = GroupState.STABLE
+                for m in g.members.values():
+                    self._schedule_heartbeat(g, m)
+            g.state_timestamp = g.state_timestamp if g.state_timestamp > 0 else now
+            self.groups[gid] = g
+        self.owned[partition] = (Ownership.ACTIVE, epoch)
+        ms = (time.monotonic() - started) * 1000
+        self.stats.partitions_loaded += 1
+        self.stats.load_time_ms_total += ms
+        n = sum(1 for gid in loaded if self.partition_of(gid) == partition and gid in self.groups)
+        log.info("group coordinator: loaded __consumer_offsets-%d (epoch %d): %d records, %d groups in %.0f ms",
+                 partition, epoch, records, n, ms)
+        self.on_event("GroupCoordinatorLoaded", partition, groups=n, records=records, load_ms=round(ms, 1))
+
+    def _check(self, group_id: str | None) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        owned = self.owned.get(self.partition_of(group_id))
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        if owned[0] is Ownership.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def _still_ours(self, group: Group) -> bool:
+        return self.groups.get(group.group_id) is group
+
+    # ================================================================ join
+    async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                         client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                         protocols: list[tuple[str, bytes]], require_known_member_id: bool,
+                         supports_skip_assignment: bool = False) -> JoinResult:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return JoinResult(code, member_id)
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
+        if rebalance_timeout_ms <= 0:
+            rebalance_timeout_ms = session_timeout_ms
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+            group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())
+        if group.is_(GroupState.DEAD):
+            return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
+        if not group.supports(protocol_type, protocols):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        fields = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type, protocols)
+        if not member_id:
+            return await self._join_unknown_member(group, group_instance_id, require_known_member_id,
+                                                   supports_skip_assignment, *fields)
+        return await self._join_known_member(group, member_id, group_instance_id, *fields)
+
+    async def _join_unknown_member(self, group: Group, instance: str | None, require_known: bool,
+                                   skip_ok: bool, client_id: str, host: str, session_ms: int, rebalance_ms: int,
+                                   protocol_type: str, protocols: list[tuple[str, bytes]]) -> JoinResult:
+        new_id = group.new_member_id(client_id, instance)
+        if instance is not None:
+            old_id = group.static_member_id(instance)
+            if old_id is not None:
+                return await self._replace_static_member(group, instance, old_id, new_id, skip_ok, session_ms,
+                                                         rebalance_ms, protocols)
+        elif require_known:
+            if len(group.members) + len(group.pending_members) >= self.config.max_size:
+                return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+            group.pending_members.add(new_id)
+            self._schedule_pending_expiry(group, new_id, session_ms)
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id)
+        if len(group.members) >= self.config.max_size:
+            return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+        m = Member(new_id, instance, client_id, host, rebalance_ms, session_ms, protocol_type, protocols, is_new=True)
+        return await self._add_member_and_rebalance(group, m)
+
+    async def _join_known_member(self, group: Group, member_id: str, instance: str | None, client_id: str,
+                                 host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
+                                 protocols: list[tuple[str, bytes]]) -> JoinResult:
+        if member_id in group.pending_members:
+            return await self._add_member_and_rebalance(group, Member(
+                member_id, instance, client_id, host, rebalance_ms, session_ms, protocol_type, protocols, is_new=True))
+        if group.is_static_member_fenced(member_id, instance):
+            return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
+        m = group.members.get(member_id)
+        if m is None or group.is_(GroupState.EMPTY):
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return await self._update_member_and_rebalance(group, m, protocols, session_ms, rebalance_ms)
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            if m.matches(protocols):  # the member missed its answer: give it again
+                return self._join_result(group, m)
+            return await self._update_member_and_rebalance(group, m, protocols, session_ms, rebalance_ms)
+        # Stable
+        if m.member_id == group.leader_id or not m.matches(protocols):
+            return await self._update_member_and_rebalance(group, m, protocols, session_ms, rebalance_ms)
+        return self._join_result(group, m, with_members=False)
+
+    async def _replace_static_member(self, group: Group, instance: str, old_id: str, new_id: str, skip_ok: bool,
+                                     session_ms: int, rebalance_ms: int,
+                                     protocols: list[tuple[str, bytes]]) -> JoinResult:
+        """A static member came back (KIP-345): it takes over the old member id's place; the
+        process holding the old id is fenced. No rebalance when nothing else changed."""
+        old = group.members[old_id]
+        if old.awaiting_join is not None and not old.awaiting_join.done():
+            old.awaiting_join.set_result(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        old.awaiting_join = None
+        if old.awaiting_sync is not None and not old.awaiting_sync.done():
+            old.awaiting_sync.set_result(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        old.awaiting_sync = None
+        m = group.replace_static_member(instance, old_id, new_id)
+        m.session_timeout_ms, m.rebalance_timeout_ms = session_ms, rebalance_ms
+        self._schedule_heartbeat(group, m)
+        if group.is_(GroupState.STABLE) and m.matches(protocols):
+            err = await self._store_group(group)
+            if err != ErrorCode.NONE:
+                return JoinResult(err, new_id)
+            is_leader = group.leader_id == new_id
+            return self._join_result(group, m, with_members=is_leader and skip_ok, skip_assignment=is_leader and skip_ok)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            m.protocols = protocols
+            return await self._await_join(group, m)
+        m.protocols = protocols
+        return await self._update_member_and_rebalance(group, m, protocols, session_ms, rebalance_ms)
+
+    async def _add_member_and_rebalance(self, group: Group, m: Member) -> JoinResult:
+        group.add(m)
+        if group.is_(GroupState.PREPARING_REBALANCE) and group.in_initial_delay:
+            group.new_member_added = True
+        self._prepare_or_check(group, f"member {m.member_id} joined")
+        return await self._await_join(group, m)
+
+    async def _update_member_and_rebalance(self, group: Group, m: Member, protocols: list[tuple[str, bytes]],
+                                           session_ms: int, rebalance_ms: int) -> JoinResult:
+        m.protocols = protocols
+        m.session_timeout_ms, m.rebalance_timeout_ms = session_ms, rebalance_ms
+        self._prepare_or_check(group, f"member {m.member_id} rejoined")
+        return await self._await_join(group, m)
+
+    async def _await_join(self, group: Group, m: Member) -> JoinResult:
+        fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        if m.awaiting_join is not None and not m.awaiting_join.done():
+            m.awaiting_join.set_result(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
+        m.awaiting_join = fut
+        self._schedule_heartbeat(group, m)
+        self._maybe_complete_join(group)
+        return await fut
+
+    def _prepare_or_check(self, group: Group, reason: str) -> None:
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        loop = asyncio.get_running_loop()
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            self._fail_pending_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        _cancel(group.sync_timer)
+        group.sync_timer = None
+        was_empty = group.is_(GroupState.EMPTY)
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
+        group.rebalance_started = time.monotonic()
+        _cancel(group.join_timer)
+        rebalance_ms = group.rebalance_timeout_ms()
+        if was_empty and self.config.initial_rebalance_delay_ms > 0:
+            delay = min(self.config.initial_rebalance_delay_ms, rebalance_ms)
+            group.in_initial_delay = True
+            group.new_member_added = False
+            group.initial_delay_deadline = loop.time() + rebalance_ms / 1000
+            group.join_timer = loop.call_later(delay / 1000, self._initial_delay_expired, group)
+        else:
+            group.in_initial_delay = False
+            group.join_timer = loop.call_later(rebalance_ms / 1000, self._complete_join, group)
+        log.info("group %s: preparing rebalance, generation %d (%s)", group.group_id, group.generation, reason)
+
+    def _initial_delay_expired(self, group: Group) -> None:
+        loop = asyncio.get_running_loop()
+        remaining = group.initial_delay_deadline - loop.time()
+        if group.new_member_added and remaining > 0:
+            group.new_member_added = False
+            delay = min(self.config.initial_rebalance_delay_ms / 1000, remaining)
+            group.join_timer = loop.call_later(delay, self._initial_delay_expired, group)
+            return
+        group.in_initial_delay = False
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if (group.is_(GroupState.PREPARING_REBALANCE) and not group.in_initial_delay
+                and group.all_rejoined()):
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        if not self._still_ours(group) or not group.is_(GroupState.PREPARING_REBALANCE):
+            return
+        _cancel(group.join_timer)
+        group.join_timer = None
+        for m in group.not_yet_rejoined():
+            self._remove_member(group, m, "did not rejoin in time", rebalance=False)
+        now = now_ms()
+        group.init_next_generation(now)
+        started, group.rebalance_started = group.rebalance_started, None
+        if started is not None:
+            self.stats.rebalances += 1
+            self.stats.rebalance_time_ms_total += (time.monotonic() - started) * 1000
+        if group.is_(GroupState.EMPTY):
+            log.info("group %s: generation %d is empty", group.group_id, group.generation)
+            self._spawn(self._store_group(group))
+            return
+        log.info("group %s: generation %d with %d members, protocol %s", group.group_id, group.generation,
+                 len(group.members), group.protocol)
+        for m in group.members.values():
+            fut, m.awaiting_join = m.awaiting_join, None
+            if fut is not None and not fut.done():
+                fut.set_result(self._join_result(group, m, with_members=m.member_id == group.leader_id))
+            self._schedule_heartbeat(group, m)
+        loop = asyncio.get_running_loop()
+        group.sync_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._sync_expired, group,
+                                           group.generation)
+
+    def _join_result(self, group: Group, m: Member, with_members: bool | None = None,
+                     skip_assignment: bool = False) -> JoinResult:
+        if with_members is None:
+            with_members = m.member_id == group.leader_id
+        members = ([(x.member_id, x.group_instance_id, x.metadata_for_current) for x in group.members.values()]
+                   if with_members else [])
+        return JoinResult(ErrorCode.NONE, m.member_id, group.generation, group.protocol_type, group.protocol,
+                          group.leader_id or "", members, skip_assignment)
+
+    # ================================================================ sync
+    async def sync_group(self, group_id: str, generation: int, member_id: str, instance: str | None,
+                         protocol_type: str | None, protocol: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return SyncResult(code)
+        group = self.groups.get(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_(GroupState.DEAD):
+            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(member_id, instance):
+            return SyncResult(ErrorCode.FENCED_INSTANCE_ID)
+        m = group.members.get(member_id)
+        if m is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != group.generation:
+            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol is not None and protocol != group.protocol):
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group.is_(GroupState.EMPTY):
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        group.pending_sync.discard(member_id)
+        self._schedule_heartbeat(group, m)
+        if group.is_(GroupState.STABLE):
+            return SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol, m.assignment)
+        fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        m.awaiting_sync = fut
+        if member_id == group.leader_id:
+            self._spawn(self._leader_synced(group, group.generation, assignments))
+        return await fut
+
+    async def _leader_synced(self, group: Group, generation: int, assignments: dict[str, bytes]) -> None:
+        for m in group.members.values():
+            m.assignment = assignments.get(m.member_id, b"")
+        err = await self._store_group(group)
+        if not self._still_ours(group) or not group.is_(GroupState.COMPLETING_REBALANCE) \
+                or group.generation != generation:
+            return
+        if err != ErrorCode.NONE:
+            for m in group.members.values():
+                m.assignment = b""
+            self._fail_pending_syncs(group, err)
+            self._prepare_rebalance(group, f"storing the assignment failed: {err.name}")
+            return
+        group.transition(GroupState.STABLE, now_ms())
+        for m in group.members.values():
+            fut, m.awaiting_sync = m.awaiting_sync, None
+            if fut is not None and not fut.done():
+                fut.set_result(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol, m.assignment))
+        log.info("group %s: stable at generation %d", group.group_id, group.generation)
+
+    def _fail_pending_syncs(self, group: Group, code: ErrorCode) -> None:
+        for m in group.members.values():
+            fut, m.awaiting_sync = m.awaiting_sync, None
+            if fut is not None and not fut.done():
+                fut.set_result(SyncResult(code))
+
+    def _sync_expired(self, group: Group, generation: int) -> None:
+        if not self._still_ours(group) or group.generation != generation:
+            return
+        if group.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) or not group.pending_sync:
+            return
+        late = [group.members[mid] for mid in list(group.pending_sync) if mid in group.members]
+        for m in late:
+            self._remove_member(group, m, "did not sync in time", rebalance=False)
+        self._prepare_or_check(group, f"{len(late)} members did not sync")
+
+    # ================================================================ heartbeat and leave
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance: str | None) -> ErrorCode:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(member_id, instance):
+            return ErrorCode.FENCED_INSTANCE_ID
+        m = group.members.get(member_id)
+        if m is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._schedule_heartbeat(group, m)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code, []
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
+        out = []
+        for member_id, instance in leaving:
+            if instance is not None:
+                current = group.static_member_id(instance)
+                if current is None:
+                    out.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id and member_id != current:
+                    out.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = current
+            if member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                out.append(ErrorCode.NONE)
+                self._maybe_complete_join(group)
+                continue
+            m = group.members.get(member_id)
+            if m is None:
+                out.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
+            self._remove_member(group, m, "left the group")
+            out.append(ErrorCode.NONE)
+        return ErrorCode.NONE, out
+
+    def _schedule_heartbeat(self, group: Group, m: Member) -> None:
+        _cancel(m.heartbeat_timer)
+        timeout = NEW_MEMBER_JOIN_TIMEOUT_MS if m.is_new and m.awaiting_join is not None else m.session_timeout_ms
+        m.heartbeat_timer = asyncio.get_running_loop().call_later(timeout / 1000, self._heartbeat_expired, group, m)
+
+    def _heartbeat_expired(self, group: Group, m: Member) -> None:
+        if not self._still_ours(group) or group.members.get(m.member_id) is not m:
+            return
+        if (m.awaiting_join is not None and not m.awaiting_join.done()) or \
+                (m.awaiting_sync is not None and not m.awaiting_sync.done()):
+            self._schedule_heartbeat(group, m)  # waiting on us, not dead
+            return
+        self._remove_member(group, m, "session timed out")
+
+    def _schedule_pending_expiry(self, group: Group, member_id: str, session_ms: int) -> None:
+        def expire() -> None:
+            if self._still_ours(group) and member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self._maybe_complete_join(group)
+        asyncio.get_running_loop().call_later(session_ms / 1000, expire)
+
+    def _remove_member(self, group: Group, m: Member, reason: str, rebalance: bool = True) -> None:
+        _cancel(m.heartbeat_timer)
+        for fut, result in ((m.awaiting_join, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, m.member_id)),
+                            (m.awaiting_sync, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))):
+            if fut is not None and not fut.done():
+                fut.set_result(result)
+        m.awaiting_join = m.awaiting_sync = None
+        group.remove(m.member_id)
+        log.info("group %s: member %s removed (%s), %d left", group.group_id, m.member_id, reason, len(group.members))
+        if not rebalance:
+            return
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"member {m.member_id} {reason}")
+        elif group.is_(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+
+    # ================================================================ offsets
+    async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance: str | None,
+                             offsets: dict[tuple[str, int], CommittedOffset]) -> dict[tuple[str, int], ErrorCode]:
+        """Per partition, the commit's outcome. Unknown topics are the caller's to refuse."""
+        def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
+            return {tp: code for tp in offsets}
+
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return all_(code)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return all_(ErrorCode.ILLEGAL_GENERATION if not member_id else ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())  # a standalone consumer
+        if group.is_(GroupState.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(member_id, instance):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        if not (generation < 0 and group.is_(GroupState.EMPTY)):
+            if group.is_(GroupState.COMPLETING_REBALANCE):
+                return all_(ErrorCode.REBALANCE_IN_PROGRESS)
+            m = group.members.get(member_id)
+            if m is None:
+                return all_(ErrorCode.UNKNOWN_MEMBER_ID if group.members or member_id
+                            else ErrorCode.ILLEGAL_GENERATION)
+            if generation != group.generation:
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+            self._schedule_heartbeat(group, m)
+        return await self._write_offsets(group, offsets)
+
+    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
+                             ) -> dict[tuple[str, int], ErrorCode]:
+        out: dict[tuple[str, int], ErrorCode] = {}
+        valid: dict[tuple[str, int], CommittedOffset] = {}
+        for tp, o in offsets.items():
+            if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = o
+        if not valid:
+            return out
+        started = time.monotonic()
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_key(group.group_id, t, p), offset_value(o.value())) for (t, p), o in valid.items()]
+        for tp in valid:
+            group.pending_offset_writes[tp] = group.pending_offset_writes.get(tp, 0) + 1
+        try:
+            err = await self.log.append(self.partition_of(group.group_id), records)
+        finally:
+            for tp in valid:
+                left = group.pending_offset_writes.get(tp, 1) - 1
+                if left > 0:
+                    group.pending_offset_writes[tp] = left
+                else:
+                    group.pending_offset_writes.pop(tp, None)
+        err = _map_append_error(err)
+        if err == ErrorCode.NONE and self._still_ours(group):
+            group.offsets.update(valid)
+            self.stats.offset_commits += 1
+            self.stats.offset_commit_time_ms_total += (time.monotonic() - started) * 1000
+        elif err == ErrorCode.NONE:
+            err = ErrorCode.NOT_COORDINATOR
+        for tp in valid:
+            out[tp] = err
+        return out
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+                      ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code, {}
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None and not group.is_(GroupState.DEAD) else {}
+        if partitions is None:
+            return ErrorCode.NONE, dict(offsets)
+        return ErrorCode.NONE, {tp: offsets.get(tp) for tp in partitions}
+
+    async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                             ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        if group.is_(GroupState.EMPTY):
+            subscribed: set[str] = set()
+        else:
+            topics = group.subscribed_topics()
+            if topics is None:
+                return ErrorCode.NON_EMPTY_GROUP, {}
+            subscribed = topics
+        out: dict[tuple[str, int], ErrorCode] = {}
+        doomed = []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                out[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                out[tp] = ErrorCode.NONE
+                if tp in group.offsets:
+                    doomed.append(tp)
+        if doomed:
+            err = _map_append_error(await self.log.append(
+                self.partition_of(group_id), [(offset_key(group_id, t, p), None) for t, p in doomed]))
+            if err != ErrorCode.NONE:
+                return err, {}
+            for tp in doomed:
+                group.offsets.pop(tp, None)
+        return ErrorCode.NONE, out
+
+    # ================================================================ admin
+    def list_groups(self, states: set[str] | None = None) -> tuple[ErrorCode, list[GroupOverview]]:
+        loading = any(o is Ownership.LOADING for o, _ in self.owned.values())
+        out = [GroupOverview(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
+               if not g.is_(GroupState.DEAD) and (not states or g.state.value.lower() in states)]
+        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE), out
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return GroupDescription(code, group_id, state="")
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return GroupDescription(ErrorCode.NONE, group_id)
+        stable = group.is_(GroupState.STABLE)
+        members = tuple(MemberDescription(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            m.metadata_for_current if stable else b"", m.assignment if stable else b"")
+            for m in group.members.values())
+        return GroupDescription(ErrorCode.NONE, group_id, group.state.value, group.protocol_type or "",
+                                (group.protocol or "") if stable else "", members)
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        out: dict[str, ErrorCode] = {}
+        for gid in group_ids:
+            code = self._check(gid)
+            if code != ErrorCode.NONE:
+                out[gid] = code
+                continue
+            group = self.groups.get(gid)
+            if group is None or group.is_(GroupState.DEAD):
+                out[gid] = ErrorCode.GROUP_ID_NOT_FOUND
+                continue
+            if not group.is_(GroupState.EMPTY):
+                out[gid] = ErrorCode.NON_EMPTY_GROUP
+                continue
+            tombstones: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in group.offsets]
+            tombstones.append((group_key(gid), None))
+            err = _map_append_error(await self.log.append(self.partition_of(gid), tombstones))
+            if err != ErrorCode.NONE:
+                out[gid] = err
+                continue
+            if self._still_ours(group):
+                self._kill_group(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                del self.groups[gid]
+            out[gid] = ErrorCode.NONE
+        return out
+
+    def _kill_group(self, group: Group, code: ErrorCode) -> None:
+        _cancel(group.join_timer)
+        _cancel(group.sync_timer)
+        for m in group.members.values():
+            _cancel(m.heartbeat_timer)
+            for fut, result in ((m.awaiting_join, JoinResult(code, m.member_id)), (m.awaiting_sync, SyncResult(code))):
+                if fut is not None and not fut.done():
+                    fut.set_result(result)
+        group.state = GroupState.DEAD
+
+    # ================================================================ storage and expiry
+    async def _store_group(self, group: Group) -> ErrorCode:
+        record = (group_key(group.group_id), group_value(group.value()))
+        return _map_append_error(await self.log.append(self.partition_of(group.group_id), [record]))
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _ensure_expiry_task(self) -> None:
+        if self._expiry_task is None or self._expiry_task.done():
+            self._expiry_task = asyncio.get_running_loop().create_task(self._expire_forever())
+
+    async def _expire_forever(self) -> None:
+        while self.owned:
+            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            try:
+                await self.expire_offsets(now_ms())
+            except Exception as e:  # noqa: BLE001 - the next round tries again
+                log.warning("offset expiration failed: %r", e)
+
+    async def expire_offsets(self, now: int) -> int:
+        """Kafka's rule: offsets of a group that has been empty for the retention period go
+        (for a standalone group: each offset once its commit is that old); an empty group
+        without offsets goes too."""
+        retention = self.config.offsets_retention_ms
+        expired_total = 0
+        for gid, group in list(self.groups.items()):
+            if self._check(gid) != ErrorCode.NONE or not group.is_(GroupState.EMPTY):
+                continue
+            if group.protocol_type:
+                gone = list(group.offsets) if group.state_timestamp + retention <= now else []
+            else:
+                gone = [tp for tp, o in group.offsets.items() if o.commit_timestamp + retention <= now]
+            drop_group = len(gone) == len(group.offsets)
+            if not gone and not drop_group:
+                continue
+            records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in gone]
+            if drop_group:
+                records.append((group_key(gid), None))
+            if await self.log.append(self.partition_of(gid), records) != ErrorCode.NONE:
+                continue
+            for tp in gone:
+                group.offsets.pop(tp, None)
+            expired_total += len(gone)
+            if drop_group and self._still_ours(group) and group.is_(GroupState.EMPTY):
+                self._kill_group(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                del self.groups[gid]
+        if expired_total:
+            self.stats.offsets_expired += expired_total
+            log.info("group coordinator: expired %d offsets", expired_total)
+        return expired_total
+
+    # ================================================================ figures
+    def figures(self) -> list[tuple[str, float, str]]:
+        by_state: dict[str, int] = {s.value: 0 for s in GroupState if s is not GroupState.DEAD}
+        for g in self.groups.values():
+            if not g.is_(GroupState.DEAD):
+                by_state[g.state.value] += 1
+        out = [(f"praha_groups_{name.lower()}", float(n), f"groups in state {name} on this coordinator")
+               for name, n in by_state.items()]
+        s = self.stats
+        out += [
+            ("praha_group_rebalances_total", float(s.rebalances), "join phases completed"),
+            ("praha_group_rebalance_time_ms_total", s.rebalance_time_ms_total, "time spent in join phases"),
+            ("praha_group_offset_commits_total", float(s.offset_commits), "offset commits written"),
+            ("praha_group_offset_commit_time_ms_total", s.offset_commit_time_ms_total,
+             "time from commit to replication"),
+            ("praha_group_partitions_loaded_total", float(s.partitions_loaded), "__consumer_offsets loads"),
+            ("praha_group_load_time_ms_total", s.load_time_ms_total, "time spent loading partitions"),
+            ("praha_group_offsets_expired_total", float(s.offsets_expired), "offsets expired"),
+            ("praha_group_coordinator_partitions", float(len(self.owned)), "__consumer_offsets partitions led"),
+        ]
+        return out
+
+    def shutdown(self) -> None:
+        for p in list(self.owned):
+            self.on_resigned(p)
+        for t in list(self._tasks):
+            t.cancel()
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+
+
+def _apply_group_value(g: Group, v: Any) -> None:
+    g.protocol_type = v.protocol_type or None
+    g.generation = v.generation
+    g.protocol = v.protocol
+    g.leader_id = v.leader
+    g.state_timestamp = v.current_state_timestamp
+    g.members.clear()
+    g.static_members.clear()
+    for r in v.members:
+        m = Member(r.member_id, r.group_instance_id, r.client_id, r.client_host, r.rebalance_timeout_ms,
+                   r.session_timeout_ms, g.protocol_type or "", [(v.protocol or "", r.subscription)],
+                   assignment=r.assignment, metadata_for_current=r.subscription)
+        g.members[m.member_id] = m
+        if m.group_instance_id is not None:
+            g.static_members[m.group_instance_id] = m.member_id
+    g.state = GroupState.STABLE if g.members else GroupState.EMPTY
+
+
+def _cancel(handle: Any) -> None:
+    if handle is not None:
+        handle.cancel()
