@@ -30,6 +30,13 @@ from praha.errors import (
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
+#: Kafka's internal topics (`org.apache.kafka.common.internals.Topic.isInternal`): the group
+#: and transaction coordinators' logs. Tools list them unless told to leave them out.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def is_internal_topic(name: str) -> bool:
+    return name in INTERNAL_TOPICS
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

@@ -55,7 +55,7 @@ def env(zookeeper, tmp_path_factory):
                 producer.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
             assert producer.flush(30) == 0
             del producer  # its threads stop with it
-            yield bs
+            yield bs, str(cluster.root)
     finally:
         store.stop()
         delete_chroot(connect)
@@ -101,7 +101,7 @@ def consume(c: Consumer, n: int, timeout: float = 30.0) -> list[tuple[int, int]]
 
 
 def test_list_describe_reset_and_delete_a_group(env, capsys):
-    bs = env
+    bs, _ = env
     c = consumer(bs, "billing")
     consume(c, RECORDS)
     # commit as a member of the group (its generation): 3, 4 and 5, so the lags are 7, 6 and 5
@@ -196,7 +196,7 @@ def test_list_describe_reset_and_delete_a_group(env, capsys):
 
 
 def test_a_group_with_a_member_cannot_be_deleted_or_lose_offsets(env, capsys):
-    bs = env
+    bs, _ = env
     c = consumer(bs, "busy")
     try:
         consume(c, 1)
@@ -210,3 +210,21 @@ def test_a_group_with_a_member_cannot_be_deleted_or_lose_offsets(env, capsys):
         c.close()
     rc, _, _ = groups(capsys, bs, "--delete", "--group", "busy")
     assert rc == 0
+
+
+def test_topics_list_and_describe_show_internal_topics_unless_excluded(env, capsys):
+    """As kafka-topics: __consumer_offsets is listed by default, --exclude-internal leaves it out."""
+    bs, cluster_dir = env
+    rc, out, err = groups(capsys, bs, "--list")  # the first FindCoordinator has created __consumer_offsets
+    assert rc == 0, err
+    capsys.readouterr()
+    assert main(["topics", "list", "--dir", cluster_dir]) == 0
+    assert capsys.readouterr().out.splitlines() == ["__consumer_offsets", TOPIC]
+    assert main(["topics", "list", "--exclude-internal", "--dir", cluster_dir]) == 0
+    assert capsys.readouterr().out.splitlines() == [TOPIC]
+    assert main(["topics", "describe", "--json", "--dir", cluster_dir]) == 0
+    topics = json.loads(capsys.readouterr().out)["topics"]
+    assert {name: t["internal"] for name, t in topics.items()} == {"__consumer_offsets": True, TOPIC: False}
+    assert len(topics["__consumer_offsets"]["partitions"]) == 6
+    assert main(["topics", "describe", "--exclude-internal", "--dir", cluster_dir]) == 0
+    assert "__consumer_offsets" not in capsys.readouterr().out
