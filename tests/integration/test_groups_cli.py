@@ -228,3 +228,28 @@ def test_topics_list_and_describe_show_internal_topics_unless_excluded(env, caps
     assert len(topics["__consumer_offsets"]["partitions"]) == 6
     assert main(["topics", "describe", "--exclude-internal", "--dir", cluster_dir]) == 0
     assert "__consumer_offsets" not in capsys.readouterr().out
+
+
+def test_the_command_follows_the_coordinator_when_its_broker_dies(env, capsys):
+    """Runs last: SIGKILL the broker coordinating a group; the command looks the
+    coordinator up again (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / refused
+    connections are retried) and finds the offsets, replicated acks=all, on the new one."""
+    from praha.admin.groups import GroupAdmin
+    from praha.cluster.local import LocalCluster
+
+    bs, cluster_dir = env
+    solo = Consumer({"bootstrap.servers": bs, "group.id": "failover", "enable.auto.commit": False, "log_level": 3})
+    solo.commit(offsets=[CTP(TOPIC, 0, 6), CTP(TOPIC, 2, 8)], asynchronous=False)
+    solo.close()
+    with GroupAdmin(bs, timeout=5) as a:
+        old = a.find_coordinator("failover")
+    LocalCluster(cluster_dir).kill_broker(old.id)
+    survivors = ",".join(a for a in bs.split(",") if not a.endswith(f":{old.port}"))
+    t0 = time.monotonic()
+    rc, out, err = groups(capsys, survivors, "--describe", "--group", "failover", "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["coordinator"]["id"] != old.id and time.monotonic() - t0 < 20
+    assert [(p["partition"], p["current_offset"]) for p in got["partitions"]] == [(0, 6), (2, 8)]
+    rc, out, _ = groups(capsys, survivors, "--list")
+    assert rc == 0 and "failover" in out.splitlines()
