@@ -355,7 +355,10 @@ def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
                                         "error": error_message(failed[tp]) if tp in failed else None}
                                        for tp, off in sorted(plan.offsets.items())],
                         "warnings": plan.warnings})
-        lines += [""] + reset_table(group, plan.offsets)
+        if plan.offsets:
+            lines += [""] + reset_table(group, plan.offsets)
+        elif not args.json:
+            print(f"Nothing to reset: group '{group}' has no committed offsets.", file=sys.stderr)
         if failed:
             _emit(args, results[-1] if len(groups) == 1 else {"groups": results}, lines)
             tp, code = sorted(failed.items())[0]

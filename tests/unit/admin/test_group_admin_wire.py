@@ -202,6 +202,9 @@ def test_reset_plans_executes_and_refuses_active_groups(broker, capsys):
     assert (rc, err.splitlines()[-1]) == (1, "error: Topic 'nosuch' does not exist.")
     rc, _, err = cli(capsys, broker, "--reset-offsets", "--group", "idle", "--topic", "orders:7", "--to-earliest")
     assert (rc, err.splitlines()[-1]) == (1, "error: Partition orders-7 does not exist (topic orders has 3 partitions)")
+    rc, out, err = cli(capsys, broker, "--reset-offsets", "--group", "nobody", "--all-topics", "--to-earliest",
+                       "--dry-run")
+    assert (rc, out, err) == (0, "", "Nothing to reset: group 'nobody' has no committed offsets.\n")
     # a group that does not exist yet gets offsets (Kafka allows it: the state is Dead)
     rc, _, _ = cli(capsys, broker, "--reset-offsets", "--group", "fresh", "--topic", "orders:1", "--to-latest",
                    "--execute")
