@@ -55,7 +55,7 @@ def env(zookeeper, tmp_path_factory):
                 producer.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
             assert producer.flush(30) == 0
             del producer  # its threads stop with it
-            yield bs, str(cluster.root)
+            yield bs, str(cluster.root), connect
     finally:
         store.stop()
         delete_chroot(connect)
@@ -101,7 +101,7 @@ def consume(c: Consumer, n: int, timeout: float = 30.0) -> list[tuple[int, int]]
 
 
 def test_list_describe_reset_and_delete_a_group(env, capsys):
-    bs, _ = env
+    bs, _, _ = env
     c = consumer(bs, "billing")
     consume(c, RECORDS)
     # commit as a member of the group (its generation): 3, 4 and 5, so the lags are 7, 6 and 5
@@ -196,7 +196,7 @@ def test_list_describe_reset_and_delete_a_group(env, capsys):
 
 
 def test_a_group_with_a_member_cannot_be_deleted_or_lose_offsets(env, capsys):
-    bs, _ = env
+    bs, _, _ = env
     c = consumer(bs, "busy")
     try:
         consume(c, 1)
@@ -214,9 +214,14 @@ def test_a_group_with_a_member_cannot_be_deleted_or_lose_offsets(env, capsys):
 
 def test_topics_list_and_describe_show_internal_topics_unless_excluded(env, capsys):
     """As kafka-topics: __consumer_offsets is listed by default, --exclude-internal leaves it out."""
-    bs, cluster_dir = env
+    bs, cluster_dir, connect = env
     rc, out, err = groups(capsys, bs, "--list")  # the first FindCoordinator has created __consumer_offsets
     assert rc == 0, err
+    # the brokers can be named by ZooKeeper or by the cluster directory too
+    for where in (["--zookeeper", connect], ["--dir", cluster_dir]):
+        capsys.readouterr()
+        assert main(["groups", "--list", *where]) == 0
+        assert capsys.readouterr().out == out
     capsys.readouterr()
     assert main(["topics", "list", "--dir", cluster_dir]) == 0
     assert capsys.readouterr().out.splitlines() == ["__consumer_offsets", TOPIC]
@@ -237,7 +242,7 @@ def test_the_command_follows_the_coordinator_when_its_broker_dies(env, capsys):
     from praha.admin.groups import GroupAdmin
     from praha.cluster.local import LocalCluster
 
-    bs, cluster_dir = env
+    bs, cluster_dir, _ = env
     solo = Consumer({"bootstrap.servers": bs, "group.id": "failover", "enable.auto.commit": False, "log_level": 3})
     solo.commit(offsets=[CTP(TOPIC, 0, 6), CTP(TOPIC, 2, 8)], asynchronous=False)
     solo.close()
