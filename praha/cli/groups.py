@@ -256,9 +256,7 @@ def _list(admin: GroupAdmin, args: argparse.Namespace, states: list[str]) -> int
 
 
 def _note_state(desc: GroupDescription, args: argparse.Namespace) -> None:
-    """Kafka's remarks on a group that is empty or rebalancing (stderr); a Dead group does not exist."""
-    if desc.state == "Dead":
-        raise CliError(f"Consumer group '{desc.group_id}' does not exist.")
+    """Kafka's remarks on a group that is empty or rebalancing (stderr)."""
     if args.json:
         return
     if desc.state == "Empty":
@@ -274,8 +272,13 @@ def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) ->
     descriptions = admin.describe_groups(groups)
     out: list[dict[str, Any]] = []
     lines: list[str] = []
+    missing = [g for g in sorted(descriptions) if not descriptions[g].exists]
     for group in sorted(descriptions):
         desc = descriptions[group]
+        if not desc.exists:  # Kafka goes on with the other groups, then the command fails
+            if len(descriptions) > 1:
+                print(f"Error: Consumer group '{group}' does not exist.", file=sys.stderr)
+            continue
         _note_state(desc, args)
         base = {"group": group, "state": desc.state, "coordinator": {
             "id": desc.coordinator.id, "host": desc.coordinator.host, "port": desc.coordinator.port}}
@@ -298,7 +301,13 @@ def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) ->
             out.append({**base, "partitions": [r.as_json() for r in rows]})
             if rows:
                 lines += [""] + offsets_table(rows)
-    _emit(args, out[0] if len(out) == 1 and not args.all_groups else {"groups": out}, lines)
+    if out:
+        _emit(args, out[0] if len(out) == 1 and len(groups) == 1 and not args.all_groups else {"groups": out},
+              lines)
+    if missing:
+        raise CliError(f"Consumer group '{missing[0]}' does not exist." if len(descriptions) == 1 else
+                       f"{len(missing)} of {len(descriptions)} consumer groups do not exist: "
+                       + ", ".join(f"'{g}'" for g in missing))
     return 0
 
 

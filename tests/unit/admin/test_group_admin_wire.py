@@ -173,6 +173,11 @@ def test_list_and_describe_text_and_json(broker, capsys):
     assert out.splitlines()[2].split() == ["busy", f"127.0.0.1:{broker.port}", "(1)", "range", "Stable", "1"]
     rc, _, err = cli(capsys, broker, "--describe", "--group", "nobody")
     assert (rc, err) == (1, "error: Consumer group 'nobody' does not exist.\n")
+    # several groups: the others are described, then the command fails
+    rc, out, err = cli(capsys, broker, "--describe", "--group", "nobody", "--group", "busy", "--state", "--json")
+    assert [g["group"] for g in json.loads(out)["groups"]] == ["busy"]
+    assert (rc, err) == (1, "Error: Consumer group 'nobody' does not exist.\n"
+                            "error: 1 of 2 consumer groups do not exist: 'nobody'\n")
 
 
 def test_reset_plans_executes_and_refuses_active_groups(broker, capsys):
