@@ -30,13 +30,6 @@ from praha.errors import (
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
-#: Kafka's internal topics (`org.apache.kafka.common.internals.Topic.isInternal`): the group
-#: and transaction coordinators' logs. Tools list them unless told to leave them out.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def is_internal_topic(name: str) -> bool:
-    return name in INTERNAL_TOPICS
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -108,6 +101,15 @@ TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "segment.jitter.ms": (0, None),
     "segment.ms": (1, None),
 }
+
+
+#: Kafka's internal topics: flagged internal in Metadata, written only by their coordinators
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def is_internal_topic(name: str) -> bool:
+    """Kafka's `Topic.isInternal`; tools list internal topics unless told to leave them out."""
+    return name in INTERNAL_TOPICS
 
 
 def validate_topic_name(name: str) -> None:

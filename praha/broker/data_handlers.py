@@ -49,6 +49,7 @@ from praha.log.log import FileRegion
 from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
+from praha.topic_rules import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -110,6 +111,9 @@ class DataApis:
                     results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1]
                     continue
                 if tp in results:  # a partition named twice: the first entry counts
+                    continue
+                if tp.topic in INTERNAL_TOPICS:  # written by the coordinators only (Kafka's answer)
+                    results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1, -1]
                     continue
                 p, code = self._leader(tp)
                 if p is None:

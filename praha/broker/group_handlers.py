@@ -279,7 +279,7 @@ class GroupApis:
                     member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                     client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                     for m in d.members],
-                authorized_operations=None))  # None encodes as Kafka's -2147483648 ("not requested")
+                authorized_operations=None))
         return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
     async def handle_delete_groups(self, req: DecodedRequest) -> Any:

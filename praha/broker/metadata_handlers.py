@@ -17,6 +17,7 @@ from kafka.protocol.metadata import MetadataResponse
 from praha.common import NO_LEADER
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class MetadataApis:
                 error_code=code, partition_index=p, leader_id=leader, leader_epoch=s.leader_epoch,
                 replica_nodes=list(s.replicas), isr_nodes=list(s.isr), offline_replicas=list(s.offline_replicas),
             ))
-        return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=False,
+        return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=name in INTERNAL_TOPICS,
                     partitions=out, authorized_operations=None)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:

@@ -181,10 +181,13 @@ class LocalCluster:
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
         self.save(state)
         ports = free_ports(2 * brokers)
+        # as Kafka's single-broker quickstart config: __consumer_offsets can be created
+        # with fewer than three brokers (FindCoordinator waits for that many otherwise)
+        offsets_defaults = {"offsets.topic.replication.factor": str(min(3, brokers))}
         for bid in range(1, brokers + 1):
             state.brokers[bid] = BrokerProcess(
                 id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
-                overrides={**(overrides or {}), **((per_broker or {}).get(bid, {}))},
+                overrides={**offsets_defaults, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
             )
         self.save(state)
         for b in state.brokers.values():

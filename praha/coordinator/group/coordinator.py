@@ -447,7 +447,14 @@ class GroupCoordinator:
         _cancel(group.join_timer)
         group.join_timer = None
         for m in group.not_yet_rejoined():
-            self._remove_member(group, m, "did not rejoin in time", rebalance=False)
+            if m.group_instance_id is None:  # a static member keeps its place (KIP-345)
+                self._remove_member(group, m, "did not rejoin in time", rebalance=False)
+        if group.members and not group.elect_joined_leader():
+            # nobody rejoined (only static members remain): wait another rebalance timeout,
+            # until they rejoin or their session timeouts remove them
+            group.join_timer = asyncio.get_running_loop().call_later(
+                group.rebalance_timeout_ms() / 1000, self._complete_join, group)
+            return
         now = now_ms()
         group.init_next_generation(now)
         started, group.rebalance_started = group.rebalance_started, None
@@ -483,6 +490,8 @@ class GroupCoordinator:
                          protocol_type: str | None, protocol: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
         code = self._check(group_id)
+        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)  # Kafka's answer: rejoin once loaded
         if code != ErrorCode.NONE:
             return SyncResult(code)
         group = self.groups.get(group_id)
@@ -553,6 +562,8 @@ class GroupCoordinator:
     # ================================================================ heartbeat and leave
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance: str | None) -> ErrorCode:
         code = self._check(group_id)
+        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NONE  # Kafka answers blindly while loading: the member keeps its place
         if code != ErrorCode.NONE:
             return code
         group = self.groups.get(group_id)
@@ -655,23 +666,33 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
-                return all_(ErrorCode.ILLEGAL_GENERATION if not member_id else ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())  # a standalone consumer
-        if group.is_(GroupState.DEAD):
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(member_id, instance):
-            return all_(ErrorCode.FENCED_INSTANCE_ID)
-        if not (generation < 0 and group.is_(GroupState.EMPTY)):
-            if group.is_(GroupState.COMPLETING_REBALANCE):
-                return all_(ErrorCode.REBALANCE_IN_PROGRESS)
-            m = group.members.get(member_id)
-            if m is None:
-                return all_(ErrorCode.UNKNOWN_MEMBER_ID if group.members or member_id
-                            else ErrorCode.ILLEGAL_GENERATION)
-            if generation != group.generation:
                 return all_(ErrorCode.ILLEGAL_GENERATION)
+            group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())  # a standalone consumer
+        code = self._validate_commit(group, generation, member_id, instance)
+        if code != ErrorCode.NONE:
+            return all_(code)
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            # a member with the new generation that has not synced yet: it should wait
+            return all_(ErrorCode.REBALANCE_IN_PROGRESS)
+        m = group.members.get(member_id)
+        if m is not None:
             self._schedule_heartbeat(group, m)
         return await self._write_offsets(group, offsets)
+
+    @staticmethod
+    def _validate_commit(group: Group, generation: int, member_id: str, instance: str | None) -> ErrorCode:
+        """Kafka's validateOffsetCommit: who may commit to this group now."""
+        if group.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.is_(GroupState.EMPTY):
+            return ErrorCode.NONE  # the admin client, or a consumer assigning partitions itself
+        if generation >= 0 or member_id or instance is not None:
+            if group.is_static_member_fenced(member_id, instance):
+                return ErrorCode.FENCED_INSTANCE_ID
+            if member_id not in group.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.ILLEGAL_GENERATION if generation != group.generation else ErrorCode.NONE
+        return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
 
     async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
                              ) -> dict[tuple[str, int], ErrorCode]:
@@ -871,19 +892,19 @@ class GroupCoordinator:
         for g in self.groups.values():
             if not g.is_(GroupState.DEAD):
                 by_state[g.state.value] += 1
-        out = [(f"praha_groups_{name.lower()}", float(n), f"groups in state {name} on this coordinator")
+        out = [(f"groups_{name.lower()}", float(n), f"groups in state {name} on this coordinator")
                for name, n in by_state.items()]
         s = self.stats
         out += [
-            ("praha_group_rebalances_total", float(s.rebalances), "join phases completed"),
-            ("praha_group_rebalance_time_ms_total", s.rebalance_time_ms_total, "time spent in join phases"),
-            ("praha_group_offset_commits_total", float(s.offset_commits), "offset commits written"),
-            ("praha_group_offset_commit_time_ms_total", s.offset_commit_time_ms_total,
+            ("group_rebalances_total", float(s.rebalances), "join phases completed"),
+            ("group_rebalance_time_ms_total", s.rebalance_time_ms_total, "time spent in join phases"),
+            ("group_offset_commits_total", float(s.offset_commits), "offset commits written"),
+            ("group_offset_commit_time_ms_total", s.offset_commit_time_ms_total,
              "time from commit to replication"),
-            ("praha_group_partitions_loaded_total", float(s.partitions_loaded), "__consumer_offsets loads"),
-            ("praha_group_load_time_ms_total", s.load_time_ms_total, "time spent loading partitions"),
-            ("praha_group_offsets_expired_total", float(s.offsets_expired), "offsets expired"),
-            ("praha_group_coordinator_partitions", float(len(self.owned)), "__consumer_offsets partitions led"),
+            ("group_partitions_loaded_total", float(s.partitions_loaded), "__consumer_offsets loads"),
+            ("group_load_time_ms_total", s.load_time_ms_total, "time spent loading partitions"),
+            ("group_offsets_expired_total", float(s.offsets_expired), "offsets expired"),
+            ("group_coordinator_partitions", float(len(self.owned)), "__consumer_offsets partitions led"),
         ]
         return out
 

@@ -196,6 +196,17 @@ class Group:
     def not_yet_rejoined(self) -> list[Member]:
         return [m for m in self.members.values() if m.awaiting_join is None]
 
+    def elect_joined_leader(self) -> bool:
+        """Keep a leader that rejoined, else pick a member that did; False if none did."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is not None and leader.awaiting_join is not None:
+            return True
+        joined = next((mid for mid, m in self.members.items() if m.awaiting_join is not None), None)
+        if joined is None:
+            return False
+        self.leader_id = joined
+        return True
+
     def all_rejoined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join is not None for m in self.members.values())
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from praha.errors import CorruptLogError
 
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = "__consumer_offsets"  # one of topic_rules.INTERNAL_TOPICS
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2

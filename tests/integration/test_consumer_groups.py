@@ -1,0 +1,516 @@
+"""Consumer groups with unmodified Kafka clients on a 3-broker cluster (issue 11 §2).
+
+One cluster for the module (groups and topics are named per test). Each client library
+runs three members of one group over a 6-partition RF 3 topic: every record is consumed,
+the members end with disjoint assignments covering the topic, and the committed offsets
+are read back by a new member. Then kcat's balanced consumer, a member SIGKILLed, a
+static member, the coordinator's broker SIGKILLed while members commit, and the error
+codes a hostile or confused client gets.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest, SyncGroupRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
+
+from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for
+from praha.errors import ErrorCode
+from praha.protocol.client import BrokerConnection
+from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS, RECORDS = 6, 600
+GROUP_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.commit.timeout.ms": "5000",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    connect = unique_chroot(zookeeper.connect_string)
+    try:
+        with running_cluster(tmp_path_factory.mktemp("groups"), connect, 3, GROUP_SETTINGS) as c:
+            yield c
+    finally:
+        delete_chroot(connect)
+
+
+def bootstrap(cluster) -> str:
+    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+
+
+def new_topic(cluster, records: int = RECORDS, partitions: int = PARTITIONS) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    bs = bootstrap(cluster)
+    admin = AdminClient({"bootstrap.servers": bs})  # kept alive until the result is in
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(records):
+        p.produce(name, key=str(i).encode(), value=str(i).encode())
+    assert p.flush(30) == 0
+    return name
+
+
+def check_shares(assignments: list[set[int]], partitions: int = PARTITIONS) -> None:
+    union = set().union(*assignments)
+    assert union == set(range(partitions)), assignments
+    assert sum(len(a) for a in assignments) == partitions, f"overlapping assignments {assignments}"
+    assert all(assignments), f"a member got nothing: {assignments}"
+
+
+def committed_ck(bs: str, group: str, topic: str, partitions: int = PARTITIONS) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bs, "group.id": group})
+    try:
+        got = c.committed([CkTopicPartition(topic, i) for i in range(partitions)], timeout=15)
+        return {tp.partition: tp.offset for tp in got}
+    finally:
+        c.close()
+
+
+def end_offsets(bs: str, topic: str, partitions: int = PARTITIONS) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "offsets-probe"})
+    try:
+        return {i: c.get_watermark_offsets(CkTopicPartition(topic, i), timeout=10)[1] for i in range(partitions)}
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------ three client libraries
+def test_confluent_kafka_group_shares_and_commits(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster), "ck-group"
+    seen: set[tuple[int, int]] = set()
+    assignments: list[set[int]] = [set(), set(), set()]
+    lock = threading.Lock()
+    done = threading.Event()
+    ready = threading.Barrier(3, timeout=60)
+
+    def member(i: int) -> None:
+        c = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+        try:
+            c.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not done.is_set():
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    with lock:
+                        seen.add((m.partition(), m.offset()))
+                        if len(seen) >= RECORDS:
+                            done.set()
+            assignments[i] = {tp.partition for tp in c.assignment()}
+            c.commit(asynchronous=False)
+            ready.wait()  # nobody leaves (and triggers a rebalance) before all have committed
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert len(seen) == RECORDS
+    check_shares(assignments)
+    assert committed_ck(bs, group, topic) == end_offsets(bs, topic)
+
+
+def test_kafka_python_group_shares_and_commits(cluster):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    bs, topic, group = bootstrap(cluster), new_topic(cluster), "kp-group"
+    seen: set[tuple[int, int]] = set()
+    assignments: list[set[int]] = [set(), set(), set()]
+    lock = threading.Lock()
+    ready = threading.Barrier(3, timeout=60)
+
+    def member(i: int) -> None:
+        c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                for tp, msgs in c.poll(timeout_ms=200).items():
+                    with lock:
+                        seen.update((tp.partition, m.offset) for m in msgs)
+                with lock:
+                    if len(seen) >= RECORDS and len(c.assignment()) == 2:
+                        break
+            assignments[i] = {tp.partition for tp in c.assignment()}
+            c.commit()
+            ready.wait()
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert len(seen) == RECORDS
+    check_shares(assignments)
+    reader = KafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
+    try:
+        got = {i: reader.committed(KpTopicPartition(topic, i)) for i in range(PARTITIONS)}
+    finally:
+        reader.close()
+    assert got == end_offsets(bs, topic)
+
+
+def test_aiokafka_group_shares_and_commits(cluster):
+    from aiokafka import AIOKafkaConsumer
+
+    bs, topic, group = bootstrap(cluster), new_topic(cluster), "aio-group"
+
+    async def run() -> list[set[int]]:
+        consumers = [AIOKafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                                      enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200)
+                     for _ in range(3)]
+        seen: set[tuple[int, int]] = set()
+        for c in consumers:
+            await c.start()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                for c in consumers:
+                    for tp, msgs in (await c.getmany(timeout_ms=100)).items():
+                        seen.update((tp.partition, m.offset) for m in msgs)
+                if len(seen) >= RECORDS and all(len(c.assignment()) == 2 for c in consumers):
+                    break
+            assert len(seen) == RECORDS
+            shares = [{tp.partition for tp in c.assignment()} for c in consumers]
+            for c in consumers:
+                await c.commit()
+            return shares
+        finally:
+            for c in consumers:
+                await c.stop()
+
+    check_shares(asyncio.run(run()))
+    assert committed_ck(bs, group, topic) == end_offsets(bs, topic)
+
+
+def test_kcat_balanced_consumer(cluster):
+    bs, topic = bootstrap(cluster), new_topic(cluster, records=100)
+    out = subprocess.run(
+        ["kcat", "-b", bs, "-G", "kcat-group", "-o", "beginning", "-c", "100", "-f", "%p:%o\\n", "-q",
+         "-X", "session.timeout.ms=6000", topic],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert len(set(out.stdout.split())) == 100
+
+
+# ------------------------------------------------------------------ failures
+MEMBER_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import Consumer
+    bs, group, topic, instance = sys.argv[1:5]
+    conf = {"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+            "session.timeout.ms": 3000, "heartbeat.interval.ms": 200}
+    if instance != "-":
+        conf["group.instance.id"] = instance
+    c = Consumer(conf)
+    c.subscribe([topic])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        c.poll(0.2)
+        print("assigned", sorted(tp.partition for tp in c.assignment()), flush=True)
+""")
+
+
+def start_member(bs: str, group: str, topic: str, instance: str = "-") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, bs, group, topic, instance],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+def describe(bs: str, group: str):
+    admin = AdminClient({"bootstrap.servers": bs})
+    return admin.describe_consumer_groups([group])[group].result(15)
+
+
+def test_killed_member_partitions_move_after_session_timeout(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "kill-group"
+    victim = start_member(bs, group, topic)
+    survivor = Consumer({"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 3000,
+                         "heartbeat.interval.ms": 200, "auto.offset.reset": "earliest"})
+    try:
+        survivor.subscribe([topic])
+
+        def survivor_has(n: int) -> bool:
+            survivor.poll(0.2)
+            return len(survivor.assignment()) == n
+        wait_for(lambda: survivor_has(3) and len(describe(bs, group).members) == 2, 60, what="two members, 3+3")
+        os.killpg(victim.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        wait_for(lambda: survivor_has(PARTITIONS), 30, what="the survivor owning every partition")
+        assert time.monotonic() - killed_at >= 2.0, "moved before the session timeout"
+    finally:
+        stop(victim)
+        survivor.close()
+
+
+def test_static_member_restart_causes_no_rebalance(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "static-group"
+    first = start_member(bs, group, topic, instance="inst-1")
+    other = start_member(bs, group, topic, instance="inst-2")
+    try:
+        def owners() -> dict[str, set[int]] | None:
+            d = describe(bs, group)
+            got = {m.group_instance_id: {tp.partition for tp in m.assignment.topic_partitions} for m in d.members}
+            whole = d.state.name == "STABLE" and len(got) == 2 and set().union(*got.values()) == set(range(PARTITIONS))
+            return got if whole else None
+        owners_before = wait_for(owners, 60, what="a stable group of two static members sharing the topic")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        first = start_member(bs, group, topic, instance="inst-1")
+        wait_for(lambda: any(line.startswith("assigned [") and line.strip() != "assigned []"
+                             for line in [first.stdout.readline()]), 30, what="the restarted member's assignment")
+        assert owners() == owners_before
+    finally:
+        stop(first)
+        stop(other)
+
+
+def find_coordinator(bs: str, group: str) -> tuple[int, str, int]:
+    host, port = bs.split(",")[0].split(":")
+    with BrokerConnection(host, int(port)) as conn:
+        r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
+    assert r.error_code == 0, r
+    return r.node_id, r.host, r.port
+
+
+def test_coordinator_killed_while_members_commit_loses_no_commit(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=300), "failover-group"
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 10000, "heartbeat.interval.ms": 200})
+    acked: dict[int, int] = {}
+    coordinator_id = find_coordinator(bs, group)[0]
+    try:
+        c.subscribe([topic])
+        killed = False
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and sum(acked.values()) < 300:
+            m = c.poll(0.2)
+            if m is None or m.error() is not None:
+                continue
+            try:
+                for tp in c.commit(message=m, asynchronous=False):
+                    if tp.error is None:
+                        acked[tp.partition] = max(acked.get(tp.partition, 0), tp.offset)
+            except Exception:  # noqa: BLE001 - a commit refused during failover is retried by the next one
+                pass
+            if not killed and sum(acked.values()) >= 100:
+                cluster.kill_broker(coordinator_id)
+                killed = True
+        assert killed and sum(acked.values()) >= 300 - PARTITIONS
+        assert find_coordinator(bs, group)[0] != coordinator_id
+    finally:
+        c.close()
+        cluster.start_broker(coordinator_id)
+    committed = committed_ck(bs, group, topic)
+    for p, offset in acked.items():
+        assert committed[p] >= offset, f"partition {p}: acknowledged {offset}, committed {committed[p]}"
+
+
+# ------------------------------------------------------------------ bad input
+class GroupClient:
+    """A raw connection to a group's coordinator, to send what a well-behaved client would not."""
+
+    def __init__(self, bs: str, group: str):
+        _, host, port = wait_for(lambda: _find_ok(bs, group), 30, what="a coordinator")
+        self.conn = BrokerConnection(host, port, timeout=30)
+        self.group = group
+
+    def join(self, member_id: str = "", protocol_type: str = "consumer", instance: str | None = None,
+             protocols=(("range", b"meta"),), version: int = 5):
+        req = JoinGroupRequest(group_id=self.group, session_timeout_ms=6000, rebalance_timeout_ms=3000,
+                               member_id=member_id, group_instance_id=instance, protocol_type=protocol_type,
+                               protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m)
+                                          for n, m in protocols], reason=None)
+        return self.conn.send(req, version)
+
+    def sync(self, generation: int, member_id: str, instance: str | None = None):
+        req = SyncGroupRequest(group_id=self.group, generation_id=generation, member_id=member_id,
+                               group_instance_id=instance, protocol_type=None, protocol_name=None,
+                               assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id,
+                                                                                        assignment=b"a")])
+        return self.conn.send(req, 3)
+
+    def heartbeat(self, generation: int, member_id: str, instance: str | None = None):
+        return self.conn.send(HeartbeatRequest(group_id=self.group, generation_id=generation, member_id=member_id,
+                                               group_instance_id=instance), 3).error_code
+
+    def commit(self, topic: str, generation: int = -1, member_id: str = ""):
+        T = OffsetCommitRequest.OffsetCommitRequestTopic
+        req = OffsetCommitRequest(group_id=self.group, generation_id_or_member_epoch=generation, member_id=member_id,
+                                  group_instance_id=None, retention_time_ms=-1, topics=[T(name=topic, partitions=[
+                                      T.OffsetCommitRequestPartition(partition_index=0, committed_offset=5,
+                                                                     committed_leader_epoch=-1,
+                                                                     committed_metadata="")])])
+        return self.conn.send(req, 7).topics[0].partitions[0].error_code
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _find_ok(bs: str, group: str):
+    host, port = bs.split(",")[0].split(":")
+    with BrokerConnection(host, int(port)) as conn:
+        r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
+    return (r.node_id, r.host, r.port) if r.error_code == 0 else None
+
+
+def joined_member(g: GroupClient, instance: str | None = None):
+    first = g.join(instance=instance)
+    if first.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+        first = g.join(member_id=first.member_id, instance=instance)
+    assert first.error_code == 0, first
+    return first
+
+
+def test_bad_group_requests_get_kafkas_errors(cluster):
+    bs = bootstrap(cluster)
+    topic = new_topic(cluster, records=1)
+    g = GroupClient(bs, f"bad-{uuid.uuid4().hex[:6]}")
+    try:
+        assert g.join(member_id="nobody").error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        first = g.join()
+        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.member_id
+        joined = g.join(member_id=first.member_id)
+        assert joined.error_code == 0 and joined.leader == first.member_id and joined.generation_id == 1
+        assert g.sync(joined.generation_id, first.member_id).error_code == 0
+        assert g.heartbeat(joined.generation_id, first.member_id) == 0
+        assert g.heartbeat(joined.generation_id - 1, first.member_id) == ErrorCode.ILLEGAL_GENERATION
+        assert g.heartbeat(joined.generation_id, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+        assert g.sync(joined.generation_id + 5, first.member_id).error_code == ErrorCode.ILLEGAL_GENERATION
+        assert g.join(protocol_type="connect").error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert g.join(protocols=(("other", b""),)).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert g.commit(topic, joined.generation_id, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+        assert g.commit(topic, joined.generation_id + 1, first.member_id) == ErrorCode.ILLEGAL_GENERATION
+        assert g.commit("no-such-topic", joined.generation_id, first.member_id) == \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert g.commit(topic, joined.generation_id, first.member_id) == 0
+    finally:
+        g.close()
+    empty = BrokerConnection(*bs.split(",")[0].split(":")[:1], int(bs.split(",")[0].split(":")[1]))
+    try:
+        r = empty.send(FindCoordinatorRequest(key="", key_type=0), 3)
+        assert r.error_code == ErrorCode.INVALID_GROUP_ID
+    finally:
+        empty.close()
+
+
+def test_static_member_id_reused_fences_the_older_process(cluster):
+    bs = bootstrap(cluster)
+    group = f"static-{uuid.uuid4().hex[:6]}"
+    old, new = GroupClient(bs, group), GroupClient(bs, group)
+    try:
+        first = joined_member(old, instance="shared-instance")
+        assert old.sync(first.generation_id, first.member_id, "shared-instance").error_code == 0
+        second = new.join(instance="shared-instance")
+        assert second.error_code == 0 and second.member_id != first.member_id
+        assert old.heartbeat(first.generation_id, first.member_id, "shared-instance") == \
+            ErrorCode.FENCED_INSTANCE_ID
+        assert new.heartbeat(second.generation_id, second.member_id, "shared-instance") == 0
+    finally:
+        old.close()
+        new.close()
+
+
+def test_offsets_topic_is_internal_compacted_and_where_kafka_puts_groups(cluster):
+    bs = bootstrap(cluster)
+    node_id = find_coordinator(bs, "where-am-i")[0]
+    admin = AdminClient({"bootstrap.servers": bs})
+    md = admin.list_topics(OFFSETS_TOPIC, timeout=10)
+    partition = md.topics[OFFSETS_TOPIC].partitions[partition_for("where-am-i", 50)]
+    assert len(md.topics[OFFSETS_TOPIC].partitions) == 50
+    assert partition.leader == node_id
+    assert partition_for("hello", 50) == 99162322 % 50  # "hello".hashCode() in Java
+    assert md.topics[OFFSETS_TOPIC].error is None
+    from kafka import KafkaAdminClient
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        described = kp.describe_topics([OFFSETS_TOPIC])[0]
+    finally:
+        kp.close()
+    assert described["is_internal"] is True
+    p = Producer({"bootstrap.servers": bs, "message.timeout.ms": 5000, "retries": 0})
+    outcome = []
+    p.produce(OFFSETS_TOPIC, value=b"forged", partition=0, on_delivery=lambda err, msg: outcome.append(err))
+    p.flush(10)
+    assert outcome and outcome[0] is not None and outcome[0].code() == 17  # INVALID_TOPIC_EXCEPTION
+
+
+def poll_until(consumers, predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.05)
+        if predicate():
+            return
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def test_clean_leave_rebalances_at_once(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "leave-group"
+    conf = {"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 45000, "heartbeat.interval.ms": 200}
+    a, b = Consumer(conf), Consumer(conf)
+    try:
+        a.subscribe([topic])
+        b.subscribe([topic])
+        poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, "3+3")
+        b.close()
+        left_at = time.monotonic()
+        poll_until([a], lambda: len(a.assignment()) == PARTITIONS, 30, "the remaining member owning all")
+        assert time.monotonic() - left_at < 20, "waited for the session timeout instead of the LeaveGroup"
+    finally:
+        a.close()
+
+
+def test_cooperative_sticky_moves_only_what_must_move(cluster):
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "coop-group"
+    revoked: list[set[int]] = [set(), set(), set()]
+
+    def member(i: int) -> Consumer:
+        c = Consumer({"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 6000,
+                      "heartbeat.interval.ms": 200, "partition.assignment.strategy": "cooperative-sticky"})
+        c.subscribe([topic], on_revoke=lambda _c, tps: revoked[i].update(tp.partition for tp in tps))
+        return c
+
+    a, b = member(0), member(1)
+    c = None
+    try:
+        poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, "3+3")
+        before = ({tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()})
+        c = member(2)
+        poll_until([a, b, c], lambda: all(len(x.assignment()) == 2 for x in (a, b, c)), 60, "2+2+2")
+        after_a, after_b = {tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()}
+        assert after_a <= before[0] and after_b <= before[1], "a partition moved between the old members"
+        assert revoked[0] == before[0] - after_a and revoked[1] == before[1] - after_b
+        assert {tp.partition for tp in c.assignment()} == revoked[0] | revoked[1]
+    finally:
+        for x in (a, b, c):
+            if x is not None:
+                x.close()
