@@ -212,6 +212,31 @@ def test_a_group_with_a_member_cannot_be_deleted_or_lose_offsets(env, capsys):
     assert rc == 0
 
 
+def test_a_kafka_python_member_is_described_with_its_partitions(env, capsys):
+    """Another client's assignment bytes (kafka-python's consumer protocol) decode the same way."""
+    from kafka import KafkaConsumer
+
+    bs, _, _ = env
+    kc = KafkaConsumer(bootstrap_servers=bs, group_id="kp", auto_offset_reset="earliest",
+                       enable_auto_commit=False, client_id="kp-client", session_timeout_ms=6000,
+                       heartbeat_interval_ms=200)
+    try:
+        assert TOPIC in kc.topics()  # metadata first, so the leader's assignor sees the partitions
+        kc.subscribe([TOPIC])
+        wait_for(lambda: kc.poll(timeout_ms=200) is not None and len(kc.assignment()) == PARTITIONS, 30,
+                 what="kafka-python assignment")
+        rc, out, err = groups(capsys, bs, "--describe", "--group", "kp", "--members", "--verbose", "--json")
+        assert rc == 0, err
+        (member,) = json.loads(out)["members"]
+        assert member["client_id"] == "kp-client" and member["partitions"] == PARTITIONS
+        assert member["assignment"] == [{"topic": TOPIC, "partition": p} for p in range(PARTITIONS)]
+        rc, out, _ = groups(capsys, bs, "--describe", "--group", "kp", "--state", "--json")
+        assert json.loads(out)["assignment_strategy"] in ("range", "roundrobin", "sticky")
+    finally:
+        kc.close()
+    rc, _, err = groups(capsys, bs, "--delete", "--group", "kp")
+    assert rc == 0, err
+
 def test_topics_list_and_describe_show_internal_topics_unless_excluded(env, capsys):
     """As kafka-topics: __consumer_offsets is listed by default, --exclude-internal leaves it out."""
     bs, cluster_dir, connect = env
