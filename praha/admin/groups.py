@@ -575,6 +575,22 @@ class GroupAdmin:
         return self._per_group([group], send)[group]
 
     # -- log offsets -------------------------------------------------------------------------
+    def earliest_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """Each partition's log start offset."""
+        return self.log_offsets(partitions, EARLIEST_TIMESTAMP)
+
+    def latest_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """Each partition's log end offset (the high watermark: what a consumer can read)."""
+        return self.log_offsets(partitions, LATEST_TIMESTAMP)
+
+    def offsets_for_time(self, partitions: Sequence[TopicPartition], timestamp_ms: int
+                         ) -> dict[TopicPartition, int | None]:
+        """The first offset at or after `timestamp_ms` (-1 where no record is that recent)."""
+        if timestamp_ms < 0:
+            raise GroupAdminError(f"a timestamp must not be negative, got {timestamp_ms}",
+                                  code=ErrorCode.INVALID_REQUEST)
+        return self.log_offsets(partitions, timestamp_ms)
+
     def log_offsets(self, partitions: Sequence[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
         """ListOffsets from each partition's leader: `timestamp` EARLIEST_TIMESTAMP (-2),
         LATEST_TIMESTAMP (-1, the high watermark) or a time in ms (the first offset at or

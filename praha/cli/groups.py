@@ -267,8 +267,6 @@ def _note_state(desc: GroupDescription, args: argparse.Namespace) -> None:
 
 def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) -> int:
     from praha.admin.group_plans import members_table, offsets_table, partition_rows, state_table
-    from praha.admin.groups import LATEST_TIMESTAMP
-
     descriptions = admin.describe_groups(groups)
     out: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -296,7 +294,7 @@ def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) ->
         else:
             committed = {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
             tps = sorted(set(committed) | {tp for m in desc.members for tp in m.assignment})
-            log_end = admin.log_offsets(tps, LATEST_TIMESTAMP) if tps else {}
+            log_end = admin.latest_offsets(tps) if tps else {}
             rows = partition_rows(group, desc.members, committed, log_end)
             out.append({**base, "partitions": [r.as_json() for r in rows]})
             if rows:
@@ -334,7 +332,7 @@ def _scope(admin: GroupAdmin, args: argparse.Namespace, scope: list[tuple[str, l
 def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
            scope: list[tuple[str, list[int] | None]], spec: ResetSpec) -> int:
     from praha.admin.group_plans import INACTIVE_STATES, plan_reset, reset_table
-    from praha.admin.groups import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, error_message
+    from praha.admin.groups import error_message
 
     descriptions = admin.describe_groups(groups)
     for group in groups:  # refuse before changing anything, as a group at a time would not
@@ -347,10 +345,10 @@ def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
     for group in groups:
         committed = {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
         tps = _scope(admin, args, scope, group, committed)
-        earliest = admin.log_offsets(tps, EARLIEST_TIMESTAMP) if tps else {}
-        latest = admin.log_offsets(tps, LATEST_TIMESTAMP) if tps else {}
-        by_time = admin.log_offsets(tps, spec.value) if tps and spec.mode.uses_timestamp and spec.value is not None \
-            else None
+        earliest = admin.earliest_offsets(tps) if tps else {}
+        latest = admin.latest_offsets(tps) if tps else {}
+        by_time = admin.offsets_for_time(tps, max(spec.value, 0)) \
+            if tps and spec.mode.uses_timestamp and spec.value is not None else None
         plan = plan_reset(spec, tps, committed, earliest, latest, by_time)
         for w in plan.warnings:
             print(f"WARN: {w}", file=sys.stderr)

@@ -143,7 +143,12 @@ def test_log_offsets_and_group_deletes(broker):
     with admin(broker) as a:
         tps = [TP("orders", 0), TP("orders", 1), TP("nosuch", 0)]
         assert a.log_offsets(tps, EARLIEST_TIMESTAMP) == {TP("orders", 0): 2, TP("orders", 1): 2, TP("nosuch", 0): None}
-        assert a.log_offsets(tps[:1], LATEST_TIMESTAMP) == {TP("orders", 0): 10}
+        assert a.log_offsets(tps[:1], LATEST_TIMESTAMP) == a.latest_offsets(tps[:1]) == {TP("orders", 0): 10}
+        assert a.earliest_offsets(tps[:1]) == {TP("orders", 0): 2}
+        broker.by_time = {TP("orders", 0): 6}
+        assert a.offsets_for_time(tps[:2], 1_700_000_000_000) == {TP("orders", 0): 6, TP("orders", 1): -1}
+        with pytest.raises(GroupAdminError, match="a timestamp must not be negative, got -1"):
+            a.offsets_for_time(tps, -1)
         assert a.delete_groups(["idle", "busy", "nobody"]) == {
             "idle": 0, "busy": ErrorCode.NON_EMPTY_GROUP, "nobody": ErrorCode.GROUP_ID_NOT_FOUND}
         assert a.delete_offsets("busy", [TP("orders", 0)]) == (0, {TP("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
