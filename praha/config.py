@@ -92,7 +92,7 @@ class BrokerConfig:
     leader_imbalance_check_interval_seconds: int = _option("leader.imbalance.check.interval.seconds", 300, _int, 1)
     unclean_leader_election_enable: bool = _option("unclean.leader.election.enable", False, _bool)
     delete_topic_enable: bool = _option("delete.topic.enable", True, _bool)
-    auto_create_topics_enable: bool = _option("auto.create.topics.enable", False, _bool)
+    auto_create_topics_enable: bool = _option("auto.create.topics.enable", True, _bool)
     min_insync_replicas: int = _option("min.insync.replicas", 1, _int, 1)
     replica_lag_time_max_ms: int = _option("replica.lag.time.max.ms", 30000, _int, 1)
     replica_fetch_max_bytes: int = _option("replica.fetch.max.bytes", 1048576, _int, 1)

@@ -27,7 +27,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorResponse
 
 from praha.common import TopicPartition, now_ms
-from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import ErrorCode, PrahaError, TopicExistsError
@@ -86,8 +86,9 @@ class GroupApis:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet")
         if key_type != KEY_TYPE_GROUP:
             return fail(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-        if not key:
-            return fail(ErrorCode.INVALID_GROUP_ID, "the group id must not be empty")
+        if not valid_group_id(key):
+            return fail(ErrorCode.INVALID_GROUP_ID,
+                        f"a group id must be 1 to {MAX_GROUP_ID_BYTES} bytes of UTF-8, got {len(key.encode())}")
         cache = self.broker.metadata_cache
         if not cache.contains_topic(OFFSETS_TOPIC):
             problem = await self._create_offsets_topic()

@@ -4,24 +4,29 @@ Metadata: the live brokers and, per topic asked for (all when none are named), e
 partition's leader (if it is alive), ISR, replicas and offline replicas. CreateTopics:
 only the acting controller creates topics; it writes the znodes off the event loop
 (`praha.zk.admin_zk.create_topic`, every check before any write) and then waits, up to the
-request's timeout, until every new partition has a leader in its metadata cache.
+request's timeout, until every new partition has a leader in its metadata cache. A
+Metadata request naming unknown topics creates them when `auto.create.topics.enable` (Kafka's
+default, true) and the request allows it.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
 from praha.common import NO_LEADER
-from praha.errors import ErrorCode, PrahaError
+from praha.errors import ErrorCode, PrahaError, TopicExistsError
 from praha.protocol.framing import DecodedRequest
-from praha.topic_rules import INTERNAL_TOPICS
+from praha.topic_rules import INTERNAL_TOPICS, validate_topic_name
 from praha.zk.admin_zk import create_topic
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
+
+log = logging.getLogger(__name__)
 
 _MR = MetadataResponse
 _MRT = MetadataResponse.MetadataResponseTopic
@@ -39,7 +44,12 @@ class MetadataApis:
             names = cache.topics()
         else:
             names = [t.name for t in r.topics if t.name is not None]
-        topics = [self._topic_metadata(name) for name in names]
+        created: dict[str, ErrorCode] = {}
+        unknown = [n for n in names if not cache.contains_topic(n)]
+        if unknown and self.broker.config.auto_create_topics_enable and \
+                (req.api_version < 4 or r.allow_auto_topic_creation):
+            created = await self._auto_create(unknown)
+        topics = [self._topic_metadata(name, created.get(name)) for name in names]
         brokers = [
             _MR.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
             for b in sorted(cache.live_brokers.values(), key=lambda b: b.id)
@@ -51,11 +61,44 @@ class MetadataApis:
             controller_id=cache.controller_id, topics=topics, authorized_operations=None,
         )
 
-    def _topic_metadata(self, name: str) -> Any:
+    async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
+        """Kafka's auto topic creation (ZooKeeper mode: the broker writes the znodes itself),
+        with `num.partitions` and `default.replication.factor`. A name just created, or
+        being created by someone else, answers LEADER_NOT_AVAILABLE (clients ask again);
+        an invalid name INVALID_TOPIC_EXCEPTION; internal topics are never auto-created."""
+        cfg = self.broker.config
+        wanted = [n for n in names if n not in INTERNAL_TOPICS]
+
+        def create_all() -> dict[str, ErrorCode]:
+            out: dict[str, ErrorCode] = {}
+            store = self.broker.zk_store()
+            for name in wanted:
+                try:
+                    validate_topic_name(name)
+                    create_topic(store, name, cfg.num_partitions, cfg.default_replication_factor, {},
+                                 default_partitions=cfg.num_partitions,
+                                 default_replication_factor=cfg.default_replication_factor)
+                    out[name] = ErrorCode.LEADER_NOT_AVAILABLE
+                except TopicExistsError:
+                    out[name] = ErrorCode.LEADER_NOT_AVAILABLE
+                except PrahaError as e:
+                    out[name] = e.code
+            return out
+
+        if not wanted:
+            return {}
+        created = await asyncio.get_running_loop().run_in_executor(None, create_all)
+        made = [n for n, c in created.items() if c == ErrorCode.LEADER_NOT_AVAILABLE]
+        if made:
+            log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
+        return created
+
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
-            return _MRT(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=None,
+            code = auto_created if auto_created is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return _MRT(error_code=int(code), name=name, topic_id=None,
                         is_internal=False, partitions=[], authorized_operations=None)
         out = []
         for p in sorted(parts):

@@ -514,3 +514,78 @@ def test_cooperative_sticky_moves_only_what_must_move(cluster):
         for x in (a, b, c):
             if x is not None:
                 x.close()
+
+
+def test_standalone_consumer_commits_and_figures_count_them(cluster):
+    from praha.testing.cluster import scrape_metrics
+
+    bs, topic, group = bootstrap(cluster), new_topic(cluster, records=10), "standalone-group"
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.assign([CkTopicPartition(topic, 0, 0)])  # no subscribe: generation -1, no member id
+        c.commit(offsets=[CkTopicPartition(topic, 0, 4), CkTopicPartition(topic, 1, 2)], asynchronous=False)
+    finally:
+        c.close()
+    got = committed_ck(bs, group, topic)
+    assert (got[0], got[1], got[2]) == (4, 2, -1001)  # -1001: librdkafka's "no committed offset"
+    figures = [scrape_metrics(b.actual_metrics_port) for b in cluster.load().brokers.values()]
+    assert sum(f.get("praha_broker_group_offset_commits_total", 0) for f in figures) >= 1
+    assert sum(f.get("praha_broker_group_coordinator_partitions", 0) for f in figures) == 50
+
+
+def test_admin_clients_list_describe_alter_and_delete_groups(cluster):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from kafka import KafkaAdminClient
+
+    bs, topic = bootstrap(cluster), new_topic(cluster, records=10)
+    group = f"admin-{uuid.uuid4().hex[:6]}"
+    member = Consumer({"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 6000,
+                       "heartbeat.interval.ms": 200, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    admin = AdminClient({"bootstrap.servers": bs})
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        member.subscribe([topic])
+        poll_until([member], lambda: len(member.assignment()) == PARTITIONS, 60, "an assignment")
+        member.commit(offsets=[CkTopicPartition(topic, 0, 3)], asynchronous=False)
+        listed = admin.list_consumer_groups(states=set()).result(15)
+        assert group in {g.group_id for g in listed.valid}
+        d = admin.describe_consumer_groups([group])[group].result(15)
+        assert d.state.name == "STABLE" and len(d.members) == 1 and d.partition_assignor == "range"
+        assert {tp.partition for tp in d.members[0].assignment.topic_partitions} == set(range(PARTITIONS))
+        assert (group, "consumer") in [(g["group_id"], g["protocol_type"]) for g in kp.list_groups()]
+        assert kp.describe_groups([group])[group]["group_state"] == "Stable"
+        kp_offsets = kp.list_group_offsets({group: None})[group]
+        assert [(tp.partition, o.offset) for tp, o in kp_offsets.items()] == [(0, 3)]
+        # an active group: Kafka refuses to delete it and to alter its offsets from outside
+        refused = admin.delete_consumer_groups([group])[group]
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP|not empty"):
+            refused.result(15)
+        member.close()
+        member = None
+        altered = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, [CkTopicPartition(topic, 1, 7)])])[group].result(15)
+        assert altered.topic_partitions[0].error is None
+        offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(15)
+        assert {tp.partition: tp.offset for tp in offsets.topic_partitions} == {0: 3, 1: 7}
+        assert kp.delete_groups([group]) == {group: "OK"}
+        assert group not in {g.group_id for g in admin.list_consumer_groups().result(15).valid}
+        assert admin.describe_consumer_groups([group])[group].result(15).state.name == "DEAD"
+    finally:
+        if member is not None:
+            member.close()
+        kp.close()
+
+
+def test_over_long_group_id_is_refused(cluster):
+    bs = bootstrap(cluster)
+    host, port = bs.split(",")[0].split(":")
+    long_id = "g" * 40000  # only a flexible (compact-string) request can carry it
+    with BrokerConnection(host, int(port)) as conn:
+        r = conn.send(FindCoordinatorRequest(key=long_id, key_type=0), 3)
+        assert r.error_code == ErrorCode.INVALID_GROUP_ID and "32767" in r.error_message
+        _, chost, cport = find_coordinator(bs, "short")
+    with BrokerConnection(chost, cport) as conn:
+        req = JoinGroupRequest(group_id=long_id, session_timeout_ms=6000, rebalance_timeout_ms=3000, member_id="",
+                               group_instance_id=None, protocol_type="consumer", reason=None,
+                               protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")])
+        assert conn.send(req, 6).error_code == ErrorCode.INVALID_GROUP_ID

@@ -56,7 +56,13 @@ log = logging.getLogger(__name__)
 
 #: how long a brand-new member (first join) may take to rejoin (Kafka's NewMemberJoinTimeoutMs)
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-MAX_GROUP_ID_LENGTH = 32767  # a Kafka string's int16 length
+#: a group id must fit the int16-length strings of `__consumer_offsets` keys; a flexible
+#: request (compact strings) could carry a longer one, which Kafka could not store either
+MAX_GROUP_ID_BYTES = 32767
+
+
+def valid_group_id(group_id: str | None) -> bool:
+    return group_id is not None and 0 < len(group_id.encode()) <= MAX_GROUP_ID_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +273,7 @@ class GroupCoordinator:
         self.on_event("GroupCoordinatorLoaded", partition, groups=n, records=records, load_ms=round(ms, 1))
 
     def _check(self, group_id: str | None) -> ErrorCode:
-        if not group_id:
+        if group_id is None or not valid_group_id(group_id):
             return ErrorCode.INVALID_GROUP_ID
         owned = self.owned.get(self.partition_of(group_id))
         if owned is None:

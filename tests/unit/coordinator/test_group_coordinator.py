@@ -262,3 +262,15 @@ def test_stable_cannot_jump_to_completing():
     g = Group("g", state=GroupState.STABLE)
     with pytest.raises(AssertionError):
         g.transition(GroupState.COMPLETING_REBALANCE, 0)
+
+
+def test_group_max_size_and_over_long_ids():
+    async def go():
+        config = GroupConfig(partitions=4, min_session_timeout_ms=10, initial_rebalance_delay_ms=0, max_size=1)
+        c, _ = await coordinator_for("g", config=config)
+        a = await join_fully(c, "g")
+        assert a.error == E.NONE
+        assert (await join(c, "g")).error == E.GROUP_MAX_SIZE_REACHED
+        assert (await join(c, "g" * 40000)).error == E.INVALID_GROUP_ID
+        c.shutdown()
+    run(go())
