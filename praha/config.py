@@ -23,8 +23,6 @@ log = logging.getLogger(__name__)
 # broker configs (`/config/brokers/<id>` or `<default>`): its budget in bytes/s.
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
 
 _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
@@ -125,6 +123,8 @@ class BrokerConfig:
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)
     unknown: dict[str, str] = field(default_factory=dict)
+    #: the keys `server.properties` set (DescribeConfigs calls their values STATIC_BROKER_CONFIG)
+    given_keys: frozenset[str] = field(default_factory=frozenset)
 
     # ---- derived views ------------------------------------------------------------
     @property
@@ -176,7 +176,7 @@ class BrokerConfig:
             if minimum is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
                 raise ConfigError(f"invalid value {raw!r} for {key}: must be at least {minimum}")
             values[f.name] = value
-        cfg = cls(**values, unknown=unknown)
+        cfg = cls(**values, unknown=unknown, given_keys=frozenset(props))
         cfg.validate()
         for key in unknown:
             log.warning("unknown configuration key %r ignored", key)
@@ -203,6 +203,20 @@ class BrokerConfig:
             raise ConfigError("log.dirs must name at least one directory")
         self.endpoints  # noqa: B018 - parse to validate
         self.advertised_endpoints  # noqa: B018
+
+    def all_values(self) -> dict[str, str]:
+        """Every setting this broker knows, as `server.properties` would spell it (known keys
+        with their defaults, then the keys praha does not interpret)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if "key" in f.metadata:
+                v = getattr(self, f.name)
+                out[f.metadata["key"]] = str(v).lower() if isinstance(v, bool) else str(v)
+        return {**out, **self.unknown}
+
+    def static_values(self) -> dict[str, str]:
+        """The settings `server.properties` gave."""
+        return {k: v for k, v in self.all_values().items() if k in self.given_keys}
 
     def to_properties(self) -> str:
         lines = []

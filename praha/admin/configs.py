@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from praha.config import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+from praha.configdefs import DYNAMIC_BROKER_KEYS
 from praha.errors import ConfigError, InvalidRequestError, UnknownTopicError
 from praha.topic_rules import check_min_insync_replicas, validate_topic_config
 from praha.zk import znodes as zn
@@ -20,7 +20,7 @@ from praha.zk.admin_zk import BROKERS, TOPICS, config_path, read_config, write_c
 from praha.zk.store import ZkStore
 
 #: broker settings praha reads from `/config/brokers/...` while running
-BROKER_DYNAMIC_CONFIGS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
+BROKER_DYNAMIC_CONFIGS = DYNAMIC_BROKER_KEYS
 
 
 def _check_entity(store: ZkStore, entity_type: str, name: str) -> None:

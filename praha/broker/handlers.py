@@ -10,7 +10,7 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from praha.broker.admin_handlers import AdminApis
+from praha.broker.config_handlers import ConfigApis
 from praha.broker.controller_handlers import ControllerApis
 from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
@@ -55,8 +56,10 @@ class RequestHandlers:
         self.admin = AdminApis(broker)
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
+        self.configs = ConfigApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
-            self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups)}
+            self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
+            self.configs)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -105,6 +108,8 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DESCRIBE_GROUPS, (0, 5), GroupApis, GroupApis.handle_describe_groups),
     Route(ApiKey.DELETE_GROUPS, (0, 2), GroupApis, GroupApis.handle_delete_groups),
     Route(ApiKey.OFFSET_DELETE, (0, 0), GroupApis, GroupApis.handle_offset_delete),
+    # kafka-python's DescribeConfigs schema starts at v1
+    Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

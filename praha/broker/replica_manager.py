@@ -47,7 +47,8 @@ from praha.broker.quota import (
     parse_throttled_replicas,
 )
 from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
-from praha.config import FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
+from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
+from praha.configdefs import FOLLOWER_THROTTLED_RATE
 from praha.errors import ErrorCode
 from praha.log import LogConfig, LogManager
 from praha.log.log import parse_log_dir_name

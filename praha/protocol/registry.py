@@ -28,6 +28,8 @@ from kafka.protocol.admin import (
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ElectLeadersRequest,
@@ -143,6 +145,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeGroupsRequest, DescribeGroupsResponse),
     _spec(DeleteGroupsRequest, DeleteGroupsResponse),
     _spec(OffsetDeleteRequest, OffsetDeleteResponse),
+    _spec(DescribeConfigsRequest, DescribeConfigsResponse),
 )}
 
 

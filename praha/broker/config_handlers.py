@@ -1,0 +1,169 @@
+"""DescribeConfigs: a topic's, this broker's or its loggers' configs, as Kafka reports them.
+
+1. Read what ZooKeeper holds (off the event loop): the topic's overrides
+   (`/config/topics/<t>`), this broker's dynamic configs (`/config/brokers/<id>`) and the
+   cluster-wide ones (`/config/brokers/<default>`).
+2. Resolve each config through its layers (`praha.configdefs.resolve_topic_config`): topic
+   override, dynamic broker, dynamic default, `server.properties`, Kafka's default; the
+   first is reported with its source, the rest as synonyms when asked.
+3. Broker resources: every setting this broker has, read-only unless Kafka can change it
+   dynamically; the resource name must be this broker's id (or empty: the cluster-wide
+   dynamic defaults), as Kafka requires. Broker loggers: the Python loggers' levels.
+Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, unknown resource types INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.admin import DescribeConfigsResponse
+
+from praha.configdefs import (
+    DYNAMIC_BROKER_DEFAULTS,
+    DYNAMIC_BROKER_KEYS,
+    TOPIC_CONFIG_DEFS,
+    ConfigSource,
+    ConfigType,
+    ResolvedValue,
+    resolve_topic_config,
+)
+from praha.errors import ErrorCode, PrahaError
+from praha.protocol.framing import DecodedRequest
+from praha.zk.admin_zk import BROKERS, read_config
+
+if TYPE_CHECKING:
+    from praha.broker.broker_api import Broker
+
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+DEFAULT_ENTITY = "<default>"
+
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+_Entry = _Result.DescribeConfigsResourceResult
+_Syn = _Entry.DescribeConfigsSynonym
+
+#: broker settings whose values must not be shown (Kafka's PASSWORD type)
+_SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config")
+
+
+class ConfigApis:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+
+    async def handle_describe_configs(self, req: DecodedRequest) -> Any:
+        r = req.request
+        v = req.api_version
+        synonyms = bool(r.include_synonyms) if v >= 1 else False
+        docs = bool(r.include_documentation) if v >= 3 else False
+        results = []
+        for res in r.resources or []:
+            keys = None if res.configuration_keys is None else set(res.configuration_keys)
+            try:
+                entries = await self._describe(res.resource_type, res.resource_name, keys, synonyms, docs)
+                results.append(_Result(error_code=0, error_message=None, resource_type=res.resource_type,
+                                       resource_name=res.resource_name, configs=entries))
+            except PrahaError as e:
+                results.append(_Result(error_code=int(e.code), error_message=str(e), resource_type=res.resource_type,
+                                       resource_name=res.resource_name, configs=[]))
+        return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+    async def _describe(self, rtype: int, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+        if rtype == RESOURCE_TOPIC:
+            return await self._topic(name, keys, synonyms, docs)
+        if rtype == RESOURCE_BROKER:
+            return await self._broker(name, keys, synonyms)
+        if rtype == RESOURCE_BROKER_LOGGER:
+            return self._loggers(name, keys)
+        raise PrahaError(f"unsupported resource type {rtype}", ErrorCode.INVALID_REQUEST)
+
+    async def _zk_layers(self, topic: str | None) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        def read() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+            store = self.broker.zk_store()
+            override: dict[str, str] = {}
+            if topic is not None:
+                configs, bad = store.get_topic_configs([topic])
+                if topic in bad:
+                    raise PrahaError(f"the config of topic '{topic}' in ZooKeeper is unreadable: {bad[topic]}")
+                override = configs.get(topic, {})
+            return (override, read_config(store, BROKERS, str(self.broker.broker_id)),
+                    read_config(store, BROKERS, DEFAULT_ENTITY))
+        return await asyncio.get_running_loop().run_in_executor(None, read)
+
+    async def _topic(self, topic: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+        if not self.broker.metadata_cache.contains_topic(topic):
+            raise PrahaError(f"Topic '{topic}' does not exist.", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        override, dyn, dyn_default = await self._zk_layers(topic)
+        # no topic-config synonym is applied live by praha yet: dynamic values are not in effect
+        dyn = {k: v for k, v in dyn.items() if k in DYNAMIC_BROKER_KEYS}
+        dyn_default = {k: v for k, v in dyn_default.items() if k in DYNAMIC_BROKER_KEYS}
+        static = self.broker.config.static_values()
+        out = []
+        for d in TOPIC_CONFIG_DEFS:
+            if keys is not None and d.name not in keys:
+                continue
+            layers = resolve_topic_config(d, override, dyn, dyn_default, static)
+            out.append(_entry(d.name, layers[0], False, synonyms, layers, d.type, d.doc if docs else None))
+        return out
+
+    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool) -> list[Any]:
+        if name not in ("", str(self.broker.broker_id)):
+            raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id} or empty string, "
+                             f"but received {name}", ErrorCode.INVALID_REQUEST)
+        _, dyn, dyn_default = await self._zk_layers(None)
+        cfg = self.broker.config
+        static = cfg.static_values()
+        out = []
+        known = {**DYNAMIC_BROKER_DEFAULTS, **cfg.all_values()}
+        for key, default in sorted(known.items()):
+            if keys is not None and key not in keys:
+                continue
+            layers: list[ResolvedValue] = []
+            live = key in DYNAMIC_BROKER_KEYS
+            if name and live and key in dyn:
+                layers.append(ResolvedValue(key, dyn[key], ConfigSource.DYNAMIC_BROKER_CONFIG))
+            if live and key in dyn_default:
+                layers.append(ResolvedValue(key, dyn_default[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if name and key in static:
+                layers.append(ResolvedValue(key, static[key], ConfigSource.STATIC_BROKER_CONFIG))
+            if name:
+                layers.append(ResolvedValue(key, default, ConfigSource.DEFAULT_CONFIG))
+            if not layers:
+                continue  # `<default>` lists only what is set cluster-wide
+            out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers, _type_of(default), None))
+        return out
+
+    def _loggers(self, name: str, keys: set[str] | None) -> list[Any]:
+        if name != str(self.broker.broker_id):
+            raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}",
+                             ErrorCode.INVALID_REQUEST)
+        names = ["root", *sorted(n for n in logging.Logger.manager.loggerDict if n.startswith("praha"))]
+        out = []
+        for n in names:
+            if keys is not None and n not in keys:
+                continue
+            level = logging.getLevelName((logging.getLogger() if n == "root" else logging.getLogger(n))
+                                         .getEffectiveLevel())
+            value = ResolvedValue(n, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
+            out.append(_entry(n, value, False, False, [value], ConfigType.STRING, None))
+        return out
+
+
+def _entry(name: str, top: ResolvedValue, read_only: bool, synonyms: bool, layers: list[ResolvedValue],
+           type_: ConfigType, doc: str | None) -> Any:
+    sensitive = name.endswith(_SENSITIVE_SUFFIXES)
+    return _Entry(
+        name=name, value=None if sensitive else top.value, read_only=read_only, config_source=int(top.source),
+        is_default=top.source == ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
+        synonyms=[_Syn(name=s.name, value=None if sensitive else s.value, source=int(s.source)) for s in layers]
+        if synonyms else [],
+        config_type=int(type_), documentation=doc)
+
+
+def _type_of(value: str) -> ConfigType:
+    if value in ("true", "false"):
+        return ConfigType.BOOLEAN
+    try:
+        int(value)
+        return ConfigType.LONG
+    except ValueError:
+        return ConfigType.STRING

@@ -1,0 +1,78 @@
+"""DescribeConfigs (issue 12, part) with confluent-kafka's and kafka-python's admin clients:
+every topic config with its value and Kafka's source (topic override, dynamic broker,
+dynamic default, server.properties, default) and synonyms; a broker's settings; its
+loggers; Kafka's errors for an unknown topic or another broker's id."""
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+
+pytestmark = pytest.mark.integration
+
+
+def describe(admin: AdminClient, resource: ConfigResource) -> dict:
+    return admin.describe_configs([resource], request_timeout=15)[resource].result(15)
+
+
+def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
+    cluster = make_cluster(1, overrides={"log.retention.hours": "48", "offsets.topic.replication.factor": "1"})
+    bs = f"127.0.0.1:{cluster.load().brokers[1].port}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact", "retention.ms": "1000"}),
+                         NewTopic("plain", 1, 1)])["plain"].result(30)
+
+    c = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "compacted"))
+    assert (c["cleanup.policy"].value, c["cleanup.policy"].source) == ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert c["retention.ms"].value == "1000"
+    assert (c["segment.bytes"].value, c["segment.bytes"].source) == ("1073741824", ConfigSource.DEFAULT_CONFIG.value)
+    assert not c["segment.bytes"].is_read_only and not c["cleanup.policy"].is_sensitive
+
+    p = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "plain"))
+    assert (p["retention.ms"].value, p["retention.ms"].source) == \
+        (str(48 * 3600 * 1000), ConfigSource.STATIC_BROKER_CONFIG.value)
+    syn = [(s.name, s.value, s.source) for s in p["retention.ms"].synonyms.values()]
+    assert ("log.retention.hours", str(48 * 3600 * 1000), ConfigSource.STATIC_BROKER_CONFIG.value) in syn
+    assert p["cleanup.policy"].value == "delete"
+
+    rc, _, err = cli("configs", "--entity-type", "brokers", "--entity-default", "--alter",
+                     "--add-config", "leader.replication.throttled.rate=5000", "--dir", str(cluster.root))
+    assert rc == 0, err
+    b = describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))
+    assert (b["log.retention.hours"].value, b["log.retention.hours"].source) == \
+        ("48", ConfigSource.STATIC_BROKER_CONFIG.value)
+    assert (b["auto.create.topics.enable"].value, b["auto.create.topics.enable"].source) == \
+        ("true", ConfigSource.DEFAULT_CONFIG.value)
+    rate = b["leader.replication.throttled.rate"]
+    assert (rate.value, rate.source, rate.is_read_only) == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+                                                           False)
+    assert b["broker.id"].is_read_only and b["log.retention.hours"].is_read_only
+    from kafka.protocol.admin import DescribeConfigsRequest
+
+    from praha.protocol.client import BrokerConnection
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    with BrokerConnection("127.0.0.1", cluster.load().brokers[1].port) as conn:  # "": the cluster-wide defaults
+        got = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="", configuration_keys=None)],
+                                               include_synonyms=False, include_documentation=False), 3)
+        loggers = conn.send(DescribeConfigsRequest(resources=[R(resource_type=8, resource_name="1",
+                                                                 configuration_keys=["root"])],
+                                                   include_synonyms=False, include_documentation=False), 3)
+        other = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="7",
+                                                               configuration_keys=None)],
+                                                 include_synonyms=False, include_documentation=False), 3)
+    assert (other.results[0].error_code, other.results[0].error_message) == \
+        (42, "Unexpected broker id, expected 1 or empty string, but received 7")  # INVALID_REQUEST
+    assert [(c.name, c.value) for c in got.results[0].configs] == [("leader.replication.throttled.rate", "5000")]
+    assert [(c.name, c.value) for c in loggers.results[0].configs] in ([("root", "INFO")], [("root", "WARNING")])
+
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
+        describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "nope"))
+
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        got = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, "compacted")])
+    finally:
+        kp.close()
+    text = repr(got)
+    assert "cleanup.policy" in text and "compact" in text
