@@ -107,6 +107,11 @@ TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+def is_internal_topic(name: str) -> bool:
+    """Kafka's `Topic.isInternal`; tools list internal topics unless told to leave them out."""
+    return name in INTERNAL_TOPICS
+
+
 def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("topic name is empty")

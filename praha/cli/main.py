@@ -5,6 +5,7 @@
   praha broker start|stop|kill ID [--dir D]            one broker of a local cluster
   praha cluster up --brokers N [--dir D] [--zookeeper H:P] [--broker-config k=v ...]
   praha cluster status [--json] | praha cluster down
+  praha groups --list | --describe | --reset-offsets | --delete | --delete-offsets   (kafka-consumer-groups)
 
 Commands that talk to a cluster take `--dir` (a local cluster, the default),
 `--zookeeper HOST:PORT` or `--bootstrap-server HOST:PORT`.
@@ -200,11 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extensions() -> list[Callable[[Any], None]]:
-    """The other modules' subcommands (topics, reassign, configs, produce/consume, chaos,
-    analyze), imported when the parser is built: they import this module for its helpers."""
-    from praha.cli import admin_tools, analyze, chaos, data, topics
+    """The other modules' subcommands (topics, reassign, configs, groups, produce/consume,
+    chaos, analyze), imported when the parser is built: they import this module for its helpers."""
+    from praha.cli import admin_tools, analyze, chaos, data, groups, topics
 
-    return [topics.register, admin_tools.register, chaos.register, analyze.register, data.register]
+    return [topics.register, admin_tools.register, groups.register, chaos.register, analyze.register, data.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

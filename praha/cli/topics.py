@@ -13,6 +13,11 @@ import time
 from typing import Any
 
 from praha.cli.options import CliError, _key_value, add_cluster_options, zookeeper_of
+from praha.topic_rules import is_internal_topic
+
+#: as kafka-topics: internal topics (__consumer_offsets) are shown unless excluded
+EXCLUDE_INTERNAL_HELP = ("leave out internal topics (__consumer_offsets, __transaction_state); as kafka-topics, "
+                         "they are shown by default")
 
 
 def register(sub: Any) -> None:
@@ -33,6 +38,7 @@ def register(sub: Any) -> None:
     p.set_defaults(fn=cmd_create)
 
     p = t.add_parser("list", help="list topics")
+    p.add_argument("--exclude-internal", action="store_true", help=EXCLUDE_INTERNAL_HELP)
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_list)
 
@@ -41,6 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--under-replicated-partitions", action="store_true", help="only partitions with ISR < replicas")
     p.add_argument("--unavailable-partitions", action="store_true", help="only partitions without a live leader")
+    p.add_argument("--exclude-internal", action="store_true", help=EXCLUDE_INTERNAL_HELP)
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_describe)
 
@@ -93,6 +100,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     with zk_session(zookeeper_of(args)) as store:
         marked = set(store.get_topics_marked_for_deletion())
         for t in store.get_all_topics():
+            if args.exclude_internal and is_internal_topic(t):
+                continue
             print(t + ("  (marked for deletion)" if t in marked else ""))
     return 0
 
@@ -108,6 +117,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
         if args.topic not in topics:
             raise CliError(f"unknown topic {args.topic!r}")
         topics = {args.topic: topics[args.topic]}
+    if args.exclude_internal:
+        topics = {name: info for name, info in topics.items() if not is_internal_topic(name)}
+    for name, info in topics.items():
+        info["internal"] = is_internal_topic(name)
     for info in topics.values():
         info["partitions"] = [
             p for p in info["partitions"]
