@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DescribeClusterResponse
+from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
@@ -65,6 +65,8 @@ _LP = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
 _OR = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
+_DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
+_DRP = _DRT.DeleteRecordsPartitionResult
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
@@ -156,6 +158,48 @@ class DataApis:
         return ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
 
+    # ------------------------------------------------------------------ DeleteRecords
+    async def handle_delete_records(self, req: DecodedRequest) -> Any:
+        """Move each partition's log start up to the offset given (-1: the high watermark),
+        then wait — up to the request's timeout — until every in-sync replica's log start is
+        there too (their fetches report it); answer with that low watermark. An offset
+        above the high watermark is OFFSET_OUT_OF_RANGE, as in Kafka. The segments wholly
+        below the new start are deleted by the next retention pass."""
+        r = req.request
+        rm = self.rm
+        results: dict[TopicPartition, list[int]] = {}  # tp -> [error, low watermark]
+        waits: dict[TopicPartition, ProduceWait] = {}
+        for t in r.topics or []:
+            for pd in t.partitions or []:
+                tp = TopicPartition(t.name, pd.partition_index)
+                if tp.topic in INTERNAL_TOPICS:
+                    results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1]  # the coordinators own them
+                    continue
+                p, code = self._leader(tp)
+                if p is None:
+                    results[tp] = [code, -1]
+                    continue
+                offset = p.high_watermark if pd.offset == -1 else pd.offset
+                if offset < 0 or offset > p.high_watermark:
+                    results[tp] = [ErrorCode.OFFSET_OUT_OF_RANGE, -1]
+                    continue
+                if p.log.increment_log_start_offset(offset):
+                    rm.fetch_purgatory.check(tp)  # type: ignore[union-attr]  # set in start()
+                results[tp] = [ErrorCode.NONE, p.low_watermark()]
+                waits[tp] = ProduceWait(offset)
+        if waits:
+            outcome = await rm.park_delete_records(waits, r.timeout_ms)
+            for tp, w in outcome.items():
+                p = rm.partitions.get(tp)
+                results[tp] = [w.error if w.error is not None else ErrorCode.REQUEST_TIMED_OUT,
+                               p.low_watermark() if p is not None and p.is_leader else -1]
+        by_topic: dict[str, list[Any]] = {}
+        for tp, (code, low) in results.items():
+            by_topic.setdefault(tp.topic, []).append(_DRP(partition_index=tp.partition, low_watermark=low,
+                                                         error_code=int(code)))
+        return DeleteRecordsResponse(throttle_time_ms=0, topics=[_DRT(name=t, partitions=ps)
+                                                                 for t, ps in by_topic.items()])
+
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -182,7 +226,7 @@ class DataApis:
         for tp, fp in wanted:
             p = rm.partitions.get(tp)
             if p is not None and p.is_leader and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
-                rm.record_follower_fetch(p, replica_id, fp.fetch_offset)
+                rm.record_follower_fetch(p, replica_id, fp.fetch_offset, getattr(fp, "log_start_offset", -1))
 
     def _read_all(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
                   max_bytes: int) -> tuple[list[tuple[TopicPartition, Any]], int, bool]:

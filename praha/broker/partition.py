@@ -48,6 +48,8 @@ class ReplicaProgress:
     #: the leader's log end and the time at the follower's previous fetch
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
     last_fetch_ms: int = 0
+    #: the follower's log start, as its fetches report it (Fetch v5+): DeleteRecords waits on it
+    log_start_offset: int = UNKNOWN_OFFSET
 
     def update(self, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
         """A fetch at `fetch_offset` proves the follower has everything below it.
@@ -175,7 +177,8 @@ class Partition:
             return True
         return False
 
-    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int) -> tuple[bool, bool]:
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int,
+                        log_start_offset: int = UNKNOWN_OFFSET) -> tuple[bool, bool]:
         """Record a follower fetch. Returns (high watermark moved, may join the ISR)."""
         p = self.followers.get(replica_id)
         if p is None:
@@ -183,12 +186,24 @@ class Partition:
                 return False, False
             p = self.followers[replica_id] = ReplicaProgress()
         p.update(fetch_offset, self.log.log_end_offset, now_ms)
+        if log_start_offset >= 0:
+            p.log_start_offset = log_start_offset
         moved = self.maybe_increment_high_watermark() if replica_id in self.maximal_isr else False
         join = (
             replica_id not in self.isr
             and may_join_isr(fetch_offset, self.high_watermark, self.leader_epoch_start_offset)
         )
         return moved, join
+
+    def low_watermark(self) -> int:
+        """Leader only: the lowest log start over this replica and its in-sync followers
+        (Kafka's lowWatermarkIfLeader); a follower that has not reported one counts as 0."""
+        starts = [self.log.log_start_offset]
+        for r in self.isr:
+            if r != self.broker_id:
+                f = self.followers.get(r)
+                starts.append(max(f.log_start_offset, 0) if f is not None else 0)
+        return min(starts)
 
     def out_of_sync_replicas(self, now_ms: int, lag_time_max_ms: int) -> set[int]:
         return out_of_sync(self.isr, self.broker_id, self.followers, now_ms, lag_time_max_ms)

@@ -108,6 +108,7 @@ class ReplicaManager:
         self.fetchers: ReplicaFetcherManager | None = None
         self.produce_purgatory: Purgatory[TopicPartition] | None = None
         self.fetch_purgatory: Purgatory[TopicPartition] | None = None
+        self.delete_records_purgatory: Purgatory[TopicPartition] | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
         #: reassignment throttle: the replicas it covers per topic, and this broker's budget
         self.follower_throttled: dict[str, ThrottledReplicas] = {}
@@ -168,6 +169,7 @@ class ReplicaManager:
         self._state_lock = asyncio.Lock()
         self.produce_purgatory = Purgatory("produce", loop)
         self.fetch_purgatory = Purgatory("fetch", loop)
+        self.delete_records_purgatory = Purgatory("delete-records", loop)
         settings = FetcherSettings(
             broker_id=self.broker_id,
             fetch_max_bytes=cfg.replica_fetch_max_bytes,
@@ -492,9 +494,12 @@ class ReplicaManager:
     def _on_follower_append(self, p: Partition) -> None:
         """Followers serve no clients; nothing is parked on them."""
 
-    def record_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None:
+    def record_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int,
+                              log_start_offset: int = -1) -> None:
         """A follower fetched at `fetch_offset`: its progress, the HW, maybe an ISR expansion."""
-        moved, join = p.update_follower(replica_id, fetch_offset, now_ms())
+        moved, join = p.update_follower(replica_id, fetch_offset, now_ms(), log_start_offset)
+        if log_start_offset >= 0 and self.delete_records_purgatory is not None:
+            self.delete_records_purgatory.check(p.tp)
         if moved:
             self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
             self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
@@ -516,6 +521,19 @@ class ReplicaManager:
                 return ErrorCode.NONE
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
+
+    def low_watermark_status(self, tp: TopicPartition, required_offset: int) -> int | None:
+        """DeleteRecords: the error code once every in-sync replica's log start reached
+        `required_offset`, None while waiting."""
+        p = self.partitions.get(tp)
+        if p is None or not p.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NONE if p.low_watermark() >= required_offset else None
+
+    def park_delete_records(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future[Any]:
+        assert self.delete_records_purgatory is not None and self.loop is not None
+        op = DelayedProduce(self.loop, waits, self.low_watermark_status)
+        return self.delete_records_purgatory.watch(op, list(waits), timeout_ms)
 
     def park_produce(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future[Any]:
         assert self.produce_purgatory is not None and self.loop is not None

@@ -26,6 +26,8 @@ from kafka.protocol.admin import (
     CreateTopicsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
@@ -151,6 +153,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(OffsetDeleteRequest, OffsetDeleteResponse),
     _spec(DescribeConfigsRequest, DescribeConfigsResponse),
     _spec(AlterConfigsRequest, AlterConfigsResponse),
+    _spec(DeleteRecordsRequest, DeleteRecordsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
 )}
 
