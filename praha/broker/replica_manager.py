@@ -122,8 +122,10 @@ class ReplicaManager:
         self._closing = False
         #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
         self.shutting_down = False
-        #: told of leadership changes after each LeaderAndIsr / StopReplica: (partitions now led,
-        #: with their leader epochs; partitions no longer led) — the group coordinator's hook
+        #: told of leadership changes after each LeaderAndIsr / StopReplica: (partitions this
+        #: broker now leads and did not before, with their leader epochs; partitions it follows
+        #: or stopped serving) — the group coordinator's hook; a new epoch of a partition it
+        #: already led (an ISR change) is no change of leadership
         self.leadership_listeners: list[Callable[[list[tuple[TopicPartition, int]], list[TopicPartition]], None]] = []
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk")  # ISR writes, in order
         self._zk_reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replica-zk-read")
@@ -362,6 +364,7 @@ class ReplicaManager:
         assert self.log_manager is not None and self.fetchers is not None
         errors: dict[TopicPartition, int] = {}
         leaders: list[Partition] = []
+        became_leader: list[Partition] = []  # not leader before this request (Kafka's makeLeaders result)
         followers: list[tuple[Partition, PartitionLeaderState]] = []
         live = {b.id: b for b in req.live_leaders}
         now = now_ms()
@@ -381,6 +384,8 @@ class ReplicaManager:
                 continue
             p.min_insync_replicas = self.min_insync_replicas(s.tp.topic)
             if s.leader == self.broker_id:
+                if not p.is_leader:
+                    became_leader.append(p)
                 self.fetchers.remove(s.tp)
                 p.make_leader(s, now)
                 leaders.append(p)
@@ -401,7 +406,7 @@ class ReplicaManager:
             self._partition_changed(p.tp)
         for p, _ in followers:
             self._partition_changed(p.tp)
-        self._tell_leadership([(p.tp, p.leader_epoch) for p in leaders], [p.tp for p, _ in followers])
+        self._tell_leadership([(p.tp, p.leader_epoch) for p in became_leader], [p.tp for p, _ in followers])
         stale = sum(1 for c in errors.values() if c == ErrorCode.STALE_CONTROLLER_EPOCH)
         log.info(
             "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers (%d without a live leader), %d stale",

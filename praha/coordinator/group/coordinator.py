@@ -190,10 +190,11 @@ class GroupCoordinator:
 
     def on_elected(self, partition: int, epoch: int) -> None:
         cur = self.owned.get(partition)
-        if cur is not None and cur[1] >= epoch:
-            return
         if cur is not None:
-            self._unload(partition)
+            # still (or already) ours: keep serving what is loaded, only the epoch moves on
+            if epoch > cur[1]:
+                self.owned[partition] = (cur[0], epoch) if cur[0] is Ownership.ACTIVE else cur
+            return
         self.owned[partition] = (Ownership.LOADING, epoch)
         task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
         self._tasks.add(task)

@@ -116,7 +116,7 @@ class Broker:
         self.follower_fetches: list[tuple[int, int]] = []
         self.replica_manager = SimpleNamespace(
             partitions=partitions, stats=ReplicaStats(),
-            record_follower_fetch=lambda p, rid, off: self.follower_fetches.append((rid, off)))
+            record_follower_fetch=lambda p, rid, off, start=-1: self.follower_fetches.append((rid, off)))
         self.metadata_cache = SimpleNamespace(partition=lambda tp: None)
 
 

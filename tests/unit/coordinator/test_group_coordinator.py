@@ -274,3 +274,17 @@ def test_group_max_size_and_over_long_ids():
         assert (await join(c, "g" * 40000)).error == E.INVALID_GROUP_ID
         c.shutdown()
     run(go())
+
+
+def test_a_new_leader_epoch_of_a_partition_already_led_reloads_nothing():
+    async def go():
+        c, _ = await coordinator_for("g")
+        a = await join_fully(c, "g")
+        await c.sync_group("g", 1, a.member_id, None, None, None, {a.member_id: b"A"})
+        group = c.groups["g"]
+        c.on_elected(c.partition_of("g"), 2)  # an ISR change bumped the leader epoch
+        await asyncio.sleep(0.01)
+        assert c.groups["g"] is group and c.heartbeat("g", 1, a.member_id, None) == E.NONE
+        assert c.owned[c.partition_of("g")][1] == 2
+        c.shutdown()
+    run(go())
