@@ -32,9 +32,10 @@ leader epoch moved on.
 from __future__ import annotations
 
 import logging
+import shutil
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse
+from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse, DescribeLogDirsResponse
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
@@ -67,6 +68,9 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 _DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
 _DRP = _DRT.DeleteRecordsPartitionResult
+_LDR = DescribeLogDirsResponse.DescribeLogDirsResult
+_LDT = _LDR.DescribeLogDirsTopic
+_LDP = _LDT.DescribeLogDirsPartition
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
@@ -199,6 +203,43 @@ class DataApis:
                                                          error_code=int(code)))
         return DeleteRecordsResponse(throttle_time_ms=0, topics=[_DRT(name=t, partitions=ps)
                                                                  for t, ps in by_topic.items()])
+
+    # ------------------------------------------------------------------ DescribeLogDirs
+    async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
+        """Per log directory: the replicas in it (all, or those asked for) with their size
+        and how far their log end is below the high watermark, and the disk's total and
+        usable bytes (v4). praha does not take a failed directory offline yet (every
+        directory answers NONE or, if it cannot even be examined, KAFKA_STORAGE_ERROR)."""
+        r = req.request
+        lm = self.rm.log_manager
+        wanted: dict[str, set[int]] | None = None
+        if r.topics is not None:
+            wanted = {}
+            for t in r.topics:
+                wanted.setdefault(t.topic, set()).update(t.partitions or [])
+        by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in (lm.log_dirs if lm is not None else [])}
+        for tp, lg in list(lm or []):
+            if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
+                continue
+            d = lm.log_dir_of(tp) if lm is not None else None
+            if d is None:
+                continue
+            p = self.rm.partitions.get(tp)
+            lag = max((p.high_watermark if p is not None else 0) - lg.log_end_offset, 0)
+            by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
+                partition_index=tp.partition, partition_size=lg.size_bytes, offset_lag=lag, is_future_key=False))
+        results = []
+        for d, topics in by_dir.items():
+            code = ErrorCode.NONE
+            try:
+                usage = shutil.disk_usage(d)
+                total, usable = usage.total, usage.free
+            except OSError:
+                code, total, usable = ErrorCode.KAFKA_STORAGE_ERROR, -1, -1
+            results.append(_LDR(error_code=int(code), log_dir=d, total_bytes=total, usable_bytes=usable,
+                                is_cordoned=False,
+                                topics=[_LDT(name=t, partitions=ps) for t, ps in sorted(topics.items())]))
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:

@@ -36,6 +36,8 @@ from kafka.protocol.admin import (
     DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
@@ -154,6 +156,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeConfigsRequest, DescribeConfigsResponse),
     _spec(AlterConfigsRequest, AlterConfigsResponse),
     _spec(DeleteRecordsRequest, DeleteRecordsResponse),
+    _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
 )}
 

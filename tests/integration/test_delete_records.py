@@ -45,6 +45,15 @@ def test_delete_records_moves_every_replicas_log_start(make_cluster):
     from kafka import TopicPartition as KpTopicPartition
     kp = KafkaAdminClient(bootstrap_servers=bs)
     try:
+        dirs = kp.describe_log_dirs({"dr": [0, 1]})
+        assert sorted(d["broker"] for d in dirs) == [1, 2, 3]
+        for d in dirs:
+            (ld,) = d["log_dirs"]
+            assert ld["error_code"] == 0 and ld["log_dir"].endswith(f"broker-{d['broker']}/data")
+            assert 0 < ld["usable_bytes"] <= ld["total_bytes"]
+            (t,) = ld["topics"]
+            sizes = {p["partition_index"]: (p["partition_size"], p["offset_lag"]) for p in t["partitions"]}
+            assert t["name"] == "dr" and sizes.keys() == {0, 1} and all(sz > 0 and lag == 0 for sz, lag in sizes.values())
         out = kp.delete_records({KpTopicPartition("dr", 1): 10})
         assert out[KpTopicPartition("dr", 1)]["low_watermark"] == 10
         with pytest.raises(Exception, match="OffsetOutOfRange"):
