@@ -5,11 +5,13 @@ they are reported as -1 here. Use `--zookeeper` or `--dir` for those.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest
 
-from praha.protocol.client import BrokerConnection
+from praha.errors import PrahaError
+from praha.protocol.client import BrokerConnection, api_versions
 
 
 def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0) -> Any:
@@ -50,3 +52,29 @@ def status_via_bootstrap(bootstrap: str) -> dict[str, Any]:
                     for b in sorted(md.brokers, key=lambda b: b.node_id)],
         "topics": topics,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerApis:
+    """What one broker answered to ApiVersions (or why it could not be asked)."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    versions: dict[int, tuple[int, int]]
+    error: str | None = None
+
+
+def broker_api_versions(bootstrap: str, timeout: float = 10.0) -> list[BrokerApis]:
+    """Every live broker's API versions (kafka-broker-api-versions): the brokers from one
+    Metadata answer, then ApiVersions to each."""
+    md = fetch_metadata(bootstrap.split(",")[0], [], timeout)
+    out = []
+    for b in sorted(md.brokers, key=lambda b: b.node_id):
+        try:
+            versions = api_versions(b.host, b.port, timeout)
+            out.append(BrokerApis(b.node_id, b.host, b.port, b.rack, versions))
+        except PrahaError as e:
+            out.append(BrokerApis(b.node_id, b.host, b.port, b.rack, {}, str(e)))
+    return out

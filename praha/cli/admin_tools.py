@@ -22,6 +22,7 @@ ZooKeeper gives.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from contextlib import AbstractContextManager
@@ -60,7 +61,12 @@ def register_topic_commands(t: Any) -> None:
 
 
 def register(sub: Any) -> None:
-    """`praha reassign ...` and `praha elect-leaders`."""
+    """`praha reassign ...`, `praha elect-leaders`, `praha configs`, `praha api-versions`."""
+    p = sub.add_parser("api-versions", help="the API versions every live broker serves (kafka-broker-api-versions)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_cluster_options(p)
+    p.set_defaults(fn=cmd_api_versions)
+
     r = sub.add_parser("reassign", help="move partition replicas between brokers (kafka-reassign-partitions)"
                        ).add_subparsers(dest="sub", required=True)
     p = r.add_parser("generate", help="propose a placement of the given topics on the given brokers (writes nothing)")
@@ -359,6 +365,41 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
     if failed:
         raise CliError(f"{failed} replica(s) could not be elected")
     return 0
+
+
+# ------------------------------------------------------------------------------ api-versions
+def cmd_api_versions(args: argparse.Namespace) -> int:
+    """Kafka's layout: one block per broker, every API this tool knows, with the range the
+    broker serves and the version both sides would use, or UNSUPPORTED."""
+    from praha.admin.client_status import broker_api_versions
+    from praha.cli.options import bootstrap_of
+    from praha.protocol.api_keys import ApiKey
+    from praha.protocol.registry import APIS
+
+    brokers = broker_api_versions(bootstrap_of(args))
+    if args.json:
+        print(json.dumps([{"id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "error": b.error,
+                           "apis": {ApiKey(k).api_name: {"min": lo, "max": hi}
+                                    for k, (lo, hi) in sorted(b.versions.items()) if k in ApiKey._value2member_map_}}
+                          for b in brokers], indent=2))
+        return 0 if all(b.error is None for b in brokers) else 1
+    for b in brokers:
+        print(f"{b.host}:{b.port} (id: {b.broker_id} rack: {b.rack or 'null'}) -> (")
+        if b.error is not None:
+            print(f"\t{b.error}\n)")
+            continue
+        lines = []
+        for key in ApiKey:
+            served = b.versions.get(key)
+            if served is None:
+                lines.append(f"\t{key.api_name}({int(key)}): UNSUPPORTED")
+                continue
+            ours = APIS.get(key)
+            usable = min(served[1], ours.max_version) if ours is not None else None
+            lines.append(f"\t{key.api_name}({int(key)}): {served[0]} to {served[1]}"
+                         + (f" [usable: {usable}]" if usable is not None else ""))
+        print(",\n".join(lines) + "\n)")
+    return 0 if all(b.error is None for b in brokers) else 1
 
 
 # ------------------------------------------------------------------------------ configs

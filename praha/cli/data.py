@@ -17,21 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from praha.cli.options import at_least
+from praha.cli.options import at_least, bootstrap_of
 
 EXIT_OK, EXIT_ERROR = 0, 1
-
-
-def _bootstrap(args: argparse.Namespace) -> str:
-    if getattr(args, "bootstrap_server", None):
-        return str(args.bootstrap_server)
-    from praha.cli.options import CliError
-    from praha.cluster.local import LocalCluster
-
-    state = LocalCluster(args.dir).load()
-    if not state.brokers:
-        raise CliError(f"no brokers in the local cluster {args.dir}")
-    return ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
 
 
 def _confluent() -> Any:
@@ -47,7 +35,7 @@ def _confluent() -> Any:
 def cmd_produce(args: argparse.Namespace) -> int:
     ck = _confluent()
     producer = ck.Producer({
-        "bootstrap.servers": _bootstrap(args), "acks": args.acks, "linger.ms": 5,
+        "bootstrap.servers": bootstrap_of(args), "acks": args.acks, "linger.ms": 5,
         "message.timeout.ms": int(args.timeout * 1000), "log_level": 3,
     })
     sent = failed = 0
@@ -89,7 +77,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     ck = _confluent()
     consumer = ck.Consumer({
-        "bootstrap.servers": _bootstrap(args), "group.id": "praha-console-consumer",
+        "bootstrap.servers": bootstrap_of(args), "group.id": "praha-console-consumer",
         "enable.auto.commit": False, "enable.auto.offset.store": False, "log_level": 3,
     })
     try:

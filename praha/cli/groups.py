@@ -22,7 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from praha.cli.options import CliError, add_cluster_options
+from praha.cli.options import CliError, add_cluster_options, bootstrap_of
 
 if TYPE_CHECKING:
     from praha.admin.group_plans import ResetSpec
@@ -180,26 +180,6 @@ def reset_spec(args: argparse.Namespace, now_ms: int) -> ResetSpec:
     if mode is ResetMode.BY_DURATION:
         return ResetSpec(mode, now_ms - parse_duration_ms(args.by_duration))
     return ResetSpec(mode)
-
-
-def bootstrap_of(args: argparse.Namespace) -> str:
-    """--bootstrap-server, else the live brokers named by --zookeeper, else the local cluster's."""
-    if args.bootstrap_server:
-        return str(args.bootstrap_server)
-    if args.zookeeper:
-        from praha.admin.status import zk_session
-
-        with zk_session(args.zookeeper) as store:
-            brokers, _ = store.get_live_brokers()
-        if not brokers:
-            raise CliError(f"no live brokers registered in ZooKeeper {args.zookeeper}")
-        return ",".join(f"{b.host}:{b.port}" for _, b in sorted(brokers.items()))
-    from praha.cluster.local import LocalCluster
-
-    state = LocalCluster(args.dir).load()
-    if not state.brokers:
-        raise CliError(f"no brokers in the local cluster {args.dir}")
-    return ",".join(f"127.0.0.1:{b.port}" for _, b in sorted(state.brokers.items()))
 
 
 # ----------------------------------------------------------------------------- the command

@@ -6,6 +6,7 @@
   praha cluster up --brokers N [--dir D] [--zookeeper H:P] [--broker-config k=v ...]
   praha cluster status [--json] | praha cluster down
   praha groups --list | --describe | --reset-offsets | --delete | --delete-offsets   (kafka-consumer-groups)
+  praha api-versions [--json]                           what every broker serves (kafka-broker-api-versions)
 
 Commands that talk to a cluster take `--dir` (a local cluster, the default),
 `--zookeeper HOST:PORT` or `--bootstrap-server HOST:PORT`.

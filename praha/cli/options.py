@@ -70,3 +70,23 @@ def at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def bootstrap_of(args: argparse.Namespace) -> str:
+    """--bootstrap-server, else the live brokers named by --zookeeper, else the local cluster's."""
+    if getattr(args, "bootstrap_server", None):
+        return str(args.bootstrap_server)
+    if getattr(args, "zookeeper", None):
+        from praha.admin.status import zk_session
+
+        with zk_session(args.zookeeper) as store:
+            brokers, _ = store.get_live_brokers()
+        if not brokers:
+            raise CliError(f"no live brokers registered in ZooKeeper {args.zookeeper}")
+        return ",".join(f"{b.host}:{b.port}" for _, b in sorted(brokers.items()))
+    from praha.cluster.local import LocalCluster
+
+    state = LocalCluster(args.dir).load()
+    if not state.brokers:
+        raise CliError(f"no brokers in the local cluster {args.dir}")
+    return ",".join(f"127.0.0.1:{b.port}" for _, b in sorted(state.brokers.items()))
