@@ -269,6 +269,10 @@ CATALOGUE = [
      "Stable, Dead, Empty"),
     ("groups-bad-bootstrap", "groups --list --bootstrap-server nohost", 2,
      "praha groups: error: argument --bootstrap-server: expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
+    ("api-versions-bad-bootstrap", "api-versions --bootstrap-server nohost", 2,
+     "praha api-versions: error: argument --bootstrap-server: expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
+    ("api-versions-unknown-option", "api-versions --all", 2,
+     "praha: error: unrecognized arguments: --all"),
     ("groups-reset-no-scenario", "groups --reset-offsets --group g --topic orders", 1,
      "error: Option --reset-offsets requires one of the following scenarios: --to-earliest, --to-latest, "
      "--to-current, --to-offset, --shift-by, --to-datetime, --by-duration"),
