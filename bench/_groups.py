@@ -116,7 +116,9 @@ def bootstrap(cluster: LocalCluster) -> str:
 
 
 def broker_pids(cluster: LocalCluster) -> list[int]:
-    return [b.pid for b in cluster.load().brokers.values()]
+    """The brokers' PIDs and ZooKeeper's (the cluster's own processes, for `Load`)."""
+    state = cluster.load()
+    return [b.pid for b in state.brokers.values()] + ([state.zookeeper_pid] if state.zookeeper_pid > 0 else [])
 
 
 def wait_until(pred: Callable[[], object], timeout: float, what: str, step: float = 0.1):
