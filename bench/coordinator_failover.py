@@ -111,6 +111,7 @@ class Poller:
         self.want = {g: {p: expected_offset(i, p, rounds) for p in range(partitions)} for i, g in enumerate(groups)}
         self.partitions = partitions
         self.answered: dict[str, float] = {}
+        self.found: dict[str, float] = {}  # first time FindCoordinator named a broker we poll (not the victim)
         self.rounds = 0
         self.errors: dict[str, int] = {}
         self.conns: dict[int, AsyncConnection] = {}
@@ -133,9 +134,12 @@ class Poller:
             self._err(f"FindCoordinator {type(e).__name__}")
             return {}
         out = {}
+        t = time.time()
         for c in r.coordinators:
             if c.error_code == 0:
                 out[c.key] = c.node_id
+                if c.node_id in self.ports:
+                    self.found.setdefault(c.key, t)
             else:
                 self._err(f"FindCoordinator error {c.error_code}")
         return out
@@ -278,13 +282,15 @@ def trial(args, k: int) -> dict[str, float]:
             "client_after_loaded_s": t_all - t_loaded,
             "poll_rounds": poller.rounds, "busy": lo["busy"], "others": lo["others"],
             "first_group_s": min(poller.answered.values()) - t_lai,
+            "found_first_s": min(poller.found.values()) - t_lai,
+            "found_all_s": max(poller.found.values()) - t_lai,
             "lai_spread_s": (max(t for t, _, _ in lai) - min(t for t, _, _ in lai)) / 1000,
         }
         print(f"    kill→BrokerChange {r['detect_s']:.2f} s, kill→LeaderAndIsr {r['lai_after_kill_s']:.2f} s; "
               f"(i) LeaderAndIsr→all {len(groups)} groups answer {r['i_s']:.3f} s (first {r['first_group_s']:.3f} s);"
               f" (ii) load_ms max {r['load_ms_max']:.0f}, sum {r['load_ms_sum']:.0f} over {len(loaded)} partitions "
               f"({r['groups_in_lines']} groups), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
-              f"poll rounds {poller.rounds}; errors seen {poller.errors}; busy {lo['busy']:.0%}, "
+              f"found first {r['found_first_s']:.3f} s, all {r['found_all_s']:.3f} s; poll rounds {poller.rounds}; errors seen {poller.errors}; busy {lo['busy']:.0%}, "
               f"others {lo['others']:.0%}")
         return r
 
@@ -320,6 +326,8 @@ def main() -> None:
         f"| kill → first LeaderAndIsrReceived s | {col('lai_after_kill_s')} |",
         f"| **(i) LeaderAndIsr → every group answers OffsetFetch s** | {col('i_s')} |",
         f"| LeaderAndIsr → first group answers s | {col('first_group_s')} |",
+        f"| LeaderAndIsr → FindCoordinator names a new coordinator, first group s | {col('found_first_s')} |",
+        f"| LeaderAndIsr → FindCoordinator names a new coordinator, last group s | {col('found_all_s')} |",
         f"| (ii) LeaderAndIsr → last GroupCoordinatorLoaded s | {col('ii_last_loaded_s')} |",
         f"| (ii) `load_ms`, slowest partition | {col('load_ms_max', '{:.0f}')} |",
         f"| (ii) `load_ms`, sum over the moved partitions | {col('load_ms_sum', '{:.0f}')} |",

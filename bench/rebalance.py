@@ -337,7 +337,7 @@ def main() -> None:
                       f"(b) assigned {r['b_assigned']:.3f} s, consuming {r['b_consuming']:.3f} s "
                       f"({r['b_callbacks']} callbacks, busy {r['b_load']['busy']:.0%}, "  # type: ignore[index]
                       f"others {r['b_load']['others']:.0%}); (b) split {r['b_split']}, t0 wall {r['b_t0_wall']:.3f}")  # type: ignore[index]
-    rows, verdicts = [], []
+    rows, verdicts, splits = [], [], []
     for assignor in args.assignors.split(","):
         rs = [r for r in results if r["assignor"] == assignor]
 
@@ -350,6 +350,12 @@ def main() -> None:
 
         rows.append(f"| {assignor} | {col('a_assigned')} | {col('a_consuming')} | {loads('a_load')} | "
                     f"{col('b_assigned')} | {col('b_consuming')} | {loads('b_load')} |")
+
+        def sp(key: str, rs=rs) -> str:
+            vals = [float(r["b_split"][key]) for r in rs]  # type: ignore[index]
+            return f"{median(vals):.3f} ({' / '.join(f'{v:.3f}' for v in vals)})"
+
+        splits.append(f"| {assignor} | {sp('last_assign')} | {sp('record_wait_p50')} | {sp('record_wait_max')} |")
         b = median([float(r["b_consuming"]) for r in rs])  # type: ignore[arg-type]
         ba = median([float(r["b_assigned"]) for r in rs])  # type: ignore[arg-type]
         verdicts.append(f"{assignor}: (b) consuming {b:.3f} s = {b / TARGET_B_S:.2f}× the {TARGET_B_S:g} s target "
@@ -358,16 +364,23 @@ def main() -> None:
                         f"{b / 103:.3f}×, vs KIP-848's 5 s: {b / 5:.2f}×")
     table = ("| assignor | (a) assigned s | (a) consuming s | (a) machine busy, others | (b) assigned s | "
              "(b) consuming s | (b) machine busy, others |\n|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
+    split_table = ("| assignor | (b) close() → last assign callback s | (b) assign callback → first record of a "
+                   "partition given, median s | … max s |\n|---|---:|---:|---:|\n" + "\n".join(splits))
     print(table)
+    print(split_table)
     for v in verdicts:
         print(v)
     if args.write:
-        png = REPO / "bench" / "rebalance.png"
+        tag = "" if args.fetch_wait_ms is None else f"-fetch-wait-{args.fetch_wait_ms}"
+        png = REPO / "bench" / f"rebalance{tag}.png"
+        heading = ("### Rebalance (`bench/rebalance.py`)" if not tag else
+                   f"### Rebalance with `fetch.wait.max.ms={args.fetch_wait_ms}` (`bench/rebalance.py "
+                   f"--fetch-wait-ms {args.fetch_wait_ms}`)")
         plot(png, results, args.partitions)
         cmd = f"python bench/rebalance.py --repeat {args.repeat}" + (
             f" --fetch-wait-ms {args.fetch_wait_ms}" if args.fetch_wait_ms is not None else "")
         section = "\n".join([
-            "### Rebalance (`bench/rebalance.py`)", "",
+            heading, "",
             f"Command: `{cmd}`", "",
             f"Machine: {machine_line()}; 3 broker processes, ZooKeeper and the 10 members (one process, one thread "
             "each) on the same CPUs.", "",
@@ -384,10 +397,13 @@ def main() -> None:
             "machine busy = share of both CPUs busy, others = share taken by processes other than the brokers "
             "and the bench (ZooKeeper counts as the cluster).", "",
             table, "",
+            "Where (b)'s time went: the last member's assign callback after the `close()`, and for each partition "
+            "a member was given, the wait from its assign callback to its first record:", "",
+            split_table, "",
             *[f"- {v}" for v in verdicts], "",
-            "Plot: `bench/rebalance.png` (partitions consumed by their current owner over time, each trial).", "",
+            f"Plot: `bench/{png.name}` (partitions consumed by their current owner over time, each trial).", "",
         ])
-        write_subsection(REPO / "bench" / "RESULTS.md", "### Rebalance (`bench/rebalance.py`)", section)
+        write_subsection(REPO / "bench" / "RESULTS.md", heading, section)
 
 
 if __name__ == "__main__":
