@@ -252,7 +252,7 @@ def trial(args, k: int) -> dict[str, float]:
                                f"{poller.errors}")
         t_all = max(poller.answered.values())
         since = int(t_kill * 1000) - 1
-        lai, loaded, change = [], [], []
+        lai, loaded, change, reloaded = [], [], [], []
         for b in survivors:
             path = Path(state.brokers[b].dir) / "data" / "state-change.log"
             for d in read_lines(path, since, {"LeaderAndIsrReceived", "GroupCoordinatorLoaded", "BrokerChange"}):
@@ -264,6 +264,8 @@ def trial(args, k: int) -> dict[str, float]:
                         lai.append((d["time_ms"], b, len(mine)))
                 elif d["event"] == "GroupCoordinatorLoaded" and d.get("partition") in moved:
                     loaded.append(d)
+                elif d["event"] == "GroupCoordinatorLoaded":
+                    reloaded.append(d)  # a partition the survivor led already, loaded again
                 elif d["event"] == "BrokerChange" and victim in d.get("dead", []):
                     change.append(d["time_ms"])
         if not lai:
@@ -279,6 +281,7 @@ def trial(args, k: int) -> dict[str, float]:
             "ii_last_loaded_s": t_loaded - t_lai,
             "load_ms_max": max(load_ms, default=float("nan")), "load_ms_sum": sum(load_ms),
             "loaded_lines": len(loaded), "groups_in_lines": sum(int(d.get("groups", 0)) for d in loaded),
+            "reloaded": len(reloaded), "reloaded_groups": sum(int(d.get("groups", 0)) for d in reloaded),
             "client_after_loaded_s": t_all - t_loaded,
             "poll_rounds": poller.rounds, "busy": lo["busy"], "others": lo["others"],
             "first_group_s": min(poller.answered.values()) - t_lai,
@@ -289,7 +292,8 @@ def trial(args, k: int) -> dict[str, float]:
         print(f"    kill→BrokerChange {r['detect_s']:.2f} s, kill→LeaderAndIsr {r['lai_after_kill_s']:.2f} s; "
               f"(i) LeaderAndIsr→all {len(groups)} groups answer {r['i_s']:.3f} s (first {r['first_group_s']:.3f} s);"
               f" (ii) load_ms max {r['load_ms_max']:.0f}, sum {r['load_ms_sum']:.0f} over {len(loaded)} partitions "
-              f"({r['groups_in_lines']} groups), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
+              f"({r['groups_in_lines']} groups; {r['reloaded']} partitions already led reloaded, "
+              f"{r['reloaded_groups']} groups), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
               f"found first {r['found_first_s']:.3f} s, all {r['found_all_s']:.3f} s; poll rounds {poller.rounds}; errors seen {poller.errors}; busy {lo['busy']:.0%}, "
               f"others {lo['others']:.0%}")
         return r
@@ -331,6 +335,8 @@ def main() -> None:
         f"| (ii) LeaderAndIsr → last GroupCoordinatorLoaded s | {col('ii_last_loaded_s')} |",
         f"| (ii) `load_ms`, slowest partition | {col('load_ms_max', '{:.0f}')} |",
         f"| (ii) `load_ms`, sum over the moved partitions | {col('load_ms_sum', '{:.0f}')} |",
+        f"| partitions the survivors already led, unloaded and loaded again | {col('reloaded', '{:.0f}')} |",
+        f"| groups in them (unrelated to the killed broker) | {col('reloaded_groups', '{:.0f}')} |",
         f"| last loaded → client has every group s | {col('client_after_loaded_s')} |",
         f"| client poll rounds | {col('poll_rounds', '{:.0f}')} |",
         f"| machine busy / other processes | {' / '.join(format(r['busy'], '.0%') for r in results)}; "
