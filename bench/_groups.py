@@ -237,7 +237,7 @@ def write_subsection(results: Path, sub_heading: str, text: str) -> None:
     s = section.find(sub_heading + "\n")
     if s >= 0:
         e = section.find("\n### ", s + 1)
-        section = section[:s] + text + (section[e + 1:] if e >= 0 else "")
+        section = section[:s] + text + ("\n" + section[e + 1:] if e >= 0 else "")
     else:
         section = section.rstrip("\n") + "\n\n" + text
     write_section(results, SECTION, section)

@@ -159,7 +159,7 @@ def wait_group(members: list[Member], partitions: int, timeout: float) -> tuple[
             return t_assigned, t
         if not assigned:
             t_assigned = float("nan")
-        time.sleep(0.002)
+        time.sleep(0.01)  # 10 ms: the check takes the GIL the members need for their callbacks
     return t_assigned, float("nan")
 
 
