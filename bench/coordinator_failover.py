@@ -55,7 +55,7 @@ from kafka.protocol.consumer import (  # noqa: E402
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse  # noqa: E402
 
-from praha.coordinator.group.records import OFFSETS_TOPIC  # noqa: E402
+from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for  # noqa: E402
 from praha.protocol.async_client import AsyncConnection  # noqa: E402
 from praha.zk.store import ZkStore  # noqa: E402
 
@@ -71,8 +71,9 @@ def expected_offset(i: int, p: int, rounds: int) -> int:
     return 1000 * rounds + 7 * i + p
 
 
-async def commit_all(port: int, groups: list[str], partitions: int, rounds: int, concurrency: int = 50) -> None:
-    """Every group commits `partitions` offsets `rounds` times (the last round's are expected)."""
+async def commit_all(ports: list[int], groups: list[str], partitions: int, rounds: int, concurrency: int = 50) -> None:
+    """Every group commits `partitions` offsets `rounds` times (the last round's are expected),
+    group i to the coordinator at `ports[i]`."""
     queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
     for r in range(1, rounds + 1):
         for i in range(len(groups)):
@@ -80,10 +81,13 @@ async def commit_all(port: int, groups: list[str], partitions: int, rounds: int,
     bad: list[object] = []
 
     async def worker(k: int) -> None:
-        conn = AsyncConnection("127.0.0.1", port, f"fo-commit-{k}", 30.0)
+        conns: dict[int, AsyncConnection] = {}
         try:
             while not queue.empty():
                 r, i = queue.get_nowait()
+                conn = conns.get(ports[i])
+                if conn is None:
+                    conn = conns[ports[i]] = AsyncConnection("127.0.0.1", ports[i], f"fo-commit-{k}", 30.0)
                 req = OffsetCommitRequest(
                     group_id=groups[i], generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
                     retention_time_ms=-1, topics=[_CT(name=TOPIC, partitions=[
@@ -95,7 +99,8 @@ async def commit_all(port: int, groups: list[str], partitions: int, rounds: int,
                 if codes != {0}:
                     bad.append((groups[i], codes))
         finally:
-            conn.close()
+            for c in conns.values():
+                c.close()
 
     await asyncio.wait_for(asyncio.gather(*(worker(k) for k in range(concurrency))), 300)
     if bad:
@@ -193,6 +198,38 @@ class Poller:
             c.close()
 
 
+class Watcher(Poller):
+    """Polls groups that stay where they are (their coordinator survives) for as long as
+    `until` is not set; records when each could not answer (an error or no coordinator)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.failed: dict[str, list[float]] = {}  # group -> times it did not answer with its offsets
+        self.recovered: dict[str, float] = {}  # group -> first poll after its last failure that it answered
+
+    async def run_until(self, live: list[int], until: asyncio.Event, t_kill: float) -> None:
+        k = 0
+        while not until.is_set():
+            self.answered.clear()
+            t = time.time()
+            via = live[k % len(live)]
+            k += 1
+            coord = await self.find(via, list(self.groups))
+            by: dict[int, list[str]] = {}
+            for g in self.groups:
+                if g in coord:
+                    by.setdefault(coord[g], []).append(g)
+            await asyncio.gather(*(self.fetch(b, gs) for b, gs in by.items()))
+            if t >= t_kill:
+                for g in self.groups:
+                    if g not in self.answered:
+                        self.failed.setdefault(g, []).append(t)
+                        self.recovered.pop(g, None)
+                    elif g in self.failed:
+                        self.recovered.setdefault(g, self.answered[g])
+            await asyncio.sleep(0.005)
+
+
 def read_lines(path: Path, since_ms: int, events: set[str]) -> list[dict]:
     out = []
     try:
@@ -223,8 +260,13 @@ def trial(args, k: int) -> dict[str, float]:
         moved = {p for p, b in leaders.items() if b == victim}
         groups = groups_on(moved, args.groups, f"fo{k}")
         ports = {b.id: b.port for b in state.brokers.values()}
+        kept = set(leaders) - moved
+        bystanders = groups_on(kept, args.bystanders, f"by{k}") if args.bystanders else []
         t = time.perf_counter()
-        asyncio.run(commit_all(ports[victim], groups, args.partitions, args.rounds))
+        asyncio.run(commit_all([ports[victim]] * len(groups), groups, args.partitions, args.rounds))
+        if bystanders:
+            asyncio.run(commit_all([ports[leaders[partition_for(g, 50)]] for g in bystanders], bystanders,
+                                   args.partitions, args.rounds))
         commit_s = time.perf_counter() - t
         records = args.groups * args.partitions * args.rounds
         before = Poller(ports, groups, args.partitions, args.rounds)
@@ -236,21 +278,39 @@ def trial(args, k: int) -> dict[str, float]:
             raise RuntimeError(f"only {len(before.answered)} groups answered before the kill: {before.errors}")
         survivors = [b for b in ports if b != victim]
         print(f"  trial {k + 1}: controller {controller}, victim {victim} leads {len(moved)} __consumer_offsets "
-              f"partitions; {len(groups)} groups committed {records} offsets in {commit_s:.1f} s")
+              f"partitions; {len(groups)} groups committed {records} offsets in {commit_s:.1f} s"
+              + (f"; {len(bystanders)} bystander groups on the other brokers" if bystanders else ""))
         pids = [p for p in broker_pids(cluster) if p != state.brokers[victim].pid]
         poller = Poller({b: ports[b] for b in survivors}, groups, args.partitions, args.rounds)
         load = Load(pids)
+        watcher = Watcher({b: ports[b] for b in survivors}, bystanders, args.partitions, args.rounds)
+
+        async def measure() -> None:
+            done = asyncio.Event()
+
+            async def main_poll() -> None:
+                try:
+                    await poller.run(survivors, 120, start_after=t_kill)
+                finally:
+                    await asyncio.sleep(1.0)  # the bystanders are watched a second longer
+                    done.set()
+
+            await asyncio.gather(main_poll(), watcher.run_until(survivors, done, t_kill) if bystanders
+                                 else asyncio.sleep(0))
+
         t_kill = time.time()
         cluster.kill_broker(victim)
         try:
-            asyncio.run(poller.run(survivors, 120, start_after=t_kill))
+            asyncio.run(measure())
         finally:
             poller.close()
+            watcher.close()
         lo = load.done()
         if len(poller.answered) != len(groups):
             raise RuntimeError(f"only {len(poller.answered)}/{len(groups)} groups answered after the kill: "
                                f"{poller.errors}")
         t_all = max(poller.answered.values())
+        outages = [watcher.recovered.get(g, float("inf")) - ts[0] for g, ts in watcher.failed.items()]
         since = int(t_kill * 1000) - 1
         lai, loaded, change, reloaded = [], [], [], []
         for b in survivors:
@@ -288,12 +348,17 @@ def trial(args, k: int) -> dict[str, float]:
             "found_first_s": min(poller.found.values()) - t_lai,
             "found_all_s": max(poller.found.values()) - t_lai,
             "lai_spread_s": (max(t for t, _, _ in lai) - min(t for t, _, _ in lai)) / 1000,
+            "bystanders_failed": len(watcher.failed),
+            "bystanders_outage_max_s": max(outages, default=0.0),
+            "bystanders_outage_p50_s": median(outages) if outages else 0.0,
         }
         print(f"    kill→BrokerChange {r['detect_s']:.2f} s, kill→LeaderAndIsr {r['lai_after_kill_s']:.2f} s; "
               f"(i) LeaderAndIsr→all {len(groups)} groups answer {r['i_s']:.3f} s (first {r['first_group_s']:.3f} s);"
               f" (ii) load_ms max {r['load_ms_max']:.0f}, sum {r['load_ms_sum']:.0f} over {len(loaded)} partitions "
               f"({r['groups_in_lines']} groups; {r['reloaded']} partitions already led reloaded, "
-              f"{r['reloaded_groups']} groups), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
+              f"{r['reloaded_groups']} groups; bystanders not answering: {r['bystanders_failed']}, outage median "
+              f"{r['bystanders_outage_p50_s']:.3f} s, max {r['bystanders_outage_max_s']:.3f} s, their errors "
+              f"{watcher.errors}), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
               f"found first {r['found_first_s']:.3f} s, all {r['found_all_s']:.3f} s; poll rounds {poller.rounds}; errors seen {poller.errors}; busy {lo['busy']:.0%}, "
               f"others {lo['others']:.0%}")
         return r
@@ -305,6 +370,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4, help="offsets committed per group (default 4)")
     ap.add_argument("--rounds", type=int, default=2, help="commits of each offset (default 2)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--bystanders", type=int, default=0,
+                    help="groups whose coordinator is a survivor, also committed and watched (default 0)")
     ap.add_argument("--write", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--keep-dir", action="store_true")
     args = ap.parse_args()
@@ -337,6 +404,12 @@ def main() -> None:
         f"| (ii) `load_ms`, sum over the moved partitions | {col('load_ms_sum', '{:.0f}')} |",
         f"| partitions the survivors already led, unloaded and loaded again | {col('reloaded', '{:.0f}')} |",
         f"| groups in them (unrelated to the killed broker) | {col('reloaded_groups', '{:.0f}')} |",
+        *([f"| bystander groups (coordinator survived) that failed to answer at least once | "
+           f"{col('bystanders_failed', '{:.0f}')} |",
+           f"| … their outage (first failed poll to the next answer), median s | "
+           f"{col('bystanders_outage_p50_s')} |",
+           f"| … their outage, longest s | {col('bystanders_outage_max_s')} |"]
+          if args.bystanders else []),
         f"| last loaded → client has every group s | {col('client_after_loaded_s')} |",
         f"| client poll rounds | {col('poll_rounds', '{:.0f}')} |",
         f"| machine busy / other processes | {' / '.join(format(r['busy'], '.0%') for r in results)}; "
@@ -346,10 +419,14 @@ def main() -> None:
     for v in verdicts:
         print(v)
     if args.write:
+        heading = ("### Coordinator failover (`bench/coordinator_failover.py`)" if not args.bystanders else
+                   f"### Coordinator failover with {args.bystanders} bystander groups "
+                   f"(`bench/coordinator_failover.py --bystanders {args.bystanders}`)")
         section = "\n".join([
-            "### Coordinator failover (`bench/coordinator_failover.py`)", "",
+            heading, "",
             f"Command: `python bench/coordinator_failover.py --groups {args.groups} --partitions {args.partitions} "
-            f"--rounds {args.rounds} --repeat {args.repeat}`", "",
+            f"--rounds {args.rounds} --repeat {args.repeat}"
+            + (f" --bystanders {args.bystanders}" if args.bystanders else "") + "`", "",
             f"Machine: {machine_line()}; per trial a fresh cluster of 3 broker processes and ZooKeeper on the same "
             "CPUs as the polling client.", "",
             f"What is timed: {args.groups} standalone groups whose `__consumer_offsets` partitions are led by one "
@@ -360,12 +437,15 @@ def main() -> None:
             "`LeaderAndIsrReceived` line (state-change log) that makes a survivor leader of one of the moved "
             "partitions — `ControllerRequestAccepted` lines are written only when a controller epoch changes, "
             "and a follower's death changes none. (ii) is the coordinator's own loading: its "
-            "`GroupCoordinatorLoaded` lines (`load_ms` per partition). Medians of the trials.", "",
+            "`GroupCoordinatorLoaded` lines (`load_ms` per partition). Medians of the trials."
+            + (f" Bystanders: {args.bystanders} more groups, committed the same way, whose coordinators survive; "
+               "a second poller in the same process asks for their offsets in a loop from the kill until a second "
+               "after the main poll ends, and notes every poll in which one of them does not answer with its "
+               "offsets." if args.bystanders else ""), "",
             table, "",
             *[f"- {v}" for v in verdicts], "",
         ])
-        write_subsection(REPO / "bench" / "RESULTS.md", "### Coordinator failover (`bench/coordinator_failover.py`)",
-                         section)
+        write_subsection(REPO / "bench" / "RESULTS.md", heading, section)
 
 
 if __name__ == "__main__":
