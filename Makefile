@@ -4,13 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration bench chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv and run the test suite"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
+	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -38,9 +39,14 @@ test-integration: $(STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
-BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append
+GROUP_BENCHES := rebalance offset_commit coordinator_failover
+BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append $(GROUP_BENCHES)
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
+
+# only the consumer-group benchmarks of issue 11 (a few minutes)
+bench-groups: $(STAMP)
+	@for b in $(GROUP_BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 # chaos: 4 seeded campaigns, 200 faults in all (one on a 3-node ZooKeeper ensemble), then the
 # slow regression replays; every campaign runs even if one fails, the target fails if any did
