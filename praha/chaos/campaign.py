@@ -2,11 +2,12 @@
 
 Flow: 1. start ZooKeeper, the per-broker proxies and the brokers; 2. create the RF 3
 data topics (min.insync.replicas=2) and wait until every broker serves them; 3. start
-consumers, producers, the high-watermark monitor, the cluster observer and the admin
-worker; 4. run the seeded fault schedule, one fault at a time (inject, hold, heal),
+consumers, producers, the consumer group's member processes, the high-watermark monitor,
+the cluster observer and the admin worker; 4. run the seeded fault schedule, one fault at a time (inject, hold, heal),
 each preceded by a bounded wait for all brokers to be registered; 5. heal everything,
 stop the admin, wait (bounded) for full health; 6. stop producers, read every data
-partition back with a fresh consumer; 7. stop the cluster gracefully, compare replicas
+partition back with a fresh consumer, let the group catch up to the end (bounded), stop
+its members, fetch its committed offsets a last time; 7. stop the cluster gracefully, compare replicas
 on disk, read the state-change logs; 8. judge, write report.json, summary.txt and
 timeline.png. Every process is stopped by PID whatever happens.
 """
@@ -26,8 +27,9 @@ from typing import Any, Callable
 from praha.chaos import invariants as inv
 from praha.chaos.config import CampaignConfig
 from praha.chaos.environment import ChaosEnvironment, wait_until
-from praha.chaos.faults import FaultInjector, FaultRecord
-from praha.chaos.ledger import Ledger, Tp
+from praha.chaos.faults import FaultInjector, FaultRecord, target_label
+from praha.chaos.group import ConsumerGroup
+from praha.chaos.ledger import GroupLedger, Ledger, Tp
 from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor, HwState
 from praha.chaos.plot import plot_timeline
 from praha.chaos.report import headline, summary_text, violation_json
@@ -43,7 +45,9 @@ Progress = Callable[[str], None]
 #: problem, not a safety one: the invariants judge safety and final health)
 SLOW_HEAL_S = 30.0
 #: faults that, by design, leave the controller in its seat (stalls below the session timeout, probes)
-CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "forged_controller", "zk_member_kill"}
+CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "forged_controller", "zk_member_kill", "member_kill"}
+#: after the faults: how long the consumer group gets to commit up to every high watermark
+GROUP_CATCH_UP_S = 60.0
 
 
 def _stderr(msg: str) -> None:
@@ -114,6 +118,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
     observer: ClusterObserver | None = None
     consumers: list[ConsumerWorker] = []
     producers: list[ProducerWorker] = []
+    group: ConsumerGroup | None = None
+    group_ledger: GroupLedger | None = None
     health = inv.Health(False, 0.0, ["not reached"])
     final = inv.FinalRead()
     assignments: dict[Tp, tuple[int, ...]] = {}
@@ -136,15 +142,18 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         threads = [*consumers, *producers, hw_monitor, observer, admin]
         for t in threads:
             t.start()
+        if cfg.group_members > 0:
+            group = ConsumerGroup(root, bootstrap, _data_topics(cfg), timeline, cfg.group_members)
+            group.start()
         time.sleep(3.0)
-        injector = FaultInjector(env, timeline)
+        injector = FaultInjector(env, timeline, group)
         for plan in schedule:
             wait_until(lambda: env.live_broker_ids() == set(env.brokers()) and env.controller_id() > 0, 30)
             rec = injector.inject(plan)
             if rec is not None:
                 faults.append(rec)
                 progress(f"chaos: fault {plan.index + 1}/{len(schedule)} {rec.kind} "
-                         f"{'zk server' if rec.kind == 'zk_member_kill' else 'broker'} {rec.target}"
+                         f"{target_label(rec.kind)} {rec.target}"
                          f"{' (controller)' if rec.was_controller else ''}: "
                          f"{'healed' if rec.ok else 'FAILED ' + rec.error} at {rec.healed_t:.1f}s, "
                          f"{ledger.acked_count()} acked, {len(timeline.violations)} violations")
@@ -165,6 +174,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         while time.monotonic() < deadline and any(
                 max(ledger.served.get(tp, {-1: ""}), default=-1) + 1 < final.high_watermarks.get(tp, 0) for tp in tps):
             time.sleep(0.2)
+        if group is not None:
+            group_ledger = _finish_group(group, final, tps, clients_log, timeline, progress)
     except KeyboardInterrupt:
         interrupted = "interrupted"
         timeline.add("note", "campaign interrupted")
@@ -175,19 +186,58 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         stop_watch.set()
         for t in threads:
             t.join(timeout=30)
+        if group is not None:
+            group.stop()
         progress("chaos: stopping the cluster")
         env.close()
     return _judge(cfg, root, timeline, env, ledger, faults, final, health, assignments, hw_monitor, observer,
-                  admin, consumers, producers, interrupted)
+                  admin, consumers, producers, interrupted, group_ledger)
+
+
+def _finish_group(group: ConsumerGroup, final: inv.FinalRead, tps: list[Tp], logger: logging.Logger,
+                  timeline: Timeline, progress: Progress) -> GroupLedger:
+    """Let the group commit up to every final high watermark (bounded), stop its members, and
+    ask the coordinator a last time what is committed."""
+    t0 = time.monotonic()
+    caught_up = False
+    while time.monotonic() - t0 < GROUP_CATCH_UP_S:
+        try:
+            committed = group.committed(tps, logger, timeout=10)
+        except Exception as e:  # noqa: BLE001 - the coordinator may still be moving
+            log.debug("committed offsets unreadable: %s", e)
+            committed = {}
+        if all(committed.get(tp, -1) >= final.high_watermarks.get(tp, 0) for tp in tps):
+            caught_up = True
+            break
+        time.sleep(0.5)
+    waited = round(time.monotonic() - t0, 2)
+    timeline.add("group", f"group {'caught up' if caught_up else 'did not catch up'} after {waited:.1f}s")
+    progress(f"chaos: consumer group {'caught up' if caught_up else 'DID NOT catch up'} in {waited:.1f}s")
+    group.stop()
+    last: dict[Tp, int] = {}
+    for _attempt in range(3):
+        try:
+            last = group.committed(tps, logger, timeout=15)
+        except Exception as e:  # noqa: BLE001
+            log.warning("final OffsetFetch failed: %s", e)
+        if len(last) == len(tps):
+            break
+        time.sleep(1.0)
+    g = group.collect()
+    g.final_committed = last
+    g.caught_up, g.catch_up_s = caught_up, waited
+    return g
 
 
 def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnvironment, ledger: Ledger,
            faults: list[FaultRecord], final: inv.FinalRead, health: inv.Health,
            assignments: dict[Tp, tuple[int, ...]], hw_monitor: HighWatermarkMonitor | None,
            observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
-           producers: list[ProducerWorker], interrupted: str) -> dict[str, Any]:
+           producers: list[ProducerWorker], interrupted: str,
+           group_ledger: GroupLedger | None = None) -> dict[str, Any]:
     hw = hw_monitor.state if hw_monitor else HwState()
     records = inv.check_records(ledger, final, hw, timeline)
+    group = inv.check_group(group_ledger, ledger, timeline) if group_ledger is not None else None
     replica_divergent = inv.check_replicas(env.cluster.root, assignments, final, timeline)
     controllers = inv.check_controllers(inv.read_state_change_logs(env.cluster.root), timeline)
     obs = observer.state if observer else None
@@ -233,6 +283,9 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "rss_peak_mb": max(memory.peak_mb.values(), default=0.0),
         "rss_peak_by_process": memory.peak_mb,
         "rss_growth_by_process": memory.growth_mb,
+        "group_commit_regressions": group.commit_regressions + group.observed_regressions if group else 0,
+        "group_undelivered": group.undelivered if group else 0,
+        "group": asdict(group) if group else None,
         "violations": len(timeline.violations),
     }
     report: dict[str, Any] = {

@@ -12,12 +12,13 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "zk_member_kill")
+             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill")
 
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
-    "stutter": 1, "stale_controller": 1, "forged_controller": 1, "zk_member_kill": 2,
+    "stutter": 1, "stale_controller": 1, "forged_controller": 1, "member_kill": 2, "coordinator_kill": 2,
+    "zk_member_kill": 2,
 }
 
 
@@ -41,6 +42,7 @@ class CampaignConfig:
     producers: int = 2
     records_per_second: int = 60  # per producer
     consumers: int = 1
+    group_members: int = 3  # the consumer group's member processes (0: no group, no member kills)
     admin_interval_s: float = 3.0
     # cluster timing: a short session timeout makes zombies and expiries quick to provoke
     session_timeout_ms: int = 4000
@@ -60,6 +62,8 @@ class CampaignConfig:
         kinds = tuple(k for k in self.kinds if k in ALL_KINDS)
         if self.zk_ensemble < 3:
             kinds = tuple(k for k in kinds if k != "zk_member_kill")
+        if self.group_members < 1:
+            kinds = tuple(k for k in kinds if k not in ("member_kill", "coordinator_kill"))
         return kinds or ("kill",)
 
     def validate(self) -> None:
@@ -69,6 +73,8 @@ class CampaignConfig:
             raise ValueError("replication factor exceeds the number of brokers")
         if self.faults < 0:
             raise ValueError("--faults must be >= 0")
+        if self.group_members < 0:
+            raise ValueError("group_members must be >= 0")
         if self.zk_ensemble not in (1, 3):
             raise ValueError("--zk-ensemble must be 1 or 3")
         unknown = [k for k in self.kinds if k not in ALL_KINDS]

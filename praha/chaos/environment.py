@@ -34,6 +34,11 @@ def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
         "min.insync.replicas": str(cfg.min_insync_replicas),
         "unclean.leader.election.enable": "false",
         "leader.imbalance.check.interval.seconds": "15",
+        # the consumer group: members with a short session timeout, no initial join delay, and
+        # 10 __consumer_offsets partitions (Kafka's 50 would only slow every failover down)
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+        "offsets.topic.num.partitions": "10",
         **cfg.extra_broker_config,
     }
 

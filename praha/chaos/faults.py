@@ -23,6 +23,11 @@ Kinds (see docs/reliability.md for what each one exercises):
                      StopReplica deleting every hosted replica, LeaderAndIsr, UpdateMetadata
                      pointing every broker at 127.0.0.1:1; each must answer
                      STALE_CONTROLLER_EPOCH (issue 15: the broker checks ZooKeeper's seat)
+  member_kill        SIGKILL one member process of the consumer group (no LeaveGroup: the
+                     coordinator finds out by the session timeout), start a new one after
+                     `hold_s`
+  coordinator_kill   `kill`, aimed at the group's coordinator: the broker FindCoordinator
+                     names (the leader of the group's __consumer_offsets partition)
   zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
 Every wait is bounded; a heal that fails is recorded (and the campaign's final health
 check reports what stayed broken) rather than raised.
@@ -36,11 +41,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from praha.chaos.environment import ChaosEnvironment, wait_until
+from praha.chaos.group import ConsumerGroup
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
 from praha.common import BrokerInfo
 
 log = logging.getLogger(__name__)
+
+#: kinds whose target is a broker (the others: a ZooKeeper server, a group member)
+BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter",
+                          "stale_controller", "forged_controller", "coordinator_kill"})
+
+
+def target_label(kind: str) -> str:
+    return {"zk_member_kill": "zk server", "member_kill": "group member"}.get(kind, "broker")
 
 #: a controller id no broker has: what a forger claims to be
 FORGED_CONTROLLER_ID = 99
@@ -50,7 +64,7 @@ FORGED_CONTROLLER_ID = 99
 class FaultRecord:
     index: int
     kind: str
-    target: int | None  # broker id, or ZooKeeper server index for zk_member_kill
+    target: int | None  # broker id; ZooKeeper server index (zk_member_kill); member slot (member_kill)
     start_t: float
     healed_t: float = -1.0
     was_controller: bool = False
@@ -63,9 +77,10 @@ class FaultRecord:
 
 
 class FaultInjector:
-    def __init__(self, env: ChaosEnvironment, timeline: Timeline):
+    def __init__(self, env: ChaosEnvironment, timeline: Timeline, group: ConsumerGroup | None = None):
         self.env = env
         self.timeline = timeline
+        self.group = group
         self.session_s = env.cfg.session_timeout_ms / 1000.0
 
     # ------------------------------------------------------------------ entry point
@@ -76,8 +91,8 @@ class FaultInjector:
             self.timeline.add("note", f"fault {plan.index} ({plan.kind}) skipped: no target")
             return None
         rec = FaultRecord(plan.index, plan.kind, target, round(self.timeline.now(), 3))
-        rec.was_controller = plan.kind != "zk_member_kill" and target == self.env.controller_id()
-        self.timeline.add("fault", f"{plan.kind} {'zk' if plan.kind == 'zk_member_kill' else 'broker'} {target}",
+        rec.was_controller = plan.kind in BROKER_KINDS and target == self.env.controller_id()
+        self.timeline.add("fault", f"{plan.kind} {target_label(plan.kind)} {target}",
                           index=plan.index, fault=plan.kind, target=target, controller=rec.was_controller)
         try:
             getattr(self, f"_do_{plan.kind}")(target, plan, rec)
@@ -96,11 +111,19 @@ class FaultInjector:
             if env.ensemble is None:
                 return None
             return resolve(plan.pick, range(len(env.ensemble.servers)))
+        if plan.kind == "member_kill":
+            return resolve(plan.pick, self.group.running_slots()) if self.group is not None else None
         running = [b for b in env.brokers() if env.running(b) and b not in env.paused]
         if plan.kind == "kill_controller" or (plan.prefer_controller and plan.kind in ("pause", "zk_expire")):
             cid = env.controller_id()
             if cid in running:
                 return cid
+        if plan.kind == "coordinator_kill":
+            if self.group is None:
+                return None
+            brokers = env.brokers()
+            coordinator = self.group.find_coordinator([("127.0.0.1", brokers[b].port) for b in sorted(running)])
+            return coordinator if coordinator in running else None
         return resolve(plan.pick, running)
 
     # ------------------------------------------------------------------ kinds
@@ -120,6 +143,11 @@ class FaultInjector:
                                                         self.session_s * 3 + 5)
 
     _do_kill_controller = _do_kill
+    _do_coordinator_kill = _do_kill
+
+    def _do_member_kill(self, slot: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        assert self.group is not None
+        rec.details.update(self.group.kill_member(slot, plan.hold_s))
 
     def _do_stale_controller(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         from praha.protocol.controller_requests import (

@@ -16,6 +16,11 @@ controllers  from all state-change logs: one controller per epoch; each broker's
              restarts too), and a LeaderAndIsr of epoch E came from E's controller.
 health       within a bound: all brokers registered, a controller, every partition
              led with its full ISR, no deletion, reassignment or election left pending.
+group        the consumer group (3 members committing after processing): the offset a final
+             OffsetFetch returns for each partition is >= every commit the coordinator
+             acknowledged; what members were told was committed when they got a partition
+             never goes back, nor below a commit acknowledged before they asked; every
+             acknowledged record was delivered to some member at least once.
 memory       every broker process stays under the RSS bound and grows less than the
              stated amount after its first minute.
 """
@@ -30,7 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from praha.chaos.environment import ChaosEnvironment
-from praha.chaos.ledger import Ledger, Tp
+from praha.chaos.ledger import GroupLedger, Ledger, Tp
 from praha.chaos.observers import HwState, Incarnation
 from praha.chaos.timeline import Timeline
 from praha.zk import znodes as zn
@@ -331,6 +336,92 @@ def check_controllers(logs: dict[int, list[dict[str, Any]]], timeline: Timeline)
                 timeline.violate("stale_epoch_accepted", f"broker {bid} accepted LeaderAndIsr from broker {cid} "
                                  f"with epoch {epoch}, which belongs to controller {owner[epoch]}", t=t,
                                  broker=bid, epoch=epoch, sender=cid, owner=owner[epoch])
+    return f
+
+
+# ---------------------------------------------------------------------------- consumer group
+@dataclass
+class GroupFigures:
+    members_started: int = 0
+    member_kills: int = 0
+    rebalances: int = 0  # assignments received, summed over members
+    commits_acked: int = 0
+    commit_failures: int = 0
+    commit_dips: int = 0  # an acknowledged commit below the one acknowledged before it (counted)
+    observed: int = 0
+    commit_regressions: int = 0  # judged: final OffsetFetch or an observation below an acknowledged commit
+    observed_regressions: int = 0  # judged: an observation below an earlier one
+    deliveries: int = 0
+    delivered: int = 0  # distinct record ids
+    undelivered: int = 0  # judged: acknowledged ids never delivered to the group
+    caught_up: bool = False
+    catch_up_s: float = 0.0
+    final_committed: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def check_group(group: GroupLedger, ledger: Ledger, timeline: Timeline) -> GroupFigures:
+    """Commits never go backwards; every acknowledged record reaches the group at least once."""
+    f = GroupFigures(members_started=group.members_started, member_kills=group.members_killed,
+                     rebalances=group.assignments, commit_failures=group.commit_failures,
+                     deliveries=group.delivered_count, delivered=len(group.delivered),
+                     caught_up=group.caught_up, catch_up_s=group.catch_up_s, errors=dict(group.errors),
+                     final_committed={f"{t}-{p}": o for (t, p), o in sorted(group.final_committed.items())})
+    regressions: list[dict[str, Any]] = []
+    backwards: list[dict[str, Any]] = []
+    for tp in sorted(set(group.commits) | set(group.observed)):
+        commits = sorted(group.commits.get(tp, []), key=lambda c: c.t)
+        f.commits_acked += len(commits)
+        for a, b in zip(commits, commits[1:]):
+            if b.offset < a.offset:
+                f.commit_dips += 1
+        top = max(commits, key=lambda c: c.offset, default=None)
+        final = group.final_committed.get(tp)
+        if top is not None and (final is None or final < top.offset):
+            f.commit_regressions += 1
+            regressions.append({"topic": tp[0], "partition": tp[1], "acknowledged": top.offset,
+                                "acknowledged_at_s": top.t, "by": top.member,
+                                "final_offset_fetch": final if final is not None else "no answer"})
+        highest_seen: tuple[int, str, float] = (-1, "", 0.0)
+        for o in sorted(group.observed.get(tp, []), key=lambda o: o.t):
+            f.observed += 1
+            before = [c for c in commits if c.t < o.t]
+            best = max(before, key=lambda c: c.offset, default=None)
+            if best is not None and o.offset < best.offset:
+                f.commit_regressions += 1
+                regressions.append({"topic": tp[0], "partition": tp[1], "acknowledged": best.offset,
+                                    "acknowledged_at_s": best.t, "by": best.member, "observed": o.offset,
+                                    "observed_at_s": o.t, "observed_by": o.member})
+            if o.offset < highest_seen[0]:
+                f.observed_regressions += 1
+                backwards.append({"topic": tp[0], "partition": tp[1], "observed": o.offset, "at_s": o.t,
+                                  "by": o.member, "earlier": highest_seen[0], "earlier_by": highest_seen[1],
+                                  "earlier_at_s": highest_seen[2]})
+            if o.offset >= highest_seen[0]:
+                highest_seen = (o.offset, o.member, o.t)
+    if regressions:
+        first = min(regressions, key=lambda r: r.get("observed_at_s", r["acknowledged_at_s"]))
+        timeline.violate("group_commit_regressed",
+                         f"{len(regressions)} times the group's committed offset was found below an acknowledged "
+                         f"commit; first: {first['topic']}-{first['partition']} acknowledged {first['acknowledged']}, "
+                         f"then {first.get('observed', first.get('final_offset_fetch'))}",
+                         t=first.get("observed_at_s", timeline.now()), examples=regressions[:20])
+    if backwards:
+        first = backwards[0]
+        timeline.violate("group_observed_regressed",
+                         f"{len(backwards)} times a member was told a lower committed offset than one told before; "
+                         f"first: {first['topic']}-{first['partition']} {first['earlier']} then {first['observed']}",
+                         t=first["at_s"], examples=backwards[:20])
+    acked = ledger.snapshot_acked()
+    missing = [(rid, a) for rid, a in acked.items() if rid not in group.delivered]
+    f.undelivered = len(missing)
+    if missing:
+        missing.sort(key=lambda m: m[1].t)
+        examples = [{"id": rid, "topic": a.tp[0], "partition": a.tp[1], "offset": a.offset, "acked_at_s": round(a.t, 3)}
+                    for rid, a in missing[:20]]
+        timeline.violate("acked_record_not_delivered",
+                         f"{len(missing)} acknowledged records were never delivered to the consumer group "
+                         f"(caught up: {group.caught_up})", t=missing[0][1].t, examples=examples)
     return f
 
 

@@ -68,3 +68,49 @@ class Ledger:
     def snapshot_acked(self) -> dict[str, Ack]:
         with self._lock:
             return dict(self.acked)
+
+
+@dataclass
+class Commit:
+    offset: int
+    t: float  # when the member got the coordinator's acknowledgement (campaign seconds)
+    member: str
+    sent_t: float = -1.0  # when the member sent the OffsetCommit
+
+
+@dataclass
+class Observed:
+    offset: int  # what OffsetFetch said was committed (-1: nothing)
+    t: float  # when the member sent the OffsetFetch
+    member: str
+
+
+@dataclass
+class GroupLedger:
+    """What the consumer group's members were served and committed (from their own files).
+
+    `commits[tp]`: every committed offset the coordinator acknowledged, in acknowledgement
+    order; `observed[tp]`: what a member was told was committed when it got the partition;
+    `delivered`: every record id the group was served; `final_committed`: the last OffsetFetch."""
+    commits: dict[Tp, list[Commit]] = field(default_factory=dict)
+    observed: dict[Tp, list[Observed]] = field(default_factory=dict)
+    delivered: set[str] = field(default_factory=set)
+    delivered_count: int = 0
+    final_committed: dict[Tp, int] = field(default_factory=dict)
+    members_started: int = 0
+    members_killed: int = 0
+    assignments: int = 0
+    commit_failures: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    caught_up: bool = False
+    catch_up_s: float = 0.0
+
+    def on_delivered(self, tp: Tp, offset: int, rid: str) -> None:
+        self.delivered.add(rid)
+        self.delivered_count += 1
+
+    def on_commit(self, tp: Tp, offset: int, t: float, member: str, sent_t: float = -1.0) -> None:
+        self.commits.setdefault(tp, []).append(Commit(offset, t, member, sent_t))
+
+    def on_observed(self, tp: Tp, offset: int, t: float, member: str) -> None:
+        self.observed.setdefault(tp, []).append(Observed(offset, t, member))

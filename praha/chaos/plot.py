@@ -1,7 +1,7 @@
 """The timeline plot of a campaign (PNG): what was done to the cluster, and how it fared.
 
 Panels, sharing the time axis: faults as spans per target (one row per broker, one for
-ZooKeeper), acknowledged records per second, offline and under-replicated partitions,
+ZooKeeper, one for the consumer group's members), acknowledged records per second, offline and under-replicated partitions,
 the controller epoch, broker RSS. Violations are red lines across every panel.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 KIND_COLORS = {
     "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
     "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan", "forged_controller": "tab:gray",
-    "zk_member_kill": "tab:brown",
+    "member_kill": "tab:green", "coordinator_kill": "tab:pink", "zk_member_kill": "tab:brown",
 }
 
 
@@ -41,13 +41,15 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
     ax_f, ax_a, ax_p, ax_c, ax_m = axes
     brokers = int(report["config"]["brokers"])
     for fault in report["faults"]:
-        row = -1 if fault["kind"] == "zk_member_kill" else int(fault["target"] or 0)
+        row = {"zk_member_kill": -1, "member_kill": 0}.get(fault["kind"], int(fault["target"] or 0))
         end = fault["healed_t"] if fault["healed_t"] >= 0 else fault["start_t"] + 1
         ax_f.barh(row, end - fault["start_t"], left=fault["start_t"], height=0.6,
                   color=KIND_COLORS.get(fault["kind"], "grey"), edgecolor="black", linewidth=0.3)
     ensemble = int(report["config"].get("zk_ensemble", 1)) > 1
-    rows = ([-1] if ensemble else []) + list(range(1, brokers + 1))
-    ax_f.set_yticks(rows, (["zk"] if ensemble else []) + [f"b{b}" for b in range(1, brokers + 1)])
+    group = any(f["kind"] == "member_kill" for f in report["faults"])
+    rows = ([-1] if ensemble else []) + ([0] if group else []) + list(range(1, brokers + 1))
+    ax_f.set_yticks(rows, (["zk"] if ensemble else []) + (["group"] if group else [])
+                    + [f"b{b}" for b in range(1, brokers + 1)])
     ax_f.set_title(f"chaos seed {report['seed']}: {report['figures']['faults']} faults, "
                    f"{report['figures']['acked']} acked, {report['figures']['lost']} lost, "
                    f"{report['figures']['violations']} violations")

@@ -2,7 +2,8 @@
 
 `headline(report)` is the object `praha chaos --json` prints as its last line; its keys
 are stable (faults, acked, lost, duplicated, divergent_offsets,
-dual_controller_acceptances, violations — all counts — plus seed and a few more).
+dual_controller_acceptances, violations — all counts — plus seed and a few more, among
+them the consumer group's group_commit_regressions and group_undelivered).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
         "read": fig["read"],
         "failed_sends": fig["failed"],
         "controller_failovers": fig["controller_failovers"],
+        "group_commit_regressions": fig.get("group_commit_regressions", 0),
+        "group_undelivered": fig.get("group_undelivered", 0),
         "violation_kinds": sorted({v["invariant"] for v in report["violations"]}),
         "duration_s": report["duration_s"],
         "report": report.get("paths", {}).get("json", ""),
@@ -44,6 +47,15 @@ def _gap(f: dict[str, Any]) -> str:
         return "no controller was hit"
     return (f"controller hit {len(gaps)}x: next election after {gaps[len(gaps) // 2]:.1f}s median / "
             f"{gaps[-1]:.1f}s max")
+
+
+def _group_line(g: dict[str, Any]) -> str:
+    return (f"  consumer group: {g['members_started']} members started ({g['member_kills']} SIGKILLed), "
+            f"{g['rebalances']} assignments, {g['commits_acked']} commits acknowledged "
+            f"({g['commit_failures']} refused), {g['observed']} committed offsets observed; "
+            f"commits gone backwards {g['commit_regressions'] + g['observed_regressions']}; "
+            f"delivered {g['delivered']} ids ({g['deliveries']} deliveries), undelivered acknowledged "
+            f"{g['undelivered']}; caught up {'yes' if g['caught_up'] else 'NO'} in {g['catch_up_s']:.1f}s")
 
 
 def summary_text(report: dict[str, Any]) -> str:
@@ -72,6 +84,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"failover {f['failover_ms_median']:.0f} ms median / {f['failover_ms_max']:.0f} ms max, "
         f"{_gap(f)}, {f['stale_requests_refused']} stale requests refused, "
         f"{f['dual_controller_acceptances']} dual-controller acceptances",
+        *([_group_line(f["group"])] if f.get("group") else []),
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",
         f"  memory: peak RSS {f['rss_peak_mb']:.0f} MB (bound {cfg['rss_bound_mb']:.0f} MB)",

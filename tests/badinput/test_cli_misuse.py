@@ -354,7 +354,8 @@ CATALOGUE = [
     ("chaos-negative-faults", "chaos --faults -1", 2, "praha chaos: error: argument --faults: must be >= 0, got -1"),
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
-     "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,zk_member_kill"),
+     "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
+     "member_kill,coordinator_kill,zk_member_kill"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
     # ---- analyze (PySpark job; these are refused before Spark starts)

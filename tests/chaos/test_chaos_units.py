@@ -8,7 +8,7 @@ import pytest
 
 from praha.chaos import invariants as inv
 from praha.chaos.config import ALL_KINDS, CampaignConfig
-from praha.chaos.ledger import Ledger
+from praha.chaos.ledger import GroupLedger, Ledger
 from praha.chaos.observers import HighWatermarkMonitor, HwState, Incarnation
 from praha.chaos.report import HEADLINE_KEYS, headline, summary_text
 from praha.chaos.schedule import build_schedule, resolve
@@ -203,3 +203,96 @@ def test_headline_and_summary_have_the_promised_keys():
     assert set(HEADLINE_KEYS) <= set(head) and head["seed"] == 3
     assert "seed 3" in summary_text(report)
     assert set(ALL_KINDS) >= set(report["config"]["kinds"])
+
+
+# ---------------------------------------------------------------------------- the consumer group
+def group_with(commits=(), observed=(), delivered=(), final=None) -> GroupLedger:
+    """commits/observed: (offset, t, member); final: the last OffsetFetch for TP (None: no answer)."""
+    g = GroupLedger()
+    for off, t, member in commits:
+        g.on_commit(TP, off, t, member)
+    for off, t, member in observed:
+        g.on_observed(TP, off, t, member)
+    for off, rid in delivered:
+        g.on_delivered(TP, off, rid)
+    if final is not None:
+        g.final_committed[TP] = final
+    return g
+
+
+def test_a_clean_group_passes():
+    ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, 1)})
+    g = group_with(commits=[(1, 1.0, "m0.0"), (2, 2.0, "m0.0")], observed=[(-1, 0.5, "m0.0"), (2, 3.0, "m1.0")],
+                   delivered=[(0, "p0-0"), (1, "p0-1"), (1, "p0-1")], final=2)
+    f = inv.check_group(g, ledger, tl)
+    assert tl.violations == []
+    assert (f.commits_acked, f.observed, f.delivered, f.deliveries, f.undelivered) == (2, 2, 2, 3, 0)
+
+
+def test_the_final_offset_fetch_below_an_acknowledged_commit_is_a_regression():
+    ledger, tl = ledger_with({})
+    f = inv.check_group(group_with(commits=[(5, 1.0, "m0.0"), (9, 2.0, "m0.0")], final=5), ledger, tl)
+    assert f.commit_regressions == 1
+    assert [v.invariant for v in tl.violations] == ["group_commit_regressed"]
+    assert tl.violations[0].details["examples"][0]["acknowledged"] == 9
+
+
+def test_no_final_answer_for_a_committed_partition_is_a_regression():
+    ledger, tl = ledger_with({})
+    inv.check_group(group_with(commits=[(5, 1.0, "m0.0")]), ledger, tl)
+    assert [v.invariant for v in tl.violations] == ["group_commit_regressed"]
+
+
+def test_a_member_told_less_than_was_acknowledged_before_it_asked():
+    ledger, tl = ledger_with({})
+    # m1 asked at 3.0, after m0's commit of 9 was acknowledged (2.0), and was told 5
+    g = group_with(commits=[(5, 1.0, "m0.0"), (9, 2.0, "m0.0")], observed=[(5, 3.0, "m1.0")], final=9)
+    f = inv.check_group(g, ledger, tl)
+    assert f.commit_regressions == 1
+    assert [v.invariant for v in tl.violations] == ["group_commit_regressed"]
+
+
+def test_an_answer_to_a_fetch_sent_before_the_acknowledgement_is_not_judged_against_it():
+    ledger, tl = ledger_with({})
+    g = group_with(commits=[(9, 2.0, "m0.0")], observed=[(5, 1.5, "m1.0")], final=9)
+    inv.check_group(g, ledger, tl)
+    assert tl.violations == []
+
+
+def test_observed_committed_offsets_going_back_between_generations():
+    ledger, tl = ledger_with({})
+    g = group_with(observed=[(7, 1.0, "m0.0"), (4, 2.0, "m1.0")], final=7)
+    f = inv.check_group(g, ledger, tl)
+    assert f.observed_regressions == 1
+    assert [v.invariant for v in tl.violations] == ["group_observed_regressed"]
+
+
+def test_an_acknowledged_record_the_group_never_got():
+    ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, 1)})
+    g = group_with(commits=[(1, 1.0, "m0.0")], delivered=[(0, "p0-0")], final=1)
+    f = inv.check_group(g, ledger, tl)
+    assert f.undelivered == 1
+    assert [v.invariant for v in tl.violations] == ["acked_record_not_delivered"]
+    assert tl.violations[0].details["examples"][0]["id"] == "p0-1"
+
+
+def test_commit_dips_between_members_are_counted_not_judged():
+    ledger, tl = ledger_with({})
+    f = inv.check_group(group_with(commits=[(9, 1.0, "m0.0"), (8, 1.1, "m1.0")], final=9), ledger, tl)
+    assert f.commit_dips == 1 and tl.violations == []
+
+
+def test_group_ledger_from_member_files_skips_a_torn_line(tmp_path):
+    from praha.chaos.group import ConsumerGroup
+
+    tl = Timeline()
+    group = ConsumerGroup(tmp_path, "127.0.0.1:1", ["t"], tl)
+    w = tl.start_wall_ms
+    lines = [{"ev": "assign", "w": w, "tps": [["t", 0]]}, {"ev": "observed", "w": w + 10, "tp": ["t", 0], "o": -1},
+             {"ev": "served", "w": w + 20, "tp": ["t", 0], "recs": [[0, "p0-0"], [1, "p0-1"]]},
+             {"ev": "commit", "w": w + 30, "sent": w + 25, "tp": ["t", 0], "o": 2}]
+    (group.dir / "m0.0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"ev": "serv')
+    g = group.collect()
+    assert g.delivered == {"p0-0", "p0-1"} and g.assignments == 1
+    assert [(c.offset, c.member) for c in g.commits[TP]] == [(2, "m0.0")]
+    assert g.observed[TP][0].offset == -1

@@ -1,0 +1,163 @@
+"""One member of the campaign's consumer group, as its own process (so a fault can SIGKILL it).
+
+  python -m praha.chaos.member --bootstrap B --group G --topics t1,t2 --name m0.1 --out FILE
+
+A confluent-kafka consumer that `subscribe`s, records what it is served, then commits
+the offsets after what it processed (manual, synchronous: at-least-once). Every fact
+goes to FILE as one JSON line, flushed before the next step, so a SIGKILL loses at most
+the line being written (the harness ignores a torn last line):
+
+  {"ev": "start", "w": wall_ms, "pid": P}
+  {"ev": "assign", "w": wall_ms, "tps": [[topic, partition], ...]}
+  {"ev": "revoke", "w": wall_ms, "tps": [...]}
+  {"ev": "observed", "w": wall_ms of the request, "tp": [t, p], "o": committed offset (-1: none)}
+  {"ev": "served", "w": wall_ms, "tp": [t, p], "recs": [[offset, id], ...]}
+  {"ev": "commit", "w": wall_ms of the answer, "sent": wall_ms of the request, "tp": [t, p], "o": offset}
+  {"ev": "commit_failed", "w": wall_ms, "error": "..."}
+  {"ev": "stop", "w": wall_ms}
+
+`commit` lines are only the offsets the coordinator acknowledged (no error for that
+partition). A member never commits below what it saw committed or committed itself for
+a partition (a consumer reset to `earliest` re-reads, which is at-least-once, but does
+not pull the group's offset back): any backwards step the invariants find is the
+coordinator's doing. SIGTERM stops it cleanly (LeaveGroup).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any, TextIO, cast
+
+_stop = False
+
+
+def _on_term(*_args: object) -> None:
+    global _stop
+    _stop = True
+
+
+def _wall() -> int:
+    return int(time.time() * 1000)
+
+
+class Out:
+    def __init__(self, f: TextIO):
+        self.f = f
+
+    def write(self, ev: str, **fields: Any) -> None:
+        self.f.write(json.dumps({"ev": ev, "w": fields.pop("w", None) or _wall(), **fields}) + "\n")
+        self.f.flush()
+
+
+def member_config(bootstrap: str, group: str, session_timeout_ms: int) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "enable.partition.eof": False,
+        "session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": max(100, session_timeout_ms // 8),
+        "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 2000, "socket.timeout.ms": 10000,
+        "partition.assignment.strategy": "range",
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import TopicPartition as CTP
+
+    signal.signal(signal.SIGTERM, _on_term)
+    out = Out(open(args.out, "a", encoding="utf-8"))  # noqa: SIM115 - kept open for the process's life
+    out.write("start", pid=os.getpid(), name=args.name)
+    consumer = Consumer(member_config(args.bootstrap, args.group, args.session_timeout_ms))
+    floor: dict[tuple[str, int], int] = {}  # the highest offset seen committed for each partition
+    pending_observe: list[Any] = []
+
+    def on_assign(_c: Any, parts: list[Any]) -> None:
+        out.write("assign", tps=[[p.topic, p.partition] for p in parts])
+        pending_observe.extend(parts)
+
+    def on_revoke(_c: Any, parts: list[Any]) -> None:
+        out.write("revoke", tps=[[p.topic, p.partition] for p in parts])
+
+    def observe() -> None:
+        """What the coordinator says is committed for newly assigned partitions (OffsetFetch)."""
+        parts = [CTP(p.topic, p.partition) for p in pending_observe]
+        pending_observe.clear()
+        sent = _wall()
+        try:
+            got = consumer.committed(parts, timeout=10)
+        except KafkaException as e:
+            out.write("observe_failed", error=str(e)[:200])
+            return
+        for p in got:
+            if p.error is not None:
+                continue
+            off = p.offset if p.offset >= 0 else -1
+            out.write("observed", w=sent, tp=[p.topic, p.partition], o=off)
+            key = (p.topic, p.partition)
+            floor[key] = max(floor.get(key, -1), off)
+
+    consumer.subscribe(args.topics.split(","), on_assign=on_assign, on_revoke=on_revoke)
+    deadline = time.monotonic() + args.max_seconds
+    parent = os.getppid()
+    try:
+        while not _stop and time.monotonic() < deadline and os.getppid() == parent:  # dies with the harness
+            try:
+                batch = consumer.consume(200, 0.3)
+            except KafkaException:
+                continue
+            if pending_observe:
+                observe()
+            nxt: dict[tuple[str, int], int] = {}
+            served: dict[tuple[str, int], list[list[Any]]] = {}
+            for m in batch:
+                if m.error():
+                    continue
+                tp = (cast(str, m.topic()), cast(int, m.partition()))
+                off = cast(int, m.offset())
+                served.setdefault(tp, []).append([off, (m.value() or b"").decode("utf-8", "replace")])
+                nxt[tp] = max(nxt.get(tp, -1), off + 1)
+            for tp, recs in served.items():  # processed (recorded) before committed: at-least-once
+                out.write("served", tp=list(tp), recs=recs)
+            forward = [CTP(t, p, o) for (t, p), o in nxt.items() if o > floor.get((t, p), -1)]
+            if not forward:
+                continue
+            sent = _wall()
+            try:
+                result = consumer.commit(offsets=forward, asynchronous=False)
+            except KafkaException as e:
+                out.write("commit_failed", error=str(e)[:200])
+                continue
+            done = _wall()
+            for p in result or []:
+                if p.error is None:
+                    out.write("commit", w=done, sent=sent, tp=[p.topic, p.partition], o=p.offset)
+                    key = (p.topic, p.partition)
+                    floor[key] = max(floor.get(key, -1), p.offset)
+                else:
+                    out.write("commit_failed", error=str(p.error)[:200], tp=[p.topic, p.partition])
+    finally:
+        try:
+            consumer.close()
+        finally:
+            out.write("stop")
+            out.f.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m praha.chaos.member")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topics", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--session-timeout-ms", type=int, default=6000)
+    p.add_argument("--max-seconds", type=float, default=3600.0, help="bound on the member's life")
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
