@@ -1,7 +1,7 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--dir D] [--json]
+              [--group-members 3] [--dir D] [--json]
 
 Progress goes to stderr, the readable summary to stdout; with --json the last line of
 stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
@@ -44,6 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--kinds", type=_kinds, default=ALL_KINDS, help=f"fault kinds (default all: {','.join(ALL_KINDS)})")
     p.add_argument("--dir", type=Path, default=Path(".praha/chaos"), help="where campaigns write (default .praha/chaos)")
     p.add_argument("--rate", type=int, default=60, help="records per second per producer (default 60)")
+    p.add_argument("--group-members", type=_positive, default=3,
+                   help="member processes of the consumer group (default 3; 0: no group, no member/coordinator kills)")
     p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
@@ -57,7 +59,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     cfg = CampaignConfig(
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
-        session_timeout_ms=args.session_timeout_ms,
+        session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
     )
     try:
         cfg.validate()
