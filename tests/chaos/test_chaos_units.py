@@ -10,7 +10,7 @@ from praha.chaos import invariants as inv
 from praha.chaos.config import ALL_KINDS, CampaignConfig
 from praha.chaos.ledger import GroupLedger, Ledger
 from praha.chaos.observers import HighWatermarkMonitor, HwState, Incarnation
-from praha.chaos.report import HEADLINE_KEYS, headline, summary_text
+from praha.chaos.report import HEADLINE_KEYS, _group_line, headline, summary_text
 from praha.chaos.schedule import build_schedule, resolve
 from praha.chaos.timeline import Timeline
 
@@ -296,3 +296,16 @@ def test_group_ledger_from_member_files_skips_a_torn_line(tmp_path):
     assert g.delivered == {"p0-0", "p0-1"} and g.assignments == 1
     assert [(c.offset, c.member) for c in g.commits[TP]] == [(2, "m0.0")]
     assert g.observed[TP][0].offset == -1
+
+
+def test_the_summary_reports_the_group():
+    from dataclasses import asdict
+
+    g = asdict(inv.GroupFigures(members_started=4, member_kills=1, commits_acked=10, undelivered=2))
+    line = _group_line(g)
+    assert "4 members started (1 SIGKILLed)" in line and "undelivered acknowledged 2" in line
+
+
+def test_group_kinds_only_with_a_group():
+    assert {"member_kill", "coordinator_kill"} <= set(CampaignConfig().effective_kinds())
+    assert not {"member_kill", "coordinator_kill"} & set(CampaignConfig(group_members=0).effective_kinds())
