@@ -8,7 +8,8 @@ up as one id stored twice, which is Kafka's at-least-once behaviour and is count
 judged. Each value is a unique id `<producer>-<seq>`, written to the partitions
 round-robin at a bounded rate (backpressure: the local queue is capped).
 Consumers: assign-based (no group), every data partition from the beginning; what they
-are served goes to the ledger, which flags divergence immediately.
+are served goes to the ledger, which flags divergence immediately. (The consumer group —
+subscribe, commits — runs as member processes: praha/chaos/group.py and member.py.)
 Admin: a seeded sequence of ZooKeeper-mode admin operations (side topics created,
 expanded and deleted; data partitions reassigned; preferred elections), each outcome
 recorded; refusals under faults are expected, stuck operations are not.
