@@ -95,39 +95,52 @@ def end_offsets(bs: str, topic: str, partitions: int = PARTITIONS) -> dict[int, 
 # ------------------------------------------------------------------ three client libraries
 def test_confluent_kafka_group_shares_and_commits(cluster):
     bs, topic, group = bootstrap(cluster), new_topic(cluster), "ck-group"
+    ends = end_offsets(bs, topic)
     seen: set[tuple[int, int]] = set()
     assignments: list[set[int]] = [set(), set(), set()]
+    caught_up = [False, False, False]  # read its own share to the end
     lock = threading.Lock()
-    done = threading.Event()
-    ready = threading.Barrier(3, timeout=60)
+    stop = threading.Event()
+    errors: list[BaseException] = []
 
     def member(i: int) -> None:
         c = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
                       "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
         try:
             c.subscribe([topic])
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not done.is_set():
-                m = c.poll(0.2)
+            while not stop.is_set():  # every member keeps polling, so every rebalance completes
+                m = c.poll(0.1)
                 if m is not None and m.error() is None:
                     with lock:
                         seen.add((m.partition(), m.offset()))
-                        if len(seen) >= RECORDS:
-                            done.set()
-            assignments[i] = {tp.partition for tp in c.assignment()}
+                mine = c.assignment()
+                with lock:
+                    assignments[i] = {tp.partition for tp in mine}
+                    caught_up[i] = bool(mine) and all(p.offset == ends[p.partition] for p in c.position(mine))
             c.commit(asynchronous=False)
-            ready.wait()  # nobody leaves (and triggers a rebalance) before all have committed
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
         finally:
             c.close()
 
     threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(90)
-    assert len(seen) == RECORDS
-    check_shares(assignments)
-    assert committed_ck(bs, group, topic) == end_offsets(bs, topic)
+    try:
+        def settled() -> bool:
+            with lock:
+                sizes = sorted(len(a) for a in assignments)
+                return len(seen) == RECORDS and sizes == [2, 2, 2] and all(caught_up)
+        wait_for(settled, 60, what="three members sharing six partitions, every record read")
+        with lock:
+            shares = [set(a) for a in assignments]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    check_shares(shares)
+    assert committed_ck(bs, group, topic) == ends
 
 
 def test_kafka_python_group_shares_and_commits(cluster):

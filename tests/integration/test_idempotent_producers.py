@@ -118,7 +118,10 @@ def test_producer_ids_and_retried_produce(make_cluster, zk_store):
     pid = ids[0]
     leader = leader_of(zk_store, tp)
     with BrokerConnection("127.0.0.1", ports[leader], timeout=10) as conn:
-        assert produce(conn, tp, idem_batch(pid, 0, [b"a", b"b"])) == (0, 0)
+        # ZooKeeper names the leader before its LeaderAndIsr has arrived: wait for the first write
+        first = wait_for(lambda: (r := produce(conn, tp, idem_batch(pid, 0, [b"a", b"b"])))[0] not in (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER) and r, 30, what="the leader")
+        assert first == (0, 0)
         assert produce(conn, tp, idem_batch(pid, 2, [b"c"])) == (0, 2)
         assert produce(conn, tp, idem_batch(pid, 0, [b"a", b"b"])) == (0, 0)  # retry: same offset
         assert produce(conn, tp, idem_batch(pid, 7, [b"x"]))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
