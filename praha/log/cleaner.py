@@ -254,10 +254,12 @@ def filter_batch(data: bytes | memoryview, h: BatchHeader, offset_map: OffsetMap
                 tombstones = True
     set_horizon = tombstones and horizon is None
     n = len(records)
-    if len(kept) == n and not set_horizon:
+    if n and len(kept) == n and not set_horizon:
         return FilterResult(data, n, n, False)
     if not kept and not retain_empty:
         return FilterResult(None, n, 0, True)
+    if not kept and not n:  # an empty batch kept again: as it is
+        return FilterResult(data, 0, 0, False)
     out = build_batch(h, kept, delete_horizon_ms=now_ms + delete_retention_ms if set_horizon else None,
                       original_payload=payload)
     return FilterResult(out, n, len(kept), True)
