@@ -36,6 +36,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from hashlib import md5
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from praha.common import TopicPartition
@@ -51,7 +52,7 @@ from praha.log.records import (
     build_batch,
     codec_available,
     decompress,
-    iter_raw_records,
+    scan_records,
 )
 from praha.log.segment import CLEANED_SUFFIX, LogSegment
 
@@ -233,33 +234,38 @@ def filter_batch(data: bytes | memoryview, h: BatchHeader, offset_map: OffsetMap
             or h.attributes & CONTROL_MASK or (h.compression != NONE and not codec_available(h.compression)):
         return FilterResult(data, h.record_count, h.record_count, False)
     payload = memoryview(data)[HEADER_SIZE:h.size]
-    plain = decompress(h.compression, payload) if h.compression != NONE else payload
-    records = iter_raw_records(plain, h.record_count, h.base_offset, h.base_timestamp, h.position)
+    plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
+    scanned = scan_records(plain, h.record_count, h.position)
     horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
     deletes_expired = horizon is not None and now_ms >= horizon
-    latest = offset_map.latest_offset
-    get = offset_map.get
-    kept: list[Record] = []
+    base = h.base_offset
+    latest = offset_map.latest_offset - base  # in offset deltas
+    lookup = offset_map.raw_map().get
+    kept_at: list[int] = []
     tombstones = False
-    for r in records:
-        if r.offset > latest:
+    for i, (od, _tsd, key, null, _s, _e) in enumerate(scanned):
+        if od > latest:
             keep = True
-        elif r.key is None:
+        elif key is None:
             keep = False
         else:
-            keep = r.offset >= get(r.key) and not (r.value_is_null and deletes_expired)
+            keep = base + od >= lookup(key if len(key) < 16 else md5(key, usedforsecurity=False).digest(), -1) \
+                and not (null and deletes_expired)
         if keep:
-            kept.append(r)
-            if r.value_is_null:
+            kept_at.append(i)
+            if null:
                 tombstones = True
     set_horizon = tombstones and horizon is None
-    n = len(records)
-    if n and len(kept) == n and not set_horizon:
+    n = len(scanned)
+    if n and len(kept_at) == n and not set_horizon:
         return FilterResult(data, n, n, False)
-    if not kept and not retain_empty:
+    if not kept_at and not retain_empty:
         return FilterResult(None, n, 0, True)
-    if not kept and not n:  # an empty batch kept again: as it is
+    if not kept_at and not n:  # an empty batch kept again: as it is
         return FilterResult(data, 0, 0, False)
+    bts = h.base_timestamp
+    kept = [Record(base + od, bts + tsd, key, null, plain[st:en])
+            for od, tsd, key, null, st, en in (scanned[i] for i in kept_at)]
     out = build_batch(h, kept, delete_horizon_ms=now_ms + delete_retention_ms if set_horizon else None,
                       original_payload=payload)
     return FilterResult(out, n, len(kept), True)
@@ -391,6 +397,8 @@ class LogCleaningPass:
         m.clear()
         dirty = [(i, s) for i, s in enumerate(segments[:-1])
                  if segments[i + 1].base_offset > start and s.base_offset < end]
+        raw = m.raw_map()
+        max_entries = m.max_entries
         for i, seg in dirty:
             nxt = segments[i + 1].base_offset
             seg.ensure_indexes()
@@ -404,14 +412,22 @@ class LogCleaningPass:
                     break
                 if not (h.attributes & CONTROL_MASK) and (h.compression == NONE or codec_available(h.compression)):
                     payload = memoryview(data)[HEADER_SIZE:h.size]
-                    plain = decompress(h.compression, payload) if h.compression != NONE else payload
-                    for r in iter_raw_records(plain, h.record_count, h.base_offset, h.base_timestamp, h.position):
-                        self.stats.map_records_read += 1
-                        if r.key is not None and start <= r.offset < end:
-                            if m.full:
-                                full = True
-                                break
-                            m.put(r.key, r.offset)
+                    plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
+                    scanned = scan_records(plain, h.record_count, h.position)
+                    self.stats.map_records_read += len(scanned)
+                    base = h.base_offset
+                    lo, hi = start - base, end - base
+                    if h.last_offset < end and len(raw) + len(scanned) <= max_entries:
+                        for od, _t, key, _n, _s, _e in scanned:  # fast path: the whole batch fits
+                            if key is not None and od >= lo:
+                                raw[key if len(key) < 16 else md5(key, usedforsecurity=False).digest()] = base + od
+                    else:
+                        for od, _t, key, _n, _s, _e in scanned:
+                            if key is not None and lo <= od < hi:
+                                if m.full:
+                                    full = True
+                                    break
+                                m.put(key, base + od)
                 if full:
                     break
                 m.update_latest_offset(min(h.last_offset, end - 1))

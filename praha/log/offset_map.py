@@ -1,10 +1,11 @@
 """The cleaner's key → last offset map (Kafka's SkimpyOffsetMap), bounded by the dedupe buffer.
 
-Keys are stored as their 16-byte MD5 digest, so each entry costs what Kafka budgets for
-it (16 B hash + 8 B offset): a buffer of B bytes holds at most B / 24 entries, and the
-cleaner stops adding at `load_factor` of that (Kafka's 0.9), ending the dirty range
-there. Two keys with the same digest would share an entry, as in Kafka (MD5 makes that
-vanishingly unlikely). No I/O here.
+Keys are stored as at most 16 bytes: their 16-byte MD5 digest as in Kafka, or, when
+shorter than 16 bytes, the key itself (exact, and no hashing; the lengths differ, so a
+short key never equals a digest). A buffer of B bytes holds at most B / 24 entries
+(Kafka's budget: 16 B hash + 8 B offset), and the cleaner stops adding at `load_factor`
+of that (Kafka's 0.9), ending the dirty range there. Two long keys with the same digest
+would share an entry, as in Kafka (MD5 makes that vanishingly unlikely). No I/O here.
 """
 from __future__ import annotations
 
@@ -48,11 +49,17 @@ class OffsetMap:
 
     @staticmethod
     def digest(key: bytes) -> bytes:
-        return md5(key, usedforsecurity=False).digest()
+        """What the map stores for `key`: itself if shorter than 16 bytes, else its MD5."""
+        return key if len(key) < HASH_BYTES else md5(key, usedforsecurity=False).digest()
+
+    def raw_map(self) -> dict[bytes, int]:
+        """The digest → offset dict itself, for the cleaner's hot loops (which keep to the
+        bound themselves and update `latest_offset`)."""
+        return self._map
 
     def put(self, key: bytes, offset: int) -> bool:
         """Map `key` to `offset`; False (nothing stored) if the map is full and the key new."""
-        d = md5(key, usedforsecurity=False).digest()
+        d = key if len(key) < HASH_BYTES else md5(key, usedforsecurity=False).digest()
         m = self._map
         if d not in m and len(m) >= self.max_entries:
             return False
@@ -65,7 +72,7 @@ class OffsetMap:
     def get(self, key: bytes) -> int:
         """The offset mapped for `key`, or -1."""
         self.lookups += 1
-        return self._map.get(md5(key, usedforsecurity=False).digest(), -1)
+        return self._map.get(key if len(key) < HASH_BYTES else md5(key, usedforsecurity=False).digest(), -1)
 
     def update_latest_offset(self, offset: int) -> None:
         if offset > self.latest_offset:
