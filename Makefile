@@ -38,7 +38,7 @@ test-integration: $(STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
-BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append
+BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+UNCLEANABLE_SKIP_MS = 300_000
 _READ_CHUNK = 4 << 20
 
 
@@ -567,6 +568,8 @@ class LogCleaner:
         self.totals = CleanerTotals()
         self.dirty_ratios: dict[TopicPartition, float] = {}
         self._threads: list[threading.Thread] = []
+        #: logs whose last pass failed unexpectedly, skipped until the given wall-clock ms
+        self._skip_until: dict[TopicPartition, int] = {}
         per_thread = max(config.dedupe_buffer_size // max(config.threads, 1), 1)
         self._map_bytes = per_thread
 
@@ -644,7 +647,7 @@ class LogCleaner:
                 continue
             ratios[tp] = plan.cleanable_ratio
             with self._lock:
-                if tp in self._in_progress:
+                if tp in self._in_progress or self._skip_until.get(tp, 0) > now:
                     continue
             plans.append(plan)
             by_tp[tp] = (lg, d)
@@ -662,20 +665,28 @@ class LogCleaner:
             try:
                 end = p.clean(chosen.first_dirty_offset, chosen.first_uncleanable_offset)
             except CleaningAbortedError as e:
-                self.totals.aborted += 1
+                with self._lock:
+                    self.totals.aborted += 1
                 log.info("Cleaning of %s aborted: %s", chosen.tp, e)
+                return False
+            except Exception:  # noqa: BLE001 - one bad log must not stop the others
+                log.exception("Cleaning of %s failed; skipping it for %d s", chosen.tp, UNCLEANABLE_SKIP_MS // 1000)
+                with self._lock:
+                    self.totals.errors += 1
+                    self._skip_until[chosen.tp] = now + UNCLEANABLE_SKIP_MS
                 return False
             self._update_checkpoint(d, chosen.tp, end, live)
             s = p.stats
-            t = self.totals
-            t.passes += 1
-            t.bytes_read += s.bytes_read
-            t.bytes_written += s.bytes_written
-            t.segments_cleaned += s.segments_cleaned
-            t.time_s += s.elapsed_s
-            t.max_clean_time_s = s.elapsed_s
-            t.max_buffer_utilization = offset_map.utilization
-            t.last_pass = s
+            with self._lock:
+                t = self.totals
+                t.passes += 1
+                t.bytes_read += s.bytes_read
+                t.bytes_written += s.bytes_written
+                t.segments_cleaned += s.segments_cleaned
+                t.time_s += s.elapsed_s
+                t.max_clean_time_s = s.elapsed_s
+                t.max_buffer_utilization = offset_map.utilization
+                t.last_pass = s
             mb = 1024 * 1024
             log.info("Cleaned %s: offsets [%d, %d), dirty ratio %.2f, %d segments (%d swapped groups), "
                      "%.1f MB read, %.1f MB written, %d/%d records kept, map %d keys (%.0f%% full), %.2f s",

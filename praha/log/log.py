@@ -15,7 +15,9 @@ partition owns it), at least one batch if asked. Reads take no lock: structural
 changes replace the segment list, and removed segments are renamed `*.deleted` and
 closed only after `file_delete_delay_ms`, so an in-flight read still works.
 
-Writes (appends, truncation, rolls, retention) hold the log's lock. When a segment
+Writes (appends, truncation, rolls, retention, the cleaner's swap) hold the log's lock.
+The cleaner (`cleaner`) reads sealed segments without it and swaps its output in with
+`replace_segments`; a truncation bumps `generation`, which makes a pending swap abort. When a segment
 rolls, its fsync runs on a background thread; the recovery point then advances to
 the new segment's base.
 """

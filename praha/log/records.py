@@ -259,8 +259,10 @@ def batch_keys_all_present(data: Buffer) -> bool:
         if h.compression != NONE and not codec_available(h.compression):
             pos += h.size
             continue
-        for r in decode_batch(view[pos:pos + h.size], pos).records:
-            if r.key is None:
+        payload = view[pos + HEADER_SIZE:pos + h.size]
+        plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
+        for rec in scan_records(plain, h.record_count, pos):
+            if rec[2] is None:
                 return False
         pos += h.size
     return True
