@@ -389,3 +389,23 @@ def test_topic_rules_accept_compaction_configs_and_refuse_bad_values():
         validate_topic_config({"max.compaction.lag.ms": "0"})
     with pytest.raises(ConfigError, match="conflict topic config setting min.compaction.lag.ms"):
         validate_topic_config({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+
+
+def test_dirty_split_and_throttler():
+    import threading
+
+    from praha.log.cleaner import Throttler, dirty_split
+
+    segs = [SegmentInfo(0, 100, 0, 0), SegmentInfo(10, 200, 0, 0), SegmentInfo(20, 300, 0, 0), SegmentInfo(30, 7, 0, 0)]
+    split = dirty_split(TP, segs, 10, 30, False)
+    assert (split.clean_bytes, split.cleanable_bytes) == (100, 500) and split.cleanable_ratio == 500 / 600
+    stop = threading.Event()
+    t = Throttler(1_000_000, stop)
+    start = time.monotonic()
+    for _ in range(4):
+        t.throttle(50_000)
+    assert time.monotonic() - start >= 0.15  # 200 kB at 1 MB/s
+    stop.set()
+    start = time.monotonic()
+    t.throttle(10_000_000)  # a stopping cleaner does not wait
+    assert time.monotonic() - start < 1
