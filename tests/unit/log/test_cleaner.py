@@ -409,3 +409,42 @@ def test_dirty_split_and_throttler():
     start = time.monotonic()
     t.throttle(10_000_000)  # a stopping cleaner does not wait
     assert time.monotonic() - start < 1
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_compressed_batches_are_cleaned_in_their_codec(open_log, codec):
+    if not codec_available(codec):
+        pytest.skip("codec not available")
+    lg = open_log(config=LogConfig(segment_bytes=1 << 20, **COMPACT))
+    for r in range(3):
+        recs = [(b"k%d" % k, b"v%d-%d" % (k, r) * 20, 1_000 + k) for k in range(6)]
+        lg.append_as_leader(encode_records(0, recs, compression=codec), 0)
+    lg.roll()
+    lg.append_as_leader(keyed([(b"z", b"z")]), 0)
+    clean_log(lg, OffsetMap(1 << 20), 0, 18, now_ms=10_000)
+    seg = lg.segments[0]
+    headers = list(seg.scan_headers(0, seg.size))
+    assert [h.compression for h in headers] == [codec]  # the first two batches went whole
+    got = records_of(lg, 18)
+    assert [(o, k) for o, k, _ in got] == [(12 + k, b"k%d" % k) for k in range(6)]
+    assert got[0][2] == b"v0-2" * 20
+
+
+def test_leader_and_follower_roll_at_the_same_batches(open_log):
+    """Appends roll at the batch that would overflow, however they are grouped, so a
+    follower fetching many batches at once ends with the leader's segments."""
+    cfg = LogConfig(segment_bytes=2_000, **COMPACT)
+    leader = open_log("leader-0", config=cfg)
+    for i in range(60):
+        leader.append_as_leader(keyed([(b"k%d" % (i % 7), b"v" * (30 + i % 11))] * (1 + i % 3)), 0)
+    follower = open_log("follower-0", config=cfg)
+    pos = 0
+    while pos < leader.log_end_offset:
+        r = leader.read(pos, 3_000)  # several batches per fetch
+        follower.append_as_follower(r.data)
+        pos = r.next_offset
+    assert [s.base_offset for s in follower.segments] == [s.base_offset for s in leader.segments]
+    assert len(leader.segments) >= 4
+    clean_fully(leader)
+    clean_fully(follower)
+    assert [s.read_bytes(0, s.size) for s in follower.segments] == [s.read_bytes(0, s.size) for s in leader.segments]
