@@ -81,8 +81,7 @@ class CleanerConfig:
     dedupe_buffer_size: int = 134217728  # log.cleaner.dedupe.buffer.size (all threads)
     io_max_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second
     backoff_ms: int = 15000  # log.cleaner.backoff.ms
-    io_buffer_load_factor: float = 0.9  # log.cleaner.io.buffer.load.factor
-    io_buffer_size: int = 524288  # log.cleaner.io.buffer.size
+    io_buffer_load_factor: float = 0.9  # log.cleaner.io.buffer.load.factor (dedupe map fill)
 
     @classmethod
     def from_broker_config(cls, props: Mapping[str, str | int]) -> "CleanerConfig":
@@ -104,7 +103,6 @@ class CleanerConfig:
             io_max_bytes_per_second=get("log.cleaner.io.max.bytes.per.second", float("inf")),
             backoff_ms=max(int(get("log.cleaner.backoff.ms", 15000)), 1),
             io_buffer_load_factor=get("log.cleaner.io.buffer.load.factor", 0.9),
-            io_buffer_size=int(get("log.cleaner.io.buffer.size", 524288)),
         )
 
 

@@ -448,3 +448,32 @@ def test_leader_and_follower_roll_at_the_same_batches(open_log):
     clean_fully(leader)
     clean_fully(follower)
     assert [s.read_bytes(0, s.size) for s in follower.segments] == [s.read_bytes(0, s.size) for s in leader.segments]
+
+
+def test_filter_batch_decisions():
+    from praha.log.cleaner import filter_batch
+    from praha.log.records import decode_batch as dec
+
+    data = encode_records(10, [(b"a", b"1", 1), (b"b", None, 2), (None, b"x", 3), (b"c", b"1", 4)],
+                          producer_id=3, producer_epoch=0, base_sequence=0)
+    h = dec(data).header
+    m = OffsetMap(1 << 16)
+    for k, o in ((b"a", 10), (b"b", 11), (b"c", 20)):
+        m.put(k, o)
+    # c is superseded, the keyless record goes, a stays, b's tombstone stays and gets a horizon
+    r = filter_batch(data, h, m, now_ms=1_000, delete_retention_ms=500, retain_empty=False)
+    out = dec(r.output)
+    assert [(x.offset, x.key) for x in out.records] == [(10, b"a"), (11, b"b")]
+    assert out.delete_horizon_ms == 1_500 and out.header.last_offset == 13 and out.header.producer_id == 3
+    # past the horizon the tombstone goes too
+    r2 = filter_batch(r.output, out.header, m, now_ms=1_500, delete_retention_ms=500, retain_empty=False)
+    assert [x.key for x in dec(r2.output).records] == [b"a"]
+    # everything superseded: dropped, or kept empty when asked
+    m.put(b"a", 30)
+    assert filter_batch(r2.output, dec(r2.output).header, m, 1_500, 500, retain_empty=False).output is None
+    empty = filter_batch(r2.output, dec(r2.output).header, m, 1_500, 500, retain_empty=True).output
+    eh = dec(empty).header
+    assert (eh.record_count, eh.base_offset, eh.last_offset, eh.base_sequence) == (0, 10, 13, 0)
+    # a batch past the map's end is kept byte for byte
+    later = encode_records(40, [(b"a", b"2", 5)])
+    assert filter_batch(later, dec(later).header, m, 1_500, 500, False).output is later
