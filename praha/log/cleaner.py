@@ -520,6 +520,8 @@ class LogCleaningPass:
             if not (isinstance(e, CleaningAbortedError) and self._crash_after is not None):
                 try:
                     cleaned.delete_files()
+                    if lg.closed:  # deleted meanwhile: do not leave its directory behind
+                        os.rmdir(lg.dir)  # only succeeds if our files were all that was left
                 except OSError:
                     pass
             raise

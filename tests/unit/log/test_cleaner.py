@@ -477,3 +477,23 @@ def test_filter_batch_decisions():
     # a batch past the map's end is kept byte for byte
     later = encode_records(40, [(b"a", b"2", 5)])
     assert filter_batch(later, dec(later).header, m, 1_500, 500, False).output is later
+
+
+def test_log_deleted_during_a_pass_leaves_nothing(open_log):
+    from praha.log.cleaner import CleaningAbortedError, LogCleaningPass
+
+    lg = open_log(config=LogConfig(segment_bytes=300, **COMPACT))
+    fill(lg, rounds=4, keys=3)
+    lg.roll()
+    lg.append_as_leader(keyed([(b"z", b"z")]), 0)
+    calls = []
+
+    def delete_midway() -> None:  # once the pass is writing its output
+        if not calls and os.path.isdir(lg.dir) and any(n.endswith(".cleaned") for n in os.listdir(lg.dir)):
+            calls.append(1)
+            lg.delete()
+
+    p = LogCleaningPass(lg, OffsetMap(1 << 20), 10_000, check=delete_midway)
+    with pytest.raises((CleaningAbortedError, OSError)):
+        p.clean(0, lg.active_segment.base_offset)
+    assert calls and not os.path.exists(lg.dir)
