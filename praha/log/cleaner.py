@@ -595,8 +595,7 @@ class LogCleaner:
             cp[tp] = offset
             for gone in [t for t in cp if t not in live]:
                 del cp[gone]
-            snapshot = dict(cp)
-        self._checkpoint_file(log_dir).write(snapshot)
+            self._checkpoint_file(log_dir).write(cp)  # under the lock: threads write in order
 
     # -- lifecycle
     def start(self) -> None:
