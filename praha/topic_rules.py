@@ -155,11 +155,21 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
             if high is not None and number > high:
                 raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be no more than {high}")
         out[key] = value
-    lag_min, lag_max = out.get("min.compaction.lag.ms"), out.get("max.compaction.lag.ms")
-    if lag_min is not None and lag_max is not None and int(lag_min) > int(lag_max):
+    check_compaction_lags(out)
+    return out
+
+
+def check_compaction_lags(config: Mapping[str, str]) -> None:
+    """Kafka's LogConfig check: min.compaction.lag.ms may not exceed max.compaction.lag.ms
+    (of the whole topic config: an alter checks the merged result)."""
+    lag_min, lag_max = config.get("min.compaction.lag.ms"), config.get("max.compaction.lag.ms")
+    try:
+        conflict = lag_min is not None and lag_max is not None and int(lag_min) > int(lag_max)
+    except ValueError:
+        return  # a bad number is refused by its own check
+    if conflict:
         raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > "
                           f"max.compaction.lag.ms ({lag_max})")
-    return out
 
 
 def assign_replicas(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from praha.config import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
 from praha.errors import ConfigError, InvalidRequestError, UnknownTopicError
-from praha.topic_rules import check_min_insync_replicas, validate_topic_config
+from praha.topic_rules import check_compaction_lags, check_min_insync_replicas, validate_topic_config
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import BROKERS, TOPICS, config_path, read_config, write_config
 from praha.zk.store import ZkStore
@@ -80,6 +80,8 @@ def alter(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], d
         raise InvalidRequestError(f"cannot delete {', '.join(missing)}: not set for {entity_type}/{name}")
     new = {k: v for k, v in current.items() if k not in delete}
     new.update(checked)
+    if entity_type == TOPICS:
+        check_compaction_lags(new)
     write_config(store, entity_type, name, new)
     return new
 

@@ -96,13 +96,22 @@ def sealed_bytes(cluster, broker: int, topic: str) -> tuple[int, bytes]:
     return int(logs[-1][:20]), b"".join((d / n).read_bytes() for n in logs[:-1])
 
 
-def test_compacted_topic_on_three_brokers(make_cluster, zk_store):
+def test_compacted_topic_on_three_brokers(make_cluster, zk_store, cli):
     cluster = make_cluster(3, overrides={"log.cleaner.backoff.ms": "100", "auto.leader.rebalance.enable": "false"},
                            per_broker={1: {"log.cleaner.io.max.bytes.per.second": "400000"}})
     bs = bootstrap(cluster)
 
     # 1. compaction: the last value per key, offsets with gaps, identical replicas
     create(zk_store, "compacted", COMPACT)
+    topic = ["configs", "--entity-type", "topics", "--entity-name", "compacted", "--dir", cluster.root]
+    rc, _, err = cli(*topic, "--alter", "--add-config", "cleanup.policy=shred")
+    assert rc == 1 and "Invalid value shred for configuration cleanup.policy: String must be one of: compact, delete" \
+        in err, err
+    assert cli(*topic, "--alter", "--add-config", "max.compaction.lag.ms=600000")[0] == 0
+    rc, _, err = cli(*topic, "--alter", "--add-config", "min.compaction.lag.ms=700000")  # checked merged
+    assert rc == 1 and "conflict topic config setting min.compaction.lag.ms (700000) > max.compaction.lag.ms" in err
+    assert cli(*topic, "--alter", "--delete-config", "max.compaction.lag.ms")[0] == 0
+    assert zk_store.get_topic_configs(["compacted"])[0]["compacted"] == COMPACT
     pairs = [(b"key-%d" % (i % 40), b"value-%d-" % i + b"x" * 100) for i in range(2000)]
     written, errors = produce(bs, "compacted", pairs)
     assert not errors and len(written) == 2000
