@@ -51,11 +51,13 @@ class ConcurrentModificationError(PrahaError):
 
     code = ErrorCode.INVALID_REQUEST
 
+CLEANUP_POLICIES = ("compact", "delete")
+
 #: Kafka's topic-level configs, with a parser that validates the value
 _INT = int
 _BOOL = {"true", "false"}
 TOPIC_CONFIGS: dict[str, object] = {
-    "cleanup.policy": {"delete", "compact", "compact,delete", "delete,compact"},
+    "cleanup.policy": "list",
     "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
     "delete.retention.ms": _INT,
     "file.delete.delay.ms": _INT,
@@ -138,7 +140,13 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
         if kind is None:
             raise ConfigError(f"unknown topic config {key!r} (known: {', '.join(sorted(TOPIC_CONFIGS))})")
         value = str(value).strip()
-        if isinstance(kind, set):
+        if kind == "list":  # cleanup.policy: a list of compact / delete, as Kafka's ValidList
+            parts = [p.strip() for p in value.split(",")]
+            if not value or any(p not in CLEANUP_POLICIES for p in parts):
+                raise ConfigError(f"Invalid value {value} for configuration {key}: "
+                                  f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
+            value = ",".join(dict.fromkeys(parts))
+        elif isinstance(kind, set):
             if value not in kind and not (kind is _BOOL and value.lower() in _BOOL):
                 raise ConfigError(f"invalid value {value!r} for topic config {key}: expected one of {sorted(kind)}")
             if kind is _BOOL:
@@ -156,7 +164,21 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
             if high is not None and number > high:
                 raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be no more than {high}")
         out[key] = value
+    check_compaction_lags(out)
     return out
+
+
+def check_compaction_lags(config: Mapping[str, str]) -> None:
+    """Kafka's LogConfig check: min.compaction.lag.ms may not exceed max.compaction.lag.ms
+    (of the whole topic config: an alter checks the merged result)."""
+    lag_min, lag_max = config.get("min.compaction.lag.ms"), config.get("max.compaction.lag.ms")
+    try:
+        conflict = lag_min is not None and lag_max is not None and int(lag_min) > int(lag_max)
+    except ValueError:
+        return  # a bad number is refused by its own check
+    if conflict:
+        raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > "
+                          f"max.compaction.lag.ms ({lag_max})")
 
 
 def assign_replicas(

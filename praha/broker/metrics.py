@@ -57,6 +57,15 @@ class BrokerCollector:
             g = GaugeMetricFamily(f"praha_broker_{name}", doc)
             g.add_metric([], value)
             yield g
+        lm = b.replica_manager.log_manager
+        cleaner = lm.cleaner if lm is not None else None
+        if cleaner is not None:
+            g = GaugeMetricFamily("praha_log_cleaner_dirty_ratio",
+                                  "dirty bytes / total bytes of each compacted log (Kafka's cleanable ratio)",
+                                  labels=["topic", "partition"])
+            for tp, ratio in sorted(cleaner.dirty_ratios.items()):
+                g.add_metric([tp.topic, str(tp.partition)], ratio)
+            yield g
 
 
 def start_metrics_server(broker: "Broker", host: str, port: int) -> tuple[object, int]:

@@ -51,6 +51,7 @@ from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_proper
 from praha.configdefs import FOLLOWER_THROTTLED_RATE
 from praha.errors import ErrorCode
 from praha.log import LogConfig, LogManager
+from praha.log.cleaner import CleanerConfig
 from praha.log.log import parse_log_dir_name
 from praha.protocol.controller_requests import (
     ControllerResponseData,
@@ -82,6 +83,11 @@ def _extra_int(cfg: BrokerConfig, key: str, default: int) -> int:
 def log_config_of(cfg: BrokerConfig) -> LogConfig:
     props = {**parse_properties(cfg.to_properties()), **cfg.unknown}
     return LogConfig.from_broker_config(props)
+
+
+def cleaner_config_of(cfg: BrokerConfig) -> CleanerConfig:
+    props = {**parse_properties(cfg.to_properties()), **cfg.unknown}
+    return CleanerConfig.from_broker_config(props)
 
 
 @dataclass
@@ -155,7 +161,8 @@ class ReplicaManager:
             configs, _bad = store.get_topic_configs(sorted(topics))
             for t, config in configs.items():
                 self._set_topic_config(t, config)
-        manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}))
+        manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}),
+                             cleaner_config_of(cfg))
         manager.startup()  # a failure here leaves `log_manager` unset: nothing to close
         self.log_manager = manager
         for log_dir in self.log_manager.log_dirs:
@@ -182,6 +189,8 @@ class ReplicaManager:
         )
         self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append,
                                               self.follower_quota, self.is_follower_throttled)
+        if self.log_manager is not None:
+            self.log_manager.start_cleaner(self._cleaner_high_watermark)
         self._tasks = [
             loop.create_task(self._every(max(self.lag_time_max_ms // 2, 10), self.maybe_shrink_isr), name="isr-expiry"),
             loop.create_task(self._every(self.hw_checkpoint_interval_ms, self._checkpoint_hw), name="hw-checkpoint"),
@@ -248,10 +257,20 @@ class ReplicaManager:
     def under_replicated_count(self) -> int:
         return sum(1 for p in list(self.partitions.values()) if p.under_replicated)
 
+    def _cleaner_high_watermark(self, tp: TopicPartition) -> int | None:
+        """For the cleaner threads: no cleaning at or above the high watermark (dict reads only)."""
+        p = self.partitions.get(tp)
+        if p is not None:
+            return p.high_watermark
+        return self._hw_checkpoint.get(tp, 0)
+
     def figures(self) -> list[tuple[str, float, str]]:
         s = self.stats
         f = self.fetchers
+        lm = self.log_manager
+        cleaner = lm.cleaner if lm is not None else None
         return [
+            *(cleaner.figures() if cleaner is not None else []),
             ("under_replicated_partitions", float(self.under_replicated_count()), "led partitions with ISR < replicas"),
             ("isr_shrinks", float(s.isr_shrinks), "ISR shrinks written by this leader"),
             ("isr_expands", float(s.isr_expands), "ISR expansions written by this leader"),

@@ -3,7 +3,8 @@
 Modules: `batch` (v2 batch headers as bytes), `index` (offset/time indexes),
 `segment` (one segment file), `recovery` (opening a directory), `log` (one
 partition), `leader_epoch` (epoch → start offset cache), `checkpoints` (offset
-checkpoint files), `manager` (all logs of a broker), `config`, `errors`.
+checkpoint files), `manager` (all logs of a broker), `cleaner` (log compaction, with
+`offset_map` and `records`, which decodes and re-encodes records), `config`, `errors`.
 """
 from praha.log.config import LogConfig
 from praha.log.errors import (

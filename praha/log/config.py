@@ -1,7 +1,9 @@
 """Per-log settings with Kafka's names and defaults.
 
 Broker-level keys (`log.segment.bytes`, `log.roll.ms`, ...) give the defaults; topic
-overrides (`segment.bytes`, `segment.ms`, ...) replace them per topic. Both parsers
+overrides (`segment.bytes`, `segment.ms`, ...) replace them per topic. `cleanup.policy`
+and the compaction settings say whether retention deletes and whether the cleaner
+compacts (see `praha.log.cleaner`). Both parsers
 ignore keys they do not know (other modules own them) and raise `ConfigError` on bad
 values.
 """
@@ -9,12 +11,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from praha.errors import ConfigError
 
 DAY_MS = 24 * 3600 * 1000
 MAX_SEGMENT_BYTES = 2**31 - 1  # index positions are 32-bit
+LONG_MAX = 2**63 - 1
+CLEANUP_POLICIES = ("compact", "delete")
+
+
+def parse_cleanup_policy(value: str) -> str:
+    """Kafka's `cleanup.policy` list (`delete`, `compact`, `compact,delete`, any order or
+    spacing), normalised to a sorted comma-joined string; ConfigError otherwise."""
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+        raise ConfigError(f"Invalid value {value} for configuration cleanup.policy: "
+                          f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
+    return ",".join(sorted(set(parts)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +40,21 @@ class LogConfig:
     index_interval_bytes: int = 4096  # log.index.interval.bytes / index.interval.bytes
     max_message_bytes: int = 1048588  # message.max.bytes / max.message.bytes
     file_delete_delay_ms: int = 60_000  # log.segment.delete.delay.ms / file.delete.delay.ms
+    cleanup_policy: str = "delete"  # log.cleanup.policy / cleanup.policy
+    min_cleanable_dirty_ratio: float = 0.5  # log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX  # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
+    delete_retention_ms: int = DAY_MS  # log.cleaner.delete.retention.ms / delete.retention.ms
+
+    @property
+    def compact(self) -> bool:
+        """The cleaner compacts this log (`cleanup.policy` holds `compact`)."""
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """Retention deletes old segments (`cleanup.policy` holds `delete`)."""
+        return "delete" in self.cleanup_policy.split(",")
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
@@ -38,23 +67,29 @@ class LogConfig:
             raise ConfigError("max.message.bytes must be ≥ 0")
         if self.file_delete_delay_ms < 0:
             raise ConfigError("file.delete.delay.ms must be ≥ 0")
+        object.__setattr__(self, "cleanup_policy", parse_cleanup_policy(self.cleanup_policy))
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ConfigError(f"min.cleanable.dirty.ratio must be in [0, 1], got {self.min_cleanable_dirty_ratio}")
+        if self.min_compaction_lag_ms < 0:
+            raise ConfigError("min.compaction.lag.ms must be ≥ 0")
+        if self.max_compaction_lag_ms < 1:
+            raise ConfigError("max.compaction.lag.ms must be ≥ 1")
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) "
+                              f"> max.compaction.lag.ms ({self.max_compaction_lag_ms})")
+        if self.delete_retention_ms < 0:
+            raise ConfigError("delete.retention.ms must be ≥ 0")
 
     def with_overrides(self, topic_config: Mapping[str, str | int]) -> "LogConfig":
         """This config with topic-level overrides (Kafka topic config names) applied."""
-        changes = {}
-        for key, field in _TOPIC_KEYS.items():
-            if key in topic_config:
-                changes[field] = _to_int(key, topic_config[key])
+        changes = _parse(topic_config, _TOPIC_KEYS)
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
     def from_broker_config(cls, props: Mapping[str, str | int]) -> "LogConfig":
         """Defaults from broker properties, honouring Kafka's ms > minutes > hours precedence."""
         base = cls()
-        changes: dict[str, int] = {}
-        for key, field in _BROKER_KEYS.items():
-            if key in props:
-                changes[field] = _to_int(key, props[key])
+        changes = _parse(props, _BROKER_KEYS)
         if "log.roll.ms" not in props and "log.roll.hours" in props:
             changes["segment_ms"] = _to_int("log.roll.hours", props["log.roll.hours"]) * 3600 * 1000
         if "log.retention.ms" not in props:
@@ -73,6 +108,11 @@ _TOPIC_KEYS = {
     "index.interval.bytes": "index_interval_bytes",
     "max.message.bytes": "max_message_bytes",
     "file.delete.delay.ms": "file_delete_delay_ms",
+    "cleanup.policy": "cleanup_policy",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
 }
 
 _BROKER_KEYS = {
@@ -83,7 +123,33 @@ _BROKER_KEYS = {
     "log.index.interval.bytes": "index_interval_bytes",
     "message.max.bytes": "max_message_bytes",
     "log.segment.delete.delay.ms": "file_delete_delay_ms",
+    "log.cleanup.policy": "cleanup_policy",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "log.cleaner.delete.retention.ms": "delete_retention_ms",
 }
+
+_STR_FIELDS = {"cleanup_policy"}
+_FLOAT_FIELDS = {"min_cleanable_dirty_ratio"}
+
+
+def _parse(props: Mapping[str, str | int], keys: Mapping[str, str]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for key, field in keys.items():
+        if key not in props:
+            continue
+        value = props[key]
+        if field in _STR_FIELDS:
+            changes[field] = parse_cleanup_policy(str(value))
+        elif field in _FLOAT_FIELDS:
+            try:
+                changes[field] = float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{key} must be a number, got {value!r}") from None
+        else:
+            changes[field] = _to_int(key, value)
+    return changes
 
 
 def _to_int(key: str, value: str | int) -> int:

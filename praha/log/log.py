@@ -15,7 +15,9 @@ partition owns it), at least one batch if asked. Reads take no lock: structural
 changes replace the segment list, and removed segments are renamed `*.deleted` and
 closed only after `file_delete_delay_ms`, so an in-flight read still works.
 
-Writes (appends, truncation, rolls, retention) hold the log's lock. When a segment
+Writes (appends, truncation, rolls, retention, the cleaner's swap) hold the log's lock.
+The cleaner (`cleaner`) reads sealed segments without it and swaps its output in with
+`replace_segments`; a truncation bumps `generation`, which makes a pending swap abort. When a segment
 rolls, its fsync runs on a background thread; the recovery point then advances to
 the new segment's base.
 """
@@ -26,6 +28,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
@@ -41,9 +44,11 @@ from praha.log.batch import (
     rebase_headers,
     validate,
 )
+from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
 from praha.log.errors import (
     InvalidProducerEpochError,
+    InvalidRecordError,
     LogStorageError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
@@ -52,8 +57,9 @@ from praha.log.errors import (
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from praha.log.producer_state import ProducerStateTable, SequenceVerdict, WrittenBatch
+from praha.log.records import batch_keys_all_present
 from praha.log.recovery import load_segments
-from praha.log.segment import LogSegment
+from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -312,6 +318,8 @@ class Log:
         if summary.size_bytes > cfg.segment_bytes:
             raise RecordListTooLargeError(
                 f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
+        if cfg.compact and not batch_keys_all_present(records):
+            raise InvalidRecordError("Compacted topic cannot accept message without key")
         with self._lock:
             self._check_open()
             duplicate = self._check_sequences(summary.batches)
@@ -351,15 +359,15 @@ class Log:
             batches = batches[skip:]
             if not batches:
                 return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
-            if batches[0].base_offset != leo:
-                kind = "gap" if batches[0].base_offset > leo else "overlap"
+            if batches[0].base_offset < leo:
                 raise UnexpectedAppendOffsetError(
-                    f"{self.dir}: follower append starts at {batches[0].base_offset}, log end is {leo} ({kind})",
+                    f"{self.dir}: follower append starts at {batches[0].base_offset}, log end is {leo} (overlap)",
                     batches[0].base_offset, leo)
             prev = None
             for h in batches:
-                # praha never compacts, so a hole between batches means damage or a bug
-                if prev is not None and h.base_offset != prev.next_offset:
+                # a compacted leader log has offset gaps (Kafka's followers accept them); offsets
+                # must still grow
+                if prev is not None and h.base_offset < prev.next_offset:
                     raise UnexpectedAppendOffsetError(
                         f"{self.dir}: batch at offset {h.base_offset} does not follow {prev.last_offset}",
                         h.base_offset, leo)
@@ -437,20 +445,24 @@ class Log:
             raise LogStorageError(f"append to {self.dir} failed: {e}") from e
 
     def _chunks(self, headers: Sequence[BatchHeader]) -> list[Sequence[BatchHeader]]:
-        """Split an append so each part fits in one segment (follower fetches may be big)."""
+        """Split an append where a batch would overflow the segment it lands in, so leader
+        and follower roll at the same batch however their appends are batched (a compacted
+        log's replicas then hold the same segments, and clean to the same bytes)."""
         limit = self.config.segment_bytes
+        seg_size = self._segments[-1].size
         total = headers[-1].position + headers[-1].size - headers[0].position
-        if total <= limit:
+        if seg_size + total <= limit:
             return [headers]
         out: list[Sequence[BatchHeader]] = []
         cur: list[BatchHeader] = []
-        size = 0
         for h in headers:
-            if cur and size + h.size > limit:
-                out.append(cur)
-                cur, size = [], 0
+            if seg_size > 0 and seg_size + h.size > limit:
+                if cur:
+                    out.append(cur)
+                    cur = []
+                seg_size = 0
             cur.append(h)
-            size += h.size
+            seg_size += h.size
         out.append(cur)
         return out
 
@@ -562,6 +574,65 @@ class Log:
             return None
         return best.offset_of_max_timestamp, best.max_timestamp
 
+    # -- cleaning ----------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """Changes whenever truncation rewrites history (the cleaner aborts its swap then)."""
+        return self._generation
+
+    def replace_segments(self, cleaned: LogSegment, old: Sequence[LogSegment], generation: int,
+                         crash_after: str | None = None) -> bool:
+        """Swap the cleaner's output `cleaned` (files `<base>.*.cleaned`, sealed and fsynced)
+        in for the consecutive sealed segments `old`. Under the log's lock:
+        1. check nothing changed them since the cleaner read them (same generation, same
+           segment objects still in the list, none of them the active one), else delete
+           the cleaned files and return False;
+        2. rename the cleaned files `.cleaned` → `.swap` (log file last), fsync the dir;
+        3. rename the old segments' files to `.deleted` (closed and unlinked after
+           file.delete.delay.ms, so in-flight reads finish), fsync the dir;
+        4. drop the `.swap` suffix (log file last), fsync the dir, publish the new list.
+        A crash in between is finished or undone on load (`recovery.remove_leftovers`).
+        `crash_after` (tests only) stops after the named step as a crash would."""
+        with self._lock:
+            segs = self._segments
+            i = next((k for k, s in enumerate(segs) if s is old[0]), -1) if old else -1
+            ok = (not self._closed and generation == self._generation and i >= 0
+                  and i + len(old) < len(segs)
+                  and all(segs[i + k] is s for k, s in enumerate(old))
+                  and cleaned.base_offset == old[0].base_offset)
+            if not ok:
+                cleaned.delete_files()
+                return False
+            cleaned.rename_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_dir(self.dir)
+            if crash_after == "swap":
+                return True
+            for seg in old:
+                seg.rename_for_delete()
+            fsync_dir(self.dir)
+            if crash_after == "deleted":
+                return True
+            cleaned.rename_suffix(SWAP_SUFFIX, "")
+            fsync_dir(self.dir)
+            cleaned.next_offset = segs[i + len(old)].base_offset
+            self._set_segments(segs[:i] + [cleaned] + segs[i + len(old):])
+            self._schedule_renamed_delete(old)
+            return True
+
+    def _schedule_renamed_delete(self, segments: Sequence[LogSegment]) -> None:
+        delay = self.config.file_delete_delay_ms
+        if delay == 0:
+            for seg in segments:
+                seg.delete_files()
+            return
+        deadline = int(time.time() * 1000) + delay
+        self._pending_deletes.extend((deadline, seg) for seg in segments)
+
+    def delete_expired_files(self, now_ms: int | None = None) -> None:
+        """Close and unlink replaced segments whose delay has passed."""
+        with self._lock:
+            self._delete_expired_files(wall_clock_ms() if now_ms is None else now_ms)
+
     # -- truncation --------------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
         """Drop every batch holding an offset ≥ `offset` (a batch straddling it goes
@@ -646,12 +717,12 @@ class Log:
             count = 0
             while count < n and deletable(count) and (segs[count].next_offset or 0) <= self._log_start:
                 count += 1
-            if cfg.retention_ms >= 0:
+            if cfg.retention_ms >= 0 and cfg.delete:
                 k = 0
                 while k < n and deletable(k) and now - segs[k].largest_timestamp() > cfg.retention_ms:
                     k += 1
                 count = max(count, k)
-            if cfg.retention_bytes >= 0:
+            if cfg.retention_bytes >= 0 and cfg.delete:
                 diff = sum(s.size for s in segs) - cfg.retention_bytes
                 k = 0
                 while k < n and deletable(k) and diff - segs[k].size >= 0:

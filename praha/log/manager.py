@@ -8,6 +8,7 @@ and remove `.kafka_cleanshutdown` (present only if the last stop was clean),
 after a clean shutdown).
 
 Running: `get_or_create` puts new partitions in the dir holding the fewest logs;
+`start_cleaner()` starts the log cleaner threads (`praha.log.cleaner`) for compacted logs;
 `checkpoint()` writes the recovery points and log start offsets (call it periodically,
 Kafka does every 60 s); `retention_pass(now)` applies retention to every log.
 
@@ -34,6 +35,7 @@ from praha.log.checkpoints import (
     OffsetCheckpointFile,
     fsync_dir,
 )
+from praha.log.cleaner import CleanerConfig, LogCleaner
 from praha.log.config import LogConfig
 from praha.log.errors import CorruptCheckpointError, LogStorageError
 from praha.log.log import Log, parse_log_dir_name
@@ -53,6 +55,7 @@ class LogManager:
         log_dirs: list[str],
         default_config: LogConfig | None = None,
         topic_config: Callable[[str], Mapping[str, str | int]] | None = None,
+        cleaner_config: CleanerConfig | None = None,
     ):
         if not log_dirs:
             raise LogStorageError("no log directories configured")
@@ -65,6 +68,8 @@ class LogManager:
         self._lock = threading.RLock()
         self._lock_fds: list[int] = []
         self._started = False
+        self.cleaner_config = cleaner_config
+        self.cleaner: LogCleaner | None = None
 
     # -- start-up ----------------------------------------------------------------------
     def startup(self) -> None:
@@ -238,6 +243,19 @@ class LogManager:
             OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
                 {tp: lg.log_start_offset for tp, lg in logs.items()})
 
+    def start_cleaner(self, high_watermark: Callable[[TopicPartition], int | None] | None = None) -> None:
+        """Start the log cleaner threads (if `log.cleaner.enable`); cleaning stays below
+        `high_watermark(tp)` when that is given."""
+        cfg = self.cleaner_config
+        if cfg is None or not cfg.enable or self.cleaner is not None:
+            return
+        self.cleaner = LogCleaner(cfg, self._cleanable_logs, high_watermark)
+        self.cleaner.start()
+
+    def _cleanable_logs(self) -> list[tuple[TopicPartition, Log, str]]:
+        with self._lock:
+            return [(tp, lg, self._dir_of[tp]) for tp, lg in self._logs.items() if tp in self._dir_of]
+
     def high_watermark_file(self, d: str) -> OffsetCheckpointFile:
         return OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
 
@@ -254,7 +272,10 @@ class LogManager:
         return deleted
 
     def shutdown(self) -> None:
-        """Close every log, write checkpoints and the clean-shutdown marker, unlock."""
+        """Stop the cleaner; close every log, write checkpoints and the clean-shutdown marker, unlock."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
+            self.cleaner = None
         for _, lg in self:
             lg.close()
         self.checkpoint()

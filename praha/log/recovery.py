@@ -1,8 +1,10 @@
 """Opening a partition directory after a clean or unclean stop.
 
 Steps:
-1. Remove leftovers: `*.deleted` segments whose deletion was cut short, `*.tmp` files
-   from interrupted atomic writes, and index files whose `.log` is gone.
+1. Finish or undo a log cleaner swap cut short (`complete_swaps`: `.cleaned` files go,
+   a `.log.swap` replaces the segments it covers), then remove leftovers: `*.deleted`
+   segments whose deletion was cut short, `*.tmp` files from interrupted atomic writes,
+   and index files whose `.log` is gone.
 2. Open every `<base>.log` in offset order.
 3. Choose what to check: nothing after a clean shutdown; otherwise the segment holding
    the recovery point and every later one (all of them without a recovery point).
@@ -23,9 +25,11 @@ import os
 import re
 from dataclasses import dataclass
 
+from praha.log.batch import HEADER_SIZE, check_crc, parse_header
+from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
 from praha.log.errors import CorruptBatchError, CorruptIndexError
-from praha.log.segment import DELETED_SUFFIX, LogSegment
+from praha.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
@@ -65,12 +69,72 @@ class RecoveryReport:
         return ", ".join(parts)
 
 
+def swap_end_offset(path: str, base_offset: int) -> int:
+    """The offset after the last intact batch of a `.swap` log file (its base if none)."""
+    nxt = base_offset
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        pos = 0
+        while pos < size:
+            head = os.pread(fd, HEADER_SIZE, pos)
+            try:
+                h = parse_header(head, 0, pos, size)
+                data = os.pread(fd, h.size, pos)
+                if len(data) < h.size:
+                    break
+                check_crc(data, h, 0)
+            except CorruptBatchError:
+                break
+            nxt = h.next_offset
+            pos += h.size
+    finally:
+        os.close(fd)
+    return nxt
+
+
+def complete_swaps(directory: str) -> int:
+    """Step 1a, the cleaner's crash rule (Kafka's): `.cleaned` files are an unfinished
+    output, deleted; index `.swap` files are deleted (rebuilt from their log); a
+    `<base>.log.swap` is a complete output whose originals may still be present: every
+    other segment file with a base offset in [base, end of the swap) is deleted, then the
+    suffix is dropped. Returns how many files were removed or renamed."""
+    names = os.listdir(directory)
+    changed = 0
+    swaps: list[tuple[int, str]] = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.endswith(CLEANED_SUFFIX):
+            os.unlink(path)
+            changed += 1
+        elif name.endswith(SWAP_SUFFIX):
+            m = _SEGMENT_RE.match(name[: -len(SWAP_SUFFIX)])
+            if m is not None and m.group(2) == "log":
+                swaps.append((int(m.group(1)), name))
+            else:
+                os.unlink(path)
+                changed += 1
+    for base, name in swaps:
+        path = os.path.join(directory, name)
+        end = max(swap_end_offset(path, base), base + 1)
+        for other in os.listdir(directory):
+            m = _SEGMENT_RE.match(other)
+            if m is not None and base <= int(m.group(1)) < end:
+                os.unlink(os.path.join(directory, other))
+                changed += 1
+        os.rename(path, path[: -len(SWAP_SUFFIX)])
+        changed += 1
+    if changed:
+        fsync_dir(directory)
+    return changed
+
+
 def remove_leftovers(directory: str) -> tuple[list[int], int]:
     """Step 1: delete leftovers; returns the sorted segment base offsets and a count."""
+    removed = complete_swaps(directory)
     names = os.listdir(directory)
     bases = set()
     index_files: list[tuple[int, str]] = []
-    removed = 0
     for name in names:
         if name.endswith(DELETED_SUFFIX) or name.endswith(".tmp"):
             os.unlink(os.path.join(directory, name))

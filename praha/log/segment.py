@@ -40,6 +40,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"  # the cleaner's output while it is written
+SWAP_SUFFIX = ".swap"  # the cleaner's output, complete, replacing the originals
 
 _SCAN_BLOCK = 8192
 _RECOVER_CHUNK = 4 << 20
@@ -126,6 +128,31 @@ class LogSegment:
         seg.offset_index.create_empty()
         seg.time_index.create_empty()
         return seg
+
+    @classmethod
+    def create_with_suffix(cls, directory: str, base_offset: int, index_interval_bytes: int,
+                           suffix: str) -> "LogSegment":
+        """A new empty segment whose three files carry `suffix` (the cleaner's `.cleaned`)."""
+        path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX)) + suffix
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        seg = cls(directory, base_offset, index_interval_bytes, fd, 0)
+        seg.path = path
+        seg.offset_index.path += suffix
+        seg.time_index.path += suffix
+        seg.offset_index.create_empty()
+        seg.time_index.create_empty()
+        return seg
+
+    def rename_suffix(self, old: str, new: str) -> None:
+        """Rename the files from `<name><old>` to `<name><new>`: indexes first, the log
+        last (recovery looks at the log file's name)."""
+        for ix in (self.offset_index, self.time_index):
+            if ix.path.endswith(old):
+                ix.rename(ix.path[: len(ix.path) - len(old)] + new)
+        if self.path.endswith(old):
+            target = self.path[: len(self.path) - len(old)] + new
+            os.rename(self.path, target)
+            self.path = target
 
     @classmethod
     def open(cls, directory: str, base_offset: int, index_interval_bytes: int) -> "LogSegment":

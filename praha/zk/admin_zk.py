@@ -27,6 +27,7 @@ from praha.errors import ConfigError, InvalidRequestError, PrahaError, UnknownTo
 from praha.topic_rules import (
     ConcurrentModificationError,
     TopicAlreadyMarkedForDeletionError,
+    check_compaction_lags,
     check_min_insync_replicas,
     plan_new_partitions,
     plan_topic,
@@ -196,6 +197,8 @@ def alter_config(store: ZkStore, entity_type: str, name: str, add: Mapping[str, 
         raise InvalidRequestError(f"cannot delete {', '.join(missing)}: not set for {entity_type}/{name}")
     new = {k: v for k, v in current.items() if k not in delete}
     new.update(checked)
+    if entity_type == TOPICS:
+        check_compaction_lags(new)
     if not validate_only:
         write_config(store, entity_type, name, new)
     return new

@@ -1,0 +1,362 @@
+"""Records inside a v2 batch: decode (with decompression) and re-encode, for the cleaner
+and for the compacted-topic key check. The produce and fetch paths never come here.
+
+Decode: 1. take the batch header (`batch.parse_header`), 2. decompress the records
+section if the batch is compressed, 3. walk the records: each is a varint length, then
+attributes, timestamp delta, offset delta, key, value and headers. We parse only what
+the cleaner needs (offset, timestamp, key, whether the value is null) and keep each
+record's raw bytes, so a rewritten batch is the retained records' bytes concatenated.
+
+Encode: 1. concatenate the retained raw records (their offset and timestamp deltas stay
+valid: the base offset is kept, and the base timestamp too unless a delete horizon is
+set, in which case the records are re-encoded against it), 2. compress with the batch's
+codec, 3. write the 61-byte header with the original last offset delta (so an
+idempotent producer's last sequence survives) and 4. the CRC32C over attributes..end.
+
+Codecs: gzip (zlib, stdlib), snappy (raw blocks or Kafka's xerial framing), lz4 (frame
+format) and zstd come from pyarrow, which praha depends on. If pyarrow lacks a codec
+(`codec_available` is False), batches using it are never decoded: the cleaner keeps them
+whole and the compacted-topic key check lets them through.
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from crc32c import crc32c
+
+from praha.log.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CURRENT_MAGIC,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    Buffer,
+    parse_header,
+)
+from praha.log.errors import CorruptBatchError
+
+#: attributes bit 6: baseTimestamp holds the delete horizon of the batch's tombstones (KIP-534)
+DELETE_HORIZON_MASK = 0x40
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+_I32 = struct.Struct(">i")
+
+
+class RecordsUnavailableError(CorruptBatchError):
+    """The batch's codec is not available here; its records cannot be read."""
+
+
+class Record(NamedTuple):
+    """One record as the cleaner sees it; `raw` is its whole encoding (length prefix included)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value_is_null: bool
+    raw: Buffer
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch:
+    header: BatchHeader
+    records: list[Record]
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        h = self.header
+        return h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
+
+
+# -- codecs ------------------------------------------------------------------------------
+_pa: Any = None
+
+
+def _pyarrow() -> Any:
+    global _pa
+    if _pa is None:
+        try:
+            import pyarrow
+        except ImportError:  # pragma: no cover - pyarrow is a dependency
+            _pa = False
+        else:
+            _pa = pyarrow
+    return _pa
+
+
+def codec_available(codec: int) -> bool:
+    if codec in (NONE, GZIP):
+        return True
+    pa = _pyarrow()
+    if not pa or codec not in CODEC_NAMES:
+        return False
+    return bool(pa.Codec.is_available(CODEC_NAMES[codec]))
+
+
+def _uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise CorruptBatchError(pos, "varint too long")
+
+
+def decompress(codec: int, data: Buffer) -> bytes:
+    if codec == NONE:
+        return bytes(data)
+    if codec == GZIP:
+        return gzip.decompress(data)
+    if not codec_available(codec):
+        raise RecordsUnavailableError(0, f"codec {CODEC_NAMES.get(codec, codec)} not available")
+    pa = _pyarrow()
+    if codec == SNAPPY:
+        view = bytes(data)
+        if view.startswith(_XERIAL_MAGIC):
+            parts = []
+            pos = len(_XERIAL_HEADER)
+            snappy = pa.Codec("snappy")
+            while pos < len(view):
+                (n,) = _I32.unpack_from(view, pos)
+                block = view[pos + 4: pos + 4 + n]
+                size, _ = _uvarint(block, 0)
+                parts.append(snappy.decompress(block, decompressed_size=size, asbytes=True))
+                pos += 4 + n
+            return b"".join(parts)
+        size, _ = _uvarint(view, 0)
+        return bytes(pa.Codec("snappy").decompress(view, decompressed_size=size, asbytes=True))
+    return bytes(pa.input_stream(pa.BufferReader(bytes(data)), compression=CODEC_NAMES[codec]).read())
+
+
+def compress(codec: int, data: bytes, like: Buffer | None = None) -> bytes:
+    """`data` compressed with `codec`; for snappy, framed like `like` (the original payload)."""
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    if not codec_available(codec):
+        raise RecordsUnavailableError(0, f"codec {CODEC_NAMES.get(codec, codec)} not available")
+    pa = _pyarrow()
+    if codec == SNAPPY:
+        snappy = pa.Codec("snappy")
+        if like is not None and bytes(like[:len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC:
+            out = [_XERIAL_HEADER]
+            for i in range(0, len(data), _XERIAL_BLOCK):
+                block = snappy.compress(data[i:i + _XERIAL_BLOCK], asbytes=True)
+                out.append(_I32.pack(len(block)))
+                out.append(block)
+            return b"".join(out)
+        return bytes(snappy.compress(data, asbytes=True))
+    return bytes(pa.Codec(CODEC_NAMES[codec]).compress(data, asbytes=True))
+
+
+# -- decoding ----------------------------------------------------------------------------
+def _zigzag(n: int) -> int:
+    return (n >> 1) ^ -(n & 1)
+
+
+def scan_records(buf: bytes, count: int, position: int = 0) -> list[tuple[int, int, bytes | None, bool, int, int]]:
+    """(offset delta, timestamp delta, key, value is null, start, end) of the first `count`
+    records of `buf` (a decompressed records section): the cleaner's hot loop, with the
+    one- and two-byte varints inlined. `position` only names the batch in errors."""
+    out: list[tuple[int, int, bytes | None, bool, int, int]] = []
+    append = out.append
+    uvarint = _uvarint
+    pos = 0
+    end = len(buf)
+    try:
+        for _ in range(count):
+            start = pos
+            b = buf[pos]
+            if b < 0x80:
+                length = b
+                pos += 1
+            else:
+                b2 = buf[pos + 1]
+                if b2 < 0x80:
+                    length = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    length, pos = uvarint(buf, pos)
+            length = (length >> 1) ^ -(length & 1)
+            rec_end = pos + length
+            if length <= 0 or rec_end > end:
+                raise CorruptBatchError(position, "record length out of range")
+            pos += 1  # attributes
+            b = buf[pos]
+            if b < 0x80:
+                ts = b
+                pos += 1
+            else:
+                ts, pos = uvarint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                od = b
+                pos += 1
+            else:
+                od, pos = uvarint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                klen = b
+                pos += 1
+            else:
+                klen, pos = uvarint(buf, pos)
+            if klen == 1:  # zigzag(-1): no key
+                key = None
+            else:
+                klen = (klen >> 1) ^ -(klen & 1)
+                key = buf[pos:pos + klen]
+                pos += klen
+            append(((od >> 1) ^ -(od & 1), (ts >> 1) ^ -(ts & 1), key, buf[pos] == 1, start, rec_end))
+            pos = rec_end
+    except IndexError:
+        raise CorruptBatchError(position, "record runs past the batch") from None
+    return out
+
+
+def iter_raw_records(payload: Buffer, count: int, base_offset: int, base_timestamp: int,
+                     position: int = 0) -> list[Record]:
+    """Parse `count` records from `payload` (the records section, decompressed)."""
+    buf = payload if isinstance(payload, bytes) else bytes(payload)
+    return [Record(base_offset + od, base_timestamp + tsd, key, null, buf[start:end])
+            for od, tsd, key, null, start, end in scan_records(buf, count, position)]
+
+
+def decode_batch(data: Buffer, position: int = 0) -> DecodedBatch:
+    """Decode one whole batch (`data` holds exactly it)."""
+    view = memoryview(data)
+    h = parse_header(view, 0, position, position + len(view))
+    payload: Buffer = view[HEADER_SIZE:h.size]
+    if h.compression != NONE:
+        payload = decompress(h.compression, payload)
+    base_ts = h.base_timestamp
+    return DecodedBatch(h, iter_raw_records(payload, h.record_count, h.base_offset, base_ts, position))
+
+
+def batch_keys_all_present(data: Buffer) -> bool:
+    """Whether every record of every batch in `data` has a key (a compacted topic needs
+    one). Batches whose codec is unavailable count as keyed (we cannot look)."""
+    view = memoryview(data)
+    pos = 0
+    end = len(view)
+    while pos < end:
+        h = parse_header(view, pos, pos, end)
+        if h.compression != NONE and not codec_available(h.compression):
+            pos += h.size
+            continue
+        payload = view[pos + HEADER_SIZE:pos + h.size]
+        plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
+        for rec in scan_records(plain, h.record_count, pos):
+            if rec[2] is None:
+                return False
+        pos += h.size
+    return True
+
+
+# -- encoding ----------------------------------------------------------------------------
+def _write_uvarint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _write_varint(out: bytearray, n: int) -> None:
+    _write_uvarint(out, (n << 1) ^ (n >> 63))
+
+
+def rebase_record(raw: Buffer, new_timestamp_delta: int) -> bytes:
+    """`raw` (one encoded record) with its timestamp delta replaced."""
+    buf = memoryview(raw)
+    _, pos = _uvarint(buf, 0)
+    attrs = buf[pos]
+    _, after_ts = _uvarint(buf, pos + 1)
+    body = bytearray()
+    body.append(attrs)
+    _write_varint(body, new_timestamp_delta)
+    body += buf[after_ts:]
+    out = bytearray()
+    _write_varint(out, len(body))
+    out += body
+    return bytes(out)
+
+
+def build_batch(h: BatchHeader, records: list[Record], *, compression: int | None = None,
+                delete_horizon_ms: int | None = None, original_payload: Buffer | None = None) -> bytes:
+    """A v2 batch with `h`'s base offset, last offset delta, producer fields and epoch,
+    holding `records` (a subset of `h`'s, in order). With `delete_horizon_ms` the base
+    timestamp becomes the horizon (attribute bit 6) and records are re-encoded against it."""
+    codec = h.compression if compression is None else compression
+    attrs = h.attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_MASK | codec
+    if not records:
+        attrs = h.attributes & (TIMESTAMP_TYPE_MASK | 0x10 | CONTROL_MASK)
+        body = b""
+        base_ts = max_ts = h.max_timestamp
+    else:
+        log_append = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+        max_ts = h.max_timestamp if log_append else max(r.timestamp for r in records)
+        if delete_horizon_ms is not None:
+            base_ts = delete_horizon_ms
+            attrs |= DELETE_HORIZON_MASK
+            plain = b"".join(rebase_record(r.raw, r.timestamp - base_ts) for r in records)
+        else:
+            base_ts = h.base_timestamp
+            if h.attributes & DELETE_HORIZON_MASK:
+                attrs |= DELETE_HORIZON_MASK
+            plain = b"".join(records[i].raw for i in range(len(records)))
+        body = compress(codec, plain, original_payload) if codec != NONE else plain
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    out = bytearray(HEADER.pack(h.base_offset, length, h.leader_epoch, CURRENT_MAGIC, 0, attrs,
+                                h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch,
+                                h.base_sequence, len(records)))
+    out += body
+    crc = crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
+    struct.pack_into(">I", out, 17, crc)
+    return bytes(out)
+
+
+def encode_records(base_offset: int, records: list[tuple[bytes | None, bytes | None, int]], *,
+                   compression: int = NONE, producer_id: int = -1, producer_epoch: int = -1,
+                   base_sequence: int = -1, leader_epoch: int = 0) -> bytes:
+    """A fresh batch of (key, value, timestamp) records at consecutive offsets (for tests
+    and benchmarks; producers normally build batches)."""
+    raws: list[Record] = []
+    base_ts = records[0][2] if records else 0
+    for i, (key, value, ts) in enumerate(records):
+        body = bytearray([0])
+        _write_varint(body, ts - base_ts)
+        _write_varint(body, i)
+        if key is None:
+            _write_varint(body, -1)
+        else:
+            _write_varint(body, len(key))
+            body += key
+        if value is None:
+            _write_varint(body, -1)
+        else:
+            _write_varint(body, len(value))
+            body += value
+        _write_varint(body, 0)
+        raw = bytearray()
+        _write_varint(raw, len(body))
+        raw += body
+        raws.append(Record(base_offset + i, ts, key, value is None, bytes(raw)))
+    max_ts = max((r[2] for r in records), default=NO_TIMESTAMP)
+    h = BatchHeader(0, 0, base_offset, 0, leader_epoch, CURRENT_MAGIC, 0, compression, len(records) - 1,
+                    base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(records))
+    return build_batch(h, raws)
