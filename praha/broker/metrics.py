@@ -66,6 +66,14 @@ class BrokerCollector:
             for tp, ratio in sorted(cleaner.dirty_ratios.items()):
                 g.add_metric([tp.topic, str(tp.partition)], ratio)
             yield g
+        loads = b.group_coordinator.stats.load_time_ms
+        if loads:
+            g = GaugeMetricFamily("praha_group_coordinator_load_time_ms",
+                                  "the last load of each __consumer_offsets partition this broker coordinates",
+                                  labels=["partition"])
+            for partition, ms in sorted(loads.items()):
+                g.add_metric([str(partition)], ms)
+            yield g
 
 
 def start_metrics_server(broker: "Broker", host: str, port: int) -> tuple[object, int]:

@@ -156,6 +156,8 @@ class CoordinatorStats:
     partitions_loaded: int = 0
     load_time_ms_total: float = 0.0
     offsets_expired: int = 0
+    #: the last load of each partition (ms), for the per-partition figure
+    load_time_ms: dict[int, float] = field(default_factory=dict)
 
 
 def _map_append_error(code: ErrorCode) -> ErrorCode:
@@ -203,6 +205,7 @@ class GroupCoordinator:
 
     def on_resigned(self, partition: int) -> None:
         if self.owned.pop(partition, None) is not None:
+            self.stats.load_time_ms.pop(partition, None)
             n = self._unload(partition)
             log.info("group coordinator: resigned %s-%d, %d groups unloaded", "__consumer_offsets", partition, n)
             self.on_event("GroupCoordinatorUnloaded", partition, groups=n)
@@ -268,6 +271,7 @@ class GroupCoordinator:
         ms = (time.monotonic() - started) * 1000
         self.stats.partitions_loaded += 1
         self.stats.load_time_ms_total += ms
+        self.stats.load_time_ms[partition] = round(ms, 1)
         n = sum(1 for gid in loaded if self.partition_of(gid) == partition and gid in self.groups)
         log.info("group coordinator: loaded __consumer_offsets-%d (epoch %d): %d records, %d groups in %.0f ms",
                  partition, epoch, records, n, ms)
