@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import AlterConfigsResponse, DescribeConfigsResponse, IncrementalAlterConfigsResponse
@@ -144,28 +145,25 @@ class ConfigApis:
 
     # ------------------------------------------------------------ AlterConfigs
     async def handle_alter_configs(self, req: DecodedRequest) -> Any:
-        r = req.request
-        out = []
-        for res in r.resources or []:
-            changes = [(c.name, OP_SET, c.value) for c in (res.configs or [])]
-            code, message = await self._alter(res.resource_type, res.resource_name, changes, True,
-                                              bool(r.validate_only))
-            out.append(AlterConfigsResponse.AlterConfigsResourceResponse(
-                error_code=int(code), error_message=message, resource_type=res.resource_type,
-                resource_name=res.resource_name))
-        return AlterConfigsResponse(throttle_time_ms=0, responses=out)
+        return await self._alter_all(req.request, AlterConfigsResponse, replace=True,
+                                     changes=lambda res: [(c.name, OP_SET, c.value) for c in (res.configs or [])])
 
     async def handle_incremental_alter_configs(self, req: DecodedRequest) -> Any:
-        r = req.request
+        return await self._alter_all(req.request, IncrementalAlterConfigsResponse, replace=False,
+                                     changes=lambda res: [(c.name, c.config_operation, c.value)
+                                                          for c in (res.configs or [])])
+
+    async def _alter_all(self, r: Any, response: Any, replace: bool,
+                         changes: Callable[[Any], list[tuple[str, int, str | None]]]) -> Any:
+        """Each resource of an (Incremental)AlterConfigs request altered and answered on its own."""
         out = []
         for res in r.resources or []:
-            changes = [(c.name, c.config_operation, c.value) for c in (res.configs or [])]
-            code, message = await self._alter(res.resource_type, res.resource_name, changes, False,
+            code, message = await self._alter(res.resource_type, res.resource_name, changes(res), replace,
                                               bool(r.validate_only))
-            out.append(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+            out.append(response.AlterConfigsResourceResponse(
                 error_code=int(code), error_message=message, resource_type=res.resource_type,
                 resource_name=res.resource_name))
-        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)
+        return response(throttle_time_ms=0, responses=out)
 
     async def _alter(self, rtype: int, name: str, changes: list[tuple[str, int, str | None]], replace: bool,
                      validate_only: bool) -> tuple[ErrorCode, str | None]:
