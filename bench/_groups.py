@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -23,9 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from _harness import median  # noqa: E402,F401 - the group benches import it from here
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest  # noqa: E402
+from produce import start_cluster  # noqa: E402
 
-from praha.cluster.local import ClusterError, LocalCluster  # noqa: E402
+from praha.cluster.local import LocalCluster  # noqa: E402
 from praha.common import ReplicaAssignment, TopicAssignment  # noqa: E402
 from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for  # noqa: E402
 from praha.protocol.client import BrokerConnection  # noqa: E402
@@ -80,11 +81,6 @@ class Load:
                 "own_cpu_s": own}
 
 
-def median(xs: Sequence[float]) -> float:
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
-
 @contextmanager
 def group_cluster(keep_dir: bool = False, overrides: dict[str, str] | None = None,
                   prefix: str = "praha-bench-groups-") -> Iterator[LocalCluster]:
@@ -92,16 +88,7 @@ def group_cluster(keep_dir: bool = False, overrides: dict[str, str] | None = Non
     root = tempfile.mkdtemp(prefix=prefix)
     cluster = LocalCluster(root)
     try:
-        try:
-            cluster.up(3, overrides={**GROUP_BROKER_CONFIG, **(overrides or {})}, timeout=90)
-        except ClusterError as e:  # a just-forked broker mistaken for one that exited (see produce.py)
-            if "exited during start-up" not in str(e):
-                raise
-            time.sleep(2.0)
-            state = cluster.load()
-            if not all(cluster.broker_running(b) for b in state.brokers.values()):
-                raise
-            cluster.wait_until_ready(state, set(state.brokers), 60)
+        start_cluster(cluster, {**GROUP_BROKER_CONFIG, **(overrides or {})}, timeout=90)
         yield cluster
     finally:
         cluster.down()

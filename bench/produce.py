@@ -42,11 +42,11 @@ RECORD = 1024
 BROKER_CONFIG = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500"}
 
 
-def start_cluster(cluster: LocalCluster):
+def start_cluster(cluster: LocalCluster, overrides: dict[str, str] | None = None, timeout: float = 60.0):
     """`cluster.up(3)`, looking again when the launcher mistakes a just-forked broker (its
     command line is still the parent's) for one that exited during start-up."""
     try:
-        return cluster.up(3, overrides=BROKER_CONFIG)
+        return cluster.up(3, overrides=BROKER_CONFIG if overrides is None else overrides, timeout=timeout)
     except ClusterError as e:
         if "exited during start-up" not in str(e):
             raise
