@@ -217,11 +217,13 @@ class DataApis:
             wanted = {}
             for t in r.topics:
                 wanted.setdefault(t.topic, set()).update(t.partitions or [])
-        by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in (lm.log_dirs if lm is not None else [])}
-        for tp, lg in list(lm or []):
+        if lm is None:  # before the logs are open there is no directory to describe
+            return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=[])
+        by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in lm.log_dirs}
+        for tp, lg in list(lm):
             if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
                 continue
-            d = lm.log_dir_of(tp) if lm is not None else None
+            d = lm.log_dir_of(tp)
             if d is None:
                 continue
             p = self.rm.partitions.get(tp)

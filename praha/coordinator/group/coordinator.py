@@ -33,13 +33,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from praha.common import now_ms
 from praha.config import BrokerConfig
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState, Member
 from praha.coordinator.group.records import (
     GroupKey,
+    GroupValue,
     OffsetKey,
     decode_group_value,
     decode_key,
@@ -61,7 +62,7 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 MAX_GROUP_ID_BYTES = 32767
 
 
-def valid_group_id(group_id: str | None) -> bool:
+def valid_group_id(group_id: str | None) -> TypeGuard[str]:
     return group_id is not None and 0 < len(group_id.encode()) <= MAX_GROUP_ID_BYTES
 
 
@@ -258,27 +259,26 @@ class GroupCoordinator:
         if self.owned.get(partition) != (Ownership.LOADING, epoch):
             return  # resigned (or re-elected) meanwhile
         now = now_ms()
+        n = 0
         for gid, g in loaded.items():
             if not g.members and not g.offsets and g.generation == 0:
                 continue
-            if g.members:
-                g.state = GroupState.STABLE
-                for m in g.members.values():
-                    self._schedule_heartbeat(g, m)
+            for m in g.members.values():  # a loaded group with members is Stable (_apply_group_value)
+                self._schedule_heartbeat(g, m)
             g.state_timestamp = g.state_timestamp if g.state_timestamp > 0 else now
             self.groups[gid] = g
+            n += 1
         self.owned[partition] = (Ownership.ACTIVE, epoch)
         ms = (time.monotonic() - started) * 1000
         self.stats.partitions_loaded += 1
         self.stats.load_time_ms_total += ms
         self.stats.load_time_ms[partition] = round(ms, 1)
-        n = sum(1 for gid in loaded if self.partition_of(gid) == partition and gid in self.groups)
         log.info("group coordinator: loaded __consumer_offsets-%d (epoch %d): %d records, %d groups in %.0f ms",
                  partition, epoch, records, n, ms)
         self.on_event("GroupCoordinatorLoaded", partition, groups=n, records=records, load_ms=round(ms, 1))
 
     def _check(self, group_id: str | None) -> ErrorCode:
-        if group_id is None or not valid_group_id(group_id):
+        if not valid_group_id(group_id):
             return ErrorCode.INVALID_GROUP_ID
         owned = self.owned.get(self.partition_of(group_id))
         if owned is None:
@@ -928,7 +928,7 @@ class GroupCoordinator:
             self._expiry_task.cancel()
 
 
-def _apply_group_value(g: Group, v: Any) -> None:
+def _apply_group_value(g: Group, v: GroupValue) -> None:
     g.protocol_type = v.protocol_type or None
     g.generation = v.generation
     g.protocol = v.protocol
