@@ -30,9 +30,9 @@ from praha.common import TopicPartition, now_ms
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
-from praha.errors import ErrorCode, PrahaError, TopicExistsError
+from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.zk.admin_zk import create_topic
+from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -116,13 +116,10 @@ class GroupApis:
         self._creating = loop.create_future()
 
         def create() -> None:
-            try:
-                create_topic(self.broker.zk_store(), OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf,
-                             offsets_topic_config(cfg.offsets_topic_segment_bytes))
+            if create_topic_if_absent(self.broker.zk_store(), OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf,
+                                      offsets_topic_config(cfg.offsets_topic_segment_bytes)):
                 log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
                          cfg.offsets_topic_num_partitions, rf)
-            except TopicExistsError:
-                pass
 
         try:
             await loop.run_in_executor(None, create)

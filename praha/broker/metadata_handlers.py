@@ -18,10 +18,10 @@ from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
 from praha.common import NO_LEADER
-from praha.errors import ErrorCode, PrahaError, TopicExistsError
+from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.topic_rules import INTERNAL_TOPICS, validate_topic_name
-from praha.zk.admin_zk import create_topic
+from praha.topic_rules import INTERNAL_TOPICS
+from praha.zk.admin_zk import create_topic, create_topic_if_absent
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -73,13 +73,8 @@ class MetadataApis:
             out: dict[str, ErrorCode] = {}
             store = self.broker.zk_store()
             for name in wanted:
-                try:
-                    validate_topic_name(name)
-                    create_topic(store, name, cfg.num_partitions, cfg.default_replication_factor, {},
-                                 default_partitions=cfg.num_partitions,
-                                 default_replication_factor=cfg.default_replication_factor)
-                    out[name] = ErrorCode.LEADER_NOT_AVAILABLE
-                except TopicExistsError:
+                try:  # an invalid name raises InvalidTopicError (INVALID_TOPIC_EXCEPTION)
+                    create_topic_if_absent(store, name, cfg.num_partitions, cfg.default_replication_factor)
                     out[name] = ErrorCode.LEADER_NOT_AVAILABLE
                 except PrahaError as e:
                     out[name] = e.code

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.configdefs import DYNAMIC_BROKER_KEYS
-from praha.errors import ConfigError, InvalidRequestError, PrahaError, UnknownTopicError
+from praha.errors import ConfigError, InvalidRequestError, PrahaError, TopicExistsError, UnknownTopicError
 from praha.topic_rules import (
     ConcurrentModificationError,
     TopicAlreadyMarkedForDeletionError,
@@ -57,6 +57,18 @@ def create_topic(store: ZkStore, name: str, partitions: int | None, replication_
     if not validate_only:
         store.create_topic(name, plan, cfg)
     return plan
+
+
+def create_topic_if_absent(store: ZkStore, name: str, partitions: int, replication_factor: int,
+                           config: Mapping[str, str] | None = None) -> bool:
+    """Create the topic unless it exists (a broker creating it on a client's behalf, where a
+    concurrent creation by another broker is success too); True if this call created it."""
+    try:
+        create_topic(store, name, partitions, replication_factor, config, default_partitions=partitions,
+                     default_replication_factor=replication_factor)
+        return True
+    except TopicExistsError:
+        return False
 
 
 def delete_topic(store: ZkStore, topic: str) -> None:
