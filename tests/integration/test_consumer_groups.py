@@ -515,6 +515,8 @@ def test_cooperative_sticky_moves_only_what_must_move(cluster):
     try:
         poll_until([a, b], lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, "3+3")
         before = ({tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()})
+        for r in revoked:  # forget what moved while the first two formed the group (which joined first varies)
+            r.clear()
         c = member(2)
         poll_until([a, b, c], lambda: all(len(x.assignment()) == 2 for x in (a, b, c)), 60, "2+2+2")
         after_a, after_b = {tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()}
