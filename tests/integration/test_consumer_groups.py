@@ -29,6 +29,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
+from praha.protocol.errors import BrokerConnectionError
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 
@@ -387,10 +388,16 @@ class GroupClient:
 
 
 def _find_ok(bs: str, group: str):
-    host, port = bs.split(",")[0].split(":")
-    with BrokerConnection(host, int(port)) as conn:
-        r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
-    return (r.node_id, r.host, r.port) if r.error_code == 0 else None
+    """Ask the first broker of `bs` that answers (a test may have killed one)."""
+    for addr in bs.split(","):
+        host, port = addr.split(":")
+        try:
+            with BrokerConnection(host, int(port)) as conn:
+                r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
+        except BrokerConnectionError:
+            continue
+        return (r.node_id, r.host, r.port) if r.error_code == 0 else None
+    return None
 
 
 def joined_member(g: GroupClient, instance: str | None = None):
