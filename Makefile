@@ -21,6 +21,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# Quix Streams in a venv of its own (its confluent-kafka pin differs from the test one);
+# the pins are pyproject.toml's `quix` extra, installed without praha itself
+QUIX_STAMP := .venv-quix/.installed
+$(QUIX_STAMP): pyproject.toml
+	$(PYTHON) -m venv .venv-quix
+	.venv-quix/bin/python -m pip install --quiet --upgrade pip
+	.venv-quix/bin/python -m pip install --quiet $$($(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["quix"]))')
+	@touch $(QUIX_STAMP)
+
 run: $(STAMP)
 	$(PY) -m praha.showcase
 
@@ -29,13 +38,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench
 	$(VENV)/bin/mypy praha
 
-test: $(STAMP)
+test: $(STAMP) $(QUIX_STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP)
+test-integration: $(STAMP) $(QUIX_STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
@@ -61,4 +70,4 @@ cluster-down: $(STAMP)
 	$(PY) -m praha cluster down
 
 clean:
-	rm -rf $(VENV) .praha build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-quix .praha build *.egg-info .pytest_cache
