@@ -148,8 +148,22 @@ TOPIC_CONFIG_BY_NAME: dict[str, TopicConfigDef] = {d.name: d for d in TOPIC_CONF
 #: ZooKeeper may hold for them are not reported as in effect (they are not)
 LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
 FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-DYNAMIC_BROKER_KEYS: tuple[str, ...] = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
-DYNAMIC_BROKER_DEFAULTS: dict[str, str] = {LEADER_THROTTLED_RATE: str(LONG_MAX), FOLLOWER_THROTTLED_RATE: str(LONG_MAX)}
+THROTTLE_RATE_KEYS: tuple[str, ...] = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
+
+#: the topic configs whose broker-wide default can change while brokers run (Kafka's
+#: DynamicLogConfig): those praha's logs and partitions apply, by their broker name
+DYNAMIC_LOG_TOPIC_CONFIGS: tuple[str, ...] = (
+    "cleanup.policy", "delete.retention.ms", "file.delete.delay.ms", "index.interval.bytes",
+    "max.compaction.lag.ms", "max.message.bytes", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+    "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms",
+)
+#: broker name → topic name, e.g. "log.retention.ms" → "retention.ms" (same unit)
+DYNAMIC_LOG_KEYS: dict[str, str] = {
+    TOPIC_CONFIG_BY_NAME[t].synonyms[0].name: t for t in DYNAMIC_LOG_TOPIC_CONFIGS}
+DYNAMIC_BROKER_KEYS: tuple[str, ...] = THROTTLE_RATE_KEYS + tuple(DYNAMIC_LOG_KEYS)
+DYNAMIC_BROKER_DEFAULTS: dict[str, str] = {
+    LEADER_THROTTLED_RATE: str(LONG_MAX), FOLLOWER_THROTTLED_RATE: str(LONG_MAX),
+    **{b: TOPIC_CONFIG_BY_NAME[t].default or "" for b, t in DYNAMIC_LOG_KEYS.items()}}
 
 
 @dataclass(frozen=True, slots=True)

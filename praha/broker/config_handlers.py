@@ -104,7 +104,7 @@ class ConfigApis:
         if not self.broker.metadata_cache.contains_topic(topic):
             raise PrahaError(f"Topic '{topic}' does not exist.", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         override, dyn, dyn_default = await self._zk_layers(topic)
-        # no topic-config synonym is applied live by praha yet: dynamic values are not in effect
+        # only the dynamic broker configs praha applies are in effect (the log defaults it reloads)
         dyn = {k: v for k, v in dyn.items() if k in DYNAMIC_BROKER_KEYS}
         dyn_default = {k: v for k, v in dyn_default.items() if k in DYNAMIC_BROKER_KEYS}
         static = self.broker.config.static_values()

@@ -48,8 +48,8 @@ from praha.broker.quota import (
 )
 from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
 from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
-from praha.configdefs import FOLLOWER_THROTTLED_RATE
-from praha.errors import ErrorCode
+from praha.configdefs import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE
+from praha.errors import ConfigError, ErrorCode
 from praha.log import LogConfig, LogManager
 from praha.log.cleaner import CleanerConfig
 from praha.log.log import parse_log_dir_name
@@ -116,6 +116,8 @@ class ReplicaManager:
         self.fetch_purgatory: Purgatory[TopicPartition] | None = None
         self.delete_records_purgatory: Purgatory[TopicPartition] | None = None
         self.topic_configs: dict[str, dict[str, str]] = {}
+        #: broker-wide log config defaults set while running (`/config/brokers`, Kafka's names)
+        self.dynamic_log_defaults: dict[str, str] = {}
         #: reassignment throttle: the replicas it covers per topic, and this broker's budget
         self.follower_throttled: dict[str, ThrottledReplicas] = {}
         self.follower_quota = ReplicationQuota()
@@ -311,7 +313,9 @@ class ReplicaManager:
         return throttled is not None and throttled.covers(tp.partition, self.broker_id)
 
     def apply_broker_config(self, config: dict[str, str]) -> None:
-        """This broker's dynamic config (`/config/brokers/...`): the follower throttle rate."""
+        """This broker's dynamic config (`/config/brokers/...`): the follower throttle rate
+        and the broker-wide defaults of log configs."""
+        self._apply_dynamic_log_defaults({k: v for k, v in config.items() if k in DYNAMIC_LOG_KEYS})
         try:
             rate = parse_rate(config.get(FOLLOWER_THROTTLED_RATE))
         except ValueError as e:
@@ -320,6 +324,28 @@ class ReplicaManager:
         if rate != self.follower_quota.rate:
             log.info("follower replication throttle: %s", "off" if rate is None else f"{rate} bytes/s")
         self.follower_quota.set_rate(rate)
+
+    def _apply_dynamic_log_defaults(self, dynamic: dict[str, str]) -> None:
+        """New defaults for every log without its own override (Kafka's DynamicLogConfig):
+        dynamic values over `server.properties`, then each topic's overrides over both."""
+        if dynamic == self.dynamic_log_defaults:
+            return
+        cfg = self.config
+        try:
+            default = LogConfig.from_broker_config({**parse_properties(cfg.to_properties()), **cfg.unknown, **dynamic})
+        except ConfigError as e:
+            log.warning("ignoring the dynamic log defaults %s: %s", dynamic, e)
+            return
+        self.dynamic_log_defaults = dynamic
+        logs = 0
+        if self.log_manager is not None:
+            self.log_manager.default_config = default
+            for tp, lg in self.log_manager:
+                lg.update_config(default.with_overrides(self.topic_configs.get(tp.topic, {})))
+                logs += 1
+        for p in self.partitions.values():
+            p.min_insync_replicas = self.min_insync_replicas(p.tp.topic)
+        log.info("dynamic log defaults now %s: %d logs reconfigured", dynamic or "none", logs)
 
     async def on_topic_config_changed(self, topic: str) -> None:
         """A config change notice for `topic`: re-read it if we host any of it."""
@@ -333,7 +359,7 @@ class ReplicaManager:
         return p
 
     def min_insync_replicas(self, topic: str) -> int:
-        v = self.topic_configs.get(topic, {}).get("min.insync.replicas")
+        v = self.topic_configs.get(topic, {}).get("min.insync.replicas", self.dynamic_log_defaults.get("min.insync.replicas"))
         try:
             return int(v) if v is not None else self.config.min_insync_replicas
         except ValueError:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
-from praha.configdefs import DYNAMIC_BROKER_KEYS
+from praha.configdefs import DYNAMIC_BROKER_KEYS, DYNAMIC_LOG_KEYS
 from praha.errors import ConfigError, InvalidRequestError, PrahaError, TopicExistsError, UnknownTopicError
 from praha.topic_rules import (
     ConcurrentModificationError,
@@ -174,16 +174,20 @@ def check_config_entity(store: ZkStore, entity_type: str, name: str) -> None:
 
 
 def check_config_values(entity_type: str, add: Mapping[str, str]) -> dict[str, str]:
-    """Kafka's validation of the values set: topic configs by their definitions, broker
-    configs only those praha applies while running (positive byte rates)."""
+    """Kafka's validation of the values set: topic configs by their definitions; broker
+    configs only those praha applies while running: the throttle rates (positive bytes/s)
+    and the broker-wide defaults of log configs, checked as the topic config they set."""
     if entity_type == TOPICS:
         return validate_topic_config(add)
     out = {}
     for key, value in add.items():
+        value = str(value).strip()
+        if key in DYNAMIC_LOG_KEYS:
+            out[key] = validate_topic_config({DYNAMIC_LOG_KEYS[key]: value})[DYNAMIC_LOG_KEYS[key]]
+            continue
         if key not in DYNAMIC_BROKER_KEYS:
             raise ConfigError(f"{key!r} cannot be changed while brokers run; dynamic broker configs: "
-                              f"{', '.join(DYNAMIC_BROKER_KEYS)}")
-        value = str(value).strip()
+                              f"{', '.join(sorted(DYNAMIC_BROKER_KEYS))}")
         if not value.isdigit() or int(value) <= 0:
             raise ConfigError(f"invalid value {value!r} for {key}: expected a positive number of bytes/s")
         out[key] = value

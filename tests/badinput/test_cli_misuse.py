@@ -12,6 +12,7 @@ import json
 import pytest
 
 from praha.cli.main import main
+from praha.configdefs import DYNAMIC_BROKER_KEYS
 
 pytestmark = pytest.mark.integration
 
@@ -222,7 +223,7 @@ CATALOGUE = [
      "--add-config retention.ms=1", 1, "error: --add-config and --delete-config go with --alter"),
     ("configs-static-broker-key", "configs --entity-type brokers --entity-name 1 --alter --add-config num.partitions=3",
      1, "error: 'num.partitions' cannot be changed while brokers run; dynamic broker configs: "
-     "leader.replication.throttled.rate, follower.replication.throttled.rate"),
+     + ", ".join(sorted(DYNAMIC_BROKER_KEYS))),
     ("configs-bad-rate", "configs --entity-type brokers --entity-name 1 --alter "
      "--add-config follower.replication.throttled.rate=0", 1,
      "error: invalid value '0' for follower.replication.throttled.rate: expected a positive number of bytes/s"),

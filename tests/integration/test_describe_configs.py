@@ -4,6 +4,8 @@ dynamic default, server.properties, default) and synonyms; a broker's settings; 
 loggers; Kafka's errors for an unknown topic or another broker's id."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
@@ -135,3 +137,72 @@ def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
                      "--add-config", "retention.ms=7000", *d)
     assert rc == 0, err
     assert describe(admin, res)["retention.ms"].value == "7000"
+
+
+def test_dynamic_broker_log_defaults_apply_to_running_logs(make_cluster, cli):
+    """Kafka's dynamic log configs: a cluster-wide `<default>` or per-broker value of a
+    log setting (e.g. `log.retention.ms`, `min.insync.replicas`) becomes the default of every
+    topic without an override, at once and without a restart, and is reported with its source."""
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    cluster = make_cluster(1, overrides={"offsets.topic.replication.factor": "1"})
+    bs = f"127.0.0.1:{cluster.load().brokers[1].port}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("plain", 1, 1), NewTopic("own", 1, 1, config={"min.insync.replicas": "1"})]
+                        )["plain"].result(30)
+
+    def set_broker(name: str, key: str, value: str | None) -> None:
+        """confluent-kafka for a broker id; `praha configs --entity-default` (kafka-configs'
+        way) for `<default>`, which confluent-kafka's and kafka-python's clients cannot name."""
+        if name:
+            op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+            r = ConfigResource(ConfigResource.Type.BROKER, name,
+                               incremental_configs=[ConfigEntry(key, value, incremental_operation=op)])
+            admin.incremental_alter_configs([r])[r].result(15)
+            return
+        change = ["--add-config", f"{key}={value}"] if value is not None else ["--delete-config", key]
+        rc, _, err = cli("configs", "--entity-type", "brokers", "--entity-default", "--alter", *change,
+                         "--dir", str(cluster.root))
+        if rc != 0:
+            raise KafkaException(err)
+
+    def produce(topic: str) -> str | None:
+        p = Producer({"bootstrap.servers": bs, "acks": "all", "message.send.max.retries": 0})
+        errors: list = []
+        p.produce(topic, b"v", on_delivery=lambda err, _m: errors.append(err))
+        p.flush(15)
+        return None if errors[0] is None else errors[0].name()
+
+    assert produce("plain") is None
+    set_broker("", "min.insync.replicas", "2")  # cluster-wide: 2 in-sync replicas for acks=all
+    plain = ConfigResource(ConfigResource.Type.TOPIC, "plain")
+    deadline = time.monotonic() + 15
+    while produce("plain") != "NOT_ENOUGH_REPLICAS" and time.monotonic() < deadline:
+        pass
+    assert produce("plain") == "NOT_ENOUGH_REPLICAS"
+    assert produce("own") is None  # a topic's own override still wins
+    m = describe(admin, plain)["min.insync.replicas"]
+    assert (m.value, m.source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+
+    set_broker("1", "log.retention.ms", "3600000")  # this broker's own value, over `<default>` and the file
+    r = describe(admin, plain)["retention.ms"]
+    assert (r.value, r.source) == ("3600000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    b = describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))["log.retention.ms"]
+    assert (b.value, b.source, b.is_read_only) == ("3600000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe",
+                       "--dir", str(cluster.root))
+    assert rc == 0 and "log.retention.ms=3600000" in out, err
+
+    with pytest.raises(KafkaException, match="INVALID_CONFIG.*cleanup.policy"):
+        set_broker("1", "log.cleanup.policy", "shred")
+    with pytest.raises(KafkaException, match="INVALID_CONFIG.*log.dirs"):
+        set_broker("1", "log.dirs", "/elsewhere")  # a static setting: refused, nothing written
+    with pytest.raises(KafkaException, match="segment.bytes"):
+        set_broker("", "log.segment.bytes", "5")
+    assert describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))["log.cleanup.policy"].value == "delete"
+    set_broker("", "min.insync.replicas", None)
+    deadline = time.monotonic() + 15
+    while produce("plain") is not None and time.monotonic() < deadline:
+        pass
+    assert produce("plain") is None
