@@ -2,6 +2,7 @@
 
 Prints MB/s (payload bytes of whole batches) for:
 - validate: framing + CRC32C walk only
+- records:  the leader's record walk (praha.log.validator: every record's structure, offsets, keys)
 - append:   Log.append_as_leader (validate, patch offsets, pwrite, index)
 - read:     sequential Log.read with 1 MiB max_bytes (a consumer's fetch), bounded by a high watermark
 - slice:    Log.read_slice only (what a sendfile path would do before the syscall)
@@ -21,6 +22,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.log import Log, LogConfig
 from praha.log.batch import validate
+from praha.log.validator import RecordRules, validate_records
 
 RECORD = 1024
 
@@ -44,6 +46,13 @@ def run(batch_bytes: int, total_mb: int, base_dir: str) -> dict[str, float]:
     for _ in range(n):
         validate(batch, strict=True)
     out["validate"] = mb / (time.perf_counter() - t)
+
+    headers = validate(batch, strict=True).batches
+    rules, now = RecordRules(), int(time.time() * 1000)
+    t = time.perf_counter()
+    for _ in range(n):
+        validate_records(batch, headers, rules, now)
+    out["records"] = mb / (time.perf_counter() - t)
 
     d = tempfile.mkdtemp(prefix="praha-bench-", dir=base_dir)
     try:
@@ -76,12 +85,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per size; the best figure of each column is shown")
     args = ap.parse_args()
     print(f"log append/read, 1 KiB records, {args.total_mb} MiB per run, best of {args.repeat}, dir {args.dir}")
-    print(f"{'batch':>9} {'validate':>10} {'append':>10} {'read':>10} {'slice':>10}  (MB/s)  {'append µs':>10}")
+    print(f"{'batch':>9} {'validate':>10} {'records':>10} {'append':>10} {'read':>10} {'slice':>10}  (MB/s)  "
+          f"{'append µs':>10}")
     for kib in (16, 64, 256, 1024):
         runs = [run(kib * 1024, args.total_mb, args.dir) for _ in range(args.repeat)]
         best = {k: max(r[k] for r in runs) for k in runs[0]}
         per_append_us = best["batch_kib"] * 1024 / 1e6 / best["append"] * 1e6
-        print(f"{best['batch_kib']:>7.0f}Ki {best['validate']:>10.0f} {best['append']:>10.0f} {best['read']:>10.0f} "
+        print(f"{best['batch_kib']:>7.0f}Ki {best['validate']:>10.0f} {best['records']:>10.0f} "
+              f"{best['append']:>10.0f} {best['read']:>10.0f} "
               f"{best['slice']:>10.0f}  {per_append_us:>16.1f}")
 
 

@@ -109,6 +109,7 @@ class DataApis:
         acks = r.acks
         rm = self.rm
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start]
+        refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]] = {}  # message, record errors (v8+)
         waits: dict[TopicPartition, ProduceWait] = {}
         for t in r.topic_data:
             for pd in t.partition_data:
@@ -138,6 +139,7 @@ class DataApis:
                     info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable)
                 except PrahaError as e:
                     results[tp] = [int(e.code), -1, -1]
+                    refusals[tp] = (str(e), getattr(e, "record_errors", []))
                     continue
                 results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
                 if info.record_count:
@@ -156,9 +158,10 @@ class DataApis:
             return None
         by_topic: dict[str, list[Any]] = {}
         for tp, (code, base, start) in results.items():
+            message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
-                log_start_offset=start, record_errors=[], error_message=None))
+                log_start_offset=start, record_errors=record_errors, error_message=message))
         return ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
 

@@ -45,6 +45,9 @@ class LogConfig:
     min_compaction_lag_ms: int = 0  # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX  # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
     delete_retention_ms: int = DAY_MS  # log.cleaner.delete.retention.ms / delete.retention.ms
+    #: how far a CreateTime record's timestamp may lie before / after the broker's clock
+    timestamp_before_max_ms: int = LONG_MAX  # log.message.timestamp.before.max.ms / message.timestamp.before.max.ms
+    timestamp_after_max_ms: int = LONG_MAX  # log.message.timestamp.after.max.ms / message.timestamp.after.max.ms
 
     @property
     def compact(self) -> bool:
@@ -79,6 +82,8 @@ class LogConfig:
                               f"> max.compaction.lag.ms ({self.max_compaction_lag_ms})")
         if self.delete_retention_ms < 0:
             raise ConfigError("delete.retention.ms must be ≥ 0")
+        if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
+            raise ConfigError("message.timestamp.before.max.ms and message.timestamp.after.max.ms must be ≥ 0")
 
     def with_overrides(self, topic_config: Mapping[str, str | int]) -> "LogConfig":
         """This config with topic-level overrides (Kafka topic config names) applied."""
@@ -113,6 +118,8 @@ _TOPIC_KEYS = {
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "delete.retention.ms": "delete_retention_ms",
+    "message.timestamp.before.max.ms": "timestamp_before_max_ms",
+    "message.timestamp.after.max.ms": "timestamp_after_max_ms",
 }
 
 _BROKER_KEYS = {
@@ -128,6 +135,8 @@ _BROKER_KEYS = {
     "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
     "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
     "log.cleaner.delete.retention.ms": "delete_retention_ms",
+    "log.message.timestamp.before.max.ms": "timestamp_before_max_ms",
+    "log.message.timestamp.after.max.ms": "timestamp_after_max_ms",
 }
 
 _STR_FIELDS = {"cleanup_policy"}

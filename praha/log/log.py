@@ -48,7 +48,6 @@ from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
 from praha.log.errors import (
     InvalidProducerEpochError,
-    InvalidRecordError,
     LogStorageError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
@@ -57,9 +56,9 @@ from praha.log.errors import (
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from praha.log.producer_state import ProducerStateTable, SequenceVerdict, WrittenBatch
-from praha.log.records import batch_keys_all_present
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from praha.log.validator import RecordRules, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -318,8 +317,9 @@ class Log:
         if summary.size_bytes > cfg.segment_bytes:
             raise RecordListTooLargeError(
                 f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
-        if cfg.compact and not batch_keys_all_present(records):
-            raise InvalidRecordError("Compacted topic cannot accept message without key")
+        validate_records(records, summary.batches, RecordRules(cfg.compact, cfg.timestamp_before_max_ms,
+                                                               cfg.timestamp_after_max_ms),
+                         now_ms if now_ms is not None else wall_clock_ms())
         with self._lock:
             self._check_open()
             duplicate = self._check_sequences(summary.batches)

@@ -1,5 +1,5 @@
 """Records inside a v2 batch: decode (with decompression) and re-encode, for the cleaner
-and for the compacted-topic key check. The produce and fetch paths never come here.
+for the produce path's record checks (`validator.py`). The fetch path never comes here.
 
 Decode: 1. take the batch header (`batch.parse_header`), 2. decompress the records
 section if the batch is compressed, 3. walk the records: each is a varint length, then
@@ -16,7 +16,7 @@ idempotent producer's last sequence survives) and 4. the CRC32C over attributes.
 Codecs: gzip (zlib, stdlib), snappy (raw blocks or Kafka's xerial framing), lz4 (frame
 format) and zstd come from pyarrow, which praha depends on. If pyarrow lacks a codec
 (`codec_available` is False), batches using it are never decoded: the cleaner keeps them
-whole and the compacted-topic key check lets them through.
+whole and the produce path stores them unread.
 """
 from __future__ import annotations
 
@@ -246,26 +246,6 @@ def decode_batch(data: Buffer, position: int = 0) -> DecodedBatch:
         payload = decompress(h.compression, payload)
     base_ts = h.base_timestamp
     return DecodedBatch(h, iter_raw_records(payload, h.record_count, h.base_offset, base_ts, position))
-
-
-def batch_keys_all_present(data: Buffer) -> bool:
-    """Whether every record of every batch in `data` has a key (a compacted topic needs
-    one). Batches whose codec is unavailable count as keyed (we cannot look)."""
-    view = memoryview(data)
-    pos = 0
-    end = len(view)
-    while pos < end:
-        h = parse_header(view, pos, pos, end)
-        if h.compression != NONE and not codec_available(h.compression):
-            pos += h.size
-            continue
-        payload = view[pos + HEADER_SIZE:pos + h.size]
-        plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
-        for rec in scan_records(plain, h.record_count, pos):
-            if rec[2] is None:
-                return False
-        pos += h.size
-    return True
 
 
 # -- encoding ----------------------------------------------------------------------------
