@@ -69,6 +69,20 @@ def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum:
     return field(default=default, metadata={"key": kafka_name, "parse": parse, "min": minimum, "doc": doc})
 
 
+def parse_ip_overrides(text: str) -> dict[str, int]:
+    """Kafka's `max.connections.per.ip.overrides`: "host:count,host:count" (ValueError if malformed)."""
+    out: dict[str, int] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host or not count.strip().isdigit():
+            raise ValueError(f"max.connections.per.ip.overrides: expected host:count, got {item!r}")
+        out[host.strip()] = int(count)
+    return out
+
+
+
 @dataclass
 class BrokerConfig:
     """Every broker setting praha understands, under Kafka's names (see `KEYS`)."""
@@ -100,6 +114,14 @@ class BrokerConfig:
     num_partitions: int = _option("num.partitions", 1, _int, 1)
     message_max_bytes: int = _option("message.max.bytes", 1048588, _int, 0)
     socket_request_max_bytes: int = _option("socket.request.max.bytes", 104857600, _int, 1)
+    # connection limits (Kafka's names and defaults; see praha/broker/connection_quotas.py)
+    max_connections: int = _option("max.connections", 2147483647, _int, 0)
+    max_connections_per_ip: int = _option("max.connections.per.ip", 2147483647, _int, 0)
+    max_connections_per_ip_overrides: str = _option("max.connections.per.ip.overrides", "", _str)
+    max_connection_creation_rate: int = _option("max.connection.creation.rate", 2147483647, _int, 0)
+    connections_max_idle_ms: int = _option("connections.max.idle.ms", 600000, _int, 1)
+    partial_request_timeout_ms: int = _option("praha.partial.request.timeout.ms", 30000, _int, 1,
+                                              "close a connection whose request has not fully arrived in this time")
     log_segment_bytes: int = _option("log.segment.bytes", 1073741824, _int, 14)
     log_roll_ms: int = _option("log.roll.ms", 604800000, _int, 1)
     log_retention_ms: int = _option("log.retention.ms", 604800000, _int, -1)
@@ -201,6 +223,10 @@ class BrokerConfig:
             raise ConfigError("zookeeper.connect is required")
         if not self.log_dir_list:
             raise ConfigError("log.dirs must name at least one directory")
+        try:
+            parse_ip_overrides(self.max_connections_per_ip_overrides)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         self.endpoints  # noqa: B018 - parse to validate
         self.advertised_endpoints  # noqa: B018
 
