@@ -49,7 +49,7 @@ test-integration: $(STAMP) $(QUIX_STAMP)
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover
-BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction $(GROUP_BENCHES)
+BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections $(GROUP_BENCHES)
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 

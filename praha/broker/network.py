@@ -22,10 +22,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Callable, Literal, Protocol, cast
 
+from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
 from praha.errors import InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import UnsupportedVersionError
@@ -104,13 +106,16 @@ class FrameConnection(asyncio.BufferedProtocol):
         self.max_frame_bytes = max_frame_bytes
         self.on_connect = on_connect  # called once the transport is attached
         self.transport: asyncio.Transport | None = None
-        self._stage = bytearray(self.STAGING_BYTES)
+        #: allocated when bytes arrive and dropped once every staged frame is taken out,
+        #: so that an idle connection holds no buffer
+        self._stage: bytearray | None = None
         self._start = 0  # first unconsumed byte in the staging buffer
         self._end = 0  # end of the bytes read into it
         self._body: bytearray | None = None  # a large frame's body being read in place
         self._body_filled = 0
         self._body_size = 0
         self._frames: deque[bytearray] = deque()
+        self._frames_in = 0  # frames completed so far
         self._queued_bytes = 0
         self._error: InvalidRequestError | None = None
         self._closed = False  # the transport is gone
@@ -119,19 +124,28 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._frame_waiter: asyncio.Future[None] | None = None
         self._write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
+        #: for the server's timers (monotonic time): the last bytes received, when the
+        #: request now arriving began (None: no partial request), whether one is being handled
+        self.last_active = 0.0
+        self.partial_since: float | None = None
+        self.handling = False
 
     # ---------------------------------------------------------------- asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.last_active = time.monotonic()
         if self.on_connect is not None:
             self.on_connect(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._body is not None:
             return memoryview(self._body)[self._body_filled:]
+        if self._stage is None:
+            self._stage = bytearray(self.STAGING_BYTES)
         return memoryview(self._stage)[self._end:]
 
     def buffer_updated(self, nbytes: int) -> None:
+        frames_before = self._frames_in
         body = self._body
         if body is not None:
             self._body_filled += nbytes
@@ -145,6 +159,13 @@ class FrameConnection(asyncio.BufferedProtocol):
         else:
             self._end += nbytes
         self._take_staged_frames()
+        now = time.monotonic()
+        self.last_active = now
+        if self._body is None and self._end == 0:
+            self._stage = None  # nothing partial is staged: release the buffer
+            self.partial_since = None
+        elif self.partial_since is None or self._frames_in != frames_before:
+            self.partial_since = now  # a new request began arriving
         if self._error is not None:  # nothing after a refused size can be framed
             self._pause_reading()
             self._wake_reader()
@@ -155,11 +176,14 @@ class FrameConnection(asyncio.BufferedProtocol):
         """The peer is done sending: its complete frames are still answered (a client may
         half-close after its last request), then the request loop closes."""
         self._eof = True
+        if self._body is None and self._end == 0:
+            self._stage = None  # the buffer this last (empty) read was offered
         self._wake_reader()
         return True  # keep the transport open for the answers
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        self._stage = self._body = None  # nothing more will be read
         self._wake_reader()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_exception(ConnectionResetError("connection lost"))
@@ -214,6 +238,8 @@ class FrameConnection(asyncio.BufferedProtocol):
     # ---------------------------------------------------------------- internals
     def _take_staged_frames(self) -> None:
         stage = self._stage
+        if stage is None:
+            return
         while self._body is None and self._error is None:
             available = self._end - self._start
             if available < FRAME_SIZE_BYTES:
@@ -251,6 +277,7 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     def _queue(self, frame: bytearray) -> None:
         self._frames.append(frame)
+        self._frames_in += 1
         self._queued_bytes += len(frame)
         self._wake_reader()
 
@@ -266,6 +293,8 @@ class FrameConnection(asyncio.BufferedProtocol):
     def _resume_reading(self) -> None:
         if self._paused_reading and self.transport is not None and not self._closed and not self._eof:
             self._paused_reading = False
+            if self.partial_since is not None:
+                self.partial_since = time.monotonic()
             self.transport.resume_reading()
 
 
@@ -280,8 +309,17 @@ class ApiTable(Protocol):
 
 
 class SocketServer:
-    def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int):
+    """Accepts connections within `limits` (see `connection_quotas`) and serves each with
+    its request loop; a sweeper closes idle connections and requests that stall mid-frame."""
+
+    def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
+                 limits: ConnectionLimits | None = None):
         self.handlers = handlers
+        self.quotas = ConnectionQuotas(limits or ConnectionLimits())
+        #: connections closed by the sweeper: idle too long / a request stalled mid-frame
+        self.closed_idle = 0
+        self.closed_partial = 0
+        self._sweeper: asyncio.Task[None] | None = None
         self.host = host
         self.port = port
         self.max_request_bytes = max_request_bytes
@@ -301,8 +339,11 @@ class SocketServer:
                                                self.host, self.port, reuse_address=True, backlog=1024)
         sock = self.server.sockets[0]
         self.port = sock.getsockname()[1]
+        self._sweeper = loop.create_task(self._sweep())
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self.server is not None:
             self.server.close()
             for conn in list(self._open):
@@ -310,15 +351,26 @@ class SocketServer:
             await self.server.wait_closed()
 
     def _start_serving(self, conn: FrameConnection) -> None:
-        task = asyncio.get_running_loop().create_task(self._serve(conn))
+        peer = conn.transport.get_extra_info("peername") if conn.transport is not None else None
+        ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        verdict = self.quotas.admit(ip)
+        if isinstance(verdict, Refusal):
+            refused = sum(self.quotas.refused.values())
+            level = logging.WARNING if refused <= 20 or refused % 1000 == 0 else logging.DEBUG
+            log.log(level, "closing connection from %s: %s reached (%d refused so far)", peer, verdict.value, refused)
+            conn.close()
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(conn, peer, ip, verdict))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, conn: FrameConnection) -> None:
+    async def _serve(self, conn: FrameConnection, peer: object, ip: str, delay: float) -> None:
         self.connections += 1
         self._open.add(conn)
-        peer = conn.transport.get_extra_info("peername") if conn.transport is not None else None
         try:
+            if delay > 0:  # max.connection.creation.rate: served in its turn, not refused
+                conn._pause_reading()
+                await asyncio.sleep(delay)
             while True:
                 try:
                     body = await conn.next_frame()
@@ -327,7 +379,12 @@ class SocketServer:
                     return
                 if body is None:
                     return
-                response = await self._handle(body, peer)
+                conn.handling = True
+                try:
+                    response = await self._handle(body, peer)
+                finally:
+                    conn.handling = False
+                    conn.last_active = time.monotonic()
                 if response is None:
                     continue
                 if response is False:
@@ -348,6 +405,32 @@ class SocketServer:
             self._open.discard(conn)
             conn.close()
             self.connections -= 1
+            self.quotas.release(ip)
+
+    async def _sweep(self) -> None:
+        """Close connections idle for `connections.max.idle.ms` (no request in progress, no
+        bytes) and those whose request began arriving `partial.request.timeout` ago."""
+        limits = self.quotas.limits
+        period = max(0.05, min(limits.max_idle_ms, limits.partial_request_timeout_ms) / 4000.0)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            idle = partial = 0
+            for conn in list(self._open):
+                if conn.partial_since is not None:  # (its clock restarts whenever we resume reading)
+                    if not conn._paused_reading and (now - conn.partial_since) * 1000 > limits.partial_request_timeout_ms:
+                        partial += 1
+                        conn.close()
+                    continue
+                if not conn.handling and (now - conn.last_active) * 1000 > limits.max_idle_ms:
+                    idle += 1
+                    conn.close()
+            if idle or partial:
+                self.closed_idle += idle
+                self.closed_partial += partial
+                log.info("closed %d idle connections (connections.max.idle.ms %d) and %d with a request stalled "
+                         "mid-frame (praha.partial.request.timeout.ms %d)", idle, limits.max_idle_ms, partial,
+                         limits.partial_request_timeout_ms)
 
     async def _handle(self, body: bytes | bytearray, peer: object) -> "bytes | SegmentedFrame | None | Literal[False]":
         """Response bytes, None for no response, False to close the connection."""

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from praha.broker.connection_quotas import ConnectionLimits
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
 from praha.broker.handlers import RequestHandlers
@@ -111,7 +112,8 @@ class BrokerServer:
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
         listener = cfg.endpoints[0]
-        self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes)
+        self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes,
+                                          ConnectionLimits.from_broker_config(cfg))
         self.run_on_loop(self.socket_server.start())
         self._start_config_changes()
         advertised = cfg.advertised_endpoints
