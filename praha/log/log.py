@@ -35,6 +35,7 @@ from typing import Sequence
 
 from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
+from praha.log import producer_snapshot
 from praha.log.batch import (
     MAX_RELATIVE_OFFSET,
     NO_TIMESTAMP,
@@ -47,6 +48,7 @@ from praha.log.batch import (
 from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
 from praha.log.errors import (
+    CorruptCheckpointError,
     InvalidProducerEpochError,
     LogStorageError,
     OffsetOutOfRangeError,
@@ -223,6 +225,9 @@ class Log:
         start = max(log_start_offset or 0, segments[0].base_offset)
         self._log_start = min(start, self._leo)
         self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
+        stale = [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo]
+        if stale:  # recovery cut the log below them
+            producer_snapshot.delete(self.dir, stale)
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
@@ -328,8 +333,7 @@ class Log:
             first = self._leo
             data = assign_offsets(records, first, leader_epoch, batches=summary.batches, in_place=in_place)
             headers = rebase_headers(summary.batches, first, leader_epoch)
-            self._append_locked(data, headers, now_ms)
-            self._record_producers(headers)
+            self._append_locked(data, headers, now_ms, record_producers=True)
             if leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(leader_epoch, first, durable=False)  # synced before the recovery point moves
             last = self._leo - 1
@@ -375,9 +379,7 @@ class Log:
                     raise RecordListTooLargeError(
                         f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
                 prev = h
-            self._append_locked(records, batches, now_ms)
-            if self._producers is not None:
-                self._record_producers(batches)
+            self._append_locked(records, batches, now_ms, record_producers=self._producers is not None)
             cache = self.epoch_cache
             for h in batches:
                 if h.leader_epoch > cache.latest_epoch:
@@ -390,21 +392,52 @@ class Log:
 
     # -- idempotent producers ------------------------------------------------------------
     def _producer_table(self) -> ProducerStateTable:
-        """The producers' recent batches, rebuilt from the tail of the active segment
-        (at most PRODUCER_SCAN_BYTES) when first needed after a load or truncation."""
+        """The producers' recent batches, rebuilt when first needed after a load or
+        truncation: from the newest snapshot at or below the log end and the batches from
+        its offset on; with no snapshot (a log written before they existed), from the tail
+        of the active segment (at most PRODUCER_SCAN_BYTES)."""
         table = self._producers
         if table is None:
-            table = ProducerStateTable()
-            seg = self._segments[-1]
-            start = 0
-            if seg.size > PRODUCER_SCAN_BYTES:
-                seg.ensure_indexes()
-                start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
-            for h in seg.scan_headers(start, seg.size):
+            table, since = self._load_producer_snapshot()
+            if since is None:
+                seg = self._segments[-1]
+                start = 0
+                if seg.size > PRODUCER_SCAN_BYTES:
+                    seg.ensure_indexes()
+                    start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
+                headers = seg.scan_headers(start, seg.size)
+            else:
+                headers = (h for seg in self._segments if (seg.next_offset or seg.base_offset) > since
+                           for h in seg.scan_headers(0, seg.size) if h.base_offset >= since)
+            for h in headers:
                 if h.producer_id >= 0:
                     table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
             self._producers = table
         return table
+
+    def _load_producer_snapshot(self) -> tuple[ProducerStateTable, int | None]:
+        """The newest readable snapshot at or below the log end (corrupt ones are deleted),
+        and its offset; an empty table and None if there is none."""
+        for offset in reversed(producer_snapshot.list_snapshots(self.dir)):
+            if offset > self._leo:
+                continue
+            try:
+                return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
+            except (CorruptCheckpointError, OSError) as e:
+                log.warning("Deleting unreadable producer snapshot of %s at %d: %s", self.dir, offset, e)
+                producer_snapshot.delete(self.dir, [offset])
+        return ProducerStateTable(), None
+
+    def _snapshot_producers(self, offset: int) -> None:
+        """Write the producer table as the snapshot at `offset` (if the table is built: an
+        unbuilt one has not changed since the snapshot it would be rebuilt from)."""
+        table = self._producers
+        if table is None:
+            return
+        try:
+            producer_snapshot.write(self.dir, offset, table.snapshot())
+        except OSError as e:  # the log stays correct; only a longer rebuild after a restart
+            log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
 
     def _check_sequences(self, batches: Sequence[BatchHeader]) -> WrittenBatch | None:
         """Kafka's idempotence checks (`producer_state`): the earlier write if this append
@@ -429,9 +462,12 @@ class Log:
             for h in idempotent:
                 table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
 
-    def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None) -> None:
+    def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None, *,
+                       record_producers: bool = False) -> None:
         """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
-        leaves the log end where the last complete write put it."""
+        leaves the log end where the last complete write put it. With `record_producers`
+        each chunk's idempotent batches enter the producer table as it lands, so a
+        snapshot taken at a roll between chunks holds everything below it."""
         now = wall_clock_ms() if now_ms is None else now_ms
         view = memoryview(data)
         try:
@@ -441,6 +477,8 @@ class Log:
                 seg = self._maybe_roll(end - start, first.base_offset, last.last_offset, now)
                 seg.append(view[start:end], chunk, start, now)
                 self._leo = last.next_offset
+                if record_producers:
+                    self._record_producers(chunk)
         except OSError as e:
             raise LogStorageError(f"append to {self.dir} failed: {e}") from e
 
@@ -490,6 +528,7 @@ class Log:
         if old.size == 0:
             return old
         old.seal(flush_log=False)
+        self._snapshot_producers(new_base)
         new = LogSegment.create(self.dir, new_base, self.config.index_interval_bytes)
         self._set_segments(self._segments + [new])
         log.debug("Rolled %s at offset %d", self.dir, new_base)
@@ -657,6 +696,7 @@ class Log:
             self._producers = None
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
+            producer_snapshot.delete(self.dir, [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
             self._log_start = min(self._log_start, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
@@ -678,6 +718,7 @@ class Log:
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
         self._producers = None
+        producer_snapshot.delete(self.dir, producer_snapshot.list_snapshots(self.dir))
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
@@ -740,6 +781,8 @@ class Log:
                 self._log_start = new_start
                 self.epoch_cache.truncate_from_start(new_start)
             self._schedule_delete(doomed, now)
+            snapshots = producer_snapshot.list_snapshots(self.dir)
+            producer_snapshot.delete(self.dir, [o for o in snapshots[:-1] if o < self._segments[0].base_offset])
             log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
                      count, self.dir, sum(s.size for s in doomed), self._log_start)
             return count
@@ -787,6 +830,8 @@ class Log:
             if self._closed:
                 return
             self.epoch_cache.sync()
+            if self._leo not in producer_snapshot.list_snapshots(self.dir):
+                self._snapshot_producers(self._leo)
             for seg in self._segments:
                 seg.close()
             for _, seg in self._pending_deletes:

@@ -12,8 +12,9 @@ instead of appending the batch again. For each batch (Kafka's rules, checked in 
 5. the sequence right after its last batch: accepted; anything else:
    OUT_OF_ORDER_SEQUENCE_NUMBER.
 Followers and recovery `record` batches without checks, so a new leader knows the state.
-The table is rebuilt from the log's active segment when the log is loaded or truncated
-(see `Log`); a producer older than that segment is "unknown" (rule 1). No I/O here.
+The table is rebuilt when the log is loaded or truncated from the newest snapshot
+(`producer_snapshot`, each producer's last batch) and the batches after it (see `Log`).
+No I/O here.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+from praha.log.producer_snapshot import SnapshotEntry
 
 MAX_SEQUENCE = 2**31 - 1
 BATCHES_KEPT = 5  # Kafka's max.in.flight.requests.per.connection bound for idempotence
@@ -114,6 +117,27 @@ class ProducerStateTable:
                     return h, check
             staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
         return None
+
+    def snapshot(self) -> list[SnapshotEntry]:
+        """Each producer's epoch and last batch, as Kafka's snapshot keeps them."""
+        out = []
+        for pid, entry in self.producers.items():
+            if entry.batches:
+                b = entry.batches[-1]
+                out.append(SnapshotEntry(pid, entry.epoch, b.last_sequence, b.last_offset, b.last_offset - b.first_offset))
+        return out
+
+    @classmethod
+    def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> "ProducerStateTable":
+        table = cls()
+        for e in entries:
+            first_sequence = e.last_sequence - e.offset_delta
+            if first_sequence < 0:  # the batch wrapped past 2^31 - 1
+                first_sequence += MAX_SEQUENCE + 1
+            entry = table.producers[e.producer_id] = ProducerEntry(e.epoch)
+            entry.batches.append(WrittenBatch(first_sequence, e.last_sequence, e.last_offset - e.offset_delta,
+                                              e.last_offset))
+        return table
 
     def record(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int,
                first_offset: int) -> None:
