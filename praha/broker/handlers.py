@@ -90,6 +90,7 @@ ROUTES: tuple[Route, ...] = (
     # DeleteTopics starts at v1 in kafka-python's schema
     Route(ApiKey.DELETE_TOPICS, (1, 6), AdminApis, AdminApis.handle_delete_topics),
     Route(ApiKey.INIT_PRODUCER_ID, (0, 4), ProducerIdApis, ProducerIdApis.handle_init_producer_id),
+    Route(ApiKey.DESCRIBE_PRODUCERS, (0, 0), ProducerIdApis, ProducerIdApis.handle_describe_producers),
     Route(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), DataApis, DataApis.handle_offset_for_leader_epoch),
     Route(ApiKey.CREATE_PARTITIONS, (0, 3), AdminApis, AdminApis.handle_create_partitions),
     Route(ApiKey.ELECT_LEADERS, (0, 2), AdminApis, AdminApis.handle_elect_leaders),

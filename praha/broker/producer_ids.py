@@ -10,7 +10,8 @@ Steps of a request:
 3. an exhausted block is replaced by claiming the next 1000 ids in
    `/latest_producer_id_block` (a conditional update on a ZooKeeper thread, off the loop),
    so ids are unique across brokers and restarts.
-Duplicate detection per partition lives in the log (`praha.log.producer_state`).
+Duplicate detection per partition lives in the log (`praha.log.producer_state`), which
+DescribeProducers reports.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from kafka.protocol.admin import DescribeProducersResponse
 from kafka.protocol.producer.transaction import InitProducerIdResponse
 
+from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 
@@ -31,6 +34,10 @@ if TYPE_CHECKING:
     from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
+
+_DPTopic = DescribeProducersResponse.TopicResponse
+_DPPartition = _DPTopic.PartitionResponse
+_DPState = _DPPartition.ProducerState
 
 BLOCK_SIZE = 1000
 ZK_TIMEOUT_S = 10.0
@@ -62,6 +69,7 @@ class ProducerIdManager:
 
 class ProducerIdApis:
     def __init__(self, broker: "Broker"):
+        self.broker = broker
         self.manager = ProducerIdManager(broker.broker_id, lambda: broker.store)
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
 
@@ -81,3 +89,31 @@ class ProducerIdApis:
     def _response(code: int, producer_id: int = -1, epoch: int = -1) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=int(code), producer_id=producer_id,
                                       producer_epoch=epoch)
+
+    # ------------------------------------------------------------------ DescribeProducers
+    async def handle_describe_producers(self, req: DecodedRequest) -> Any:
+        """The idempotent producers a partition's leader knows (their last batch each), as
+        kafka-transactions --describe-producers shows them; no transactions yet, so no
+        coordinator epoch or open transaction."""
+        partitions = self.broker.replica_manager.partitions
+        topics = []
+        for t in req.request.topics or []:
+            out = []
+            for index in t.partition_indexes or []:
+                p = partitions.get(TopicPartition(t.name, index))
+                if p is None or p.log is None:
+                    known = self.broker.metadata_cache.contains_topic(t.name)
+                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    out.append(_DPPartition(partition_index=index, error_code=int(code), error_message=None,
+                                            active_producers=[]))
+                    continue
+                if not p.is_leader:
+                    out.append(_DPPartition(partition_index=index, error_code=int(ErrorCode.NOT_LEADER_OR_FOLLOWER),
+                                            error_message=None, active_producers=[]))
+                    continue
+                out.append(_DPPartition(partition_index=index, error_code=0, error_message=None, active_producers=[
+                    _DPState(producer_id=a.producer_id, producer_epoch=a.epoch, last_sequence=a.last_sequence,
+                             last_timestamp=-1, coordinator_epoch=-1, current_txn_start_offset=-1)
+                    for a in p.log.active_producers()]))
+            topics.append(_DPTopic(name=t.name, partitions=out))
+        return DescribeProducersResponse(throttle_time_ms=0, topics=topics)

@@ -57,6 +57,7 @@ from praha.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from praha.log.producer_snapshot import SnapshotEntry
 from praha.log.producer_state import ProducerStateTable, SequenceVerdict, WrittenBatch
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
@@ -414,6 +415,12 @@ class Log:
                     table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
             self._producers = table
         return table
+
+    def active_producers(self) -> list[SnapshotEntry]:
+        """Each idempotent producer this log knows, with its last batch (DescribeProducers)."""
+        with self._lock:
+            self._check_open()
+            return self._producer_table().snapshot()
 
     def _load_producer_snapshot(self) -> tuple[ProducerStateTable, int | None]:
         """The newest readable snapshot at or below the log end (corrupt ones are deleted),

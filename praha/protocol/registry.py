@@ -38,6 +38,8 @@ from kafka.protocol.admin import (
     DescribeGroupsResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
@@ -158,6 +160,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DeleteRecordsRequest, DeleteRecordsResponse),
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    _spec(DescribeProducersRequest, DescribeProducersResponse),
 )}
 
 

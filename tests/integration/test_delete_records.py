@@ -73,3 +73,64 @@ def test_delete_records_moves_every_replicas_log_start(make_cluster):
         assert part.error_code == 0, part
         return part.offset
     assert [own_log_start(b.port) for b in brokers.values()] == [30, 30, 30]
+
+
+def test_delete_records_log_dirs_and_describe_producers_tools(make_cluster, cli, tmp_path):
+    """`praha delete-records` and `praha log-dirs` as kafka-delete-records and kafka-log-dirs
+    print them, and DescribeProducers (kafka-python's describe_producers) for the idempotent
+    producer that wrote the records."""
+    import json
+
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    cluster = make_cluster(2, overrides={"offsets.topic.replication.factor": "1"})
+    bs = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic("tools", 2, 2)])["tools"].result(30)
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
+    for i in range(40):
+        p.produce("tools", value=b"%d" % i, partition=i % 2)
+    assert p.flush(30) == 0
+
+    plan = tmp_path / "offsets.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "tools", "partition": 0, "offset": 5},
+                                               {"topic": "tools", "partition": 1, "offset": -1},
+                                               {"topic": "nope", "partition": 0, "offset": 1}], "version": 1}))
+    rc, out, _ = cli("delete-records", "--offset-json-file", plan, "--bootstrap-server", bs.split(",")[0])
+    assert rc == 1, out  # the unknown topic fails, the others are done
+    assert out.splitlines() == ["Executing records delete operation", "Records delete operation completed:",
+                                "partition: nope-0\terror: UNKNOWN_TOPIC_OR_PARTITION",
+                                "partition: tools-0\tlow_watermark: 5", "partition: tools-1\tlow_watermark: 20"]
+    plan.write_text(json.dumps({"partitions": [{"topic": "tools", "partition": 0, "offset": 999}], "version": 1}))
+    rc, out, _ = cli("delete-records", "--offset-json-file", plan, "--bootstrap-server", bs.split(",")[0])
+    assert rc == 1 and "partition: tools-0\terror: OFFSET_OUT_OF_RANGE" in out
+    plan.write_text('{"partitions": [{"topic": "tools", "partition": 0}], "version": 1}')
+    rc, _, err = cli("delete-records", "--offset-json-file", plan, "--bootstrap-server", bs.split(",")[0])
+    assert rc == 1 and "partitions[0]: expected topic (string), partition and offset (integers)" in err
+
+    rc, out, err = cli("log-dirs", "--describe", "--bootstrap-server", bs.split(",")[0], "--topic-list", "tools")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == ["Querying brokers for log directories information",
+                         "Received log directory information from brokers 1,2"]
+    doc = json.loads(lines[2])
+    assert doc["version"] == 1 and [b["broker"] for b in doc["brokers"]] == [1, 2]
+    for b in doc["brokers"]:
+        (d,) = b["logDirs"]
+        assert d["error"] is None and d["logDir"].endswith(f"broker-{b['broker']}/data")
+        assert [x["partition"] for x in d["partitions"]] == ["tools-0", "tools-1"]
+        assert all(x["size"] > 0 and x["offsetLag"] == 0 and x["isFuture"] is False for x in d["partitions"])
+    rc, _, err = cli("log-dirs", "--describe", "--bootstrap-server", bs.split(",")[0], "--broker-list", "1,7")
+    assert rc == 1 and "broker 7: broker 7 is not alive" in err
+
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        states = kp.describe_producers([KpTopicPartition("tools", 0), KpTopicPartition("tools", 1)])
+        assert len(states) == 2
+        for tp, state in states.items():
+            (producer,) = state.active_producers  # the one idempotent producer, its 20th record last
+            assert producer.producer_id >= 0 and producer.last_sequence == 19, (tp, producer)
+            assert (producer.coordinator_epoch, producer.current_transaction_start_offset) == (-1, -1)
+    finally:
+        kp.close()
