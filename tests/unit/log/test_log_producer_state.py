@@ -159,7 +159,7 @@ def test_state_older_than_the_active_segment_survives_a_restart(open_log, monkey
 
 
 def test_snapshots_follow_truncation_and_a_crash(open_log):
-    from praha.log import LogConfig, Log
+    from praha.log import Log, LogConfig
     from praha.log import producer_snapshot as ps
     config = LogConfig(segment_bytes=2048, file_delete_delay_ms=0)
     lg = open_log("t-0", config=config)
