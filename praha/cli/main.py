@@ -1,6 +1,7 @@
 """`praha`: run and operate a praha cluster.
 
   praha zookeeper start [--port P] [--data-dir D]      the embedded ZooKeeper, in the foreground
+  praha zookeeper start --dir D                        restart a local cluster's ZooKeeper (in the background)
   praha broker start --config server.properties        one broker, in the foreground
   praha broker start|stop|kill ID [--dir D]            one broker of a local cluster
   praha cluster up --brokers N [--dir D] [--zookeeper H:P] [--broker-config k=v ...]
@@ -28,6 +29,13 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 # ---------------------------------------------------------------------------- zookeeper
 def cmd_zookeeper_start(args: argparse.Namespace) -> int:
+    if args.dir is not None:  # a local cluster's own ZooKeeper, again, in the background
+        from praha.cluster.local import LocalCluster
+
+        state = LocalCluster(args.dir).restart_zookeeper()
+        print(f"ZooKeeper of the cluster in {args.dir} started on {state.zookeeper} (pid {state.zookeeper_pid}); "
+              f"`praha cluster down --dir {args.dir}` stops it")
+        return EXIT_OK
     from praha.zk.server import run_foreground
 
     return run_foreground(port=args.port, data_dir=args.data_dir)
@@ -158,9 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     zk = sub.add_parser("zookeeper", help="the embedded ZooKeeper server").add_subparsers(dest="sub", required=True)
-    p = zk.add_parser("start", help="run the embedded ZooKeeper (from the pyspark jars) in the foreground")
+    p = zk.add_parser("start", help="run the embedded ZooKeeper (from the pyspark jars) in the foreground, or "
+                                    "restart a local cluster's (--dir)")
     p.add_argument("--port", type=int, default=2181, help="client port (default 2181; 0 = any free port)")
     p.add_argument("--data-dir", type=Path, default=Path(".praha/zookeeper"), help="data directory")
+    p.add_argument("--dir", type=Path, help="restart the ZooKeeper of the local cluster in DIR on its port, in the "
+                                            "background (`praha cluster down` then stops it too)")
     p.set_defaults(fn=cmd_zookeeper_start)
 
     br = sub.add_parser("broker", help="run or control brokers").add_subparsers(dest="sub", required=True)

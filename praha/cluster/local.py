@@ -348,6 +348,25 @@ class LocalCluster:
             self.wait_until_ready(state, {broker_id}, timeout)
         return b
 
+    def restart_zookeeper(self, timeout: float = 60.0) -> ClusterState:
+        """Start this cluster's embedded ZooKeeper again, on its port and data, in the
+        background, and record its PID so that `down` stops it (after it died or was killed)."""
+        state = self.load()
+        if not state.zookeeper_embedded:
+            raise ClusterError(f"the cluster in {self.root} uses an external ZooKeeper ({state.zookeeper}); "
+                               "start that one yourself")
+        if _process_matches(state.zookeeper_pid, "zookeeper"):
+            raise ClusterError(f"the ZooKeeper of the cluster in {self.root} is running (pid {state.zookeeper_pid})")
+        host, _, port = state.zookeeper.rpartition(":")
+        zk = EmbeddedZooKeeper(self.root / "zookeeper", port=int(port), host=host or "127.0.0.1", tick_time_ms=500,
+                               min_session_timeout_ms=1000)
+        zk.start(timeout)
+        state.zookeeper_pid = zk.pid or -1
+        if zk.pid:
+            self._remember(zk.pid)
+        self.save(state)
+        return state
+
     def down(self, timeout: float = 30.0, progress: Callable[[str], object] = lambda msg: None) -> None:
         """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper."""
         try:
