@@ -32,7 +32,7 @@ from praha.broker.metadata_cache import MetadataCache
 from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
 from praha.broker.offsets_log import ConsumerOffsetsLog
-from praha.broker.replica_manager import ReplicaManager
+from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
@@ -326,6 +326,14 @@ class BrokerServer:
         self.state_log.record("BrokerStopped")
         self.state_log.close()
         log.info("broker %d stopped", self.broker_id)
+
+
+def check_startup_config(config: BrokerConfig) -> None:
+    """The settings the broker derives at start-up (log defaults, cleaner, connection
+    limits), checked before anything starts: ConfigError naming the key, as for the rest."""
+    log_config_of(config)
+    cleaner_config_of(config)
+    ConnectionLimits.from_broker_config(config)
 
 
 def run_broker(config: BrokerConfig) -> int:

@@ -46,12 +46,13 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
     if args.config is not None:
         if args.id is not None:
             raise CliError("give either --config (run a broker here) or a broker ID of a local cluster, not both")
-        from praha.broker.server import run_broker
+        from praha.broker.server import check_startup_config, run_broker
         from praha.config import BrokerConfig
 
         _setup_logging(args.log_level, prefix="broker")
         cfg = BrokerConfig.from_file(args.config)
         cfg.check_log_dirs()
+        check_startup_config(cfg)
         return run_broker(cfg)
     if args.id is None:
         raise CliError("praha broker start needs --config FILE or the ID of a broker in a local cluster")

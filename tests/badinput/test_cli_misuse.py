@@ -486,3 +486,19 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
     code, last = run_cli(["broker", "start", "--config", str(config)], capsys)
     assert (code, last) == (1, f"error: log.dirs: cannot use '{blocker}/data': Not a directory")
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("line,message", [
+    ("log.cleanup.policy=shred", "error: Invalid value shred for configuration cleanup.policy: "
+                                 "String must be one of: compact, delete"),
+    ("max.connections.per.ip.overrides=nonsense",
+     "error: max.connections.per.ip.overrides: expected host:count, got 'nonsense'"),
+])
+def test_broker_start_checks_derived_settings_before_starting(tmp_path, capsys, line, message):
+    """Settings the broker derives (log defaults, connection limits) are refused before it
+    connects anywhere: ZooKeeper at 127.0.0.1:1 is never tried."""
+    config = tmp_path / "server.properties"
+    config.write_text(f"broker.id=1\nzookeeper.connect=127.0.0.1:1\nlog.dirs={tmp_path}/data\n"
+                      f"listeners=PLAINTEXT://127.0.0.1:0\n{line}\n")
+    code, last = run_cli(["broker", "start", "--config", str(config)], capsys)
+    assert (code, last) == (1, message)
