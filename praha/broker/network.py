@@ -315,7 +315,7 @@ class SocketServer:
     def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
                  limits: ConnectionLimits | None = None):
         self.handlers = handlers
-        self.quotas = ConnectionQuotas(limits or ConnectionLimits())
+        self.connection_quotas = ConnectionQuotas(limits or ConnectionLimits())
         #: connections closed by the sweeper: idle too long / a request stalled mid-frame
         self.closed_idle = 0
         self.closed_partial = 0
@@ -353,9 +353,9 @@ class SocketServer:
     def _start_serving(self, conn: FrameConnection) -> None:
         peer = conn.transport.get_extra_info("peername") if conn.transport is not None else None
         ip = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-        verdict = self.quotas.admit(ip)
+        verdict = self.connection_quotas.admit(ip)
         if isinstance(verdict, Refusal):
-            refused = sum(self.quotas.refused.values())
+            refused = sum(self.connection_quotas.refused.values())
             level = logging.WARNING if refused <= 20 or refused % 1000 == 0 else logging.DEBUG
             log.log(level, "closing connection from %s: %s reached (%d refused so far)", peer, verdict.value, refused)
             conn.close()
@@ -405,12 +405,12 @@ class SocketServer:
             self._open.discard(conn)
             conn.close()
             self.connections -= 1
-            self.quotas.release(ip)
+            self.connection_quotas.release(ip)
 
     async def _sweep(self) -> None:
         """Close connections idle for `connections.max.idle.ms` (no request in progress, no
         bytes) and those whose request began arriving `partial.request.timeout` ago."""
-        limits = self.quotas.limits
+        limits = self.connection_quotas.limits
         period = max(0.05, min(limits.max_idle_ms, limits.partial_request_timeout_ms) / 4000.0)
         while True:
             await asyncio.sleep(period)
