@@ -53,7 +53,7 @@ def closed_by_broker(s: socket.socket, within: float) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def broker_port(tmp_path_factory, zookeeper):
+def broker(tmp_path_factory, zookeeper):
     from praha.testing.cluster import running_cluster
     from praha.testing.zookeeper import delete_chroot, unique_chroot
     connect_string = unique_chroot(zookeeper.connect_string)
@@ -62,9 +62,14 @@ def broker_port(tmp_path_factory, zookeeper):
                  "offsets.topic.replication.factor": "1"}
     try:
         with running_cluster(tmp_path_factory.mktemp("limits"), connect_string, 1, overrides) as cluster:
-            yield cluster.load().brokers[1].port
+            yield cluster.load().brokers[1]
     finally:
         delete_chroot(connect_string)
+
+
+@pytest.fixture(scope="module")
+def broker_port(broker):
+    return broker.port
 
 
 def test_per_ip_limit_and_its_override(broker_port):
@@ -119,6 +124,15 @@ def test_stalled_and_trickling_requests_are_closed(broker_port):
     finally:
         stalled.close()
         trickle.close()
+
+
+def test_closed_and_refused_connections_are_counted(broker):
+    """What the tests above did is in the broker's Prometheus figures, where operators look."""
+    from praha.testing.cluster import scrape_metrics
+    metrics = scrape_metrics(broker.actual_metrics_port)
+    assert metrics["praha_broker_connections_refused"] >= 1
+    assert metrics["praha_broker_connections_closed_idle"] >= 1
+    assert metrics["praha_broker_connections_closed_partial_request"] >= 2
 
 
 def test_creation_rate_delays_new_connections(tmp_path, zk_connect):
