@@ -40,6 +40,10 @@ class BrokerInfo:
     rack: str | None = None
     epoch: int = -1
 
+    def endpoint(self, listener: str) -> EndPoint | None:
+        """The endpoint of `listener` (None: this broker does not have it)."""
+        return next((e for e in self.endpoints if e.listener == listener), None)
+
     @property
     def host(self) -> str:
         return self.endpoints[0].host

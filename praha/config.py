@@ -26,9 +26,36 @@ FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 
 _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
 
+#: Kafka's security protocols (`SecurityProtocol`), by name
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: `listener.security.protocol.map`'s default: each protocol's own name is a listener name
+DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+#: per-listener settings: `listener.name.<lower-case listener>.<setting>`
+LISTENER_PREFIX = "listener.name."
 
-def parse_listeners(value: str, key: str = "listeners") -> tuple[EndPoint, ...]:
-    """Parse `PLAINTEXT://127.0.0.1:9092[,NAME://host:port]` (Kafka's listener syntax)."""
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """`listener.security.protocol.map`: "NAME:PROTOCOL,..." with Kafka's protocol names."""
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name:
+            raise ConfigError(f"listener.security.protocol.map: expected NAME:PROTOCOL, got {item!r}")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"listener.security.protocol.map: unknown security protocol {protocol!r} for {name} "
+                              f"(one of {', '.join(SECURITY_PROTOCOLS)})")
+        out[name] = protocol
+    return out
+
+
+def parse_listeners(value: str, key: str = "listeners",
+                    protocol_map: dict[str, str] | None = None) -> tuple[EndPoint, ...]:
+    """Parse `PLAINTEXT://127.0.0.1:9092[,NAME://host:port]` (Kafka's listener syntax); each
+    name's security protocol comes from `protocol_map` (Kafka's default map without one)."""
+    protocols = parse_protocol_map(DEFAULT_PROTOCOL_MAP) if protocol_map is None else protocol_map
     endpoints = []
     for item in (v.strip() for v in value.split(",")):
         if not item:
@@ -40,11 +67,18 @@ def parse_listeners(value: str, key: str = "listeners") -> tuple[EndPoint, ...]:
         if not 0 <= port <= 65535:
             raise ConfigError(f"{key}: port {port} out of range")
         name = m["name"].upper()
-        if name != "PLAINTEXT":
-            raise ConfigError(f"{key}: only PLAINTEXT listeners are supported, got {name}")
-        endpoints.append(EndPoint(m["host"] or "127.0.0.1", port, name, "PLAINTEXT"))
+        if name not in protocols:
+            raise ConfigError(f"{key}: no security protocol defined for listener {name} "
+                              "(add it to listener.security.protocol.map)")
+        endpoints.append(EndPoint(m["host"] or "127.0.0.1", port, name, protocols[name]))
     if not endpoints:
         raise ConfigError(f"{key}: at least one listener is required")
+    names = [e.listener for e in endpoints]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{key}: each listener name may appear once, got {', '.join(names)}")
+    ports = [e.port for e in endpoints if e.port]
+    if key == "listeners" and len(set(ports)) != len(ports):
+        raise ConfigError(f"{key}: each listener needs its own port, got {value}")
     return tuple(endpoints)
 
 
@@ -90,6 +124,28 @@ class BrokerConfig:
     broker_id: int = _option("broker.id", -1, _int, 0, "unique id of this broker")
     listeners: str = _option("listeners", "PLAINTEXT://127.0.0.1:9092", _str)
     advertised_listeners: str = _option("advertised.listeners", "", _str)
+    listener_security_protocol_map: str = _option("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP, _str)
+    inter_broker_listener_name: str = _option("inter.broker.listener.name", "", _str)
+    security_inter_broker_protocol: str = _option("security.inter.broker.protocol", "PLAINTEXT", _str)
+    # TLS (Kafka's SslConfigs; PEM key stores only); each may be set per listener
+    ssl_keystore_type: str = _option("ssl.keystore.type", "PEM", _str)
+    ssl_keystore_location: str = _option("ssl.keystore.location", "", _str)
+    ssl_keystore_password: str = _option("ssl.keystore.password", "", _str)
+    ssl_key_password: str = _option("ssl.key.password", "", _str)
+    ssl_keystore_certificate_chain: str = _option("ssl.keystore.certificate.chain", "", _str)
+    ssl_keystore_key: str = _option("ssl.keystore.key", "", _str)
+    ssl_truststore_type: str = _option("ssl.truststore.type", "PEM", _str)
+    ssl_truststore_location: str = _option("ssl.truststore.location", "", _str)
+    ssl_truststore_certificates: str = _option("ssl.truststore.certificates", "", _str)
+    ssl_client_auth: str = _option("ssl.client.auth", "none", _str)
+    ssl_principal_mapping_rules: str = _option("ssl.principal.mapping.rules", "DEFAULT", _str)
+    ssl_enabled_protocols: str = _option("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", _str)
+    ssl_cipher_suites: str = _option("ssl.cipher.suites", "", _str)
+    ssl_endpoint_identification_algorithm: str = _option("ssl.endpoint.identification.algorithm", "https", _str)
+    # SASL (Kafka's BrokerSecurityConfigs); PLAIN and SCRAM-SHA-256/512 are served
+    sasl_enabled_mechanisms: str = _option("sasl.enabled.mechanisms", "GSSAPI", _str)
+    sasl_mechanism_inter_broker_protocol: str = _option("sasl.mechanism.inter.broker.protocol", "GSSAPI", _str)
+    sasl_jaas_config: str = _option("sasl.jaas.config", "", _str)
     log_dirs: str = _option("log.dirs", "/tmp/praha-logs", _str)
     zookeeper_connect: str = _option("zookeeper.connect", "", _str)
     zookeeper_session_timeout_ms: int = _option("zookeeper.session.timeout.ms", 18000, _int, 1000)
@@ -145,19 +201,42 @@ class BrokerConfig:
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)
     unknown: dict[str, str] = field(default_factory=dict)
+    #: `listener.name.<listener>.<setting>` overrides, by full key
+    listener_overrides: dict[str, str] = field(default_factory=dict)
     #: the keys `server.properties` set (DescribeConfigs calls their values STATIC_BROKER_CONFIG)
     given_keys: frozenset[str] = field(default_factory=frozenset)
 
     # ---- derived views ------------------------------------------------------------
     @property
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self.listener_security_protocol_map)
+
+    @property
     def endpoints(self) -> tuple[EndPoint, ...]:
-        return parse_listeners(self.listeners)
+        return parse_listeners(self.listeners, "listeners", self.protocol_map)
 
     @property
     def advertised_endpoints(self) -> tuple[EndPoint, ...]:
-        if self.advertised_listeners:
-            return parse_listeners(self.advertised_listeners, "advertised.listeners")
-        return self.endpoints
+        """`advertised.listeners` (a listener it leaves out is advertised as it listens)."""
+        if not self.advertised_listeners:
+            return self.endpoints
+        given = {e.listener: e for e in parse_listeners(self.advertised_listeners, "advertised.listeners",
+                                                        self.protocol_map)}
+        return tuple(given.get(e.listener, e) for e in self.endpoints)
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener brokers and the controller use to reach each other (Kafka: the
+        name given, else the listener named as `security.inter.broker.protocol`)."""
+        return (self.inter_broker_listener_name or self.security_inter_broker_protocol).strip().upper()
+
+    def listener_value(self, listener: str, key: str) -> str:
+        """A setting for one listener: `listener.name.<listener>.<key>`, else the broker-wide one."""
+        override = self.listener_overrides.get(f"{LISTENER_PREFIX}{listener.lower()}.{key}")
+        if override is not None:
+            return override
+        f = self.keys().get(key)
+        return str(getattr(self, f.name)) if f is not None else self.unknown.get(key, "")
 
     @property
     def log_dir_list(self) -> list[Path]:
@@ -185,7 +264,11 @@ class BrokerConfig:
         by_key = cls.keys()
         values: dict[str, Any] = {}
         unknown: dict[str, str] = {}
+        overrides: dict[str, str] = {}
         for key, raw in props.items():
+            if key.startswith(LISTENER_PREFIX):
+                overrides[key] = raw.strip()
+                continue
             f = by_key.get(key)
             if f is None:
                 unknown[key] = raw
@@ -198,7 +281,7 @@ class BrokerConfig:
             if minimum is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
                 raise ConfigError(f"invalid value {raw!r} for {key}: must be at least {minimum}")
             values[f.name] = value
-        cfg = cls(**values, unknown=unknown, given_keys=frozenset(props))
+        cfg = cls(**values, unknown=unknown, listener_overrides=overrides, given_keys=frozenset(props))
         cfg.validate()
         for key in unknown:
             log.warning("unknown configuration key %r ignored", key)
@@ -227,8 +310,25 @@ class BrokerConfig:
             parse_ip_overrides(self.max_connections_per_ip_overrides)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-        self.endpoints  # noqa: B018 - parse to validate
-        self.advertised_endpoints  # noqa: B018
+        self.check_listeners()
+
+    def check_listeners(self) -> None:
+        """Listener names, protocols and the inter-broker listener agree (Kafka's checks)."""
+        names = {e.listener for e in self.endpoints}
+        advertised = {e.listener for e in self.advertised_endpoints}
+        extra = {e.listener for e in parse_listeners(self.advertised_listeners, "advertised.listeners",
+                                                     self.protocol_map)} - names if self.advertised_listeners else set()
+        if extra:
+            raise ConfigError(f"advertised.listeners: {', '.join(sorted(extra))} not among listeners")
+        if self.inter_broker_listener_name and "security.inter.broker.protocol" in self.given_keys:
+            raise ConfigError("only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
+        if self.security_inter_broker_protocol.upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"security.inter.broker.protocol: unknown protocol {self.security_inter_broker_protocol!r}")
+        if self.inter_broker_listener not in advertised:
+            raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} must be one of the "
+                              f"advertised listeners ({', '.join(sorted(advertised))})")
+        if self.ssl_client_auth.lower() not in ("none", "requested", "required"):
+            raise ConfigError(f"ssl.client.auth: expected none, requested or required, got {self.ssl_client_auth!r}")
 
     def all_values(self) -> dict[str, str]:
         """Every setting this broker knows, as `server.properties` would spell it (known keys

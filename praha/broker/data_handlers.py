@@ -410,13 +410,16 @@ class DataApis:
     # ------------------------------------------------------------------ DescribeCluster
     async def handle_describe_cluster(self, req: DecodedRequest) -> Any:
         cache = self.broker.metadata_cache
-        brokers = sorted(cache.live_brokers.values(), key=lambda b: b.id)
-        if not brokers and self.broker.broker_info is not None:
-            brokers = [self.broker.broker_info]
+        listener = req.session.listener
+        brokers = cache.endpoints_on(listener)
+        own = self.broker.broker_info
+        own_endpoint = own.endpoint(listener) if own is not None else None
+        if not brokers and own is not None and own_endpoint is not None:
+            brokers = [(own, own_endpoint)]
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
             cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
-            brokers=[_DB(broker_id=b.id, host=b.host, port=b.port, rack=b.rack, is_fenced=False) for b in brokers],
+            brokers=[_DB(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack, is_fenced=False) for b, ep in brokers],
             authorized_operations=-2147483648)
 
 

@@ -48,6 +48,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from praha.protocol.async_client import AsyncConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.fetch import FollowerFetch, encode_fetch_request_v12, parse_fetch_response_v12
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ class FetcherSettings:
     wait_max_ms: int
     backoff_ms: int
     socket_timeout_ms: int
+    #: how to reach leaders: the inter-broker listener's TLS and SASL
+    security: ClientSecurity = PLAINTEXT
 
 
 @dataclass
@@ -151,7 +154,8 @@ class ReplicaFetcher:
     def _new_connection(self) -> AsyncConnection:
         s = self.settings
         timeout = max(s.socket_timeout_ms, s.wait_max_ms + 5000) / 1000.0
-        return AsyncConnection(self.source.host, self.source.port, f"replica-fetcher-{s.broker_id}", timeout)
+        ep = self.source.endpoint(s.security.listener) or self.source.endpoints[0]
+        return AsyncConnection(ep.host, ep.port, f"replica-fetcher-{s.broker_id}", timeout, security=s.security)
 
     # -- membership ------------------------------------------------------------------------
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
@@ -162,7 +166,7 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     def update_source(self, source: BrokerInfo) -> None:
-        if (source.host, source.port) != (self.source.host, self.source.port):
+        if source.endpoints != self.source.endpoints:
             self.source = source
             self.conn.close()
             self.conn = self._new_connection()

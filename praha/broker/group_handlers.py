@@ -70,7 +70,7 @@ class GroupApis:
         v = req.api_version
         key_type = r.key_type if v >= 1 else KEY_TYPE_GROUP
         keys = list(r.coordinator_keys or []) if v >= 4 else [r.key]
-        answers = [await self._find(key, key_type) for key in keys]
+        answers = [await self._find(key, key_type, req.session.listener) for key in keys]
         if v >= 4:
             return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
                 FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=int(c),
@@ -79,7 +79,7 @@ class GroupApis:
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=int(c), error_message=m, node_id=n, host=h,
                                        port=p)
 
-    async def _find(self, key: str, key_type: int) -> tuple[ErrorCode, str | None, int, str, int]:
+    async def _find(self, key: str, key_type: int, listener: str) -> tuple[ErrorCode, str | None, int, str, int]:
         def fail(code: ErrorCode, message: str | None = None) -> tuple[ErrorCode, str | None, int, str, int]:
             return code, message, -1, "", -1
         if key_type == KEY_TYPE_TRANSACTION:
@@ -99,7 +99,10 @@ class GroupApis:
         leader = cache.leader_of(TopicPartition(OFFSETS_TOPIC, partition))
         if leader is None:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{partition} has no leader")
-        return ErrorCode.NONE, None, leader.id, leader.host, leader.port
+        endpoint = leader.endpoint(listener)
+        if endpoint is None:  # the coordinator has no endpoint on the client's listener
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {leader.id} has no listener {listener}")
+        return ErrorCode.NONE, None, leader.id, endpoint.host, endpoint.port
 
     async def _create_offsets_topic(self) -> str | None:
         """Create `__consumer_offsets` (once per broker at a time); a problem, or None."""

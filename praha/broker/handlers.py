@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+
 from praha.broker.admin_handlers import AdminApis
 from praha.broker.config_handlers import ConfigApis
 from praha.broker.controller_handlers import ControllerApis
@@ -25,6 +27,7 @@ from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
+from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
@@ -74,6 +77,15 @@ class RequestHandlers:
     async def handle_api_versions(self, req: DecodedRequest) -> Any:
         return api_versions_response(self.versions)
 
+    async def handle_sasl_handshake(self, req: DecodedRequest) -> Any:
+        """Only an unauthenticated SASL connection may hand-shake (`authentication`); here
+        the connection is authenticated already or not SASL at all: Kafka's answer."""
+        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+
+    async def handle_sasl_authenticate(self, req: DecodedRequest) -> Any:
+        return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, session_lifetime_ms=0, auth_bytes=b"",
+                                        error_message="SaslAuthenticate outside a SASL handshake")
+
 
 #: every API this broker serves (versions: what current clients negotiate, within the schemas)
 ROUTES: tuple[Route, ...] = (
@@ -86,6 +98,8 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.UPDATE_METADATA, (6, 6), ControllerApis, ControllerApis.handle_update_metadata),
     Route(ApiKey.CONTROLLED_SHUTDOWN, (3, 3), ControllerApis, ControllerApis.handle_controlled_shutdown),
     Route(ApiKey.API_VERSIONS, (0, 4), RequestHandlers, RequestHandlers.handle_api_versions),
+    Route(ApiKey.SASL_HANDSHAKE, (0, 1), RequestHandlers, RequestHandlers.handle_sasl_handshake),
+    Route(ApiKey.SASL_AUTHENTICATE, (0, 2), RequestHandlers, RequestHandlers.handle_sasl_authenticate),
     Route(ApiKey.CREATE_TOPICS, (2, 7), MetadataApis, MetadataApis.handle_create_topics),
     # DeleteTopics starts at v1 in kafka-python's schema
     Route(ApiKey.DELETE_TOPICS, (1, 6), AdminApis, AdminApis.handle_delete_topics),

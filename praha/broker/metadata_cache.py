@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from praha.common import LEADER_DURING_DELETE, BrokerInfo, TopicPartition
+from praha.common import LEADER_DURING_DELETE, BrokerInfo, EndPoint, TopicPartition
 from praha.protocol.controller_requests import PartitionLeaderState, UpdateMetadataRequestData
 
 
@@ -53,6 +53,15 @@ class MetadataCache:
 
     def topic_partitions(self, topic: str) -> dict[int, PartitionLeaderState]:
         return self.partitions.get(topic, {})
+
+    def endpoints_on(self, listener: str) -> "list[tuple[BrokerInfo, EndPoint]]":
+        """Live brokers with an endpoint on `listener`, by id, with that endpoint."""
+        out = []
+        for b in sorted(self.live_brokers.values(), key=lambda b: b.id):
+            ep = b.endpoint(listener)
+            if ep is not None:
+                out.append((b, ep))
+        return out
 
     def leader_of(self, tp: TopicPartition) -> BrokerInfo | None:
         s = self.partition(tp)

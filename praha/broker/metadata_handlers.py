@@ -50,9 +50,9 @@ class MetadataApis:
                 (req.api_version < 4 or r.allow_auto_topic_creation):
             created = await self._auto_create(unknown)
         topics = [self._topic_metadata(name, created.get(name)) for name in names]
-        brokers = [
-            _MR.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
-            for b in sorted(cache.live_brokers.values(), key=lambda b: b.id)
+        brokers = [  # each broker's endpoint on the listener the client came through (as Kafka)
+            _MR.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack)
+            for b, ep in cache.endpoints_on(req.session.listener)
         ]
         # before the first UpdateMetadata the list is empty, as Kafka's: a client that got a
         # one-broker list would forget the others and fail what it had queued for them

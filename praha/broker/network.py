@@ -20,13 +20,13 @@ refused, the region is read and written like any bytes.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Callable, Literal, Protocol, cast
 
+from praha.broker.authentication import AuthenticationFailed, sasl_authenticate, transport_session
 from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
 from praha.errors import InvalidRequestError
 from praha.protocol.api_keys import ApiKey
@@ -35,11 +35,15 @@ from praha.protocol.fetch import Region
 from praha.protocol.framing import (
     FRAME_SIZE_BYTES,
     DecodedRequest,
+    Session,
     decode_request,
     encode_response,
     parse_frame_size,
 )
 from praha.protocol.registry import unsupported_version_response
+from praha.security.listener import PLAINTEXT_LISTENER, ListenerSecurity
+from praha.security.principal import NoMappingRuleError
+from praha.security.sasl import SaslAuthenticator, ScramLookup
 
 log = logging.getLogger(__name__)
 
@@ -309,13 +313,23 @@ class ApiTable(Protocol):
 
 
 class SocketServer:
-    """Accepts connections within `limits` (see `connection_quotas`) and serves each with
-    its request loop; a sweeper closes idle connections and requests that stall mid-frame."""
+    """One listener: accepts connections within `limits` (see `connection_quotas`),
+    authenticates each as its `security` says (TLS, SASL: `authentication`) and serves it
+    with its request loop; a sweeper closes idle connections and requests that stall
+    mid-frame (a TLS handshake has `TLS_HANDSHAKE_TIMEOUT_S`)."""
+
+    TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
     def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
-                 limits: ConnectionLimits | None = None):
+                 limits: ConnectionLimits | None = None, security: ListenerSecurity = PLAINTEXT_LISTENER,
+                 scram_lookup: ScramLookup | None = None, connection_quotas: ConnectionQuotas | None = None):
         self.handlers = handlers
-        self.connection_quotas = ConnectionQuotas(limits or ConnectionLimits())
+        self.security = security
+        self.scram_lookup = scram_lookup
+        #: connections closed because they did not authenticate
+        self.failed_authentications = 0
+        #: shared by a broker's listeners (max.connections counts them all)
+        self.connection_quotas = connection_quotas or ConnectionQuotas(limits or ConnectionLimits())
         #: connections closed by the sweeper: idle too long / a request stalled mid-frame
         self.closed_idle = 0
         self.closed_partial = 0
@@ -335,8 +349,10 @@ class SocketServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        tls = self.security.ssl_context
         self.server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._start_serving),
-                                               self.host, self.port, reuse_address=True, backlog=1024)
+                                               self.host, self.port, reuse_address=True, backlog=1024, ssl=tls,
+                                               ssl_handshake_timeout=self.TLS_HANDSHAKE_TIMEOUT_S if tls else None)
         sock = self.server.sockets[0]
         self.port = sock.getsockname()[1]
         self._sweeper = loop.create_task(self._sweep())
@@ -371,6 +387,9 @@ class SocketServer:
             if delay > 0:  # max.connection.creation.rate: served in its turn, not refused
                 conn._pause_reading()
                 await asyncio.sleep(delay)
+            session = await self._authenticate(conn, peer, ip)
+            if session is None:
+                return
             while True:
                 try:
                     body = await conn.next_frame()
@@ -381,7 +400,7 @@ class SocketServer:
                     return
                 conn.handling = True
                 try:
-                    response = await self._handle(body, peer)
+                    response = await self._handle(body, peer, session)
                 finally:
                     conn.handling = False
                     conn.last_active = time.monotonic()
@@ -432,11 +451,32 @@ class SocketServer:
                          "mid-frame (praha.partial.request.timeout.ms %d)", idle, limits.max_idle_ms, partial,
                          limits.partial_request_timeout_ms)
 
-    async def _handle(self, body: bytes | bytearray, peer: object) -> "bytes | SegmentedFrame | None | Literal[False]":
+    async def _authenticate(self, conn: FrameConnection, peer: object, ip: str) -> Session | None:
+        """The connection's session, or None when it failed to authenticate (then closed)."""
+        security = self.security
+        try:
+            session = transport_session(security, conn, f"/{ip}")
+            if not security.uses_sasl:
+                return session
+            if self.scram_lookup is None:
+                raise AuthenticationFailed("no SCRAM credential source")
+            auth = SaslAuthenticator(security, self.scram_lookup)
+            versions = self.handlers.versions
+            return await sasl_authenticate(conn, auth, session, versions, self.handlers.handlers[ApiKey.API_VERSIONS])
+        except (AuthenticationFailed, NoMappingRuleError) as e:
+            self.failed_authentications += 1
+            failed = self.failed_authentications
+            level = logging.INFO if failed <= 20 or failed % 1000 == 0 else logging.DEBUG
+            log.log(level, "closing connection from %s on listener %s: %s (%d failed authentications so far)",
+                    peer, security.name, e, failed)
+            return None
+
+    async def _handle(self, body: bytes | bytearray, peer: object,
+                      session: Session) -> "bytes | SegmentedFrame | None | Literal[False]":
         """Response bytes, None for no response, False to close the connection."""
         handlers = self.handlers
         try:
-            decoded = decode_request(body, handlers.versions)
+            decoded = decode_request(body, handlers.versions, session)
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 resp = unsupported_version_response(handlers.versions)
@@ -447,8 +487,6 @@ class SocketServer:
             self._bad(peer, e)
             return False
         self.requests += 1
-        if decoded.api_key == ApiKey.JOIN_GROUP and isinstance(peer, tuple) and peer:  # the member's host
-            decoded = dataclasses.replace(decoded, client_host=f"/{peer[0]}")
         handler = handlers.handlers[decoded.api_key]
         response = await handler(decoded)
         if response is None or not decoded.expects_response:
@@ -469,13 +507,16 @@ class SocketServer:
                 if isinstance(part, bytes):
                     conn.write(part)
                     continue
-                try:
-                    sent = await loop.sendfile(transport, cast(Any, _Descriptor(part.fd)), part.position, part.size,
-                                               fallback=False)
-                except RuntimeError:  # includes SendfileNotAvailableError
-                    if transport.is_closing():
-                        return False
+                if self.security.uses_tls:  # the bytes must pass through TLS: no sendfile
                     sent = -1
+                else:
+                    try:
+                        sent = await loop.sendfile(transport, cast(Any, _Descriptor(part.fd)), part.position,
+                                                   part.size, fallback=False)
+                    except RuntimeError:  # includes SendfileNotAvailableError
+                        if transport.is_closing():
+                            return False
+                        sent = -1
                 if sent == -1:
                     self.regions_copied += 1
                     conn.write(part.read())

@@ -53,6 +53,7 @@ from praha.errors import ConfigError, ErrorCode
 from praha.log import LogConfig, LogManager
 from praha.log.cleaner import CleanerConfig
 from praha.log.log import parse_log_dir_name
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.controller_requests import (
     ControllerResponseData,
     LeaderAndIsrRequestData,
@@ -112,6 +113,8 @@ class ReplicaManager:
         self.store: "ZkStore | None" = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        #: how followers reach leaders (set by the broker from its inter-broker listener)
+        self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.produce_purgatory: Purgatory[TopicPartition] | None = None
         self.fetch_purgatory: Purgatory[TopicPartition] | None = None
         self.delete_records_purgatory: Purgatory[TopicPartition] | None = None
@@ -188,6 +191,7 @@ class ReplicaManager:
             wait_max_ms=cfg.replica_fetch_wait_max_ms,
             backoff_ms=cfg.replica_fetch_backoff_ms,
             socket_timeout_ms=_extra_int(cfg, "replica.socket.timeout.ms", 30000),
+            security=self.inter_broker_security,
         )
         self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append,
                                               self.follower_quota, self.is_follower_throttled)

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from praha.broker.connection_quotas import ConnectionLimits
+from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
 from praha.broker.handlers import RequestHandlers
@@ -42,19 +42,30 @@ from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.controller_apis import ControlledShutdownRequest
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
+from praha.protocol.scram import ScramCredential, ScramMechanism
+from praha.security.credentials import read_credentials
+from praha.security.listener import inter_broker_security, listener_security
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
 
 
-class KafkaTransport(Transport):
-    """The channel manager's connection to one broker, over the Kafka protocol."""
+def inter_broker_connection(broker: BrokerInfo, security: ClientSecurity, timeout_s: float) -> BrokerConnection:
+    """A connection to `broker`'s inter-broker listener (its first endpoint if it has none)."""
+    ep = broker.endpoint(security.listener) or broker.endpoints[0]
+    return BrokerConnection(ep.host, ep.port, timeout=timeout_s, security=security)
 
-    def __init__(self, broker: BrokerInfo, timeout_s: float):
-        self.conn = BrokerConnection(broker.host, broker.port, timeout=timeout_s)
+
+class KafkaTransport(Transport):
+    """The channel manager's connection to one broker, over the Kafka protocol, on the
+    inter-broker listener."""
+
+    def __init__(self, broker: BrokerInfo, timeout_s: float, security: ClientSecurity = PLAINTEXT):
+        self.conn = inter_broker_connection(broker, security, timeout_s)
         self.conn.connect()
 
     def send(self, request: ControllerRequest) -> ControllerResponseData:
@@ -77,12 +88,17 @@ class BrokerServer:
             run_blocking=lambda fn: asyncio.get_running_loop().run_in_executor(None, fn),
             on_event=self._coordinator_event)
         self.replica_manager.leadership_listeners.append(self._offsets_leadership)
+        #: each listener's TLS/SASL, and how this broker reaches the others (ConfigError if unusable)
+        self.listener_securities = [listener_security(config, ep) for ep in config.endpoints]
+        self.inter_broker = inter_broker_security(config)
+        self.replica_manager.inter_broker_security = self.inter_broker
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
         self.controller: Controller | None = None
         self.config_changes: ConfigChangeListener | None = None
-        self.socket_server: SocketServer | None = None
+        self.socket_server: SocketServer | None = None  # the first listener's
+        self.socket_servers: list[SocketServer] = []
         self.loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="network", daemon=True)
         self._stop_requested = threading.Event()
@@ -111,20 +127,25 @@ class BrokerServer:
         self.replica_manager.start_logs(self.store)
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
+        quotas = ConnectionQuotas(ConnectionLimits.from_broker_config(cfg))  # broker-wide, as Kafka's
+        for ep, security in zip(cfg.endpoints, self.listener_securities):
+            server = SocketServer(self.handlers, ep.host, ep.port, cfg.socket_request_max_bytes, security=security,
+                                  scram_lookup=self._scram_credential, connection_quotas=quotas)
+            self.socket_servers.append(server)
+            self.run_on_loop(server.start())
+        self.socket_server = self.socket_servers[0]
         listener = cfg.endpoints[0]
-        self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes,
-                                          ConnectionLimits.from_broker_config(cfg))
-        self.run_on_loop(self.socket_server.start())
         self._start_config_changes()
-        advertised = cfg.advertised_endpoints
+        bound = {s.security.name: s.port for s in self.socket_servers}
         endpoints = tuple(
-            EndPoint(e.host, e.port or self.socket_server.port, e.listener, e.security_protocol) for e in advertised
+            EndPoint(e.host, e.port or bound[e.listener], e.listener, e.security_protocol)
+            for e in cfg.advertised_endpoints
         )
         self.broker_info = BrokerInfo(cfg.broker_id, endpoints, cfg.broker_rack or None)
         epoch = self.register()
         self.controller = Controller(
             cfg, self.store, register_broker=self.register,
-            transport_factory=lambda b, timeout: KafkaTransport(b, timeout),
+            transport_factory=lambda b, timeout: KafkaTransport(b, timeout, self.inter_broker),
             state_change_log=self.state_log, broker_epoch=epoch,
             last_seen_controller_epoch=lambda: self.fence.highest_controller_epoch,
         )
@@ -132,8 +153,10 @@ class BrokerServer:
         self._metrics_server, self.metrics_port = start_metrics_server(self, "127.0.0.1", cfg.metrics_port)
         self._write_runtime_file()
         log.info(
-            "broker %d started: listening on %s:%d, broker epoch %d, cluster %s, metrics on :%d",
-            cfg.broker_id, listener.host, self.socket_server.port, epoch, self.cluster_id, self.metrics_port,
+            "broker %d started: listening on %s:%d (%s), broker epoch %d, cluster %s, metrics on :%d",
+            cfg.broker_id, listener.host, self.socket_server.port,
+            ", ".join(f"{e.listener}://{e.host}:{e.port} {e.security_protocol}" for e in endpoints),
+            epoch, self.cluster_id, self.metrics_port,
         )
         self.state_log.record("BrokerStarted", broker_epoch=epoch, port=self.socket_server.port)
 
@@ -155,7 +178,7 @@ class BrokerServer:
 
         assert self.socket_server is not None
         info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
-                "metrics_port": self.metrics_port}
+                "metrics_port": self.metrics_port, "listeners": {s.security.name: s.port for s in self.socket_servers}}
         path = self.config.log_dir_list[0] / "praha-runtime.json"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
@@ -178,6 +201,14 @@ class BrokerServer:
             epoch = self.store.replace_broker_registration(self.broker_info, existing.epoch)
         self.fence.broker_epoch = epoch
         return epoch
+
+    async def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        """A user's SCRAM credential, read from `/config/users/<user>` when it authenticates
+        (so a change is effective for the next connection)."""
+        store = self.zk_store()
+        creds: dict[ScramMechanism, ScramCredential] = await asyncio.get_running_loop().run_in_executor(
+            None, _zk_call(lambda: read_credentials(store, user)))
+        return creds.get(mechanism)
 
     # ---------------------------------------------------------------- loop helpers
     def zk_store(self) -> ZkStore:
@@ -230,20 +261,23 @@ class BrokerServer:
 
     def broker_figures(self) -> list[tuple[str, float, str]]:
         ss = self.socket_server
+        servers = self.socket_servers
         return [
+            ("failed_authentications", float(sum(s.failed_authentications for s in servers)),
+             "connections closed because they did not authenticate (TLS principal, SASL)"),
             ("broker_epoch", float(self.fence.broker_epoch), "this broker's epoch (czxid of its registration)"),
             ("highest_controller_epoch_seen", float(self.fence.highest_controller_epoch), "highest controller epoch accepted"),
             ("stale_controller_requests", float(sum(self.fence.refused.values())), "controller requests refused as stale"),
-            ("connections", float(ss.connections if ss else 0), "open client connections"),
-            ("requests", float(ss.requests if ss else 0), "requests handled"),
-            ("bad_requests", float(ss.bad_requests if ss else 0), "malformed or unsupported requests"),
+            ("connections", float(sum(s.connections for s in servers)), "open client connections"),
+            ("requests", float(sum(s.requests for s in servers)), "requests handled"),
+            ("bad_requests", float(sum(s.bad_requests for s in servers)), "malformed or unsupported requests"),
             ("connections_refused", float(sum(ss.connection_quotas.refused.values()) if ss else 0),
              "connections closed at once: max.connections or max.connections.per.ip reached"),
             ("connections_throttled", float(ss.connection_quotas.throttled if ss else 0),
              "connections served late under max.connection.creation.rate"),
-            ("connections_closed_idle", float(ss.closed_idle if ss else 0),
+            ("connections_closed_idle", float(sum(s.closed_idle for s in servers)),
              "connections closed after connections.max.idle.ms"),
-            ("connections_closed_partial_request", float(ss.closed_partial if ss else 0),
+            ("connections_closed_partial_request", float(sum(s.closed_partial for s in servers)),
              "connections closed with a request stalled mid-frame (praha.partial.request.timeout.ms)"),
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
@@ -277,7 +311,7 @@ class BrokerServer:
                 target = self.store.get_broker(controller_id) if controller_id is not None else None
                 if target is None:
                     raise PrahaError("no active controller")
-                conn = BrokerConnection(target.host, target.port, timeout=cfg.controller_socket_timeout_ms / 1000.0)
+                conn = inter_broker_connection(target, self.inter_broker, cfg.controller_socket_timeout_ms / 1000.0)
                 try:
                     conn.connect()
                     resp = conn.send(
@@ -315,11 +349,12 @@ class BrokerServer:
             self.config_changes.stop()
         if self.store is not None:
             self.store.stop()
-        if self.socket_server is not None and self._loop_thread.is_alive():
-            try:
-                self.run_on_loop(self.socket_server.stop(), timeout=5)
-            except Exception:  # noqa: BLE001
-                pass
+        for server in self.socket_servers:
+            if self._loop_thread.is_alive():
+                try:
+                    self.run_on_loop(server.stop(), timeout=5)
+                except Exception:  # noqa: BLE001
+                    pass
         if self._loop_thread.is_alive():
             try:
                 self.loop.call_soon_threadsafe(self.group_coordinator.shutdown)
@@ -342,6 +377,9 @@ def check_startup_config(config: BrokerConfig) -> None:
     log_config_of(config)
     cleaner_config_of(config)
     ConnectionLimits.from_broker_config(config)
+    for ep in config.endpoints:
+        listener_security(config, ep)
+    inter_broker_security(config)
 
 
 def run_broker(config: BrokerConfig) -> int:

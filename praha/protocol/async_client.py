@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from praha.errors import PrahaError
+from praha.errors import ErrorCode, PrahaError
+from praha.protocol.api_keys import ApiKey
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError, sasl_tokens
 from praha.protocol.framing import encode_request
+from praha.protocol.registry import APIS
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -23,9 +27,17 @@ class AsyncConnection:
     Responses are read with `sock_recv_into` straight into one reusable buffer: a
     follower's fetch response crosses from the kernel into Python exactly once (asyncio
     streams would copy each megabyte three or four times). `send(..., raw=True)`
-    returns a view into that buffer, valid until the next request."""
+    returns a view into that buffer, valid until the next request.
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float, max_response_bytes: int = 1 << 30):
+    With TLS (`security.ssl_context`) the socket's bytes go through an `ssl.SSLObject`
+    over memory buffers (asyncio's socket calls take no SSL sockets): decrypted straight
+    into the same buffer. With SASL, the exchange runs right after connecting."""
+
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float, max_response_bytes: int = 1 << 30,
+                 security: ClientSecurity = PLAINTEXT):
+        self.security = security
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in = self._tls_out = ssl.MemoryBIO()
         self.host, self.port = host, port
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -53,11 +65,63 @@ class AsyncConnection:
             s.close()
             raise
         self._sock = s
+        try:
+            if self.security.ssl_context is not None:
+                await asyncio.wait_for(self._tls_handshake(loop), self.timeout_s)
+            if self.security.sasl_mechanism:
+                await self._authenticate()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._sock is not None:
             self._sock.close()
         self._sock = None
+        self._tls = None
+
+    async def _tls_handshake(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self.security.ssl_context is not None
+        self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = self.security.ssl_context.wrap_bio(self._tls_in, self._tls_out, server_hostname=self.host)
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._tls_flush(loop)
+                await self._tls_feed(loop)
+        await self._tls_flush(loop)
+        self._tls = tls
+
+    async def _tls_flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        data = self._tls_out.read()
+        if data:
+            assert self._sock is not None
+            await loop.sock_sendall(self._sock, data)
+
+    async def _tls_feed(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._sock is not None
+        data = await loop.sock_recv(self._sock, 1 << 16)
+        if not data:
+            raise ConnectionError(f"{self.host}:{self.port} closed the connection")
+        self._tls_in.write(data)
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange ends."""
+        mechanism = self.security.sasl_mechanism
+        spec, auth_spec = APIS[ApiKey.SASL_HANDSHAKE], APIS[ApiKey.SASL_AUTHENTICATE]
+        handshake = await self.send(spec.request(mechanism=mechanism), 1, spec.response)
+        if handshake.error_code != ErrorCode.NONE:
+            raise SaslAuthenticationError(f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
+                                          f"(error {handshake.error_code}; enabled: {handshake.mechanisms})")
+        tokens = sasl_tokens(self.security)
+        token = tokens(None)
+        while token is not None:
+            answer = await self.send(auth_spec.request(auth_bytes=token), 1, auth_spec.response)
+            if answer.error_code != ErrorCode.NONE:
+                raise SaslAuthenticationError(f"{self.host}:{self.port}: {answer.error_message}")
+            token = tokens(bytes(answer.auth_bytes or b""))
 
     async def send(self, request: Any, version: int, response_cls: Any = None, timeout_s: float | None = None,
                    raw: bool = False, frame_for: Callable[[int], bytes] | None = None) -> Any:
@@ -70,7 +134,11 @@ class AsyncConnection:
         self._next_id = (cid + 1) & 0x7FFFFFFF
         frame = frame_for(cid) if frame_for is not None else encode_request(request, version, cid, self.client_id)
         try:
-            await loop.sock_sendall(self._sock, frame)
+            if self._tls is not None:
+                self._tls.write(frame)
+                await self._tls_flush(loop)
+            else:
+                await loop.sock_sendall(self._sock, frame)
             body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
         except BaseException:
             self.close()
@@ -97,7 +165,18 @@ class AsyncConnection:
         got = 0
         sock = self._sock
         assert sock is not None
+        tls = self._tls
         while got < n:
+            if tls is not None:
+                try:
+                    k = cast(int, tls.read(n - got, view[got:]))  # with a buffer: the count read
+                except ssl.SSLWantReadError:
+                    await self._tls_feed(loop)
+                    continue
+                if k == 0:
+                    raise ConnectionError(f"{self.host}:{self.port} closed the TLS session")
+                got += k
+                continue
             k = await loop.sock_recv_into(sock, view[got:])
             if k == 0:
                 raise ConnectionError(f"{self.host}:{self.port} closed the connection")

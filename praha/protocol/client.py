@@ -19,6 +19,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError, sasl_tokens
 from praha.protocol.errors import BrokerConnectionError, BrokerTimeoutError, InvalidResponseError
 from praha.protocol.framing import MAX_REQUEST_BYTES, encode_request
 from praha.protocol.registry import APIS
@@ -34,7 +35,9 @@ class BrokerConnection:
     """A blocking connection to one broker. Thread-safe, but serialises requests."""
 
     def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT,
-                 client_id: str = "praha", max_response_bytes: int = MAX_RESPONSE_BYTES):
+                 client_id: str = "praha", max_response_bytes: int = MAX_RESPONSE_BYTES,
+                 security: ClientSecurity = PLAINTEXT):
+        self.security = security
         self.host = host
         self.port = port
         self.timeout = timeout
@@ -70,7 +73,37 @@ class BrokerConnection:
             except OSError as e:
                 raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {e}") from e
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            security = self.security
+            if security.ssl_context is not None:
+                try:
+                    sock = security.ssl_context.wrap_socket(sock, server_hostname=self.host)
+                except OSError as e:
+                    sock.close()
+                    raise BrokerConnectionError(f"TLS handshake with {self.host}:{self.port} failed: {e}") from e
             self._sock = sock
+            if security.sasl_mechanism:
+                try:
+                    self._authenticate()
+                except BaseException:
+                    self.close()
+                    raise
+
+    def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange ends."""
+        mechanism = self.security.sasl_mechanism
+        handshake = self.send(APIS[ApiKey.SASL_HANDSHAKE].request(mechanism=mechanism), 1)
+        if handshake.error_code != ErrorCode.NONE:
+            raise SaslAuthenticationError(f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
+                                          f"(error {handshake.error_code}; enabled: {handshake.mechanisms})",
+                                          code=_known_code(handshake.error_code))
+        tokens = sasl_tokens(self.security)
+        token = tokens(None)
+        while token is not None:
+            answer = self.send(APIS[ApiKey.SASL_AUTHENTICATE].request(auth_bytes=token), 1)
+            if answer.error_code != ErrorCode.NONE:
+                raise SaslAuthenticationError(f"{self.host}:{self.port}: {answer.error_message}",
+                                              code=_known_code(answer.error_code))
+            token = tokens(bytes(answer.auth_bytes or b""))
 
     def close(self) -> None:
         with self._lock:

@@ -54,6 +54,21 @@ Bytes = bytes | bytearray | memoryview
 
 
 @dataclass(frozen=True, slots=True)
+class Session:
+    """Who sends a connection's requests, and over which listener (Kafka's RequestContext):
+    fixed once the connection is authenticated."""
+
+    principal: str = "User:ANONYMOUS"
+    listener: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    #: the client's address, as Kafka writes it ("/127.0.0.1")
+    client_host: str = ""
+
+
+ANONYMOUS = Session()
+
+
+@dataclass(frozen=True, slots=True)
 class DecodedRequest:
     """A request ready for a handler: its header and the kafka-python message object
     (for Produce a `ProduceRequestView` with the same field names)."""
@@ -62,6 +77,7 @@ class DecodedRequest:
     request: Any
     #: the client's address as the socket server saw it (a group member's `client_host`)
     client_host: str = ""
+    session: Session = ANONYMOUS
 
     @property
     def api_key(self) -> int:
@@ -105,7 +121,8 @@ def parse_request_header(body: Bytes) -> RequestHeader:
         raise MalformedRequestError(f"bad request header: {e!r}", partial) from e
 
 
-def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None = None) -> DecodedRequest:
+def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None = None,
+                   session: Session = ANONYMOUS) -> DecodedRequest:
     """Decode one frame body (without the size prefix) into header + request object.
 
     `supported` is the server's {api_key: (min, max)}; without it every API in the
@@ -124,7 +141,7 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
             f"{spec.name} v{api_version} is not supported (supported: v{lo}-v{hi})",
             _lenient_header(body, api_key, api_version, correlation_id))
     header = parse_request_header(body)
-    return DecodedRequest(header, _decode_body(spec, body, header))
+    return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session)
 
 
 def encode_response(header: RequestHeader, response: ApiMessage, api_version: int) -> bytearray:

@@ -82,6 +82,12 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
@@ -161,6 +167,8 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     _spec(DescribeProducersRequest, DescribeProducersResponse),
+    _spec(SaslHandshakeRequest, SaslHandshakeResponse),
+    _spec(SaslAuthenticateRequest, SaslAuthenticateResponse),
 )}
 
 
