@@ -43,7 +43,7 @@ from kafka.protocol.consumer import (
     OffsetForLeaderEpochResponse,
 )
 
-from praha.common import BrokerInfo, TopicPartition, now_ms
+from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -151,10 +151,15 @@ class ReplicaFetcher:
         self._failing = False
         self._stopped = False
 
+    def _endpoint(self, source: BrokerInfo) -> EndPoint:
+        """Where to fetch from: the leader's inter-broker endpoint (LeaderAndIsr names only
+        that one; UpdateMetadata names them all)."""
+        return source.endpoint(self.settings.security.listener) or source.endpoints[0]
+
     def _new_connection(self) -> AsyncConnection:
         s = self.settings
         timeout = max(s.socket_timeout_ms, s.wait_max_ms + 5000) / 1000.0
-        ep = self.source.endpoint(s.security.listener) or self.source.endpoints[0]
+        ep = self._endpoint(self.source)
         return AsyncConnection(ep.host, ep.port, f"replica-fetcher-{s.broker_id}", timeout, security=s.security)
 
     # -- membership ------------------------------------------------------------------------
@@ -166,7 +171,8 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     def update_source(self, source: BrokerInfo) -> None:
-        if source.endpoints != self.source.endpoints:
+        new, old = self._endpoint(source), self._endpoint(self.source)
+        if (new.host, new.port) != (old.host, old.port):
             self.source = source
             self.conn.close()
             self.conn = self._new_connection()
@@ -203,8 +209,9 @@ class ReplicaFetcher:
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, PrahaError) as e:
                 self.stats.errors += 1
                 if not self._failing:
+                    ep = self._endpoint(self.source)
                     log.warning("fetcher for broker %d (%s:%d): %s; retrying every %d ms",
-                                self.source.id, self.source.host, self.source.port, e or type(e).__name__,
+                                self.source.id, ep.host, ep.port, str(e) or type(e).__name__,
                                 self.settings.backoff_ms)
                 self._failing = True
                 self.conn.close()

@@ -106,8 +106,10 @@ class FrameConnection(asyncio.BufferedProtocol):
     #: the body being read (Kafka reads nothing more until the answer is out)
     QUEUE_BYTES = 1 << 20
 
-    def __init__(self, max_frame_bytes: int, on_connect: "Callable[[FrameConnection], None] | None" = None):
+    def __init__(self, max_frame_bytes: int, on_connect: "Callable[[FrameConnection], None] | None" = None,
+                 tls: bool = False):
         self.max_frame_bytes = max_frame_bytes
+        self.tls = tls
         self.on_connect = on_connect  # called once the transport is attached
         self.transport: asyncio.Transport | None = None
         #: allocated when bytes arrive and dropped once every staged frame is taken out,
@@ -183,7 +185,7 @@ class FrameConnection(asyncio.BufferedProtocol):
         if self._body is None and self._end == 0:
             self._stage = None  # the buffer this last (empty) read was offered
         self._wake_reader()
-        return True  # keep the transport open for the answers
+        return not self.tls  # keep the transport open for the answers (TLS has no half-close)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -350,7 +352,8 @@ class SocketServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         tls = self.security.ssl_context
-        self.server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._start_serving),
+        self.server = await loop.create_server(lambda: FrameConnection(self.max_request_bytes, self._start_serving,
+                                                                       tls is not None),
                                                self.host, self.port, reuse_address=True, backlog=1024, ssl=tls,
                                                ssl_handshake_timeout=self.TLS_HANDSHAKE_TIMEOUT_S if tls else None)
         sock = self.server.sockets[0]

@@ -209,6 +209,8 @@ class LocalCluster:
             **LOCAL_BROKER_DEFAULTS,
             **b.overrides,
         }
+        # overridden listeners name the broker's own port as {port} (several listeners per broker)
+        props["listeners"] = props["listeners"].replace("{port}", str(b.port))
         b.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def _launch(self, state: ClusterState, b: BrokerProcess) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Protocol, cast
 from praha.common import (
     EPOCH_DURING_DELETE,
     LEADER_DURING_DELETE,
+    BrokerInfo,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicPartition,
@@ -58,8 +59,11 @@ class ControllerRequestBatch:
         sender: RequestSender,
         on_leader_and_isr_response: ResponseCallback | None = None,
         on_deletion_stop_replica_response: ResponseCallback | None = None,
+        inter_broker_listener: str = "PLAINTEXT",
     ):
         self.controller_id = controller_id
+        #: LeaderAndIsr names each leader by its endpoint on this listener (followers fetch there)
+        self.inter_broker_listener = inter_broker_listener
         self.context = context
         self.sender = sender
         self.on_leader_and_isr_response = on_leader_and_isr_response
@@ -75,6 +79,14 @@ class ControllerRequestBatch:
         self._last_state: tuple[Any, ...] | None = None
         #: counts of what the last send carried, for the one-line event log
         self.last_sent: dict[str, int] = {}
+
+    def _inter_broker_view(self, broker: BrokerInfo) -> BrokerInfo:
+        """`broker` with only its inter-broker endpoint first (as Kafka's LeaderAndIsr
+        `live_leaders`, which carry one host and port each)."""
+        ep = broker.endpoint(self.inter_broker_listener)
+        if ep is None or broker.endpoints[0] == ep:
+            return broker
+        return BrokerInfo(broker.id, (ep,), broker.rack, broker.epoch)
 
     # ---- building ---------------------------------------------------------------
     def new_batch(self) -> None:
@@ -249,7 +261,8 @@ class ControllerRequestBatch:
                     controller_epoch=controller_epoch,
                     broker_epoch=ctx.broker_epoch(broker_id),
                     partitions=list(states.values()),
-                    live_leaders=[ctx.live_brokers[b] for b in sorted(leader_ids) if b in ctx.live_brokers],
+                    live_leaders=[self._inter_broker_view(ctx.live_brokers[b]) for b in sorted(leader_ids)
+                                  if b in ctx.live_brokers],
                     encoded_states=encoded_states,
                 )
                 outgoing.append((broker_id, leader_and_isr, self.on_leader_and_isr_response))

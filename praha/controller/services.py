@@ -97,6 +97,7 @@ class ControllerServices:
             config.broker_id, context, channels,
             on_leader_and_isr_response=on_leader_and_isr_response,
             on_deletion_stop_replica_response=on_deletion_stop_replica_response,
+            inter_broker_listener=config.inter_broker_listener,
         )
         return cls(config.broker_id, config, context, store, batch, state_log, enqueue, channels, seat)
 

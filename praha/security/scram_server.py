@@ -60,7 +60,9 @@ class ScramServer:
         text = message.decode("utf-8", "replace")
         without_proof, sep, proof_attr = text.rpartition(",p=")
         attrs = parse_attributes(without_proof) if sep else {}
-        if attrs.get("c") != CHANNEL_BINDING or attrs.get("r") != self._client_nonce + self._nonce:
+        # Kafka 3.8.1+ accepts a nonce that only ends with the server's: librdkafka before
+        # 2.6.1 repeats the client nonce in front of it
+        if attrs.get("c") != CHANNEL_BINDING or not attrs.get("r", "").endswith(self._client_nonce + self._nonce):
             raise ScramError("client-final message: wrong channel binding or nonce")
         credential = self._credential
         if credential is None:

@@ -65,3 +65,20 @@ def test_credential_round_trips_kafkas_format():
     assert text.startswith("salt=") and ",stored_key=" in text and ",server_key=" in text
     assert text.endswith(",iterations=8192")
     assert ScramCredential.from_config(text) == credential
+
+
+def test_librdkafka_repeated_client_nonce_is_accepted_as_kafka_does():
+    """librdkafka < 2.6.1 sends r=<client nonce><server's r>; Kafka 3.8.1+ checks endsWith."""
+    credential = ScramCredential.from_password(ScramMechanism.SHA_256, PASSWORD, 4096, salt=SALT)
+    server = ScramServer(ScramMechanism.SHA_256, nonce=SERVER_NONCE)
+    server.receive_first(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+    server_first = server.server_first(credential).decode()
+    nonce = CLIENT_NONCE + CLIENT_NONCE + SERVER_NONCE
+    without_proof = f"c=biws,r={nonce}"
+    from praha.protocol.scram import client_proof
+    salted = ScramMechanism.SHA_256.salted_password(PASSWORD, SALT, 4096)
+    auth = f"n=user,r={CLIENT_NONCE},{server_first},{without_proof}".encode()
+    proof = base64.b64encode(client_proof(ScramMechanism.SHA_256, salted, auth)).decode()
+    assert server.receive_final(f"{without_proof},p={proof}".encode()).startswith(b"v=")
+    with pytest.raises(ScramError):  # a nonce that does not end with the server's is still refused
+        ScramServer(ScramMechanism.SHA_256).receive_final(f"c=biws,r={CLIENT_NONCE},p={proof}".encode())
