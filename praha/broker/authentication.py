@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
@@ -29,8 +29,17 @@ from praha.security.principal import map_dn
 from praha.security.sasl import SaslAuthenticator, SaslFailure, SaslState
 from praha.security.tls import peer_dn
 
-if TYPE_CHECKING:
-    from praha.broker.network import FrameConnection
+
+class FrameConnection(Protocol):
+    """What authentication needs of a connection (`network.FrameConnection`)."""
+
+    transport: Any
+
+    async def next_frame(self) -> bytearray | None: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
@@ -40,7 +49,7 @@ class AuthenticationFailed(PrahaError):
     """The connection is closed: not authenticated."""
 
 
-def transport_session(security: ListenerSecurity, conn: "FrameConnection", client_host: str) -> Session:
+def transport_session(security: ListenerSecurity, conn: FrameConnection, client_host: str) -> Session:
     """The session a connection has from its transport alone (the principal from its
     certificate on SSL; SASL listeners replace it once the exchange succeeds)."""
     principal = "User:ANONYMOUS"
@@ -51,7 +60,7 @@ def transport_session(security: ListenerSecurity, conn: "FrameConnection", clien
     return Session(principal, security.name, security.protocol, client_host)
 
 
-async def sasl_authenticate(conn: "FrameConnection", auth: SaslAuthenticator, session: Session,
+async def sasl_authenticate(conn: FrameConnection, auth: SaslAuthenticator, session: Session,
                             versions: Mapping[int, tuple[int, int]],
                             api_versions: Callable[[DecodedRequest], Awaitable[Any]]) -> Session:
     """Run the exchange to its end: the authenticated session, or AuthenticationFailed."""
@@ -76,7 +85,7 @@ async def sasl_authenticate(conn: "FrameConnection", auth: SaslAuthenticator, se
             return Session(auth.principal, session.listener, session.security_protocol, session.client_host)
 
 
-async def _answer(conn: "FrameConnection", auth: SaslAuthenticator, req: DecodedRequest,
+async def _answer(conn: FrameConnection, auth: SaslAuthenticator, req: DecodedRequest,
                   api_versions: Callable[[DecodedRequest], Awaitable[Any]]) -> None:
     if req.api_key == ApiKey.API_VERSIONS and auth.state is SaslState.HANDSHAKE:
         await _send(conn, req, await api_versions(req))
@@ -101,6 +110,6 @@ async def _answer(conn: "FrameConnection", auth: SaslAuthenticator, req: Decoded
                                f"in SASL state {auth.state.value}")
 
 
-async def _send(conn: "FrameConnection", req: DecodedRequest, response: Any) -> None:
+async def _send(conn: FrameConnection, req: DecodedRequest, response: Any) -> None:
     conn.write(bytes(encode_response(req.header, response, req.api_version)))
     await conn.drain()
