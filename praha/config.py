@@ -30,6 +30,8 @@ _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: `listener.security.protocol.map`'s default: each protocol's own name is a listener name
 DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+#: `authorizer.class.name` values that turn praha's ACL authoriser on (Kafka's class names)
+ACL_AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 #: per-listener settings: `listener.name.<lower-case listener>.<setting>`
 LISTENER_PREFIX = "listener.name."
 
@@ -146,6 +148,10 @@ class BrokerConfig:
     sasl_enabled_mechanisms: str = _option("sasl.enabled.mechanisms", "GSSAPI", _str)
     sasl_mechanism_inter_broker_protocol: str = _option("sasl.mechanism.inter.broker.protocol", "GSSAPI", _str)
     sasl_jaas_config: str = _option("sasl.jaas.config", "", _str)
+    # authorisation (Kafka's AclAuthorizer; off while authorizer.class.name is empty)
+    authorizer_class_name: str = _option("authorizer.class.name", "", _str)
+    super_users: str = _option("super.users", "", _str)
+    allow_everyone_if_no_acl_found: bool = _option("allow.everyone.if.no.acl.found", False, _bool)
     log_dirs: str = _option("log.dirs", "/tmp/praha-logs", _str)
     zookeeper_connect: str = _option("zookeeper.connect", "", _str)
     zookeeper_session_timeout_ms: int = _option("zookeeper.session.timeout.ms", 18000, _int, 1000)
@@ -327,6 +333,9 @@ class BrokerConfig:
         if self.inter_broker_listener not in advertised:
             raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} must be one of the "
                               f"advertised listeners ({', '.join(sorted(advertised))})")
+        if self.authorizer_class_name not in ACL_AUTHORIZERS + ("",):
+            raise ConfigError(f"authorizer.class.name: praha's authoriser is {ACL_AUTHORIZERS[0]}, "
+                              f"not {self.authorizer_class_name!r}")
         if self.ssl_client_auth.lower() not in ("none", "requested", "required"):
             raise ConfigError(f"ssl.client.auth: expected none, requested or required, got {self.ssl_client_auth!r}")
 

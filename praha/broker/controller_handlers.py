@@ -23,6 +23,7 @@ from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import ControlledShutdownResponse
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -36,7 +37,20 @@ class ControllerApis:
     def __init__(self, broker: "Broker"):
         self.broker = broker
 
+    def _cluster_action_refused(self, req: DecodedRequest, api: int) -> Any:
+        """The answer to a sender without ClusterAction on the cluster (only brokers have it:
+        Kafka's KafkaApis), or None when it may send controller requests."""
+        if self.broker.authz.cluster_allowed(req.session, AclOperation.CLUSTER_ACTION):
+            return None
+        log.warning("refused %s from %s (%s): no ClusterAction on the cluster", ApiKey(api).name,
+                    req.session.principal, req.session.client_host)
+        if api == ApiKey.CONTROLLED_SHUTDOWN:
+            return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
+        return wire.response_to_wire(api, ControllerResponseData(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+
     async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
+        if (refused := self._cluster_action_refused(req, LEADER_AND_ISR)) is not None:
+            return refused
         data = wire.leader_and_isr_from_wire(req.request)
         refusal = await self._refusal(LEADER_AND_ISR, "LeaderAndIsr", data)
         if refusal is not None:
@@ -49,6 +63,8 @@ class ControllerApis:
         return wire.response_to_wire(LEADER_AND_ISR, result)
 
     async def handle_update_metadata(self, req: DecodedRequest) -> Any:
+        if (refused := self._cluster_action_refused(req, UPDATE_METADATA)) is not None:
+            return refused
         data = wire.update_metadata_from_wire(req.request)
         refusal = await self._refusal(UPDATE_METADATA, "UpdateMetadata", data)
         if refusal is not None:
@@ -63,6 +79,8 @@ class ControllerApis:
         return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(ErrorCode.NONE))
 
     async def handle_stop_replica(self, req: DecodedRequest) -> Any:
+        if (refused := self._cluster_action_refused(req, STOP_REPLICA)) is not None:
+            return refused
         data = wire.stop_replica_from_wire(req.request)
         refusal = await self._refusal(STOP_REPLICA, "StopReplica", data)
         if refusal is not None:
@@ -71,6 +89,8 @@ class ControllerApis:
         return wire.response_to_wire(STOP_REPLICA, result)
 
     async def handle_controlled_shutdown(self, req: DecodedRequest) -> Any:
+        if (refused := self._cluster_action_refused(req, ApiKey.CONTROLLED_SHUTDOWN)) is not None:
+            return refused
         controller = self.broker.controller
         r = req.request
         if controller is None or not controller.is_acting:

@@ -50,6 +50,7 @@ from praha.log.log import FileRegion
 from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
+from praha.security.acl import AclOperation
 from praha.topic_rules import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
@@ -111,9 +112,14 @@ class DataApis:
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start]
         refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]] = {}  # message, record errors (v8+)
         waits: dict[TopicPartition, ProduceWait] = {}
+        authz = self.broker.authz
         for t in r.topic_data:
+            writable_topic = authz.topic_allowed(req.session, AclOperation.WRITE, t.name)
             for pd in t.partition_data:
                 tp = TopicPartition(t.name, pd.index)
+                if not writable_topic:
+                    results[tp] = [ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1]
+                    continue
                 if acks not in (-1, 0, 1):
                     results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1]
                     continue
@@ -254,6 +260,9 @@ class DataApis:
         for t in r.topics:
             for fp in t.partitions:
                 wanted.append((TopicPartition(t.topic, fp.partition), fp))
+        denied = self._unreadable(req, replica_id, wanted)
+        if denied:
+            wanted = [w for w in wanted if w[0] not in denied]
         if replica_id >= 0:
             self._record_follower_fetches(replica_id, wanted)
         parts, total, errored = self._read_all(wanted, replica_id, r.max_bytes)
@@ -262,10 +271,24 @@ class DataApis:
             await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
             parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
         self.rm.stats.bytes_out += total
+        parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
         by_topic: dict[str, list[Any]] = {}
         for tp, pdata in parts:
             by_topic.setdefault(tp.topic, []).append(pdata)
         return EncodedFetchResponse(list(by_topic.items()))
+
+    def _unreadable(self, req: DecodedRequest, replica_id: int,
+                    wanted: list[tuple[TopicPartition, Any]]) -> set[TopicPartition]:
+        """Partitions the session may not fetch: a follower needs ClusterAction, a consumer
+        Read on the topic (Kafka answers TOPIC_AUTHORIZATION_FAILED for each)."""
+        authz = self.broker.authz
+        if not authz.enabled:
+            return set()
+        if replica_id >= 0:
+            ok = authz.cluster_allowed(req.session, AclOperation.CLUSTER_ACTION)
+            return set() if ok else {tp for tp, _ in wanted}
+        readable = {t: authz.topic_allowed(req.session, AclOperation.READ, t) for t in {tp.topic for tp, _ in wanted}}
+        return {tp for tp, _ in wanted if not readable[tp.topic]}
 
     def _record_follower_fetches(self, replica_id: int, wanted: list[tuple[TopicPartition, Any]]) -> None:
         rm = self.rm

@@ -32,6 +32,7 @@ from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
@@ -134,9 +135,16 @@ class GroupApis:
             self._creating = None
 
     # ------------------------------------------------------------ membership
+    def _group_readable(self, req: DecodedRequest) -> bool:
+        return self.broker.authz.group_allowed(req.session, AclOperation.READ, req.request.group_id)
+
     async def handle_join_group(self, req: DecodedRequest) -> Any:
         r = req.request
         v = req.api_version
+        if not self._group_readable(req):
+            return JoinGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, protocol_type=None,
+                                     protocol_name=None if v >= 7 else "", leader="", skip_assignment=False,
+                                     member_id=r.member_id or "", members=[])
         protocols = [(p.name, bytes(p.metadata)) for p in (r.protocols or [])]
         res = await self.coordinator.join_group(
             r.group_id, r.member_id or "", r.group_instance_id if v >= 5 else None, req.header.client_id or "",
@@ -152,6 +160,8 @@ class GroupApis:
     async def handle_sync_group(self, req: DecodedRequest) -> Any:
         r = req.request
         v = req.api_version
+        if not self._group_readable(req):
+            return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, protocol_type=None, protocol_name=None, assignment=b"")
         assignments = {a.member_id: bytes(a.assignment) for a in (r.assignments or [])}
         res = await self.coordinator.sync_group(
             r.group_id, r.generation_id, r.member_id, r.group_instance_id if v >= 3 else None,
@@ -161,6 +171,8 @@ class GroupApis:
 
     async def handle_heartbeat(self, req: DecodedRequest) -> Any:
         r = req.request
+        if not self._group_readable(req):
+            return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         code = self.coordinator.heartbeat(r.group_id, r.generation_id, r.member_id,
                                           r.group_instance_id if req.api_version >= 3 else None)
         return HeartbeatResponse(throttle_time_ms=0, error_code=int(code))
@@ -168,6 +180,8 @@ class GroupApis:
     async def handle_leave_group(self, req: DecodedRequest) -> Any:
         r = req.request
         v = req.api_version
+        if not self._group_readable(req):
+            return LeaveGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
         leaving: list[tuple[str, str | None]] = (
             [(m.member_id, m.group_instance_id) for m in (r.members or [])] if v >= 3 else [(r.member_id, None)])
         code, per_member = self.coordinator.leave_group(r.group_id, leaving)

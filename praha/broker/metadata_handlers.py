@@ -20,6 +20,7 @@ from kafka.protocol.metadata import MetadataResponse
 from praha.common import NO_LEADER
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
 
@@ -45,11 +46,22 @@ class MetadataApis:
         else:
             names = [t.name for t in r.topics if t.name is not None]
         created: dict[str, ErrorCode] = {}
-        unknown = [n for n in names if not cache.contains_topic(n)]
+        authz = self.broker.authz
+        describable = {n: authz.topic_allowed(req.session, AclOperation.DESCRIBE, n) for n in names}
+        if r.topics is None:  # all topics: only those the principal may describe (as Kafka)
+            names = [n for n in names if describable[n]]
+        unknown = [n for n in names if not cache.contains_topic(n) and describable[n]]
         if unknown and self.broker.config.auto_create_topics_enable and \
                 (req.api_version < 4 or r.allow_auto_topic_creation):
-            created = await self._auto_create(unknown)
-        topics = [self._topic_metadata(name, created.get(name)) for name in names]
+            may_create = authz.cluster_allowed(req.session, AclOperation.CREATE)
+            creatable = [n for n in unknown if may_create or authz.topic_allowed(req.session, AclOperation.CREATE, n)]
+            created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
+            if creatable:
+                created.update(await self._auto_create(creatable))
+        topics = [self._topic_metadata(name, created.get(name)) if describable[name] else
+                  _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
+                       partitions=[], authorized_operations=None)
+                  for name in names]
         brokers = [  # each broker's endpoint on the listener the client came through (as Kafka)
             _MR.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack)
             for b, ep in cache.endpoints_on(req.session.listener)

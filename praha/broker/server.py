@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from praha.broker.authorization import RequestAuthorizer
 from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
@@ -46,6 +47,8 @@ from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.controller_apis import ControlledShutdownRequest
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
 from praha.protocol.scram import ScramCredential, ScramMechanism
+from praha.security.acl import AuthorizerConfig
+from praha.security.acl_store import AclCache
 from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
 from praha.statelog import StateChangeLog
@@ -92,6 +95,8 @@ class BrokerServer:
         self.listener_securities = [listener_security(config, ep) for ep in config.endpoints]
         self.inter_broker = inter_broker_security(config)
         self.replica_manager.inter_broker_security = self.inter_broker
+        self.authz = RequestAuthorizer()  # AclAuthorizer once ZooKeeper is connected, if configured
+        self.acl_cache: AclCache | None = None
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
@@ -125,6 +130,11 @@ class BrokerServer:
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()
         self.replica_manager.start_logs(self.store)
+        if cfg.authorizer_class_name:
+            self.acl_cache = AclCache(self.store)
+            self.acl_cache.start()
+            self.authz = RequestAuthorizer(
+                AuthorizerConfig.parse(cfg.super_users, cfg.allow_everyone_if_no_acl_found), self.acl_cache)
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
         quotas = ConnectionQuotas(ConnectionLimits.from_broker_config(cfg))  # broker-wide, as Kafka's
@@ -263,6 +273,7 @@ class BrokerServer:
         ss = self.socket_server
         servers = self.socket_servers
         return [
+            ("authorization_denied", float(self.authz.denied), "resource checks refused by the ACL authoriser"),
             ("failed_authentications", float(sum(s.failed_authentications for s in servers)),
              "connections closed because they did not authenticate (TLS principal, SASL)"),
             ("broker_epoch", float(self.fence.broker_epoch), "this broker's epoch (czxid of its registration)"),
@@ -347,6 +358,8 @@ class BrokerServer:
             self.controller.shutdown()
         if self.config_changes is not None:
             self.config_changes.stop()
+        if self.acl_cache is not None:
+            self.acl_cache.stop()
         if self.store is not None:
             self.store.stop()
         for server in self.socket_servers:

@@ -1,0 +1,68 @@
+"""Which requests a session may make: the ACL decision (`praha.security.acl.decide`) over
+the broker's ACL cache, and the table of what each API needs (Kafka's KafkaApis).
+
+Handlers ask `allowed(session, operation, resource type, name)` per resource and answer
+Kafka's error for each refused one (TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_
+FAILED); Metadata hides the topics a principal may not describe. With no authoriser
+configured every request is allowed.
+"""
+from __future__ import annotations
+
+from praha.protocol.api_keys import ApiKey
+from praha.protocol.framing import Session
+from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, ResourceType, decide
+from praha.security.acl_store import AclCache
+
+T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
+Op = AclOperation
+
+#: API → the (resource type, operation) pairs KafkaApis checks (any of them may apply,
+#: e.g. Fetch: Read on each topic from a consumer, ClusterAction from a follower).
+#: New APIs (transactions: AddPartitionsToTxn → Write on the TransactionalId, …) add a line.
+REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
+    ApiKey.PRODUCE: ((T, Op.WRITE), (X, Op.WRITE)),
+    ApiKey.FETCH: ((T, Op.READ), (C, Op.CLUSTER_ACTION)),
+    ApiKey.LIST_OFFSETS: ((T, Op.DESCRIBE),),
+    ApiKey.METADATA: ((T, Op.DESCRIBE), (C, Op.CREATE), (T, Op.CREATE)),
+    ApiKey.LEADER_AND_ISR: ((C, Op.CLUSTER_ACTION),),
+    ApiKey.STOP_REPLICA: ((C, Op.CLUSTER_ACTION),),
+    ApiKey.UPDATE_METADATA: ((C, Op.CLUSTER_ACTION),),
+    ApiKey.CONTROLLED_SHUTDOWN: ((C, Op.CLUSTER_ACTION),),
+    ApiKey.OFFSET_COMMIT: ((G, Op.READ), (T, Op.READ)),
+    ApiKey.OFFSET_FETCH: ((G, Op.DESCRIBE), (T, Op.DESCRIBE)),
+    ApiKey.FIND_COORDINATOR: ((G, Op.DESCRIBE), (X, Op.DESCRIBE)),
+    ApiKey.JOIN_GROUP: ((G, Op.READ),),
+    ApiKey.HEARTBEAT: ((G, Op.READ),),
+    ApiKey.LEAVE_GROUP: ((G, Op.READ),),
+    ApiKey.SYNC_GROUP: ((G, Op.READ),),
+    ApiKey.CREATE_TOPICS: ((C, Op.CREATE), (T, Op.CREATE)),
+}
+
+
+class RequestAuthorizer:
+    def __init__(self, config: AuthorizerConfig | None = None, cache: AclCache | None = None):
+        self.config = config
+        self.cache = cache
+        self.denied = 0  # refused checks, for the metrics
+
+    @property
+    def enabled(self) -> bool:
+        return self.config is not None and self.cache is not None
+
+    def allowed(self, session: Session, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        if self.config is None or self.cache is None:
+            return True
+        ok = decide(self.cache.bindings, self.config, session.principal, session.client_host.lstrip("/"),
+                    operation, resource_type, name)
+        if not ok:
+            self.denied += 1
+        return ok
+
+    def cluster_allowed(self, session: Session, operation: AclOperation) -> bool:
+        return self.allowed(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def topic_allowed(self, session: Session, operation: AclOperation, topic: str) -> bool:
+        return self.allowed(session, operation, ResourceType.TOPIC, topic)
+
+    def group_allowed(self, session: Session, operation: AclOperation, group: str) -> bool:
+        return self.allowed(session, operation, ResourceType.GROUP, group)
