@@ -381,6 +381,19 @@ CATALOGUE = [
     ("analyze-bad-format", "analyze state-change-log --path {dir} --format xml", 1,
      "error: --format takes csv and/or parquet, not xml"),
     ("analyze-no-logs", "analyze state-change-log --path {f:}", 1, "error: no state-change.log files under {f:}"),
+    # ---- acls (nothing is written when refused)
+    ("acls-add-no-resource", "acls --add --allow-principal User:a --operation Read", 1,
+     "error: --add needs a resource: --topic, --group, --transactional-id or --cluster"),
+    ("acls-add-no-principal", "acls --add --topic orders --operation Read", 1,
+     "error: --add needs --allow-principal or --deny-principal"),
+    ("acls-bad-operation", "acls --add --topic orders --allow-principal User:a --operation Fly", 1,
+     "error: unknown operation 'Fly'"),
+    ("acls-bad-principal", "acls --add --topic orders --allow-principal alice --operation Read", 1,
+     "error: principal 'alice' must be of the form User:NAME"),
+    ("acls-add-match", "acls --add --topic orders --allow-principal User:a --resource-pattern-type match", 1,
+     "error: --add takes --resource-pattern-type literal or prefixed"),
+    ("acls-remove-no-resource", "acls --remove --allow-principal User:a", 1,
+     "error: --remove needs a resource: --topic, --group, --transactional-id or --cluster"),
 ]
 
 def wants_dir(argv: list[str]) -> bool:
