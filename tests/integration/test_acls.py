@@ -1,0 +1,247 @@
+"""ACLs with real clients on a two-broker cluster with the AclAuthorizer on.
+
+Brokers talk over INTERNAL (mutual TLS; their certificates map to User:broker1/2, super
+users); clients log in over SASL_PLAINTEXT/PLAIN as admin (super user), alice or bob.
+ACLs are set with `praha acls` (ZooKeeper) and every broker follows the change notices.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.metadata import MetadataRequest
+
+from praha.cluster.certs import issue, make_ca
+from praha.cluster.local import free_ports
+from praha.common import TopicPartition
+from praha.errors import ErrorCode
+from praha.protocol import controller_wire as wire
+from praha.protocol.client import BrokerConnection
+from praha.protocol.client_security import ClientSecurity
+from praha.protocol.controller_apis import ControlledShutdownRequest
+from praha.protocol.controller_requests import (
+    LeaderAndIsrRequestData,
+    PartitionLeaderState,
+    StopReplicaPartition,
+    StopReplicaRequestData,
+)
+from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.zk.store import ZkStore
+
+pytestmark = pytest.mark.integration
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
+
+
+class Env:
+    def __init__(self, cluster, zk, ports, ca, client_cert):
+        self.cluster, self.zk, self.ports, self.ca, self.client_cert = cluster, zk, ports, ca, client_cert
+
+    def bootstrap(self, listener="SASL_PLAINTEXT", broker=None) -> str:
+        ids = [broker] if broker else sorted(self.ports)
+        return ",".join(f"127.0.0.1:{self.ports[b][listener]}" for b in ids)
+
+    def conf(self, user: str, broker=None) -> dict:
+        return {"bootstrap.servers": self.bootstrap(broker=broker), "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": USERS[user]}
+
+
+@pytest.fixture(scope="module")
+def env(zookeeper, tmp_path_factory):
+    root = tmp_path_factory.mktemp("acls")
+    ca = make_ca(root / "ca")
+    ports, per_broker = {}, {}
+    for bid in (1, 2):
+        cert = issue(ca, root / "ca", f"broker{bid}", f"broker{bid}", ou="brokers")
+        internal, sasl = free_ports(2)
+        ports[bid] = {"INTERNAL": internal, "SASL_PLAINTEXT": sasl}
+        per_broker[bid] = {"listeners": f"PLAINTEXT://127.0.0.1:{{port}},INTERNAL://127.0.0.1:{internal},"
+                                        f"SASL_PLAINTEXT://127.0.0.1:{sasl}",
+                           "ssl.keystore.location": str(cert.keystore)}
+    common = {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "ssl.truststore.location": str(ca.path),
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=.*$/$1/,DEFAULT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:broker1;User:broker2;User:admin",
+        "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    connect = unique_chroot(zookeeper.connect_string)
+    try:
+        with running_cluster(root / "cluster", connect, 2, common, per_broker=per_broker) as c:
+            yield Env(c, connect, ports, ca, issue(ca, root / "ca", "writer", "writer", ou="apps"))
+    finally:
+        delete_chroot(connect)
+
+
+def acls(cli, env, *args):
+    rc, out, err = cli("acls", *args, "--zookeeper", env.zk)
+    assert rc == 0, err
+    return out
+
+
+def new_topic(env) -> str:
+    name = f"acl-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(env.conf("admin"))  # kept alive until the result is in
+    admin.create_topics([NewTopic(name, 2, 2)])[name].result(30)
+    return name
+
+
+def produce(env, user, topic, n=5) -> list:
+    errors: list = []
+    p = Producer({**env.conf(user), "acks": "all", "message.timeout.ms": 10000})
+    for i in range(n):
+        p.produce(topic, f"{user}-{i}".encode(), on_delivery=lambda err, _m: errors.append(err))
+    p.flush(20)
+    return errors
+
+
+def visible_topics(env, user, broker=None) -> set[str]:
+    return set(AdminClient(env.conf(user, broker)).list_topics(timeout=10).topics)
+
+
+def test_super_user_and_no_acl_means_no_access(env):
+    topic = new_topic(env)
+    assert produce(env, "admin", topic) == [None] * 5
+    errors = produce(env, "alice", topic)
+    assert errors and all(e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in errors)
+    assert topic not in visible_topics(env, "alice") and topic in visible_topics(env, "admin")
+
+
+def test_write_read_and_group_read(env, cli):
+    topic, group = new_topic(env), f"g-{uuid.uuid4().hex[:6]}"
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--group", group + "-a")
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
+    wait_for(lambda: produce(env, "alice", topic, 1) == [None], 10, what="alice may write")
+    assert produce(env, "alice", topic) == [None] * 5
+    # Write implies Describe: alice sees the topic, bob still does not
+    assert topic in visible_topics(env, "alice") and topic not in visible_topics(env, "bob")
+    # bob: Read on the topic but not on the group: the group refuses him
+    acls(cli, env, "--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", topic)
+    errs = _consume_errors(env, "bob", topic, group)
+    assert KafkaError.GROUP_AUTHORIZATION_FAILED in errs
+    acls(cli, env, "--add", "--allow-principal", "User:bob", "--operation", "Read", "--group", group)
+    got = _consume(env, "bob", topic, group, 6)
+    assert len(got) == 6
+    # alice has no Read on the topic (only on her group): fetching is refused
+    assert KafkaError.TOPIC_AUTHORIZATION_FAILED in _consume_errors(env, "alice", topic, group + "-a")
+
+
+def _consumer(env, user, topic, group):
+    c = Consumer({**env.conf(user), "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    return c
+
+
+def _consume(env, user, topic, group, n):
+    c, got = _consumer(env, user, topic, group), []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+    finally:
+        c.close()
+    return got
+
+
+def _consume_errors(env, user, topic, group, seconds=10.0):
+    c, errs = _consumer(env, user, topic, group), set()
+    deadline = time.monotonic() + seconds
+    try:
+        while not errs and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is not None:
+                errs.add(m.error().code())
+    finally:
+        c.close()
+    return errs
+
+
+def test_prefixed_and_deny(env, cli):
+    prefix = f"pay{uuid.uuid4().hex[:4]}-"
+    eu, us = f"{prefix}eu", f"{prefix}us"
+    admin = AdminClient(env.conf("admin"))
+    for f in admin.create_topics([NewTopic(eu, 1, 2), NewTopic(us, 1, 2)]).values():
+        f.result(30)
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", prefix,
+         "--resource-pattern-type", "prefixed")
+    acls(cli, env, "--add", "--deny-principal", "User:alice", "--operation", "Write", "--topic", us)
+    wait_for(lambda: produce(env, "alice", eu, 1) == [None], 10, what="the prefixed ACL")
+    errors = produce(env, "alice", us, 2)
+    assert all(e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in errors)
+    out = acls(cli, env, "--list", "--topic", prefix, "--resource-pattern-type", "prefixed")
+    assert f"name={prefix}, patternType=PREFIXED" in out and "principal=User:alice" in out
+
+
+def test_a_change_is_in_force_on_every_broker_within_a_second(env, cli):
+    topic = new_topic(env)
+    assert all(topic not in visible_topics(env, "bob", b) for b in env.ports)
+    acls(cli, env, "--add", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", topic)
+    added = time.monotonic()
+    for b in env.ports:
+        conn = BrokerConnection("127.0.0.1", env.ports[b]["SASL_PLAINTEXT"], timeout=5,
+                                security=ClientSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", None, "PLAIN", "bob",
+                                                        "bob-secret"))
+        with conn:
+            wait_for(lambda: any(t.name == topic and t.error_code == 0 for t in
+                                 conn.send(MetadataRequest[1](topics=[topic]), 1).topics), 5, 0.02,
+                     what=f"broker {b} to apply the ACL")
+    assert time.monotonic() - added < 1.0
+    acls(cli, env, "--remove", "--topic", topic, "--allow-principal", "User:bob", "--operation", "Describe")
+    wait_for(lambda: all(topic not in visible_topics(env, "bob", b) for b in env.ports), 5, what="the removal")
+
+
+def _writer_security(env) -> ClientSecurity:
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(env.ca.path))
+    ctx.load_cert_chain(str(env.client_cert.keystore))
+    return ClientSecurity("INTERNAL", "SSL", ctx)
+
+
+def test_controller_requests_need_cluster_action(env):
+    """A client on the inter-broker listener (a valid certificate, User:writer) sending the
+    controller's requests with the current controller epoch is refused, nothing changes."""
+    topic = new_topic(env)
+    store = ZkStore(env.zk).start()
+    try:
+        controller_id, (epoch, _) = store.get_controller_id(), store.get_controller_epoch()
+        tp = TopicPartition(topic, 0)
+        before = store.get_partition_states([tp])[0][tp]
+        lai = before.leader_and_isr
+        other = next(b for b in env.ports if b != lai.leader)
+        requests = [
+            LeaderAndIsrRequestData(controller_id, epoch, -1, [PartitionLeaderState(
+                tp, epoch, other, lai.leader_epoch + 1, (other,), 0, (1, 2))], []),
+            StopReplicaRequestData(controller_id, epoch, -1, [StopReplicaPartition(tp, lai.leader_epoch + 1, True)]),
+        ]
+        for request in requests:
+            obj, version = wire.request_to_wire(request)
+            with BrokerConnection("127.0.0.1", env.ports[lai.leader]["INTERNAL"], timeout=10,
+                                  security=_writer_security(env)) as conn:
+                code = wire.response_from_wire(conn.send(obj, version)).error_code
+            assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        with BrokerConnection("127.0.0.1", env.ports[controller_id]["INTERNAL"], timeout=10,
+                              security=_writer_security(env)) as conn:
+            broker = store.get_broker(lai.leader)
+            resp = conn.send(ControlledShutdownRequest(broker_id=lai.leader, broker_epoch=broker.epoch), 3)
+        assert resp.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        after = store.get_partition_states([tp])[0][tp]
+    finally:
+        store.stop()
+    assert after.leader_and_isr == lai
+    assert produce(env, "admin", topic) == [None] * 5  # the leader still leads and takes writes
