@@ -197,8 +197,8 @@ def test_a_change_is_in_force_on_every_broker_within_a_second(env, cli):
                                 security=ClientSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", None, "PLAIN", "bob",
                                                         "bob-secret"))
         with conn:
-            wait_for(lambda: any(t.name == topic and t.error_code == 0 for t in
-                                 conn.send(MetadataRequest[1](topics=[topic]), 1).topics), 5, 0.02,
+            wait_for(lambda c=conn: any(t.name == topic and t.error_code == 0 for t in
+                                        c.send(MetadataRequest[1](topics=[topic]), 1).topics), 5, 0.02,
                      what=f"broker {b} to apply the ACL")
     assert time.monotonic() - added < 1.0
     acls(cli, env, "--remove", "--topic", topic, "--allow-principal", "User:bob", "--operation", "Describe")
