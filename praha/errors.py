@@ -82,6 +82,8 @@ class ErrorCode(IntEnum):
     INVALID_RECORD = 87
     UNKNOWN_TOPIC_ID = 100
     RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
 
 
 class PrahaError(Exception):

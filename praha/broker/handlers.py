@@ -10,7 +10,8 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`), ACLs and SCRAM
+credentials (`security_handlers`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
+from praha.broker.security_handlers import SecurityApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
@@ -60,9 +62,10 @@ class RequestHandlers:
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
         self.configs = ConfigApis(broker)
+        self.security = SecurityApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs)}
+            self.configs, self.security)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -130,6 +133,13 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
     Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
     Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),
+    # kafka-python's ACL schemas start at v1
+    Route(ApiKey.DESCRIBE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_describe_acls),
+    Route(ApiKey.CREATE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_create_acls),
+    Route(ApiKey.DELETE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_delete_acls),
+    Route(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis,
+          SecurityApis.handle_describe_user_scram_credentials),
+    Route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis, SecurityApis.handle_alter_user_scram_credentials),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

@@ -49,6 +49,20 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.admin.acl import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -169,6 +183,11 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeProducersRequest, DescribeProducersResponse),
     _spec(SaslHandshakeRequest, SaslHandshakeResponse),
     _spec(SaslAuthenticateRequest, SaslAuthenticateResponse),
+    _spec(CreateAclsRequest, CreateAclsResponse),
+    _spec(DescribeAclsRequest, DescribeAclsResponse),
+    _spec(DeleteAclsRequest, DeleteAclsResponse),
+    _spec(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+    _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
 )}
 
 

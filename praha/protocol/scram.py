@@ -27,8 +27,17 @@ CHANNEL_BINDING = "biws"
 
 
 class ScramMechanism(Enum):
-    SHA_256 = ("SCRAM-SHA-256", "sha256")
-    SHA_512 = ("SCRAM-SHA-512", "sha512")
+    SHA_256 = ("SCRAM-SHA-256", "sha256", 1)
+    SHA_512 = ("SCRAM-SHA-512", "sha512", 2)
+
+    @property
+    def wire_id(self) -> int:
+        """The id in Describe/AlterUserScramCredentials (Kafka's ScramMechanism type)."""
+        return self.value[2]
+
+    @classmethod
+    def by_wire_id(cls, wire_id: int) -> "ScramMechanism | None":
+        return next((m for m in cls if m.wire_id == wire_id), None)
 
     @property
     def mechanism_name(self) -> str:
@@ -71,7 +80,13 @@ class ScramCredential:
     def from_password(cls, mechanism: ScramMechanism, password: str, iterations: int,
                       salt: bytes | None = None) -> "ScramCredential":
         salt = os.urandom(32) if salt is None else salt
-        salted = mechanism.salted_password(password, salt, iterations)
+        return cls.from_salted_password(mechanism, mechanism.salted_password(password, salt, iterations), salt,
+                                        iterations)
+
+    @classmethod
+    def from_salted_password(cls, mechanism: ScramMechanism, salted: bytes, salt: bytes,
+                             iterations: int) -> "ScramCredential":
+        """What AlterUserScramCredentials sends: the client salted the password itself."""
         client_key = mechanism.hmac(salted, b"Client Key")
         return cls(salt, mechanism.hash(client_key), mechanism.hmac(salted, b"Server Key"), iterations)
 

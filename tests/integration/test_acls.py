@@ -245,3 +245,32 @@ def test_controller_requests_need_cluster_action(env):
         store.stop()
     assert after.leader_and_isr == lai
     assert produce(env, "admin", topic) == [None] * 5  # the leader still leads and takes writes
+
+
+def test_acl_apis_with_confluent_kafka(env):
+    """CreateAcls / DescribeAcls / DeleteAcls from an unmodified AdminClient; a non-super
+    user without Alter on the cluster is refused."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    topic = new_topic(env)
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    admin = AdminClient(env.conf("admin"))
+    assert admin.create_acls([binding])[binding].result(20) is None
+    flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                           AclPermissionType.ANY)
+    assert admin.describe_acls(flt).result(20) == [binding]
+    wait_for(lambda: topic in visible_topics(env, "bob"), 5, what="bob sees the topic (Read implies Describe)")
+    alice = AdminClient(env.conf("alice"))
+    with pytest.raises(Exception) as refused:
+        alice.create_acls([binding])[binding].result(20)
+    assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    assert admin.delete_acls([flt])[flt].result(20) == [binding]
+    assert admin.describe_acls(flt).result(20) == []

@@ -73,7 +73,7 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     assert rc == 0, err
     assert out.startswith(f"127.0.0.1:{cluster.load().brokers[1].port} (id: 1 rack: null) -> (")
     assert "\tDescribeConfigs(32): 1 to 4 [usable: 4]," in out and "\tSaslHandshake(17): 0 to 1 [usable: 1]," in out
-    assert "\tCreateAcls(30): UNSUPPORTED," in out
+    assert "\tDescribeDelegationToken(41): UNSUPPORTED," in out
     rc, out, _ = cli("api-versions", "--json", "--dir", str(cluster.root))
     import json
     assert rc == 0 and json.loads(out)[0]["apis"]["JoinGroup"] == {"min": 0, "max": 9}

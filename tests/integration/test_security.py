@@ -305,3 +305,28 @@ def test_scram_credentials_are_stored_as_kafka_stores_them(secure):
     assert set(config) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
     assert all(v.startswith("salt=") and v.endswith(",iterations=8192") for v in config.values())
     assert {"version": 2, "entity_path": "users/alice"} in notices
+
+
+def test_scram_credentials_through_the_admin_api(secure):
+    """AlterUserScramCredentials from confluent-kafka's AdminClient, then carol logs in with
+    kafka-python over SCRAM-SHA-256; DescribeUserScramCredentials lists her mechanism."""
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism as CScram,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secure.bootstrap("SASL_PLAINTEXT"), **client_settings(secure, "plain")[1]})
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(CScram.SCRAM_SHA_256, 8192), b"carol-secret")
+    admin.alter_user_scram_credentials([upsert])["carol"].result(20)
+    described = admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [(CScram.SCRAM_SHA_256, 8192)]
+    settings = {"security_protocol": "SASL_SSL", "ssl_cafile": str(secure.ca.path), "sasl_mechanism": "SCRAM-SHA-256",
+                "sasl_plain_username": "carol", "sasl_plain_password": "carol-secret"}
+    producer = KafkaProducer(bootstrap_servers=secure.bootstrap("SASL_SSL").split(","), **settings)
+    producer.send(new_topic(secure), b"x").get(30)
+    producer.close()
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion("carol", CScram.SCRAM_SHA_256)])["carol"].result(20)
+    with pytest.raises(Exception):
+        admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
