@@ -312,9 +312,11 @@ def test_scram_credentials_through_the_admin_api(secure):
     kafka-python over SCRAM-SHA-256; DescribeUserScramCredentials lists her mechanism."""
     from confluent_kafka.admin import (
         ScramCredentialInfo,
-        ScramMechanism as CScram,
         UserScramCredentialDeletion,
         UserScramCredentialUpsertion,
+    )
+    from confluent_kafka.admin import (
+        ScramMechanism as CScram,
     )
 
     admin = AdminClient({"bootstrap.servers": secure.bootstrap("SASL_PLAINTEXT"), **client_settings(secure, "plain")[1]})
