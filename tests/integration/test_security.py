@@ -17,7 +17,7 @@ import subprocess
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.protocol.metadata import MetadataRequest
@@ -330,5 +330,6 @@ def test_scram_credentials_through_the_admin_api(secure):
     producer.send(new_topic(secure), b"x").get(30)
     producer.close()
     admin.alter_user_scram_credentials([UserScramCredentialDeletion("carol", CScram.SCRAM_SHA_256)])["carol"].result(20)
-    with pytest.raises(Exception):
+    with pytest.raises(KafkaException) as gone:
         admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
+    assert gone.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
