@@ -10,7 +10,7 @@ and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
   praha reassign list
   praha elect-leaders --election-type preferred
         (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
-  praha configs --entity-type topics|brokers (--entity-name N | --entity-default)
+  praha configs --entity-type topics|brokers|users (--entity-name N | --entity-default)
         (--describe | --alter [--add-config k=v,...] [--delete-config k,...])
 
 Each command parses and checks all its input before writing anything; a refusal prints
@@ -117,7 +117,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("configs", help="show or change topic and broker configs while the cluster runs "
                                        "(kafka-configs)")
-    p.add_argument("--entity-type", required=True, choices=["topics", "brokers"], help="what to configure")
+    p.add_argument("--entity-type", required=True, choices=["topics", "brokers", "users"],
+                   help="what to configure (users: SCRAM credentials)")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--entity-name", help="the topic, or the broker id")
     g.add_argument("--entity-default", action="store_true", help="brokers: the default for every broker")
@@ -407,6 +408,10 @@ def cmd_configs(args: argparse.Namespace) -> int:
     from praha.admin.configs import alter, describe, parse_config_list
     from praha.zk.znodes import DEFAULT_BROKER_ENTITY
 
+    if args.entity_type == "users":
+        from praha.cli.users import cmd_user_configs
+
+        return cmd_user_configs(args)
     if args.entity_default and args.entity_type != "brokers":
         raise CliError("--entity-default is for --entity-type brokers")
     name = DEFAULT_BROKER_ENTITY if args.entity_default else args.entity_name

@@ -392,6 +392,16 @@ CATALOGUE = [
      "error: principal 'alice' must be of the form User:NAME"),
     ("acls-add-match", "acls --add --topic orders --allow-principal User:a --resource-pattern-type match", 1,
      "error: --add takes --resource-pattern-type literal or prefixed"),
+    ("configs-users-no-password", "configs --entity-type users --entity-name u --alter "
+     "--add-config SCRAM-SHA-256=[iterations=8192]", 1,
+     "error: SCRAM-SHA-256: expected [iterations=N,password=SECRET], got [iterations=8192]"),
+    ("configs-users-few-iterations", "configs --entity-type users --entity-name u --alter "
+     "--add-config SCRAM-SHA-512=[iterations=10,password=p]", 1,
+     "error: SCRAM-SHA-512: iterations must be between 4096 and 16384, got 10"),
+    ("configs-users-not-scram", "configs --entity-type users --entity-name u --alter --add-config consumer_byte_rate=10",
+     1, "error: users configs here are SCRAM credentials: SCRAM-SHA-256 or SCRAM-SHA-512, not 'consumer_byte_rate'"),
+    ("configs-users-default", "configs --entity-type users --entity-default --describe", 1,
+     "error: --entity-type users needs --entity-name USER (SCRAM credentials are per user)"),
     ("acls-remove-no-resource", "acls --remove --allow-principal User:a", 1,
      "error: --remove needs a resource: --topic, --group, --transactional-id or --cluster"),
 ]

@@ -333,3 +333,23 @@ def test_scram_credentials_through_the_admin_api(secure):
     with pytest.raises(KafkaException) as gone:
         admin.describe_user_scram_credentials(["carol"])["carol"].result(20)
     assert gone.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+
+
+def test_scram_user_from_praha_configs(secure, cli):
+    """kafka-configs' syntax: the credential lands in ZooKeeper (no password there) and dave
+    logs in with confluent-kafka over SASL_SSL/SCRAM-SHA-512 at once."""
+    rc, out, err = cli("configs", "--entity-type", "users", "--entity-name", "dave", "--alter", "--add-config",
+                       "SCRAM-SHA-512=[iterations=8192,password=dave-secret],SCRAM-SHA-256=[password=dave-secret]",
+                       "--zookeeper", secure.zk)
+    assert rc == 0, err
+    rc, out, err = cli("configs", "--entity-type", "users", "--entity-name", "dave", "--describe", "--zookeeper", secure.zk)
+    assert out.strip() == ("SCRAM credential configs for user-principal 'dave' are "
+                           "SCRAM-SHA-256=iterations=4096, SCRAM-SHA-512=iterations=8192")
+    store = ZkStore(secure.zk).start()
+    try:
+        assert b"dave-secret" not in store.get_data("/config/users/dave")[0]
+    finally:
+        store.stop()
+    settings = {**client_settings(secure, "scram")[1], "sasl.username": "dave", "sasl.password": "dave-secret"}
+    admin = AdminClient({"bootstrap.servers": secure.bootstrap("SASL_SSL"), **settings})
+    assert len(admin.list_topics(timeout=20).brokers) == 2
