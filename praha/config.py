@@ -156,6 +156,9 @@ class BrokerConfig:
     zookeeper_connect: str = _option("zookeeper.connect", "", _str)
     zookeeper_session_timeout_ms: int = _option("zookeeper.session.timeout.ms", 18000, _int, 1000)
     zookeeper_connection_timeout_ms: int = _option("zookeeper.connection.timeout.ms", 18000, _int, 100)
+    zookeeper_set_acl: bool = _option("zookeeper.set.acl", False, _bool)
+    zookeeper_digest: str = _option("praha.zookeeper.digest", "", _str,
+                                    doc="user:password the broker authenticates to ZooKeeper with (digest scheme)")
     broker_rack: str = _option("broker.rack", "", _str)
     controlled_shutdown_enable: bool = _option("controlled.shutdown.enable", True, _bool)
     controlled_shutdown_max_retries: int = _option("controlled.shutdown.max.retries", 3, _int, 0)
@@ -333,6 +336,9 @@ class BrokerConfig:
         if self.inter_broker_listener not in advertised:
             raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} must be one of the "
                               f"advertised listeners ({', '.join(sorted(advertised))})")
+        if self.zookeeper_set_acl and ":" not in self.zookeeper_digest:
+            raise ConfigError("zookeeper.set.acl=true needs praha.zookeeper.digest=user:password (the brokers' "
+                              "ZooKeeper identity)")
         if self.authorizer_class_name not in ACL_AUTHORIZERS + ("",):
             raise ConfigError(f"authorizer.class.name: praha's authoriser is {ACL_AUTHORIZERS[0]}, "
                               f"not {self.authorizer_class_name!r}")

@@ -51,7 +51,7 @@ _Entry = _Result.DescribeConfigsResourceResult
 _Syn = _Entry.DescribeConfigsSynonym
 
 #: broker settings whose values must not be shown (Kafka's PASSWORD type)
-_SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config")
+_SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config", "ssl.keystore.key", "zookeeper.digest")
 
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3

@@ -52,6 +52,7 @@ from praha.security.acl_store import AclCache
 from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
 from praha.statelog import StateChangeLog
+from praha.zk.auth import ZkAuth
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class BrokerServer:
             cfg.zookeeper_connect,
             session_timeout_ms=cfg.zookeeper_session_timeout_ms,
             connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+            auth=ZkAuth(cfg.zookeeper_digest, cfg.zookeeper_set_acl),
         )
         self.store.start()
         self.store.ensure_persistent_paths()

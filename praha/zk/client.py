@@ -58,6 +58,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from praha.errors import PrahaError
+from praha.zk.auth import ZkAuth
 from praha.zk.chroot import chrooted
 from praha.zk.multiread import (
     GET_CHILDREN_OPCODE,
@@ -134,8 +135,11 @@ class ZooKeeperClient:
     #: transactions in flight during `multi`/`checked_multi`
     write_window = 64
 
-    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 6000):
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 6000,
+                 auth: ZkAuth | None = None):
         self.connect = connect
+        #: digest credentials and whether created znodes get ACLs (default: $PRAHA_ZOOKEEPER_DIGEST)
+        self.auth = auth if auth is not None else ZkAuth.from_environment()
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
         self.request_timeout = max(session_timeout_ms, connection_timeout_ms) / 1000.0
@@ -180,6 +184,8 @@ class ZooKeeperClient:
         # within a fraction of its session timeout. Commands retried only briefly.
         return KazooClient(
             hosts=hosts,
+            auth_data=self.auth.auth_data(),
+            default_acl=self.auth.default_acl(),
             timeout=self.session_timeout_ms / 1000.0,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_jitter=0.2, max_delay=1.0),
             command_retry=KazooRetry(max_tries=5, delay=0.05, backoff=2, max_jitter=0.2, max_delay=1.0,
@@ -243,6 +249,13 @@ class ZooKeeperClient:
     @property
     def connected(self) -> bool:
         return self._connected.is_set()
+
+    def restrict(self, path: str) -> None:
+        """Only our identity may read `path` (Kafka's sensitive paths: SCRAM credentials);
+        nothing to do without ACLs."""
+        acl = self.auth.private_acl()
+        if acl:
+            self.client.set_acls(path, acl)
 
     def ensure_paths(self, paths: Iterable[str]) -> None:
         """Create each path and its ancestors if missing (pipelined, parents first: ZooKeeper

@@ -44,6 +44,7 @@ from praha.errors import (
 )
 from praha.zk import fast_codecs as fast
 from praha.zk import znodes as zn
+from praha.zk.auth import ZkAuth
 from praha.zk.client import (
     ROLLED_BACK_ERRORS,
     VersionCheck,
@@ -86,8 +87,9 @@ def _fenced(epoch_zk_version: int) -> Iterator[None]:
 class ZkStore(ZooKeeperClient):
     """See the module docstring. Not usable before `start()`; `stop()` ends the session."""
 
-    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 6000):
-        super().__init__(connect, session_timeout_ms, connection_timeout_ms)
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 6000,
+                 auth: ZkAuth | None = None):
+        super().__init__(connect, session_timeout_ms, connection_timeout_ms, auth)
         #: (czxid, version, content, encoded entries or None) of /admin/reassign_partitions as
         #: last read or written here (see get_reassignments)
         self._reassignments_cache: tuple[int, int, dict[TopicPartition, tuple[int, ...]],
