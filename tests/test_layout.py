@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "chaos": {"testing", "cluster", "admin", "zk", "protocol", "config", "statelog"} | _BASE,
     "analytics": {"spark"} | _BASE,
     "testing": {"cluster", "admin", "zk", "protocol", "config"} | _BASE,
-    "cluster": {"admin", "zk", "protocol", "config", "configdefs"} | _BASE,
+    "cluster": {"admin", "security", "zk", "protocol", "config", "configdefs"} | _BASE,
     "admin": {"zk", "protocol", "config", "configdefs", "topic_rules"} | _BASE,
     "broker": {"controller", "coordinator", "security", "log", "zk", "protocol", "config", "configdefs",
                "statelog", "topic_rules"} | _BASE,

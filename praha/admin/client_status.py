@@ -12,12 +12,14 @@ from kafka.protocol.metadata import MetadataRequest
 
 from praha.errors import PrahaError
 from praha.protocol.client import BrokerConnection, api_versions
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 
 
-def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0) -> Any:
+def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0,
+                   security: ClientSecurity = PLAINTEXT) -> Any:
     """A MetadataResponse v12 from one broker (the kafka-python object)."""
     host, _, port = bootstrap.rpartition(":")
-    conn = BrokerConnection(host, int(port), timeout=timeout)
+    conn = BrokerConnection(host, int(port), timeout=timeout, security=security)
     conn.connect()
     try:
         req_topics = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in topics]

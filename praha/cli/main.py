@@ -90,17 +90,31 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     unknown = [k for k in overrides if k not in BrokerConfig.keys()]
     if unknown:
         print(f"warning: unknown broker config keys {unknown} (passed through)", file=sys.stderr)
-    cluster.up(
+    state = cluster.up(
         args.brokers, zookeeper=args.zookeeper, overrides=overrides, timeout=args.timeout,
-        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+        progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True), secure=args.secure,
     )
     status = cluster.status()
     print_status(status)
+    bootstrap = ",".join(f"{b['host']}:{b['port']}" for b in status["brokers"])
     print(f"\ncluster directory: {cluster.root}")
-    print("bootstrap servers: " + ",".join(f"{b['host']}:{b['port']}" for b in status["brokers"]))
+    print("bootstrap servers: " + bootstrap)
     print(f"zookeeper:         {status['zookeeper']}")
     print(f"stop it with:      praha cluster down --dir {cluster.root}")
+    if state.security_dir:
+        _print_secure_settings(Path(state.security_dir), bootstrap)
     return EXIT_OK
+
+
+def _print_secure_settings(security_dir: Path, bootstrap: str) -> None:
+    from praha.cluster.secure import SecureSetup
+
+    setup = SecureSetup.load(security_dir)
+    settings = setup.client_settings(bootstrap)
+    print("\nSASL_SSL with SCRAM-SHA-512, ACLs on (the admin is a super user; grant others with `praha acls`).")
+    print("confluent-kafka:\n  " + json.dumps(settings["confluent-kafka"]))
+    print("kafka-python:\n  " + json.dumps(settings["kafka-python"]))
+    print("kcat:\n  kcat " + setup.kcat_arguments(bootstrap) + " -L")
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
@@ -198,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--broker-config", type=_key_value, action="append", metavar="KEY=VALUE",
                    help="broker config override, repeatable (Kafka names, e.g. min.insync.replicas=2)")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default 90)")
+    p.add_argument("--secure", action="store_true",
+                   help="TLS and SASL (SCRAM-SHA-512, an admin user), mutual TLS between brokers, ACLs on")
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_cluster_up)
     p = cl.add_parser("status", help="controller, epoch, live brokers (and topics)")

@@ -76,6 +76,8 @@ class ClusterState:
     zookeeper_pid: int = -1
     zookeeper_embedded: bool = True
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+    #: `up --secure`: the directory of its CA, certificates and admin credential ("" = open)
+    security_dir: str = ""
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -157,6 +159,7 @@ class LocalCluster:
         timeout: float = 60.0,
         progress: Callable[[str], object] = lambda msg: None,
         per_broker: dict[int, dict[str, str]] | None = None,
+        secure: bool = False,
     ) -> ClusterState:
         if brokers < 1:
             raise ClusterError("--brokers must be at least 1")
@@ -184,6 +187,17 @@ class LocalCluster:
         # as Kafka's single-broker quickstart config: __consumer_offsets can be created
         # with fewer than three brokers (FindCoordinator waits for that many otherwise)
         offsets_defaults = {"offsets.topic.replication.factor": str(min(3, brokers))}
+        if secure:
+            from praha.cluster.secure import prepare
+
+            ids = list(range(1, brokers + 1))
+            internal = dict(zip(ids, free_ports(brokers)))
+            setup, secure_settings = prepare(self.root / "security", state.zookeeper, ids, internal,
+                                             {b: ports[2 * b - 2] for b in ids})
+            state.security_dir = str(setup.directory)
+            per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
+            progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "
+                     "ACLs on")
         for bid in range(1, brokers + 1):
             state.brokers[bid] = BrokerProcess(
                 id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
@@ -230,6 +244,7 @@ class LocalCluster:
         (so a client bootstrapping from any of them sees the whole cluster)."""
         deadline = time.monotonic() + timeout
         last: dict[str, Any] = {}
+        security = self.client_security(state)
         while time.monotonic() < deadline:
             for bid in broker_ids:
                 b = state.brokers[bid]
@@ -242,18 +257,27 @@ class LocalCluster:
                 continue
             live = {b["id"] for b in last["brokers"]}
             if broker_ids <= live and last["controller"]["id"] in live and all(
-                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"]) for b in broker_ids
+                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security) for b in broker_ids
             ):
                 return last
             time.sleep(0.1)
         raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last}")
 
-    @staticmethod
-    def _metadata_agrees(b: BrokerProcess, live: set[int], controller_id: int) -> bool:
+    def client_security(self, state: ClusterState) -> Any:
+        """How this cluster's own checks connect to its brokers (the admin, if secure)."""
+        from praha.protocol.client_security import PLAINTEXT
+
+        if not state.security_dir:
+            return PLAINTEXT
+        from praha.cluster.secure import SecureSetup
+
+        return SecureSetup.load(Path(state.security_dir)).client_security()
+
+    def _metadata_agrees(self, b: BrokerProcess, live: set[int], controller_id: int, security: Any) -> bool:
         from praha.admin.client_status import fetch_metadata
 
         try:
-            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=[], timeout=2.0)
+            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=[], timeout=2.0, security=security)
         except Exception:  # noqa: BLE001 - not serving yet
             return False
         return md.controller_id == controller_id and {x.node_id for x in md.brokers} == live
