@@ -9,7 +9,7 @@ configured every request is allowed.
 from __future__ import annotations
 
 from praha.protocol.api_keys import ApiKey
-from praha.protocol.framing import Session
+from praha.protocol.framing import DecodedRequest, Session
 from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, ResourceType, decide
 from praha.security.acl_store import AclCache
 
@@ -58,11 +58,12 @@ class RequestAuthorizer:
             self.denied += 1
         return ok
 
-    def cluster_allowed(self, session: Session, operation: AclOperation) -> bool:
-        return self.allowed(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    # the request's session is looked at only when an authoriser is on
+    def cluster_allowed(self, req: DecodedRequest, operation: AclOperation) -> bool:
+        return not self.enabled or self.allowed(req.session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
-    def topic_allowed(self, session: Session, operation: AclOperation, topic: str) -> bool:
-        return self.allowed(session, operation, ResourceType.TOPIC, topic)
+    def topic_allowed(self, req: DecodedRequest, operation: AclOperation, topic: str) -> bool:
+        return not self.enabled or self.allowed(req.session, operation, ResourceType.TOPIC, topic)
 
-    def group_allowed(self, session: Session, operation: AclOperation, group: str) -> bool:
-        return self.allowed(session, operation, ResourceType.GROUP, group)
+    def group_allowed(self, req: DecodedRequest, operation: AclOperation, group: str) -> bool:
+        return not self.enabled or self.allowed(req.session, operation, ResourceType.GROUP, group)

@@ -40,7 +40,7 @@ class ControllerApis:
     def _cluster_action_refused(self, req: DecodedRequest, api: int) -> Any:
         """The answer to a sender without ClusterAction on the cluster (only brokers have it:
         Kafka's KafkaApis), or None when it may send controller requests."""
-        if self.broker.authz.cluster_allowed(req.session, AclOperation.CLUSTER_ACTION):
+        if self.broker.authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION):
             return None
         log.warning("refused %s from %s (%s): no ClusterAction on the cluster", ApiKey(api).name,
                     req.session.principal, req.session.client_host)

@@ -114,7 +114,7 @@ class DataApis:
         waits: dict[TopicPartition, ProduceWait] = {}
         authz = self.broker.authz
         for t in r.topic_data:
-            writable_topic = authz.topic_allowed(req.session, AclOperation.WRITE, t.name)
+            writable_topic = authz.topic_allowed(req, AclOperation.WRITE, t.name)
             for pd in t.partition_data:
                 tp = TopicPartition(t.name, pd.index)
                 if not writable_topic:
@@ -285,9 +285,9 @@ class DataApis:
         if not authz.enabled:
             return set()
         if replica_id >= 0:
-            ok = authz.cluster_allowed(req.session, AclOperation.CLUSTER_ACTION)
+            ok = authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION)
             return set() if ok else {tp for tp, _ in wanted}
-        readable = {t: authz.topic_allowed(req.session, AclOperation.READ, t) for t in {tp.topic for tp, _ in wanted}}
+        readable = {t: authz.topic_allowed(req, AclOperation.READ, t) for t in {tp.topic for tp, _ in wanted}}
         return {tp for tp, _ in wanted if not readable[tp.topic]}
 
     def _record_follower_fetches(self, replica_id: int, wanted: list[tuple[TopicPartition, Any]]) -> None:

@@ -136,7 +136,7 @@ class GroupApis:
 
     # ------------------------------------------------------------ membership
     def _group_readable(self, req: DecodedRequest) -> bool:
-        return self.broker.authz.group_allowed(req.session, AclOperation.READ, req.request.group_id)
+        return self.broker.authz.group_allowed(req, AclOperation.READ, req.request.group_id)
 
     async def handle_join_group(self, req: DecodedRequest) -> Any:
         r = req.request

@@ -47,14 +47,14 @@ class MetadataApis:
             names = [t.name for t in r.topics if t.name is not None]
         created: dict[str, ErrorCode] = {}
         authz = self.broker.authz
-        describable = {n: authz.topic_allowed(req.session, AclOperation.DESCRIBE, n) for n in names}
+        describable = {n: authz.topic_allowed(req, AclOperation.DESCRIBE, n) for n in names}
         if r.topics is None:  # all topics: only those the principal may describe (as Kafka)
             names = [n for n in names if describable[n]]
         unknown = [n for n in names if not cache.contains_topic(n) and describable[n]]
         if unknown and self.broker.config.auto_create_topics_enable and \
                 (req.api_version < 4 or r.allow_auto_topic_creation):
-            may_create = authz.cluster_allowed(req.session, AclOperation.CREATE)
-            creatable = [n for n in unknown if may_create or authz.topic_allowed(req.session, AclOperation.CREATE, n)]
+            may_create = authz.cluster_allowed(req, AclOperation.CREATE)
+            creatable = [n for n in unknown if may_create or authz.topic_allowed(req, AclOperation.CREATE, n)]
             created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
             if creatable:
                 created.update(await self._auto_create(creatable))

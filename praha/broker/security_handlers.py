@@ -48,7 +48,7 @@ class SecurityApis:
         return await asyncio.get_running_loop().run_in_executor(None, fn)
 
     def _cluster(self, req: DecodedRequest, op: AclOperation) -> bool:
-        return self.broker.authz.cluster_allowed(req.session, op)
+        return self.broker.authz.cluster_allowed(req, op)
 
     # ------------------------------------------------------------------ ACLs
     async def handle_create_acls(self, req: DecodedRequest) -> Any:
