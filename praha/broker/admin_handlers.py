@@ -32,6 +32,7 @@ from kafka.protocol.admin import (
 from praha.common import TopicPartition
 from praha.errors import ControllerMovedError, ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic
 
@@ -134,7 +135,9 @@ class AdminApis:
         results: list[list[Any]] = []
         waiting: set[str] = set()
         for name, topic_id in wanted:
-            if not self.acting:
+            if name is not None and not self.broker.authz.topic_allowed(req, AclOperation.DELETE, name):
+                code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            elif not self.acting:
                 code, message = ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
             elif not self.broker.config.delete_topic_enable:
                 code = ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED

@@ -36,6 +36,12 @@ REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
     ApiKey.LEAVE_GROUP: ((G, Op.READ),),
     ApiKey.SYNC_GROUP: ((G, Op.READ),),
     ApiKey.CREATE_TOPICS: ((C, Op.CREATE), (T, Op.CREATE)),
+    ApiKey.DELETE_TOPICS: ((T, Op.DELETE),),
+    ApiKey.CREATE_ACLS: ((C, Op.ALTER),),
+    ApiKey.DELETE_ACLS: ((C, Op.ALTER),),
+    ApiKey.DESCRIBE_ACLS: ((C, Op.DESCRIBE),),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ((C, Op.ALTER),),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ((C, Op.DESCRIBE),),
 }
 
 

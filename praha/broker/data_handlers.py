@@ -369,11 +369,16 @@ class DataApis:
     async def handle_list_offsets(self, req: DecodedRequest) -> Any:
         r = req.request
         topics = []
+        authz = self.broker.authz
         for t in r.topics:
             parts = []
             seen = set()
+            describable = authz.topic_allowed(req, AclOperation.DESCRIBE, t.name)
             for lp in t.partitions:
                 tp = TopicPartition(t.name, lp.partition_index)
+                if not describable:
+                    parts.append(_lo(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 if tp in seen:
                     parts.append(_lo(tp.partition, ErrorCode.INVALID_REQUEST))
                     continue

@@ -71,7 +71,10 @@ class GroupApis:
         v = req.api_version
         key_type = r.key_type if v >= 1 else KEY_TYPE_GROUP
         keys = list(r.coordinator_keys or []) if v >= 4 else [r.key]
-        answers = [await self._find(key, key_type, req.session.listener) for key in keys]
+        authz = self.broker.authz
+        answers = [await self._find(key, key_type, req.session.listener)
+                   if key_type != KEY_TYPE_GROUP or authz.group_allowed(req, AclOperation.DESCRIBE, key)
+                   else (ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1) for key in keys]
         if v >= 4:
             return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
                 FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=int(c),
@@ -199,9 +202,14 @@ class GroupApis:
         now = now_ms()
         results: dict[tuple[str, int], ErrorCode] = {}
         offsets: dict[tuple[str, int], CommittedOffset] = {}
+        authz, group_ok = self.broker.authz, self._group_readable(req)
         for t in r.topics or []:
+            topic_ok = authz.topic_allowed(req, AclOperation.READ, t.name)
             for p in t.partitions or []:
                 tp = (t.name, p.partition_index)
+                if not group_ok or not topic_ok:
+                    results[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED if not group_ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if cache.partition(TopicPartition(t.name, p.partition_index)) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -224,14 +232,14 @@ class GroupApis:
             groups = []
             for g in r.groups or []:
                 wanted = None if g.topics is None else [(t.name, p) for t in g.topics for p in t.partition_indexes]
-                code, topics = self._fetch(g.group_id, wanted)
+                code, topics = self._fetch(req, g.group_id, wanted)
                 groups.append(_OFG(group_id=g.group_id, error_code=int(code), topics=[
                     _OFGT(name=t, partitions=[_OFGP(partition_index=p, committed_offset=o, committed_leader_epoch=e,
                                                     metadata=m, error_code=0) for p, o, e, m in ps])
                     for t, ps in topics.items()]))
             return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
         wanted = None if r.topics is None else [(t.name, p) for t in r.topics for p in t.partition_indexes]
-        code, topics = self._fetch(r.group_id, wanted)
+        code, topics = self._fetch(req, r.group_id, wanted)
         out = [_OFT(name=t, partitions=[_OFP(partition_index=p, committed_offset=o, committed_leader_epoch=e,
                                              metadata=m, error_code=0) for p, o, e, m in ps])
                for t, ps in topics.items()]
@@ -241,13 +249,21 @@ class GroupApis:
                    for t, ps_ in _by_topic(wanted or [])]
         return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=int(code))
 
-    def _fetch(self, group_id: str, wanted: list[tuple[str, int]] | None
+    def _fetch(self, req: DecodedRequest, group_id: str, wanted: list[tuple[str, int]] | None
                ) -> tuple[ErrorCode, dict[str, list[tuple[int, int, int, str]]]]:
-        code, offsets = self.coordinator.fetch_offsets(group_id, wanted)
+        """A group's committed offsets: Describe on the group, and only the topics the
+        principal may describe (the others are left out)."""
         topics: dict[str, list[tuple[int, int, int, str]]] = {}
+        authz = self.broker.authz
+        if not authz.group_allowed(req, AclOperation.DESCRIBE, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, topics
+        code, offsets = self.coordinator.fetch_offsets(group_id, wanted)
         if code != ErrorCode.NONE:
             return code, topics
+        describable: dict[str, bool] = {}
         for (t, p), o in sorted(offsets.items()):
+            if not describable.setdefault(t, authz.topic_allowed(req, AclOperation.DESCRIBE, t)):
+                continue
             row = (p, o.offset, o.leader_epoch, o.metadata) if o is not None else (p, -1, -1, "")
             topics.setdefault(t, []).append(row)
         return code, topics

@@ -129,7 +129,12 @@ class MetadataApis:
         results = []
         loop = asyncio.get_running_loop()
         created: dict[str, int] = {}
+        authz = self.broker.authz
+        may_create_any = authz.cluster_allowed(req, AclOperation.CREATE)
         for t in r.topics or []:
+            if not may_create_any and not authz.topic_allowed(req, AclOperation.CREATE, t.name):
+                results.append(_topic_result(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
+                continue
             if controller is None or not controller.is_acting:
                 results.append(_topic_result(t.name, ErrorCode.NOT_CONTROLLER, "this broker is not the controller"))
                 continue

@@ -240,8 +240,9 @@ CATALOGUE = [
      "error: min.insync.replicas=99 is larger than the replication factor 2: no write could succeed"),
     ("configs-default-topic", "configs --entity-type topics --entity-default --describe", 1,
      "error: --entity-default is for --entity-type brokers"),
-    ("configs-bad-type", "configs --entity-type users --entity-name x --describe", 2,
-     "praha configs: error: argument --entity-type: invalid choice: 'users' (choose from 'topics', 'brokers')"),
+    ("configs-bad-type", "configs --entity-type groups --entity-name x --describe", 2,
+     "praha configs: error: argument --entity-type: invalid choice: 'groups' (choose from 'topics', 'brokers', "
+     "'users')"),
     ("configs-no-action", "configs --entity-type topics --entity-name orders", 2,
      "praha configs: error: one of the arguments --describe --alter is required"),
     # ---- groups (kafka-consumer-groups' option rules and refusals)
