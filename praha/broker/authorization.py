@@ -45,6 +45,20 @@ REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
 }
 
 
+#: the operations each resource type has (Kafka's AclEntry.supportedOperations), whose
+#: allowed subset the authorised-operations fields report as a bit field (1 << operation)
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    T: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    G: (Op.READ, Op.DESCRIBE, Op.DELETE),
+    C: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE, Op.ALTER,
+        Op.DESCRIBE),
+    X: (Op.DESCRIBE, Op.WRITE),
+}
+#: an authorised-operations field that was not asked for (kafka-python encodes None as
+#: Kafka's -2147483648; a set of operation codes as the bit field)
+NOT_REQUESTED = None
+
+
 class RequestAuthorizer:
     def __init__(self, config: AuthorizerConfig | None = None, cache: AclCache | None = None):
         self.config = config
@@ -63,6 +77,19 @@ class RequestAuthorizer:
         if not ok:
             self.denied += 1
         return ok
+
+    def authorized_operations(self, req: DecodedRequest, resource_type: ResourceType, name: str) -> set[int]:
+        """The operations the session may do on the resource, for the bit field (all of
+        them without an authoriser, as Kafka)."""
+        ops = SUPPORTED_OPERATIONS[resource_type]
+        if self.enabled:
+            ops = tuple(op for op in ops if self._quietly_allowed(req.session, op, resource_type, name))
+        return {int(op) for op in ops}
+
+    def _quietly_allowed(self, session: Session, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        assert self.config is not None and self.cache is not None
+        return decide(self.cache.bindings, self.config, session.principal, session.client_host.lstrip("/"), op,
+                      resource_type, name)
 
     # the request's session is looked at only when an authoriser is on
     def cluster_allowed(self, req: DecodedRequest, operation: AclOperation) -> bool:

@@ -39,6 +39,7 @@ from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse,
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
+from praha.broker.authorization import NOT_REQUESTED
 from praha.broker.delayed import ProduceWait
 from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
@@ -50,7 +51,7 @@ from praha.log.log import FileRegion
 from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
-from praha.security.acl import AclOperation
+from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
@@ -448,7 +449,8 @@ class DataApis:
             throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
             cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
             brokers=[_DB(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack, is_fenced=False) for b, ep in brokers],
-            authorized_operations=-2147483648)
+            authorized_operations=self.broker.authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            if req.request.include_cluster_authorized_operations else NOT_REQUESTED)
 
 
 def _error_partition(partition: int, code: int) -> FetchedPartition:

@@ -26,13 +26,14 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorResponse
 
+from praha.broker.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, now_ms
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.security.acl import AclOperation
+from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
@@ -301,7 +302,14 @@ class GroupApis:
     async def handle_describe_groups(self, req: DecodedRequest) -> Any:
         r = req.request
         out = []
+        authz = self.broker.authz
+        with_ops = req.api_version >= 3 and bool(r.include_authorized_operations)
         for gid in r.groups or []:
+            if not authz.group_allowed(req, AclOperation.DESCRIBE, gid):
+                out.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None, group_id=gid, group_state="",
+                    protocol_type="", protocol_data="", members=[], authorized_operations=NOT_REQUESTED))
+                continue
             d = self.coordinator.describe_group(gid)
             out.append(DescribeGroupsResponse.DescribedGroup(
                 error_code=int(d.error), error_message=None, group_id=gid, group_state=d.state,
@@ -310,7 +318,8 @@ class GroupApis:
                     member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                     client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                     for m in d.members],
-                authorized_operations=None))
+                authorized_operations=authz.authorized_operations(req, ResourceType.GROUP, gid) if with_ops
+                else NOT_REQUESTED))
         return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
     async def handle_delete_groups(self, req: DecodedRequest) -> Any:

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
+from praha.broker.authorization import NOT_REQUESTED
 from praha.common import NO_LEADER
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.security.acl import AclOperation
+from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
 
@@ -58,7 +59,10 @@ class MetadataApis:
             created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
             if creatable:
                 created.update(await self._auto_create(creatable))
-        topics = [self._topic_metadata(name, created.get(name)) if describable[name] else
+        with_ops = req.api_version >= 8 and bool(r.include_topic_authorized_operations)
+        topics = [self._topic_metadata(name, created.get(name),
+                                       authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
+                                       else NOT_REQUESTED) if describable[name] else
                   _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
                        partitions=[], authorized_operations=None)
                   for name in names]
@@ -70,7 +74,9 @@ class MetadataApis:
         # one-broker list would forget the others and fail what it had queued for them
         return _MR(
             throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
-            controller_id=cache.controller_id, topics=topics, authorized_operations=None,
+            controller_id=cache.controller_id, topics=topics,
+            authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            if 8 <= req.api_version <= 10 and r.include_cluster_authorized_operations else NOT_REQUESTED,
         )
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
@@ -100,13 +106,13 @@ class MetadataApis:
             log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
         return created
 
-    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None) -> Any:
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: set[int] | None = NOT_REQUESTED) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
             code = auto_created if auto_created is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return _MRT(error_code=int(code), name=name, topic_id=None,
-                        is_internal=False, partitions=[], authorized_operations=None)
+                        is_internal=False, partitions=[], authorized_operations=ops)
         out = []
         for p in sorted(parts):
             s = parts[p]
@@ -117,7 +123,7 @@ class MetadataApis:
                 replica_nodes=list(s.replicas), isr_nodes=list(s.isr), offline_replicas=list(s.offline_replicas),
             ))
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=name in INTERNAL_TOPICS,
-                    partitions=out, authorized_operations=None)
+                    partitions=out, authorized_operations=ops)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:
         """Only the active controller creates topics (clients send CreateTopics there); the

@@ -303,3 +303,22 @@ def _created(admin, name) -> bool:
         if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return True
         return False
+
+
+def test_authorized_operations_are_reported(env, cli):
+    """Metadata v8+ (describe_topics) and DescribeCluster fill the authorised-operations
+    fields from the ACLs, as Kafka (a super user gets every operation)."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    topic = new_topic(env)
+    acls(cli, env, "--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", topic)
+    bob = AdminClient(env.conf("bob"))
+    wait_for(lambda: topic in visible_topics(env, "bob"), 10, what="bob's Read")
+    described = bob.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(20)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    cluster = bob.describe_cluster(include_authorized_operations=True).result(20)
+    assert not cluster.authorized_operations
+    admin = AdminClient(env.conf("admin"))
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(20)
+    assert AclOperation.CLUSTER_ACTION in cluster.authorized_operations and AclOperation.ALTER in cluster.authorized_operations
