@@ -353,3 +353,39 @@ def test_scram_user_from_praha_configs(secure, cli):
     settings = {**client_settings(secure, "scram")[1], "sasl.username": "dave", "sasl.password": "dave-secret"}
     admin = AdminClient({"bootstrap.servers": secure.bootstrap("SASL_SSL"), **settings})
     assert len(admin.list_topics(timeout=20).brokers) == 2
+
+
+def test_tls_garbage_and_stalled_handshakes_do_not_stall_others(secure):
+    """Garbage on the TLS port, a client that stops mid-handshake and one that trickles a
+    ClientHello byte by byte: a well-behaved client is served meanwhile."""
+    import socket
+    import time
+
+    port = secure.ports[1]["SSL"]
+    garbage = socket.create_connection(("127.0.0.1", port))
+    garbage.sendall(b"\x00\x00\x00\x10GET / HTTP/1.1\r\n\r\n" * 4)
+    silent = socket.create_connection(("127.0.0.1", port))  # connects, never says hello
+    trickle = socket.create_connection(("127.0.0.1", port))
+    trickle.sendall(b"\x16\x03")  # the start of a ClientHello, and then nothing more
+    try:
+        started = time.monotonic()
+        ok = BrokerConnection("127.0.0.1", port, timeout=5,
+                              security=ClientSecurity("SSL", "SSL", _client_ctx(secure, with_cert=False)))
+        with ok:
+            assert ok.send(MetadataRequest[0](topics=[]), 0).brokers
+        assert time.monotonic() - started < 5
+        garbage.settimeout(5)
+        assert _closed_by_peer(garbage)  # the broker dropped it (after a TLS alert at most)
+    finally:
+        for s in (garbage, silent, trickle):
+            s.close()
+
+
+def _closed_by_peer(sock) -> bool:
+    try:
+        for _ in range(10):
+            if sock.recv(4096) == b"":
+                return True
+    except ConnectionResetError:
+        return True
+    return False

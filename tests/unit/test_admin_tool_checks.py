@@ -30,6 +30,7 @@ from praha.admin.reassign import (
     throttle_settings,
 )
 from praha.broker.admin_handlers import AdminApis
+from praha.broker.authorization import RequestAuthorizer
 from praha.broker.handlers import SERVED_VERSIONS as VERSIONS
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.errors import (
@@ -325,7 +326,8 @@ def fake_broker(controller, partitions=()):
         partition=lambda tp: {s.tp: s for s in partitions}.get(tp),
         contains_topic=lambda t: False, topic_partitions=lambda t: {})
     return SimpleNamespace(controller=controller, metadata_cache=cache,
-                           config=SimpleNamespace(delete_topic_enable=True), store=None)
+                           config=SimpleNamespace(delete_topic_enable=True), store=None,
+                           authz=RequestAuthorizer())  # no authoriser: every request allowed
 
 
 def leader_state(tp, leader, replicas):
