@@ -178,7 +178,9 @@ class AdminApis:
         results: list[list[Any]] = []
         waiting: dict[str, int] = {}
         for t in topics:
-            if not self.acting:
+            if not self.broker.authz.topic_allowed(req, AclOperation.ALTER, t.name):
+                code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            elif not self.acting:
                 code, message = ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
             elif names.count(t.name) > 1:
                 code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
@@ -216,7 +218,10 @@ class AdminApis:
         top: int = ErrorCode.NONE
         top_message: str | None = None
         results: Results = {}
-        if not self.acting:
+        if not self.broker.authz.cluster_allowed(req, AclOperation.ALTER):
+            top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            results = {tp: (top, None) for tp in partitions or ()}
+        elif not self.acting:
             top = ErrorCode.NOT_CONTROLLER
             results = {tp: (ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for tp in partitions or ()}
         elif election_type != PREFERRED:
@@ -261,6 +266,9 @@ class AdminApis:
         r, version = req.request, req.api_version
         allow_rf_change = r.allow_replication_factor_change if version >= 1 else True
         cls = AlterPartitionReassignmentsResponse
+        if not self.broker.authz.cluster_allowed(req, AclOperation.ALTER):
+            return cls(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
+                       error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None, responses=[])
         if not self.acting:
             return cls(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
                        error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[])
@@ -316,6 +324,9 @@ class AdminApis:
     async def handle_list_partition_reassignments(self, req: DecodedRequest) -> Any:
         r = req.request
         cls = ListPartitionReassignmentsResponse
+        if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):
+            return cls(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
+                       topics=[])
         if not self.acting:
             return cls(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
                        error_message=NOT_CONTROLLER_MESSAGE, topics=[])

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest, Session
-from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, ResourceType, decide
+from praha.security.acl import (
+    CLUSTER_NAME,
+    WILDCARD_PRINCIPAL,
+    AclOperation,
+    AuthorizerConfig,
+    PermissionType,
+    ResourceType,
+    decide,
+)
 from praha.security.acl_store import AclCache
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
@@ -37,6 +45,21 @@ REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
     ApiKey.SYNC_GROUP: ((G, Op.READ),),
     ApiKey.CREATE_TOPICS: ((C, Op.CREATE), (T, Op.CREATE)),
     ApiKey.DELETE_TOPICS: ((T, Op.DELETE),),
+    ApiKey.CREATE_PARTITIONS: ((T, Op.ALTER),),
+    ApiKey.DELETE_RECORDS: ((T, Op.DELETE),),
+    ApiKey.DESCRIBE_CONFIGS: ((T, Op.DESCRIBE_CONFIGS), (C, Op.DESCRIBE_CONFIGS)),
+    ApiKey.ALTER_CONFIGS: ((T, Op.ALTER_CONFIGS), (C, Op.ALTER_CONFIGS)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ((T, Op.ALTER_CONFIGS), (C, Op.ALTER_CONFIGS)),
+    ApiKey.ELECT_LEADERS: ((C, Op.ALTER),),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((C, Op.ALTER),),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: ((C, Op.DESCRIBE),),
+    ApiKey.DESCRIBE_LOG_DIRS: ((C, Op.DESCRIBE),),
+    ApiKey.INIT_PRODUCER_ID: ((C, Op.IDEMPOTENT_WRITE), (T, Op.WRITE), (X, Op.WRITE)),
+    ApiKey.DESCRIBE_PRODUCERS: ((T, Op.READ),),
+    ApiKey.DESCRIBE_GROUPS: ((G, Op.DESCRIBE),),
+    ApiKey.LIST_GROUPS: ((C, Op.DESCRIBE), (G, Op.DESCRIBE)),
+    ApiKey.DELETE_GROUPS: ((G, Op.DELETE),),
+    ApiKey.OFFSET_DELETE: ((G, Op.DELETE), (T, Op.READ)),
     ApiKey.CREATE_ACLS: ((C, Op.ALTER),),
     ApiKey.DELETE_ACLS: ((C, Op.ALTER),),
     ApiKey.DESCRIBE_ACLS: ((C, Op.DESCRIBE),),
@@ -90,6 +113,19 @@ class RequestAuthorizer:
         assert self.config is not None and self.cache is not None
         return decide(self.cache.bindings, self.config, session.principal, session.client_host.lstrip("/"), op,
                       resource_type, name)
+
+    def may_write_idempotently(self, req: DecodedRequest) -> bool:
+        """InitProducerId without a transactional id (Kafka 2.8+, KIP-679): IdempotentWrite
+        on the cluster, or Write allowed on some topic."""
+        if not self.enabled or self.cluster_allowed(req, AclOperation.IDEMPOTENT_WRITE):
+            return True
+        assert self.cache is not None
+        session = req.session
+        candidates = {b.pattern.name for b in self.cache.bindings
+                      if b.pattern.type == ResourceType.TOPIC and b.entry.permission == PermissionType.ALLOW
+                      and b.entry.operation in (AclOperation.WRITE, AclOperation.ALL)
+                      and b.entry.principal in (session.principal, WILDCARD_PRINCIPAL)}
+        return any(self.allowed(session, AclOperation.WRITE, ResourceType.TOPIC, name) for name in candidates)
 
     # the request's session is looked at only when an authoriser is on
     def cluster_allowed(self, req: DecodedRequest, operation: AclOperation) -> bool:

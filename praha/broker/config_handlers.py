@@ -38,6 +38,7 @@ from praha.configdefs import (
 )
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 from praha.zk.admin_zk import BROKERS, TOPICS, alter_config, read_config
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class ConfigApis:
         results = []
         for res in r.resources or []:
             keys = None if res.configuration_keys is None else set(res.configuration_keys)
+            refused = self._refusal(req, res.resource_type, res.resource_name, AclOperation.DESCRIBE_CONFIGS)
+            if refused is not None:
+                results.append(_Result(error_code=int(refused), error_message=None, resource_type=res.resource_type,
+                                       resource_name=res.resource_name, configs=[]))
+                continue
             try:
                 entries = await self._describe(res.resource_type, res.resource_name, keys, synonyms, docs)
                 results.append(_Result(error_code=0, error_message=None, resource_type=res.resource_type,
@@ -77,6 +83,13 @@ class ConfigApis:
                 results.append(_Result(error_code=int(e.code), error_message=str(e), resource_type=res.resource_type,
                                        resource_name=res.resource_name, configs=[]))
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+    def _refusal(self, req: DecodedRequest, rtype: int, name: str, op: AclOperation) -> ErrorCode | None:
+        """Kafka's check: topics on the topic, broker configs on the cluster."""
+        authz = self.broker.authz
+        if rtype == RESOURCE_TOPIC:
+            return None if authz.topic_allowed(req, op, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return None if authz.cluster_allowed(req, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     async def _describe(self, rtype: int, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
         if rtype == RESOURCE_TOPIC:
@@ -145,19 +158,26 @@ class ConfigApis:
 
     # ------------------------------------------------------------ AlterConfigs
     async def handle_alter_configs(self, req: DecodedRequest) -> Any:
-        return await self._alter_all(req.request, AlterConfigsResponse, replace=True,
+        return await self._alter_all(req, AlterConfigsResponse, replace=True,
                                      changes=lambda res: [(c.name, OP_SET, c.value) for c in (res.configs or [])])
 
     async def handle_incremental_alter_configs(self, req: DecodedRequest) -> Any:
-        return await self._alter_all(req.request, IncrementalAlterConfigsResponse, replace=False,
+        return await self._alter_all(req, IncrementalAlterConfigsResponse, replace=False,
                                      changes=lambda res: [(c.name, c.config_operation, c.value)
                                                           for c in (res.configs or [])])
 
-    async def _alter_all(self, r: Any, response: Any, replace: bool,
+    async def _alter_all(self, req: DecodedRequest, response: Any, replace: bool,
                          changes: Callable[[Any], list[tuple[str, int, str | None]]]) -> Any:
         """Each resource of an (Incremental)AlterConfigs request altered and answered on its own."""
         out = []
+        r = req.request
         for res in r.resources or []:
+            refused = self._refusal(req, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
+            if refused is not None:
+                out.append(response.AlterConfigsResourceResponse(
+                    error_code=int(refused), error_message=None, resource_type=res.resource_type,
+                    resource_name=res.resource_name))
+                continue
             code, message = await self._alter(res.resource_type, res.resource_name, changes(res), replace,
                                               bool(r.validate_only))
             out.append(response.AlterConfigsResourceResponse(

@@ -184,8 +184,12 @@ class DataApis:
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, low watermark]
         waits: dict[TopicPartition, ProduceWait] = {}
         for t in r.topics or []:
+            deletable = self.broker.authz.topic_allowed(req, AclOperation.DELETE, t.name)
             for pd in t.partitions or []:
                 tp = TopicPartition(t.name, pd.partition_index)
+                if not deletable:
+                    results[tp] = [ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1]
+                    continue
                 if tp.topic in INTERNAL_TOPICS:
                     results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1]  # the coordinators own them
                     continue
@@ -222,6 +226,9 @@ class DataApis:
         directory answers NONE or, if it cannot even be examined, KAFKA_STORAGE_ERROR)."""
         r = req.request
         lm = self.rm.log_manager
+        if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
+            return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                           results=[])
         wanted: dict[str, set[int]] | None = None
         if r.topics is not None:
             wanted = {}

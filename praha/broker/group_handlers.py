@@ -271,12 +271,21 @@ class GroupApis:
 
     async def handle_offset_delete(self, req: DecodedRequest) -> Any:
         r = req.request
-        wanted = [(t.name, p.partition_index) for t in (r.topics or []) for p in (t.partitions or [])]
+        authz = self.broker.authz
+        if not authz.group_allowed(req, AclOperation.DELETE, r.group_id):
+            return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+        readable = {t.name: authz.topic_allowed(req, AclOperation.READ, t.name) for t in (r.topics or [])}
+        denied = {(t.name, p.partition_index) for t in (r.topics or []) for p in (t.partitions or [])
+                  if not readable[t.name]}
+        wanted = [(t.name, p.partition_index) for t in (r.topics or []) for p in (t.partitions or [])
+                  if readable[t.name]]
         cache = self.broker.metadata_cache
         unknown = {tp for tp in wanted if cache.partition(TopicPartition(*tp)) is None}
         code, per = await self.coordinator.delete_offsets(r.group_id, [tp for tp in wanted if tp not in unknown])
         for tp in unknown:
             per[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for tp in denied:
+            per[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         topics: dict[str, list[Any]] = {}
         if code == ErrorCode.NONE:
             for (t, p), c in per.items():
@@ -295,6 +304,9 @@ class GroupApis:
         code, groups = self.coordinator.list_groups(states)
         if types and "classic" not in types:
             groups = []
+        authz = self.broker.authz  # Describe on the cluster lists all; otherwise those the principal may describe
+        if not authz.cluster_allowed(req, AclOperation.DESCRIBE):
+            groups = [g for g in groups if authz.group_allowed(req, AclOperation.DESCRIBE, g.group_id)]
         return ListGroupsResponse(throttle_time_ms=0, error_code=int(code), groups=[
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                                            group_type="classic") for g in groups])
@@ -325,7 +337,10 @@ class GroupApis:
     async def handle_delete_groups(self, req: DecodedRequest) -> Any:
         r = req.request
         ids = list(r.groups_names or [])
-        results = await self.coordinator.delete_groups(ids)
+        authz = self.broker.authz
+        allowed = [g for g in ids if authz.group_allowed(req, AclOperation.DELETE, g)]
+        results: dict[str, Any] = dict(await self.coordinator.delete_groups(allowed)) if allowed else {}
+        results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in ids if g not in allowed})
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(results[g])) for g in ids])
 

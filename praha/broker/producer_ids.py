@@ -28,6 +28,7 @@ from kafka.protocol.producer.transaction import InitProducerIdResponse
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -77,6 +78,8 @@ class ProducerIdApis:
         r = req.request
         if r.transactional_id is not None:
             return self._response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self.broker.authz.may_write_idempotently(req):
+            return self._response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         loop = asyncio.get_running_loop()
         try:
             pid = await asyncio.wait_for(loop.run_in_executor(self._zk, self.manager.next_id), ZK_TIMEOUT_S)
@@ -99,7 +102,12 @@ class ProducerIdApis:
         topics = []
         for t in req.request.topics or []:
             out = []
+            readable = self.broker.authz.topic_allowed(req, AclOperation.READ, t.name)
             for index in t.partition_indexes or []:
+                if not readable:
+                    out.append(_DPPartition(partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            error_message=None, active_producers=[]))
+                    continue
                 p = partitions.get(TopicPartition(t.name, index))
                 if p is None or p.log is None:
                     known = self.broker.metadata_cache.contains_topic(t.name)

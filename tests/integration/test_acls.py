@@ -322,3 +322,39 @@ def test_authorized_operations_are_reported(env, cli):
     admin = AdminClient(env.conf("admin"))
     cluster = admin.describe_cluster(include_authorized_operations=True).result(20)
     assert AclOperation.CLUSTER_ACTION in cluster.authorized_operations and AclOperation.ALTER in cluster.authorized_operations
+
+
+def test_configs_groups_and_idempotent_producers(env, cli):
+    from confluent_kafka.admin import ConfigResource
+
+    topic = new_topic(env)
+    bob = AdminClient(env.conf("bob"))
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    with pytest.raises(KafkaException) as refused:
+        bob.describe_configs([res])[res].result(20)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    acls(cli, env, "--add", "--allow-principal", "User:bob", "--operation", "DescribeConfigs", "--topic", topic)
+    wait_for(lambda: _describes(bob, res), 10, what="bob's DescribeConfigs")
+    # an idempotent producer needs IdempotentWrite on the cluster or Write on some topic
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
+    wait_for(lambda: topic in visible_topics(env, "alice"), 10, what="alice's Write")
+    errors: list = []
+    p = Producer({**env.conf("alice"), "enable.idempotence": True, "message.timeout.ms": 10000})
+    p.produce(topic, b"once", on_delivery=lambda err, _m: errors.append(err))
+    p.flush(20)
+    assert errors == [None]
+    # groups: bob may not delete a group he cannot Delete, nor list it
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    acls(cli, env, "--add", "--allow-principal", "User:admin", "--operation", "Read", "--group", group)
+    assert group not in {g.group_id for g in bob.list_consumer_groups().result(20).valid}
+    outcome = bob.delete_consumer_groups([group])[group]
+    with pytest.raises(KafkaException) as refused:
+        outcome.result(20)
+    assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def _describes(admin, res) -> bool:
+    try:
+        return bool(admin.describe_configs([res])[res].result(20))
+    except KafkaException:
+        return False
