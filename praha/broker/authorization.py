@@ -31,6 +31,7 @@ REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
     ApiKey.PRODUCE: ((T, Op.WRITE), (X, Op.WRITE)),
     ApiKey.FETCH: ((T, Op.READ), (C, Op.CLUSTER_ACTION)),
     ApiKey.LIST_OFFSETS: ((T, Op.DESCRIBE),),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ((T, Op.DESCRIBE), (C, Op.CLUSTER_ACTION)),
     ApiKey.METADATA: ((T, Op.DESCRIBE), (C, Op.CREATE), (T, Op.CREATE)),
     ApiKey.LEADER_AND_ISR: ((C, Op.CLUSTER_ACTION),),
     ApiKey.STOP_REPLICA: ((C, Op.CLUSTER_ACTION),),

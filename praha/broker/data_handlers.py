@@ -430,10 +430,17 @@ class DataApis:
     async def handle_offset_for_leader_epoch(self, req: DecodedRequest) -> Any:
         r = req.request
         topics = []
+        authz = self.broker.authz
+        cluster_action = authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION)
         for t in r.topics:
             parts = []
+            allowed = cluster_action or authz.topic_allowed(req, AclOperation.DESCRIBE, t.topic)
             for op in t.partitions:
                 tp = TopicPartition(t.topic, op.partition)
+                if not allowed:  # Kafka: ClusterAction (brokers), else Describe on the topic
+                    parts.append(_OP(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=op.partition,
+                                     leader_epoch=UNDEFINED_EPOCH, end_offset=-1))
+                    continue
                 p, code = self._leader(tp, op.current_leader_epoch)
                 if p is None:
                     parts.append(_OP(error_code=code, partition=op.partition, leader_epoch=UNDEFINED_EPOCH, end_offset=-1))
