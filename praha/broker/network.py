@@ -15,7 +15,12 @@ usual; each region goes with the event loop's sendfile (os.sendfile once the tra
 buffer is empty), so record bytes are neither copied into the process nor buffered by
 asyncio. A region the file no longer fully holds (cut by a truncation meanwhile) cannot
 complete the announced frame: the connection is closed, as Kafka does. Where sendfile is
-refused, the region is read and written like any bytes.
+refused, the region is read and written like any bytes — always on a TLS listener, whose
+bytes must pass through the TLS layer (PLAINTEXT keeps the zero-copy path).
+
+One `SocketServer` per listener (`listeners`): before its first request a connection is
+authenticated as its listener says (`authentication`: the TLS client certificate, the
+SASL exchange), and every request it sends carries that `Session`.
 """
 from __future__ import annotations
 

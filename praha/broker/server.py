@@ -1,7 +1,8 @@
 """A praha broker process.
 
 Start-up steps: connect to ZooKeeper and create the persistent paths; read or create the
-cluster id; start the socket server (asyncio, its own thread) so the controller can reach
+cluster id; with `authorizer.class.name`, load the ACLs and follow their change notices;
+start a socket server per listener (asyncio, its own thread) so the controller can reach
 us; start watching config change notices (dynamic topic and broker config, e.g. a
 reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker epoch);
 start the controller module (every broker runs one; one is active); start the metrics
