@@ -64,6 +64,10 @@ def test_secure_cluster_settings_work_in_every_client(zookeeper, tmp_path, cli):
         c.close()
         assert len(got) == 7
 
+        # the cluster's own tools work on it: status, a graceful restart of a broker
+        for args in (("cluster", "status"), ("broker", "stop", "2"), ("broker", "start", "2")):
+            rc, out, err = cli(*args, "--dir", root)
+            assert rc == 0, err
         port = LocalCluster(root).load().brokers[1].port
         with pytest.raises(BrokerConnectionError):  # plain TCP on the TLS port: no answer
             BrokerConnection("127.0.0.1", port, timeout=3).send(MetadataRequest[0](topics=[]), 0)
