@@ -389,3 +389,27 @@ def _closed_by_peer(sock) -> bool:
     except ConnectionResetError:
         return True
     return False
+
+
+def test_sasl_handshake_v0_then_bare_tokens(secure):
+    """Old clients: SaslHandshake v0, then the PLAIN token as a bare size-prefixed frame;
+    the connection then serves requests."""
+    import socket
+    import struct
+
+    from praha.protocol.framing import encode_request
+
+    port = secure.ports[1]["SASL_PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        def read_frame() -> bytes:
+            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            return s.recv(size, socket.MSG_WAITALL)
+
+        s.sendall(encode_request(SaslHandshakeRequest[0](mechanism="PLAIN"), 0, 1, "old-client"))
+        answer = read_frame()
+        assert struct.unpack(">ih", answer[:6]) == (1, 0)  # correlation id, no error
+        token = b"\0bob\0bob-secret"
+        s.sendall(struct.pack(">i", len(token)) + token)
+        assert read_frame() == b""  # PLAIN's (empty) server token
+        s.sendall(encode_request(MetadataRequest[0](topics=[]), 0, 2, "old-client"))
+        assert struct.unpack(">i", read_frame()[:4]) == (2,)
