@@ -39,6 +39,7 @@ from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse,
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
+from praha.broker.authorized_operations import ResourceKind, authorized_operations
 from praha.broker.delayed import ProduceWait
 from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
@@ -417,7 +418,8 @@ class DataApis:
             throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
             cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
             brokers=[_DB(broker_id=b.id, host=b.host, port=b.port, rack=b.rack, is_fenced=False) for b in brokers],
-            authorized_operations=-2147483648)
+            authorized_operations=authorized_operations(
+                ResourceKind.CLUSTER, bool(req.request.include_cluster_authorized_operations)))
 
 
 def _error_partition(partition: int, code: int) -> FetchedPartition:

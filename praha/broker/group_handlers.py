@@ -26,6 +26,7 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorResponse
 
+from praha.broker.authorized_operations import ResourceKind, authorized_operations
 from praha.common import TopicPartition, now_ms
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
@@ -267,6 +268,8 @@ class GroupApis:
 
     async def handle_describe_groups(self, req: DecodedRequest) -> Any:
         r = req.request
+        operations = authorized_operations(
+            ResourceKind.GROUP, req.api_version >= 3 and bool(r.include_authorized_operations))
         out = []
         for gid in r.groups or []:
             d = self.coordinator.describe_group(gid)
@@ -277,7 +280,7 @@ class GroupApis:
                     member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                     client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                     for m in d.members],
-                authorized_operations=None))
+                authorized_operations=operations))
         return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
     async def handle_delete_groups(self, req: DecodedRequest) -> Any:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
+from praha.broker.authorized_operations import ResourceKind, authorized_operations
 from praha.common import NO_LEADER
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
@@ -49,7 +50,11 @@ class MetadataApis:
         if unknown and self.broker.config.auto_create_topics_enable and \
                 (req.api_version < 4 or r.allow_auto_topic_creation):
             created = await self._auto_create(unknown)
-        topics = [self._topic_metadata(name, created.get(name)) for name in names]
+        v = req.api_version
+        topic_ops = authorized_operations(ResourceKind.TOPIC, v >= 8 and bool(r.include_topic_authorized_operations))
+        topics = [self._topic_metadata(name, created.get(name), topic_ops) for name in names]
+        cluster_ops = authorized_operations(
+            ResourceKind.CLUSTER, 8 <= v <= 10 and bool(r.include_cluster_authorized_operations))
         brokers = [
             _MR.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
             for b in sorted(cache.live_brokers.values(), key=lambda b: b.id)
@@ -58,7 +63,7 @@ class MetadataApis:
         # one-broker list would forget the others and fail what it had queued for them
         return _MR(
             throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
-            controller_id=cache.controller_id, topics=topics, authorized_operations=None,
+            controller_id=cache.controller_id, topics=topics, authorized_operations=cluster_ops,
         )
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
@@ -88,13 +93,13 @@ class MetadataApis:
             log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
         return created
 
-    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None) -> Any:
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None, operations: set[int] | None) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
             code = auto_created if auto_created is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return _MRT(error_code=int(code), name=name, topic_id=None,
-                        is_internal=False, partitions=[], authorized_operations=None)
+                        is_internal=False, partitions=[], authorized_operations=operations)
         out = []
         for p in sorted(parts):
             s = parts[p]
@@ -105,7 +110,7 @@ class MetadataApis:
                 replica_nodes=list(s.replicas), isr_nodes=list(s.isr), offline_replicas=list(s.offline_replicas),
             ))
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=name in INTERNAL_TOPICS,
-                    partitions=out, authorized_operations=None)
+                    partitions=out, authorized_operations=operations)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:
         """Only the active controller creates topics (clients send CreateTopics there); the

@@ -8,7 +8,7 @@ and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
   praha reassign verify --reassignment-json-file F [--preserve-throttles]
   praha reassign cancel [--reassignment-json-file F] [--preserve-throttles]
   praha reassign list
-  praha elect-leaders --election-type preferred
+  praha elect-leaders --election-type preferred|unclean
         (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
   praha configs --entity-type topics|brokers (--entity-name N | --entity-default)
         (--describe | --alter [--add-config k=v,...] [--delete-config k,...])
@@ -101,9 +101,11 @@ def register(sub: Any) -> None:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_reassign_list)
 
-    p = sub.add_parser("elect-leaders", help="move leadership back to preferred replicas (kafka-leader-election)")
+    p = sub.add_parser("elect-leaders", help="move leadership back to preferred replicas, or bring offline "
+                                             "partitions back (kafka-leader-election)")
     p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
-                   help="preferred (the first replica of each partition leads again)")
+                   help="preferred: the first replica of each partition leads again; unclean: an offline "
+                        "partition is led by any live replica, even one out of sync (its missing records are lost)")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
     g.add_argument("--topic", help="every partition of this topic (or --partition)")
@@ -340,6 +342,7 @@ def cmd_reassign_list(args: argparse.Namespace) -> int:
 def cmd_elect_leaders(args: argparse.Namespace) -> int:
     from praha.admin.controller_api import zk_locator
     from praha.admin.leader_election import (
+        ELECTION_TYPES,
         elect_via_api,
         elect_via_zookeeper,
         format_results,
@@ -347,8 +350,9 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
         resolve_partitions,
     )
 
-    if args.election_type != "preferred":
-        raise CliError("only preferred leader elections are supported (--election-type preferred)")
+    if args.election_type != "preferred" and args.via_zookeeper:
+        raise CliError("--via-zookeeper elects preferred leaders only (ZooKeeper's admin znode has no unclean "
+                       "elections); drop it for --election-type unclean")
     if args.partition is not None and args.topic is None:
         raise CliError("--partition needs --topic")
     from_file = parse_election_json(_read(args.path_to_json_file, "election file")) if args.path_to_json_file else None
@@ -358,8 +362,8 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
             results = elect_via_zookeeper(store, partitions, args.timeout)
         else:
             results = elect_via_api(zk_locator(store), None if args.all_topic_partitions else partitions,
-                                    args.timeout)
-    lines, failed = format_results(results)
+                                    args.timeout, ELECTION_TYPES[args.election_type])
+    lines, failed = format_results(results, args.election_type.upper())
     for line in lines:
         print(line)
     if failed:

@@ -49,6 +49,7 @@ from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 from praha.controller.topic_deletion import TopicDeletionManager
 from praha.controller.topic_watches import TopicWatches
+from praha.controller.unclean_election import elect_unclean
 from praha.errors import ControllerMovedError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,12 @@ class ControllerFlows:
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         with self.batch():
             return self.balancer.elect_preferred(partitions, "ElectLeaders API")
+
+    def api_elect_unclean(
+        self, partitions: set[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        with self.batch():
+            return elect_unclean(self.services, self.partition_sm, partitions)
 
     def api_alter_reassignments(
         self, targets: dict[TopicPartition, tuple[int, ...] | None]

@@ -194,8 +194,9 @@ CATALOGUE = [
      "error: Topic 'nosuch' does not exist."),
     ("elect-missing-file", "elect-leaders --election-type preferred --path-to-json-file {f:missing.json}", 1,
      "error: cannot read the election file {f:missing.json}: No such file or directory"),
-    ("elect-unclean", "elect-leaders --election-type unclean --topic orders", 1,
-     "error: only preferred leader elections are supported (--election-type preferred)"),
+    ("elect-unclean-via-zookeeper", "elect-leaders --election-type unclean --topic orders --via-zookeeper", 1,
+     "error: --via-zookeeper elects preferred leaders only (ZooKeeper's admin znode has no unclean elections); "
+     "drop it for --election-type unclean"),
     ("elect-partition-without-topic", "elect-leaders --election-type preferred --partition 0 --all-topic-partitions",
      1, "error: --partition needs --topic"),
     ("elect-no-target", "elect-leaders --election-type preferred", 2,

@@ -376,10 +376,11 @@ def test_elect_leaders_on_a_non_controller(controller):
     assert response.error_code == ErrorCode.NOT_CONTROLLER
 
 
-def test_elect_leaders_refuses_unclean_and_reports_a_missing_flow():
+def test_elect_leaders_refuses_an_unknown_type_and_reports_a_missing_flow():
     request = elect_request()
-    request.election_type = 1
+    request.election_type = 7
     response = call(AdminApis(fake_broker(FakeController())), "handle_elect_leaders", request, 1)
+    assert response.error_code == ErrorCode.INVALID_REQUEST
     assert set(results_of(response).values()) == {ErrorCode.INVALID_REQUEST}
     controller = FakeController()
     controller.flows = object()
