@@ -209,6 +209,7 @@ class Log:
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
+        self._has_snapshot: bool | None = None  # any producer snapshot on disk? (None: look)
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -228,7 +229,7 @@ class Log:
         self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
         stale = [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo]
         if stale:  # recovery cut the log below them
-            producer_snapshot.delete(self.dir, stale)
+            self._delete_snapshots(stale)
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
@@ -432,8 +433,12 @@ class Log:
                 return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
             except (CorruptCheckpointError, OSError) as e:
                 log.warning("Deleting unreadable producer snapshot of %s at %d: %s", self.dir, offset, e)
-                producer_snapshot.delete(self.dir, [offset])
+                self._delete_snapshots([offset])
         return ProducerStateTable(), None
+
+    def _delete_snapshots(self, offsets: list[int]) -> None:
+        producer_snapshot.delete(self.dir, offsets)
+        self._has_snapshot = None
 
     def _snapshot_producers(self, offset: int) -> None:
         """Write the producer table as the snapshot at `offset` (if the table is built: an
@@ -443,6 +448,7 @@ class Log:
             return
         try:
             producer_snapshot.write(self.dir, offset, table.snapshot())
+            self._has_snapshot = True
         except OSError as e:  # the log stays correct; only a longer rebuild after a restart
             log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
 
@@ -466,6 +472,12 @@ class Log:
         idempotent = [h for h in headers if h.producer_id >= 0]
         if idempotent:
             table = self._producer_table()
+            if self._has_snapshot is None:
+                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
+            if not self._has_snapshot:
+                # the log's first producer: a snapshot below it, so that recovery after a crash
+                # rebuilds from there (every batch since), not from a bounded tail of the log
+                self._snapshot_producers(idempotent[0].base_offset)
             for h in idempotent:
                 table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
 
@@ -703,7 +715,7 @@ class Log:
             self._producers = None
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
-            producer_snapshot.delete(self.dir, [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
+            self._delete_snapshots([o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
             self._log_start = min(self._log_start, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
@@ -725,7 +737,7 @@ class Log:
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
         self._producers = None
-        producer_snapshot.delete(self.dir, producer_snapshot.list_snapshots(self.dir))
+        self._delete_snapshots(producer_snapshot.list_snapshots(self.dir))
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
@@ -789,7 +801,7 @@ class Log:
                 self.epoch_cache.truncate_from_start(new_start)
             self._schedule_delete(doomed, now)
             snapshots = producer_snapshot.list_snapshots(self.dir)
-            producer_snapshot.delete(self.dir, [o for o in snapshots[:-1] if o < self._segments[0].base_offset])
+            self._delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
             log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
                      count, self.dir, sum(s.size for s in doomed), self._log_start)
             return count
