@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from praha.protocol.framing import ANONYMOUS_PRINCIPAL
 from praha.zk.quota_entities import (
     CONSUMER_BYTE_RATE,
     DEFAULT,
@@ -29,7 +30,7 @@ from praha.zk.quota_entities import (
     sanitize,
 )
 
-ANONYMOUS = "ANONYMOUS"  # the principal of every request until authentication exists
+ANONYMOUS = ANONYMOUS_PRINCIPAL  # every request's principal until authentication exists
 #: Kafka expires an idle client's sensors after an hour
 INACTIVE_EXPIRY_MS = 3600 * 1000
 
