@@ -269,6 +269,8 @@ class BrokerServer:
              "connections closed after connections.max.idle.ms"),
             ("connections_closed_partial_request", float(ss.closed_partial if ss else 0),
              "connections closed with a request stalled mid-frame (praha.partial.request.timeout.ms)"),
+            ("client_quota_entities", float(len({e for m in self.client_quotas.managers() for e in m.overrides})),
+             "users and client ids with a client quota in force"),
             ("client_quota_mutes", float(ss.mutes if ss else 0),
              "connections muted after a response for a client over its quota"),
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
