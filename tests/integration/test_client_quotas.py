@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import Producer
@@ -170,18 +171,21 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
 
 
 def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[float, int]],
-                 stop: threading.Event) -> None:
-    """Produce 10 KB records as fast as librdkafka takes them; (delivery time, bytes) per record."""
+                 throttles: list[int]) -> None:
+    """Produce 10 KB records as fast as librdkafka takes them: (delivery time, bytes) per
+    record, and the largest throttle time librdkafka reports per statistics interval."""
     value = b"x" * 10_000
     p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "client.id": client_id, "linger.ms": 5,
-                  "queue.buffering.max.kbytes": 4096, "acks": 1})
+                  "queue.buffering.max.kbytes": 4096, "acks": 1, "statistics.interval.ms": 1000,
+                  "stats_cb": lambda s: throttles.extend(b["throttle"]["max"] for b in json.loads(s)["brokers"].values()
+                                                         if b["nodeid"] >= 0)})
 
     def delivered(err, msg):
         if err is None:
             counts.append((time.monotonic(), len(msg.value())))
 
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not stop.is_set():
+    while time.monotonic() < deadline:
         try:
             p.produce("rate", value, on_delivery=delivered)
         except BufferError:
@@ -191,35 +195,40 @@ def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[f
     p.flush(30)
 
 
-def test_a_producer_byte_rate_quota_holds_one_client_id_and_not_another(make_cluster, zk_store):
-    cluster = make_cluster(1)
+def test_a_producer_byte_rate_quota_holds_one_client_id_and_not_another(make_cluster, zk_store, cli):
+    """1 MB/s on client id "limited", measured over 20 s after a 5 s start, while "free"
+    produces to the same broker unthrottled. The broker runs with `quota.window.num=3`:
+    with Kafka's default of 11 one-second samples a greedy producer is held to the quota
+    over the samples' span but may burst 10 s worth whenever its oldest sample expires
+    (Kafka does the same: docs/quotas.md), which a 20 s measurement cannot average out."""
+    cluster = make_cluster(1, overrides={"quota.window.num": "3"})
     broker = cluster.load().brokers[1]
     zk_store.create_topic("rate", TopicAssignment({0: ReplicaAssignment((1,))}), {})
-    rc = __import__("praha.cli.main", fromlist=["main"]).main(
-        ["configs", "--entity-type", "clients", "--entity-name", "limited", "--alter",
-         "--add-config", "producer_byte_rate=1048576", "--dir", str(cluster.root)])
-    assert rc == 0
+    rc, _, err = cli("configs", "--entity-type", "clients", "--entity-name", "limited", "--alter",
+                     "--add-config", "producer_byte_rate=1048576", "--dir", str(cluster.root))
+    assert rc == 0, err
     wait_for(lambda: scrape_metrics(broker.actual_metrics_port).get("praha_broker_client_quota_entities") == 1,
              30, what="the quota applied")
-    warmup, measured = 12.0, 20.0
-    limited: list[tuple[float, int]] = []
-    free: list[tuple[float, int]] = []
-    stop = threading.Event()
-    threads = [threading.Thread(target=_produce_for, args=(cid, broker.port, warmup + measured, counts, stop))
-               for cid, counts in (("limited", limited), ("free", free))]
+    warmup, measured = 5.0, 20.0
+    runs = {cid: ([], []) for cid in ("limited", "free")}
+    threads = [threading.Thread(target=_produce_for, args=(cid, broker.port, warmup + measured, counts, throttles))
+               for cid, (counts, throttles) in runs.items()]
     start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join(warmup + measured + 60)
-    stop.set()
     t0, t1 = start + warmup, start + warmup + measured
 
-    def rate(counts):
-        return sum(n for at, n in counts if t0 <= at < t1) / measured
+    def rate(cid: str) -> float:
+        return sum(n for at, n in runs[cid][0] if t0 <= at < t1) / measured
 
-    limited_rate, free_rate = rate(limited), rate(free)
-    per_second = [sum(n for at, n in limited if start + s <= at < start + s + 1) for s in range(int(warmup + measured))]
-    print(f"limited {limited_rate / 1048576:.3f} MB/s, free {free_rate / 1048576:.3f} MB/s, per second {per_second}")
-    assert 0.9 * 1048576 <= limited_rate <= 1.1 * 1048576, (limited_rate, per_second)
-    assert free_rate > 2 * 1048576, free_rate
+    limited, free = rate("limited"), rate("free")
+    per_second = [sum(n for at, n in runs["limited"][0] if start + s <= at < start + s + 1)
+                  for s in range(int(warmup + measured))]
+    assert 0.9 * 1048576 <= limited <= 1.1 * 1048576, (limited, per_second)
+    assert free > 4 * 1048576, free  # on a loaded 2-core machine; it was ~100 MB/s alone
+    assert max(runs["limited"][1]) > 0 and max(runs["free"][1]) == 0  # only "limited" was throttled
+    text = urllib.request.urlopen(f"http://127.0.0.1:{broker.actual_metrics_port}/metrics", timeout=5).read().decode()
+    assert 'praha_client_quota_throttled_total{quota_type="Produce"}' in text
+    assert 'praha_client_quota_throttled_total{quota_type="Produce"} 0.0' not in text
