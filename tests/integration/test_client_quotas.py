@@ -166,6 +166,25 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
             rc, _, err = cli("configs", "--entity-type", *args, *d)
             assert rc == 1 and message in err, (args, err)
         assert quota_znodes(zk_store) == before
+
+        # --describe --all: every config with its source, as the brokers report it (kafka-configs' lines)
+        zk_store.create_topic("t", TopicAssignment({0: ReplicaAssignment((1,))}), {"retention.ms": "600000"})
+        wait_for(lambda: cli("configs", "--entity-type", "topics", "--entity-name", "t", "--describe", "--all",
+                             *d)[0] == 0, 30, what="topic t served")
+        rc, out, err = cli("configs", "--entity-type", "topics", "--entity-name", "t", "--describe", "--all", *d)
+        lines = out.splitlines()
+        assert rc == 0 and lines[0] == "All configs for topic t are:", err
+        assert "  retention.ms=600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=600000, " \
+               "DEFAULT_CONFIG:log.retention.ms=604800000}" in lines, lines
+        assert "  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}" in lines
+        assert len(lines) > 30  # every topic config, not only the overrides
+        rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe", "--all",
+                           "--bootstrap-server", f"127.0.0.1:{broker.port}")
+        assert rc == 0 and out.splitlines()[0] == "All configs for broker 1 are:", err
+        assert any(line.startswith("  broker.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=1")
+                   for line in out.splitlines()), out
+        rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "7", "--describe", "--all", *d)
+        assert rc == 1 and "broker 7 is not a live broker" in err
     finally:
         admin.close()
 
