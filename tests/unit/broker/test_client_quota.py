@@ -188,3 +188,113 @@ def test_describe_filters_exact_default_any_and_strict():
     assert e.value.code == ErrorCode.UNSUPPORTED_VERSION
     with pytest.raises(QuotaError, match="Invalid entity filter component combination"):
         pick([("ip", 2, None), ("user", 2, None)], False)
+
+
+# --------------------------------------------------------------------------- request-time quota
+def test_busy_timer_counts_running_time_not_waiting_time():
+    import asyncio
+    import time
+
+    from praha.broker.throttling import BusyTimer
+
+    async def handler():
+        await asyncio.sleep(0.2)  # parked: not busy
+        end = time.perf_counter() + 0.05
+        while time.perf_counter() < end:  # busy
+            pass
+        return "answer"
+
+    async def run():
+        timer = BusyTimer(handler())
+        return await timer, timer.busy_ns
+
+    answer, busy_ns = asyncio.run(run())
+    assert answer == "answer" and 0.04e9 <= busy_ns < 0.15e9
+
+
+def test_request_quota_throttles_and_sets_throttle_time_but_exempts_controller_requests():
+    import asyncio
+    from types import SimpleNamespace
+
+    from praha.broker.network import Muted
+    from praha.broker.throttling import RequestQuotaThrottler
+    from praha.protocol.api_keys import ApiKey
+
+    clock = Clock()
+    quotas = ClientQuotas.create(QuotaWindow(11, 1000), clock)
+    throttler = RequestQuotaThrottler(quotas)
+    assert not throttler.active
+    quotas.apply_entity_config(QuotaEntity(client_id="busy"), {"request_percentage": 0.001})
+    assert throttler.active
+
+    def request(api_key, client_id="busy"):
+        return SimpleNamespace(api_key=api_key, principal=ANONYMOUS, request=SimpleNamespace(replica_id=-1),
+                               header=SimpleNamespace(client_id=client_id))
+
+    async def handler(_req):
+        sum(range(20000))  # some CPU time
+        return SimpleNamespace(throttle_time_ms=0)
+
+    async def run(req):
+        return await throttler.run(req, handler)
+
+    got = asyncio.run(run(request(ApiKey.METADATA)))
+    assert type(got) is Muted and 0 < got.mute_ms <= 1000 and got.response.throttle_time_ms == got.mute_ms
+    assert quotas.request.stats.throttled == 1
+    assert type(asyncio.run(run(request(ApiKey.LEADER_AND_ISR)))) is not Muted  # a cluster action
+    assert type(asyncio.run(run(request(ApiKey.METADATA, "idle")))) is not Muted  # no quota for it
+
+
+def test_the_connection_is_muted_after_a_throttled_response_and_others_are_not():
+    """KIP-219: the throttled answer goes out at once; that connection's next request is
+    read only after the throttle time; another connection is served meanwhile."""
+    import asyncio
+    import socket
+    import struct
+    import time
+    from types import SimpleNamespace
+
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    from praha.broker.network import Muted, SocketServer
+    from praha.protocol.framing import encode_request
+    from praha.protocol.registry import api_versions_response
+
+    versions = {18: (0, 3)}
+
+    async def handler(req):
+        response = api_versions_response(versions)
+        if req.header.client_id == "throttled":
+            response.throttle_time_ms = 1000
+            return Muted(response, 1000)
+        return response
+
+    def ask(sock: socket.socket, client_id: str) -> tuple[float, bytes]:
+        sock.sendall(encode_request(ApiVersionsRequest(), 3, 1, client_id))
+        data = bytearray()
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            data += sock.recv(65536)
+        return time.monotonic(), bytes(data)
+
+    def client(port: int, _server) -> tuple[float, float, float]:
+        with socket.create_connection(("127.0.0.1", port)) as a, socket.create_connection(("127.0.0.1", port)) as b:
+            start = time.monotonic()
+            first, _ = ask(a, "throttled")
+            a.sendall(encode_request(ApiVersionsRequest(), 3, 2, "throttled"))  # waits out the mute
+            other, _ = ask(b, "other")
+            data = bytearray()
+            while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+                data += a.recv(65536)
+            return first - start, other - start, time.monotonic() - start
+
+    async def go():
+        server = SocketServer(SimpleNamespace(versions=versions, handlers={18: handler}), "127.0.0.1", 0, 1 << 20)
+        await server.start()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, client, server.port, server), server.mutes
+        finally:
+            await server.stop()
+
+    (first, other, second), mutes = asyncio.run(go())
+    # the throttled answer and the other client's at once; the muted connection's next one after the throttle
+    assert first < 1.0 and other < 1.0 <= second and mutes >= 1
