@@ -3,7 +3,7 @@
 3.0 has an admin method for them), stored as Kafka stores them, and the same quotas through
 `praha configs --entity-type clients|users`; bad input refused with Kafka's error and
 nothing written; and a 1 MB/s producer quota enforced on one client id while another
-client id on the same broker is not slowed."""
+client id on the same broker is not slowed; the same for a consumer's fetch rate."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
@@ -190,9 +190,10 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
 
 
 def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[float, int]],
-                 throttles: list[int]) -> None:
-    """Produce 10 KB records as fast as librdkafka takes them: (delivery time, bytes) per
-    record, and the largest throttle time librdkafka reports per statistics interval."""
+                 throttles: list[int], offered: float | None = None) -> None:
+    """Produce 10 KB records as fast as librdkafka takes them (or at `offered` bytes/s):
+    (delivery time, bytes) per record, and the largest throttle time librdkafka reports
+    per statistics interval."""
     value = b"x" * 10_000
     p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "client.id": client_id, "linger.ms": 5,
                   "queue.buffering.max.kbytes": 4096, "acks": 1, "statistics.interval.ms": 1000,
@@ -203,10 +204,16 @@ def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[f
         if err is None:
             counts.append((time.monotonic(), len(msg.value())))
 
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    start = time.monotonic()
+    deadline = start + seconds
+    sent = 0
+    while (now := time.monotonic()) < deadline:
+        if offered is not None and sent >= (now - start) * offered:
+            p.poll(0.005)
+            continue
         try:
             p.produce("rate", value, on_delivery=delivered)
+            sent += len(value)
         except BufferError:
             p.poll(0.05)
             continue
@@ -214,40 +221,82 @@ def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[f
     p.flush(30)
 
 
-def test_a_producer_byte_rate_quota_holds_one_client_id_and_not_another(make_cluster, zk_store, cli):
-    """1 MB/s on client id "limited", measured over 20 s after a 5 s start, while "free"
-    produces to the same broker unthrottled. The broker runs with `quota.window.num=3`:
-    with Kafka's default of 11 one-second samples a greedy producer is held to the quota
-    over the samples' span but may burst 10 s worth whenever its oldest sample expires
-    (Kafka does the same: docs/quotas.md), which a 20 s measurement cannot average out."""
-    cluster = make_cluster(1, overrides={"quota.window.num": "3"})
-    broker = cluster.load().brokers[1]
-    zk_store.create_topic("rate", TopicAssignment({0: ReplicaAssignment((1,))}), {})
-    rc, _, err = cli("configs", "--entity-type", "clients", "--entity-name", "limited", "--alter",
-                     "--add-config", "producer_byte_rate=1048576", "--dir", str(cluster.root))
-    assert rc == 0, err
-    wait_for(lambda: scrape_metrics(broker.actual_metrics_port).get("praha_broker_client_quota_entities") == 1,
-             30, what="the quota applied")
-    warmup, measured = 5.0, 20.0
-    runs = {cid: ([], []) for cid in ("limited", "free")}
-    threads = [threading.Thread(target=_produce_for, args=(cid, broker.port, warmup + measured, counts, throttles))
+def _consume_for(client_id: str, port: int, seconds: float, counts: list[tuple[float, int]],
+                 throttles: list[int]) -> None:
+    """Read partition 0 of "rate" from the start: (arrival time, bytes) per record."""
+    c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "client.id": client_id, "group.id": client_id,
+                  "enable.auto.commit": False, "statistics.interval.ms": 1000,
+                  "stats_cb": lambda s: throttles.extend(b["throttle"]["max"] for b in json.loads(s)["brokers"].values()
+                                                         if b["nodeid"] >= 0)})
+    c.assign([TopicPartition("rate", 0, 0)])
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            for m in c.consume(100, 0.2):
+                if m.error() is None:
+                    counts.append((time.monotonic(), len(m.value())))
+    finally:
+        c.close()
+
+
+def _run_clients(target, runs: dict[str, tuple[list, list]], port: int, seconds: float, **kwargs) -> float:
+    """Run one thread per client id; their common start time."""
+    threads = [threading.Thread(target=target, args=(cid, port, seconds, counts, throttles),
+                                kwargs=kwargs.get(cid, {}))
                for cid, (counts, throttles) in runs.items()]
     start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
-        t.join(warmup + measured + 60)
+        t.join(seconds + 60)
+    return start
+
+
+def _rate(counts: list[tuple[float, int]], t0: float, t1: float) -> float:
+    return sum(n for at, n in counts if t0 <= at < t1) / (t1 - t0)
+
+
+def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_store, cli):
+    """1 MB/s of produce on client id "limited", measured over 20 s after a 5 s start, while
+    "free" produces 4 MB/s to the same broker unthrottled; then 1 MB/s of fetch on
+    "slow-reader" over 10 s while "fast-reader" reads everything. The broker runs with
+    `quota.window.num=3`: with Kafka's default of 11 one-second samples a greedy client is
+    held to the quota over the samples' span but may burst 10 s worth whenever its oldest
+    sample expires (Kafka does the same: docs/quotas.md), which a 20 s measurement cannot
+    average out."""
+    cluster = make_cluster(1, overrides={"quota.window.num": "3"})
+    broker = cluster.load().brokers[1]
+    zk_store.create_topic("rate", TopicAssignment({0: ReplicaAssignment((1,))}), {})
+    for kind, name, quota in (("clients", "limited", "producer_byte_rate=1048576"),
+                              ("clients", "slow-reader", "consumer_byte_rate=1048576")):
+        rc, _, err = cli("configs", "--entity-type", kind, "--entity-name", name, "--alter", "--add-config", quota,
+                         "--dir", str(cluster.root))
+        assert rc == 0, err
+    wait_for(lambda: scrape_metrics(broker.actual_metrics_port).get("praha_broker_client_quota_entities") == 2,
+             30, what="the quotas applied")
+
+    warmup, measured = 5.0, 20.0
+    runs: dict[str, tuple[list, list]] = {cid: ([], []) for cid in ("limited", "free")}
+    start = _run_clients(_produce_for, runs, broker.port, warmup + measured, free={"offered": 4 * 1048576})
     t0, t1 = start + warmup, start + warmup + measured
-
-    def rate(cid: str) -> float:
-        return sum(n for at, n in runs[cid][0] if t0 <= at < t1) / measured
-
-    limited, free = rate("limited"), rate("free")
-    per_second = [sum(n for at, n in runs["limited"][0] if start + s <= at < start + s + 1)
-                  for s in range(int(warmup + measured))]
+    limited, free = _rate(runs["limited"][0], t0, t1), _rate(runs["free"][0], t0, t1)
+    per_second = [_rate(runs["limited"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
     assert 0.9 * 1048576 <= limited <= 1.1 * 1048576, (limited, per_second)
-    assert free > 4 * 1048576, free  # on a loaded 2-core machine; it was ~100 MB/s alone
+    assert free >= 0.9 * 4 * 1048576, free  # what it offered: not slowed
     assert max(runs["limited"][1]) > 0 and max(runs["free"][1]) == 0  # only "limited" was throttled
+
+    warmup, measured = 3.0, 10.0
+    reads: dict[str, tuple[list, list]] = {cid: ([], []) for cid in ("slow-reader", "fast-reader")}
+    start = _run_clients(_consume_for, reads, broker.port, warmup + measured)
+    t0, t1 = start + warmup, start + warmup + measured
+    slow = _rate(reads["slow-reader"][0], t0, t1)
+    per_second = [_rate(reads["slow-reader"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
+    assert 0.9 * 1048576 <= slow <= 1.1 * 1048576, (slow, per_second)
+    total = sum(n for _, n in runs["limited"][0] + runs["free"][0])
+    assert sum(n for _, n in reads["fast-reader"][0]) == total  # read everything, at its own pace
+    assert max(reads["slow-reader"][1]) > 0 and max(reads["fast-reader"][1]) == 0
+
     text = urllib.request.urlopen(f"http://127.0.0.1:{broker.actual_metrics_port}/metrics", timeout=5).read().decode()
-    assert 'praha_client_quota_throttled_total{quota_type="Produce"}' in text
-    assert 'praha_client_quota_throttled_total{quota_type="Produce"} 0.0' not in text
+    for kind in ("Produce", "Fetch"):
+        assert f'praha_client_quota_throttled_total{{quota_type="{kind}"}}' in text
+        assert f'praha_client_quota_throttled_total{{quota_type="{kind}"}} 0.0' not in text
