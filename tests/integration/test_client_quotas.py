@@ -224,8 +224,11 @@ def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[f
 def _consume_for(client_id: str, port: int, seconds: float, counts: list[tuple[float, int]],
                  throttles: list[int]) -> None:
     """Read partition 0 of "rate" from the start: (arrival time, bytes) per record."""
+    # 100 KB fetches: a throttled fetch is answered empty (Kafka's way), so the smaller the
+    # fetch, the less of the quota a throttled round leaves unused
     c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "client.id": client_id, "group.id": client_id,
                   "enable.auto.commit": False, "statistics.interval.ms": 1000,
+                  "max.partition.fetch.bytes": 100_000, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000,
                   "stats_cb": lambda s: throttles.extend(b["throttle"]["max"] for b in json.loads(s)["brokers"].values()
                                                          if b["nodeid"] >= 0)})
     c.assign([TopicPartition("rate", 0, 0)])
