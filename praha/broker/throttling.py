@@ -7,7 +7,7 @@ socket server calls the handlers directly and none of this runs):
    it and not the time it waits (a parked acks=all produce or long-poll fetch costs only
    its CPU time, like Kafka's request handler thread time);
 2. that time, as a percentage of one second, is recorded against the client's quota;
-   controller requests and follower fetches are exempt, as in Kafka;
+   controller requests, follower fetches and acks=0 produces are exempt, as in Kafka;
 3. the answer carries the larger of its own throttle (a byte-rate quota's, set by the
    data handlers) and the request-time one in `throttle_time_ms`, and the socket server
    mutes the connection for it (`Muted`).
@@ -79,7 +79,8 @@ class RequestQuotaThrottler:
 
     async def run(self, request: DecodedRequest, handler: Callable[[DecodedRequest], Awaitable[Any]]) -> Any:
         key = request.api_key
-        if key in EXEMPT_APIS or (key == ApiKey.FETCH and request.request.replica_id >= 0):
+        if key in EXEMPT_APIS or (key == ApiKey.FETCH and request.request.replica_id >= 0) or \
+                (key == ApiKey.PRODUCE and request.request.acks == 0):  # Kafka exempts acks=0 too
             return await handler(request)
         timer = BusyTimer(handler(request))  # type: ignore[arg-type]
         response = await timer

@@ -15,9 +15,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
+from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import scrape_metrics, wait_for
 from praha.zk import znodes as zn
 
@@ -166,6 +168,18 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
             rc, _, err = cli("configs", "--entity-type", *args, *d)
             assert rc == 1 and message in err, (args, err)
         assert quota_znodes(zk_store) == before
+
+        # request time: a tiny request_percentage throttles even Metadata requests of that client id only
+        assert alter(admin, [({"client-id": "busy"}, [("request_percentage", 0.001)])]) == [(0, None)]
+        metadata = MetadataRequest(topics=[], allow_auto_topic_creation=False,
+                                   include_cluster_authorized_operations=False,
+                                   include_topic_authorized_operations=False)
+        with BrokerConnection("127.0.0.1", broker.port, client_id="busy") as busy, \
+                BrokerConnection("127.0.0.1", broker.port, client_id="idle") as idle:
+            wait_for(lambda: busy.send(metadata, 12).throttle_time_ms > 0, 30, what="a request-time throttle")
+            assert idle.send(metadata, 12).throttle_time_ms == 0
+        figures = urllib.request.urlopen(f"http://127.0.0.1:{broker.actual_metrics_port}/metrics").read().decode()
+        assert 'praha_client_quota_throttled_total{quota_type="Request"} 0.0' not in figures
 
         # --describe --all: every config with its source, as the brokers report it (kafka-configs' lines)
         zk_store.create_topic("t", TopicAssignment({0: ReplicaAssignment((1,))}), {"retention.ms": "600000"})
