@@ -123,7 +123,7 @@ def register(sub: Any) -> None:
     p.add_argument("--entity-type", required=True, action="append", choices=["topics", "brokers", "clients", "users"],
                    help="what to configure; users and clients may be given together (a user's quota for one "
                         "client id)")
-    p.add_argument("--entity-name", dest="entity_names", action="append",
+    p.add_argument("--entity-name", dest="entity_names", action="append", metavar="NAME",
                    help="the topic, broker id, client id or user (one per --entity-type, in order)")
     p.add_argument("--entity-default", dest="entity_names", action="append_const", const=None,
                    help="brokers: the default for every broker; clients/users: the default client id or user")
