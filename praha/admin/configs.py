@@ -25,11 +25,11 @@ from praha.zk.quota_entities import (
     USER,
     MatchType,
     QuotaEntity,
-    QuotaOp,
+    check_text_alteration,
     entity_from_wire,
     filter_from_wire,
 )
-from praha.zk.quota_zk import alter_client_quotas, describe_client_quotas, read_entity_config
+from praha.zk.quota_zk import describe_client_quotas, read_entity_config, write_entity_config
 from praha.zk.store import ZkStore
 
 
@@ -115,29 +115,16 @@ def describe_quotas(store: ZkStore, entity_types: Sequence[str], names: Sequence
 
 def alter_quotas(store: ZkStore, entity_types: Sequence[str], names: Sequence[str | None], add: Mapping[str, str],
                  delete: Iterable[str]) -> dict[str, str]:
-    """kafka-configs --alter for users/clients: values parsed as numbers, keys to delete must
-    be set, then the same checks and writes as AlterClientQuotas. Returns the new config."""
+    """kafka-configs --alter for users/clients: the entity and every value checked
+    (`check_text_alteration`, the same rules as AlterClientQuotas) before the write. Returns
+    the new config."""
     delete = list(dict.fromkeys(delete))
     if not add and not delete:
         raise InvalidRequestError("nothing to alter: give --add-config and/or --delete-config")
     entity = entity_from_wire(quota_entity(entity_types, names))
-    unknown = [k for k in [*add, *delete] if k not in entity.key_handlers]
-    if unknown:
-        raise InvalidRequestError(f"Invalid config(s): {','.join(unknown)}; {entity.config_type} take "
-                                  f"{', '.join(sorted(entity.key_handlers))}")
-    current = read_entity_config(store, entity)
-    missing = [k for k in delete if k not in current]
-    if missing:
-        raise InvalidRequestError(f"Invalid config(s): {','.join(missing)} (not set for {entity.describe()})")
-    ops = []
-    for key, value in add.items():
-        try:
-            number = float(value)
-        except ValueError:
-            raise InvalidRequestError(f"Cannot parse quota configuration value for {key}: {value}") from None
-        ops.append(QuotaOp(key, number))
-    ops += [QuotaOp(key, 0.0, remove=True) for key in delete]
-    return alter_client_quotas(store, entity, ops)
+    new = check_text_alteration(entity, read_entity_config(store, entity), add, delete)
+    write_entity_config(store, entity, new)
+    return new
 
 
 # ------------------------------------------------------------------------------- --describe --all

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import IntEnum
 from urllib.parse import quote, unquote_plus
 
 from praha.errors import ErrorCode, PrahaError
@@ -38,21 +38,18 @@ class QuotaError(PrahaError):
         super().__init__(message, code)
 
 
-class ValueType(Enum):
-    LONG = "LONG"
-    DOUBLE = "DOUBLE"
-
-
 @dataclass(frozen=True, slots=True)
 class KeyHandler:
-    """One config key an entity takes: how a value given as a number is checked and stored."""
+    """One config key an entity takes: how a value is checked and stored, given as a number
+    (AlterClientQuotas) or as text (`praha configs --add-config`). A key of another kind
+    (a user's SCRAM credentials) brings its own handler with `from_number` refusing."""
 
     name: str
     doc: str
     #: number → the string stored in ZooKeeper; raises QuotaError
-    store: Callable[[str, float], str]
-    #: counted as a client quota (described by DescribeClientQuotas, enforced by brokers)
-    is_quota: bool = True
+    from_number: Callable[[str, float], str]
+    #: --add-config text → the string stored in ZooKeeper; raises QuotaError
+    from_text: Callable[[str, str], str]
 
 
 def _positive(key: str, value: float) -> None:
@@ -79,15 +76,27 @@ def _double_value(key: str, value: float) -> str:
     return repr(float(value))
 
 
+def _number(key: str, text: str) -> float:
+    """kafka-configs' parse of a quota value given as text."""
+    try:
+        return float(text)
+    except ValueError:
+        raise QuotaError(f"Cannot parse quota configuration value for {key}: {text}") from None
+
+
+def _quota_key(name: str, doc: str, store: Callable[[str, float], str]) -> KeyHandler:
+    return KeyHandler(name, doc, store, lambda key, text: store(key, _number(key, text)))
+
+
 #: Kafka's QuotaConfigs.userAndClientQuotaConfigs()
 CLIENT_KEY_HANDLERS: dict[str, KeyHandler] = {h.name: h for h in (
-    KeyHandler(PRODUCER_BYTE_RATE, "A rate representing the upper bound (bytes/sec) for producer traffic.",
+    _quota_key(PRODUCER_BYTE_RATE, "A rate representing the upper bound (bytes/sec) for producer traffic.",
                _long_value),
-    KeyHandler(CONSUMER_BYTE_RATE, "A rate representing the upper bound (bytes/sec) for consumer traffic.",
+    _quota_key(CONSUMER_BYTE_RATE, "A rate representing the upper bound (bytes/sec) for consumer traffic.",
                _long_value),
-    KeyHandler(REQUEST_PERCENTAGE, "A percentage representing the upper bound of time spent for processing "
+    _quota_key(REQUEST_PERCENTAGE, "A percentage representing the upper bound of time spent for processing "
                "requests.", _double_value),
-    KeyHandler(CONTROLLER_MUTATION_RATE, "The rate at which mutations are accepted for the create topics request, "
+    _quota_key(CONTROLLER_MUTATION_RATE, "The rate at which mutations are accepted for the create topics request, "
                "the create partitions request and the delete topics request (stored; not enforced by praha).",
                _double_value),
 )}
@@ -215,7 +224,25 @@ def check_alteration(entity: QuotaEntity, current: Mapping[str, str], ops: Itera
         handler = handlers.get(op.key)
         if handler is None:
             raise QuotaError(f"Invalid configuration key {op.key}")
-        new[op.key] = handler.store(op.key, float(op.value))
+        new[op.key] = handler.from_number(op.key, float(op.value))
+    return new
+
+
+def check_text_alteration(entity: QuotaEntity, current: Mapping[str, str], add: Mapping[str, str],
+                          delete: Iterable[str]) -> dict[str, str]:
+    """kafka-configs' --add-config / --delete-config on an entity: every key must be one the
+    entity takes, every key deleted must be set. Returns the new config; raises QuotaError."""
+    delete = list(delete)
+    handlers = entity.key_handlers
+    unknown = [k for k in [*add, *delete] if k not in handlers]
+    if unknown:
+        raise QuotaError(f"Invalid config(s): {','.join(unknown)}; {entity.config_type} take "
+                         f"{', '.join(sorted(handlers))}")
+    missing = [k for k in delete if k not in current]
+    if missing:
+        raise QuotaError(f"Invalid config(s): {','.join(missing)} (not set for {entity.describe()})")
+    new = {k: v for k, v in current.items() if k not in delete}
+    new.update({key: handlers[key].from_text(key, text) for key, text in add.items()})
     return new
 
 

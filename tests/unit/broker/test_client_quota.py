@@ -298,3 +298,17 @@ def test_the_connection_is_muted_after_a_throttled_response_and_others_are_not()
     (first, other, second), mutes = asyncio.run(go())
     # the throttled answer and the other client's at once; the muted connection's next one after the throttle
     assert first < 1.0 and other < 1.0 <= second and mutes >= 1
+
+
+def test_text_alteration_is_kafka_configs_rules():
+    from praha.zk.quota_entities import check_text_alteration
+
+    entity = QuotaEntity(client_id="c")
+    assert check_text_alteration(entity, {"consumer_byte_rate": "5"}, {"producer_byte_rate": "1048576"},
+                                 ["consumer_byte_rate"]) == {"producer_byte_rate": "1048576"}
+    for add, delete, message in [({"producer_byte_rate": "fast"}, [], "Cannot parse quota configuration value"),
+                                 ({"producer_byte_rate": "-1"}, [], "must be greater than 0"),
+                                 ({"retention.ms": "1"}, [], r"Invalid config\(s\): retention.ms"),
+                                 ({}, ["request_percentage"], "not set for client-id 'c'")]:
+        with pytest.raises(QuotaError, match=message):
+            check_text_alteration(entity, {}, add, delete)
