@@ -3,7 +3,8 @@
 Start-up steps: connect to ZooKeeper and create the persistent paths; read or create the
 cluster id; start the socket server (asyncio, its own thread) so the controller can reach
 us; start watching config change notices (dynamic topic and broker config, e.g. a
-reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker epoch);
+reassignment's throttle, and client quotas, all read once after the watch is set);
+register `/brokers/ids/<id>` (its czxid is our broker epoch);
 start the controller module (every broker runs one; one is active); start the metrics
 endpoint.
 
