@@ -236,13 +236,12 @@ def _produce_for(client_id: str, port: int, seconds: float, counts: list[tuple[f
 
 
 def _consume_for(client_id: str, port: int, seconds: float, counts: list[tuple[float, int]],
-                 throttles: list[int]) -> None:
+                 throttles: list[int], fetch_bytes: int = 1_048_576) -> None:
     """Read partition 0 of "rate" from the start: (arrival time, bytes) per record."""
-    # 100 KB fetches: a throttled fetch is answered empty (Kafka's way), so the smaller the
-    # fetch, the less of the quota a throttled round leaves unused
     c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "client.id": client_id, "group.id": client_id,
                   "enable.auto.commit": False, "statistics.interval.ms": 1000,
-                  "max.partition.fetch.bytes": 100_000, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000,
+                  "max.partition.fetch.bytes": fetch_bytes, "fetch.max.bytes": fetch_bytes * 50,
+                  "message.max.bytes": min(fetch_bytes, 1_000_000),
                   "stats_cb": lambda s: throttles.extend(b["throttle"]["max"] for b in json.loads(s)["brokers"].values()
                                                          if b["nodeid"] >= 0)})
     c.assign([TopicPartition("rate", 0, 0)])
@@ -304,7 +303,10 @@ def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_st
 
     warmup, measured = 3.0, 10.0
     reads: dict[str, tuple[list, list]] = {cid: ([], []) for cid in ("slow-reader", "fast-reader")}
-    start = _run_clients(_consume_for, reads, broker.port, warmup + measured)
+    # the slow reader fetches 100 KB at a time: a throttled fetch is answered empty (Kafka's
+    # way), so the smaller the fetch, the less of its quota a throttled round leaves unused
+    start = _run_clients(_consume_for, reads, broker.port, warmup + measured,
+                         **{"slow-reader": {"fetch_bytes": 100_000}})
     t0, t1 = start + warmup, start + warmup + measured
     slow = _rate(reads["slow-reader"][0], t0, t1)
     per_second = [_rate(reads["slow-reader"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
