@@ -42,7 +42,7 @@ from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
-from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError, ZNodeDecodeError
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
@@ -169,7 +169,11 @@ class BrokerServer:
             log.warning("ignoring a config change notice for %r: not a quota entity", entity_path)
             return
         assert self.store is not None
-        values = quota_values(read_entity_config(self.store, entity))
+        try:
+            values = quota_values(read_entity_config(self.store, entity))
+        except ZNodeDecodeError as e:  # as for a topic config: ignored (its quotas removed), reported
+            log.warning("ignoring the client quotas of %s: %s", entity.describe(), e)
+            values = {}
         self.loop.call_soon_threadsafe(self.client_quotas.apply_entity_config, entity, values)
         log.info("client quotas of %s now %s", entity.describe(), values or "none")
 
