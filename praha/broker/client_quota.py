@@ -170,6 +170,11 @@ class ClientQuotaManager:
             self.overrides[entity] = value
         self._tags.clear()  # the resolution may differ now
 
+    def clear(self) -> None:
+        """Forget every quota (the rates recorded so far stay)."""
+        self.overrides.clear()
+        self._tags.clear()
+
     # ------------------------------------------------------------ resolution
     def metric_tags(self, user: str, client_id: str) -> tuple[str, str]:
         """(sanitized user, client id) of the entity whose rate this request counts in;
@@ -295,7 +300,6 @@ class ClientQuotas:
     def replace_all(self, configs: dict[QuotaEntity, dict[str, float]]) -> None:
         """Every entity's quotas at once (start-up)."""
         for m in self.managers():
-            m.overrides.clear()
-            m._tags.clear()
+            m.clear()
         for entity, values in configs.items():
             self.apply_entity_config(entity, values)

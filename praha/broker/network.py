@@ -339,9 +339,8 @@ class SocketServer:
                  limits: ConnectionLimits | None = None, throttler: RequestThrottler | None = None):
         self.handlers = handlers
         self.throttler = throttler
-        #: connections muted after a response for a client over its quota, and for how long in all
+        #: connections muted after a response for a client over its quota
         self.mutes = 0
-        self.muted_ms = 0
         self.connection_quotas = ConnectionQuotas(limits or ConnectionLimits())
         #: connections closed by the sweeper: idle too long / a request stalled mid-frame
         self.closed_idle = 0
@@ -462,7 +461,6 @@ class SocketServer:
     async def _mute(self, conn: FrameConnection, mute_ms: int) -> None:
         """Read and handle nothing more of this connection for `mute_ms` (KIP-219)."""
         self.mutes += 1
-        self.muted_ms += mute_ms
         conn._pause_reading()
         conn.handling = True  # not idle: the sweeper leaves it alone
         try:
