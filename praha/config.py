@@ -120,6 +120,8 @@ class BrokerConfig:
     max_connections_per_ip_overrides: str = _option("max.connections.per.ip.overrides", "", _str)
     max_connection_creation_rate: int = _option("max.connection.creation.rate", 2147483647, _int, 0)
     connections_max_idle_ms: int = _option("connections.max.idle.ms", 600000, _int, 1)
+    quota_window_num: int = _option("quota.window.num", 11, _int, 1)
+    quota_window_size_seconds: int = _option("quota.window.size.seconds", 1, _int, 1)
     partial_request_timeout_ms: int = _option("praha.partial.request.timeout.ms", 30000, _int, 1,
                                               "close a connection whose request has not fully arrived in this time")
     log_segment_bytes: int = _option("log.segment.bytes", 1073741824, _int, 14)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from praha.broker.client_quota import ClientQuotas
 from praha.broker.fencing import ControllerFence
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.replica_manager import ReplicaManager
@@ -54,6 +55,7 @@ class Broker(Protocol):
     store: ZkStore | None
     broker_info: BrokerInfo | None
     group_coordinator: GroupCoordinator
+    client_quotas: ClientQuotas
 
     @property
     def controller(self) -> HostedController | None: ...

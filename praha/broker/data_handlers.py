@@ -41,7 +41,7 @@ from kafka.protocol.producer import ProduceResponse
 
 from praha.broker.authorized_operations import ResourceKind, authorized_operations
 from praha.broker.delayed import ProduceWait
-from praha.broker.network import SegmentedFrame
+from praha.broker.network import Muted, SegmentedFrame
 from praha.broker.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
@@ -155,16 +155,21 @@ class DataApis:
                 code = w.error if w.error is not None else ErrorCode.REQUEST_TIMED_OUT
                 if code != ErrorCode.NONE:
                     results[tp][0] = code
+        quota = self.broker.client_quotas.produce
+        throttle = quota.record(req.principal, req.header.client_id or "", req.size) if quota.overrides else 0
+        if throttle:
+            quota.throttled(throttle)
         if acks == 0:
-            return None
+            return Muted(None, throttle) if throttle else None
         by_topic: dict[str, list[Any]] = {}
         for tp, (code, base, start) in results.items():
             message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
                 log_start_offset=start, record_errors=record_errors, error_message=message))
-        return ProduceResponse(
-            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
+        response = ProduceResponse(
+            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
+        return Muted(response, throttle) if throttle else response
 
     # ------------------------------------------------------------------ DeleteRecords
     async def handle_delete_records(self, req: DecodedRequest) -> Any:
@@ -255,13 +260,28 @@ class DataApis:
         for t in r.topics:
             for fp in t.partitions:
                 wanted.append((TopicPartition(t.topic, fp.partition), fp))
+        max_bytes = r.max_bytes
+        quota = self.broker.client_quotas.fetch
+        limited = replica_id < 0 and bool(quota.overrides)  # consumers only: followers have their own throttle
+        client_id = (req.header.client_id or "") if limited else ""
         if replica_id >= 0:
             self._record_follower_fetches(replica_id, wanted)
-        parts, total, errored = self._read_all(wanted, replica_id, r.max_bytes)
-        if r.max_wait_ms > 0 and total < r.min_bytes and not errored and wanted:
+        elif limited:  # no more than the quota could ever let through at once (Kafka's cap)
+            cap = quota.max_value_in_window(req.principal, client_id)
+            if cap is not None:
+                max_bytes = max(1, min(max_bytes, int(cap)))
+        parts, total, errored = self._read_all(wanted, replica_id, max_bytes)
+        if r.max_wait_ms > 0 and total < min(r.min_bytes, max_bytes) and not errored and wanted:
             _close_regions(parts)
-            await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
-            parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
+            await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms)
+            parts, total, _ = self._read_all(wanted, replica_id, max_bytes)
+        if limited:
+            throttle = quota.record(req.principal, client_id, total)
+            if throttle:  # answered empty, as Kafka does: the bytes are not sent, so not counted
+                quota.unrecord(req.principal, client_id, total)
+                quota.throttled(throttle)
+                _close_regions(parts)
+                return Muted(EncodedFetchResponse([], throttle), throttle)
         self.rm.stats.bytes_out += total
         by_topic: dict[str, list[Any]] = {}
         for tp, pdata in parts:
@@ -441,8 +461,9 @@ class EncodedFetchResponse:
     `encode` gives bytes, or a `SegmentedFrame` when records stay in files (`bytes()` of
     it reads them: the same bytes); the frame owns the regions and closes them."""
 
-    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]]):
+    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]], throttle_time_ms: int = 0):
         self.topics = topics
+        self.throttle_time_ms = throttle_time_ms
         self._header = None
         self.API_VERSION = 12
         self._correlation_id = 0
@@ -452,16 +473,17 @@ class EncodedFetchResponse:
 
     def encode(self, header: bool = True, framed: bool = True) -> bytes | SegmentedFrame:
         assert header and framed, "only the framed form with header is produced"
-        return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics)
+        return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics,
+                                  throttle_time_ms=self.throttle_time_ms)
 
 
 def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                       error_code: int = 0, session_id: int = 0) -> bytes | SegmentedFrame:
+                       error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> bytes | SegmentedFrame:
     """A framed FetchResponse v4-v12 (size prefix, response header, body), byte-identical
     to kafka-python's encoding. Records given as bytes are joined once into the frame;
     records given as a `FileRegion` are not read: the answer is then a SegmentedFrame of
     the bytes around them and the regions themselves (sent with os.sendfile)."""
-    out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id)
+    out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id, throttle_time_ms)
     if not any(type(x) is FileRegion for x in out):
         return b"".join(out)
     pieces: list[bytes | FileRegion] = []

@@ -16,6 +16,11 @@ buffer is empty), so record bytes are neither copied into the process nor buffer
 asyncio. A region the file no longer fully holds (cut by a truncation meanwhile) cannot
 complete the announced frame: the connection is closed, as Kafka does. Where sendfile is
 refused, the region is read and written like any bytes.
+
+Client quotas (KIP-219): a handler may answer `Muted(response, ms)`; the response goes out
+at once (carrying its `throttle_time_ms`) and then the connection is muted: no further
+request of it is read or handled for `ms`. An optional `RequestThrottler` (the broker's
+request-time quota) wraps the handlers while it is active.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Protocol, cast
 
 from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
@@ -43,6 +49,23 @@ from praha.protocol.registry import unsupported_version_response
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True, slots=True)
+class Muted:
+    """A handler's answer (None: no response, as for acks=0) after which the connection is
+    muted for `mute_ms` (a client over its quota, KIP-219)."""
+
+    response: Any
+    mute_ms: int
+
+
+class RequestThrottler(Protocol):
+    """What the socket server needs of the request-time quota (`praha.broker.throttling`)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def run(self, request: DecodedRequest, handler: Callable[[DecodedRequest], Awaitable[Any]]) -> Awaitable[Any]: ...
 
 
 class SegmentedFrame:
@@ -313,8 +336,11 @@ class SocketServer:
     its request loop; a sweeper closes idle connections and requests that stall mid-frame."""
 
     def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
-                 limits: ConnectionLimits | None = None):
+                 limits: ConnectionLimits | None = None, throttler: RequestThrottler | None = None):
         self.handlers = handlers
+        self.throttler = throttler
+        #: connections muted after a response for a client over its quota
+        self.mutes = 0
         self.connection_quotas = ConnectionQuotas(limits or ConnectionLimits())
         #: connections closed by the sweeper: idle too long / a request stalled mid-frame
         self.closed_idle = 0
@@ -381,20 +407,20 @@ class SocketServer:
                     return
                 conn.handling = True
                 try:
-                    response = await self._handle(body, peer)
+                    response, mute_ms = await self._handle(body, peer)
                 finally:
                     conn.handling = False
                     conn.last_active = time.monotonic()
-                if response is None:
-                    continue
                 if response is False:
                     return
                 if isinstance(response, SegmentedFrame):
                     if not await self._send_frame(conn, response, peer):
                         return
-                    continue
-                conn.write(response)
-                await conn.drain()
+                elif response is not None:
+                    conn.write(response)
+                    await conn.drain()
+                if mute_ms > 0:
+                    await self._mute(conn, mute_ms)
         except asyncio.CancelledError:
             raise
         except ConnectionError:
@@ -432,31 +458,51 @@ class SocketServer:
                          "mid-frame (praha.partial.request.timeout.ms %d)", idle, limits.max_idle_ms, partial,
                          limits.partial_request_timeout_ms)
 
-    async def _handle(self, body: bytes | bytearray, peer: object) -> "bytes | SegmentedFrame | None | Literal[False]":
-        """Response bytes, None for no response, False to close the connection."""
+    async def _mute(self, conn: FrameConnection, mute_ms: int) -> None:
+        """Read and handle nothing more of this connection for `mute_ms` (KIP-219)."""
+        self.mutes += 1
+        conn._pause_reading()
+        conn.handling = True  # not idle: the sweeper leaves it alone
+        try:
+            await asyncio.sleep(mute_ms / 1000.0)
+        finally:
+            conn.handling = False
+            conn.last_active = time.monotonic()
+
+    async def _handle(self, body: bytes | bytearray, peer: object
+                      ) -> "tuple[bytes | SegmentedFrame | None | Literal[False], int]":
+        """(response bytes, None for no response or False to close the connection; the
+        milliseconds to mute the connection for after it)."""
         handlers = self.handlers
         try:
             decoded = decode_request(body, handlers.versions)
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 resp = unsupported_version_response(handlers.versions)
-                return bytes(encode_response(e.header, resp, 0))
+                return bytes(encode_response(e.header, resp, 0)), 0
             self._bad(peer, e)
-            return False
+            return False, 0
         except InvalidRequestError as e:
             self._bad(peer, e)
-            return False
+            return False, 0
         self.requests += 1
         if decoded.api_key == ApiKey.JOIN_GROUP and isinstance(peer, tuple) and peer:  # the member's host
             decoded = dataclasses.replace(decoded, client_host=f"/{peer[0]}")
         handler = handlers.handlers[decoded.api_key]
-        response = await handler(decoded)
+        throttler = self.throttler
+        if throttler is not None and throttler.active:
+            response = await throttler.run(decoded, handler)
+        else:
+            response = await handler(decoded)
+        mute_ms = 0
+        if type(response) is Muted:
+            response, mute_ms = response.response, response.mute_ms
         if response is None or not decoded.expects_response:
-            return None
+            return None, mute_ms
         frame = encode_response(decoded.header, response, decoded.api_version)
         if isinstance(frame, SegmentedFrame):
-            return frame
-        return bytes(frame)
+            return frame, mute_ms
+        return bytes(frame), mute_ms
 
     async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer: object) -> bool:
         """Write a segmented frame; False if the connection must close (or already has)."""

@@ -3,7 +3,8 @@
 Start-up steps: connect to ZooKeeper and create the persistent paths; read or create the
 cluster id; start the socket server (asyncio, its own thread) so the controller can reach
 us; start watching config change notices (dynamic topic and broker config, e.g. a
-reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker epoch);
+reassignment's throttle, and client quotas, all read once after the watch is set);
+register `/brokers/ids/<id>` (its czxid is our broker epoch);
 start the controller module (every broker runs one; one is active); start the metrics
 endpoint.
 
@@ -23,6 +24,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from praha.broker.client_quota import ClientQuotas, QuotaWindow
 from praha.broker.connection_quotas import ConnectionLimits
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
@@ -33,18 +35,21 @@ from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
 from praha.broker.offsets_log import ConsumerOffsetsLog
 from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
+from praha.broker.throttling import RequestQuotaThrottler
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
-from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError, ZNodeDecodeError
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
+from praha.zk.quota_entities import entity_from_path, quota_values
+from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
@@ -77,6 +82,8 @@ class BrokerServer:
             run_blocking=lambda fn: asyncio.get_running_loop().run_in_executor(None, fn),
             on_event=self._coordinator_event)
         self.replica_manager.leadership_listeners.append(self._offsets_leadership)
+        self.client_quotas = ClientQuotas.create(QuotaWindow(config.quota_window_num,
+                                                             config.quota_window_size_seconds * 1000))
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
@@ -113,7 +120,8 @@ class BrokerServer:
         self.run_on_loop(self.replica_manager.start())
         listener = cfg.endpoints[0]
         self.socket_server = SocketServer(self.handlers, listener.host, listener.port, cfg.socket_request_max_bytes,
-                                          ConnectionLimits.from_broker_config(cfg))
+                                          ConnectionLimits.from_broker_config(cfg),
+                                          RequestQuotaThrottler(self.client_quotas))
         self.run_on_loop(self.socket_server.start())
         self._start_config_changes()
         advertised = cfg.advertised_endpoints
@@ -144,9 +152,30 @@ class BrokerServer:
             self.store, self.broker_id,
             on_topic=lambda topic: void(asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop)),
             on_broker=lambda config: void(loop.call_soon_threadsafe(rm.apply_broker_config, config)),
+            on_quota=self._on_quota_change,
         )
         config = self.config_changes.start()
         loop.call_soon_threadsafe(rm.apply_broker_config, config)
+        quotas = {e: quota_values(c) for e, c in read_all_quota_configs(self.store).items()}
+        loop.call_soon_threadsafe(self.client_quotas.replace_all, quotas)
+        if quotas:
+            log.info("client quotas: %d entities with quotas at start", sum(1 for v in quotas.values() if v))
+
+    def _on_quota_change(self, entity_path: str) -> None:
+        """A change notice for a user/client entity (on the listener's thread): re-read it,
+        apply it on the event loop."""
+        entity = entity_from_path(entity_path)
+        if entity is None:
+            log.warning("ignoring a config change notice for %r: not a quota entity", entity_path)
+            return
+        assert self.store is not None
+        try:
+            values = quota_values(read_entity_config(self.store, entity))
+        except ZNodeDecodeError as e:  # as for a topic config: ignored (its quotas removed), reported
+            log.warning("ignoring the client quotas of %s: %s", entity.describe(), e)
+            values = {}
+        self.loop.call_soon_threadsafe(self.client_quotas.apply_entity_config, entity, values)
+        log.info("client quotas of %s now %s", entity.describe(), values or "none")
 
     def _write_runtime_file(self) -> None:
         """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
@@ -245,6 +274,10 @@ class BrokerServer:
              "connections closed after connections.max.idle.ms"),
             ("connections_closed_partial_request", float(ss.closed_partial if ss else 0),
              "connections closed with a request stalled mid-frame (praha.partial.request.timeout.ms)"),
+            ("client_quota_entities", float(len({e for m in self.client_quotas.managers() for e in m.overrides})),
+             "users and client ids with a client quota in force"),
+            ("client_quota_mutes", float(ss.mutes if ss else 0),
+             "connections muted after a response for a client over its quota"),
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
             *self.replica_manager.figures(),

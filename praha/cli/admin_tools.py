@@ -11,7 +11,10 @@ and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
   praha elect-leaders --election-type preferred|unclean
         (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
   praha configs --entity-type topics|brokers (--entity-name N | --entity-default)
-        (--describe | --alter [--add-config k=v,...] [--delete-config k,...])
+        (--describe [--all] | --alter [--add-config k=v,...] [--delete-config k,...])
+  praha configs --entity-type clients|users (--entity-name N | --entity-default)
+        [--entity-type clients (--entity-name N | --entity-default)]
+        (--describe | --alter [--add-config producer_byte_rate=N,...] [--delete-config k,...])
 
 Each command parses and checks all its input before writing anything; a refusal prints
 `error: ...` and exits 1. Output and JSON files follow Kafka's tools. Writes go to
@@ -117,19 +120,24 @@ def register(sub: Any) -> None:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_elect_leaders)
 
-    p = sub.add_parser("configs", help="show or change topic and broker configs while the cluster runs "
-                                       "(kafka-configs)")
-    p.add_argument("--entity-type", required=True, choices=["topics", "brokers"], help="what to configure")
+    p = sub.add_parser("configs", help="show or change topic, broker and client quota configs while the "
+                                       "cluster runs (kafka-configs)")
+    p.add_argument("--entity-type", required=True, action="append", choices=["topics", "brokers", "clients", "users"],
+                   help="what to configure; users and clients may be given together (a user's quota for one "
+                        "client id)")
+    p.add_argument("--entity-name", dest="entity_names", action="append", metavar="NAME",
+                   help="the topic, broker id, client id or user (one per --entity-type, in order)")
+    p.add_argument("--entity-default", dest="entity_names", action="append_const", const=None,
+                   help="brokers: the default for every broker; clients/users: the default client id or user")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--entity-name", help="the topic, or the broker id")
-    g.add_argument("--entity-default", action="store_true", help="brokers: the default for every broker")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--describe", action="store_true", help="print the entity's config overrides")
+    g.add_argument("--describe", action="store_true", help="print the entity's config overrides (or quotas)")
     g.add_argument("--alter", action="store_true", help="change them (brokers apply the change at once)")
+    p.add_argument("--all", action="store_true",
+                   help="with --describe, topics and brokers: every config with its value, source and synonyms")
     p.add_argument("--add-config", default="", metavar="k1=v1,k2=[a,b]",
                    help="configs to set; square brackets keep commas inside a value")
     p.add_argument("--delete-config", default="", metavar="k1,k2", help="configs to remove")
-    add_cluster_options(p, bootstrap=False)
+    add_cluster_options(p)
     p.set_defaults(fn=cmd_configs)
 
 
@@ -408,25 +416,86 @@ def cmd_api_versions(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------ configs
 def cmd_configs(args: argparse.Namespace) -> int:
-    from praha.admin.configs import alter, describe, parse_config_list
+    from praha.admin.configs import parse_config_list
+
+    types: list[str] = args.entity_type
+    names: list[str | None] = args.entity_names or []
+    if args.describe and (args.add_config or args.delete_config):
+        raise CliError("--add-config and --delete-config go with --alter")
+    if args.all and not args.describe:
+        raise CliError("--all goes with --describe")
+    if args.bootstrap_server and not args.all:
+        raise CliError("--bootstrap-server goes with --describe --all; the other forms write and read "
+                       "ZooKeeper (--zookeeper or --dir)")
+    add = parse_config_list(args.add_config) if args.alter else {}
+    delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    if set(types) & {"clients", "users"}:
+        return _configs_quotas(args, types, names, add, delete)
+    if len(types) != 1:
+        raise CliError("only users and clients may be given together; one --entity-type for topics or brokers")
+    if len(names) != 1:
+        raise CliError("give one of --entity-name and --entity-default")
+    if names[0] is None and types[0] != "brokers":
+        raise CliError("--entity-default is for --entity-type brokers, clients and users")
+    if args.all:
+        return _configs_describe_all(args, types[0], names[0])
+    return _configs_topics_brokers(args, types[0], names[0], add, delete)
+
+
+def _configs_topics_brokers(args: argparse.Namespace, entity_type: str, entity_name: str | None,
+                            add: dict[str, str], delete: list[str]) -> int:
+    from praha.admin.configs import alter, describe
     from praha.zk.znodes import DEFAULT_BROKER_ENTITY
 
-    if args.entity_default and args.entity_type != "brokers":
-        raise CliError("--entity-default is for --entity-type brokers")
-    name = DEFAULT_BROKER_ENTITY if args.entity_default else args.entity_name
-    label = f"{args.entity_type.rstrip('s')} {name}" if not args.entity_default else "the default of every broker"
+    name = DEFAULT_BROKER_ENTITY if entity_name is None else entity_name
+    label = f"{entity_type.rstrip('s')} {name}" if entity_name is not None else "the default of every broker"
     if args.describe:
-        if args.add_config or args.delete_config:
-            raise CliError("--add-config and --delete-config go with --alter")
         with _session(args) as store:
-            config = describe(store, args.entity_type, name)
+            config = describe(store, entity_type, name)
         print(f"Dynamic configs for {label} are:")
         for key in sorted(config):
             print(f"  {key}={config[key]}")
         return 0
-    add = parse_config_list(args.add_config)
-    delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
     with _session(args) as store:
-        alter(store, args.entity_type, name, add, delete)
+        alter(store, entity_type, name, add, delete)
     print(f"Completed updating config for {label}.")
+    return 0
+
+
+def _configs_describe_all(args: argparse.Namespace, entity_type: str, entity_name: str | None) -> int:
+    """kafka-configs --describe --all: what the brokers report, every config with its source."""
+    from praha.admin.configs import describe_all
+    from praha.cli.options import bootstrap_of
+
+    lines = describe_all(bootstrap_of(args), entity_type, entity_name or "")
+    if entity_name is None:
+        print(f"Default configs for {entity_type} in the cluster are:")
+    else:
+        print(f"All configs for {entity_type.rstrip('s')} {entity_name} are:")
+    for line in lines:
+        print(line.render())
+    return 0
+
+
+def _configs_quotas(args: argparse.Namespace, types: list[str], names: list[str | None],
+                    add: dict[str, str], delete: list[str]) -> int:
+    """kafka-configs for client quotas: `Quota configs for client-id 'c' are k=v, ...`."""
+    from praha.admin.configs import alter_quotas, describe_quotas
+
+    if args.all:
+        raise CliError("--all is for topics and brokers")
+    if args.describe:
+        with _session(args) as store:
+            found = describe_quotas(store, types, names)
+        for entity, values in sorted(found.items(), key=lambda item: item[0].entity_path):
+            print(f"Quota configs for {entity.describe()} are "
+                  + ", ".join(f"{k}={v}" for k, v in sorted(values.items())))
+        return 0
+    with _session(args) as store:
+        alter_quotas(store, types, names, add, delete)
+    head, name = types[0], names[0] if names else None
+    if name is not None:
+        print(f"Completed updating config for {head.rstrip('s')} {name}.")
+    else:
+        print(f"Completed updating default config for {head} in the cluster.")
     return 0

@@ -40,6 +40,8 @@ from praha.protocol.varint import MalformedVarintError, read_uvarint, skip_tagge
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 FRAME_SIZE_BYTES = 4
+#: Kafka's KafkaPrincipal.ANONYMOUS name: every request's principal without authentication
+ANONYMOUS_PRINCIPAL = "ANONYMOUS"
 
 
 _SIZE = struct.Struct(">i")
@@ -62,6 +64,10 @@ class DecodedRequest:
     request: Any
     #: the client's address as the socket server saw it (a group member's `client_host`)
     client_host: str = ""
+    #: the frame's size without its size prefix (what a produce counts against its quota)
+    size: int = 0
+    #: who sent it: Kafka's principal name, ANONYMOUS until the listener authenticates
+    principal: str = ANONYMOUS_PRINCIPAL
 
     @property
     def api_key(self) -> int:
@@ -124,7 +130,7 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
             f"{spec.name} v{api_version} is not supported (supported: v{lo}-v{hi})",
             _lenient_header(body, api_key, api_version, correlation_id))
     header = parse_request_header(body)
-    return DecodedRequest(header, _decode_body(spec, body, header))
+    return DecodedRequest(header, _decode_body(spec, body, header), size=len(body))
 
 
 def encode_response(header: RequestHeader, response: ApiMessage, api_version: int) -> bytearray:

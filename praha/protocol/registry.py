@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
@@ -30,6 +32,8 @@ from kafka.protocol.admin import (
     DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -161,6 +165,8 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     _spec(DescribeProducersRequest, DescribeProducersResponse),
+    _spec(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    _spec(AlterClientQuotasRequest, AlterClientQuotasResponse),
 )}
 
 

@@ -240,9 +240,42 @@ CATALOGUE = [
      "--add-config min.insync.replicas=99", 1,
      "error: min.insync.replicas=99 is larger than the replication factor 2: no write could succeed"),
     ("configs-default-topic", "configs --entity-type topics --entity-default --describe", 1,
-     "error: --entity-default is for --entity-type brokers"),
-    ("configs-bad-type", "configs --entity-type users --entity-name x --describe", 2,
-     "praha configs: error: argument --entity-type: invalid choice: 'users' (choose from 'topics', 'brokers')"),
+     "error: --entity-default is for --entity-type brokers, clients and users"),
+    ("configs-bad-type", "configs --entity-type groups --entity-name x --describe", 2,
+     "praha configs: error: argument --entity-type: invalid choice: 'groups' (choose from 'topics', 'brokers', "
+     "'clients', 'users')"),
+    ("configs-quota-negative", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=-1", 1, "error: Quota producer_byte_rate must be greater than 0"),
+    ("configs-quota-zero", "configs --entity-type users --entity-default --alter "
+     "--add-config consumer_byte_rate=0", 1, "error: Quota consumer_byte_rate must be greater than 0"),
+    ("configs-quota-not-a-number", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=fast", 1, "error: Cannot parse quota configuration value for "
+     "producer_byte_rate: fast"),
+    ("configs-quota-fraction", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=10.5", 1, "error: Configuration producer_byte_rate must be a LONG value"),
+    ("configs-quota-unknown-key", "configs --entity-type clients --entity-name c --alter "
+     "--add-config retention.ms=5", 1, "error: Invalid config(s): retention.ms; clients take consumer_byte_rate, "
+     "controller_mutation_rate, producer_byte_rate, request_percentage"),
+    ("configs-quota-delete-unset", "configs --entity-type clients --entity-name c --alter "
+     "--delete-config producer_byte_rate", 1, "error: Invalid config(s): producer_byte_rate (not set for client-id "
+     "'c')"),
+    ("configs-quota-no-name", "configs --entity-type clients --alter --add-config producer_byte_rate=1", 1,
+     "error: Exactly one entity name must be specified for every entity type"),
+    ("configs-quota-with-topic", "configs --entity-type users --entity-name u --entity-type topics "
+     "--entity-name orders --describe", 1, "error: Unexpected entity type topics: only users and clients go together"),
+    ("configs-quota-twice", "configs --entity-type clients --entity-name a --entity-type clients --entity-name b "
+     "--describe", 1, "error: --entity-type clients given twice"),
+    ("configs-quota-empty-name", "configs --entity-type users --entity-name= --alter "
+     "--add-config producer_byte_rate=1", 1, "error: Empty user not supported"),
+    ("configs-quota-all", "configs --entity-type clients --describe --all", 1,
+     "error: --all is for topics and brokers"),
+    ("configs-all-with-alter", "configs --entity-type topics --entity-name orders --alter --all "
+     "--add-config retention.ms=1", 1, "error: --all goes with --describe"),
+    ("configs-bootstrap-without-all", "configs --entity-type topics --entity-name orders --describe "
+     "--bootstrap-server 127.0.0.1:1", 1, "error: --bootstrap-server goes with --describe --all; the other forms "
+     "write and read ZooKeeper (--zookeeper or --dir)"),
+    ("configs-two-names", "configs --entity-type topics --entity-name orders --entity-name other --describe", 1,
+     "error: give one of --entity-name and --entity-default"),
     ("configs-no-action", "configs --entity-type topics --entity-name orders", 2,
      "praha configs: error: one of the arguments --describe --alter is required"),
     # ---- groups (kafka-consumer-groups' option rules and refusals)

@@ -19,6 +19,7 @@ import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from praha.broker import data_handlers
+from praha.broker.client_quota import ClientQuotas
 from praha.broker.data_handlers import ZERO_COPY_MIN_BYTES, DataApis, EncodedFetchResponse, encode_fetch_frame
 from praha.broker.network import SegmentedFrame, SocketServer
 from praha.broker.partition import Partition, Role
@@ -118,6 +119,7 @@ class Broker:
             partitions=partitions, stats=ReplicaStats(),
             record_follower_fetch=lambda p, rid, off, start=-1: self.follower_fetches.append((rid, off)))
         self.metadata_cache = SimpleNamespace(partition=lambda tp: None)
+        self.client_quotas = ClientQuotas.create()
 
 
 def fetch_request(replica_id: int, parts: list[tuple[str, int, int, int]]) -> FetchRequest:
