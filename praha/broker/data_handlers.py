@@ -1,7 +1,7 @@
 """Client data APIs: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeCluster.
 
-Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, or
-UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
+Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+if its log dir failed here, or UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
 of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
 the log validates framing and CRC, patches base offset and leader epoch (in the request
 frame itself, which `praha.protocol.produce` leaves the records in) and appends; 4. the
@@ -94,6 +94,8 @@ class DataApis:
         """Our partition if we lead it (and the client's epoch matches), else an error code."""
         p = self.rm.partitions.get(tp)
         if p is None or not p.is_leader:
+            if p is None and tp in self.rm.offline_partitions:
+                return None, ErrorCode.KAFKA_STORAGE_ERROR  # its log dir failed on this broker
             known = p is not None or self.broker.metadata_cache.partition(tp) is not None
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if current_leader_epoch >= 0:
@@ -211,8 +213,8 @@ class DataApis:
     async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
         """Per log directory: the replicas in it (all, or those asked for) with their size
         and how far their log end is below the high watermark, and the disk's total and
-        usable bytes (v4). praha does not take a failed directory offline yet (every
-        directory answers NONE or, if it cannot even be examined, KAFKA_STORAGE_ERROR)."""
+        usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
+        replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
         lm = self.rm.log_manager
         wanted: dict[str, set[int]] | None = None
@@ -234,6 +236,10 @@ class DataApis:
             by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
                 partition_index=tp.partition, partition_size=lg.size_bytes, offset_lag=lag, is_future_key=False))
         results = []
+        for d in lm.offline_log_dirs():
+            by_dir.pop(d, None)
+            results.append(_LDR(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=d, total_bytes=-1,
+                                usable_bytes=-1, is_cordoned=False, topics=[]))
         for d, topics in by_dir.items():
             code = ErrorCode.NONE
             try:

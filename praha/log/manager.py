@@ -1,13 +1,17 @@
 """All partition logs of a broker, across its `log.dirs`.
 
-Start-up, per log dir: 1. take `.lock` (flock) so two brokers never share a dir,
+Start-up, per log dir (one that fails with an I/O error is offline from the start, as
+Kafka; if every dir fails, start-up fails): 1. take `.lock` (flock) so two brokers never share a dir,
 2. read `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, 3. note
 and remove `.kafka_cleanshutdown` (present only if the last stop was clean),
 4. remove `*-delete` directories left by an interrupted delete, 5. open every
 `<topic>-<partition>` directory with its recovery point (recovery work is skipped
 after a clean shutdown).
 
-Running: `get_or_create` puts new partitions in the dir holding the fewest logs;
+Running: `get_or_create` puts new partitions in the live dir holding the fewest logs
+(Kafka's nextLogDirs); an I/O error of a dir (in a log, a checkpoint) reports it to
+`failure_channel`, and `handle_dir_failure(dir)` then drops its logs (their replicas are
+offline until a restart);
 `start_cleaner()` starts the log cleaner threads (`praha.log.cleaner`) for compacted logs;
 `checkpoint()` writes the recovery points and log start offsets (call it periodically,
 Kafka does every 60 s); `retention_pass(now)` applies retention to every log.
@@ -37,6 +41,7 @@ from praha.log.checkpoints import (
 )
 from praha.log.cleaner import CleanerConfig, LogCleaner
 from praha.log.config import LogConfig
+from praha.log.dir_failure import LogDirFailureChannel
 from praha.log.errors import CorruptCheckpointError, LogStorageError
 from praha.log.log import Log, parse_log_dir_name
 
@@ -70,16 +75,27 @@ class LogManager:
         self._started = False
         self.cleaner_config = cleaner_config
         self.cleaner: LogCleaner | None = None
+        self.failure_channel = LogDirFailureChannel()
 
     # -- start-up ----------------------------------------------------------------------
     def startup(self) -> None:
         """Lock the dirs and open (recovering as needed) every partition log in them."""
         t0 = time.monotonic()
         for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
-            self._lock_dir(d)
-        for d in self.log_dirs:
-            self._load_dir(d)
+            try:
+                os.makedirs(d, exist_ok=True)
+                self._lock_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
+        for d in self.live_log_dirs:
+            try:
+                self._load_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
+                self._forget_dir(d)
+        if not self.live_log_dirs:
+            self._unlock_dirs()
+            raise LogStorageError(f"every log directory failed: {self.failure_channel.offline_dirs()}")
         self._started = True
         log.info("Loaded %d logs from %d dirs in %.2f s", len(self._logs), len(self.log_dirs), time.monotonic() - t0)
 
@@ -131,12 +147,21 @@ class LogManager:
                 recovery_point=recovery_points.get(tp),
                 log_start_offset=log_starts.get(tp),
                 clean_shutdown=clean,
+                on_io_error=self._io_error_reporter(d),
             )
             self._dir_of[tp] = d
             self._logs_in_dir[d] += 1
         if clean:
             os.unlink(marker)  # from now on a crash is an unclean shutdown
             fsync_dir(d)
+
+    def _io_error_reporter(self, d: str) -> Callable[[OSError], None]:
+        channel = self.failure_channel
+
+        def report(e: OSError) -> None:
+            channel.report(d, e)
+
+        return report
 
     def _config_for(self, topic: str) -> LogConfig:
         if self._topic_config is None:
@@ -154,8 +179,12 @@ class LogManager:
                 return existing
             d = self._least_loaded_dir()
             path = os.path.join(d, f"{tp.topic}-{tp.partition}")
-            lg = Log(path, config or self._config_for(tp.topic))
-            fsync_dir(d)
+            try:
+                lg = Log(path, config or self._config_for(tp.topic), on_io_error=self._io_error_reporter(d))
+                fsync_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
+                raise LogStorageError(f"creating the log of {tp} in {d} failed: {e}") from e
             self._logs[tp] = lg
             self._dir_of[tp] = d
             self._logs_in_dir[d] += 1
@@ -181,7 +210,8 @@ class LogManager:
         def create(item: tuple[TopicPartition, str]) -> Log | None:
             tp, d = item
             try:
-                return Log(os.path.join(d, f"{tp.topic}-{tp.partition}"), self._config_for(tp.topic))
+                return Log(os.path.join(d, f"{tp.topic}-{tp.partition}"), self._config_for(tp.topic),
+                           on_io_error=self._io_error_reporter(d))
             except Exception as e:  # noqa: BLE001 - get_or_create tries again and reports
                 log.warning("creating the log of %s failed: %s", tp, e)
                 return None
@@ -192,12 +222,18 @@ class LogManager:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-create") as pool:
                 made = list(pool.map(create, todo))
         for d in {d for (_, d), lg in zip(todo, made) if lg is not None}:
-            fsync_dir(d)
+            try:
+                fsync_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
         created = 0
         with self._lock:
             for (tp, d), lg in zip(todo, made):
-                self._logs_in_dir[d] -= 1
+                self._logs_in_dir[d] = max(self._logs_in_dir[d] - 1, 0)
                 if lg is None:
+                    continue
+                if self.failure_channel.is_offline(d):  # failed meanwhile: not a log to serve
+                    lg.abandon()
                     continue
                 self._logs[tp] = lg
                 self._dir_of[tp] = d
@@ -207,7 +243,40 @@ class LogManager:
         return created
 
     def _least_loaded_dir(self) -> str:
-        return min(self.log_dirs, key=self._logs_in_dir.__getitem__)
+        """The live dir holding the fewest logs; ties go to the first listed (Kafka's nextLogDirs)."""
+        live = self.live_log_dirs
+        if not live:
+            raise LogStorageError("no live log directory")
+        return least_loaded_dir(live, self._logs_in_dir)
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """`log.dirs` that have not failed, in their configured order."""
+        channel = self.failure_channel
+        return [d for d in self.log_dirs if not channel.is_offline(d)]
+
+    def offline_log_dirs(self) -> list[str]:
+        channel = self.failure_channel
+        return [d for d in self.log_dirs if channel.is_offline(d)]
+
+    def handle_dir_failure(self, d: str) -> list[TopicPartition]:
+        """Forget the logs of failed dir `d` (closing their files without writing) and return
+        their partitions: they are offline on this broker until it restarts."""
+        return self._forget_dir(d)
+
+    def _forget_dir(self, d: str) -> list[TopicPartition]:
+        with self._lock:
+            gone = [tp for tp, dd in self._dir_of.items() if dd == d]
+            logs = [self._logs.pop(tp) for tp in gone]
+            for tp in gone:
+                del self._dir_of[tp]
+            self._logs_in_dir[d] = 0
+        for lg in logs:
+            try:
+                lg.abandon()
+            except Exception as e:  # noqa: BLE001 - the disk is gone; nothing more to save
+                log.debug("closing %s after its dir failed: %s", lg.dir, e)
+        return gone
 
     def delete(self, tp: TopicPartition) -> bool:
         """Remove the partition's log and its files (StopReplica with delete)."""
@@ -234,14 +303,21 @@ class LogManager:
     def checkpoint(self) -> None:
         """Write each dir's recovery points and log start offsets."""
         with self._lock:
-            by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+            by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.live_log_dirs}
             for tp, lg in self._logs.items():
-                by_dir[self._dir_of[tp]][tp] = lg
+                logs = by_dir.get(self._dir_of[tp])
+                if logs is not None:  # a failed dir's logs are being dropped
+                    logs[tp] = lg
         for d, logs in by_dir.items():
-            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(
-                {tp: lg.recovery_point for tp, lg in logs.items()})
-            OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
-                {tp: lg.log_start_offset for tp, lg in logs.items()})
+            if self.failure_channel.is_offline(d):
+                continue
+            try:
+                OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(
+                    {tp: lg.recovery_point for tp, lg in logs.items()})
+                OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
+                    {tp: lg.log_start_offset for tp, lg in logs.items()})
+            except OSError as e:
+                self.failure_channel.report(d, e)
 
     def start_cleaner(self, high_watermark: Callable[[TopicPartition], int | None] | None = None) -> None:
         """Start the log cleaner threads (if `log.cleaner.enable`); cleaning stays below
@@ -276,12 +352,25 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
-        for _, lg in self:
-            lg.close()
+        for tp, lg in self:
+            try:
+                lg.close()
+            except (OSError, LogStorageError) as e:
+                d = self._dir_of.get(tp)
+                if d is not None:
+                    self.failure_channel.report(d, e)
         self.checkpoint()
-        for d in self.log_dirs:
-            with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "wb") as f:
-                os.fsync(f.fileno())
-            fsync_dir(d)
+        for d in self.live_log_dirs:  # a dir that failed gets no marker: it is recovered at the next start
+            try:
+                with open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "wb") as f:
+                    os.fsync(f.fileno())
+                fsync_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
         self._unlock_dirs()
         log.info("Log manager shut down cleanly (%d logs)", len(self._logs))
+
+
+def least_loaded_dir(dirs: list[str], logs_in_dir: Mapping[str, int]) -> str:
+    """Of `dirs`, the one holding the fewest logs; the first listed on a tie."""
+    return min(dirs, key=lambda d: logs_in_dir.get(d, 0))
