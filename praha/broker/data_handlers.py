@@ -35,7 +35,12 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse, DescribeLogDirsResponse
+from kafka.protocol.admin import (
+    AlterReplicaLogDirsResponse,
+    DeleteRecordsResponse,
+    DescribeClusterResponse,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
@@ -68,6 +73,8 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 _DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
 _DRP = _DRT.DeleteRecordsPartitionResult
+_ARLT = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+_ARLP = _ARLT.AlterReplicaLogDirPartitionResult
 _LDR = DescribeLogDirsResponse.DescribeLogDirsResult
 _LDT = _LDR.DescribeLogDirsTopic
 _LDP = _LDT.DescribeLogDirsPartition
@@ -235,6 +242,13 @@ class DataApis:
             lag = max((p.high_watermark if p is not None else 0) - lg.log_end_offset, 0)
             by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
                 partition_index=tp.partition, partition_size=lg.size_bytes, offset_lag=lag, is_future_key=False))
+        for tp, future, d in lm.future_logs():  # replicas on their way to another dir
+            if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
+                continue
+            current = lm.get(tp)
+            lag = max((current.log_end_offset if current is not None else 0) - future.log_end_offset, 0)
+            by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
+                partition_index=tp.partition, partition_size=future.size_bytes, offset_lag=lag, is_future_key=True))
         results = []
         for d in lm.offline_log_dirs():
             by_dir.pop(d, None)
@@ -251,6 +265,18 @@ class DataApis:
                                 is_cordoned=False,
                                 topics=[_LDT(name=t, partitions=ps) for t, ps in sorted(topics.items())]))
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
+
+    # ------------------------------------------------------------------ AlterReplicaLogDirs
+    async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
+        """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
+        by_topic: dict[str, list[Any]] = {}
+        for d in req.request.dirs:
+            for t in d.topics:
+                for partition in t.partitions:
+                    code = self.rm.mover.alter(TopicPartition(t.name, partition), d.path)
+                    by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
+        return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+            _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
 
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
+from praha.broker.log_dir_mover import LogDirMover
 from praha.broker.partition import Partition
 from praha.broker.quota import (
     NO_THROTTLED_REPLICAS,
@@ -152,6 +153,8 @@ class ReplicaManager:
         self._pending_dir_failures: list[str] = []  # reported before the loop ran
         #: called when every log dir has failed (a test replaces it)
         self.halt: Callable[[int], None] = halt_process
+        #: moves of replicas between this broker's log dirs (AlterReplicaLogDirs)
+        self.mover = LogDirMover(self)
         #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
         self.shutting_down = False
         #: told of leadership changes after each LeaderAndIsr / StopReplica: (partitions this
@@ -256,6 +259,7 @@ class ReplicaManager:
     async def shutdown(self) -> None:
         """On the loop: stop tasks and fetchers, answer parked requests, checkpoint HWs."""
         self._closing = True
+        self.mover.shutdown()
         tasks, self._tasks = self._tasks, []
         for t in tasks:
             t.cancel()
@@ -605,6 +609,7 @@ class ReplicaManager:
         return ControllerResponseData(ErrorCode.NONE, errors)
 
     def _stop_serving(self, tp: TopicPartition) -> None:
+        self.mover.cancel(tp)
         if self.fetchers is not None:
             self.fetchers.remove(tp)
         p = self.partitions.pop(tp, None)

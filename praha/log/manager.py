@@ -16,6 +16,14 @@ offline until a restart);
 `checkpoint()` writes the recovery points and log start offsets (call it periodically,
 Kafka does every 60 s); `retention_pass(now)` applies retention to every log.
 
+Moves between dirs (AlterReplicaLogDirs, driven by praha/broker/log_dir_mover.py):
+`create_future_log(tp, dir)` makes `<topic>-<p>.<uuid>-future` there (not served, not in the
+checkpoints; one left by a crash is removed at start-up and the move must be asked again);
+`replace_current_with_future(tp)` swaps it in once caught up: the future dir takes the
+partition's name (as Kafka, before the old dir is renamed `<topic>-<p>.<uuid>-delete`),
+and the old log is deleted later (`delete_replaced`), so in-flight reads finish. A partition
+not hosted yet may be given a preferred dir for when it is created.
+
 Shutdown: close (flush) every log, write the checkpoints, write the clean-shutdown
 marker, release the locks. `replication-offset-checkpoint` (high watermarks) belongs to
 the replica manager; `high_watermark_file(dir)` hands out the file to write.
@@ -28,6 +36,7 @@ import os
 import shutil
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Mapping
 
@@ -48,6 +57,7 @@ from praha.log.log import Log, parse_log_dir_name
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +86,10 @@ class LogManager:
         self.cleaner_config = cleaner_config
         self.cleaner: LogCleaner | None = None
         self.failure_channel = LogDirFailureChannel()
+        #: partition → (its future log, that log's dir): a move between dirs in progress
+        self._futures: dict[TopicPartition, tuple[Log, str]] = {}
+        #: partition not hosted yet → the dir it should be created in (AlterReplicaLogDirs)
+        self._preferred_dirs: dict[TopicPartition, str] = {}
 
     # -- start-up ----------------------------------------------------------------------
     def startup(self) -> None:
@@ -133,8 +147,8 @@ class LogManager:
             path = os.path.join(d, name)
             if not os.path.isdir(path):
                 continue
-            if name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
+            if name.endswith(DELETE_DIR_SUFFIX) or name.endswith(FUTURE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)  # an interrupted delete, or move
                 continue
             tp = parse_log_dir_name(name)
             if tp is None:
@@ -177,7 +191,7 @@ class LogManager:
             existing = self._logs.get(tp)
             if existing is not None:
                 return existing
-            d = self._least_loaded_dir()
+            d = self._preferred_or_least_loaded_dir(tp)
             path = os.path.join(d, f"{tp.topic}-{tp.partition}")
             try:
                 lg = Log(path, config or self._config_for(tp.topic), on_io_error=self._io_error_reporter(d))
@@ -201,7 +215,7 @@ class LogManager:
             todo = []
             for tp in dict.fromkeys(tps):
                 if tp not in self._logs:
-                    d = self._least_loaded_dir()
+                    d = self._preferred_or_least_loaded_dir(tp)
                     self._logs_in_dir[d] += 1  # reserved, so the spread stays even
                     todo.append((tp, d))
         if not todo:
@@ -249,6 +263,90 @@ class LogManager:
             raise LogStorageError("no live log directory")
         return least_loaded_dir(live, self._logs_in_dir)
 
+    def _preferred_or_least_loaded_dir(self, tp: TopicPartition) -> str:
+        preferred = self._preferred_dirs.pop(tp, None)
+        if preferred is not None and not self.failure_channel.is_offline(preferred):
+            return preferred
+        return self._least_loaded_dir()
+
+    def prefer_dir(self, tp: TopicPartition, d: str) -> None:
+        """Create `tp` in `d` when it comes (Kafka's maybeUpdatePreferredLogDir)."""
+        with self._lock:
+            if tp not in self._logs:
+                self._preferred_dirs[tp] = d
+
+    # -- moves between dirs ------------------------------------------------------------
+    def future_log(self, tp: TopicPartition) -> tuple[Log, str] | None:
+        return self._futures.get(tp)
+
+    def future_logs(self) -> list[tuple[TopicPartition, Log, str]]:
+        with self._lock:
+            return [(tp, lg, d) for tp, (lg, d) in self._futures.items()]
+
+    def create_future_log(self, tp: TopicPartition, d: str) -> Log:
+        """An empty log for `tp` in dir `d` that nobody serves: the copy target of a move."""
+        with self._lock:
+            if tp not in self._logs:
+                raise LogStorageError(f"{tp} has no log to move")
+            path = os.path.join(d, f"{tp.topic}-{tp.partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}")
+            try:
+                lg = Log(path, self._config_for(tp.topic), on_io_error=self._io_error_reporter(d))
+                fsync_dir(d)
+            except OSError as e:
+                self.failure_channel.report(d, e)
+                raise LogStorageError(f"creating the future log of {tp} in {d} failed: {e}") from e
+            self._futures[tp] = (lg, d)
+        log.info("Created future log of %s in %s", tp, d)
+        return lg
+
+    def drop_future_log(self, tp: TopicPartition) -> bool:
+        """Abandon a move: the future log and its directory go."""
+        with self._lock:
+            entry = self._futures.pop(tp, None)
+        if entry is None:
+            return False
+        entry[0].delete()
+        return True
+
+    def replace_current_with_future(self, tp: TopicPartition) -> tuple[Log, Log, str]:
+        """Swap in the caught-up future log of `tp`; the caller makes sure nothing appends to
+        either meanwhile. Returns (the new current log, the replaced one, where the replaced
+        one's files now are): pass the last two to `delete_replaced` once reads are done."""
+        name = f"{tp.topic}-{tp.partition}"
+        with self._lock:
+            future, d = self._futures.pop(tp)
+            current, old_dir = self._logs[tp], self._dir_of[tp]
+            if future.log_end_offset != current.log_end_offset:
+                raise LogStorageError(f"future log of {tp} is not caught up")
+            future.close()
+            try:
+                os.rename(future.dir, os.path.join(d, name))
+                doomed = os.path.join(old_dir, f"{name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+                os.rename(current.dir, doomed)
+                fsync_dir(d)
+                fsync_dir(old_dir)
+                new = Log(os.path.join(d, name), current.config, recovery_point=future.log_end_offset,
+                          log_start_offset=current.log_start_offset, clean_shutdown=True,
+                          on_io_error=self._io_error_reporter(d))
+            except OSError as e:
+                self.failure_channel.report(d, e)
+                raise LogStorageError(f"swapping in the future log of {tp} failed: {e}") from e
+            for entry in current.epoch_cache.entries:  # epochs begun at the log end, with no batch yet
+                if entry.epoch > new.latest_epoch:
+                    new.epoch_cache.assign(entry.epoch, entry.start_offset)
+            self._logs[tp] = new
+            self._dir_of[tp] = d
+            self._logs_in_dir[old_dir] = max(self._logs_in_dir[old_dir] - 1, 0)
+            self._logs_in_dir[d] += 1
+        log.info("Moved %s from %s to %s (log end %d)", tp, old_dir, d, new.log_end_offset)
+        return new, current, doomed
+
+    @staticmethod
+    def delete_replaced(old: Log, doomed: str) -> None:
+        """Close and remove a log replaced by its future log."""
+        old.abandon()
+        shutil.rmtree(doomed, ignore_errors=True)
+
     @property
     def live_log_dirs(self) -> list[str]:
         """`log.dirs` that have not failed, in their configured order."""
@@ -271,6 +369,8 @@ class LogManager:
             for tp in gone:
                 del self._dir_of[tp]
             self._logs_in_dir[d] = 0
+            for tp in [tp for tp, (_, fd) in self._futures.items() if fd == d or tp in gone]:
+                logs.append(self._futures.pop(tp)[0])  # a move into, or of a log in, the failed dir
         for lg in logs:
             try:
                 lg.abandon()
@@ -352,6 +452,8 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
             self.cleaner = None
+        for tp in list(self._futures):  # an unfinished move starts over when asked again
+            self.drop_future_log(tp)
         for tp, lg in self:
             try:
                 lg.close()

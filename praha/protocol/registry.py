@@ -20,6 +20,8 @@ from kafka.protocol.admin import (
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -159,6 +161,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(AlterConfigsRequest, AlterConfigsResponse),
     _spec(DeleteRecordsRequest, DeleteRecordsResponse),
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
+    _spec(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     _spec(DescribeProducersRequest, DescribeProducersResponse),
 )}
