@@ -24,18 +24,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from praha.broker.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
-from praha.log import Log
-
-if TYPE_CHECKING:
-    from praha.broker.replica_manager import ReplicaManager
+from praha.log import Log, LogManager
 
 log = logging.getLogger(__name__)
+
+
+class HostedReplicas(Protocol):
+    """What a move needs of the replica manager: the logs and the partitions served."""
+
+    @property
+    def log_manager(self) -> LogManager | None: ...
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Partition]: ...
+
+    @property
+    def offline_partitions(self) -> set[TopicPartition]: ...
 
 CHUNK_BYTES = 1 << 20
 
@@ -75,7 +87,7 @@ def decide_alter(target: str, configured: list[str], offline: list[str], replica
 class LogDirMover:
     """The moves of one broker; every method runs on the broker's loop."""
 
-    def __init__(self, rm: "ReplicaManager"):
+    def __init__(self, rm: HostedReplicas):
         self.rm = rm
         self._tasks: dict[TopicPartition, asyncio.Task[None]] = {}
         self.moves_done = 0
