@@ -149,17 +149,23 @@ class BrokerServer:
         loop.call_soon_threadsafe(rm.apply_broker_config, config)
 
     def _write_runtime_file(self) -> None:
-        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
+        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools);
+        the next dir if the first cannot take it."""
         import json
         import os
 
         assert self.socket_server is not None
         info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
                 "metrics_port": self.metrics_port}
-        path = self.config.log_dir_list[0] / "praha-runtime.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info))
-        tmp.replace(path)
+        for d in self.config.log_dir_list:  # the first that takes it (a failed disk is skipped)
+            path = d / "praha-runtime.json"
+            tmp = path.with_suffix(".tmp")
+            try:
+                tmp.write_text(json.dumps(info))
+                tmp.replace(path)
+                return
+            except OSError as e:
+                log.warning("cannot write %s: %s", path, e)
 
     def register(self) -> int:
         """Register `/brokers/ids/<id>`; returns the broker epoch. Called again after session expiry.
