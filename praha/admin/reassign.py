@@ -135,8 +135,9 @@ def parse_plan(text: str) -> Plan:
                 raise InvalidRequestError(f"Size of replicas list {list(replicas)} is different from size of "
                                           f"log dirs list {dirs} for partition {tp}")
             if any(d != "any" for d in dirs):
-                raise InvalidRequestError(f"Partition {tp} names log directories {dirs}: praha places replicas "
-                                          "in its one log directory, use \"any\"")
+                raise InvalidRequestError(f"Partition {tp} names log directories {dirs}: the reassignment tool "
+                                          "takes only \"any\"; move replicas between a broker's log directories "
+                                          "with AlterReplicaLogDirs (e.g. kafka-python's alter_replica_log_dirs)")
         entries.append((tp, replicas))
     if not entries:
         raise InvalidRequestError("Partition reassignment list cannot be empty.")

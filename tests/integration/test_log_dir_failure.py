@@ -143,10 +143,14 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
              what="the controller deleting the log dir event notification")
     _, b1 = cluster.broker(FAILING_BROKER)
     assert "log dir event notification log_dir_event_" in Path(b1.log_path).read_text()
-    # DescribeLogDirs: the full dir is offline, the other one serves
-    (b1_dirs,) = describe_log_dirs(bs, [FAILING_BROKER])
-    errors = {Path(d.path).name: d.error for d in b1_dirs.dirs}
+    # DescribeLogDirs (`praha log-dirs`): the full dir is offline, the other one serves
+    rc, out, _err = cli("log-dirs", "--describe", "--bootstrap-server", bs, "--broker-list", str(FAILING_BROKER))
+    assert rc == 0
+    (b1_dirs,) = json.loads(out.strip().splitlines()[-1])["brokers"]
+    errors = {Path(d["logDir"]).name: d["error"] for d in b1_dirs["logDirs"]}
     assert errors == {disk.path.name: "KAFKA_STORAGE_ERROR", "data": None}
+    healthy_dir = next(d for d in b1_dirs["logDirs"] if d["error"] is None)
+    assert f"{TOPIC}-{healthy}" in {p["partition"] for p in healthy_dir["partitions"]}
 
     # broker 1's other directory keeps serving its partition: still its leader, writable
     other = Writer(bs, healthy)
