@@ -425,7 +425,7 @@ class LogManager:
         cfg = self.cleaner_config
         if cfg is None or not cfg.enable or self.cleaner is not None:
             return
-        self.cleaner = LogCleaner(cfg, self._cleanable_logs, high_watermark)
+        self.cleaner = LogCleaner(cfg, self._cleanable_logs, high_watermark, self.failure_channel.report)
         self.cleaner.start()
 
     def _cleanable_logs(self) -> list[tuple[TopicPartition, Log, str]]:
