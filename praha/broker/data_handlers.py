@@ -343,6 +343,8 @@ class DataApis:
                         data = None
                 if data is None:
                     data = sl.read()
+            except OSError as e:  # the disk failed under the read: its dir goes offline
+                return _error_partition(tp.partition, int(lg.io_error("read from", e).code)), 0
             except OffsetOutOfRangeError:
                 return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
                                         lg.log_start_offset, b""), 0

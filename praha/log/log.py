@@ -491,16 +491,17 @@ class Log:
                 if record_producers:
                     self._record_producers(chunk)
         except OSError as e:
-            raise self._storage_error("append to", e) from e
+            raise self.io_error("append to", e) from e
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         try:
             self.epoch_cache.assign(epoch, start_offset, durable=False)  # synced before the recovery point moves
         except OSError as e:
-            raise self._storage_error("leader epoch checkpoint of", e) from e
+            raise self.io_error("leader epoch checkpoint of", e) from e
 
-    def _storage_error(self, what: str, e: OSError) -> LogStorageError:
-        """An I/O error of the disk: the owner hears of it first, the caller gets KAFKA_STORAGE_ERROR."""
+    def io_error(self, what: str, e: OSError) -> LogStorageError:
+        """An I/O error of the disk (also one a reader of this log's files hit): the owner hears
+        of it first (the dir goes offline); returns the KAFKA_STORAGE_ERROR to raise."""
         if self._on_io_error is not None:
             self._on_io_error(e)
         return LogStorageError(f"{what} {self.dir} failed: {e}")
@@ -547,7 +548,7 @@ class Log:
             try:
                 return self._roll_locked(self._leo)
             except OSError as e:
-                raise self._storage_error("roll of", e) from e
+                raise self.io_error("roll of", e) from e
 
     def _roll_locked(self, new_base: int) -> LogSegment:
         old = self._segments[-1]
@@ -588,21 +589,24 @@ class Log:
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return empty
         i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
-        while i < len(segments):
-            seg = segments[i]
-            size = seg.size
-            first = seg.find_batch(start_offset, size)
-            if first is None:
-                i += 1
-                continue
-            if max_offset is not None and first.last_offset >= max_offset:
-                return empty
-            end, next_offset = seg.slice_end(first, max_bytes, max_offset, size)
-            if end == first.position:
-                if not min_one_batch:
+        try:
+            while i < len(segments):
+                seg = segments[i]
+                size = seg.size
+                first = seg.find_batch(start_offset, size)
+                if first is None:
+                    i += 1
+                    continue
+                if max_offset is not None and first.last_offset >= max_offset:
                     return empty
-                end, next_offset = first.position + first.size, first.next_offset
-            return LogSlice(seg, first.position, end - first.position, first.base_offset, next_offset)
+                end, next_offset = seg.slice_end(first, max_bytes, max_offset, size)
+                if end == first.position:
+                    if not min_one_batch:
+                        return empty
+                    end, next_offset = first.position + first.size, first.next_offset
+                return LogSlice(seg, first.position, end - first.position, first.base_offset, next_offset)
+        except OSError as e:  # an index or segment that cannot be read
+            raise self.io_error("read from", e) from e
         return empty
 
     def read(
@@ -615,7 +619,7 @@ class Log:
             sl = self.read_slice(start_offset, max_bytes, max_offset, min_one_batch)
             data = sl.read()
         except OSError as e:
-            raise self._storage_error("read from", e) from e
+            raise self.io_error("read from", e) from e
         return ReadResult(data, sl.first_offset, sl.next_offset, self._log_start, self._leo)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -707,7 +711,7 @@ class Log:
         try:
             return self._truncate_to(offset)
         except OSError as e:
-            raise self._storage_error("truncation of", e) from e
+            raise self.io_error("truncation of", e) from e
 
     def _truncate_to(self, offset: int) -> int:
         with self._lock:
@@ -744,7 +748,7 @@ class Log:
             try:
                 self._truncate_fully_locked(offset)
             except OSError as e:
-                raise self._storage_error("truncation of", e) from e
+                raise self.io_error("truncation of", e) from e
 
     def _truncate_fully_locked(self, offset: int) -> None:
         self._generation += 1
@@ -853,7 +857,7 @@ class Log:
                 for seg in self._segments:
                     seg.flush()
             except OSError as e:
-                raise self._storage_error("flush of", e) from e
+                raise self.io_error("flush of", e) from e
             self._recovery_point = self._leo
 
     def _wait_background_flush(self) -> None:
