@@ -5,6 +5,7 @@ log copied, then swapped in), nothing acknowledged is lost, DescribeLogDirs show
 dir, and the refusals are Kafka's (unknown dir, partition not hosted)."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -31,13 +32,13 @@ def _dirs_of(root: Path) -> list[str]:
     return [str(root / "cluster" / f"broker-{BROKER}" / name) for name in ("data-a", "data-b")]
 
 
-def _where(bs: str, partition: int) -> tuple[str | None, bool]:
+def _where(bs: str, partition: int, topic: str = TOPIC) -> tuple[str | None, bool]:
     """(dir holding broker 1's replica of the partition, whether a future replica exists)."""
-    (b,) = describe_log_dirs(bs, [BROKER], {TOPIC})
+    (b,) = describe_log_dirs(bs, [BROKER], {topic})
     current, future = None, False
     for d in b.dirs:
         for p in d.partitions:
-            if p.partition == f"{TOPIC}-{partition}":
+            if p.partition == f"{topic}-{partition}":
                 if p.is_future:
                     future = True
                 else:
@@ -45,7 +46,7 @@ def _where(bs: str, partition: int) -> tuple[str | None, bool]:
     return current, future
 
 
-def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path):
+def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path, cli):
     store = ZkStore(zk_connect, session_timeout_ms=10000).start()
     dirs = _dirs_of(tmp_path)
     try:
@@ -110,6 +111,22 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
             wait_for(lambda: all(BROKER in part["isr"] for part in
                                  cluster_status(zk_connect, store=store)["topics"][TOPIC]["partitions"]), 30,
                      what="broker 1 in both ISRs after the moves")
+
+            # `praha reassign execute` with log_dirs: a new replica on broker 1 goes to the dir named,
+            # the one broker 1 would not have chosen itself (it holds more logs)
+            create_topic(store, "placed", None, None, assignment={0: [2, 3]})
+            wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"]["placed"]["partitions"][0]["isr"])
+                     == 2, 30, what="placed online")
+            (b1,) = describe_log_dirs(bs, [BROKER])
+            counts = {d.path: len(d.partitions) for d in b1.dirs}
+            target = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
+            plan_file = tmp_path / "placed.json"
+            plan_file.write_text(json.dumps({"version": 1, "partitions": [
+                {"topic": "placed", "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target]}]}))
+            rc, out, err = cli("reassign", "execute", "--zookeeper", zk_connect, "--reassignment-json-file", plan_file)
+            assert rc == 0, err
+            assert f"Successfully started log directory move for: placed-0-{BROKER}" in out
+            wait_for(lambda: _where(bs, 0, "placed") == (target, False), 30, what="the new replica in the dir named")
     finally:
         store.stop()
 
