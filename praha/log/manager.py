@@ -445,6 +445,10 @@ class LogManager:
                 deleted += lg.delete_retention_segments(now, hw)
             except LogStorageError:
                 continue  # deleted or closed meanwhile
+            except OSError as e:
+                d = self._dir_of.get(tp)
+                if d is not None:
+                    self.failure_channel.report(d, e)
         return deleted
 
     def shutdown(self) -> None:
