@@ -49,6 +49,10 @@ class HostedReplicas(Protocol):
     @property
     def offline_partitions(self) -> set[TopicPartition]: ...
 
+    def knows_partition(self, tp: TopicPartition) -> bool:
+        """The cluster has this partition (as far as this broker's metadata says)."""
+        ...
+
 CHUNK_BYTES = 1 << 20
 
 
@@ -101,8 +105,8 @@ class LogDirMover:
         hosted = tp in self.rm.partitions and lm.get(tp) is not None
         decision = decide_alter(target, lm.log_dirs, lm.offline_log_dirs(), tp in self.rm.offline_partitions,
                                 lm.log_dir_of(tp) if hosted else None, future[1] if future else None)
-        if decision.action is AlterAction.PREFER_DIR:
-            lm.prefer_dir(tp, target)
+        if decision.action is AlterAction.PREFER_DIR and self.rm.knows_partition(tp):
+            lm.prefer_dir(tp, target)  # (not for made-up partitions: the table would only grow)
         elif decision.action is AlterAction.CANCEL_MOVE:
             self.cancel(tp)
         elif decision.action is AlterAction.START_MOVE:

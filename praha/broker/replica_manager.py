@@ -352,6 +352,10 @@ class ReplicaManager:
                 and bool(lm.offline_log_dirs()))
 
     # ------------------------------------------------------------------ queries
+    def knows_partition(self, tp: TopicPartition) -> bool:
+        cache = self.metadata_cache
+        return cache is not None and cache.partition(tp) is not None
+
     def leader_count(self) -> int:
         return sum(1 for p in list(self.partitions.values()) if p.is_leader)
 
