@@ -37,6 +37,10 @@ def _bootstrap(cluster) -> str:
     return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
+def root_of(cluster) -> Path:
+    return Path(cluster.root)
+
+
 def _partition(connect: str, store: ZkStore, partition: int) -> dict:
     parts = cluster_status(connect, store=store)["topics"].get(TOPIC, {}).get("partitions", [])
     return next((p for p in parts if p["partition"] == partition), {"leader": -1, "isr": []})
@@ -109,6 +113,9 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
     create_topic(store, TOPIC, None, None, {"min.insync.replicas": "2"}, assignment={0: [1, 2, 3], 1: [1, 3, 2]})
     wait_for(lambda: all(_partition(connect, store, p)["leader"] == FAILING_BROKER for p in (0, 1)), 30,
              what="broker 1 leading both partitions")
+    data_dir = root_of(cluster) / "broker-1" / "data"
+    wait_for(lambda: all((Path(disk.path) / f"{TOPIC}-{p}").is_dir() or (data_dir / f"{TOPIC}-{p}").is_dir()
+                         for p in (0, 1)), 30, what="broker 1's logs of both partitions")
     on_disk = [p for p in (0, 1) if (Path(disk.path) / f"{TOPIC}-{p}").is_dir()]
     assert len(on_disk) == 1, "one partition per directory (fewest logs first)"
     failing, healthy = on_disk[0], 1 - on_disk[0]
