@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
-from confluent_kafka import TopicPartition as CTP
+from confluent_kafka import Producer
 from kafka import KafkaAdminClient
 from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
 
 from praha.admin.records import describe_log_dirs
 from praha.admin.status import cluster_status
+from praha.testing.clients import read_back
 from praha.testing.cluster import running_cluster, wait_for
 from praha.zk.admin_zk import create_topic
 from praha.zk.store import ZkStore
@@ -107,7 +106,7 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
             for p in (0, 1):
                 # the old log is renamed away at once (and removed after file.delete.delay.ms)
                 assert not (Path(before[p]) / f"{TOPIC}-{p}").exists()
-                assert _consume(bs, p, set(acked[p])) >= set(acked[p]), f"partition {p} lost acknowledged records"
+                assert read_back(bs, TOPIC, p, set(acked[p])) >= set(acked[p]), f"partition {p} lost acknowledged records"
             wait_for(lambda: all(BROKER in part["isr"] for part in
                                  cluster_status(zk_connect, store=store)["topics"][TOPIC]["partitions"]), 30,
                      what="broker 1 in both ISRs after the moves")
@@ -130,17 +129,3 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
     finally:
         store.stop()
 
-
-def _consume(bs: str, partition: int, expect: set[bytes], timeout: float = 60) -> set[bytes]:
-    c = Consumer({"bootstrap.servers": bs, "group.id": f"moved-{partition}", "enable.auto.commit": False})
-    got: set[bytes] = set()
-    try:
-        c.assign([CTP(TOPIC, partition, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout
-        while not expect <= got and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                got.add(m.value())
-        return got
-    finally:
-        c.close()

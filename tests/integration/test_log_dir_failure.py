@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
-from confluent_kafka import TopicPartition as CTP
+from confluent_kafka import Producer
 
 from praha.admin.records import describe_log_dirs
 from praha.admin.status import cluster_status
 from praha.testing import disks
+from praha.testing.clients import read_back
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk import znodes
@@ -44,21 +43,6 @@ def root_of(cluster) -> Path:
 def _partition(connect: str, store: ZkStore, partition: int) -> dict:
     parts = cluster_status(connect, store=store)["topics"].get(TOPIC, {}).get("partitions", [])
     return next((p for p in parts if p["partition"] == partition), {"leader": -1, "isr": []})
-
-
-def _consume(bs: str, partition: int, expect: set[bytes], timeout: float = 60) -> set[bytes]:
-    c = Consumer({"bootstrap.servers": bs, "group.id": f"check-{partition}", "enable.auto.commit": False})
-    got: set[bytes] = set()
-    try:
-        c.assign([CTP(TOPIC, partition, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout
-        while not expect <= got and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                got.add(m.value())
-        return got
-    finally:
-        c.close()
 
 
 class Writer(threading.Thread):
@@ -169,8 +153,8 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
 
     # nothing acknowledged was lost
     acked = set(writer.acked)
-    assert _consume(bs, failing, acked) >= acked
-    assert _consume(bs, healthy, set(other.acked)) >= set(other.acked)
+    assert read_back(bs, TOPIC, failing, acked) >= acked
+    assert read_back(bs, TOPIC, healthy, set(other.acked)) >= set(other.acked)
 
     # restart broker 1 with room on the disk: its replica comes back into the ISR
     cluster.stop_broker(FAILING_BROKER)
@@ -180,7 +164,7 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
              what="the replica on the repaired disk rejoining the ISR")
     (b1_dirs,) = describe_log_dirs(bs, [FAILING_BROKER])
     assert all(d.error is None for d in b1_dirs.dirs)
-    assert _consume(bs, failing, acked) >= acked
+    assert read_back(bs, TOPIC, failing, acked) >= acked
 
 
 def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, tmp_path):
