@@ -13,7 +13,7 @@ on success run `_on_controller_failover`; if another broker won, `_maybe_resign`
 other error delete `/controller` and resign (a new election follows).
 
 `_on_controller_failover` (the new controller): register the controller watches; delete
-stale ISR-change and log-dir event notifications; load the context from ZooKeeper with pipelined reads
+stale log-dir event and ISR-change notifications; load the context from ZooKeeper with pipelined reads
 (`ControllerFlows.load_context`); start the channel manager; then the flows' failover
 (`ControllerFlows.on_failover`): initialise topic deletion; UpdateMetadata to every live
 broker; start the replica then the partition state machine; resume reassignments and
@@ -309,8 +309,8 @@ class Controller:
         gc.disable()
         try:
             self._register_controller_watches()
+            self._flows.delete_stale_log_dir_notifications()  # Kafka's order: log-dir events, then ISR changes
             self._flows.delete_stale_isr_notifications()
-            self._flows.delete_stale_log_dir_notifications()
             lap("watches")
             self._flows.load_context(lap)
             self.channel_manager.startup([ctx.live_brokers[b] for b in sorted(ctx.live_brokers)])
