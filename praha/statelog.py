@@ -28,8 +28,11 @@ class StateChangeLog:
         self._file = None
         if path is not None:
             p = Path(path)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(p, "a", buffering=1, encoding="utf-8")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(p, "a", buffering=1, encoding="utf-8")
+            except OSError as e:  # its log dir is unusable (and offline): events are not written
+                log.warning("state-change log %s cannot be opened: %s", p, e)
         self.lines_written = 0
         self.lines_lost = 0
 

@@ -99,7 +99,10 @@ class BrokerServer:
     def start(self) -> None:
         cfg = self.config
         for d in cfg.log_dir_list:
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the log manager takes it offline (or refuses to start if no dir is usable)
         self.store = ZkStore(
             cfg.zookeeper_connect,
             session_timeout_ms=cfg.zookeeper_session_timeout_ms,

@@ -190,3 +190,33 @@ def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, tmp_path):
     finally:
         store.stop()
         disk.unmount()
+
+
+def test_a_broker_starts_with_an_unusable_log_dir_offline(zk_connect, tmp_path):
+    """As Kafka: a dir that fails at start-up is offline from the start; the others serve."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a log dir should be")
+    store = ZkStore(zk_connect, session_timeout_ms=10000).start()
+    try:
+        store.ensure_persistent_paths()
+        good = tmp_path / "good"
+        with running_cluster(tmp_path / "cluster", zk_connect, 1,
+                             per_broker={1: {"log.dirs": f"{blocker}/data,{good}"}}) as cluster:
+            create_topic(store, "survivor", 2, 1)
+            bs = _bootstrap(cluster)
+            wait_for(lambda: all(p["leader"] == 1 for p in
+                                 cluster_status(zk_connect, store=store)["topics"]["survivor"]["partitions"]),
+                     30, what="leaders")
+            p = Producer({"bootstrap.servers": bs, "acks": "all"})
+            acked: list[int] = []
+            for i in range(20):
+                p.produce("survivor", str(i).encode(), partition=i % 2,
+                          on_delivery=lambda err, _m: acked.append(0 if err is None else 1))
+            p.flush(30)
+            assert acked.count(0) == 20
+            (b,) = describe_log_dirs(bs, [1])
+            errors = {d.path: d.error for d in b.dirs}
+            assert errors == {f"{blocker}/data": "KAFKA_STORAGE_ERROR", str(good): None}
+            assert {p.partition for d in b.dirs for p in d.partitions} == {"survivor-0", "survivor-1"}
+    finally:
+        store.stop()
