@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import threading
 import time
@@ -40,6 +41,7 @@ from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.log import meta_properties
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
@@ -111,7 +113,15 @@ class BrokerServer:
         self.store.start()
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()
+        dirs = [os.path.abspath(d) for d in cfg.log_dir_list]
+        stored = meta_properties.read_all(dirs)
+        meta_properties.check(stored, cfg.broker_id, self.cluster_id)  # before any log is opened
         self.replica_manager.start_logs(self.store)
+        lm = self.replica_manager.log_manager
+        assert lm is not None
+        for failed_dir, e in meta_properties.write_missing(lm.live_log_dirs, meta_properties.BrokerMetadata(
+                cfg.broker_id, self.cluster_id), stored):
+            lm.failure_channel.report(failed_dir, e)
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
         listener = cfg.endpoints[0]

@@ -218,5 +218,7 @@ def test_a_broker_starts_with_an_unusable_log_dir_offline(zk_connect, tmp_path):
             errors = {d.path: d.error for d in b.dirs}
             assert errors == {f"{blocker}/data": "KAFKA_STORAGE_ERROR", str(good): None}
             assert {p.partition for d in b.dirs for p in d.partitions} == {"survivor-0", "survivor-1"}
+            meta = (good / "meta.properties").read_text()  # Kafka's record of whose data this is
+            assert "broker.id=1" in meta and f"cluster.id={store.get_or_create_cluster_id()}" in meta
     finally:
         store.stop()
