@@ -310,6 +310,9 @@ class FaultInjector:
             t0 = time.monotonic()
             rec.details["dir_offline"] = wait_until(offline, 30)
             rec.details["noticed_s"] = round(time.monotonic() - t0, 2)
+            if not rec.details["dir_offline"]:
+                rec.ok = False
+                rec.error = "the full log dir was not taken offline within 30 s"
             time.sleep(plan.hold_s)
             t0 = time.monotonic()
             rec.details["clean_exit"] = env.cluster.stop_broker(bid, timeout=45)
