@@ -165,9 +165,12 @@ class BrokerConfig:
     def log_dir_list(self) -> list[Path]:
         return [Path(p.strip()) for p in self.log_dirs.split(",") if p.strip()]
 
-    def check_log_dirs(self) -> None:
-        """Each of `log.dirs` exists (created if missing) and takes a file: a broker that
-        cannot write its logs must say so at start-up, in one line."""
+    def check_log_dirs(self) -> list[str]:
+        """Each of `log.dirs` exists (created if missing) and takes a file. The ones that do
+        not are returned, one line each: the broker starts with them offline, as Kafka does.
+        If none does, a broker that cannot write its logs says so at start-up, in one line
+        (ConfigError)."""
+        problems = []
         for d in self.log_dir_list:
             try:
                 d.mkdir(parents=True, exist_ok=True)
@@ -175,7 +178,10 @@ class BrokerConfig:
                 probe.write_bytes(b"")
                 probe.unlink()
             except OSError as e:
-                raise ConfigError(f"log.dirs: cannot use {str(d)!r}: {e.strerror or e}") from None
+                problems.append(f"log.dirs: cannot use {str(d)!r}: {e.strerror or e}")
+        if problems and len(problems) == len(self.log_dir_list):
+            raise ConfigError(problems[0])
+        return problems
 
     # ---- parsing ------------------------------------------------------------------
     @classmethod

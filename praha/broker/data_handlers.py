@@ -1,7 +1,7 @@
 """Client data APIs: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeCluster.
 
-Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, or
-UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
+Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+if its log dir failed here, or UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
 of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
 the log validates framing and CRC, patches base offset and leader epoch (in the request
 frame itself, which `praha.protocol.produce` leaves the records in) and appends; 4. the
@@ -35,7 +35,12 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse, DescribeLogDirsResponse
+from kafka.protocol.admin import (
+    AlterReplicaLogDirsResponse,
+    DeleteRecordsResponse,
+    DescribeClusterResponse,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
@@ -69,6 +74,8 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 _DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
 _DRP = _DRT.DeleteRecordsPartitionResult
+_ARLT = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+_ARLP = _ARLT.AlterReplicaLogDirPartitionResult
 _LDR = DescribeLogDirsResponse.DescribeLogDirsResult
 _LDT = _LDR.DescribeLogDirsTopic
 _LDP = _LDT.DescribeLogDirsPartition
@@ -95,6 +102,8 @@ class DataApis:
         """Our partition if we lead it (and the client's epoch matches), else an error code."""
         p = self.rm.partitions.get(tp)
         if p is None or not p.is_leader:
+            if p is None and tp in self.rm.offline_partitions:
+                return None, ErrorCode.KAFKA_STORAGE_ERROR  # its log dir failed on this broker
             known = p is not None or self.broker.metadata_cache.partition(tp) is not None
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if current_leader_epoch >= 0:
@@ -217,8 +226,8 @@ class DataApis:
     async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
         """Per log directory: the replicas in it (all, or those asked for) with their size
         and how far their log end is below the high watermark, and the disk's total and
-        usable bytes (v4). praha does not take a failed directory offline yet (every
-        directory answers NONE or, if it cannot even be examined, KAFKA_STORAGE_ERROR)."""
+        usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
+        replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
         lm = self.rm.log_manager
         wanted: dict[str, set[int]] | None = None
@@ -239,7 +248,18 @@ class DataApis:
             lag = max((p.high_watermark if p is not None else 0) - lg.log_end_offset, 0)
             by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
                 partition_index=tp.partition, partition_size=lg.size_bytes, offset_lag=lag, is_future_key=False))
+        for tp, future, d in lm.future_logs():  # replicas on their way to another dir
+            if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
+                continue
+            current = lm.get(tp)
+            lag = max((current.log_end_offset if current is not None else 0) - future.log_end_offset, 0)
+            by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
+                partition_index=tp.partition, partition_size=future.size_bytes, offset_lag=lag, is_future_key=True))
         results = []
+        for d in lm.offline_log_dirs():
+            by_dir.pop(d, None)
+            results.append(_LDR(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=d, total_bytes=-1,
+                                usable_bytes=-1, is_cordoned=False, topics=[]))
         for d, topics in by_dir.items():
             code = ErrorCode.NONE
             try:
@@ -251,6 +271,18 @@ class DataApis:
                                 is_cordoned=False,
                                 topics=[_LDT(name=t, partitions=ps) for t, ps in sorted(topics.items())]))
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
+
+    # ------------------------------------------------------------------ AlterReplicaLogDirs
+    async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
+        """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
+        by_topic: dict[str, list[Any]] = {}
+        for d in req.request.dirs:
+            for t in d.topics:
+                for partition in t.partitions:
+                    code = self.rm.mover.alter(TopicPartition(t.name, partition), d.path)
+                    by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
+        return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+            _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
 
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:
@@ -332,6 +364,8 @@ class DataApis:
                         data = None
                 if data is None:
                     data = sl.read()
+            except OSError as e:  # the disk failed under the read: its dir goes offline
+                return _error_partition(tp.partition, int(lg.io_error("read from", e).code)), 0
             except OffsetOutOfRangeError:
                 return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
                                         lg.log_start_offset, b""), 0

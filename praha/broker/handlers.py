@@ -116,6 +116,8 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DELETE_RECORDS, (0, 2), DataApis, DataApis.handle_delete_records),
     # kafka-python's DescribeLogDirs schema starts at v1
     Route(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), DataApis, DataApis.handle_describe_log_dirs),
+    # kafka-python's AlterReplicaLogDirs schema starts at v1
+    Route(ApiKey.ALTER_REPLICA_LOG_DIRS, (1, 2), DataApis, DataApis.handle_alter_replica_log_dirs),
     Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
     Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
     Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import threading
 import time
@@ -43,6 +44,7 @@ from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError, ZNodeDecodeError
+from praha.log import meta_properties
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.controller_apis import ControlledShutdownRequest
@@ -106,7 +108,10 @@ class BrokerServer:
     def start(self) -> None:
         cfg = self.config
         for d in cfg.log_dir_list:
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the log manager takes it offline (or refuses to start if no dir is usable)
         self.store = ZkStore(
             cfg.zookeeper_connect,
             session_timeout_ms=cfg.zookeeper_session_timeout_ms,
@@ -115,7 +120,15 @@ class BrokerServer:
         self.store.start()
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()
+        dirs = [os.path.abspath(d) for d in cfg.log_dir_list]
+        stored = meta_properties.read_all(dirs)
+        meta_properties.check(stored, cfg.broker_id, self.cluster_id)  # before any log is opened
         self.replica_manager.start_logs(self.store)
+        lm = self.replica_manager.log_manager
+        assert lm is not None
+        for failed_dir, e in meta_properties.write_missing(lm.live_log_dirs, meta_properties.BrokerMetadata(
+                cfg.broker_id, self.cluster_id), stored):
+            lm.failure_channel.report(failed_dir, e)
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
         listener = cfg.endpoints[0]
@@ -178,17 +191,23 @@ class BrokerServer:
         log.info("client quotas of %s now %s", entity.describe(), values or "none")
 
     def _write_runtime_file(self) -> None:
-        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
+        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools);
+        the next dir if the first cannot take it."""
         import json
         import os
 
         assert self.socket_server is not None
         info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
                 "metrics_port": self.metrics_port}
-        path = self.config.log_dir_list[0] / "praha-runtime.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info))
-        tmp.replace(path)
+        for d in self.config.log_dir_list:  # the first that takes it (a failed disk is skipped)
+            path = d / "praha-runtime.json"
+            tmp = path.with_suffix(".tmp")
+            try:
+                tmp.write_text(json.dumps(info))
+                tmp.replace(path)
+                return
+            except OSError as e:
+                log.warning("cannot write %s: %s", path, e)
 
     def register(self) -> int:
         """Register `/brokers/ids/<id>`; returns the broker epoch. Called again after session expiry.

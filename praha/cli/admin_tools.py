@@ -85,6 +85,8 @@ def register(sub: Any) -> None:
     p.add_argument("--throttle", type=_positive_int, metavar="BYTES_PER_SEC",
                    help="limit replication traffic of the moving replicas (removed by verify when done)")
     add_cluster_options(p, bootstrap=False)
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for replicas given a log dir to be created (default 10)")
     p.set_defaults(fn=cmd_reassign_execute)
 
     p = r.add_parser("verify", help="status of each partition of a plan; removes throttles when all are done")
@@ -241,12 +243,15 @@ def cmd_reassign_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_reassign_execute(args: argparse.Namespace) -> int:
-    from praha.admin.reassign import execute, format_plan, parse_plan
+    from praha.admin.reassign import execute, format_plan, parse_log_dirs, parse_plan
 
-    plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
+    text = _read(args.reassignment_json_file, "reassignment file")
+    plan = parse_plan(text)
+    log_dirs = parse_log_dirs(text)
     throttle = args.throttle if args.throttle is not None else -1
     with _session(args) as store:
         result = execute(store, plan, throttle)
+        live, _ = store.get_live_brokers() if log_dirs else ({}, {})
     print(f"Current partition replica assignment\n\n{format_plan(result.current)}\n\n"
           "Save this to use as the --reassignment-json-file option during rollback")
     if throttle >= 0:
@@ -256,6 +261,18 @@ def cmd_reassign_execute(args: argparse.Namespace) -> int:
     tps = sorted(plan)
     print(f"Successfully started partition reassignment{'s' if len(tps) > 1 else ''} for "
           + ",".join(map(str, tps)))
+    if log_dirs:
+        from praha.admin.records import alter_replica_log_dirs
+
+        outcome = alter_replica_log_dirs({b: (i.host, i.port) for b, i in live.items()}, log_dirs, args.timeout)
+        started = sorted(k for k, err in outcome.items() if err is None)
+        if started:
+            print("Successfully started log directory move for: "
+                  + ",".join(f"{tp}-{b}" for tp, b in started))
+        failed = sorted((k, err) for k, err in outcome.items() if err is not None)
+        if failed:
+            raise CliError("Failed to move the log directory of: "
+                           + ", ".join(f"{tp} on broker {b} ({err})" for (tp, b), err in failed))
     return 0
 
 

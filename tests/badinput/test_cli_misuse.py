@@ -38,6 +38,10 @@ FILES = {
     "no_replicas.json": plan(("orders", 0, [])),
     "string_partition.json": json.dumps({"version": 1, "partitions": [
         {"topic": "orders", "partition": "0", "replicas": [1, 2]}]}),
+    "relative_log_dir.json": json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [2, 3], "log_dirs": ["any", "data"]}]}),
+    "short_log_dirs.json": json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [2, 3], "log_dirs": ["any"]}]}),
     "topics_ok.json": json.dumps({"version": 1, "topics": [{"topic": "orders"}]}),
     "topics_unknown.json": json.dumps({"version": 1, "topics": [{"topic": "nosuch"}]}),
     "topics_empty.json": json.dumps({"version": 1, "topics": []}),
@@ -153,6 +157,10 @@ CATALOGUE = [
      "error: Partition reassignment contains duplicate topic partitions: orders-0"),
     ("execute-no-replicas", "reassign execute --reassignment-json-file {f:no_replicas.json}", 1,
      "error: Empty replica list specified for partition orders-0"),
+    ("execute-relative-log-dir", "reassign execute --reassignment-json-file {f:relative_log_dir.json}", 1,
+     "error: invalid log dirs list ['any', 'data'] for partition orders-0: each entry is \"any\" or an absolute path"),
+    ("execute-short-log-dirs", "reassign execute --reassignment-json-file {f:short_log_dirs.json}", 1,
+     "error: Size of replicas list [2, 3] is different from size of log dirs list ['any'] for partition orders-0"),
     ("execute-string-partition", "reassign execute --reassignment-json-file {f:string_partition.json}", 1,
      'error: invalid reassignment entry {"topic": "orders", "partition": "0", "replicas": [1, 2]}: ' + PLAN_USAGE),
     ("execute-negative-throttle", "reassign execute --reassignment-json-file {f:empty.json} --throttle -5", 2,
@@ -407,7 +415,7 @@ CATALOGUE = [
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
      "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
-     "member_kill,coordinator_kill,zk_member_kill"),
+     "member_kill,coordinator_kill,zk_member_kill,full_disk"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
     # ---- analyze (PySpark job; these are refused before Spark starts)
