@@ -185,6 +185,8 @@ class BrokerConfig:
     max_connections_per_ip_overrides: str = _option("max.connections.per.ip.overrides", "", _str)
     max_connection_creation_rate: int = _option("max.connection.creation.rate", 2147483647, _int, 0)
     connections_max_idle_ms: int = _option("connections.max.idle.ms", 600000, _int, 1)
+    quota_window_num: int = _option("quota.window.num", 11, _int, 1)
+    quota_window_size_seconds: int = _option("quota.window.size.seconds", 1, _int, 1)
     partial_request_timeout_ms: int = _option("praha.partial.request.timeout.ms", 30000, _int, 1,
                                               "close a connection whose request has not fully arrived in this time")
     log_segment_bytes: int = _option("log.segment.bytes", 1073741824, _int, 14)
@@ -251,9 +253,12 @@ class BrokerConfig:
     def log_dir_list(self) -> list[Path]:
         return [Path(p.strip()) for p in self.log_dirs.split(",") if p.strip()]
 
-    def check_log_dirs(self) -> None:
-        """Each of `log.dirs` exists (created if missing) and takes a file: a broker that
-        cannot write its logs must say so at start-up, in one line."""
+    def check_log_dirs(self) -> list[str]:
+        """Each of `log.dirs` exists (created if missing) and takes a file. The ones that do
+        not are returned, one line each: the broker starts with them offline, as Kafka does.
+        If none does, a broker that cannot write its logs says so at start-up, in one line
+        (ConfigError)."""
+        problems = []
         for d in self.log_dir_list:
             try:
                 d.mkdir(parents=True, exist_ok=True)
@@ -261,7 +266,10 @@ class BrokerConfig:
                 probe.write_bytes(b"")
                 probe.unlink()
             except OSError as e:
-                raise ConfigError(f"log.dirs: cannot use {str(d)!r}: {e.strerror or e}") from None
+                problems.append(f"log.dirs: cannot use {str(d)!r}: {e.strerror or e}")
+        if problems and len(problems) == len(self.log_dir_list):
+            raise ConfigError(problems[0])
+        return problems
 
     # ---- parsing ------------------------------------------------------------------
     @classmethod

@@ -56,6 +56,30 @@ def status_via_bootstrap(bootstrap: str) -> dict[str, Any]:
     }
 
 
+def add_offline_dir_replicas(topics: dict[str, Any], bootstraps: list[str], timeout: float = 5.0) -> bool:
+    """Add to a ZooKeeper-built status (`topics_status`) the replicas Metadata reports offline:
+    ZooKeeper knows dead brokers, only the controller knows replicas in a failed log directory
+    of a live broker (it tells every broker). Asks the first broker that answers; False (and
+    nothing added) if none does."""
+    for bootstrap in bootstraps:
+        try:
+            md = fetch_metadata(bootstrap, timeout=timeout)
+        except (OSError, PrahaError):
+            continue
+        for t in md.topics:
+            info = topics.get(t.name)
+            if info is None:
+                continue
+            by_partition = {p["partition"]: p for p in info["partitions"]}
+            for mp in t.partitions:
+                p = by_partition.get(mp.partition_index)
+                if p is not None:
+                    extra = [r for r in (mp.offline_replicas or []) if r not in p["offline_replicas"]]
+                    p["offline_replicas"] = p["offline_replicas"] + extra
+        return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerApis:
     """What one broker answered to ApiVersions (or why it could not be asked)."""

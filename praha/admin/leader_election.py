@@ -1,12 +1,14 @@
-"""Preferred leader election, as Kafka's kafka-leader-election.sh (and, through ZooKeeper,
-as the older kafka-preferred-replica-election.sh).
+"""Leader elections, as Kafka's kafka-leader-election.sh (and, for preferred elections through
+ZooKeeper, as the older kafka-preferred-replica-election.sh).
 
   1. resolve the partitions: all of them, a topic's, one partition, or a JSON file
      `{"partitions":[{"topic":"foo","partition":1}]}`; unknown topics or partitions and
      duplicates are errors, and then nothing is sent;
   2a. default: send ElectLeaders (election type preferred) to the controller, which
      answers per partition: elected, ELECTION_NOT_NEEDED (the preferred replica already
-     leads) or an error such as PREFERRED_LEADER_NOT_AVAILABLE;
+     leads) or an error such as PREFERRED_LEADER_NOT_AVAILABLE; election type unclean
+     brings offline partitions back with any live replica (ELECTION_NOT_NEEDED for a
+     partition that has a live leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when none is alive);
   2b. `via_zookeeper`: create `/admin/preferred_replica_election` with the partitions not
      led by their preferred replica, wait until the controller deletes it, then compare
      each leader with its preferred replica.
@@ -24,7 +26,8 @@ from praha.zk import znodes as zn
 from praha.zk.store import ZkStore
 
 Results = dict[TopicPartition, tuple[int, str | None]]
-PREFERRED = 0
+PREFERRED, UNCLEAN = 0, 1
+ELECTION_TYPES = {"preferred": PREFERRED, "unclean": UNCLEAN}
 
 
 def parse_election_json(text: str) -> set[TopicPartition]:
@@ -78,8 +81,8 @@ def resolve_partitions(store: ZkStore, all_partitions: bool = False, topic: str 
 
 
 def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[TopicPartition] | None,
-                  timeout: float = 30.0) -> Results:
-    """ElectLeaders (preferred) to the controller; None = every partition."""
+                  timeout: float = 30.0, election_type: int = PREFERRED) -> Results:
+    """ElectLeaders (preferred or unclean) to the controller; None = every partition."""
     from kafka.protocol.admin import ElectLeadersRequest as Req
 
     from praha.admin.controller_api import call_controller
@@ -90,7 +93,7 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         topic_partitions = [Req.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
-    request = Req(election_type=PREFERRED, topic_partitions=topic_partitions, timeout_ms=int(timeout * 1000))
+    request = Req(election_type=election_type, topic_partitions=topic_partitions, timeout_ms=int(timeout * 1000))
 
     def not_controller(r: Any) -> bool:
         if getattr(r, "error_code", 0) == ErrorCode.NOT_CONTROLLER:
@@ -184,5 +187,5 @@ def _code_name(code: int) -> str:
         return f"error {code}"
 
 
-__all__ = ["parse_election_json", "resolve_partitions", "elect_via_api", "elect_via_zookeeper", "format_results",
+__all__ = ["PREFERRED", "UNCLEAN", "ELECTION_TYPES", "parse_election_json", "resolve_partitions", "elect_via_api", "elect_via_zookeeper", "format_results",
            "Results"]

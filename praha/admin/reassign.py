@@ -9,6 +9,9 @@
             moving, target equal to the current replicas — the controller refuses that);
             4. optionally write the throttle configs; 5. create `/admin/reassign_partitions`,
             which the controller watches. Nothing is written unless every check passed.
+            6. replicas given a log dir (`log_dirs`, absolute paths or "any"): AlterReplicaLogDirs
+            to their brokers (`praha.admin.records.alter_replica_log_dirs`), retried while a
+            new replica does not exist yet, as Kafka's tool.
   verify    per partition: in progress (still in the znode or with adding/removing
             replicas; which targets are not in the ISR yet), complete (replicas equal the
             target) or failed; when all are complete, remove the throttle configs.
@@ -25,6 +28,7 @@ broker involved; each change also gets a `/config/changes/config_change_<seq>` n
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -48,6 +52,9 @@ from praha.zk.admin_zk import BROKERS, TOPICS, read_config, write_config
 from praha.zk.store import ZkStore
 
 Plan = dict[TopicPartition, tuple[int, ...]]
+#: (partition, broker) → the absolute log dir that replica goes to
+LogDirPlan = dict[tuple[TopicPartition, int], str]
+ANY_LOG_DIR = "any"
 
 TOPIC_THROTTLE_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
 BROKER_THROTTLE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
@@ -117,7 +124,8 @@ def parse_broker_list(text: str) -> list[int]:
 
 
 def parse_plan(text: str) -> Plan:
-    """A reassignment JSON (Kafka's format; `log_dirs` may only say "any"), checked on its own."""
+    """A reassignment JSON (Kafka's format), checked on its own; its `log_dirs` are read by
+    `parse_log_dirs`."""
     obj = _load_json(text, "the reassignment file")
     usage = 'expected {"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]},...]}'
     if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), list):
@@ -134,9 +142,9 @@ def parse_plan(text: str) -> Plan:
             if not isinstance(dirs, list) or len(dirs) != len(replicas):
                 raise InvalidRequestError(f"Size of replicas list {list(replicas)} is different from size of "
                                           f"log dirs list {dirs} for partition {tp}")
-            if any(d != "any" for d in dirs):
-                raise InvalidRequestError(f"Partition {tp} names log directories {dirs}: praha places replicas "
-                                          "in its one log directory, use \"any\"")
+            if not all(isinstance(d, str) and (d == ANY_LOG_DIR or os.path.isabs(d)) for d in dirs):
+                raise InvalidRequestError(f"invalid log dirs list {dirs} for partition {tp}: each entry is "
+                                          f"\"{ANY_LOG_DIR}\" or an absolute path")
         entries.append((tp, replicas))
     if not entries:
         raise InvalidRequestError("Partition reassignment list cannot be empty.")
@@ -153,6 +161,17 @@ def parse_plan(text: str) -> Plan:
         raise InvalidReplicaAssignmentError("Partition replica lists may not contain duplicate entries: " + ". ".join(
             f"{tp} contains multiple entries for {_ids(d)}" for tp, d in dup_replicas))
     return dict(entries)
+
+
+def parse_log_dirs(text: str) -> LogDirPlan:
+    """The replicas a reassignment JSON (already checked by `parse_plan`) places in a named log
+    directory of their broker: (partition, broker) → absolute path ("any" entries left out)."""
+    out: LogDirPlan = {}
+    for e in json.loads(text)["partitions"]:
+        for broker, d in zip(e["replicas"], e.get("log_dirs") or ()):
+            if d != ANY_LOG_DIR:
+                out[(TopicPartition(e["topic"], e["partition"]), broker)] = d
+    return out
 
 
 def format_plan(plan: Mapping[TopicPartition, Sequence[int]]) -> str:

@@ -10,15 +10,21 @@ Deleting records:
 
 Describing log directories: the brokers from Metadata (or the ones named), one
 DescribeLogDirs each, filtered to the topics named.
+
+Moving replicas between log directories (`praha reassign execute` with `log_dirs`): one
+AlterReplicaLogDirs per broker; a replica answering REPLICA_NOT_AVAILABLE (not created yet:
+the broker remembers the dir for it) is asked again every 100 ms until `timeout`, as Kafka's
+kafka-reassign-partitions does.
 """
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin import DeleteRecordsRequest, DescribeLogDirsRequest
+from kafka.protocol.admin import AlterReplicaLogDirsRequest, DeleteRecordsRequest, DescribeLogDirsRequest
 
 from praha.admin.client_status import fetch_metadata
 from praha.common import TopicPartition
@@ -27,6 +33,7 @@ from praha.protocol.client import BrokerConnection
 
 DELETE_RECORDS_VERSION = 2
 DESCRIBE_LOG_DIRS_VERSION = 4
+ALTER_REPLICA_LOG_DIRS_VERSION = 1
 HIGH_WATERMARK = -1
 
 
@@ -169,3 +176,46 @@ def log_dirs_json(brokers: list[BrokerLogDirs]) -> str:
         {"logDir": d.path, "error": d.error, "partitions": [
             {"partition": p.partition, "size": p.size, "offsetLag": p.offset_lag, "isFuture": p.is_future}
             for p in d.partitions]} for d in b.dirs]} for b in brokers if b.error is None], "version": 1})
+
+
+def alter_replica_log_dirs(brokers: dict[int, tuple[str, int]], moves: dict[tuple[TopicPartition, int], str],
+                           timeout: float = 10.0) -> dict[tuple[TopicPartition, int], str | None]:
+    """Ask each broker to move (or place) its replicas in `moves` to the dir given; returns each
+    replica's outcome: None once the move started, else the error's name (REPLICA_NOT_AVAILABLE
+    if it still did not exist at `timeout`)."""
+    _Dir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+    _Topic = _Dir.AlterReplicaLogDirTopic
+    outcome: dict[tuple[TopicPartition, int], str | None] = {}
+    pending = dict(moves)
+    deadline = time.monotonic() + timeout
+    while pending:
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        for (tp, b), d in pending.items():
+            by_broker[b][d][tp.topic].append(tp.partition)
+        for b, dirs in by_broker.items():
+            if b not in brokers:
+                for (tp, bb) in [k for k in pending if k[1] == b]:
+                    outcome[(tp, bb)] = f"broker {b} is not alive"
+                    del pending[(tp, bb)]
+                continue
+            request = AlterReplicaLogDirsRequest(dirs=[
+                _Dir(path=d, topics=[_Topic(name=t, partitions=ps) for t, ps in topics.items()])
+                for d, topics in dirs.items()])
+            try:
+                with BrokerConnection(*brokers[b], timeout=timeout) as conn:
+                    response = conn.send(request, ALTER_REPLICA_LOG_DIRS_VERSION)
+            except PrahaError as e:
+                for key in [k for k in pending if k[1] == b]:
+                    outcome[key] = f"broker {b}: {e}"
+                    del pending[key]
+                continue
+            for t in response.results:
+                for p in t.partitions:
+                    key = (TopicPartition(t.topic_name, p.partition_index), b)
+                    outcome[key] = None if p.error_code == 0 else _error_name(p.error_code)
+                    if p.error_code != ErrorCode.REPLICA_NOT_AVAILABLE and key in pending:
+                        del pending[key]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    return outcome

@@ -209,7 +209,8 @@ class AdminApis:
 
     # ------------------------------------------------------------------ ElectLeaders
     async def handle_elect_leaders(self, req: DecodedRequest) -> Any:
-        """Preferred elections through the controller flow; unclean ones are not offered."""
+        """Preferred and unclean elections through the controller's flows; the answer waits
+        until this broker's metadata shows each elected leader."""
         r, version = req.request, req.api_version
         election_type = r.election_type if version >= 1 else PREFERRED
         partitions = None if r.topic_partitions is None else {
@@ -218,20 +219,20 @@ class AdminApis:
         top: int = ErrorCode.NONE
         top_message: str | None = None
         results: Results = {}
+        flow = {PREFERRED: "api_elect_preferred", UNCLEAN: "api_elect_unclean"}.get(election_type)
         if not self.broker.authz.cluster_allowed(req, AclOperation.ALTER):
             top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             results = {tp: (top, None) for tp in partitions or ()}
         elif not self.acting:
             top = ErrorCode.NOT_CONTROLLER
             results = {tp: (ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for tp in partitions or ()}
-        elif election_type != PREFERRED:
-            top = ErrorCode.INVALID_REQUEST if partitions is None else ErrorCode.NONE
-            results = {tp: (ErrorCode.INVALID_REQUEST, "Only preferred leader elections are supported.")
+        elif flow is None:
+            top = ErrorCode.INVALID_REQUEST
+            results = {tp: (ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}.")
                        for tp in partitions or ()}
         else:
             try:
-                results = dict(await self._on_controller(
-                    lambda c: _flow(c, "api_elect_preferred")(partitions), timeout_ms / 1000.0))
+                results = dict(await self._on_controller(lambda c: _flow(c, flow)(partitions), timeout_ms / 1000.0))
             except Exception as e:  # noqa: BLE001 - answered as an error code
                 code, top_message = _error_of(e)
                 top = code
@@ -240,11 +241,13 @@ class AdminApis:
             if elected:
                 cache = self.broker.metadata_cache
 
-                def shows_preferred(tp: TopicPartition) -> bool:
+                def shows_leader(tp: TopicPartition) -> bool:
                     s = cache.partition(tp)
-                    return s is not None and bool(s.replicas) and s.leader == s.replicas[0]
+                    if s is None or not s.replicas:
+                        return False
+                    return s.leader == s.replicas[0] if election_type == PREFERRED else s.leader >= 0
 
-                for tp in await self._wait_until(elected, shows_preferred, timeout_ms):
+                for tp in await self._wait_until(elected, shows_leader, timeout_ms):
                     results[tp] = (ErrorCode.REQUEST_TIMED_OUT,
                                    f"The new leader of {tp} was not visible within {timeout_ms} ms.")
         if partitions is not None:  # the request's partitions alone, each answered once

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from praha.broker.authorization import RequestAuthorizer
+from praha.broker.client_quota import ClientQuotas
 from praha.broker.fencing import ControllerFence
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.replica_manager import ReplicaManager
@@ -56,6 +57,7 @@ class Broker(Protocol):
     broker_info: BrokerInfo | None
     group_coordinator: GroupCoordinator
     authz: RequestAuthorizer
+    client_quotas: ClientQuotas
 
     @property
     def controller(self) -> HostedController | None: ...

@@ -1,7 +1,7 @@
 """Client data APIs: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeCluster.
 
-Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, or
-UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
+Produce, per partition: 1. we must lead it (else NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+if its log dir failed here, or UNKNOWN_TOPIC_OR_PARTITION if the cluster does not know it); 2. acks=all needs an ISR
 of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
 the log validates framing and CRC, patches base offset and leader epoch (in the request
 frame itself, which `praha.protocol.produce` leaves the records in) and appends; 4. the
@@ -35,13 +35,18 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteRecordsResponse, DescribeClusterResponse, DescribeLogDirsResponse
+from kafka.protocol.admin import (
+    AlterReplicaLogDirsResponse,
+    DeleteRecordsResponse,
+    DescribeClusterResponse,
+    DescribeLogDirsResponse,
+)
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
 from praha.broker.authorization import NOT_REQUESTED
 from praha.broker.delayed import ProduceWait
-from praha.broker.network import SegmentedFrame
+from praha.broker.network import Muted, SegmentedFrame
 from praha.broker.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
@@ -70,6 +75,8 @@ _OP = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 _DB = DescribeClusterResponse.DescribeClusterBroker
 _DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
 _DRP = _DRT.DeleteRecordsPartitionResult
+_ARLT = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+_ARLP = _ARLT.AlterReplicaLogDirPartitionResult
 _LDR = DescribeLogDirsResponse.DescribeLogDirsResult
 _LDT = _LDR.DescribeLogDirsTopic
 _LDP = _LDT.DescribeLogDirsPartition
@@ -96,6 +103,8 @@ class DataApis:
         """Our partition if we lead it (and the client's epoch matches), else an error code."""
         p = self.rm.partitions.get(tp)
         if p is None or not p.is_leader:
+            if p is None and tp in self.rm.offline_partitions:
+                return None, ErrorCode.KAFKA_STORAGE_ERROR  # its log dir failed on this broker
             known = p is not None or self.broker.metadata_cache.partition(tp) is not None
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if current_leader_epoch >= 0:
@@ -161,16 +170,21 @@ class DataApis:
                 code = w.error if w.error is not None else ErrorCode.REQUEST_TIMED_OUT
                 if code != ErrorCode.NONE:
                     results[tp][0] = code
+        quota = self.broker.client_quotas.produce
+        throttle = quota.record(req.principal, req.header.client_id or "", req.size) if quota.overrides else 0
+        if throttle:
+            quota.throttled(throttle)
         if acks == 0:
-            return None
+            return Muted(None, throttle) if throttle else None
         by_topic: dict[str, list[Any]] = {}
         for tp, (code, base, start) in results.items():
             message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
                 log_start_offset=start, record_errors=record_errors, error_message=message))
-        return ProduceResponse(
-            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
+        response = ProduceResponse(
+            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
+        return Muted(response, throttle) if throttle else response
 
     # ------------------------------------------------------------------ DeleteRecords
     async def handle_delete_records(self, req: DecodedRequest) -> Any:
@@ -222,8 +236,8 @@ class DataApis:
     async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
         """Per log directory: the replicas in it (all, or those asked for) with their size
         and how far their log end is below the high watermark, and the disk's total and
-        usable bytes (v4). praha does not take a failed directory offline yet (every
-        directory answers NONE or, if it cannot even be examined, KAFKA_STORAGE_ERROR)."""
+        usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
+        replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
         lm = self.rm.log_manager
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
@@ -247,7 +261,18 @@ class DataApis:
             lag = max((p.high_watermark if p is not None else 0) - lg.log_end_offset, 0)
             by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
                 partition_index=tp.partition, partition_size=lg.size_bytes, offset_lag=lag, is_future_key=False))
+        for tp, future, d in lm.future_logs():  # replicas on their way to another dir
+            if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
+                continue
+            current = lm.get(tp)
+            lag = max((current.log_end_offset if current is not None else 0) - future.log_end_offset, 0)
+            by_dir.setdefault(d, {}).setdefault(tp.topic, []).append(_LDP(
+                partition_index=tp.partition, partition_size=future.size_bytes, offset_lag=lag, is_future_key=True))
         results = []
+        for d in lm.offline_log_dirs():
+            by_dir.pop(d, None)
+            results.append(_LDR(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=d, total_bytes=-1,
+                                usable_bytes=-1, is_cordoned=False, topics=[]))
         for d, topics in by_dir.items():
             code = ErrorCode.NONE
             try:
@@ -260,6 +285,18 @@ class DataApis:
                                 topics=[_LDT(name=t, partitions=ps) for t, ps in sorted(topics.items())]))
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
+    # ------------------------------------------------------------------ AlterReplicaLogDirs
+    async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
+        """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
+        by_topic: dict[str, list[Any]] = {}
+        for d in req.request.dirs:
+            for t in d.topics:
+                for partition in t.partitions:
+                    code = self.rm.mover.alter(TopicPartition(t.name, partition), d.path)
+                    by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
+        return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+            _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
+
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -271,13 +308,28 @@ class DataApis:
         denied = self._unreadable(req, replica_id, wanted)
         if denied:
             wanted = [w for w in wanted if w[0] not in denied]
+        max_bytes = r.max_bytes
+        quota = self.broker.client_quotas.fetch
+        limited = replica_id < 0 and bool(quota.overrides)  # consumers only: followers have their own throttle
+        client_id = (req.header.client_id or "") if limited else ""
         if replica_id >= 0:
             self._record_follower_fetches(replica_id, wanted)
-        parts, total, errored = self._read_all(wanted, replica_id, r.max_bytes)
-        if r.max_wait_ms > 0 and total < r.min_bytes and not errored and wanted:
+        elif limited:  # no more than the quota could ever let through at once (Kafka's cap)
+            cap = quota.max_value_in_window(req.principal, client_id)
+            if cap is not None:
+                max_bytes = max(1, min(max_bytes, int(cap)))
+        parts, total, errored = self._read_all(wanted, replica_id, max_bytes)
+        if r.max_wait_ms > 0 and total < min(r.min_bytes, max_bytes) and not errored and wanted:
             _close_regions(parts)
-            await self._park_fetch(wanted, replica_id, r.min_bytes, r.max_wait_ms)
-            parts, total, _ = self._read_all(wanted, replica_id, r.max_bytes)
+            await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms)
+            parts, total, _ = self._read_all(wanted, replica_id, max_bytes)
+        if limited:
+            throttle = quota.record(req.principal, client_id, total)
+            if throttle:  # answered empty, as Kafka does: the bytes are not sent, so not counted
+                quota.unrecord(req.principal, client_id, total)
+                quota.throttled(throttle)
+                _close_regions(parts)
+                return Muted(EncodedFetchResponse([], throttle), throttle)
         self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
         by_topic: dict[str, list[Any]] = {}
@@ -342,6 +394,8 @@ class DataApis:
                         data = None
                 if data is None:
                     data = sl.read()
+            except OSError as e:  # the disk failed under the read: its dir goes offline
+                return _error_partition(tp.partition, int(lg.io_error("read from", e).code)), 0
             except OffsetOutOfRangeError:
                 return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
                                         lg.log_start_offset, b""), 0
@@ -486,8 +540,9 @@ class EncodedFetchResponse:
     `encode` gives bytes, or a `SegmentedFrame` when records stay in files (`bytes()` of
     it reads them: the same bytes); the frame owns the regions and closes them."""
 
-    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]]):
+    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]], throttle_time_ms: int = 0):
         self.topics = topics
+        self.throttle_time_ms = throttle_time_ms
         self._header = None
         self.API_VERSION = 12
         self._correlation_id = 0
@@ -497,16 +552,17 @@ class EncodedFetchResponse:
 
     def encode(self, header: bool = True, framed: bool = True) -> bytes | SegmentedFrame:
         assert header and framed, "only the framed form with header is produced"
-        return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics)
+        return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics,
+                                  throttle_time_ms=self.throttle_time_ms)
 
 
 def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                       error_code: int = 0, session_id: int = 0) -> bytes | SegmentedFrame:
+                       error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> bytes | SegmentedFrame:
     """A framed FetchResponse v4-v12 (size prefix, response header, body), byte-identical
     to kafka-python's encoding. Records given as bytes are joined once into the frame;
     records given as a `FileRegion` are not read: the answer is then a SegmentedFrame of
     the bytes around them and the regions themselves (sent with os.sendfile)."""
-    out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id)
+    out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id, throttle_time_ms)
     if not any(type(x) is FileRegion for x in out):
         return b"".join(out)
     pieces: list[bytes | FileRegion] = []

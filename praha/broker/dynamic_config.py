@@ -8,8 +8,9 @@ then a sequential notice `/config/changes/config_change_<seq>` naming it. Here:
 2. on every change of `/config/changes`'s children (the watch re-arms itself), read the
    notices above the last one handled, in sequence order;
 3. per notice: "topics/<t>" → `on_topic(t)`; "brokers/<id>" or "brokers/<default>" →
-   re-read our broker config and `on_broker(config)`; other entities are ignored; a
-   notice that does not decode is logged and skipped;
+   re-read our broker config and `on_broker(config)`; "clients/<id>", "users/<u>" and
+   "users/<u>/clients/<id>" (client quotas) → `on_quota(entity path)`; other entities are
+   ignored; a notice that does not decode is logged and skipped;
 4. notices older than 15 minutes are deleted (Kafka's brokers do the same), so the
    directory does not grow without bound.
 Callbacks run on this listener's own thread: callers hop to their event loop themselves.
@@ -44,8 +45,10 @@ def notice_sequence(name: str) -> int | None:
 
 class ConfigChangeListener:
     def __init__(self, store: "ZkStore", broker_id: int, on_topic: Callable[[str], None],
-                 on_broker: Callable[[dict[str, str]], None], expiry_ms: int = NOTICE_EXPIRY_MS):
+                 on_broker: Callable[[dict[str, str]], None], expiry_ms: int = NOTICE_EXPIRY_MS,
+                 on_quota: Callable[[str], None] | None = None):
         self.store = store
+        self.on_quota = on_quota
         self.broker_id = broker_id
         self.on_topic = on_topic
         self.on_broker = on_broker
@@ -107,6 +110,7 @@ class ConfigChangeListener:
         paths = {n: f"{zn.CONFIG_CHANGES_PATH}/{n}" for _, n in by_seq}
         got = self.store.get_data_bulk(paths.values())
         topics: list[str] = []
+        quota_entities: list[str] = []
         broker_changed = False
         for seq, name in new:
             item = got.get(paths[name])
@@ -122,14 +126,19 @@ class ConfigChangeListener:
                 topics.append(entity)
             elif entity_type == "brokers" and entity in (zn.DEFAULT_BROKER_ENTITY, str(self.broker_id)):
                 broker_changed = True
+            elif entity_type in ("clients", "users"):
+                quota_entities.append(f"{entity_type}/{entity}")
         if new:
-            log.info("config change notices: %d new (%d topics, broker config %s)", len(new),
-                     len(set(topics)), "changed" if broker_changed else "unchanged")
+            log.info("config change notices: %d new (%d topics, %d quota entities, broker config %s)", len(new),
+                     len(set(topics)), len(set(quota_entities)), "changed" if broker_changed else "unchanged")
             self.notices_handled += len(new)
         for topic in dict.fromkeys(topics):
             self.on_topic(topic)
         if broker_changed:
             self.on_broker(self.broker_config())
+        if self.on_quota is not None:
+            for entity_path in dict.fromkeys(quota_entities):
+                self.on_quota(entity_path)
         self._purge_expired(got)
         return len(new)
 

@@ -10,8 +10,8 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`), ACLs and SCRAM
-credentials (`security_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`), client
+quotas (`quota_handlers`), ACLs and SCRAM credentials (`security_handlers`).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
+from praha.broker.quota_handlers import QuotaApis
 from praha.broker.security_handlers import SecurityApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
@@ -62,10 +63,11 @@ class RequestHandlers:
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
         self.configs = ConfigApis(broker)
+        self.quotas = QuotaApis(broker)
         self.security = SecurityApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs, self.security)}
+            self.configs, self.quotas, self.security)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -130,9 +132,13 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DELETE_RECORDS, (0, 2), DataApis, DataApis.handle_delete_records),
     # kafka-python's DescribeLogDirs schema starts at v1
     Route(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), DataApis, DataApis.handle_describe_log_dirs),
+    # kafka-python's AlterReplicaLogDirs schema starts at v1
+    Route(ApiKey.ALTER_REPLICA_LOG_DIRS, (1, 2), DataApis, DataApis.handle_alter_replica_log_dirs),
     Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
     Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
     Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),
+    Route(ApiKey.DESCRIBE_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_describe_client_quotas),
+    Route(ApiKey.ALTER_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_alter_client_quotas),
     # kafka-python's ACL schemas start at v1
     Route(ApiKey.DESCRIBE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_describe_acls),
     Route(ApiKey.CREATE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_create_acls),

@@ -34,6 +34,8 @@ _CONTROLLER_HELP = {
     "global_partition_count": "partitions known to the active controller",
 }
 _COUNTERS = {"events_processed", "failovers", "unclean_leader_elections"}
+#: Kafka's quota type names (the `quota_type` label)
+_QUOTA_TYPE_NAMES = {"PRODUCE": "Produce", "FETCH": "Fetch", "REQUEST": "Request"}
 
 
 class BrokerCollector:
@@ -57,6 +59,18 @@ class BrokerCollector:
             g = GaugeMetricFamily(f"praha_broker_{name}", doc)
             g.add_metric([], value)
             yield g
+        throttled = CounterMetricFamily("praha_client_quota_throttled",
+                                        "responses throttled for a client over its quota (Kafka's throttle-time count)",
+                                        labels=["quota_type"])
+        throttle_ms = CounterMetricFamily("praha_client_quota_throttle_time_ms",
+                                          "total throttle time given to clients over their quota",
+                                          labels=["quota_type"])
+        for m in b.client_quotas.managers():
+            kind = _QUOTA_TYPE_NAMES[m.quota_type.name]
+            throttled.add_metric([kind], m.stats.throttled)
+            throttle_ms.add_metric([kind], m.stats.throttle_time_ms)
+        yield throttled
+        yield throttle_ms
         lm = b.replica_manager.log_manager
         cleaner = lm.cleaner if lm is not None else None
         if cleaner is not None:

@@ -21,6 +21,11 @@ bytes must pass through the TLS layer (PLAINTEXT keeps the zero-copy path).
 One `SocketServer` per listener (`listeners`): before its first request a connection is
 authenticated as its listener says (`authentication`: the TLS client certificate, the
 SASL exchange), and every request it sends carries that `Session`.
+
+Client quotas (KIP-219): a handler may answer `Muted(response, ms)`; the response goes out
+at once (carrying its `throttle_time_ms`) and then the connection is muted: no further
+request of it is read or handled for `ms`. An optional `RequestThrottler` (the broker's
+request-time quota) wraps the handlers while it is active.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Protocol, cast
 
 from praha.broker.authentication import AuthenticationFailed, sasl_authenticate, transport_session
@@ -52,6 +58,23 @@ from praha.security.sasl import SaslAuthenticator, ScramLookup
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True, slots=True)
+class Muted:
+    """A handler's answer (None: no response, as for acks=0) after which the connection is
+    muted for `mute_ms` (a client over its quota, KIP-219)."""
+
+    response: Any
+    mute_ms: int
+
+
+class RequestThrottler(Protocol):
+    """What the socket server needs of the request-time quota (`praha.broker.throttling`)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def run(self, request: DecodedRequest, handler: Callable[[DecodedRequest], Awaitable[Any]]) -> Awaitable[Any]: ...
 
 
 class SegmentedFrame:
@@ -328,9 +351,13 @@ class SocketServer:
     TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
     def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
-                 limits: ConnectionLimits | None = None, security: ListenerSecurity = PLAINTEXT_LISTENER,
-                 scram_lookup: ScramLookup | None = None, connection_quotas: ConnectionQuotas | None = None):
+                 limits: ConnectionLimits | None = None, throttler: RequestThrottler | None = None,
+                 security: ListenerSecurity = PLAINTEXT_LISTENER, scram_lookup: ScramLookup | None = None,
+                 connection_quotas: ConnectionQuotas | None = None):
         self.handlers = handlers
+        self.throttler = throttler
+        #: connections muted after a response for a client over its quota
+        self.mutes = 0
         self.security = security
         self.scram_lookup = scram_lookup
         #: connections closed because they did not authenticate
@@ -408,20 +435,20 @@ class SocketServer:
                     return
                 conn.handling = True
                 try:
-                    response = await self._handle(body, peer, session)
+                    response, mute_ms = await self._handle(body, peer, session)
                 finally:
                     conn.handling = False
                     conn.last_active = time.monotonic()
-                if response is None:
-                    continue
                 if response is False:
                     return
                 if isinstance(response, SegmentedFrame):
                     if not await self._send_frame(conn, response, peer):
                         return
-                    continue
-                conn.write(response)
-                await conn.drain()
+                elif response is not None:
+                    conn.write(response)
+                    await conn.drain()
+                if mute_ms > 0:
+                    await self._mute(conn, mute_ms)
         except asyncio.CancelledError:
             raise
         except ConnectionError:
@@ -479,30 +506,49 @@ class SocketServer:
                     peer, security.name, e, failed)
             return None
 
-    async def _handle(self, body: bytes | bytearray, peer: object,
-                      session: Session) -> "bytes | SegmentedFrame | None | Literal[False]":
-        """Response bytes, None for no response, False to close the connection."""
+    async def _mute(self, conn: FrameConnection, mute_ms: int) -> None:
+        """Read and handle nothing more of this connection for `mute_ms` (KIP-219)."""
+        self.mutes += 1
+        conn._pause_reading()
+        conn.handling = True  # not idle: the sweeper leaves it alone
+        try:
+            await asyncio.sleep(mute_ms / 1000.0)
+        finally:
+            conn.handling = False
+            conn.last_active = time.monotonic()
+
+    async def _handle(self, body: bytes | bytearray, peer: object, session: Session
+                      ) -> "tuple[bytes | SegmentedFrame | None | Literal[False], int]":
+        """(response bytes, None for no response or False to close the connection; the
+        milliseconds to mute the connection for after it)."""
         handlers = self.handlers
         try:
             decoded = decode_request(body, handlers.versions, session)
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 resp = unsupported_version_response(handlers.versions)
-                return bytes(encode_response(e.header, resp, 0))
+                return bytes(encode_response(e.header, resp, 0)), 0
             self._bad(peer, e)
-            return False
+            return False, 0
         except InvalidRequestError as e:
             self._bad(peer, e)
-            return False
+            return False, 0
         self.requests += 1
         handler = handlers.handlers[decoded.api_key]
-        response = await handler(decoded)
+        throttler = self.throttler
+        if throttler is not None and throttler.active:
+            response = await throttler.run(decoded, handler)
+        else:
+            response = await handler(decoded)
+        mute_ms = 0
+        if type(response) is Muted:
+            response, mute_ms = response.response, response.mute_ms
         if response is None or not decoded.expects_response:
-            return None
+            return None, mute_ms
         frame = encode_response(decoded.header, response, decoded.api_version)
         if isinstance(frame, SegmentedFrame):
-            return frame
-        return bytes(frame)
+            return frame, mute_ms
+        return bytes(frame), mute_ms
 
     async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer: object) -> bool:
         """Write a segmented frame; False if the connection must close (or already has)."""

@@ -11,7 +11,17 @@ LeaderAndIsr, per partition (controller epoch already checked by the handler):
 4. wake parked produce/fetch requests of the partitions that changed (they answer
    NOT_LEADER_OR_FOLLOWER now).
 StopReplica: stop fetching and serving, delete the log if asked; a leader epoch older
-than ours is FENCED_LEADER_EPOCH (-1 and -2 always apply). UpdateMetadata dropping a
+than ours is FENCED_LEADER_EPOCH (-1 and -2 always apply); a replica in a failed log dir
+answers KAFKA_STORAGE_ERROR (also to LeaderAndIsr, as does a partition with no log here
+while a dir is offline, unless the request says it is new).
+
+A log directory failure (an I/O error reported to the log manager's failure channel, on any
+thread) is handled on the loop (Kafka's ReplicaManager.handleLogDirFailure): 1. the log
+manager drops the dir's logs; 2. their partitions stop being fetched and served and are
+remembered as offline (Produce/Fetch answer KAFKA_STORAGE_ERROR); 3. parked requests and the
+leadership listeners are told; 4. if no dir is left, the broker halts (exit code 1, as
+Kafka); else 5. `/log_dir_event_notification/log_dir_event_<seq>` is written, and the
+controller asks this broker with a LeaderAndIsr which replicas are offline. UpdateMetadata dropping a
 partition (topic deleted) stops serving it too.
 
 Running as leader:
@@ -32,12 +42,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
+from praha.broker.log_dir_mover import LogDirMover
 from praha.broker.partition import Partition
 from praha.broker.quota import (
     NO_THROTTLED_REPLICAS,
@@ -102,6 +115,13 @@ class ReplicaStats:
     bytes_out: int = 0
 
 
+def halt_process(code: int) -> None:
+    """Kafka's Exit.halt: no shutdown hooks (they would write to the failed disks)."""
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 class ReplicaManager:
     def __init__(self, broker_id: int, config: BrokerConfig | None = None,
                  metadata_cache: "MetadataCache | None" = None):
@@ -131,6 +151,13 @@ class ReplicaManager:
         self._state_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
+        #: partitions whose log dir failed: KAFKA_STORAGE_ERROR until the broker restarts
+        self.offline_partitions: set[TopicPartition] = set()
+        self._pending_dir_failures: list[str] = []  # reported before the loop ran
+        #: called when every log dir has failed (a test replaces it)
+        self.halt: Callable[[int], None] = halt_process
+        #: moves of replicas between this broker's log dirs (AlterReplicaLogDirs)
+        self.mover = LogDirMover(self)
         #: set when controlled shutdown begins: followers fetch no more (see `stop_following`)
         self.shutting_down = False
         #: told of leadership changes after each LeaderAndIsr / StopReplica: (partitions this
@@ -168,13 +195,14 @@ class ReplicaManager:
                 self._set_topic_config(t, config)
         manager = LogManager(dirs, log_config_of(cfg), lambda t: self.topic_configs.get(t, {}),
                              cleaner_config_of(cfg))
+        manager.failure_channel.add_listener(self._on_dir_failure_reported)
         manager.startup()  # a failure here leaves `log_manager` unset: nothing to close
         self.log_manager = manager
-        for log_dir in self.log_manager.log_dirs:
+        for log_dir in self.log_manager.live_log_dirs:
             try:
                 self._hw_checkpoint.update(self.log_manager.high_watermark_file(log_dir).read())
             except Exception as e:  # noqa: BLE001 - a bad checkpoint costs only a lower start HW
-                log.warning("ignoring high watermark checkpoint in %s: %s", d, e)
+                log.warning("ignoring high watermark checkpoint in %s: %s", log_dir, e)
 
     async def start(self) -> None:
         """On the loop: purgatories, fetchers, periodic tasks."""
@@ -197,6 +225,9 @@ class ReplicaManager:
                                               self.follower_quota, self.is_follower_throttled)
         if self.log_manager is not None:
             self.log_manager.start_cleaner(self._cleaner_high_watermark)
+        pending, self._pending_dir_failures = self._pending_dir_failures, []
+        for d in pending:  # dirs that failed at start-up: the controller must hear of them too
+            self.handle_log_dir_failure(d)
         self._tasks = [
             loop.create_task(self._every(max(self.lag_time_max_ms // 2, 10), self.maybe_shrink_isr), name="isr-expiry"),
             loop.create_task(self._every(self.hw_checkpoint_interval_ms, self._checkpoint_hw), name="hw-checkpoint"),
@@ -232,6 +263,7 @@ class ReplicaManager:
     async def shutdown(self) -> None:
         """On the loop: stop tasks and fetchers, answer parked requests, checkpoint HWs."""
         self._closing = True
+        self.mover.shutdown()
         tasks, self._tasks = self._tasks, []
         for t in tasks:
             t.cancel()
@@ -256,7 +288,78 @@ class ReplicaManager:
         self._zk_reads.shutdown(wait=False, cancel_futures=True)
         self._io.shutdown(wait=True)
 
+    # ------------------------------------------------------------------ log dir failures
+    def _on_dir_failure_reported(self, log_dir: str, _reason: str) -> None:
+        """The failure channel's listener, on whichever thread hit the error: hand over to the loop."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            self._pending_dir_failures.append(log_dir)
+            return
+        try:
+            loop.call_soon_threadsafe(self.handle_log_dir_failure, log_dir)
+        except RuntimeError:  # the loop is shutting down: the next start-up finds the dir anew
+            pass
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """On the loop: take the failed dir's replicas offline (see the module docstring)."""
+        lm = self.log_manager
+        if lm is None or self._closing:
+            return
+        gone = lm.handle_dir_failure(log_dir)
+        led: list[TopicPartition] = []
+        for tp in gone:
+            self.offline_partitions.add(tp)
+            if self.fetchers is not None:
+                self.fetchers.remove(tp)
+            p = self.partitions.pop(tp, None)
+            if p is not None:
+                if p.is_leader:
+                    led.append(tp)
+                self._partition_changed(tp)
+        if self.fetchers is not None:
+            self.fetchers.shutdown_idle()
+        if led:
+            self._tell_leadership([], led)
+        live = lm.live_log_dirs
+        log.error("log dir %s failed: %d replicas offline (%d led here); %d of %d log dirs left",
+                  log_dir, len(gone), len(led), len(live), len(lm.log_dirs))
+        if not live:
+            log.critical("shutting down broker %d because all log dirs in %s have failed",
+                         self.broker_id, ", ".join(lm.log_dirs))
+            self.halt(1)
+            return
+        self._notify_log_dir_event()
+
+    def _notify_log_dir_event(self) -> None:
+        """`/log_dir_event_notification/log_dir_event_<seq>` naming this broker, off the loop."""
+        store, loop = self.store, self.loop
+        if store is None or loop is None:
+            return
+        broker_id = self.broker_id
+
+        def done(f: asyncio.Future[Any]) -> None:
+            try:
+                log.info("log dir event notification %s written", f.result())
+            except Exception as e:  # noqa: BLE001 - the controller then learns it at the next LeaderAndIsr
+                log.warning("log dir event notification not written: %s", e)
+
+        loop.run_in_executor(self._zk, store.create_log_dir_event_notification, broker_id).add_done_callback(done)
+
+    def storage_refusal(self, tp: TopicPartition, is_new: bool = True) -> bool:
+        """Whether a controller request for `tp` is answered KAFKA_STORAGE_ERROR: its log dir
+        failed, or it has no log here while a dir is offline (the log may be in it) and the
+        request does not say it is new (Kafka's getOrCreateLog)."""
+        if tp in self.offline_partitions:
+            return True
+        lm = self.log_manager
+        return (not is_new and lm is not None and tp not in self.partitions and lm.get(tp) is None
+                and bool(lm.offline_log_dirs()))
+
     # ------------------------------------------------------------------ queries
+    def knows_partition(self, tp: TopicPartition) -> bool:
+        cache = self.metadata_cache
+        return cache is not None and cache.partition(tp) is not None
+
     def leader_count(self) -> int:
         return sum(1 for p in list(self.partitions.values()) if p.is_leader)
 
@@ -278,6 +381,9 @@ class ReplicaManager:
         return [
             *(cleaner.figures() if cleaner is not None else []),
             ("under_replicated_partitions", float(self.under_replicated_count()), "led partitions with ISR < replicas"),
+            ("offline_log_directories", float(len(lm.offline_log_dirs()) if lm is not None else 0),
+             "log.dirs taken offline by an I/O error"),
+            ("offline_replicas", float(len(self.offline_partitions)), "replicas in offline log dirs"),
             ("isr_shrinks", float(s.isr_shrinks), "ISR shrinks written by this leader"),
             ("isr_expands", float(s.isr_expands), "ISR expansions written by this leader"),
             ("isr_write_failures", float(s.isr_write_failures), "ISR writes refused or failed"),
@@ -381,7 +487,8 @@ class ReplicaManager:
         """Create the logs of partitions new to this broker off the loop, several at a time,
         so thousands of new partitions neither stall client requests nor take a millisecond
         each in turn (`_apply_leader_and_isr` then finds them)."""
-        new = [s.tp for s in req.partitions if s.tp not in self.partitions and self.broker_id in s.replicas]
+        new = [s.tp for s in req.partitions if s.tp not in self.partitions and self.broker_id in s.replicas
+               and not self.storage_refusal(s.tp, s.is_new)]
         if len(new) > 1 and self.log_manager is not None and self.loop is not None:
             await self.loop.run_in_executor(self._io, self.log_manager.create_many, new)
 
@@ -425,6 +532,9 @@ class ReplicaManager:
             if cur is not None and s.leader_epoch <= cur.leader_epoch:
                 errors[s.tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
+            if cur is None and self.storage_refusal(s.tp, s.is_new):
+                errors[s.tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             try:
                 p = cur or self._new_partition(s.tp)
             except Exception as e:  # noqa: BLE001 - one bad log must not fail the others
@@ -457,9 +567,11 @@ class ReplicaManager:
             self._partition_changed(p.tp)
         self._tell_leadership([(p.tp, p.leader_epoch) for p in became_leader], [p.tp for p, _ in followers])
         stale = sum(1 for c in errors.values() if c == ErrorCode.STALE_CONTROLLER_EPOCH)
+        storage = sum(1 for c in errors.values() if c == ErrorCode.KAFKA_STORAGE_ERROR)
         log.info(
-            "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers (%d without a live leader), %d stale",
-            req.controller_id, req.controller_epoch, len(leaders), len(followers), no_leader, stale,
+            "LeaderAndIsr from controller %d epoch %d: %d leaders, %d followers (%d without a live leader), "
+            "%d stale, %d in offline log dirs",
+            req.controller_id, req.controller_epoch, len(leaders), len(followers), no_leader, stale, storage,
         )
         return ControllerResponseData(ErrorCode.NONE, errors)
 
@@ -480,6 +592,9 @@ class ReplicaManager:
         errors: dict[TopicPartition, int] = {}
         stopped = deleted = 0
         for sp in req.partitions:
+            if sp.tp in self.offline_partitions:
+                errors[sp.tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             cur = self.partitions.get(sp.tp)
             if cur is not None and sp.leader_epoch >= 0 and sp.leader_epoch < cur.leader_epoch:
                 errors[sp.tp] = ErrorCode.FENCED_LEADER_EPOCH
@@ -502,6 +617,7 @@ class ReplicaManager:
         return ControllerResponseData(ErrorCode.NONE, errors)
 
     def _stop_serving(self, tp: TopicPartition) -> None:
+        self.mover.cancel(tp)
         if self.fetchers is not None:
             self.fetchers.remove(tp)
         p = self.partitions.pop(tp, None)
@@ -569,7 +685,7 @@ class ReplicaManager:
         role change re-checks parked requests before any truncation can happen."""
         p = self.partitions.get(tp)
         if p is None or not p.is_leader:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return ErrorCode.KAFKA_STORAGE_ERROR if tp in self.offline_partitions else ErrorCode.NOT_LEADER_OR_FOLLOWER
         if p.high_watermark >= required_offset:
             if len(p.isr) >= p.min_insync_replicas:
                 return ErrorCode.NONE
@@ -705,13 +821,16 @@ class ReplicaManager:
         lm = self.log_manager
         if lm is None:
             return
-        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in lm.log_dirs}
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in lm.live_log_dirs}
         for tp, hw in hws.items():
             d = lm.log_dir_of(tp)
-            if d is not None:
+            if d in by_dir:
                 by_dir[d][tp] = hw
         for d, entries in by_dir.items():
-            lm.high_watermark_file(d).write(entries)
+            try:
+                lm.high_watermark_file(d).write(entries)
+            except OSError as e:
+                lm.failure_channel.report(d, e)
 
     async def _checkpoint_hw(self) -> None:
         snap = self._hw_snapshot()

@@ -4,7 +4,8 @@ Start-up steps: connect to ZooKeeper and create the persistent paths; read or cr
 cluster id; with `authorizer.class.name`, load the ACLs and follow their change notices;
 start a socket server per listener (asyncio, its own thread) so the controller can reach
 us; start watching config change notices (dynamic topic and broker config, e.g. a
-reassignment's throttle); register `/brokers/ids/<id>` (its czxid is our broker epoch);
+reassignment's throttle, and client quotas, all read once after the watch is set);
+register `/brokers/ids/<id>` (its czxid is our broker epoch);
 start the controller module (every broker runs one; one is active); start the metrics
 endpoint.
 
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import threading
 import time
 from typing import Any, Callable
 
 from praha.broker.authorization import RequestAuthorizer
+from praha.broker.client_quota import ClientQuotas, QuotaWindow
 from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.fencing import ControllerFence
@@ -35,13 +38,15 @@ from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
 from praha.broker.offsets_log import ConsumerOffsetsLog
 from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
+from praha.broker.throttling import RequestQuotaThrottler
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
-from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError
+from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError, ZNodeDecodeError
+from praha.log import meta_properties
 from praha.protocol import controller_wire as wire
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
@@ -54,6 +59,8 @@ from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
 from praha.statelog import StateChangeLog
 from praha.zk.auth import ZkAuth
+from praha.zk.quota_entities import entity_from_path, quota_values
+from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
@@ -99,6 +106,8 @@ class BrokerServer:
         self.replica_manager.inter_broker_security = self.inter_broker
         self.authz = RequestAuthorizer()  # AclAuthorizer once ZooKeeper is connected, if configured
         self.acl_cache: AclCache | None = None
+        self.client_quotas = ClientQuotas.create(QuotaWindow(config.quota_window_num,
+                                                             config.quota_window_size_seconds * 1000))
         self.handlers = RequestHandlers(self)
         self.cluster_id = ""
         self.store: ZkStore | None = None
@@ -122,7 +131,10 @@ class BrokerServer:
     def start(self) -> None:
         cfg = self.config
         for d in cfg.log_dir_list:
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the log manager takes it offline (or refuses to start if no dir is usable)
         self.store = ZkStore(
             cfg.zookeeper_connect,
             session_timeout_ms=cfg.zookeeper_session_timeout_ms,
@@ -132,7 +144,15 @@ class BrokerServer:
         self.store.start()
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()
+        dirs = [os.path.abspath(d) for d in cfg.log_dir_list]
+        stored = meta_properties.read_all(dirs)
+        meta_properties.check(stored, cfg.broker_id, self.cluster_id)  # before any log is opened
         self.replica_manager.start_logs(self.store)
+        lm = self.replica_manager.log_manager
+        assert lm is not None
+        for failed_dir, e in meta_properties.write_missing(lm.live_log_dirs, meta_properties.BrokerMetadata(
+                cfg.broker_id, self.cluster_id), stored):
+            lm.failure_channel.report(failed_dir, e)
         if cfg.authorizer_class_name:
             self.acl_cache = AclCache(self.store)
             self.acl_cache.start()
@@ -141,9 +161,10 @@ class BrokerServer:
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
         quotas = ConnectionQuotas(ConnectionLimits.from_broker_config(cfg))  # broker-wide, as Kafka's
+        throttler = RequestQuotaThrottler(self.client_quotas)
         for ep, security in zip(cfg.endpoints, self.listener_securities):
-            server = SocketServer(self.handlers, ep.host, ep.port, cfg.socket_request_max_bytes, security=security,
-                                  scram_lookup=self._scram_credential, connection_quotas=quotas)
+            server = SocketServer(self.handlers, ep.host, ep.port, cfg.socket_request_max_bytes, throttler=throttler,
+                                  security=security, scram_lookup=self._scram_credential, connection_quotas=quotas)
             self.socket_servers.append(server)
             self.run_on_loop(server.start())
         self.socket_server = self.socket_servers[0]
@@ -180,22 +201,49 @@ class BrokerServer:
             self.store, self.broker_id,
             on_topic=lambda topic: void(asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop)),
             on_broker=lambda config: void(loop.call_soon_threadsafe(rm.apply_broker_config, config)),
+            on_quota=self._on_quota_change,
         )
         config = self.config_changes.start()
         loop.call_soon_threadsafe(rm.apply_broker_config, config)
+        quotas = {e: quota_values(c) for e, c in read_all_quota_configs(self.store).items()}
+        loop.call_soon_threadsafe(self.client_quotas.replace_all, quotas)
+        if quotas:
+            log.info("client quotas: %d entities with quotas at start", sum(1 for v in quotas.values() if v))
+
+    def _on_quota_change(self, entity_path: str) -> None:
+        """A change notice for a user/client entity (on the listener's thread): re-read it,
+        apply it on the event loop."""
+        entity = entity_from_path(entity_path)
+        if entity is None:
+            log.warning("ignoring a config change notice for %r: not a quota entity", entity_path)
+            return
+        assert self.store is not None
+        try:
+            values = quota_values(read_entity_config(self.store, entity))
+        except ZNodeDecodeError as e:  # as for a topic config: ignored (its quotas removed), reported
+            log.warning("ignoring the client quotas of %s: %s", entity.describe(), e)
+            values = {}
+        self.loop.call_soon_threadsafe(self.client_quotas.apply_entity_config, entity, values)
+        log.info("client quotas of %s now %s", entity.describe(), values or "none")
 
     def _write_runtime_file(self) -> None:
-        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools)."""
+        """`<first log dir>/praha-runtime.json`: where this process actually listens (for tools);
+        the next dir if the first cannot take it."""
         import json
         import os
 
         assert self.socket_server is not None
         info = {"broker_id": self.broker_id, "pid": os.getpid(), "port": self.socket_server.port,
                 "metrics_port": self.metrics_port, "listeners": {s.security.name: s.port for s in self.socket_servers}}
-        path = self.config.log_dir_list[0] / "praha-runtime.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info))
-        tmp.replace(path)
+        for d in self.config.log_dir_list:  # the first that takes it (a failed disk is skipped)
+            path = d / "praha-runtime.json"
+            tmp = path.with_suffix(".tmp")
+            try:
+                tmp.write_text(json.dumps(info))
+                tmp.replace(path)
+                return
+            except OSError as e:
+                log.warning("cannot write %s: %s", path, e)
 
     def register(self) -> int:
         """Register `/brokers/ids/<id>`; returns the broker epoch. Called again after session expiry.
@@ -293,6 +341,10 @@ class BrokerServer:
              "connections closed after connections.max.idle.ms"),
             ("connections_closed_partial_request", float(sum(s.closed_partial for s in servers)),
              "connections closed with a request stalled mid-frame (praha.partial.request.timeout.ms)"),
+            ("client_quota_entities", float(len({e for m in self.client_quotas.managers() for e in m.overrides})),
+             "users and client ids with a client quota in force"),
+            ("client_quota_mutes", float(sum(s.mutes for s in servers)),
+             "connections muted after a response for a client over its quota"),
             ("partitions", float(len(self.replica_manager.partitions)), "replicas hosted"),
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
             *self.replica_manager.figures(),

@@ -12,13 +12,13 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill")
+             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk")
 
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
     "stutter": 1, "stale_controller": 1, "forged_controller": 1, "member_kill": 2, "coordinator_kill": 2,
-    "zk_member_kill": 2,
+    "zk_member_kill": 2, "full_disk": 1,
 }
 
 

@@ -1,5 +1,8 @@
 """The cluster a campaign runs against: ZooKeeper, one TCP proxy per broker and server, brokers.
 
+With the `full_disk` fault kind (and where tmpfs mounts work), every broker gets a second
+log dir on a small tmpfs of its own (`disks`), which the fault fills up.
+
 Each broker reaches ZooKeeper only through proxies of its own (one per ZooKeeper
 server), so cutting them expires exactly that broker's session. The harness itself talks
 to ZooKeeper directly. Everything started here is stopped by PID in `close()`, paused
@@ -15,11 +18,15 @@ from pathlib import Path
 from praha.chaos.config import CampaignConfig
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.errors import PrahaError
+from praha.testing import disks
 from praha.testing.proxy import TcpProxy
 from praha.zk.server import EmbeddedZooKeeper, ZooKeeperEnsemble
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
+
+#: size of each broker's small log dir (the full_disk fault fills it: this much RAM, briefly)
+DISK_MB = 32
 
 
 def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
@@ -54,6 +61,8 @@ class ChaosEnvironment:
         self._store: ZkStore | None = None
         self.paused: set[int] = set()
         self.zk_members_down: set[int] = set()
+        #: broker → its small second log dir (only with the full_disk fault kind)
+        self.disks: dict[int, disks.TinyDisk] = {}
         self._closed = False
 
     @property
@@ -91,6 +100,10 @@ class ChaosEnvironment:
         for bid in range(1, cfg.brokers + 1):
             self.proxies[bid] = [TcpProxy(addr) for addr in self.zk_addresses()]
             per_broker[bid] = {"zookeeper.connect": ",".join(p.connect_string for p in self.proxies[bid])}
+        if "full_disk" in cfg.effective_kinds() and disks.available():
+            for bid in per_broker:
+                disk = self.disks[bid] = disks.TinyDisk(self.root / "disks" / f"broker-{bid}", DISK_MB).mount()
+                per_broker[bid]["log.dirs"] = f"{self.cluster.root / f'broker-{bid}' / 'data'},{disk.path}"
         self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=broker_overrides(cfg),
                         per_broker=per_broker, timeout=120)
         self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000).start()
@@ -150,6 +163,8 @@ class ChaosEnvironment:
         for proxies in self.proxies.values():
             for p in proxies:
                 p.stop()
+        for disk in self.disks.values():
+            disk.unmount()
         if self.ensemble is not None:
             self.ensemble.stop()
         if self.zk is not None:

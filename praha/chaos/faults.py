@@ -29,6 +29,12 @@ Kinds (see docs/reliability.md for what each one exercises):
   coordinator_kill   `kill`, aimed at the group's coordinator: the broker FindCoordinator
                      names (the leader of the group's __consumer_offsets partition)
   zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
+  full_disk          fill the broker's second log dir (a small tmpfs of its own) to the last
+                     byte: its next write there fails with ENOSPC, the dir goes offline, its
+                     replicas move (the controller's log-dir event flow) while its other dir
+                     serves on; held, then the broker is restarted with room on the disk (as
+                     with Kafka, a failed dir comes back only with a restart). Skipped where
+                     tmpfs cannot be mounted
 Every wait is bounded; a heal that fails is recorded (and the campaign's final health
 check reports what stayed broken) rather than raised.
 """
@@ -50,7 +56,7 @@ log = logging.getLogger(__name__)
 
 #: kinds whose target is a broker (the others: a ZooKeeper server, a group member)
 BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter",
-                          "stale_controller", "forged_controller", "coordinator_kill"})
+                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk"})
 
 
 def target_label(kind: str) -> str:
@@ -114,6 +120,8 @@ class FaultInjector:
         if plan.kind == "member_kill":
             return resolve(plan.pick, self.group.running_slots()) if self.group is not None else None
         running = [b for b in env.brokers() if env.running(b) and b not in env.paused]
+        if plan.kind == "full_disk":
+            return resolve(plan.pick, [b for b in running if b in env.disks])
         if plan.kind == "kill_controller" or (plan.prefer_controller and plan.kind in ("pause", "zk_expire")):
             cid = env.controller_id()
             if cid in running:
@@ -284,6 +292,35 @@ class FaultInjector:
         rec.details["bursts"] = bursts
         rec.details["stall_s"] = stall
 
+    def _do_full_disk(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        from praha.admin.records import describe_log_dirs
+
+        env = self.env
+        disk = env.disks[bid]
+        port = env.brokers()[bid].port
+
+        def offline() -> bool:
+            (b,) = describe_log_dirs(f"127.0.0.1:{port}", [bid], timeout=5)
+            return any(d.path == str(disk.path) and d.error == "KAFKA_STORAGE_ERROR" for d in b.dirs)
+
+        try:
+            rec.details["filled_bytes"] = disk.fill()
+            # the broker notices at its next write there: an append, or the high watermark
+            # checkpoint (every 5 s) at the latest
+            t0 = time.monotonic()
+            rec.details["dir_offline"] = wait_until(offline, 30)
+            rec.details["noticed_s"] = round(time.monotonic() - t0, 2)
+            if not rec.details["dir_offline"]:
+                rec.ok = False
+                rec.error = "the full log dir was not taken offline within 30 s"
+            time.sleep(plan.hold_s)
+            t0 = time.monotonic()
+            rec.details["clean_exit"] = env.cluster.stop_broker(bid, timeout=45)
+            rec.details["shutdown_s"] = round(time.monotonic() - t0, 2)
+        finally:
+            disk.free()
+        self._restart(bid, rec)
+
     def _do_zk_member_kill(self, index: int, plan: PlannedFault, rec: FaultRecord) -> None:
         ensemble = self.env.ensemble
         assert ensemble is not None
@@ -314,6 +351,8 @@ class FaultInjector:
     def heal_everything(self) -> None:
         """After a failed fault: resume, reconnect and restart whatever is down (bounded)."""
         env = self.env
+        for disk in env.disks.values():
+            disk.free()
         for bid in list(env.paused):
             try:
                 env.cluster.resume_broker(bid)

@@ -8,10 +8,15 @@ and kafka-leader-election.sh, against a praha cluster's ZooKeeper.
   praha reassign verify --reassignment-json-file F [--preserve-throttles]
   praha reassign cancel [--reassignment-json-file F] [--preserve-throttles]
   praha reassign list
-  praha elect-leaders --election-type preferred
+  praha elect-leaders --election-type preferred|unclean
         (--all-topic-partitions | --topic T [--partition P] | --path-to-json-file F) [--via-zookeeper]
-  praha configs --entity-type topics|brokers|users (--entity-name N | --entity-default)
-        (--describe | --alter [--add-config k=v,...] [--delete-config k,...])
+  praha configs --entity-type topics|brokers (--entity-name N | --entity-default)
+        (--describe [--all] | --alter [--add-config k=v,...] [--delete-config k,...])
+  praha configs --entity-type clients|users (--entity-name N | --entity-default)
+        [--entity-type clients (--entity-name N | --entity-default)]
+        (--describe | --alter [--add-config producer_byte_rate=N,...] [--delete-config k,...])
+  praha configs --entity-type users --entity-name U --alter \
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=P]' | --delete-config SCRAM-SHA-512
 
 Each command parses and checks all its input before writing anything; a refusal prints
 `error: ...` and exits 1. Output and JSON files follow Kafka's tools. Writes go to
@@ -82,6 +87,8 @@ def register(sub: Any) -> None:
     p.add_argument("--throttle", type=_positive_int, metavar="BYTES_PER_SEC",
                    help="limit replication traffic of the moving replicas (removed by verify when done)")
     add_cluster_options(p, bootstrap=False)
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for replicas given a log dir to be created (default 10)")
     p.set_defaults(fn=cmd_reassign_execute)
 
     p = r.add_parser("verify", help="status of each partition of a plan; removes throttles when all are done")
@@ -101,9 +108,11 @@ def register(sub: Any) -> None:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_reassign_list)
 
-    p = sub.add_parser("elect-leaders", help="move leadership back to preferred replicas (kafka-leader-election)")
+    p = sub.add_parser("elect-leaders", help="move leadership back to preferred replicas, or bring offline "
+                                             "partitions back (kafka-leader-election)")
     p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
-                   help="preferred (the first replica of each partition leads again)")
+                   help="preferred: the first replica of each partition leads again; unclean: an offline "
+                        "partition is led by any live replica, even one out of sync (its missing records are lost)")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
     g.add_argument("--topic", help="every partition of this topic (or --partition)")
@@ -115,20 +124,24 @@ def register(sub: Any) -> None:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_elect_leaders)
 
-    p = sub.add_parser("configs", help="show or change topic and broker configs while the cluster runs "
-                                       "(kafka-configs)")
-    p.add_argument("--entity-type", required=True, choices=["topics", "brokers", "users"],
-                   help="what to configure (users: SCRAM credentials)")
+    p = sub.add_parser("configs", help="show or change topic, broker and client quota configs while the "
+                                       "cluster runs (kafka-configs)")
+    p.add_argument("--entity-type", required=True, action="append", choices=["topics", "brokers", "clients", "users"],
+                   help="what to configure; users and clients may be given together (a user's quota for one "
+                        "client id)")
+    p.add_argument("--entity-name", dest="entity_names", action="append", metavar="NAME",
+                   help="the topic, broker id, client id or user (one per --entity-type, in order)")
+    p.add_argument("--entity-default", dest="entity_names", action="append_const", const=None,
+                   help="brokers: the default for every broker; clients/users: the default client id or user")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--entity-name", help="the topic, or the broker id")
-    g.add_argument("--entity-default", action="store_true", help="brokers: the default for every broker")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--describe", action="store_true", help="print the entity's config overrides")
+    g.add_argument("--describe", action="store_true", help="print the entity's config overrides (or quotas)")
     g.add_argument("--alter", action="store_true", help="change them (brokers apply the change at once)")
+    p.add_argument("--all", action="store_true",
+                   help="with --describe, topics and brokers: every config with its value, source and synonyms")
     p.add_argument("--add-config", default="", metavar="k1=v1,k2=[a,b]",
                    help="configs to set; square brackets keep commas inside a value")
     p.add_argument("--delete-config", default="", metavar="k1,k2", help="configs to remove")
-    add_cluster_options(p, bootstrap=False)
+    add_cluster_options(p)
     p.set_defaults(fn=cmd_configs)
 
 
@@ -232,12 +245,15 @@ def cmd_reassign_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_reassign_execute(args: argparse.Namespace) -> int:
-    from praha.admin.reassign import execute, format_plan, parse_plan
+    from praha.admin.reassign import execute, format_plan, parse_log_dirs, parse_plan
 
-    plan = parse_plan(_read(args.reassignment_json_file, "reassignment file"))
+    text = _read(args.reassignment_json_file, "reassignment file")
+    plan = parse_plan(text)
+    log_dirs = parse_log_dirs(text)
     throttle = args.throttle if args.throttle is not None else -1
     with _session(args) as store:
         result = execute(store, plan, throttle)
+        live, _ = store.get_live_brokers() if log_dirs else ({}, {})
     print(f"Current partition replica assignment\n\n{format_plan(result.current)}\n\n"
           "Save this to use as the --reassignment-json-file option during rollback")
     if throttle >= 0:
@@ -247,6 +263,18 @@ def cmd_reassign_execute(args: argparse.Namespace) -> int:
     tps = sorted(plan)
     print(f"Successfully started partition reassignment{'s' if len(tps) > 1 else ''} for "
           + ",".join(map(str, tps)))
+    if log_dirs:
+        from praha.admin.records import alter_replica_log_dirs
+
+        outcome = alter_replica_log_dirs({b: (i.host, i.port) for b, i in live.items()}, log_dirs, args.timeout)
+        started = sorted(k for k, err in outcome.items() if err is None)
+        if started:
+            print("Successfully started log directory move for: "
+                  + ",".join(f"{tp}-{b}" for tp, b in started))
+        failed = sorted((k, err) for k, err in outcome.items() if err is not None)
+        if failed:
+            raise CliError("Failed to move the log directory of: "
+                           + ", ".join(f"{tp} on broker {b} ({err})" for (tp, b), err in failed))
     return 0
 
 
@@ -341,6 +369,7 @@ def cmd_reassign_list(args: argparse.Namespace) -> int:
 def cmd_elect_leaders(args: argparse.Namespace) -> int:
     from praha.admin.controller_api import zk_locator
     from praha.admin.leader_election import (
+        ELECTION_TYPES,
         elect_via_api,
         elect_via_zookeeper,
         format_results,
@@ -348,8 +377,9 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
         resolve_partitions,
     )
 
-    if args.election_type != "preferred":
-        raise CliError("only preferred leader elections are supported (--election-type preferred)")
+    if args.election_type != "preferred" and args.via_zookeeper:
+        raise CliError("--via-zookeeper elects preferred leaders only (ZooKeeper's admin znode has no unclean "
+                       "elections); drop it for --election-type unclean")
     if args.partition is not None and args.topic is None:
         raise CliError("--partition needs --topic")
     from_file = parse_election_json(_read(args.path_to_json_file, "election file")) if args.path_to_json_file else None
@@ -359,8 +389,8 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
             results = elect_via_zookeeper(store, partitions, args.timeout)
         else:
             results = elect_via_api(zk_locator(store), None if args.all_topic_partitions else partitions,
-                                    args.timeout)
-    lines, failed = format_results(results)
+                                    args.timeout, ELECTION_TYPES[args.election_type])
+    lines, failed = format_results(results, args.election_type.upper())
     for line in lines:
         print(line)
     if failed:
@@ -405,29 +435,99 @@ def cmd_api_versions(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------ configs
 def cmd_configs(args: argparse.Namespace) -> int:
-    from praha.admin.configs import alter, describe, parse_config_list
+    from praha.admin.configs import parse_config_list
+
+    types: list[str] = args.entity_type
+    names: list[str | None] = args.entity_names or []
+    if args.describe and (args.add_config or args.delete_config):
+        raise CliError("--add-config and --delete-config go with --alter")
+    if args.all and not args.describe:
+        raise CliError("--all goes with --describe")
+    if args.bootstrap_server and not args.all:
+        raise CliError("--bootstrap-server goes with --describe --all; the other forms write and read "
+                       "ZooKeeper (--zookeeper or --dir)")
+    add = parse_config_list(args.add_config) if args.alter else {}
+    delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    if types == ["users"]:  # SCRAM credentials beside the user's quotas (cli/users.py)
+        from praha.cli.users import split_scram, user_scram_configs
+
+        scram_add, add, scram_delete, delete = split_scram(add, delete)
+        if scram_add or scram_delete or args.describe:
+            if len(names) != 1 or names[0] is None:
+                raise CliError("SCRAM credentials need one --entity-name USER")
+            if args.describe:
+                rc = _configs_quotas(args, types, names, add, delete)
+                return rc or user_scram_configs(args, names[0], {}, [], describe=True)
+            user_scram_configs(args, names[0], scram_add, scram_delete)
+            if not add and not delete:
+                return 0
+    if set(types) & {"clients", "users"}:
+        return _configs_quotas(args, types, names, add, delete)
+    if len(types) != 1:
+        raise CliError("only users and clients may be given together; one --entity-type for topics or brokers")
+    if len(names) != 1:
+        raise CliError("give one of --entity-name and --entity-default")
+    if names[0] is None and types[0] != "brokers":
+        raise CliError("--entity-default is for --entity-type brokers, clients and users")
+    if args.all:
+        return _configs_describe_all(args, types[0], names[0])
+    return _configs_topics_brokers(args, types[0], names[0], add, delete)
+
+
+def _configs_topics_brokers(args: argparse.Namespace, entity_type: str, entity_name: str | None,
+                            add: dict[str, str], delete: list[str]) -> int:
+    from praha.admin.configs import alter, describe
     from praha.zk.znodes import DEFAULT_BROKER_ENTITY
 
-    if args.entity_type == "users":
-        from praha.cli.users import cmd_user_configs
-
-        return cmd_user_configs(args)
-    if args.entity_default and args.entity_type != "brokers":
-        raise CliError("--entity-default is for --entity-type brokers")
-    name = DEFAULT_BROKER_ENTITY if args.entity_default else args.entity_name
-    label = f"{args.entity_type.rstrip('s')} {name}" if not args.entity_default else "the default of every broker"
+    name = DEFAULT_BROKER_ENTITY if entity_name is None else entity_name
+    label = f"{entity_type.rstrip('s')} {name}" if entity_name is not None else "the default of every broker"
     if args.describe:
-        if args.add_config or args.delete_config:
-            raise CliError("--add-config and --delete-config go with --alter")
         with _session(args) as store:
-            config = describe(store, args.entity_type, name)
+            config = describe(store, entity_type, name)
         print(f"Dynamic configs for {label} are:")
         for key in sorted(config):
             print(f"  {key}={config[key]}")
         return 0
-    add = parse_config_list(args.add_config)
-    delete = [k.strip() for k in args.delete_config.split(",") if k.strip()]
     with _session(args) as store:
-        alter(store, args.entity_type, name, add, delete)
+        alter(store, entity_type, name, add, delete)
     print(f"Completed updating config for {label}.")
+    return 0
+
+
+def _configs_describe_all(args: argparse.Namespace, entity_type: str, entity_name: str | None) -> int:
+    """kafka-configs --describe --all: what the brokers report, every config with its source."""
+    from praha.admin.configs import describe_all
+    from praha.cli.options import bootstrap_of
+
+    lines = describe_all(bootstrap_of(args), entity_type, entity_name or "")
+    if entity_name is None:
+        print(f"Default configs for {entity_type} in the cluster are:")
+    else:
+        print(f"All configs for {entity_type.rstrip('s')} {entity_name} are:")
+    for line in lines:
+        print(line.render())
+    return 0
+
+
+def _configs_quotas(args: argparse.Namespace, types: list[str], names: list[str | None],
+                    add: dict[str, str], delete: list[str]) -> int:
+    """kafka-configs for client quotas: `Quota configs for client-id 'c' are k=v, ...`."""
+    from praha.admin.configs import alter_quotas, describe_quotas
+
+    if args.all:
+        raise CliError("--all is for topics and brokers")
+    if args.describe:
+        with _session(args) as store:
+            found = describe_quotas(store, types, names)
+        for entity, values in sorted(found.items(), key=lambda item: item[0].entity_path):
+            print(f"Quota configs for {entity.describe()} are "
+                  + ", ".join(f"{k}={v}" for k, v in sorted(values.items())))
+        return 0
+    with _session(args) as store:
+        alter_quotas(store, types, names, add, delete)
+    head, name = types[0], names[0] if names else None
+    if name is not None:
+        print(f"Completed updating config for {head.rstrip('s')} {name}.")
+    else:
+        print(f"Completed updating default config for {head} in the cluster.")
     return 0

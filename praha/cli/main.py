@@ -51,7 +51,8 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
 
         _setup_logging(args.log_level, prefix="broker")
         cfg = BrokerConfig.from_file(args.config)
-        cfg.check_log_dirs()
+        for problem in cfg.check_log_dirs():  # some dirs unusable: they start offline
+            logging.getLogger("praha.broker").warning("%s; that log dir is offline", problem)
         check_startup_config(cfg)
         return run_broker(cfg)
     if args.id is None:

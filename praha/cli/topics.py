@@ -113,6 +113,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
         brokers, _ = store.get_live_brokers()
         problems: list[str] = []
         topics = topics_status(store, set(brokers), problems)
+        controller = store.get_controller_id()
+    if topics and brokers:
+        from praha.admin.client_status import add_offline_dir_replicas
+
+        # replicas in failed log dirs: only the controller's Metadata knows them (asked first,
+        # then one other broker)
+        order = sorted(brokers, key=lambda b: (b != controller, b))[:2]
+        if not add_offline_dir_replicas(topics, [f"{brokers[b].host}:{brokers[b].port}" for b in order]):
+            problems.append("no broker answered Metadata: replicas in failed log directories are not shown")
     if args.topic:
         if args.topic not in topics:
             raise CliError(f"unknown topic {args.topic!r}")

@@ -1,5 +1,5 @@
 """`praha configs --entity-type users`: SCRAM credentials, as kafka-configs manages them
-over ZooKeeper (`/config/users/<user>` and a change notice):
+over ZooKeeper (`/config/users/<user>`, beside the user's quotas, and a change notice):
 
   praha configs --entity-type users --entity-name alice --alter \\
       --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'
@@ -7,6 +7,7 @@ over ZooKeeper (`/config/users/<user>` and a change notice):
   praha configs --entity-type users --entity-name alice --describe
 
 The password never reaches ZooKeeper: only salt, stored key, server key and iterations.
+Quota keys in the same command go to the quota path (`admin_tools._configs_quotas`).
 """
 from __future__ import annotations
 
@@ -20,10 +21,21 @@ from praha.security.credentials import alter_credentials, check_iterations, read
 DEFAULT_ITERATIONS = MIN_ITERATIONS
 
 
+def _is_scram(key: str) -> bool:
+    return key.strip().upper().startswith("SCRAM-")
+
+
+def split_scram(add: dict[str, str], delete: list[str]
+                ) -> tuple[dict[str, str], dict[str, str], list[str], list[str]]:
+    """(SCRAM additions, other additions, SCRAM deletions, other deletions)."""
+    return ({k: v for k, v in add.items() if _is_scram(k)}, {k: v for k, v in add.items() if not _is_scram(k)},
+            [k for k in delete if _is_scram(k)], [k for k in delete if not _is_scram(k)])
+
+
 def _mechanism(key: str) -> ScramMechanism:
     m = ScramMechanism.by_name(key.strip())
     if m is None:
-        raise CliError(f"users configs here are SCRAM credentials: SCRAM-SHA-256 or SCRAM-SHA-512, not {key!r}")
+        raise CliError(f"unknown SCRAM mechanism {key!r}: SCRAM-SHA-256 or SCRAM-SHA-512")
     return m
 
 
@@ -45,26 +57,20 @@ def parse_scram_configs(add: dict[str, str]) -> dict[ScramMechanism, ScramCreden
     return out
 
 
-def cmd_user_configs(args: argparse.Namespace) -> int:
-    from praha.admin.configs import parse_config_list
+def user_scram_configs(args: argparse.Namespace, user: str, add: dict[str, str], delete: list[str],
+                       describe: bool = False) -> int:
     from praha.admin.status import zk_session
 
-    user = args.entity_name
-    if args.entity_default or not user:
-        raise CliError("--entity-type users needs --entity-name USER (SCRAM credentials are per user)")
-    if args.describe:
-        if args.add_config or args.delete_config:
-            raise CliError("--add-config and --delete-config go with --alter")
+    if describe:
         with zk_session(zookeeper_of(args)) as store:
             creds = read_credentials(store, user)
-        listed = ", ".join(f"{m.mechanism_name}=iterations={c.iterations}" for m, c in sorted(
-            creds.items(), key=lambda kv: kv[0].wire_id))
-        print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
+        if creds:
+            listed = ", ".join(f"{m.mechanism_name}=iterations={c.iterations}" for m, c in sorted(
+                creds.items(), key=lambda kv: kv[0].wire_id))
+            print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
         return 0
-    upserts = parse_scram_configs(parse_config_list(args.add_config))
-    deletions = [_mechanism(k) for k in args.delete_config.split(",") if k.strip()]
-    if not upserts and not deletions:
-        raise CliError("--alter needs --add-config or --delete-config")
+    upserts = parse_scram_configs(add)
+    deletions = [_mechanism(k) for k in delete]
     with zk_session(zookeeper_of(args)) as store:
         alter_credentials(store, user, upserts, deletions)
     print(f"Completed updating config for user {user}.")

@@ -24,6 +24,9 @@ class ControllerContext:
 
     live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     shutting_down_broker_ids: set[int] = field(default_factory=set)
+    #: broker → its replicas in a failed log directory (its LeaderAndIsr answers said
+    #: KAFKA_STORAGE_ERROR); forgotten when the broker restarts or dies (Kafka's replicasOnOfflineDirs)
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
     all_topics: set[str] = field(default_factory=set)
     topic_ids: dict[str, str] = field(default_factory=dict)
@@ -68,6 +71,16 @@ class ControllerContext:
         for bid in broker_ids:
             self.live_brokers.pop(bid, None)
             self.shutting_down_broker_ids.discard(bid)
+
+    def is_replica_online(self, broker_id: int, tp: TopicPartition) -> bool:
+        """Its broker is alive and the replica is not in one of that broker's failed log dirs."""
+        return broker_id in self.live_brokers and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
+
+    def offline_dir_brokers(self, tp: TopicPartition) -> set[int]:
+        """Live brokers whose replica of `tp` sits in a failed log directory (usually none)."""
+        if not self.replicas_on_offline_dirs:
+            return set()
+        return {b for b, tps in self.replicas_on_offline_dirs.items() if tp in tps}
 
     # ---- topics and partitions ---------------------------------------------------------
     def partition_replicas(self, tp: TopicPartition) -> tuple[int, ...]:

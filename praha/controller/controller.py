@@ -13,7 +13,7 @@ on success run `_on_controller_failover`; if another broker won, `_maybe_resign`
 other error delete `/controller` and resign (a new election follows).
 
 `_on_controller_failover` (the new controller): register the controller watches; delete
-stale ISR-change notifications; load the context from ZooKeeper with pipelined reads
+stale log-dir event and ISR-change notifications; load the context from ZooKeeper with pipelined reads
 (`ControllerFlows.load_context`); start the channel manager; then the flows' failover
 (`ControllerFlows.on_failover`): initialise topic deletion; UpdateMetadata to every live
 broker; start the replica then the partition state machine; resume reassignments and
@@ -309,6 +309,7 @@ class Controller:
         gc.disable()
         try:
             self._register_controller_watches()
+            self._flows.delete_stale_log_dir_notifications()  # Kafka's order: log-dir events, then ISR changes
             self._flows.delete_stale_isr_notifications()
             lap("watches")
             self._flows.load_context(lap)
@@ -338,6 +339,7 @@ class Controller:
             children(znodes.TOPICS_PATH, on_watch(ev.TopicChange)),
             children(znodes.DELETE_TOPICS_PATH, on_watch(ev.TopicDeletion)),
             children(znodes.ISR_CHANGE_NOTIFICATION_PATH, on_watch(ev.IsrChangeNotification)),
+            children(znodes.LOG_DIR_EVENT_NOTIFICATION_PATH, on_watch(ev.LogDirEventNotification)),
             data(znodes.REASSIGN_PARTITIONS_PATH, on_watch(ev.PartitionReassignment)),
             data(znodes.PREFERRED_REPLICA_ELECTION_PATH, on_watch(ev.PreferredReplicaLeaderElection)),
         ]

@@ -59,6 +59,7 @@ class ElectionKind(Enum):
     REASSIGNMENT = "reassignment"
     PREFERRED = "preferred"
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
+    UNCLEAN = "unclean"  # the offline algorithm with unclean election forced on (ElectLeaders UNCLEAN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +88,8 @@ def elect(
     `live` excludes shutting-down brokers, except for CONTROLLED_SHUTDOWN where the caller
     passes live-or-shutting-down brokers and the shutting-down set separately."""
     isr = current.isr
-    if kind is ElectionKind.OFFLINE:
-        leader = offline_partition_leader(assignment, isr, live, unclean_enabled)
+    if kind is ElectionKind.OFFLINE or kind is ElectionKind.UNCLEAN:
+        leader = offline_partition_leader(assignment, isr, live, unclean_enabled or kind is ElectionKind.UNCLEAN)
         if leader is None:
             return None
         unclean = leader not in isr

@@ -25,6 +25,7 @@ class ControllerState(Enum):
     MANUAL_LEADER_BALANCE = "ManualLeaderBalance"
     CONTROLLED_SHUTDOWN = "ControlledShutdown"
     ISR_CHANGE = "IsrChange"
+    LOG_DIR_CHANGE = "LogDirChange"
     LEADER_AND_ISR_RESPONSE = "LeaderAndIsrResponseReceived"
     BROKER_MODIFICATION = "BrokerModification"
     PARTITION_MODIFICATION = "PartitionModification"
@@ -149,6 +150,13 @@ class PartitionReassignmentIsrChange(ControllerEvent):
 @dataclass
 class IsrChangeNotification(ControllerEvent):
     state = ControllerState.ISR_CHANGE
+
+
+@dataclass
+class LogDirEventNotification(ControllerEvent):
+    """A child appeared under `/log_dir_event_notification`: a broker's log directory failed."""
+
+    state = ControllerState.LOG_DIR_CHANGE
 
 
 @dataclass

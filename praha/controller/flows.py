@@ -20,6 +20,14 @@ StopReplica per broker, whatever the state machines decided along the way.
   broker endpoints    a broker's registration changed its endpoints → UpdateMetadata to all
   ISR change          re-read the notified partitions' state, UpdateMetadata for them to all,
                       delete the notification znodes
+  log-dir failure     a broker wrote /log_dir_event_notification/log_dir_event_<seq>: its
+                      replicas → Online again, i.e. a LeaderAndIsr asking about each; the
+                      notifications deleted (also at failover). Its answer (below) says which
+                      replicas sit in the failed directory
+  LeaderAndIsr answer KAFKA_STORAGE_ERROR for a replica: remember it as on an offline dir (until
+                      the broker restarts or dies); for the newly offline ones: partitions they
+                      led → Offline, offline elections (from the ISR, never such a replica),
+                      the replicas → Offline (out of the ISR); no leader lost → UpdateMetadata
   controlled shutdown refused unless acting, the broker alive and its epoch current; mark it
                       shutting down; move leadership away (controlled-shutdown election);
                       stop and take out of the ISR the replicas it follows
@@ -49,6 +57,7 @@ from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 from praha.controller.topic_deletion import TopicDeletionManager
 from praha.controller.topic_watches import TopicWatches
+from praha.controller.unclean_election import elect_unclean
 from praha.errors import ControllerMovedError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -85,6 +94,7 @@ class ControllerFlows:
             ev.ControlledShutdown: self.process_controlled_shutdown,
             ev.TopicChange: self._guard(self.process_topic_change),
             ev.IsrChangeNotification: self._guard(self.process_isr_change),
+            ev.LogDirEventNotification: self._guard(self.process_log_dir_event),
             ev.LeaderAndIsrResponseReceived: self._guard(self.process_leader_and_isr_response),
             ev.PartitionModifications: self._guard(self.process_partition_modifications),
             ev.TopicDeletion: self._guard(lambda e: self.deletion.on_markers_changed()),
@@ -146,6 +156,13 @@ class ControllerFlows:
         if names:
             self.store.delete_isr_change_notifications(names, self.context.epoch_zk_version)
 
+    def delete_stale_log_dir_notifications(self) -> None:
+        """Notifications written before this failover: the failover's LeaderAndIsr to every
+        replica asks the brokers again, and their KAFKA_STORAGE_ERROR answers say the same."""
+        names, _ = self.store.get_log_dir_event_notifications()
+        if names:
+            self.store.delete_log_dir_event_notifications(names, self.context.epoch_zk_version)
+
     def load_context(self, lap: Lap) -> None:
         """Read what the controller knows from ZooKeeper; watch every topic's znode."""
         load_context(self.store, self.context, lap)
@@ -192,6 +209,12 @@ class ControllerFlows:
     ) -> dict[TopicPartition, tuple[int, str | None]]:
         with self.batch():
             return self.balancer.elect_preferred(partitions, "ElectLeaders API")
+
+    def api_elect_unclean(
+        self, partitions: set[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
+        with self.batch():
+            return elect_unclean(self.services, self.partition_sm, partitions)
 
     def api_alter_reassignments(
         self, targets: dict[TopicPartition, tuple[int, ...] | None]
@@ -303,6 +326,8 @@ class ControllerFlows:
         """Runs inside the broker-change event's batch."""
         rb = self.request_batch
         ctx = self.context
+        for b in new_ids:  # a restarted broker has opened its directories afresh
+            ctx.replicas_on_offline_dirs.pop(b, None)
         existing = ctx.live_or_shutting_down_broker_ids - new_ids
         rb.add_update_metadata(existing, [])
         rb.add_update_metadata(new_ids, None)
@@ -325,6 +350,8 @@ class ControllerFlows:
         """Runs inside the broker-change event's batch."""
         rb = self.request_batch
         ctx = self.context
+        for b in dead_ids:
+            ctx.replicas_on_offline_dirs.pop(b, None)
         lost_leader = [
             tp for tp, li in ctx.leadership.items()
             if li.leader_and_isr.leader in dead_ids and not ctx.is_topic_queued_for_deletion(tp.topic)
@@ -397,11 +424,71 @@ class ControllerFlows:
         self.state_log.record("PartitionsAdded", self.controller_id, ctx.epoch, topic=topic, partitions=sorted(new))
         self.on_new_partition_creation([TopicPartition(topic, p) for p in sorted(new)])
 
+    # ---- log-dir failures ---------------------------------------------------------------------
+    def process_log_dir_event(self, _event: ev.LogDirEventNotification) -> None:
+        """Ask each notifying broker about all its replicas (Kafka's onBrokerLogDirFailure):
+        their LeaderAndIsr answers name the replicas in the failed directory."""
+        ctx = self.context
+        names, broker_ids = self.store.get_log_dir_event_notifications()
+        try:
+            live = broker_ids & set(ctx.live_brokers)
+            if live:
+                replicas = [pr for pr in ctx.replicas_on_brokers(live)
+                            if not ctx.is_topic_queued_for_deletion(pr.partition.topic)]
+                log.info("log directory failure on brokers %s: asking about their %d replicas",
+                         sorted(live), len(replicas))
+                self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE)
+            self.state_log.record("LogDirFailure", self.controller_id, ctx.epoch,
+                                  notifications=len(names), brokers=sorted(broker_ids))
+        finally:
+            if names:
+                self.store.delete_log_dir_event_notifications(names, ctx.epoch_zk_version)
+
     def process_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
-        errors = {tp: code for tp, code in event.response.partition_errors.items() if code}
+        """KAFKA_STORAGE_ERROR marks a replica as on an offline log dir; NONE clears it."""
+        response = event.response
+        errors = {tp: code for tp, code in response.partition_errors.items() if code}
         log.warning(
             "broker %d answered LeaderAndIsr with error %d and %d partition errors",
-            event.broker_id, event.response.error_code, len(errors),
+            event.broker_id, response.error_code, len(errors),
+        )
+        ctx = self.context
+        if response.error_code or event.broker_id not in ctx.live_brokers:
+            return
+        offline, online = split_storage_errors(response.partition_errors)
+        before = ctx.replicas_on_offline_dirs.get(event.broker_id, set())
+        now = (before - online) | {tp for tp in offline if ctx.partition_assignment(tp) is not None}
+        if now:
+            ctx.replicas_on_offline_dirs[event.broker_id] = now
+        else:
+            ctx.replicas_on_offline_dirs.pop(event.broker_id, None)
+        newly = now - before
+        if newly:
+            self.on_replicas_become_offline(event.broker_id, newly)
+
+    def on_replicas_become_offline(self, broker_id: int, partitions: set[TopicPartition]) -> None:
+        """Kafka's onReplicasBecomeOffline, for the replicas of one broker in failed log dirs."""
+        ctx = self.context
+        replicas = [PartitionAndReplica(tp, broker_id) for tp in sorted(partitions)]
+        deleting = [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)]
+        kept = [pr for pr in replicas if not ctx.is_topic_queued_for_deletion(pr.partition.topic)]
+        lost_leader = [
+            pr.partition for pr in kept
+            if pr.partition in ctx.leadership and ctx.leadership[pr.partition].leader_and_isr.leader == broker_id
+        ]
+        self.partition_sm.handle_state_changes(lost_leader, PartitionState.OFFLINE)
+        self.partition_sm.trigger_online_partition_state_change()
+        self.replica_sm.handle_state_changes(kept, ReplicaState.OFFLINE)
+        self.deletion.fail_replica_deletion(deleting)
+        if not lost_leader:
+            self.request_batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [])
+        log.info(
+            "broker %d: %d replicas in failed log directories went offline, %d partitions lost their leader, "
+            "%d offline after elections", broker_id, len(replicas), len(lost_leader), ctx.offline_partition_count,
+        )
+        self.state_log.record(
+            "ReplicasOnOfflineDirs", self.controller_id, ctx.epoch, broker=broker_id,
+            replicas=[str(tp) for tp in sorted(partitions)], leaders_lost=len(lost_leader),
         )
 
     # ---- controlled shutdown ----------------------------------------------------------------
@@ -463,3 +550,11 @@ class ControllerFlows:
             leaders_to_move=len(led), followers_stopped=len(followed), remaining=[str(tp) for tp in remaining],
         )
         return remaining
+
+
+def split_storage_errors(partition_errors: Mapping[TopicPartition, int]) -> tuple[set[TopicPartition], set[TopicPartition]]:
+    """(replicas answered KAFKA_STORAGE_ERROR, replicas answered NONE) of a LeaderAndIsr answer;
+    other errors (a stale epoch) say nothing about the disk."""
+    offline = {tp for tp, code in partition_errors.items() if code == ErrorCode.KAFKA_STORAGE_ERROR}
+    online = {tp for tp, code in partition_errors.items() if code == ErrorCode.NONE}
+    return offline, online

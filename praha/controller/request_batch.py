@@ -221,6 +221,7 @@ class ControllerRequestBatch:
         assignments = ctx.assignments
         deleting = ctx.topics_to_be_deleted
         live = ctx.live_or_shutting_down_broker_ids
+        offline_dirs = ctx.replicas_on_offline_dirs
         out: list[PartitionLeaderState] = []
         append = out.append
         for tp in tps:
@@ -238,7 +239,7 @@ class ControllerRequestBatch:
                 isr=tuple(li.isr),
                 zk_version=li.zk_version,
                 replicas=replicas,
-                offline_replicas=() if live.issuperset(replicas) else tuple(r for r in replicas if r not in live),
+                offline_replicas=_offline_replicas(replicas, live, offline_dirs, tp),
             ))
         return out
 
@@ -316,3 +317,11 @@ class ControllerRequestBatch:
         finally:
             self.clear()
         self.last_sent = counts
+
+
+def _offline_replicas(replicas: tuple[int, ...], live: set[int],
+                      offline_dirs: dict[int, set[TopicPartition]], tp: TopicPartition) -> tuple[int, ...]:
+    """Replicas on dead brokers or in a failed log directory of a live one."""
+    if not offline_dirs:
+        return () if live.issuperset(replicas) else tuple(r for r in replicas if r not in live)
+    return tuple(r for r in replicas if r not in live or tp in offline_dirs.get(r, ()))

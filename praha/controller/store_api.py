@@ -97,6 +97,13 @@ class ControllerStore(PartitionStateStore, Protocol):
 
     def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None: ...
 
+    # -- log-dir event notifications (written by brokers whose log directory failed)
+    def get_log_dir_event_notifications(self) -> tuple[list[str], set[int]]:
+        """(child names, the brokers they name)."""
+        ...
+
+    def delete_log_dir_event_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None: ...
+
     # -- topic deletion
     def get_topics_marked_for_deletion(self) -> list[str]: ...
 

@@ -556,9 +556,12 @@ class LogCleaner:
 
     def __init__(self, config: CleanerConfig,
                  logs: Callable[[], list[tuple[TopicPartition, "Log", str]]],
-                 high_watermark: Callable[[TopicPartition], int | None] | None = None):
+                 high_watermark: Callable[[TopicPartition], int | None] | None = None,
+                 on_io_error: Callable[[str, OSError], object] | None = None):
         self.config = config
         self._logs = logs
+        #: an I/O error while cleaning a log of dir d: `on_io_error(d, error)` takes d offline
+        self._on_io_error = on_io_error or (lambda d, e: None)
         self._hw = high_watermark or (lambda tp: None)
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -668,13 +671,20 @@ class LogCleaner:
                     self.totals.aborted += 1
                 log.info("Cleaning of %s aborted: %s", chosen.tp, e)
                 return False
+            except OSError as e:  # the disk failed (full, read-only): its dir goes offline, as Kafka's
+                log.warning("Cleaning of %s failed: %s", chosen.tp, e)
+                self._on_io_error(d, e)
+                return False
             except Exception:  # noqa: BLE001 - one bad log must not stop the others
                 log.exception("Cleaning of %s failed; skipping it for %d s", chosen.tp, UNCLEANABLE_SKIP_MS // 1000)
                 with self._lock:
                     self.totals.errors += 1
                     self._skip_until[chosen.tp] = now + UNCLEANABLE_SKIP_MS
                 return False
-            self._update_checkpoint(d, chosen.tp, end, live)
+            try:
+                self._update_checkpoint(d, chosen.tp, end, live)
+            except OSError as e:
+                self._on_io_error(d, e)
             s = p.stats
             with self._lock:
                 t = self.totals

@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
@@ -197,8 +197,12 @@ class Log:
         recovery_point: int | None = None,
         log_start_offset: int | None = None,
         clean_shutdown: bool = False,
+        on_io_error: Callable[[OSError], None] | None = None,
     ):
         self.dir = directory
+        #: told of an I/O error of the disk (append, roll, flush, read, truncate): the log
+        #: manager takes the whole log directory offline (Kafka's LogDirFailureChannel)
+        self._on_io_error = on_io_error
         self.config = config or LogConfig()
         self.topic_partition = parse_log_dir_name(os.path.basename(os.path.normpath(directory)))
         self._lock = threading.RLock()
@@ -209,6 +213,7 @@ class Log:
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
+        self._has_snapshot: bool | None = None  # any producer snapshot on disk? (None: look)
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -228,7 +233,7 @@ class Log:
         self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
         stale = [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo]
         if stale:  # recovery cut the log below them
-            producer_snapshot.delete(self.dir, stale)
+            self._delete_snapshots(stale)
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
@@ -336,7 +341,7 @@ class Log:
             headers = rebase_headers(summary.batches, first, leader_epoch)
             self._append_locked(data, headers, now_ms, record_producers=True)
             if leader_epoch > self.epoch_cache.latest_epoch:
-                self.epoch_cache.assign(leader_epoch, first, durable=False)  # synced before the recovery point moves
+                self._assign_epoch(leader_epoch, first)
             last = self._leo - 1
         off_max = -1
         if summary.max_timestamp >= 0:
@@ -384,7 +389,7 @@ class Log:
             cache = self.epoch_cache
             for h in batches:
                 if h.leader_epoch > cache.latest_epoch:
-                    cache.assign(h.leader_epoch, h.base_offset, durable=False)  # synced before the recovery point moves
+                    self._assign_epoch(h.leader_epoch, h.base_offset)
         records_n = sum(h.record_count for h in batches)
         size = sum(h.size for h in batches)
         best = max(batches, key=lambda h: h.max_timestamp)
@@ -432,8 +437,12 @@ class Log:
                 return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
             except (CorruptCheckpointError, OSError) as e:
                 log.warning("Deleting unreadable producer snapshot of %s at %d: %s", self.dir, offset, e)
-                producer_snapshot.delete(self.dir, [offset])
+                self._delete_snapshots([offset])
         return ProducerStateTable(), None
+
+    def _delete_snapshots(self, offsets: list[int]) -> None:
+        producer_snapshot.delete(self.dir, offsets)
+        self._has_snapshot = None
 
     def _snapshot_producers(self, offset: int) -> None:
         """Write the producer table as the snapshot at `offset` (if the table is built: an
@@ -443,6 +452,7 @@ class Log:
             return
         try:
             producer_snapshot.write(self.dir, offset, table.snapshot())
+            self._has_snapshot = True
         except OSError as e:  # the log stays correct; only a longer rebuild after a restart
             log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
 
@@ -466,6 +476,12 @@ class Log:
         idempotent = [h for h in headers if h.producer_id >= 0]
         if idempotent:
             table = self._producer_table()
+            if self._has_snapshot is None:
+                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
+            if not self._has_snapshot:
+                # the log's first producer: a snapshot below it, so that recovery after a crash
+                # rebuilds from there (every batch since), not from a bounded tail of the log
+                self._snapshot_producers(idempotent[0].base_offset)
             for h in idempotent:
                 table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
 
@@ -487,7 +503,20 @@ class Log:
                 if record_producers:
                     self._record_producers(chunk)
         except OSError as e:
-            raise LogStorageError(f"append to {self.dir} failed: {e}") from e
+            raise self.io_error("append to", e) from e
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.epoch_cache.assign(epoch, start_offset, durable=False)  # synced before the recovery point moves
+        except OSError as e:
+            raise self.io_error("leader epoch checkpoint of", e) from e
+
+    def io_error(self, what: str, e: OSError) -> LogStorageError:
+        """An I/O error of the disk (also one a reader of this log's files hit): the owner hears
+        of it first (the dir goes offline); returns the KAFKA_STORAGE_ERROR to raise."""
+        if self._on_io_error is not None:
+            self._on_io_error(e)
+        return LogStorageError(f"{what} {self.dir} failed: {e}")
 
     def _chunks(self, headers: Sequence[BatchHeader]) -> list[Sequence[BatchHeader]]:
         """Split an append where a batch would overflow the segment it lands in, so leader
@@ -528,7 +557,10 @@ class Log:
         """Start a new active segment at the log end (no-op if the active one is empty)."""
         with self._lock:
             self._check_open()
-            return self._roll_locked(self._leo)
+            try:
+                return self._roll_locked(self._leo)
+            except OSError as e:
+                raise self.io_error("roll of", e) from e
 
     def _roll_locked(self, new_base: int) -> LogSegment:
         old = self._segments[-1]
@@ -569,21 +601,24 @@ class Log:
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return empty
         i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
-        while i < len(segments):
-            seg = segments[i]
-            size = seg.size
-            first = seg.find_batch(start_offset, size)
-            if first is None:
-                i += 1
-                continue
-            if max_offset is not None and first.last_offset >= max_offset:
-                return empty
-            end, next_offset = seg.slice_end(first, max_bytes, max_offset, size)
-            if end == first.position:
-                if not min_one_batch:
+        try:
+            while i < len(segments):
+                seg = segments[i]
+                size = seg.size
+                first = seg.find_batch(start_offset, size)
+                if first is None:
+                    i += 1
+                    continue
+                if max_offset is not None and first.last_offset >= max_offset:
                     return empty
-                end, next_offset = first.position + first.size, first.next_offset
-            return LogSlice(seg, first.position, end - first.position, first.base_offset, next_offset)
+                end, next_offset = seg.slice_end(first, max_bytes, max_offset, size)
+                if end == first.position:
+                    if not min_one_batch:
+                        return empty
+                    end, next_offset = first.position + first.size, first.next_offset
+                return LogSlice(seg, first.position, end - first.position, first.base_offset, next_offset)
+        except OSError as e:  # an index or segment that cannot be read
+            raise self.io_error("read from", e) from e
         return empty
 
     def read(
@@ -596,7 +631,7 @@ class Log:
             sl = self.read_slice(start_offset, max_bytes, max_offset, min_one_batch)
             data = sl.read()
         except OSError as e:
-            raise LogStorageError(f"read from {self.dir} failed: {e}") from e
+            raise self.io_error("read from", e) from e
         return ReadResult(data, sl.first_offset, sl.next_offset, self._log_start, self._leo)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -685,6 +720,12 @@ class Log:
         whole) and the epochs starting there; returns the new log end offset."""
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
+        try:
+            return self._truncate_to(offset)
+        except OSError as e:
+            raise self.io_error("truncation of", e) from e
+
+    def _truncate_to(self, offset: int) -> int:
         with self._lock:
             self._check_open()
             if offset >= self._leo:
@@ -703,7 +744,7 @@ class Log:
             self._producers = None
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
-            producer_snapshot.delete(self.dir, [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
+            self._delete_snapshots([o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
             self._log_start = min(self._log_start, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
@@ -716,7 +757,10 @@ class Log:
         log start)."""
         with self._lock:
             self._check_open()
-            self._truncate_fully_locked(offset)
+            try:
+                self._truncate_fully_locked(offset)
+            except OSError as e:
+                raise self.io_error("truncation of", e) from e
 
     def _truncate_fully_locked(self, offset: int) -> None:
         self._generation += 1
@@ -725,7 +769,7 @@ class Log:
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
         self._producers = None
-        producer_snapshot.delete(self.dir, producer_snapshot.list_snapshots(self.dir))
+        self._delete_snapshots(producer_snapshot.list_snapshots(self.dir))
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
@@ -789,7 +833,7 @@ class Log:
                 self.epoch_cache.truncate_from_start(new_start)
             self._schedule_delete(doomed, now)
             snapshots = producer_snapshot.list_snapshots(self.dir)
-            producer_snapshot.delete(self.dir, [o for o in snapshots[:-1] if o < self._segments[0].base_offset])
+            self._delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
             log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
                      count, self.dir, sum(s.size for s in doomed), self._log_start)
             return count
@@ -820,9 +864,12 @@ class Log:
         self._wait_background_flush()
         with self._lock:
             self._check_open()
-            self.epoch_cache.sync()
-            for seg in self._segments:
-                seg.flush()
+            try:
+                self.epoch_cache.sync()
+                for seg in self._segments:
+                    seg.flush()
+            except OSError as e:
+                raise self.io_error("flush of", e) from e
             self._recovery_point = self._leo
 
     def _wait_background_flush(self) -> None:
@@ -846,6 +893,17 @@ class Log:
             self._pending_deletes = []
             self._recovery_point = self._leo
             self._closed = True
+
+    def abandon(self) -> None:
+        """Its log dir failed: close every file without writing anything more; unusable afterwards."""
+        with self._lock:
+            self._closed = True
+            for seg in [*self._segments, *(seg for _, seg in self._pending_deletes)]:
+                try:
+                    seg.close_without_flush()
+                except OSError as e:  # the disk is gone; the descriptor goes with the process
+                    log.debug("closing %s: %s", seg.path, e)
+            self._pending_deletes = []
 
     def delete(self) -> None:
         """Close without flushing and remove the whole directory (StopReplica with delete)."""

@@ -55,7 +55,7 @@ def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[
 
 
 def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
-                          error_code: int = 0, session_id: int = 0) -> list[Any]:
+                          error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> list[Any]:
     """The frame of `encode_fetch_response` in wire order, size prefix first; each
     partition's records are one piece as given (bytes, a view, or anything with a length
     the caller sends itself, such as a file region)."""
@@ -63,7 +63,7 @@ def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[
     out: list[Any] = [b"", _I32.pack(correlation_id)]
     if flex:
         out.append(b"\x00")
-    out.append(_I32.pack(0))  # throttle_time_ms
+    out.append(_I32.pack(throttle_time_ms))
     if version >= 7:
         out.append(_I16.pack(error_code) + _I32.pack(session_id))
     _array_len(out, len(topics), flex)

@@ -40,6 +40,8 @@ from praha.protocol.varint import MalformedVarintError, read_uvarint, skip_tagge
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 FRAME_SIZE_BYTES = 4
+#: Kafka's KafkaPrincipal.ANONYMOUS name: every request's principal without authentication
+ANONYMOUS_PRINCIPAL = "ANONYMOUS"
 
 
 _SIZE = struct.Struct(">i")
@@ -58,7 +60,7 @@ class Session:
     """Who sends a connection's requests, and over which listener (Kafka's RequestContext):
     fixed once the connection is authenticated."""
 
-    principal: str = "User:ANONYMOUS"
+    principal: str = f"User:{ANONYMOUS_PRINCIPAL}"
     listener: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     #: the client's address, as Kafka writes it ("/127.0.0.1")
@@ -78,6 +80,14 @@ class DecodedRequest:
     #: the client's address as the socket server saw it (a group member's `client_host`)
     client_host: str = ""
     session: Session = ANONYMOUS
+    #: the frame's size without its size prefix (what a produce counts against its quota)
+    size: int = 0
+
+    @property
+    def principal(self) -> str:
+        """The session's user name (`User:alice` → "alice"; ANONYMOUS without
+        authentication): what user quotas are keyed by."""
+        return self.session.principal.partition(":")[2] or ANONYMOUS_PRINCIPAL
 
     @property
     def api_key(self) -> int:
@@ -141,7 +151,7 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
             f"{spec.name} v{api_version} is not supported (supported: v{lo}-v{hi})",
             _lenient_header(body, api_key, api_version, correlation_id))
     header = parse_request_header(body)
-    return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session)
+    return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session, size=len(body))
 
 
 def encode_response(header: RequestHeader, response: ApiMessage, api_version: int) -> bytearray:

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -30,6 +34,8 @@ from kafka.protocol.admin import (
     DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -179,6 +185,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(AlterConfigsRequest, AlterConfigsResponse),
     _spec(DeleteRecordsRequest, DeleteRecordsResponse),
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
+    _spec(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     _spec(DescribeProducersRequest, DescribeProducersResponse),
     _spec(SaslHandshakeRequest, SaslHandshakeResponse),
@@ -188,6 +195,8 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DeleteAclsRequest, DeleteAclsResponse),
     _spec(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
+    _spec(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    _spec(AlterClientQuotasRequest, AlterClientQuotasResponse),
 )}
 
 

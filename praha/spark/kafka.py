@@ -79,9 +79,11 @@ class ClusterClient:
     """Blocking client over one connection per broker; not thread-safe (one per task)."""
 
     def __init__(self, bootstrap: Iterable[tuple[str, int]], client_id: str = "praha-spark",
-                 timeout: float = 10.0, connect_timeout: float = 3.0):
+                 timeout: float = 10.0, connect_timeout: float = 3.0, read_committed: bool = False):
         self.bootstrap = tuple(bootstrap)
         self.client_id = client_id
+        #: Kafka's isolation level: 1 (read_committed) stops at the last stable offset
+        self.isolation_level = 1 if read_committed else 0
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.meta = Metadata()
@@ -193,7 +195,7 @@ class ClusterClient:
                     continue
                 by_leader.setdefault(m.leader, []).append(tp)
             for leader, tps in by_leader.items():
-                req = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=int(self.timeout * 1000), topics=[
+                req = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level, timeout_ms=int(self.timeout * 1000), topics=[
                     ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
                         ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
                             partition_index=tp.partition, current_leader_epoch=self.meta.partitions[tp].leader_epoch,
@@ -226,14 +228,15 @@ class ClusterClient:
 
     # ------------------------------------------------------------------ fetch
     def fetch_once(self, tp: TopicPartition, offset: int, max_bytes: int, max_wait_ms: int) -> Any:
-        """One Fetch (READ_UNCOMMITTED) for one partition from its current leader; returns
+        """One Fetch (at the client's isolation level) for one partition from its current leader; returns
         the partition's answer. Raises PrahaError on a connection problem, SourceError
         (code RETRIABLE) if we have no leader for it."""
         m = self.leader(tp)
         if m is None:
             raise SourceError(f"no leader known for {tp}", code=ErrorCode.LEADER_NOT_AVAILABLE)
         req = FetchRequest(
-            replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
+            replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+            isolation_level=self.isolation_level,
             session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
             topics=[FetchRequest.FetchTopic(topic=tp.topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
                 partition=tp.partition, current_leader_epoch=m.leader_epoch, fetch_offset=offset,
@@ -253,6 +256,8 @@ class Chunk:
     offset: int
     records: bytes
     high_watermark: int
+    #: read_committed: (producer id, first offset) of the aborted transactions in the chunk
+    aborted: list[tuple[int, int]] | None = None
 
 
 def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int, *, fail_on_data_loss: bool,
@@ -293,7 +298,9 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
         if code == ErrorCode.NONE:
             records = p.records or b""
             if records:
-                yield Chunk(offset, records, p.high_watermark)
+                aborted = None if p.aborted_transactions is None else [
+                    (a.producer_id, a.first_offset) for a in p.aborted_transactions]
+                yield Chunk(offset, records, p.high_watermark, aborted)
                 if pos[0] > offset:
                     stalled_since = None
                     continue

@@ -41,6 +41,7 @@ DEFAULT_OFFSET_RETRIES = 60
 DEFAULT_OFFSET_RETRY_INTERVAL_MS = 500
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "praha-spark"
 
 
 class OptionError(ConfigError, ValueError):
@@ -101,6 +102,9 @@ class ReadOptions:
     offset_retry_interval_ms: int = DEFAULT_OFFSET_RETRY_INTERVAL_MS
     partition_fetch_bytes: int = DEFAULT_PARTITION_FETCH_BYTES
     client_id: str = "praha-spark"
+    #: `kafka.isolation.level=read_committed`: read up to the last stable offset, without
+    #: the records of aborted transactions
+    read_committed: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,15 @@ class WriteOptions:
     bootstrap: tuple[tuple[str, int], ...]
     topic: str | None
     producer_config: Mapping[str, str]
+    #: `exactlyOnce`: each task writes in a transaction with a marker of its batch
+    exactly_once: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    #: a batch write's id (made on the driver); streaming writes use the query's id
+    write_id: str | None = None
+    #: test hooks: first task attempts fail (praha.spark.exactly_once.FAIL_FIRST_ATTEMPT_OPTION);
+    #: the driver fails the commit of this micro-batch, after its tasks wrote, as a crash would
+    fail_first_attempt: str | None = None
+    fail_commit_of_batch: int | None = None
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -325,7 +338,16 @@ def parse_read_options(options: Mapping[str, str], streaming: bool | None = None
         partition_fetch_bytes=_positive_int(opts, "kafka.max.partition.fetch.bytes",
                                             DEFAULT_PARTITION_FETCH_BYTES) or DEFAULT_PARTITION_FETCH_BYTES,
         client_id=_get(opts, "kafka.client.id") or "praha-spark",
+        read_committed=_isolation(opts),
     )
+
+
+def _isolation(opts: dict[str, str]) -> bool:
+    """`kafka.isolation.level` as the Java consumer takes it: True for read_committed."""
+    text = (_get(opts, "kafka.isolation.level") or "read_uncommitted").strip().lower()
+    if text not in ("read_uncommitted", "read_committed"):
+        raise OptionError("kafka.isolation.level", f"must be read_uncommitted or read_committed, got {text!r}")
+    return text == "read_committed"
 
 
 # ------------------------------------------------------------------------------ write
@@ -352,4 +374,31 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     config["bootstrap.servers"] = ",".join(f"{h}:{p}" for h, p in bootstrap)
     if config.get("acks", "all").lower() not in ("all", "-1", "1", "0"):
         raise OptionError("kafka.acks", f"must be all, -1, 1 or 0, got {config['acks']!r}")
-    return WriteOptions(bootstrap=bootstrap, topic=topic.strip() if topic else None, producer_config=config)
+    exactly_once = _bool(opts, "exactlyOnce", False)
+    prefix = _get(opts, "transactionalIdPrefix") or DEFAULT_TRANSACTIONAL_ID_PREFIX
+    fail_first = _get(opts, "praha.test.failFirstAttempt")
+    if exactly_once:
+        _check_exactly_once(config, prefix, fail_first)
+    fail_commit = _get(opts, "praha.test.failCommitOfBatch")
+    if fail_commit is not None and not fail_commit.strip().isdigit():
+        raise OptionError("praha.test.failCommitOfBatch", f"must be a batch id, got {fail_commit!r}")
+    return WriteOptions(bootstrap=bootstrap, topic=topic.strip() if topic else None, producer_config=config,
+                        exactly_once=exactly_once, transactional_id_prefix=prefix.strip(),
+                        fail_first_attempt=fail_first,
+                        fail_commit_of_batch=int(fail_commit) if fail_commit is not None else None)
+
+
+def _check_exactly_once(config: Mapping[str, str], prefix: str, fail_first: str | None) -> None:
+    """What `exactlyOnce=true` needs of the producer settings: the sink names each task's
+    transactional id itself, and a transaction is written with acks=all and idempotence."""
+    if "transactional.id" in config:
+        raise OptionError("kafka.transactional.id", "is set by the sink for each task with exactlyOnce=true; "
+                          "use 'transactionalIdPrefix' to name them")
+    if config.get("acks", "all").lower() not in ("all", "-1"):
+        raise OptionError("kafka.acks", f"must be all with exactlyOnce=true, got {config['acks']!r}")
+    if config.get("enable.idempotence", "true").lower() == "false":
+        raise OptionError("kafka.enable.idempotence", "cannot be false with exactlyOnce=true")
+    if not prefix.strip() or not re.fullmatch(r"[A-Za-z0-9._-]+", prefix.strip()):
+        raise OptionError("transactionalIdPrefix", f"must be letters, digits, '.', '_' or '-', got {prefix!r}")
+    if fail_first not in (None, "beforeCommit", "afterCommit"):
+        raise OptionError("praha.test.failFirstAttempt", f"must be beforeCommit or afterCommit, got {fail_first!r}")

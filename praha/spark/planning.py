@@ -32,7 +32,7 @@ class OffsetRange:
 
 
 def client_for(opts: ReadOptions) -> ClusterClient:
-    return ClusterClient(opts.bootstrap, client_id=opts.client_id)
+    return ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed)
 
 
 # ------------------------------------------------------------------------------ partitions

@@ -46,7 +46,7 @@ def read_range(opts: ReadOptions, part: Any, pa_schema: Any, prefetch: bool = Tr
     chunks = _prefetched if prefetch else _direct
     cols = Columns(with_headers=opts.include_headers)
     for chunk, begin in chunks(opts, tp, part.start, part.end):
-        decode_into(chunk.records, begin, part.end, cols)
+        decode_into(chunk.records, begin, part.end, cols, aborted=chunk.aborted)
         if len(cols):
             yield to_arrow(cols, part.topic, part.partition, pa_schema)
             cols.clear()
@@ -54,7 +54,7 @@ def read_range(opts: ReadOptions, part: Any, pa_schema: Any, prefetch: bool = Tr
 
 def _direct(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> Generator[tuple[Chunk, int], None, None]:
     """Fetch, hand over, fetch again: the task does one thing at a time."""
-    client = ClusterClient(opts.bootstrap, client_id=opts.client_id)
+    client = ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed)
     position = [start]
     try:
         for chunk in fetch_range(client, tp, start, end, fail_on_data_loss=opts.fail_on_data_loss,

@@ -9,6 +9,9 @@ Framing rules followed (Kafka's `DefaultRecordBatch`):
 - a fetch answer may end in a partial batch: it is ignored (the next fetch starts there);
 - a batch may begin before the offset asked for: records below it are skipped;
 - control batches (transaction markers) produce no rows but advance the position;
+- read_committed: the fetch names the aborted transactions (producer id, first offset) in
+  its range; a transactional batch of a producer whose aborted transaction has begun by
+  then is skipped, until that producer's ABORT marker (the Java consumer's rule);
 - compacted batches have offset gaps: the position after a batch is its last offset + 1;
 - LOG_APPEND_TIME batches give every record the batch's max timestamp;
 - the CRC-32C (attributes .. end of batch) is checked, as Kafka's Java consumer does.
@@ -59,14 +62,50 @@ class Columns:
         self.headers.clear()
 
 
-def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool = True) -> int:
-    """Append the records of `buf` with `start <= offset < end` to `out`.
+class AbortedFilter:
+    """Which batches of a read_committed fetch belong to aborted transactions."""
+
+    def __init__(self, aborted: list[tuple[int, int]]):
+        self._pending = sorted(aborted, key=lambda a: a[1], reverse=True)  # popped by first offset
+        self._aborting: set[int] = set()
+
+    def skip(self, last_offset: int, attrs: int, producer_id: int, buf: bytes, records_at: int) -> bool:
+        """True if the batch's records must not be read. Call for every batch, in order."""
+        if producer_id < 0:
+            return False
+        while self._pending and self._pending[-1][1] <= last_offset:
+            self._aborting.add(self._pending.pop()[0])
+        if attrs & 0x20:  # a control batch: an ABORT marker (key type 0) ends the producer's aborted txn
+            if _control_type(buf, records_at) == 0:
+                self._aborting.discard(producer_id)
+            return False
+        return bool(attrs & 0x10) and producer_id in self._aborting
+
+
+def _control_type(buf: bytes, at: int) -> int:
+    """The type of a control record (0 abort, 1 commit): its key is version int16, type int16."""
+    pos = at
+    _, pos = read_varint(buf, pos)  # record length
+    pos += 1  # attributes
+    _, pos = read_varint(buf, pos)  # timestamp delta
+    _, pos = read_varint(buf, pos)  # offset delta
+    key_len, pos = read_varint(buf, pos)
+    if key_len < 4:
+        return -1
+    return int(struct.unpack_from(">h", buf, pos + 2)[0])
+
+
+def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool = True,
+                aborted: list[tuple[int, int]] | None = None) -> int:
+    """Append the records of `buf` with `start <= offset < end` to `out`; with `aborted`
+    (a read_committed fetch's list), without those of aborted transactions.
 
     Returns the next offset to fetch: just past the last complete batch read (at least
     `start`, at most `end`). A trailing partial batch is left for the next fetch."""
     n = len(buf)
     pos = 0
     next_offset = start
+    aborted_filter = AbortedFilter(aborted) if aborted else None
     while pos + _LOG_OVERHEAD <= n and next_offset < end:
         base, length = struct.unpack_from(">qi", buf, pos)
         batch_end = pos + _LOG_OVERHEAD + length
@@ -77,11 +116,12 @@ def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool 
             next_offset = _decode_legacy(buf[pos:batch_end], next_offset, end, out)
             pos = batch_end
             continue
-        (_, _, _, _, crc, attrs, last_delta, base_ts, max_ts, _, _, _, count) = _HEADER.unpack_from(buf, pos)
+        (_, _, _, _, crc, attrs, last_delta, base_ts, max_ts, pid, _, _, count) = _HEADER.unpack_from(buf, pos)
         if check_crc and crc32c.crc32c(memoryview(buf)[pos + _CRC_DATA_AT:batch_end]) != crc:
             raise CorruptLogError(f"record batch at offset {base} failed its CRC check")
         batch_next = base + last_delta + 1
-        if batch_next <= next_offset or attrs & 0x20:  # wholly before start, or a control batch
+        skip = aborted_filter is not None and aborted_filter.skip(batch_next - 1, attrs, pid, buf, pos + HEADER_SIZE)
+        if batch_next <= next_offset or attrs & 0x20 or skip:  # before start, a control batch, or aborted
             next_offset = max(next_offset, min(batch_next, end))
             pos = batch_end
             continue

@@ -4,17 +4,19 @@ Columns as in Spark's Kafka sink: `value` (required, binary or string), `key`,
 `headers` (array<struct<key string, value binary>>), `topic` (or the `topic` option,
 which wins), `partition` (int; absent or null: the producer's partitioner).
 
-Delivery guarantee: **at-least-once**. Each task writes its rows through one
+Delivery guarantee: **at-least-once** by default. Each task writes its rows through one
 confluent-kafka Producer (acks=all unless `kafka.acks` says otherwise), flushes before
 it returns, and raises if any record was not acknowledged, so Spark retries the task.
 A retried task writes all its rows again: rows a failed attempt did get acknowledged
-appear twice. Readers that need exactly-once must deduplicate (e.g. on a key).
+appear twice. With `exactlyOnce=true` each task writes in one transaction with a marker
+of its batch, and a replayed task that finds its marker writes nothing
+(`praha.spark.exactly_once`).
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -35,6 +37,8 @@ class WriteError(PrahaError):
 class WriteCommit(WriterCommitMessage):
     rows: int
     seconds: float
+    #: exactly-once: the task found its work already committed (a replay) and wrote nothing
+    skipped: bool = False
 
 
 def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
@@ -83,8 +87,47 @@ def _as_bytes(v: Any) -> bytes | None:
     return bytes(v)
 
 
+def rows_of(opts: WriteOptions, batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    """The rows of Arrow `batches` as the producer's arguments: topic, key, value, and
+    partition and headers when given."""
+    for batch in batches:
+        names = [n.lower() for n in batch.schema.names]
+        col = {n: batch.column(i).to_pylist() for i, n in enumerate(names)
+               if n in ("key", "value", "topic", "partition", "headers")}
+        n = batch.num_rows
+        values = col["value"]
+        keys = col.get("key") or [None] * n
+        topics = [opts.topic] * n if opts.topic else col["topic"]
+        parts = col.get("partition")
+        headers = col.get("headers")
+        for i in range(n):
+            if topics[i] is None:
+                raise OptionError("topic", "null topic present in the data; set the 'topic' option or fill the column")
+            row: dict[str, Any] = {"topic": topics[i], "value": _as_bytes(values[i]), "key": _as_bytes(keys[i])}
+            if parts is not None and parts[i] is not None:
+                row["partition"] = int(parts[i])
+            if headers is not None and headers[i]:
+                row["headers"] = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
+            yield row
+
+
+def produce_row(producer: Any, row: dict[str, Any], on_delivery: Any = None) -> None:
+    """Send one row, waiting for room in the producer's queue when it is full."""
+    kwargs = {k: v for k, v in row.items() if k != "topic"}
+    if on_delivery is not None:
+        kwargs["on_delivery"] = on_delivery
+    while True:
+        try:
+            producer.produce(row["topic"], **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     """Produce every row of `batches` (Arrow); flush; raise if any was not acknowledged."""
+    if opts.exactly_once:
+        return _write_exactly_once(opts, batches)
     from confluent_kafka import KafkaException, Producer
 
     t0 = time.monotonic()
@@ -98,36 +141,11 @@ def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
 
     rows = 0
     try:
-        for batch in batches:
-            names = [n.lower() for n in batch.schema.names]
-            col = {n: batch.column(i).to_pylist() for i, n in enumerate(names)
-                   if n in ("key", "value", "topic", "partition", "headers")}
-            n = batch.num_rows
-            values = col["value"]
-            keys = col.get("key") or [None] * n
-            topics = [opts.topic] * n if opts.topic else col["topic"]
-            parts = col.get("partition")
-            headers = col.get("headers")
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise OptionError("topic", "null topic present in the data; set the 'topic' option or fill the column")
-                kwargs: dict[str, Any] = {"value": _as_bytes(values[i]), "key": _as_bytes(keys[i]),
-                                          "on_delivery": delivered}
-                if parts is not None and parts[i] is not None:
-                    kwargs["partition"] = int(parts[i])
-                if headers is not None and headers[i]:
-                    kwargs["headers"] = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
-                while True:
-                    try:
-                        producer.produce(topic, **kwargs)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                rows += 1
-                if failures:
-                    break
-            producer.poll(0)
+        for row in rows_of(opts, batches):
+            produce_row(producer, row, delivered)
+            rows += 1
+            if rows % 1000 == 0:
+                producer.poll(0)
             if failures:
                 break
         left = producer.flush(FLUSH_TIMEOUT_S)
@@ -141,8 +159,22 @@ def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
     return WriteCommit(rows, time.monotonic() - t0)
 
 
+def _write_exactly_once(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
+    from praha.spark.exactly_once import write_exactly_once
+
+    t0 = time.monotonic()
+    config = {"linger.ms": 5, "log_level": 3, **opts.producer_config}
+    written, skipped = write_exactly_once(config, opts.topic, opts.transactional_id_prefix, opts.write_id,
+                                          rows_of(opts, batches), produce_row, opts.fail_first_attempt)
+    return WriteCommit(written, time.monotonic() - t0, skipped)
+
+
 class PrahaBatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: WriteOptions):
+        if opts.exactly_once and opts.write_id is None:  # on the driver: one id for the write's tasks
+            from praha.spark.exactly_once import new_write_id
+
+            opts = replace(opts, write_id=new_write_id())
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> WriteCommit:
@@ -157,7 +189,11 @@ class PrahaStreamWriter(DataSourceStreamArrowWriter):
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records are acknowledged by the time a task returns: nothing left to commit."""
+        """Records are acknowledged (or their transactions committed) by the time a task
+        returns: nothing left to commit."""
+        if self.opts.fail_commit_of_batch == batchId:
+            raise WriteError(f"test hook: the driver fails the commit of batch {batchId} after its tasks wrote")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Acknowledged records stay written (at-least-once); the retried batch may repeat them."""
+        """Acknowledged records stay written: at-least-once, the retried batch may repeat them;
+        exactly-once, the committed tasks' markers make the retry skip them."""

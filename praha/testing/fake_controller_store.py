@@ -45,6 +45,8 @@ class FakeControllerStore:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.isr_change_notifications: dict[str, set[TopicPartition]] = {}
+        #: /log_dir_event_notification children: name → the broker it names
+        self.log_dir_events: dict[str, int] = {}
         self.marked_for_deletion: set[str] = set()
         #: /admin/reassign_partitions (None: absent)
         self.admin: dict[TopicPartition, tuple[int, ...]] | None = None
@@ -191,6 +193,15 @@ class FakeControllerStore:
     def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
         for n in names:
             self.isr_change_notifications.pop(n, None)
+
+    # ---- log-dir event notifications (written by brokers whose log directory failed) ----------
+    def get_log_dir_event_notifications(self) -> tuple[list[str], set[int]]:
+        names = sorted(self.log_dir_events)
+        return names, {self.log_dir_events[n] for n in names}
+
+    def delete_log_dir_event_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
+        for n in names:
+            self.log_dir_events.pop(n, None)
 
     # ---- topic deletion -----------------------------------------------------------------------
     def get_topics_marked_for_deletion(self) -> list[str]:

@@ -452,6 +452,21 @@ class ZkStore(ZooKeeperClient):
                 log.warning("ignoring corrupt ISR change notification: %s", e)
         return names, partitions
 
+    def get_log_dir_event_notifications(self) -> tuple[list[str], set[int]]:
+        """(child names, brokers they name). Unreadable ones name no broker but are listed,
+        so the controller deletes them too."""
+        names = sorted(self.get_children(zn.LOG_DIR_EVENT_NOTIFICATION_PATH) or [])
+        raw = self.get_data_bulk([zn.log_dir_event_path(n) for n in names])
+        brokers: set[int] = set()
+        for path, got in raw.items():
+            if got is None:
+                continue
+            try:
+                brokers.add(zn.decode_log_dir_event(got[0], path))
+            except ZNodeDecodeError as e:
+                log.warning("ignoring corrupt log dir event notification: %s", e)
+        return names, brokers
+
     def get_topics_marked_for_deletion(self) -> list[str]:
         return sorted(self.get_children(zn.DELETE_TOPICS_PATH) or [])
 
@@ -516,6 +531,22 @@ class ZkStore(ZooKeeperClient):
     def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
         """Fenced deletes of processed notifications (already gone is fine)."""
         ops = [DeleteOp(zn.isr_change_path(n)) for n in names]
+        if ops:
+            self.fenced_multi(ops, epoch_zk_version)
+
+    def create_log_dir_event_notification(self, broker_id: int) -> str:
+        """A log directory of `broker_id` failed: one sequential, persistent
+        `/log_dir_event_notification/log_dir_event_<seq>`; returns its child name."""
+        try:
+            path = self._get(self.client.create_async(zn.LOG_DIR_EVENT_SEQUENCE_PREFIX_PATH,
+                                                      zn.encode_log_dir_event(broker_id), sequence=True))
+        except KazooException as e:
+            raise self._wrap(e, "create log dir event notification") from None
+        return str(path).rsplit("/", 1)[-1]
+
+    def delete_log_dir_event_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
+        """Fenced deletes of processed log-dir event notifications (already gone is fine)."""
+        ops = [DeleteOp(zn.log_dir_event_path(n)) for n in names]
         if ops:
             self.fenced_multi(ops, epoch_zk_version)
 

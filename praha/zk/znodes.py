@@ -127,6 +127,14 @@ def isr_change_path(name: str) -> str:
 ISR_CHANGE_SEQUENCE_PREFIX_PATH = f"{ISR_CHANGE_NOTIFICATION_PATH}/{ISR_CHANGE_PREFIX}"
 
 
+def log_dir_event_path(name: str) -> str:
+    """Path of one log-dir event notification given its child name (`log_dir_event_0000000007`)."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION_PATH}/{name}"
+
+
+LOG_DIR_EVENT_SEQUENCE_PREFIX_PATH = f"{LOG_DIR_EVENT_NOTIFICATION_PATH}/{LOG_DIR_EVENT_PREFIX}"
+
+
 def topic_from_path(path: str) -> str:
     """The topic named by `/brokers/topics/<t>[/...]`."""
     return path[len(TOPICS_PATH) + 1:].split("/", 1)[0]
@@ -435,6 +443,25 @@ def decode_isr_change(data: bytes | None, path: str = ISR_CHANGE_NOTIFICATION_PA
 
 
 # ---------------------------------------------------------------------------------------
+# /log_dir_event_notification/log_dir_event_<seq>
+# ---------------------------------------------------------------------------------------
+#: Kafka's LogDirEventNotificationHandler.LogDirFailureEvent, the only event there is
+LOG_DIR_FAILURE_EVENT = 1
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """A broker's log directory failed (Kafka's LogDirEventNotificationSequenceZNode)."""
+    return _dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes | None, path: str = LOG_DIR_EVENT_NOTIFICATION_PATH) -> int:
+    """The broker id a log-dir event notification names."""
+    obj = _object(path, data)
+    _version(path, obj, (1,), default=1)
+    return _int(path, obj, "broker")
+
+
+# ---------------------------------------------------------------------------------------
 # /config/topics/<t>, /cluster/id
 # ---------------------------------------------------------------------------------------
 def encode_config(config: Mapping[str, str]) -> bytes:
@@ -539,6 +566,8 @@ def decoder_for_path(path: str) -> Callable[[bytes], Any]:
         return lambda d: decode_cluster_id(d, path)
     if path.startswith(ISR_CHANGE_NOTIFICATION_PATH + "/"):
         return lambda d: decode_isr_change(d, path)
+    if path.startswith(LOG_DIR_EVENT_NOTIFICATION_PATH + "/"):
+        return lambda d: decode_log_dir_event(d, path)
     if path.startswith(CONFIG_TOPICS_PATH + "/"):
         return lambda d: decode_config(d, path)
     if path.startswith(BROKER_IDS_PATH + "/") and parts[-1].isdigit():

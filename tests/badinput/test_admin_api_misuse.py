@@ -1,5 +1,6 @@
 """Catalogue: the admin APIs (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
-AlterPartitionReassignments, ListPartitionReassignments) given invalid arguments, with
+AlterPartitionReassignments, ListPartitionReassignments, AlterClientQuotas,
+DescribeClientQuotas) given invalid arguments, with
 the exact error code and message each answers — as Kafka's AdminClient would see them.
 
 Requests go to the active controller of the shared misuse cluster (and once each to a
@@ -11,10 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
+from kafka.protocol.admin import AlterClientQuotasRequest as AQ
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest as AR
 from kafka.protocol.admin import CreatePartitionsRequest as CP
 from kafka.protocol.admin import CreateTopicsRequest as CT
 from kafka.protocol.admin import DeleteTopicsRequest as DT
+from kafka.protocol.admin import DescribeClientQuotasRequest as DQ
 from kafka.protocol.admin import ElectLeadersRequest as EL
 from kafka.protocol.admin import ListPartitionReassignmentsRequest as LR
 
@@ -52,6 +55,27 @@ def elect(topic: str, partition: int, election_type: int = 0):
 def move(topic: str, partition: int, replicas: list[int] | None):
     return AR(timeout_ms=5000, topics=[AR.ReassignableTopic(name=topic, partitions=[
         AR.ReassignableTopic.ReassignablePartition(partition_index=partition, replicas=replicas)])])
+
+
+def quota(entity: dict[str, str | None], key: str, value: float):
+    """AlterClientQuotas, validate-only: a case that wrongly succeeded changes nothing."""
+    return AQ(validate_only=True, entries=[AQ.EntryData(
+        entity=[AQ.EntryData.EntityData(entity_type=t, entity_name=n) for t, n in entity.items()],
+        ops=[AQ.EntryData.OpData(key=key, value=value, remove=False)])])
+
+
+def quota_filter(*components: tuple[str, int, str | None]):
+    return DQ(components=[DQ.ComponentData(entity_type=t, match_type=m, match=n) for t, m, n in components],
+              strict=False)
+
+
+def quota_altered(r) -> tuple[int, Any]:
+    e = r.entries[0]
+    return e.error_code, e.error_message
+
+
+def quotas_described(r) -> tuple[int, Any]:
+    return r.error_code, r.error_message
 
 
 def created(r) -> tuple[int, Any]:
@@ -147,10 +171,12 @@ CATALOGUE: list[tuple[str, Any, int, Callable[[Any], tuple[int, Any]], tuple[int
      (E.UNKNOWN_TOPIC_OR_PARTITION, "unknown partition nosuch-0")),
     ("elect-unknown-partition", elect("orders", 99), 2, elected,
      (E.UNKNOWN_TOPIC_OR_PARTITION, "unknown partition orders-99")),
-    ("elect-unclean", elect("orders", 1, 1), 2, elected,
-     (E.INVALID_REQUEST, "Only preferred leader elections are supported.")),
+    ("elect-unclean-with-a-leader", elect("orders", 1, 1), 2, elected,
+     (E.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")),
+    ("elect-unclean-unknown-partition", elect("orders", 99, 1), 2, elected,
+     (E.UNKNOWN_TOPIC_OR_PARTITION, "unknown partition orders-99")),
     ("elect-bad-type", elect("orders", 1, 7), 2, elected,
-     (E.INVALID_REQUEST, "Only preferred leader elections are supported.")),
+     (E.INVALID_REQUEST, "Unknown election type 7.")),
     ("move-unknown-topic", move("nosuch", 0, [1, 2]), 0, moved,
      (E.UNKNOWN_TOPIC_OR_PARTITION, "unknown partition nosuch-0")),
     ("move-unknown-partition", move("orders", 99, [1, 2]), 0, moved,
@@ -160,6 +186,34 @@ CATALOGUE: list[tuple[str, Any, int, Callable[[Any], tuple[int, Any]], tuple[int
     ("move-empty", move("orders", 0, []), 0, moved, (E.INVALID_REPLICA_ASSIGNMENT, "The replica list is empty.")),
     ("move-negative-broker", move("orders", 0, [-1, 2]), 0, moved,
      (E.INVALID_REPLICA_ASSIGNMENT, "The replica list [-1, 2] contains a negative broker id.")),
+    ("quota-negative", quota({"client-id": "c"}, "producer_byte_rate", -1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Quota producer_byte_rate must be greater than 0")),
+    ("quota-zero", quota({"user": "u"}, "request_percentage", 0.0), 0, quota_altered,
+     (E.INVALID_REQUEST, "Quota request_percentage must be greater than 0")),
+    ("quota-unknown-key", quota({"client-id": "c"}, "retention.ms", 1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Invalid configuration key retention.ms")),
+    ("quota-fractional-long", quota({"client-id": "c"}, "consumer_byte_rate", 0.5), 1, quota_altered,
+     (E.INVALID_REQUEST, "Configuration consumer_byte_rate must be a LONG value")),
+    ("quota-bad-entity-type", quota({"topic": "orders"}, "producer_byte_rate", 1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Unhandled client quota entity type: topic")),
+    ("quota-empty-entity", quota({}, "producer_byte_rate", 1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Invalid empty client quota entity")),
+    ("quota-empty-name", quota({"client-id": ""}, "producer_byte_rate", 1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Empty client-id not supported")),
+    ("quota-ip-with-user", quota({"user": "u", "ip": "127.0.0.1"}, "producer_byte_rate", 1.0), 1, quota_altered,
+     (E.INVALID_REQUEST, "Invalid quota entity combination, IP entity should not be used with user/client ID "
+                         "entity.")),
+    ("quota-filter-custom-type", quota_filter(("topic", 0, "orders")), 1, quotas_described,
+     (E.UNSUPPORTED_VERSION, "Custom entity type 'topic' not supported")),
+    ("quota-filter-empty-type", quota_filter(("", 2, None)), 1, quotas_described,
+     (E.INVALID_REQUEST, "Unexpected empty filter component entity type")),
+    ("quota-filter-duplicate", quota_filter(("client-id", 2, None), ("client-id", 1, None)), 1, quotas_described,
+     (E.INVALID_REQUEST, "Duplicate client filter component entity type")),
+    ("quota-filter-ip-and-user", quota_filter(("ip", 2, None), ("user", 2, None)), 1, quotas_described,
+     (E.INVALID_REQUEST, "Invalid entity filter component combination, IP filter component should not be used "
+                         "with user or clientId filter component.")),
+    ("quota-filter-bad-match-type", quota_filter(("user", 7, None)), 1, quotas_described,
+     (E.INVALID_REQUEST, "Unexpected match type: 7")),
 ]
 
 

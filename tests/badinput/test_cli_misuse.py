@@ -38,6 +38,10 @@ FILES = {
     "no_replicas.json": plan(("orders", 0, [])),
     "string_partition.json": json.dumps({"version": 1, "partitions": [
         {"topic": "orders", "partition": "0", "replicas": [1, 2]}]}),
+    "relative_log_dir.json": json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [2, 3], "log_dirs": ["any", "data"]}]}),
+    "short_log_dirs.json": json.dumps({"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [2, 3], "log_dirs": ["any"]}]}),
     "topics_ok.json": json.dumps({"version": 1, "topics": [{"topic": "orders"}]}),
     "topics_unknown.json": json.dumps({"version": 1, "topics": [{"topic": "nosuch"}]}),
     "topics_empty.json": json.dumps({"version": 1, "topics": []}),
@@ -153,6 +157,10 @@ CATALOGUE = [
      "error: Partition reassignment contains duplicate topic partitions: orders-0"),
     ("execute-no-replicas", "reassign execute --reassignment-json-file {f:no_replicas.json}", 1,
      "error: Empty replica list specified for partition orders-0"),
+    ("execute-relative-log-dir", "reassign execute --reassignment-json-file {f:relative_log_dir.json}", 1,
+     "error: invalid log dirs list ['any', 'data'] for partition orders-0: each entry is \"any\" or an absolute path"),
+    ("execute-short-log-dirs", "reassign execute --reassignment-json-file {f:short_log_dirs.json}", 1,
+     "error: Size of replicas list [2, 3] is different from size of log dirs list ['any'] for partition orders-0"),
     ("execute-string-partition", "reassign execute --reassignment-json-file {f:string_partition.json}", 1,
      'error: invalid reassignment entry {"topic": "orders", "partition": "0", "replicas": [1, 2]}: ' + PLAN_USAGE),
     ("execute-negative-throttle", "reassign execute --reassignment-json-file {f:empty.json} --throttle -5", 2,
@@ -194,8 +202,9 @@ CATALOGUE = [
      "error: Topic 'nosuch' does not exist."),
     ("elect-missing-file", "elect-leaders --election-type preferred --path-to-json-file {f:missing.json}", 1,
      "error: cannot read the election file {f:missing.json}: No such file or directory"),
-    ("elect-unclean", "elect-leaders --election-type unclean --topic orders", 1,
-     "error: only preferred leader elections are supported (--election-type preferred)"),
+    ("elect-unclean-via-zookeeper", "elect-leaders --election-type unclean --topic orders --via-zookeeper", 1,
+     "error: --via-zookeeper elects preferred leaders only (ZooKeeper's admin znode has no unclean elections); "
+     "drop it for --election-type unclean"),
     ("elect-partition-without-topic", "elect-leaders --election-type preferred --partition 0 --all-topic-partitions",
      1, "error: --partition needs --topic"),
     ("elect-no-target", "elect-leaders --election-type preferred", 2,
@@ -239,10 +248,42 @@ CATALOGUE = [
      "--add-config min.insync.replicas=99", 1,
      "error: min.insync.replicas=99 is larger than the replication factor 2: no write could succeed"),
     ("configs-default-topic", "configs --entity-type topics --entity-default --describe", 1,
-     "error: --entity-default is for --entity-type brokers"),
+     "error: --entity-default is for --entity-type brokers, clients and users"),
     ("configs-bad-type", "configs --entity-type groups --entity-name x --describe", 2,
      "praha configs: error: argument --entity-type: invalid choice: 'groups' (choose from 'topics', 'brokers', "
-     "'users')"),
+     "'clients', 'users')"),
+    ("configs-quota-negative", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=-1", 1, "error: Quota producer_byte_rate must be greater than 0"),
+    ("configs-quota-zero", "configs --entity-type users --entity-default --alter "
+     "--add-config consumer_byte_rate=0", 1, "error: Quota consumer_byte_rate must be greater than 0"),
+    ("configs-quota-not-a-number", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=fast", 1, "error: Cannot parse quota configuration value for "
+     "producer_byte_rate: fast"),
+    ("configs-quota-fraction", "configs --entity-type clients --entity-name c --alter "
+     "--add-config producer_byte_rate=10.5", 1, "error: Configuration producer_byte_rate must be a LONG value"),
+    ("configs-quota-unknown-key", "configs --entity-type clients --entity-name c --alter "
+     "--add-config retention.ms=5", 1, "error: Invalid config(s): retention.ms; clients take consumer_byte_rate, "
+     "controller_mutation_rate, producer_byte_rate, request_percentage"),
+    ("configs-quota-delete-unset", "configs --entity-type clients --entity-name c --alter "
+     "--delete-config producer_byte_rate", 1, "error: Invalid config(s): producer_byte_rate (not set for client-id "
+     "'c')"),
+    ("configs-quota-no-name", "configs --entity-type clients --alter --add-config producer_byte_rate=1", 1,
+     "error: Exactly one entity name must be specified for every entity type"),
+    ("configs-quota-with-topic", "configs --entity-type users --entity-name u --entity-type topics "
+     "--entity-name orders --describe", 1, "error: Unexpected entity type topics: only users and clients go together"),
+    ("configs-quota-twice", "configs --entity-type clients --entity-name a --entity-type clients --entity-name b "
+     "--describe", 1, "error: --entity-type clients given twice"),
+    ("configs-quota-empty-name", "configs --entity-type users --entity-name= --alter "
+     "--add-config producer_byte_rate=1", 1, "error: Empty user not supported"),
+    ("configs-quota-all", "configs --entity-type clients --describe --all", 1,
+     "error: --all is for topics and brokers"),
+    ("configs-all-with-alter", "configs --entity-type topics --entity-name orders --alter --all "
+     "--add-config retention.ms=1", 1, "error: --all goes with --describe"),
+    ("configs-bootstrap-without-all", "configs --entity-type topics --entity-name orders --describe "
+     "--bootstrap-server 127.0.0.1:1", 1, "error: --bootstrap-server goes with --describe --all; the other forms "
+     "write and read ZooKeeper (--zookeeper or --dir)"),
+    ("configs-two-names", "configs --entity-type topics --entity-name orders --entity-name other --describe", 1,
+     "error: give one of --entity-name and --entity-default"),
     ("configs-no-action", "configs --entity-type topics --entity-name orders", 2,
      "praha configs: error: one of the arguments --describe --alter is required"),
     # ---- groups (kafka-consumer-groups' option rules and refusals)
@@ -374,7 +415,7 @@ CATALOGUE = [
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
      "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
-     "member_kill,coordinator_kill,zk_member_kill"),
+     "member_kill,coordinator_kill,zk_member_kill,full_disk"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
     # ---- analyze (PySpark job; these are refused before Spark starts)
@@ -399,10 +440,8 @@ CATALOGUE = [
     ("configs-users-few-iterations", "configs --entity-type users --entity-name u --alter "
      "--add-config SCRAM-SHA-512=[iterations=10,password=p]", 1,
      "error: SCRAM-SHA-512: iterations must be between 4096 and 16384, got 10"),
-    ("configs-users-not-scram", "configs --entity-type users --entity-name u --alter --add-config consumer_byte_rate=10",
-     1, "error: users configs here are SCRAM credentials: SCRAM-SHA-256 or SCRAM-SHA-512, not 'consumer_byte_rate'"),
-    ("configs-users-default", "configs --entity-type users --entity-default --describe", 1,
-     "error: --entity-type users needs --entity-name USER (SCRAM credentials are per user)"),
+    ("configs-users-scram-default", "configs --entity-type users --entity-default --alter "
+     "--add-config SCRAM-SHA-256=[password=p]", 1, "error: SCRAM credentials need one --entity-name USER"),
     ("acls-remove-no-resource", "acls --remove --allow-principal User:a", 1,
      "error: --remove needs a resource: --topic, --group, --transactional-id or --cluster"),
 ]

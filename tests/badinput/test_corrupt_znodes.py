@@ -210,3 +210,38 @@ def test_topic_config_falls_back_to_broker_defaults(env, data):
         env.store.client.set(zn.config_topic_path("configured"), json.dumps({"version": 1, "config": {}}).encode())
         env.store.mark_topic_for_deletion("configured")
         wait_for(lambda: "configured" not in env.store.get_all_topics(), 60, what="cleanup")
+
+
+@pytest.mark.parametrize("data", FEW + [json.dumps({"version": 1, "config": {"producer_byte_rate": "fast"}}).encode()])
+def test_a_client_quota_znode_that_does_not_decode_is_ignored(env, data):
+    """Its notice is skipped (logged) and the next entity's quota still applies; describing
+    quotas leaves it out instead of failing."""
+    from kafka.protocol.admin import DescribeClientQuotasRequest as DQ
+
+    from praha.protocol.client import BrokerConnection
+    from praha.testing.cluster import scrape_metrics
+    from praha.zk.admin_zk import notify_config_change
+
+    def entities(broker: int) -> float | None:
+        port = env.cluster.load().brokers[broker].actual_metrics_port
+        return scrape_metrics(port).get("praha_broker_client_quota_entities")
+
+    before = {b: entities(b) for b in (1, 2, 3)}
+    bad, good = "/config/clients/garbled-client", "/config/clients/quota-good-client"
+    env.store.client.create(bad, data, makepath=True)
+    notify_config_change(env.store, "clients", "garbled-client")
+    env.store.client.create(good, zn.encode_config({"producer_byte_rate": "1000"}), makepath=True)
+    notify_config_change(env.store, "clients", "quota-good-client")
+    try:
+        wait_for(lambda: all(entities(b) == before[b] + 1 for b in (1, 2, 3)), 30, what="the good quota applied")
+        with BrokerConnection("127.0.0.1", env.port(1)) as conn:
+            resp = conn.send(DQ(components=[DQ.ComponentData(entity_type="client-id", match_type=2, match=None)],
+                                strict=True), 1)
+        names = {e.entity_name for entry in resp.entries for e in entry.entity}
+        assert resp.error_code == 0 and "quota-good-client" in names and "garbled-client" not in names
+    finally:
+        env.store.client.delete(bad)
+        env.store.client.delete(good)
+        notify_config_change(env.store, "clients", "quota-good-client")
+        wait_for(lambda: all(entities(b) == before[b] for b in (1, 2, 3)), 30, what="the quota removed")
+    wait_healthy(env)

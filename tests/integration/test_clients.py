@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as CTP
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
@@ -195,8 +195,16 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
         assert res.offset == 50
     finally:
         c.close()
-    # DescribeCluster (AdminClient) names the three brokers and the controller
+    # ListOffsets from the AdminClient: max timestamp (KIP-734) is the record with the largest
+    # timestamp, exactly (Kafka 3.8's answer, KAFKA-16310), and a timestamp lookup the first >= it
     admin = AdminClient({"bootstrap.servers": bs})
+    newest = max((m for m in got_c if m.partition() == 2), key=lambda m: (m.timestamp()[1], -m.offset()))
+    listed = admin.list_offsets({CTP(topic, 2): OffsetSpec.max_timestamp(),
+                                 CTP(topic, 3): OffsetSpec.for_timestamp(base_ts + 1003)})
+    at_max = listed[CTP(topic, 2)].result(10)
+    assert (at_max.offset, at_max.timestamp) == (newest.offset(), newest.timestamp()[1])
+    assert listed[CTP(topic, 3)].result(10).offset == 50
+    # DescribeCluster (AdminClient) names the three brokers and the controller
     desc = admin.describe_cluster().result(timeout=10)
     assert sorted(n.id for n in desc.nodes) == [1, 2, 3]
     assert desc.controller is not None and desc.controller.id in (1, 2, 3)

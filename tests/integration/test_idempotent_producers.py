@@ -135,3 +135,42 @@ def test_producer_ids_and_retried_produce(make_cluster, zk_store):
         assert produce(conn, tp, idem_batch(pid, 3, [b"d"])) == (0, 3)
     live = ",".join(f"127.0.0.1:{p}" for i, p in ports.items() if i != leader)
     assert read_values(live, tp.topic) == [b"a", b"b", b"c", b"d"]
+
+
+@pytest.mark.parametrize("stop", ["clean", "sigkill"])
+def test_producer_state_outlives_a_restart_after_64_mib(make_cluster, zk_store, stop):
+    """A producer's epoch and last batch are remembered across a restart however much was
+    written after it (issue 13: producer-state snapshots; before them, recovery rebuilt the
+    table from the last 64 MiB of the active segment only, and an old epoch was accepted)."""
+    cluster = make_cluster(1)
+    port = cluster.load().brokers[1].port
+    tp = TP("fencing", 0)
+    create(zk_store, tp.topic, (1,))
+    pid = init_producer_id(port).producer_id
+    with BrokerConnection("127.0.0.1", port, timeout=10) as conn:
+        first = wait_for(lambda: (r := produce(conn, tp, idem_batch(pid, 0, [b"first"], epoch=3)))[0] not in (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER) and r, 30, what="the leader")
+        assert first == (0, 0)
+    # 72 MiB more in the same (active) segment, from a producer that is not idempotent
+    filler = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "enable.idempotence": False, "acks": 1,
+                       "linger.ms": 20, "batch.size": 1 << 20, "log_level": 3})
+    value = b"x" * 65536
+    for _ in range(72 * 16):
+        while True:
+            try:
+                filler.produce(tp.topic, value, partition=0)
+                break
+            except BufferError:
+                filler.poll(0.05)
+    assert filler.flush(60) == 0
+    if stop == "clean":
+        cluster.stop_broker(1)
+    else:
+        cluster.kill_broker(1)
+    cluster.start_broker(1, timeout=60)
+    with BrokerConnection("127.0.0.1", port, timeout=10) as conn:
+        fenced = wait_for(lambda: (r := produce(conn, tp, idem_batch(pid, 0, [b"zombie"], epoch=2)))[0] not in (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER) and r, 60, what="the leader")
+        assert fenced[0] == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert produce(conn, tp, idem_batch(pid, 0, [b"first"], epoch=3)) == (0, 0)  # a retry: its first offset
+        assert produce(conn, tp, idem_batch(pid, 1, [b"second"], epoch=3))[0] == 0

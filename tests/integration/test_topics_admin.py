@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AclOperation, AdminClient
 from confluent_kafka.admin import NewTopic as CfNewTopic
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
@@ -86,3 +87,14 @@ def test_create_topics_api_from_real_clients(make_cluster, zk_store):
     assert len(md.topics["kp"].partitions) == 4 and len(md.topics["cf"].partitions) == 3
     assert all(p.leader in (1, 2, 3) for p in md.topics["cf"].partitions.values())
     assert set(zk_store.get_all_topics()) == {"kp", "cf"}
+    # authorised operations (KIP-430) as Kafka fills them with no authoriser: every operation
+    # the resource type supports when asked, none reported when not
+    cluster_ops = cf.describe_cluster(include_authorized_operations=True).result(15).authorized_operations
+    assert set(cluster_ops) == {AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+                                AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                                AclOperation.DESCRIBE}
+    assert not cf.describe_cluster().result(15).authorized_operations
+    topic = cf.describe_topics(TopicCollection(["cf"]), include_authorized_operations=True)["cf"].result(15)
+    assert set(topic.authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
+        AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}

@@ -17,8 +17,10 @@ TP = TopicPartition("t", 0)
 
 
 def batch(base: int, values: list[bytes | None], keys: list[bytes | None] | None = None, ts: int = 1000,
-          compression: int = 0, headers: bool = False, control: bool = False) -> bytes:
-    b = DefaultRecordBatchBuilder(2, compression, control, -1, -1, -1, 1 << 30)
+          compression: int = 0, headers: bool = False, control: bool = False, producer_id: int = -1) -> bytes:
+    transactional = control or producer_id >= 0
+    b = DefaultRecordBatchBuilder(2, compression, transactional, producer_id, 0 if producer_id >= 0 else -1,
+                                  0 if producer_id >= 0 else -1, 1 << 30)
     for i, v in enumerate(values):
         b.append(i, timestamp=ts + i, key=(keys or [None] * len(values))[i], value=v,
                  headers=[("h", b"x%d" % i), ("n", None)] if headers else [])
@@ -62,6 +64,48 @@ def test_control_batches_advance_without_rows_and_compressed_batches_decode():
     assert decode_into(buf, 0, 100, cols) == 5 == scan_next_offset(buf, 0, 100)
     assert cols.offsets == [0, 2, 3, 4]
     assert cols.values[1:] == [b"z" * 100] * 3
+
+
+def marker(base: int, producer_id: int, commit: bool) -> bytes:
+    """A transaction marker: a control batch whose one record's key is (version 0, type)."""
+    import struct
+
+    return batch(base, [struct.pack(">hi", 0, 3)], keys=[struct.pack(">hh", 0, 1 if commit else 0)],
+                 control=True, producer_id=producer_id)
+
+
+def test_read_committed_skips_aborted_transactions_until_their_marker():
+    # producer 7 aborts [0, 2) then commits [3, 5); producer 8 commits [2, 3) in between;
+    # a non-transactional batch at 6 is always read
+    buf = (batch(0, [b"a0", b"a1"], producer_id=7) + batch(2, [b"c8"], producer_id=8) + marker(3, 7, commit=False)
+           + batch(4, [b"c0", b"c1"], producer_id=7) + marker(6, 7, commit=True) + marker(7, 8, commit=True)
+           + batch(8, [b"plain"]))
+    committed = Columns()
+    assert decode_into(buf, 0, 100, committed, aborted=[(7, 0)]) == 9
+    assert committed.values == [b"c8", b"c0", b"c1", b"plain"]
+    everything = Columns()
+    decode_into(buf, 0, 100, everything)  # read_uncommitted: aborted records too, markers never
+    assert everything.values == [b"a0", b"a1", b"c8", b"c0", b"c1", b"plain"]
+    # a fetch that starts inside the aborted transaction still skips its rest
+    tail = Columns()
+    decode_into(buf, 1, 100, tail, aborted=[(7, 0)])
+    assert tail.values == [b"c8", b"c0", b"c1", b"plain"]
+
+
+def test_exactly_once_write_options():
+    o = parse_write_options({**BS, "topic": "t", "exactlyOnce": "true", "transactionalIdPrefix": "orders-sink"})
+    assert o.exactly_once and o.transactional_id_prefix == "orders-sink"
+    assert not parse_write_options({**BS, "topic": "t"}).exactly_once
+    for bad, named in (({"kafka.transactional.id": "x"}, "kafka.transactional.id"),
+                       ({"kafka.acks": "1"}, "kafka.acks"),
+                       ({"kafka.enable.idempotence": "false"}, "kafka.enable.idempotence"),
+                       ({"transactionalIdPrefix": "a b"}, "transactionalIdPrefix")):
+        with pytest.raises(OptionError) as info:
+            parse_write_options({**BS, "topic": "t", "exactlyOnce": "true", **bad})
+        assert info.value.option == named
+    assert parse_read_options({**BS, "subscribe": "a", "kafka.isolation.level": "read_committed"}).read_committed
+    with pytest.raises(OptionError, match="kafka.isolation.level"):
+        parse_read_options({**BS, "subscribe": "a", "kafka.isolation.level": "serializable"})
 
 
 def test_a_corrupt_batch_fails_its_crc_check():

@@ -24,6 +24,7 @@ from praha.admin.reassign import (
     check_plan,
     format_plan,
     parse_broker_list,
+    parse_log_dirs,
     parse_plan,
     parse_topics_to_move,
     propose,
@@ -173,13 +174,21 @@ def _entry(topic="t", partition=0, replicas=(1, 2), **extra):
      "t-1 contains multiple entries for 3"),
     ({"partitions": [_entry(log_dirs=["any"])]}, InvalidRequestError,
      "Size of replicas list [1, 2] is different from size of log dirs list ['any'] for partition t-0"),
-    ({"partitions": [_entry(log_dirs=["any", "/data"])]}, InvalidRequestError,
-     "Partition t-0 names log directories ['any', '/data']"),
+    ({"partitions": [_entry(log_dirs=["any", "data"])]}, InvalidRequestError,
+     "invalid log dirs list ['any', 'data'] for partition t-0: each entry is \"any\" or an absolute path"),
+    ({"partitions": [_entry(log_dirs=["any", 7])]}, InvalidRequestError, "invalid log dirs list ['any', 7]"),
 ])
 def test_plan_refusals(obj, error, message):
     with pytest.raises(error) as e:
         parse_plan(obj if isinstance(obj, str) else json.dumps(obj))
     assert str(e.value).startswith(message)
+
+
+def test_named_log_dirs_are_read_per_replica():
+    text = json.dumps({"version": 1, "partitions": [
+        _entry(replicas=(1, 2), log_dirs=["any", "/data/b"]), _entry(partition=1, replicas=(2, 3))]})
+    assert parse_plan(text) == {TP("t", 0): (1, 2), TP("t", 1): (2, 3)}
+    assert parse_log_dirs(text) == {(TP("t", 0), 2): "/data/b"}
 
 
 # ------------------------------------------------------------------------------ generate
@@ -378,10 +387,11 @@ def test_elect_leaders_on_a_non_controller(controller):
     assert response.error_code == ErrorCode.NOT_CONTROLLER
 
 
-def test_elect_leaders_refuses_unclean_and_reports_a_missing_flow():
+def test_elect_leaders_refuses_an_unknown_type_and_reports_a_missing_flow():
     request = elect_request()
-    request.election_type = 1
+    request.election_type = 7
     response = call(AdminApis(fake_broker(FakeController())), "handle_elect_leaders", request, 1)
+    assert response.error_code == ErrorCode.INVALID_REQUEST
     assert set(results_of(response).values()) == {ErrorCode.INVALID_REQUEST}
     controller = FakeController()
     controller.flows = object()

@@ -20,6 +20,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from praha.broker import data_handlers
 from praha.broker.authorization import RequestAuthorizer
+from praha.broker.client_quota import ClientQuotas
 from praha.broker.data_handlers import ZERO_COPY_MIN_BYTES, DataApis, EncodedFetchResponse, encode_fetch_frame
 from praha.broker.network import SegmentedFrame, SocketServer
 from praha.broker.partition import Partition, Role
@@ -120,6 +121,7 @@ class Broker:
             record_follower_fetch=lambda p, rid, off, start=-1: self.follower_fetches.append((rid, off)))
         self.metadata_cache = SimpleNamespace(partition=lambda tp: None)
         self.authz = RequestAuthorizer()  # no authoriser: every fetch allowed
+        self.client_quotas = ClientQuotas.create()
 
 
 def fetch_request(replica_id: int, parts: list[tuple[str, int, int, int]]) -> FetchRequest:

@@ -141,8 +141,54 @@ def test_create_many_in_parallel_spreads_skips_existing_and_leaves_failures(dirs
     assert all(m.get(t).log_end_offset == 0 for t in made)
     per_dir = [sum(1 for t in made if m.log_dir_of(t) == d) for d in m.log_dirs]
     assert per_dir == [4, 3]  # spread as one at a time would have; the failed slot is given back
-    with pytest.raises(FileExistsError):
-        m.get_or_create(tp("many", 5))  # retried, and the failure reported
+    with pytest.raises(LogStorageError):
+        m.get_or_create(tp("many", 5))  # retried; an I/O error there takes the dir offline (as Kafka)
+    assert m.offline_log_dirs() == [m.log_dirs[1]]
     m.get_or_create(tp("many", 9))
-    assert m.log_dir_of(tp("many", 9)) == m.log_dirs[1]
+    assert m.log_dir_of(tp("many", 9)) == m.log_dirs[0]
     m.shutdown()
+
+
+# ---------------------------------------------------------------- several dirs, failed dirs
+def test_new_logs_go_to_the_live_dir_with_fewest_logs_first_listed_on_a_tie():
+    from praha.log.manager import least_loaded_dir
+
+    assert least_loaded_dir(["a", "b", "c"], {"a": 2, "b": 1, "c": 1}) == "b"
+    assert least_loaded_dir(["a", "b"], {}) == "a"
+
+
+def test_an_io_error_takes_only_its_dir_offline(dirs):
+    m = LogManager(dirs, LogConfig(file_delete_delay_ms=0))
+    reported = []
+    m.failure_channel.add_listener(lambda d, why: reported.append(d))
+    m.startup()
+    logs = {i: m.get_or_create(tp("t", i)) for i in range(4)}
+    for lg in logs.values():
+        lg.append_as_leader(make_batch(1), 0)
+    failing = [i for i in logs if m.log_dir_of(tp("t", i)) == os.path.abspath(dirs[0])]
+    os.rename(dirs[0], dirs[0] + "-gone")  # the disk vanishes under the broker
+    with pytest.raises(LogStorageError):
+        logs[failing[0]].roll()  # a new segment file cannot be created: ENOENT
+    assert reported == [os.path.abspath(dirs[0])]
+    assert m.live_log_dirs == [os.path.abspath(dirs[1])]
+    assert sorted(m.handle_dir_failure(os.path.abspath(dirs[0]))) == sorted(tp("t", i) for i in failing)
+    assert all(logs[i].closed for i in failing) and len(m) == 4 - len(failing)
+    # a second error in the same dir is not news
+    assert not m.failure_channel.report(os.path.abspath(dirs[0]), "again")
+    # new partitions only go to the live dir; its checkpoints and marker are still written
+    assert m.log_dir_of(m.get_or_create(tp("u")).topic_partition) == os.path.abspath(dirs[1])
+    m.shutdown()
+    assert os.path.exists(os.path.join(dirs[1], ".kafka_cleanshutdown"))
+    assert not os.path.exists(dirs[0])
+
+
+def test_a_dir_unusable_at_start_up_is_offline_and_all_unusable_fails(dirs, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    m = LogManager([str(blocker), dirs[0]], LogConfig(file_delete_delay_ms=0))
+    m.startup()
+    assert m.offline_log_dirs() == [str(blocker)] and m.live_log_dirs == [os.path.abspath(dirs[0])]
+    assert m.log_dir_of(m.get_or_create(tp("t")).topic_partition) == os.path.abspath(dirs[0])
+    m.shutdown()
+    with pytest.raises(LogStorageError, match="every log directory failed"):
+        LogManager([str(blocker)], LogConfig()).startup()

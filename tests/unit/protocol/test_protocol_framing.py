@@ -215,7 +215,9 @@ def test_registry_covers_the_brief():
                          32, 33, 44,  # the config APIs
                          21, 35, 61,  # DeleteRecords, DescribeLogDirs, DescribeProducers
                          17, 36,  # SaslHandshake, SaslAuthenticate
-                         29, 30, 31, 50, 51}  # the ACL and SCRAM credential APIs
+                         29, 30, 31, 50, 51,  # the ACL and SCRAM credential APIs
+                         48, 49,  # DescribeClientQuotas, AlterClientQuotas
+                         34}  # AlterReplicaLogDirs
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version
