@@ -17,6 +17,7 @@ from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
@@ -54,6 +55,7 @@ class Broker(Protocol):
     store: ZkStore | None
     broker_info: BrokerInfo | None
     group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
 
     @property
     def controller(self) -> HostedController | None: ...

@@ -10,7 +10,8 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), transactions (`txn_handlers`),
+configs (`config_handlers`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
+from praha.broker.txn_handlers import TransactionApis
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
@@ -57,9 +59,10 @@ class RequestHandlers:
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
         self.configs = ConfigApis(broker)
+        self.transactions = TransactionApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs)}
+            self.configs, self.transactions)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -116,6 +119,13 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
     Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
     Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),
+    # transactions, at Kafka 3.7's versions (v4 of AddPartitionsToTxn: partition leaders' verification)
+    Route(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 4), TransactionApis, TransactionApis.handle_add_partitions_to_txn),
+    Route(ApiKey.ADD_OFFSETS_TO_TXN, (0, 3), TransactionApis, TransactionApis.handle_add_offsets_to_txn),
+    Route(ApiKey.END_TXN, (0, 3), TransactionApis, TransactionApis.handle_end_txn),
+    Route(ApiKey.TXN_OFFSET_COMMIT, (0, 3), GroupApis, GroupApis.handle_txn_offset_commit),
+    Route(ApiKey.DESCRIBE_TRANSACTIONS, (0, 0), TransactionApis, TransactionApis.handle_describe_transactions),
+    Route(ApiKey.LIST_TRANSACTIONS, (0, 1), TransactionApis, TransactionApis.handle_list_transactions),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it
