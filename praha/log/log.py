@@ -80,9 +80,9 @@ from praha.log.producer_state import (
     SequenceVerdict,
     WrittenBatch,
 )
-from praha.log.txn_index import AbortedTxn
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from praha.log.txn_index import AbortedTxn
 from praha.log.validator import RecordRules, validate_records
 
 log = logging.getLogger(__name__)
