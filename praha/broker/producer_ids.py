@@ -105,9 +105,9 @@ class ProducerIdApis:
 
     # ------------------------------------------------------------------ DescribeProducers
     async def handle_describe_producers(self, req: DecodedRequest) -> Any:
-        """The idempotent producers a partition's leader knows (their last batch each), as
-        kafka-transactions --describe-producers shows them; no transactions yet, so no
-        coordinator epoch or open transaction."""
+        """The producers a partition's leader knows (their last batch each, the coordinator
+        epoch of their last marker, the first offset of their open transaction or -1), as
+        kafka-transactions describe-producers and find-hanging read them."""
         partitions = self.broker.replica_manager.partitions
         topics = []
         for t in req.request.topics or []:
@@ -126,7 +126,8 @@ class ProducerIdApis:
                     continue
                 out.append(_DPPartition(partition_index=index, error_code=0, error_message=None, active_producers=[
                     _DPState(producer_id=a.producer_id, producer_epoch=a.epoch, last_sequence=a.last_sequence,
-                             last_timestamp=-1, coordinator_epoch=-1, current_txn_start_offset=-1)
+                             last_timestamp=a.timestamp, coordinator_epoch=a.coordinator_epoch,
+                             current_txn_start_offset=a.current_txn_first_offset)
                     for a in p.log.active_producers()]))
             topics.append(_DPTopic(name=t.name, partitions=out))
         return DescribeProducersResponse(throttle_time_ms=0, topics=topics)

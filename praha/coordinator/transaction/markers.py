@@ -77,6 +77,7 @@ class MarkerChannel:
         self.stats = MarkerStats()
         self._conns: dict[int, AsyncConnection] = {}
         self._busy: dict[int, set[tuple[MarkerJob, Partition]]] = {}
+        self._failures: dict[int, int] = {}  # broker id -> failed requests in a row
         self._wake = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
@@ -168,12 +169,16 @@ class MarkerChannel:
                 conn = self._conns[broker_id] = AsyncConnection(host, port, self.client_id, self.request_timeout_s)
             self.stats.requests += 1
             resp = await conn.send(_request(jobs, per_job), WRITE_TXN_MARKERS_VERSION, WriteTxnMarkersResponse)
+            self._failures.pop(broker_id, None)
             self._apply(jobs, per_job, resp)
             if any(p in job.remaining and job.still_valid() for job, p in items):
                 await asyncio.sleep(self.retry_backoff_s)  # refused for now: not straight back to it
         except Exception as e:  # noqa: BLE001 - a lost connection, a timeout, a bad answer: all retried
             self.stats.partition_retries += len(items)
-            log.info("WriteTxnMarkers to broker %d failed (%d partitions to retry): %r", broker_id, len(items), e)
+            failures = self._failures[broker_id] = self._failures.get(broker_id, 0) + 1
+            if failures == 1 or failures % 100 == 0:  # one line per outage, not one per retry
+                log.info("WriteTxnMarkers to broker %d failed %d times in a row (%d partitions to retry): %r",
+                         broker_id, failures, len(items), e)
             conn = self._conns.pop(broker_id, None)
             if conn is not None:
                 conn.close()
