@@ -10,7 +10,8 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`),
+transaction markers from a transaction coordinator (`txn_marker_handlers`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
 from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
+from praha.broker.txn_marker_handlers import TxnMarkerApis
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
@@ -57,9 +59,10 @@ class RequestHandlers:
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
         self.configs = ConfigApis(broker)
+        self.txn_markers = TxnMarkerApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs)}
+            self.configs, self.txn_markers)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -116,6 +119,8 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
     Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
     Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),
+    # Kafka 3.9 serves v0-1; kafka-python's schema starts at v1 (the flexible one coordinators send)
+    Route(ApiKey.WRITE_TXN_MARKERS, (1, 1), TxnMarkerApis, TxnMarkerApis.handle_write_txn_markers),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

@@ -81,7 +81,12 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
@@ -161,6 +166,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
     _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     _spec(DescribeProducersRequest, DescribeProducersResponse),
+    _spec(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 )}
 
 
