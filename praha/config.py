@@ -141,7 +141,7 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = _option("offsets.retention.check.interval.ms", 600000, _int, 1)
     offsets_commit_timeout_ms: int = _option("offsets.commit.timeout.ms", 5000, _int, 1)
     offset_metadata_max_bytes: int = _option("offset.metadata.max.bytes", 4096, _int, 0)
-    # transactions (Kafka's TransactionStateManagerConfig / TransactionLog names and defaults)
+    # transactions (Kafka's TransactionLogConfig / TransactionStateManagerConfig names and defaults)
     request_timeout_ms: int = _option("request.timeout.ms", 30000, _int, 0)
     transaction_state_log_num_partitions: int = _option("transaction.state.log.num.partitions", 50, _int, 1)
     transaction_state_log_replication_factor: int = _option("transaction.state.log.replication.factor", 3, _int, 1)
@@ -153,6 +153,9 @@ class BrokerConfig:
         "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, _int, 1)
     transaction_remove_expired_transaction_cleanup_interval_ms: int = _option(
         "transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, _int, 1)
+    transaction_partition_verification_enable: bool = _option("transaction.partition.verification.enable", True, _bool,
+                                                              doc="KIP-890: a leader asks the transaction coordinator "
+                                                                  "before a transactional append opens a transaction")
     metrics_port: int = _option("praha.metrics.port", 0, _int, 0, "HTTP port for Prometheus metrics (0 = any free)")
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)

@@ -98,6 +98,8 @@ from kafka.protocol.producer.transaction import (
     InitProducerIdResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from kafka.protocol.schemas import BaseField
 
@@ -184,6 +186,7 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     _spec(DescribeTransactionsRequest, DescribeTransactionsResponse),
     _spec(ListTransactionsRequest, ListTransactionsResponse),
+    _spec(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 )}
 
 

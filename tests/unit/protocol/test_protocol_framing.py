@@ -213,7 +213,8 @@ def test_registry_covers_the_brief():
     assert set(APIS) == {18, 3, 0, 1, 2, 23, 19, 20, 37, 60, 43, 45, 46, 10, 4, 5, 6, 7, 22,
                          8, 9, 11, 12, 13, 14, 15, 16, 42, 47,  # + the consumer-group APIs
                          32, 33, 44,  # the config APIs
-                         21, 35, 61}  # DeleteRecords, DescribeLogDirs, DescribeProducers
+                         21, 35, 61,  # DeleteRecords, DescribeLogDirs, DescribeProducers
+                         27}  # WriteTxnMarkers
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version
