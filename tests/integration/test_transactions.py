@@ -4,7 +4,8 @@ One cluster for the module; topics and transactional ids are named per test. con
 and kafka-python's transactional producers commit and abort, and read_committed consumers
 see exactly the committed records, in order; consume-transform-produce commits the group's
 offsets atomically with the output; a second producer with the same transactional id fences
-the first; a producer that goes silent is aborted at its timeout and the LSO moves on. Then
+the first; a producer that goes silent is aborted at its timeout and the LSO moves on; `praha
+transactions` lists, describes and aborts; bad requests get Kafka's errors. Then
 the failures: the coordinator's broker SIGKILLed mid-transaction and in the middle of a
 commit, a partition leader SIGKILLed between markers — each transaction ends entirely
 committed or entirely aborted as a read_committed consumer sees it.
@@ -24,10 +25,16 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.protocol.producer.transaction import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
 
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 
 pytestmark = pytest.mark.integration
@@ -154,6 +161,12 @@ def test_confluent_commit_and_abort_read_committed_sees_committed_only_in_order(
     assert values(everything) == set(committed) | set(aborted)
     d = describe(cluster, tid)
     assert (d.error_code, d.transaction_state, d.producer_epoch, d.topics) == (0, "CompleteCommit", 0, [])
+    figures = scrape_metrics(cluster.load().brokers[coordinator_of(cluster, tid)].actual_metrics_port)
+    assert figures["praha_broker_transaction_commits_total"] >= 3
+    assert figures["praha_broker_transaction_aborts_total"] >= 2
+    assert figures["praha_broker_transactions_complete_commit"] >= 1
+    assert figures["praha_broker_transaction_marker_jobs_total"] >= 5
+    assert figures["praha_broker_transaction_marker_latency_ms_total"] > 0
 
 
 def test_kafka_python_transactional_producer(cluster):
@@ -425,3 +438,71 @@ def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
         kc.close()
     p.abort_transaction(30)
     assert read(cluster, topic, "read_committed", 0, partitions=1, idle_s=1.0) == {}
+
+
+# ------------------------------------------------------------------ bad input over the wire
+def _at_coordinator(cluster, key: str, key_type: int, request, version: int):
+    """Send `request` to the coordinator of `key`, retrying while the coordinator moves or loads."""
+    def attempt():
+        with BrokerConnection("127.0.0.1", bootstrap_port(cluster), timeout=10) as conn:
+            found = conn.send(FindCoordinatorRequest(key=key, key_type=key_type), 1)
+        if found.error_code:
+            return None
+        with BrokerConnection("127.0.0.1", found.port, timeout=10) as conn:
+            resp = conn.send(request, version)
+        code = getattr(resp, "error_code", 0)
+        return None if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                ErrorCode.COORDINATOR_NOT_AVAILABLE) else resp
+    return wait_for(attempt, 30, what=f"an answer from the coordinator of {key}")
+
+
+def bootstrap_port(cluster) -> int:
+    return next(b.port for b in cluster.load().brokers.values() if cluster.broker_running(b))
+
+
+def test_bad_transaction_requests_get_kafkas_errors_and_change_nothing(cluster):
+    topic = new_topic(cluster, 1)
+    tid = f"bad-{uuid.uuid4().hex[:6]}"
+    init = _at_coordinator(cluster, tid, 1, InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1), 4)
+    assert init.error_code == 0 and init.producer_epoch == 0
+    pid = init.producer_id
+    too_long = _at_coordinator(cluster, tid, 1, InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=900001, producer_id=-1, producer_epoch=-1), 4)
+    assert too_long.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT  # transaction.max.timeout.ms
+
+    def add(partitions: dict[str, list[int]], epoch: int = 0, version: int = 3):
+        resp = _at_coordinator(cluster, tid, 1, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                                 for t, ps in partitions.items()]), version)
+        return {(t.name, r.partition_index): r.partition_error_code
+                for t in resp.results_by_topic_v3_and_below for r in t.results_by_partition}
+
+    assert add({"nosuch": [0], topic: [0]}) == {("nosuch", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                (topic, 0): ErrorCode.OPERATION_NOT_ATTEMPTED}
+    assert add({topic: [0]}, epoch=5) == {(topic, 0): ErrorCode.PRODUCER_FENCED}
+    assert add({topic: [0]}, epoch=5, version=1) == {(topic, 0): ErrorCode.INVALID_PRODUCER_EPOCH}  # before v2
+    end = _at_coordinator(cluster, tid, 1, EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=0,
+                                                         committed=True), 3)
+    assert end.error_code == ErrorCode.INVALID_TXN_STATE  # EndTxn without a transaction
+    d = describe(cluster, tid)
+    assert (d.transaction_state, d.producer_epoch, d.topics) == ("Empty", 0, [])  # nothing changed
+
+    # TxnOffsetCommit from a member with the wrong generation
+    group = f"bad-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": group, "log_level": 3,
+                  "session.timeout.ms": 6000})
+    try:
+        c.subscribe([topic])
+        wait_for(lambda: c.poll(0.2) is None and c.assignment(), 30, what="the consumer's assignment")
+        Topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+        commit = _at_coordinator(cluster, group, 0, TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=0, generation_id=999,
+            member_id=c.memberid(), group_instance_id=None, topics=[Topic(name=topic, partitions=[
+                Topic.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=5,
+                                                      committed_leader_epoch=-1, committed_metadata="")])]), 3)
+        assert commit.topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
+        assert c.committed([CTP(topic, 0)], timeout=10)[0].offset < 0  # no offset committed
+    finally:
+        c.close()
