@@ -613,6 +613,14 @@ class Log:
                 return high_watermark
             return self._producer_table().last_stable_offset(high_watermark)
 
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget closed transactions whose marker is now below the high watermark (they
+        no longer hold the last stable offset back); leader and followers alike."""
+        table = self._producers
+        if table is not None and table.unreplicated:
+            with self._lock:
+                table.first_unstable_offset(high_watermark)
+
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
         indexes of the segment holding `start_offset` and the later ones (Kafka's
