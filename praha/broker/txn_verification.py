@@ -31,7 +31,15 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPa
 from praha.common import TopicPartition
 from praha.coordinator.group.records import partition_for
 from praha.errors import ErrorCode, PrahaError
-from praha.log.batch import CURRENT_MAGIC, HEADER, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_MASK, Buffer
+from praha.log.batch import (
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_MASK,
+    Buffer,
+)
 from praha.protocol.async_client import AsyncConnection
 
 if TYPE_CHECKING:
@@ -55,6 +63,13 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 class TxnProducer(NamedTuple):
     producer_id: int
     producer_epoch: int
+
+
+def is_transactional(records: Buffer | None) -> bool:
+    """Whether the first batch of a partition's records has the transactional bit (what
+    Kafka's `ProduceRequest.hasTransactionalRecords` looks at)."""
+    return (records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == CURRENT_MAGIC
+            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
 
 
 def transactional_producer(records: Buffer) -> TxnProducer | None:

@@ -608,6 +608,9 @@ class Log:
     def last_stable_offset(self, high_watermark: int) -> int:
         """Where read_committed reads stop: below `high_watermark`, the first offset of a
         transaction still open or whose marker is not replicated yet."""
+        table = self._producers
+        if table is not None and not table.ongoing and not table.unreplicated:
+            return high_watermark  # the common case, without the lock
         with self._lock:
             if self._closed:
                 return high_watermark

@@ -10,6 +10,8 @@ markers through WriteTxnMarkers over the wire) and unmodified clients read.
   rebuilds it (recovery), and a read_committed reader of the new leader sees the same.
 - WriteTxnMarkers' errors are Kafka's and change nothing: a stale coordinator epoch, a
   partition not led here, an unknown topic.
+- Transactional records in a Produce without a transactional id: the whole request is
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers.
 - KIP-890: with `transaction.partition.verification.enable` (broker 1) and no transaction
   coordinator for the id, a transactional produce that would open a transaction is
   refused with Kafka's retriable NOT_ENOUGH_REPLICAS and nothing is appended; with it off
@@ -250,5 +252,7 @@ def test_kip890_refuses_an_unverified_transactional_produce(env):
         assert produce(conn, verified, records, "tx-v") == (ErrorCode.NOT_ENOUGH_REPLICAS, -1)
         assert list_offset(conn, verified, 0) == 0  # nothing appended
         assert produce(conn, verified, batch([b"plain"]))[0] == 0  # non-transactional: not asked
+        # transactional records without a transactional id: Kafka refuses the whole request
+        assert produce(conn, verified, records) == (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
     with conn_to(cluster, off_leader) as conn:
         assert produce(conn, unverified, records, "tx-v") == (0, 0)

@@ -8,6 +8,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.broker.txn_verification import (
     TxnProducer,
+    is_transactional,
     partition_errors,
     produce_error,
     transactional_producer,
@@ -31,6 +32,7 @@ def test_only_transactional_batches_need_verifying():
     assert transactional_producer(memoryview(batch(True))) == TxnProducer(7, 3)
     assert transactional_producer(batch(False)) is None
     assert transactional_producer(b"short") is None
+    assert is_transactional(batch(True)) and not is_transactional(batch(False)) and not is_transactional(None)
 
 
 def test_request_is_the_broker_batch_form_with_verify_only():
