@@ -256,3 +256,25 @@ def test_kip890_refuses_an_unverified_transactional_produce(env):
         assert produce(conn, verified, records) == (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
     with conn_to(cluster, off_leader) as conn:
         assert produce(conn, unverified, records, "tx-v") == (0, 0)
+
+
+def test_an_open_transaction_survives_a_restart(env):
+    """The producer snapshot carries the open transaction: after a clean restart the last
+    stable offset still stops at it, and the COMMIT marker then releases it."""
+    cluster, store = env
+    topic = "txn-restart"
+    assert create(store, topic, (3,)) == 3
+    with conn_to(cluster, 3) as conn:
+        assert produce(conn, topic, batch([b"before"]))[0] == 0                              # 0
+        assert produce(conn, topic, batch([b"t0"], 4000, 0, 0, True), "tx-r")[0] == 0       # 1
+        assert produce(conn, topic, batch([b"after"]))[0] == 0                               # 2
+        assert list_offset(conn, topic, 1) == 1
+    assert cluster.stop_broker(3)
+    cluster.start_broker(3)
+    wait_for(lambda: leader_of(store, topic) == 3, 30, what="broker 3 leading again")
+    with conn_to(cluster, 3) as conn:
+        wait_for(lambda: list_offset(conn, topic, 0) == 3, 30, what="the high watermark back")
+        assert list_offset(conn, topic, 1) == 1
+        assert write_marker(conn, {topic: [0]}, 4000, commit=True) == {(topic, 0): 0}
+        assert list_offset(conn, topic, 1) == 4
+    assert confluent_read(bootstrap(cluster), topic, "read_committed", 3) == [b"before", b"t0", b"after"]
