@@ -47,7 +47,7 @@ from kafka.protocol.producer import ProduceResponse
 from praha.broker.delayed import ProduceWait
 from praha.broker.network import SegmentedFrame
 from praha.broker.partition import Partition
-from praha.broker.txn_verification import TxnProducer, TxnVerifier, transactional_producer
+from praha.broker.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
@@ -121,6 +121,9 @@ class DataApis:
         waits: dict[TopicPartition, ProduceWait] = {}
         to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]] = {}  # KIP-890: records, producer, token
         verify = r.transactional_id is not None and self.verifier.enabled
+        if r.transactional_id is None and any(is_transactional(pd.records) for t in r.topic_data
+                                              for pd in t.partition_data):
+            return self._refuse_all(r, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # Kafka's answer
         for t in r.topic_data:
             for pd in t.partition_data:
                 tp = TopicPartition(t.name, pd.index)
@@ -165,6 +168,15 @@ class DataApis:
                 log_start_offset=start, record_errors=record_errors, error_message=message))
         return ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=0)
+
+    @staticmethod
+    def _refuse_all(r: Any, code: int) -> Any:
+        """One error for every partition of a Produce (nothing appended)."""
+        if r.acks == 0:
+            return None
+        return ProduceResponse(throttle_time_ms=0, responses=[_PR(name=t.name, partition_responses=[
+            _PP(index=pd.index, error_code=int(code), base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
+                record_errors=[], error_message=None) for pd in t.partition_data]) for t in r.topic_data])
 
     def _produce_target(self, tp: TopicPartition, acks: int) -> tuple[Partition | None, int]:
         """Our partition if we lead it and, for acks=all, its ISR is large enough."""

@@ -10,10 +10,12 @@ the leader asks the transaction coordinator:
    COORDINATOR_NOT_AVAILABLE;
 2. one AddPartitionsToTxn v4 with `verify_only`, every partition of the request in it,
    on a connection kept per coordinator broker (one request at a time on it);
-3. each partition's answer becomes the produce's error (`produce_error`): the
-   coordinator's retriable errors become NOT_ENOUGH_REPLICAS, which every client retries
-   (Kafka 3.7 does the same), PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH, a partition
-   not in the transaction is INVALID_TXN_STATE.
+3. each partition's answer becomes the produce's error (`produce_error`, Kafka 3.7's
+   translation): the coordinator's "not available / loading / not coordinator / concurrent
+   transactions" become NOT_ENOUGH_REPLICAS, which every client retries; PRODUCER_FENCED
+   becomes INVALID_PRODUCER_EPOCH; a partition not in the transaction is
+   INVALID_TXN_STATE (so is a top-level CLUSTER_AUTHORIZATION_FAILED); a lost connection
+   is NETWORK_EXCEPTION.
 Nothing is cached: every partition that would open a transaction asks again. The log's
 verification token (`Log.begin_verification`) makes the append fail if a marker landed
 while the leader waited for the answer.
@@ -29,7 +31,15 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPa
 from praha.common import TopicPartition
 from praha.coordinator.group.records import partition_for
 from praha.errors import ErrorCode, PrahaError
-from praha.log.batch import CURRENT_MAGIC, HEADER, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_MASK, Buffer
+from praha.log.batch import (
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_MASK,
+    Buffer,
+)
 from praha.protocol.async_client import AsyncConnection
 
 if TYPE_CHECKING:
@@ -46,13 +56,20 @@ _TOPIC = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 
 #: coordinator answers a producer can only wait out: retriable for every client as NOT_ENOUGH_REPLICAS
 _RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
-                        ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS})
+CLUSTER_AUTHORIZATION_FAILED = 31
 
 
 class TxnProducer(NamedTuple):
     producer_id: int
     producer_epoch: int
+
+
+def is_transactional(records: Buffer | None) -> bool:
+    """Whether the first batch of a partition's records has the transactional bit (what
+    Kafka's `ProduceRequest.hasTransactionalRecords` looks at)."""
+    return (records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == CURRENT_MAGIC
+            and bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK))
 
 
 def transactional_producer(records: Buffer) -> TxnProducer | None:
@@ -91,6 +108,8 @@ def partition_errors(response: AddPartitionsToTxnResponse, transactional_id: str
     """The coordinator's code per partition; a top-level error, or a partition it did not
     answer for, counts for every partition left (the latter as INVALID_TXN_STATE)."""
     top = response.error_code or ErrorCode.NONE
+    if top == CLUSTER_AUTHORIZATION_FAILED:  # not the producer's business: "not verified"
+        top = ErrorCode.INVALID_TXN_STATE
     if top != ErrorCode.NONE:
         return {tp: top for tp in partitions}
     out: dict[TopicPartition, int] = {}
@@ -134,7 +153,7 @@ class TxnVerifier:
                 response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
         except (OSError, asyncio.TimeoutError, PrahaError) as e:
             log.info("Transaction verification for %s at broker %d failed: %s", transactional_id, coordinator.id, e)
-            return {tp: produce_error(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
+            return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
         return {tp: produce_error(code) for tp, code in partition_errors(response, transactional_id, partitions).items()}
 
     def _connection(self, broker_id: int, host: str, port: int) -> tuple[AsyncConnection, asyncio.Lock]:

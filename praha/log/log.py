@@ -608,10 +608,21 @@ class Log:
     def last_stable_offset(self, high_watermark: int) -> int:
         """Where read_committed reads stop: below `high_watermark`, the first offset of a
         transaction still open or whose marker is not replicated yet."""
+        table = self._producers
+        if table is not None and not table.ongoing and not table.unreplicated:
+            return high_watermark  # the common case, without the lock
         with self._lock:
             if self._closed:
                 return high_watermark
             return self._producer_table().last_stable_offset(high_watermark)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget closed transactions whose marker is now below the high watermark (they
+        no longer hold the last stable offset back); leader and followers alike."""
+        table = self._producers
+        if table is not None and table.unreplicated:
+            with self._lock:
+                table.first_unstable_offset(high_watermark)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start_offset, upper_bound_offset), from the

@@ -215,3 +215,15 @@ def test_verification_token_is_cancelled_by_a_marker(open_log):
     token = lg.begin_verification(4, 0)
     lg.append_as_leader(txn_batch(4, 0), 0, verified={4: token})
     assert lg.begin_verification(4, 0) is None  # open now: no verification needed
+
+
+def test_followers_forget_closed_transactions_once_replicated(open_log):
+    lg = open_log()
+    lg.append_as_leader(txn_batch(1, 0), 0)
+    lg.append_marker_as_leader(1, 0, True, 0, 0)  # marker at 2
+    table = lg._producer_table()
+    assert len(table.unreplicated) == 1
+    lg.on_high_watermark(2)
+    assert len(table.unreplicated) == 1  # the marker itself is not below 2
+    lg.on_high_watermark(3)
+    assert table.unreplicated == []
