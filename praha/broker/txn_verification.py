@@ -150,7 +150,14 @@ class TxnVerifier:
         conn, lock = self._connection(coordinator.id, coordinator.host, coordinator.port)
         try:
             async with lock:
-                response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
+                reused = conn.connected
+                try:
+                    response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
+                except OSError:
+                    if not reused:
+                        raise
+                    # a kept connection its peer had closed (a restarted coordinator): once more, fresh
+                    response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
         except (OSError, asyncio.TimeoutError, PrahaError) as e:
             log.info("Transaction verification for %s at broker %d failed: %s", transactional_id, coordinator.id, e)
             return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}

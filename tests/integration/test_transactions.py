@@ -23,6 +23,8 @@ from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as KNewTopic
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer.transaction import (
@@ -64,11 +66,20 @@ def bootstrap(cluster) -> str:
     return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values() if cluster.broker_running(b))
 
 
-def new_topic(cluster, partitions: int = PARTITIONS) -> str:
+def new_topic(cluster, partitions: int = PARTITIONS, replicas: list[list[int]] | None = None) -> str:
     name = f"txn-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
-    for f in admin.create_topics([NewTopic(name, partitions, 3)]).values():
-        f.result(30)
+    if replicas:
+        partitions = len(replicas)
+        kadmin = KafkaAdminClient(bootstrap_servers=bootstrap(cluster))
+        try:
+            kadmin.create_topics([KNewTopic(name, num_partitions=-1, replication_factor=-1,
+                                            replica_assignments=dict(enumerate(replicas)))])
+        finally:
+            kadmin.close()
+    else:
+        admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+        for f in admin.create_topics([NewTopic(name, partitions, 3)]).values():
+            f.result(30)
     wait_for(lambda: all(_leader(cluster, name, p) is not None for p in range(partitions)), 30, what="leaders")
     return name
 
@@ -123,10 +134,15 @@ def produce_txn(p: Producer, topic: str, tag: str, n: int = 6) -> list[bytes]:
 
 def coordinator_of(cluster, tid: str) -> int:
     def ask():
-        with BrokerConnection("127.0.0.1", next(b.port for b in cluster.load().brokers.values()
-                                                if cluster.broker_running(b)), timeout=10) as conn:
-            r = conn.send(FindCoordinatorRequest(key=tid, key_type=1), 1)
-            return r.node_id if r.error_code == 0 else None
+        for b in cluster.load().brokers.values():  # a paused broker does not answer: ask the next
+            try:
+                with BrokerConnection("127.0.0.1", b.port, timeout=2) as conn:
+                    r = conn.send(FindCoordinatorRequest(key=tid, key_type=1), 1)
+                    if r.error_code == 0:
+                        return r.node_id
+            except Exception:  # noqa: BLE001 - down, paused or refusing: try another broker
+                continue
+        return None
     return wait_for(ask, 30, what=f"the coordinator of {tid}")
 
 
@@ -308,6 +324,18 @@ def test_a_silent_producer_is_aborted_at_its_timeout_and_the_lso_moves_on(cluste
 
 
 # ------------------------------------------------------------------ failures
+def healed(cluster) -> None:
+    """Every broker back in the cluster and in the ISR of every partition (the next test
+    starts from a whole cluster)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+
+    def whole() -> bool:
+        md = admin.list_topics(timeout=10)
+        return len(md.brokers) == 3 and all(
+            len(p.isrs) == len(p.replicas) for t in md.topics.values() for p in t.partitions.values())
+    wait_for(whole, 90, interval=0.5, what="every broker back in every ISR")
+
+
 def _all_or_nothing(cluster, topic: str, txns: dict[str, list[bytes]]) -> dict[str, bool]:
     """Each transaction's fate as a read_committed consumer sees it: entirely there (True)
     or entirely absent (False); a partial one fails the test."""
@@ -343,20 +371,27 @@ def test_coordinator_killed_mid_transaction(cluster):
         assert coordinator_of(cluster, tid) != victim
     finally:
         cluster.start_broker(victim)
+        healed(cluster)
 
 
 def test_coordinator_killed_during_commit_completes_it(cluster):
-    """PrepareCommit is written and the client answered, but a partition leader is frozen, so
-    its marker cannot be written; the coordinator is killed then. The next coordinator loads
-    PrepareCommit and finishes the commit."""
-    topic = new_topic(cluster)
+    """PrepareCommit is written and the client answered, but the only replica of one of the
+    transaction's partitions is frozen, so its marker cannot be written; the coordinator is
+    killed then. The next coordinator loads PrepareCommit and finishes the commit once that
+    replica is back."""
     tid = f"kill-commit-{uuid.uuid4().hex[:6]}"
     p = producer(cluster, tid)
     p.init_transactions(30)
+    coordinator = coordinator_of(cluster, tid)
+    frozen = next(b for b in (1, 2, 3) if b != coordinator)
+    topic = new_topic(cluster)
+    solo = new_topic(cluster, replicas=[[frozen]])  # on the frozen broker alone: its leader cannot move
     p.begin_transaction()
     sent = produce_txn(p, topic, "commit")
-    coordinator = coordinator_of(cluster, tid)
-    frozen = next(lead for part in range(PARTITIONS) if (lead := _leader(cluster, topic, part)) != coordinator)
+    solo_sent = [b"solo-0", b"solo-1"]
+    for v in solo_sent:
+        p.produce(solo, value=v, partition=0)
+    assert p.flush(30) == 0
     cluster.pause_broker(frozen)
     try:
         p.commit_transaction(60)  # answered once PrepareCommit is replicated
@@ -367,9 +402,12 @@ def test_coordinator_killed_during_commit_completes_it(cluster):
         cluster.resume_broker(frozen)
     try:
         assert _all_or_nothing(cluster, topic, {"commit": sent}) == {"commit": True}
+        assert values(read(cluster, solo, "read_committed", 2, partitions=1)) == set(solo_sent)
         wait_for(lambda: describe(cluster, tid).transaction_state == "CompleteCommit", 60, what="CompleteCommit")
     finally:
-        cluster.start_broker(coordinator)
+        if not cluster.broker_running(cluster.broker(coordinator)[1]):
+            cluster.start_broker(coordinator)
+        healed(cluster)
 
 
 def test_partition_leader_killed_between_markers(cluster):
@@ -395,6 +433,7 @@ def test_partition_leader_killed_between_markers(cluster):
         assert _all_or_nothing(cluster, topic, txns) == {"before": True, "during": True, "after": False}
     finally:
         cluster.start_broker(victim)
+        healed(cluster)
 
 
 # ------------------------------------------------------------------ praha transactions
