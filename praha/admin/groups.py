@@ -428,18 +428,26 @@ class GroupAdmin:
         return [found[g] for g in sorted(found)]
 
     def _list_on(self, node: Node, states: Sequence[str]) -> list[GroupListing]:
+        def build(version: int) -> Any:
+            if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
+                raise GroupApiUnsupportedError(
+                    f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
+                    "by states.")
+            return ListGroupsRequest(states_filter=list(states) if version >= 4 else [])
+
+        resp = self.listing_on(node, ApiKey.LIST_GROUPS, build, "list its groups")
+        return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None)
+                for g in resp.groups]
+
+    def listing_on(self, node: Node, api_key: int, build: Callable[[int], Any], what: str) -> Any:
+        """A broker's answer to a listing request (ListGroups, ListTransactions), asked again
+        while it is loading or the connection breaks, at most `retries` times."""
         last = ""
         for attempt in range(self.retries):
             if attempt:
                 self._pause(attempt - 1)
             try:
-                version = self.version_for(node.host, node.port, ApiKey.LIST_GROUPS)
-                if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
-                    raise GroupApiUnsupportedError(
-                        f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
-                        "by states.")
-                resp = self._connection(node.host, node.port).send(
-                    ListGroupsRequest(states_filter=list(states) if version >= 4 else []), version)
+                resp = self._send(node.host, node.port, api_key, build)
             except BrokerConnectionError as e:
                 self._forget(node.host, node.port)
                 last = str(e)
@@ -448,11 +456,10 @@ class GroupAdmin:
                 last = error_message(resp.error_code)
                 continue
             if resp.error_code != ErrorCode.NONE:
-                raise group_error(resp.error_code, f"ListGroups on broker {node}: {error_message(resp.error_code)}")
-            return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None)
-                    for g in resp.groups]
-        raise CoordinatorUnavailableError(f"broker {node} did not list its groups after {self.retries} attempts: "
-                                          f"{last}")
+                raise group_error(resp.error_code, f"{APIS[api_key].name} on broker {node}: "
+                                                   f"{error_message(resp.error_code)}")
+            return resp
+        raise CoordinatorUnavailableError(f"broker {node} did not {what} after {self.retries} attempts: {last}")
 
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupDescription]:
         """State, assignor, members (with decoded assignments) and coordinator of each group.

@@ -28,11 +28,10 @@ from kafka.protocol.admin.transactions import (
 )
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-from praha.admin.groups import COORDINATOR_RETRIABLE, GroupAdmin, GroupAdminError, Node, error_message, group_error
+from praha.admin.groups import GroupAdmin, GroupAdminError, Node, error_message, group_error
 from praha.common import TopicPartition
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
-from praha.protocol.errors import BrokerConnectionError
 
 KEY_TYPE_TRANSACTION = 1
 #: states in which the coordinator still ends a transaction by itself (markers sent or to come)
@@ -96,26 +95,9 @@ class TransactionAdmin(GroupAdmin):
         return [out[k] for k in sorted(out)]
 
     def _list_on_broker(self, node: Node, states: Sequence[str], producer_ids: Sequence[int], duration_ms: int) -> Any:
-        last = ""
-        for attempt in range(self.retries):
-            if attempt:
-                self._pause(attempt - 1)
-            try:
-                resp = self._send(node.host, node.port, ApiKey.LIST_TRANSACTIONS, lambda v: ListTransactionsRequest(
-                    state_filters=list(states), producer_id_filters=list(producer_ids), duration_filter=duration_ms))
-            except BrokerConnectionError as e:
-                self._forget(node.host, node.port)
-                last = str(e)
-                continue
-            if resp.error_code in COORDINATOR_RETRIABLE:
-                last = error_message(resp.error_code)
-                continue
-            if resp.error_code != ErrorCode.NONE:
-                raise group_error(resp.error_code, f"ListTransactions on broker {node}: "
-                                                   f"{error_message(resp.error_code)}")
-            return resp
-        raise GroupAdminError(f"broker {node} did not list its transactions after {self.retries} attempts: {last}",
-                              code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return self.listing_on(node, ApiKey.LIST_TRANSACTIONS, lambda v: ListTransactionsRequest(
+            state_filters=list(states), producer_id_filters=list(producer_ids), duration_filter=duration_ms),
+            "list its transactions")
 
     def describe_transaction(self, transactional_id: str) -> TransactionDescription:
         def send(node: Node, ids: list[str]) -> dict[str, tuple[int, TransactionDescription]]:

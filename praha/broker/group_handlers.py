@@ -212,21 +212,27 @@ class GroupApis:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=int(code), members=members)
 
     # ------------------------------------------------------------ offsets
-    async def handle_offset_commit(self, req: DecodedRequest) -> Any:
-        r = req.request
-        v = req.api_version
+    def _offsets_to_commit(self, topics: Any, with_epoch: bool
+                           ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
+        """An (Txn)OffsetCommit's partitions: refused ones (unknown) and the offsets to commit."""
         cache = self.broker.metadata_cache
         now = now_ms()
         results: dict[tuple[str, int], ErrorCode] = {}
         offsets: dict[tuple[str, int], CommittedOffset] = {}
-        for t in r.topics or []:
+        for t in topics or []:
             for p in t.partitions or []:
                 tp = (t.name, p.partition_index)
                 if cache.partition(TopicPartition(t.name, p.partition_index)) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                epoch = p.committed_leader_epoch if v >= 6 else -1
+                epoch = p.committed_leader_epoch if with_epoch else -1
                 offsets[tp] = CommittedOffset(p.committed_offset, epoch, p.committed_metadata or "", now)
+        return results, offsets
+
+    async def handle_offset_commit(self, req: DecodedRequest) -> Any:
+        r = req.request
+        v = req.api_version
+        results, offsets = self._offsets_to_commit(r.topics, with_epoch=v >= 6)
         if offsets or not results:
             results.update(await self.coordinator.commit_offsets(
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
@@ -286,18 +292,7 @@ class GroupApis:
         """TxnOffsetCommit: offsets written in the producer's transaction, visible once it commits."""
         r = req.request
         v = req.api_version
-        cache = self.broker.metadata_cache
-        now = now_ms()
-        results: dict[tuple[str, int], ErrorCode] = {}
-        offsets: dict[tuple[str, int], CommittedOffset] = {}
-        for t in r.topics or []:
-            for p in t.partitions or []:
-                tp = (t.name, p.partition_index)
-                if cache.partition(TopicPartition(t.name, p.partition_index)) is None:
-                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                epoch = p.committed_leader_epoch if v >= 2 else -1
-                offsets[tp] = CommittedOffset(p.committed_offset, epoch, p.committed_metadata or "", now)
+        results, offsets = self._offsets_to_commit(r.topics, with_epoch=v >= 2)
         if not r.transactional_id:
             results.update({tp: ErrorCode.INVALID_REQUEST for tp in offsets})
         elif offsets:

@@ -728,15 +728,21 @@ class GroupCoordinator:
             return ErrorCode.ILLEGAL_GENERATION if generation != group.generation else ErrorCode.NONE
         return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
 
-    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
-                             ) -> dict[tuple[str, int], ErrorCode]:
-        out: dict[tuple[str, int], ErrorCode] = {}
+    def _metadata_fits(self, offsets: dict[tuple[str, int], CommittedOffset]
+                       ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
+        """Offsets whose metadata is too long (OFFSET_METADATA_TOO_LARGE), and the others."""
+        refused: dict[tuple[str, int], ErrorCode] = {}
         valid: dict[tuple[str, int], CommittedOffset] = {}
         for tp, o in offsets.items():
             if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                refused[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 valid[tp] = o
+        return refused, valid
+
+    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
+                             ) -> dict[tuple[str, int], ErrorCode]:
+        out, valid = self._metadata_fits(offsets)
         if not valid:
             return out
         started = time.monotonic()
@@ -791,13 +797,7 @@ class GroupCoordinator:
             return all_(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation >= 0 and generation != group.generation:
             return all_(ErrorCode.ILLEGAL_GENERATION)
-        out: dict[tuple[str, int], ErrorCode] = {}
-        valid: dict[tuple[str, int], CommittedOffset] = {}
-        for tp, o in offsets.items():
-            if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = o
+        out, valid = self._metadata_fits(offsets)
         if not valid:
             return out
         records: list[tuple[bytes, bytes | None]] = [
