@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KTP
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KNewTopic
@@ -188,20 +188,28 @@ def test_confluent_commit_and_abort_read_committed_sees_committed_only_in_order(
 def test_kafka_python_transactional_producer(cluster):
     topic = new_topic(cluster)
     bs = bootstrap(cluster)
+    group = f"kp-{uuid.uuid4().hex[:6]}"
     p = KafkaProducer(bootstrap_servers=bs, transactional_id=f"kp-{uuid.uuid4().hex[:6]}")
     try:
         p.init_transactions()
         p.begin_transaction()
         for i in range(6):
             p.send(topic, value=b"kc-%d" % i, partition=i % PARTITIONS)
+        p.send_offsets_to_transaction({KTP(topic, 0): OffsetAndMetadata(7, "", -1)}, group)
         p.commit_transaction()
         p.begin_transaction()
         for i in range(6):
             p.send(topic, value=b"ka-%d" % i, partition=i % PARTITIONS)
+        p.send_offsets_to_transaction({KTP(topic, 0): OffsetAndMetadata(99, "", -1)}, group)
         p.flush()
         p.abort_transaction()
     finally:
         p.close()
+    grouped = KafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
+    try:
+        assert grouped.committed(KTP(topic, 0)) == 7  # the committed transaction's offset, not the aborted one's
+    finally:
+        grouped.close()
     c = KafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed", consumer_timeout_ms=3000,
                       enable_auto_commit=False)
     try:
