@@ -145,7 +145,11 @@ class DataApis:
                     continue
                 producer = transactional_producer(records) if verify else None
                 if producer is not None:
-                    token = p.log.begin_verification(producer.producer_id, producer.producer_epoch)
+                    try:
+                        token = p.log.begin_verification(producer.producer_id, producer.producer_epoch)
+                    except PrahaError as e:  # the log closed meanwhile (deleted, shutting down)
+                        results[tp] = [int(e.code), -1, -1]
+                        continue
                     if token is not None:
                         to_verify[tp] = (records, producer, token)
                         continue

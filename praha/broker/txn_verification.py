@@ -161,6 +161,10 @@ class TxnVerifier:
         except (OSError, asyncio.TimeoutError, PrahaError) as e:
             log.info("Transaction verification for %s at broker %d failed: %s", transactional_id, coordinator.id, e)
             return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
+        except Exception as e:  # noqa: BLE001 - an undecodable answer must fail this produce, not the connection
+            conn.close()
+            log.warning("Undecodable AddPartitionsToTxn answer from broker %d: %r", coordinator.id, e)
+            return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
         return {tp: produce_error(code) for tp, code in partition_errors(response, transactional_id, partitions).items()}
 
     def _connection(self, broker_id: int, host: str, port: int) -> tuple[AsyncConnection, asyncio.Lock]:

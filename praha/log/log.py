@@ -607,14 +607,16 @@ class Log:
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """Where read_committed reads stop: below `high_watermark`, the first offset of a
-        transaction still open or whose marker is not replicated yet."""
+        transaction still open or whose marker is not replicated yet — but never below the
+        log start (DeleteRecords may have removed a transaction's first batches)."""
         table = self._producers
         if table is not None and not table.ongoing and not table.unreplicated:
             return high_watermark  # the common case, without the lock
         with self._lock:
             if self._closed:
                 return high_watermark
-            return self._producer_table().last_stable_offset(high_watermark)
+            stable = self._producer_table().last_stable_offset(high_watermark)
+            return min(max(stable, self._log_start), high_watermark)
 
     def on_high_watermark(self, high_watermark: int) -> None:
         """Forget closed transactions whose marker is now below the high watermark (they

@@ -5,14 +5,18 @@ a kept ABORT marker keeps its aborted-transaction index entry; an open transacti
 bounds what is cleanable (the last stable offset)."""
 from __future__ import annotations
 
+import os
+
+import pytest
 from cleaner_helpers import records_of
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.common import TopicPartition
 from praha.log import Log, LogConfig
 from praha.log.batch import CONTROL_MASK, iter_batches
-from praha.log.cleaner import clean_log, plan_for
+from praha.log.cleaner import CleaningAbortedError, LogCleaningPass, clean_log, plan_for
 from praha.log.offset_map import OffsetMap
+from praha.log.recovery import complete_swaps
 
 TP = TopicPartition("t", 0)
 CONFIG = LogConfig(cleanup_policy="compact", file_delete_delay_ms=0, segment_bytes=1 << 20, delete_retention_ms=1_000)
@@ -100,3 +104,39 @@ def test_an_open_transaction_bounds_what_is_cleaned(tmp_path):
         assert [r[2] for r in data_records(lg)] == [b"1", b"2", b"3", b"0"]
     finally:
         lg.close()
+
+
+@pytest.mark.parametrize("step", ["swap", "deleted"])
+def test_a_crash_during_the_swap_keeps_the_aborted_index(tmp_path, step):
+    """The cleaned segment's `.txnindex` goes through `.cleaned` → `.swap` → final with its
+    log; a crash in between completes the swap with it. (Opening the log then also
+    rebuilds that segment's indexes, the offset index having gone with the swap: the
+    rebuilt aborted index is empty, as in Kafka, since the cleaner removed the aborted
+    records it was for.)"""
+    path = str(tmp_path / "t-0")
+    lg = Log(path, CONFIG)
+    lg.append_as_leader(plain([(b"k", b"1")]), 0)
+    lg.append_as_leader(plain([(b"k", b"2")]), 0)
+    lg.append_as_leader(txn(1, [(b"a", b"x")]), 0)  # 2
+    lg.append_marker_as_leader(1, 0, False, 0, 0)  # 3
+    lg.roll()
+    lg.append_as_leader(plain([(b"z", b"0")]), 0)
+    lg.flush()
+    index = lg.segments[0].txn_index.path
+    with open(index, "rb") as f:
+        entry = f.read()
+    assert len(entry) == 34
+    p = LogCleaningPass(lg, OffsetMap(1 << 20), 10_000, crash_after=step)
+    with pytest.raises(CleaningAbortedError, match="simulated crash"):
+        p.clean(0, lg.active_segment.base_offset)
+    assert os.path.exists(index + ".swap")  # the abandoned `lg` is as a killed process left it
+    complete_swaps(path)
+    with open(index, "rb") as f:
+        assert f.read() == entry
+    reopened = Log(path, CONFIG, clean_shutdown=True)
+    try:
+        assert [r[2] for r in data_records(reopened)] == [b"2", b"0"]
+        assert markers(reopened) == [(3, 1)]
+        assert not [n for n in os.listdir(path) if n.endswith((".cleaned", ".swap", ".deleted"))]
+    finally:
+        reopened.close()

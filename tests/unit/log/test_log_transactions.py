@@ -227,3 +227,12 @@ def test_followers_forget_closed_transactions_once_replicated(open_log):
     assert len(table.unreplicated) == 1  # the marker itself is not below 2
     lg.on_high_watermark(3)
     assert table.unreplicated == []
+
+
+def test_lso_is_never_below_the_log_start(open_log):
+    lg = open_log()
+    lg.append_as_leader(txn_batch(1, 0), 0)  # 0-1, open
+    lg.append_as_leader(plain_batch(), 0)    # 2
+    assert lg.last_stable_offset(3) == 0
+    lg.increment_log_start_offset(1)  # DeleteRecords
+    assert lg.last_stable_offset(3) == 1
