@@ -200,6 +200,9 @@ class GroupCoordinator:
         self.stats = CoordinatorStats()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[Any] | None = None
+        #: transaction markers that reached a partition while it was loading: (producer id, commit),
+        #: applied once the load is done (the load read the log as it was when it began)
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
@@ -219,6 +222,7 @@ class GroupCoordinator:
         self._ensure_expiry_task()
 
     def on_resigned(self, partition: int) -> None:
+        self._markers_while_loading.pop(partition, None)
         if self.owned.pop(partition, None) is not None:
             self.stats.load_time_ms.pop(partition, None)
             n = self._unload(partition)
@@ -292,6 +296,8 @@ class GroupCoordinator:
             self.groups[gid] = g
             n += 1
         self.owned[partition] = (Ownership.ACTIVE, epoch)
+        for producer_id, commit in self._markers_while_loading.pop(partition, []):
+            self.complete_transactional_offsets(partition, producer_id, commit)
         ms = (time.monotonic() - started) * 1000
         self.stats.partitions_loaded += 1
         self.stats.load_time_ms_total += ms
@@ -815,6 +821,10 @@ class GroupCoordinator:
         """A COMMIT or ABORT marker of `producer_id` reached `__consumer_offsets`-`offsets_partition`
         (called by the partition's leader, which is this coordinator): its pending offsets in
         that partition's groups become committed, or are dropped. How many groups changed."""
+        owned = self.owned.get(offsets_partition)
+        if owned is not None and owned[0] is Ownership.LOADING:
+            self._markers_while_loading.setdefault(offsets_partition, []).append((producer_id, commit))
+            return 0
         changed = 0
         for gid, g in self.groups.items():
             if producer_id in g.pending_txn_offsets and self.partition_of(gid) == offsets_partition:

@@ -314,3 +314,20 @@ def test_loading_applies_txn_offsets_at_their_markers():
 def test_every_state_round_trips_through_the_log(state):
     v = TxnLogValue(1, 2, 3, state.id, () if state is TxnState.EMPTY else (("x", 1),), 4, 5)
     assert TxnState.of_id(decode_value(encode_value(v)).state_id) is state
+
+
+def test_a_marker_that_arrives_while_the_partition_loads_is_applied_after():
+    async def go():
+        log = OffsetsFake()
+        log.entries = [LogRecord(offset_key("g", "t", 0), offset_value(CommittedOffset(20, -1, "", 2).value()), 5)]
+        g = GroupCoordinator(GroupConfig(partitions=1, initial_rebalance_delay_ms=0), log, blocking)
+        g.on_elected(0, 1)  # loading: the replay has not run yet
+        assert g.complete_transactional_offsets(0, 5, commit=True) == 0  # remembered, not lost
+        for _ in range(50):
+            if g._check("g") == E.NONE:
+                break
+            await asyncio.sleep(0)
+        assert g.fetch_offsets("g", [("t", 0)])[1][("t", 0)].offset == 20
+        assert g.has_pending_txn_offsets("g", None) == set()
+        g.shutdown()
+    run(go())
