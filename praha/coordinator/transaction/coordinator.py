@@ -269,7 +269,7 @@ class TransactionCoordinator:
                      transactional_id, txn.producer_id, txn.producer_epoch)
             self._spawn(self._end(txn, txn.producer_id, txn.producer_epoch, commit=False, from_client=False))
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if expected_epoch >= 0 and txn.producer_epoch != expected_epoch:
+        if expected_epoch >= 0 and txn.producer_epoch not in (expected_epoch, NO_PRODUCER_EPOCH):
             if expected_producer_id == txn.producer_id and expected_epoch == txn.last_producer_epoch:
                 return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)  # a retried bump
             return InitResult(ErrorCode.PRODUCER_FENCED)

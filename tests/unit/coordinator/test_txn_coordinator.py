@@ -331,3 +331,21 @@ def test_a_marker_that_arrives_while_the_partition_loads_is_applied_after():
         assert g.has_pending_txn_offsets("g", None) == set()
         g.shutdown()
     run(go())
+
+
+def test_kip_360_a_producer_naming_its_id_and_epoch():
+    async def go():
+        c, _, _ = make()
+        await loaded(c)
+        first = await c.init_producer_id("t", 60000)
+        bumped = await c.init_producer_id("t", 60000, first.producer_id, 0)
+        assert (bumped.error, bumped.producer_epoch) == (E.NONE, 1)
+        retried = await c.init_producer_id("t", 60000, first.producer_id, 0)  # the answer was lost: no bump
+        assert (retried.error, retried.producer_epoch) == (E.NONE, 1)
+        assert (await c.init_producer_id("t", 60000, first.producer_id + 7, 1)).error == E.PRODUCER_FENCED
+        assert (await c.init_producer_id("t", 60000, first.producer_id, 5)).error == E.PRODUCER_FENCED
+        # an id the coordinator no longer knows (expired) accepts whatever the producer had
+        fresh = await c.init_producer_id("new", 60000, 4242, 9)
+        assert (fresh.error, fresh.producer_epoch) == (E.NONE, 0)
+        c.shutdown()
+    run(go())
