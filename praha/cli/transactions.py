@@ -140,5 +140,5 @@ def _print(args: argparse.Namespace, header: list[str], rows: list[list[Any]]) -
     cells = [header] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     for r in cells:
-        sys.stdout.write("\t".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+        sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
     return 0
