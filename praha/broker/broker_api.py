@@ -18,6 +18,7 @@ from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
@@ -56,6 +57,7 @@ class Broker(Protocol):
     broker_info: BrokerInfo | None
     group_coordinator: GroupCoordinator
     client_quotas: ClientQuotas
+    txn_coordinator: TransactionCoordinator
 
     @property
     def controller(self) -> HostedController | None: ...

@@ -55,6 +55,12 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.admin.transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -87,7 +93,20 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
@@ -170,6 +189,13 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(DescribeProducersRequest, DescribeProducersResponse),
     _spec(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
     _spec(AlterClientQuotasRequest, AlterClientQuotasResponse),
+    _spec(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    _spec(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    _spec(EndTxnRequest, EndTxnResponse),
+    _spec(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    _spec(DescribeTransactionsRequest, DescribeTransactionsResponse),
+    _spec(ListTransactionsRequest, ListTransactionsResponse),
+    _spec(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 )}
 
 

@@ -215,7 +215,9 @@ def test_registry_covers_the_brief():
                          32, 33, 44,  # the config APIs
                          21, 35, 61,  # DeleteRecords, DescribeLogDirs, DescribeProducers
                          48, 49,  # DescribeClientQuotas, AlterClientQuotas
-                         34}  # AlterReplicaLogDirs
+                         34,  # AlterReplicaLogDirs
+                         27,  # WriteTxnMarkers
+                         24, 25, 26, 28, 65, 66}  # the transaction coordinator's APIs
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version
