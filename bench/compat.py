@@ -90,8 +90,6 @@ INTER_BROKER = {4, 5, 6, 7, 27, 56, 58, 67}
 PLANNED = {
     17: "security", 36: "security", 29: "security", 30: "security", 31: "security", 50: "security", 51: "security",
     38: "security", 39: "security", 40: "security", 41: "security",
-    24: "transactions", 25: "transactions", 26: "transactions", 27: "transactions", 28: "transactions",
-    65: "transactions", 66: "transactions",
     57: "not planned (feature flags)", 56: "not used (the controller writes ISR changes itself)",
     58: "not used (KRaft migration)", 67: "not used (KRaft migration)",
     68: "not in ZooKeeper mode (KIP-848 is KRaft-only in 3.x)", 69: "not in ZooKeeper mode (KIP-848 is KRaft-only in 3.x)",

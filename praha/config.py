@@ -208,6 +208,21 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = _option("offsets.retention.check.interval.ms", 600000, _int, 1)
     offsets_commit_timeout_ms: int = _option("offsets.commit.timeout.ms", 5000, _int, 1)
     offset_metadata_max_bytes: int = _option("offset.metadata.max.bytes", 4096, _int, 0)
+    # transactions (Kafka's TransactionLogConfig / TransactionStateManagerConfig names and defaults)
+    request_timeout_ms: int = _option("request.timeout.ms", 30000, _int, 0)
+    transaction_state_log_num_partitions: int = _option("transaction.state.log.num.partitions", 50, _int, 1)
+    transaction_state_log_replication_factor: int = _option("transaction.state.log.replication.factor", 3, _int, 1)
+    transaction_state_log_min_isr: int = _option("transaction.state.log.min.isr", 2, _int, 1)
+    transaction_state_log_segment_bytes: int = _option("transaction.state.log.segment.bytes", 104857600, _int, 1)
+    transaction_max_timeout_ms: int = _option("transaction.max.timeout.ms", 900000, _int, 1)
+    transactional_id_expiration_ms: int = _option("transactional.id.expiration.ms", 604800000, _int, 1)
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _option(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, _int, 1)
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _option(
+        "transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, _int, 1)
+    transaction_partition_verification_enable: bool = _option("transaction.partition.verification.enable", True, _bool,
+                                                              doc="KIP-890: a leader asks the transaction coordinator "
+                                                                  "before a transactional append opens a transaction")
     metrics_port: int = _option("praha.metrics.port", 0, _int, 0, "HTTP port for Prometheus metrics (0 = any free)")
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)

@@ -45,6 +45,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 12),
+    # `praha transactions` (praha.admin.transactions) shares this client's plumbing
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (1, 1),
 }
 #: answers after which Kafka's admin finds the coordinator again and retries
 COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -334,20 +339,21 @@ class GroupAdmin:
         return [tp for t in names for tp in view.partitions(t)]
 
     # -- coordinators ------------------------------------------------------------------------
-    def find_coordinators(self, groups: Sequence[str]) -> dict[str, tuple[int, Node | None]]:
-        """{group: (error code, coordinator)} from one broker (batched with FindCoordinator v4)."""
+    def find_coordinators(self, groups: Sequence[str], key_type: int = 0) -> dict[str, tuple[int, Node | None]]:
+        """{group (or, key type 1, transactional id): (error code, coordinator)} from one
+        broker (batched with FindCoordinator v4)."""
 
         def ask(host: str, port: int) -> dict[str, tuple[int, Node | None]]:
             version = self.version_for(host, port, ApiKey.FIND_COORDINATOR)
             conn = self._connection(host, port)
             out: dict[str, tuple[int, Node | None]] = {}
             if version >= 4:
-                resp = conn.send(FindCoordinatorRequest(key_type=0, coordinator_keys=list(groups)), version)
+                resp = conn.send(FindCoordinatorRequest(key_type=key_type, coordinator_keys=list(groups)), version)
                 for c in resp.coordinators:
                     out[c.key] = (c.error_code, Node(c.node_id, c.host, c.port) if c.error_code == 0 else None)
                 return out
             for g in groups:
-                resp = conn.send(FindCoordinatorRequest(key=g, key_type=0), version)
+                resp = conn.send(FindCoordinatorRequest(key=g, key_type=key_type), version)
                 out[g] = (resp.error_code, Node(resp.node_id, resp.host, resp.port) if resp.error_code == 0 else None)
             return out
 
@@ -358,7 +364,7 @@ class GroupAdmin:
         return self._per_group([group], lambda node, gs: {g: (ErrorCode.NONE, node) for g in gs})[group]
 
     def _per_group(self, groups: Sequence[str],
-                   send: Callable[[Node, list[str]], Mapping[str, tuple[int, T]]]) -> dict[str, T]:
+                   send: Callable[[Node, list[str]], Mapping[str, tuple[int, T]]], key_type: int = 0) -> dict[str, T]:
         """Run `send(coordinator, its groups)` for each coordinator; groups whose lookup or
         answer is retriable (or whose coordinator did not answer) are looked up again and
         retried, at most `retries` times. A non-retriable error code raises."""
@@ -370,7 +376,7 @@ class GroupAdmin:
                 break
             if attempt:
                 self._pause(attempt - 1)
-            located = self.find_coordinators(pending)
+            located = self.find_coordinators(pending, key_type)
             retry: list[str] = []
             by_node: dict[Node, list[str]] = defaultdict(list)
             for g in pending:
@@ -422,18 +428,26 @@ class GroupAdmin:
         return [found[g] for g in sorted(found)]
 
     def _list_on(self, node: Node, states: Sequence[str]) -> list[GroupListing]:
+        def build(version: int) -> Any:
+            if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
+                raise GroupApiUnsupportedError(
+                    f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
+                    "by states.")
+            return ListGroupsRequest(states_filter=list(states) if version >= 4 else [])
+
+        resp = self.listing_on(node, ApiKey.LIST_GROUPS, build, "list its groups")
+        return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None)
+                for g in resp.groups]
+
+    def listing_on(self, node: Node, api_key: int, build: Callable[[int], Any], what: str) -> Any:
+        """A broker's answer to a listing request (ListGroups, ListTransactions), asked again
+        while it is loading or the connection breaks, at most `retries` times."""
         last = ""
         for attempt in range(self.retries):
             if attempt:
                 self._pause(attempt - 1)
             try:
-                version = self.version_for(node.host, node.port, ApiKey.LIST_GROUPS)
-                if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
-                    raise GroupApiUnsupportedError(
-                        f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
-                        "by states.")
-                resp = self._connection(node.host, node.port).send(
-                    ListGroupsRequest(states_filter=list(states) if version >= 4 else []), version)
+                resp = self._send(node.host, node.port, api_key, build)
             except BrokerConnectionError as e:
                 self._forget(node.host, node.port)
                 last = str(e)
@@ -442,11 +456,10 @@ class GroupAdmin:
                 last = error_message(resp.error_code)
                 continue
             if resp.error_code != ErrorCode.NONE:
-                raise group_error(resp.error_code, f"ListGroups on broker {node}: {error_message(resp.error_code)}")
-            return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None)
-                    for g in resp.groups]
-        raise CoordinatorUnavailableError(f"broker {node} did not list its groups after {self.retries} attempts: "
-                                          f"{last}")
+                raise group_error(resp.error_code, f"{APIS[api_key].name} on broker {node}: "
+                                                   f"{error_message(resp.error_code)}")
+            return resp
+        raise CoordinatorUnavailableError(f"broker {node} did not {what} after {self.retries} attempts: {last}")
 
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupDescription]:
         """State, assignor, members (with decoded assignments) and coordinator of each group.

@@ -137,3 +137,6 @@ class RequestAuthorizer:
 
     def group_allowed(self, req: DecodedRequest, operation: AclOperation, group: str) -> bool:
         return not self.enabled or self.allowed(req.session, operation, ResourceType.GROUP, group)
+
+    def transactional_id_allowed(self, req: DecodedRequest, operation: AclOperation, transactional_id: str) -> bool:
+        return not self.enabled or self.allowed(req.session, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)

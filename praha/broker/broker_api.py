@@ -19,6 +19,7 @@ from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
@@ -58,6 +59,7 @@ class Broker(Protocol):
     group_coordinator: GroupCoordinator
     authz: RequestAuthorizer
     client_quotas: ClientQuotas
+    txn_coordinator: TransactionCoordinator
 
     @property
     def controller(self) -> HostedController | None: ...

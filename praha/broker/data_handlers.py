@@ -5,13 +5,18 @@ if its log dir failed here, or UNKNOWN_TOPIC_OR_PARTITION if the cluster does no
 of at least `min.insync.replicas` (NOT_ENOUGH_REPLICAS); 3. the batches stay bytes:
 the log validates framing and CRC, patches base offset and leader epoch (in the request
 frame itself, which `praha.protocol.produce` leaves the records in) and appends; 4. the
-high watermark may move (single-member ISR) and parked fetches wake. acks=all then
+high watermark may move (single-member ISR) and parked fetches wake. A transactional
+batch (with a `transactional_id`) that would open a transaction in a partition is first
+checked with the transaction coordinator (KIP-890, `txn_verification`). acks=all then
 parks the request until every partition's high watermark passes its batch
 (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
 REQUEST_TIMED_OUT at `timeout_ms`); acks=0 gets no answer.
 
 Fetch: followers (replica_id ≥ 0) first report their progress (fetch offset = their
-log end), then read up to our log end; consumers read below the high watermark. Whole
+log end), then read up to our log end; consumers read below the high watermark, or with
+`isolation_level` 1 (read_committed) below the last stable offset, and then also get the
+aborted transactions overlapping what they read (Kafka's `aborted_transactions`). Every
+answer carries the last stable offset. Whole
 batches, `partition_max_bytes` each and `max_bytes` in all, at least one batch for
 the first partition with data. Below `min_bytes` the request is parked until enough
 bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not kept:
@@ -48,6 +53,7 @@ from praha.broker.authorization import NOT_REQUESTED
 from praha.broker.delayed import ProduceWait
 from praha.broker.network import Muted, SegmentedFrame
 from praha.broker.partition import Partition
+from praha.broker.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
@@ -82,6 +88,7 @@ _LDT = _LDR.DescribeLogDirsTopic
 _LDP = _LDT.DescribeLogDirsPartition
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+READ_COMMITTED = 1  # Fetch and ListOffsets isolation_level
 
 #: a consumer's partition read of at least this many bytes is sent from the file with
 #: os.sendfile; below it the copy is cheaper than the extra event-loop round trips
@@ -93,6 +100,7 @@ class DataApis:
         self.broker = broker
         #: None disables the zero-copy reads (every record byte is read into the frame)
         self.zero_copy_min_bytes: int | None = ZERO_COPY_MIN_BYTES
+        self.verifier = TxnVerifier(broker)
 
     @property
     def rm(self) -> "ReplicaManager":
@@ -122,7 +130,15 @@ class DataApis:
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start]
         refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]] = {}  # message, record errors (v8+)
         waits: dict[TopicPartition, ProduceWait] = {}
+        to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]] = {}  # KIP-890: records, producer, token
+        verify = r.transactional_id is not None and self.verifier.enabled
+        if r.transactional_id is None and any(is_transactional(pd.records) for t in r.topic_data
+                                              for pd in t.partition_data):
+            return self._refuse_all(r, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # Kafka's answer
         authz = self.broker.authz
+        if r.transactional_id is not None and not authz.transactional_id_allowed(req, AclOperation.WRITE,
+                                                                                  r.transactional_id):
+            return self._refuse_all(r, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         for t in r.topic_data:
             writable_topic = authz.topic_allowed(req, AclOperation.WRITE, t.name)
             for pd in t.partition_data:
@@ -133,37 +149,32 @@ class DataApis:
                 if acks not in (-1, 0, 1):
                     results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1]
                     continue
-                if tp in results:  # a partition named twice: the first entry counts
+                if tp in results or tp in to_verify:  # a partition named twice: the first entry counts
                     continue
                 if tp.topic in INTERNAL_TOPICS:  # written by the coordinators only (Kafka's answer)
                     results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1, -1]
                     continue
-                p, code = self._leader(tp)
+                p, code = self._produce_target(tp, acks)
                 if p is None:
                     results[tp] = [code, -1, -1]
-                    continue
-                if acks == -1 and len(p.isr) < p.min_insync_replicas:
-                    results[tp] = [ErrorCode.NOT_ENOUGH_REPLICAS, -1, -1]
                     continue
                 records = pd.records
                 if records is None:
                     results[tp] = [ErrorCode.INVALID_RECORD, -1, -1]
                     continue
-                try:
-                    # a view of the request frame, which nothing reads after this request
-                    writable = type(records) is memoryview and not records.readonly
-                    info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable)
-                except PrahaError as e:
-                    results[tp] = [int(e.code), -1, -1]
-                    refusals[tp] = (str(e), getattr(e, "record_errors", []))
-                    continue
-                results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
-                if info.record_count:
-                    rm.stats.bytes_in += info.size_bytes
-                    rm.stats.messages_in += info.record_count
-                    rm.after_leader_append(p)
-                if acks == -1 and (info.record_count or info.duplicate):  # a retry waits like the first write
-                    waits[tp] = ProduceWait(info.last_offset + 1)
+                producer = transactional_producer(records) if verify else None
+                if producer is not None:
+                    try:
+                        token = p.log.begin_verification(producer.producer_id, producer.producer_epoch)
+                    except PrahaError as e:  # the log closed meanwhile (deleted, shutting down)
+                        results[tp] = [int(e.code), -1, -1]
+                        continue
+                    if token is not None:
+                        to_verify[tp] = (records, producer, token)
+                        continue
+                self._append(p, tp, records, acks, results, refusals, waits)
+        if to_verify:
+            await self._verify_and_append(r.transactional_id, to_verify, acks, results, refusals, waits)
         if waits:
             outcome = await rm.park_produce(waits, r.timeout_ms)
             for tp, w in outcome.items():
@@ -185,6 +196,65 @@ class DataApis:
         response = ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
         return Muted(response, throttle) if throttle else response
+
+    @staticmethod
+    def _refuse_all(r: Any, code: int) -> Any:
+        """One error for every partition of a Produce (nothing appended)."""
+        if r.acks == 0:
+            return None
+        return ProduceResponse(throttle_time_ms=0, responses=[_PR(name=t.name, partition_responses=[
+            _PP(index=pd.index, error_code=int(code), base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
+                record_errors=[], error_message=None) for pd in t.partition_data]) for t in r.topic_data])
+
+    def _produce_target(self, tp: TopicPartition, acks: int) -> tuple[Partition | None, int]:
+        """Our partition if we lead it and, for acks=all, its ISR is large enough."""
+        p, code = self._leader(tp)
+        if p is not None and acks == -1 and len(p.isr) < p.min_insync_replicas:
+            return None, ErrorCode.NOT_ENOUGH_REPLICAS
+        return p, code
+
+    def _append(self, p: Partition, tp: TopicPartition, records: Any, acks: int, results: dict[TopicPartition, list[int]],
+                refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
+                waits: dict[TopicPartition, ProduceWait], verified: dict[int, object] | None = None) -> None:
+        rm = self.rm
+        try:
+            # a view of the request frame, which nothing reads after this request
+            writable = type(records) is memoryview and not records.readonly
+            info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable, verified=verified)
+        except PrahaError as e:
+            results[tp] = [int(e.code), -1, -1]
+            refusals[tp] = (str(e), getattr(e, "record_errors", []))
+            return
+        results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
+        if info.record_count:
+            rm.stats.bytes_in += info.size_bytes
+            rm.stats.messages_in += info.record_count
+            rm.after_leader_append(p)
+        if acks == -1 and (info.record_count or info.duplicate):  # a retry waits like the first write
+            waits[tp] = ProduceWait(info.last_offset + 1)
+
+    async def _verify_and_append(self, transactional_id: str, to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]],
+                                 acks: int, results: dict[TopicPartition, list[int]],
+                                 refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
+                                 waits: dict[TopicPartition, ProduceWait]) -> None:
+        """KIP-890: ask the transaction coordinator about the partitions that would open a
+        transaction (one request per producer), then append those it confirmed, if this
+        broker still leads them."""
+        by_producer: dict[TxnProducer, list[TopicPartition]] = {}
+        for tp, (_, producer, _) in to_verify.items():
+            by_producer.setdefault(producer, []).append(tp)
+        for producer, tps in by_producer.items():
+            codes = await self.verifier.verify(transactional_id, producer.producer_id, producer.producer_epoch, tps)
+            for tp in tps:
+                records, _, token = to_verify[tp]
+                code = codes.get(tp, ErrorCode.INVALID_TXN_STATE)
+                p = None
+                if code == ErrorCode.NONE:
+                    p, code = self._produce_target(tp, acks)
+                if p is None:
+                    results[tp] = [code, -1, -1]
+                    continue
+                self._append(p, tp, records, acks, results, refusals, waits, verified={producer.producer_id: token})
 
     # ------------------------------------------------------------------ DeleteRecords
     async def handle_delete_records(self, req: DecodedRequest) -> Any:
@@ -318,11 +388,12 @@ class DataApis:
             cap = quota.max_value_in_window(req.principal, client_id)
             if cap is not None:
                 max_bytes = max(1, min(max_bytes, int(cap)))
-        parts, total, errored = self._read_all(wanted, replica_id, max_bytes)
+        committed = replica_id < 0 and r.isolation_level == READ_COMMITTED
+        parts, total, errored = self._read_all(wanted, replica_id, max_bytes, committed)
         if r.max_wait_ms > 0 and total < min(r.min_bytes, max_bytes) and not errored and wanted:
             _close_regions(parts)
-            await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms)
-            parts, total, _ = self._read_all(wanted, replica_id, max_bytes)
+            await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms, committed)
+            parts, total, _ = self._read_all(wanted, replica_id, max_bytes, committed)
         if limited:
             throttle = quota.record(req.principal, client_id, total)
             if throttle:  # answered empty, as Kafka does: the bytes are not sent, so not counted
@@ -358,12 +429,12 @@ class DataApis:
                 rm.record_follower_fetch(p, replica_id, fp.fetch_offset, getattr(fp, "log_start_offset", -1))
 
     def _read_all(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
-                  max_bytes: int) -> tuple[list[tuple[TopicPartition, Any]], int, bool]:
+                  max_bytes: int, committed: bool = False) -> tuple[list[tuple[TopicPartition, Any]], int, bool]:
         out = []
         total = 0
         errored = False
         for tp, fp in wanted:
-            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0)
+            pdata, n = self._read_one(tp, fp, replica_id, max_bytes - total, first=total == 0, committed=committed)
             if pdata.error_code != ErrorCode.NONE:
                 errored = True
             total += n
@@ -371,20 +442,27 @@ class DataApis:
         return out, total, errored
 
     def _read_one(self, tp: TopicPartition, fp: Any, replica_id: int, limit: int,
-                  first: bool) -> tuple[FetchedPartition, int]:
+                  first: bool, committed: bool = False) -> tuple[FetchedPartition, int]:
         """One partition's answer and its record bytes; records of at least
-        `zero_copy_min_bytes` come as a FileRegion (still in the file) instead of bytes."""
+        `zero_copy_min_bytes` come as a FileRegion (still in the file) instead of bytes.
+        A read_committed read stops at the last stable offset and names the aborted
+        transactions it overlaps."""
         p, code = self._leader(tp, fp.current_leader_epoch)
         if p is None:
             return _error_partition(tp.partition, code), 0
         lg = p.log
         hw = p.high_watermark
+        lso = lg.last_stable_offset(hw)
         max_bytes = min(fp.partition_max_bytes, limit) if limit > 0 else 0
         data: bytes | FileRegion | None = b""
+        aborted: list[tuple[int, int]] | None = [] if committed else None
         if max_bytes > 0 or first:
             try:
-                sl = lg.read_slice(fp.fetch_offset, max(max_bytes, 1), None if replica_id >= 0 else hw,
-                                   min_one_batch=first)
+                sl = lg.read_slice(fp.fetch_offset, max(max_bytes, 1),
+                                   None if replica_id >= 0 else lso if committed else hw, min_one_batch=first)
+                if committed and sl.size:
+                    aborted = [(t.producer_id, t.first_offset)
+                               for t in lg.collect_aborted_transactions(fp.fetch_offset, sl.next_offset)]
                 data = None
                 zero_copy = self.zero_copy_min_bytes
                 if zero_copy is not None and sl.size >= zero_copy:
@@ -397,15 +475,15 @@ class DataApis:
             except OSError as e:  # the disk failed under the read: its dir goes offline
                 return _error_partition(tp.partition, int(lg.io_error("read from", e).code)), 0
             except OffsetOutOfRangeError:
-                return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw,
+                return FetchedPartition(tp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso,
                                         lg.log_start_offset, b""), 0
             except PrahaError as e:
                 return _error_partition(tp.partition, int(e.code)), 0
         n = len(data) if data is not None else 0
-        return FetchedPartition(tp.partition, ErrorCode.NONE, hw, hw, lg.log_start_offset, data or b""), n
+        return FetchedPartition(tp.partition, ErrorCode.NONE, hw, lso, lg.log_start_offset, data or b"", aborted), n
 
     async def _park_fetch(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
-                          min_bytes: int, max_wait_ms: int) -> None:
+                          min_bytes: int, max_wait_ms: int, committed: bool = False) -> None:
         rm = self.rm
         by_tp = dict(wanted)
         epochs = {}
@@ -418,9 +496,11 @@ class DataApis:
             if p is None or not p.is_leader or p.leader_epoch != epochs[tp]:
                 return -1
             fp = by_tp[tp]
+            hw = p.high_watermark
             try:
                 sl = p.log.read_slice(fp.fetch_offset, fp.partition_max_bytes,
-                                      None if replica_id >= 0 else p.high_watermark, min_one_batch=True)
+                                      None if replica_id >= 0 else p.log.last_stable_offset(hw) if committed else hw,
+                                      min_one_batch=True)
             except PrahaError:
                 return -1
             return sl.size
@@ -445,12 +525,13 @@ class DataApis:
                     parts.append(_lo(tp.partition, ErrorCode.INVALID_REQUEST))
                     continue
                 seen.add(tp)
-                parts.append(self._list_offset(tp, lp, r.replica_id))
+                parts.append(self._list_offset(tp, lp, r.replica_id, getattr(r, "isolation_level", 0) or 0))
             topics.append(_LR(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
-    def _list_offset(self, tp: TopicPartition, lp: Any, replica_id: int) -> Any:
-        """Consumers (replica id -1) see the leader's offsets below the high watermark;
+    def _list_offset(self, tp: TopicPartition, lp: Any, replica_id: int, isolation_level: int = 0) -> Any:
+        """Consumers (replica id -1) see the leader's offsets below the high watermark, or
+        below the last stable offset with read_committed (isolation level 1);
         replicas see the leader's log end; Kafka's debugging id (-2) asks any replica, also
         a follower, for its own log (how `reassign verify` shows how far behind one is)."""
         if replica_id == DEBUGGING_REPLICA_ID:
@@ -466,6 +547,8 @@ class DataApis:
         lg = p.log
         ts = lp.timestamp
         limit = p.high_watermark if replica_id == CONSUMER_REPLICA_ID else lg.log_end_offset
+        if replica_id == CONSUMER_REPLICA_ID and isolation_level == READ_COMMITTED:
+            limit = lg.last_stable_offset(limit)
         if ts == EARLIEST:
             off = lg.log_start_offset
             return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))

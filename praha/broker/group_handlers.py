@@ -1,17 +1,21 @@
 """Consumer-group APIs on the wire: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
+LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
+DeleteGroups, OffsetDelete.
 
 Each handler decodes the request's fields, asks the group coordinator
 (`praha.coordinator.group`) and builds Kafka's response at the request's version. The one
-thing done here rather than in the coordinator is FindCoordinator's: the first lookup
-creates `__consumer_offsets` (50 partitions, `offsets.topic.replication.factor`, compacted),
-refused with COORDINATOR_NOT_AVAILABLE while fewer brokers are alive than that factor, as
-Kafka does; the coordinator is then the leader of the group's partition.
+thing done here rather than in the coordinator is FindCoordinator's, for groups and
+(key type 1) transactional ids alike: the first lookup creates `__consumer_offsets`
+(`offsets.topic.*`) or `__transaction_state` (`transaction.state.log.*`: 50 partitions,
+compacted, min.insync.replicas 2), refused with COORDINATOR_NOT_AVAILABLE while fewer brokers
+are alive than the replication factor, as Kafka does; the coordinator is then the leader of
+the key's partition.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
@@ -25,12 +29,15 @@ from kafka.protocol.consumer import (
     SyncGroupResponse,
 )
 from kafka.protocol.metadata import FindCoordinatorResponse
+from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
 
 from praha.broker.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, now_ms
+from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
+from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation, ResourceType
@@ -50,6 +57,8 @@ _OFP = _OFT.OffsetFetchResponsePartition
 _OFG = OffsetFetchResponse.OffsetFetchResponseGroup
 _OFGT = _OFG.OffsetFetchResponseTopics
 _OFGP = _OFGT.OffsetFetchResponsePartitions
+_TOCT = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+_TOCP = _TOCT.TxnOffsetCommitResponsePartition
 
 
 def offsets_topic_config(segment_bytes: int) -> dict[str, str]:
@@ -57,10 +66,34 @@ def offsets_topic_config(segment_bytes: int) -> dict[str, str]:
     return {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(segment_bytes)}
 
 
+@dataclass(frozen=True, slots=True)
+class InternalTopic:
+    """A coordinator's topic as FindCoordinator creates it on first use."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    replication_key: str
+    config: dict[str, str]
+
+
+def internal_topic(cfg: BrokerConfig, name: str) -> InternalTopic:
+    if name == TRANSACTION_STATE_TOPIC:
+        # Kafka's TransactionStateManager.transactionTopicConfigs
+        return InternalTopic(name, cfg.transaction_state_log_num_partitions,
+                             cfg.transaction_state_log_replication_factor, "transaction.state.log.replication.factor",
+                             {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                              "min.insync.replicas": str(cfg.transaction_state_log_min_isr),
+                              "segment.bytes": str(cfg.transaction_state_log_segment_bytes),
+                              "unclean.leader.election.enable": "false"})
+    return InternalTopic(name, cfg.offsets_topic_num_partitions, cfg.offsets_topic_replication_factor,
+                         "offsets.topic.replication.factor", offsets_topic_config(cfg.offsets_topic_segment_bytes))
+
+
 class GroupApis:
     def __init__(self, broker: "Broker"):
         self.broker = broker
-        self._creating: asyncio.Future[None] | None = None
+        self._creating: dict[str, asyncio.Future[None]] = {}
 
     @property
     def coordinator(self) -> GroupCoordinator:
@@ -88,55 +121,59 @@ class GroupApis:
         def fail(code: ErrorCode, message: str | None = None) -> tuple[ErrorCode, str | None, int, str, int]:
             return code, message, -1, "", -1
         if key_type == KEY_TYPE_TRANSACTION:
-            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet")
-        if key_type != KEY_TYPE_GROUP:
+            if not key:
+                return fail(ErrorCode.INVALID_REQUEST, "a transactional id must not be empty")
+            topic = internal_topic(self.broker.config, TRANSACTION_STATE_TOPIC)
+            partition = self.broker.txn_coordinator.partition_of(key)
+        elif key_type == KEY_TYPE_GROUP:
+            if not valid_group_id(key):
+                return fail(ErrorCode.INVALID_GROUP_ID,
+                            f"a group id must be 1 to {MAX_GROUP_ID_BYTES} bytes of UTF-8, got {len(key.encode())}")
+            topic = internal_topic(self.broker.config, OFFSETS_TOPIC)
+            partition = self.coordinator.partition_of(key)
+        else:
             return fail(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-        if not valid_group_id(key):
-            return fail(ErrorCode.INVALID_GROUP_ID,
-                        f"a group id must be 1 to {MAX_GROUP_ID_BYTES} bytes of UTF-8, got {len(key.encode())}")
         cache = self.broker.metadata_cache
-        if not cache.contains_topic(OFFSETS_TOPIC):
-            problem = await self._create_offsets_topic()
+        if not cache.contains_topic(topic.name):
+            problem = await self._create_internal_topic(topic)
             if problem is not None:
                 return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, problem)
-            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created")
-        partition = self.coordinator.partition_of(key)
-        leader = cache.leader_of(TopicPartition(OFFSETS_TOPIC, partition))
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{topic.name} is being created")
+        leader = cache.leader_of(TopicPartition(topic.name, partition))
         if leader is None:
-            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{partition} has no leader")
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{topic.name}-{partition} has no leader")
         endpoint = leader.endpoint(listener)
         if endpoint is None:  # the coordinator has no endpoint on the client's listener
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {leader.id} has no listener {listener}")
         return ErrorCode.NONE, None, leader.id, endpoint.host, endpoint.port
 
-    async def _create_offsets_topic(self) -> str | None:
-        """Create `__consumer_offsets` (once per broker at a time); a problem, or None."""
-        cfg = self.broker.config
-        rf = cfg.offsets_topic_replication_factor
+    async def _create_internal_topic(self, topic: "InternalTopic") -> str | None:
+        """Create a coordinator's topic (once per broker and topic at a time); a problem, or None."""
         alive = len(self.broker.metadata_cache.live_brokers)
-        if alive < rf:
-            return (f"{OFFSETS_TOPIC} needs {rf} brokers (offsets.topic.replication.factor), "
+        if alive < topic.replication_factor:
+            return (f"{topic.name} needs {topic.replication_factor} brokers ({topic.replication_key}), "
                     f"{alive} are alive")
-        if self._creating is not None:
-            await asyncio.shield(self._creating)
+        creating = self._creating.get(topic.name)
+        if creating is not None:
+            await asyncio.shield(creating)
             return None
         loop = asyncio.get_running_loop()
-        self._creating = loop.create_future()
+        done = self._creating[topic.name] = loop.create_future()
 
         def create() -> None:
-            if create_topic_if_absent(self.broker.zk_store(), OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, rf,
-                                      offsets_topic_config(cfg.offsets_topic_segment_bytes)):
-                log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
-                         cfg.offsets_topic_num_partitions, rf)
+            if create_topic_if_absent(self.broker.zk_store(), topic.name, topic.partitions, topic.replication_factor,
+                                      topic.config):
+                log.info("created %s: %d partitions, replication factor %d", topic.name, topic.partitions,
+                         topic.replication_factor)
 
         try:
             await loop.run_in_executor(None, create)
             return None
         except PrahaError as e:
-            return f"could not create {OFFSETS_TOPIC}: {e}"
+            return f"could not create {topic.name}: {e}"
         finally:
-            self._creating.set_result(None)
-            self._creating = None
+            done.set_result(None)
+            del self._creating[topic.name]
 
     # ------------------------------------------------------------ membership
     def _group_readable(self, req: DecodedRequest) -> bool:
@@ -196,15 +233,16 @@ class GroupApis:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=int(code), members=members)
 
     # ------------------------------------------------------------ offsets
-    async def handle_offset_commit(self, req: DecodedRequest) -> Any:
-        r = req.request
-        v = req.api_version
+    def _offsets_to_commit(self, req: DecodedRequest, topics: Any, with_epoch: bool
+                           ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
+        """An (Txn)OffsetCommit's partitions: refused ones (Read on the group and on the topic
+        needed; unknown) and the offsets to commit."""
         cache = self.broker.metadata_cache
         now = now_ms()
         results: dict[tuple[str, int], ErrorCode] = {}
         offsets: dict[tuple[str, int], CommittedOffset] = {}
         authz, group_ok = self.broker.authz, self._group_readable(req)
-        for t in r.topics or []:
+        for t in topics or []:
             topic_ok = authz.topic_allowed(req, AclOperation.READ, t.name)
             for p in t.partitions or []:
                 tp = (t.name, p.partition_index)
@@ -214,8 +252,14 @@ class GroupApis:
                 if cache.partition(TopicPartition(t.name, p.partition_index)) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                epoch = p.committed_leader_epoch if v >= 6 else -1
+                epoch = p.committed_leader_epoch if with_epoch else -1
                 offsets[tp] = CommittedOffset(p.committed_offset, epoch, p.committed_metadata or "", now)
+        return results, offsets
+
+    async def handle_offset_commit(self, req: DecodedRequest) -> Any:
+        r = req.request
+        v = req.api_version
+        results, offsets = self._offsets_to_commit(req, r.topics, with_epoch=v >= 6)
         if offsets or not results:
             results.update(await self.coordinator.commit_offsets(
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
@@ -233,16 +277,16 @@ class GroupApis:
             groups = []
             for g in r.groups or []:
                 wanted = None if g.topics is None else [(t.name, p) for t in g.topics for p in t.partition_indexes]
-                code, topics = self._fetch(req, g.group_id, wanted)
+                code, topics = self._fetch(req, g.group_id, wanted, bool(r.require_stable))
                 groups.append(_OFG(group_id=g.group_id, error_code=int(code), topics=[
                     _OFGT(name=t, partitions=[_OFGP(partition_index=p, committed_offset=o, committed_leader_epoch=e,
-                                                    metadata=m, error_code=0) for p, o, e, m in ps])
+                                                    metadata=m, error_code=int(c)) for p, o, e, m, c in ps])
                     for t, ps in topics.items()]))
             return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
         wanted = None if r.topics is None else [(t.name, p) for t in r.topics for p in t.partition_indexes]
-        code, topics = self._fetch(req, r.group_id, wanted)
+        code, topics = self._fetch(req, r.group_id, wanted, v >= 7 and bool(r.require_stable))
         out = [_OFT(name=t, partitions=[_OFP(partition_index=p, committed_offset=o, committed_leader_epoch=e,
-                                             metadata=m, error_code=0) for p, o, e, m in ps])
+                                             metadata=m, error_code=int(c)) for p, o, e, m, c in ps])
                for t, ps in topics.items()]
         if v < 2 and code != ErrorCode.NONE:  # no top-level error before v2: every partition carries it
             out = [_OFT(name=t, partitions=[_OFP(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
@@ -250,24 +294,57 @@ class GroupApis:
                    for t, ps_ in _by_topic(wanted or [])]
         return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=int(code))
 
-    def _fetch(self, req: DecodedRequest, group_id: str, wanted: list[tuple[str, int]] | None
-               ) -> tuple[ErrorCode, dict[str, list[tuple[int, int, int, str]]]]:
-        """A group's committed offsets: Describe on the group, and only the topics the
-        principal may describe (the others are left out)."""
-        topics: dict[str, list[tuple[int, int, int, str]]] = {}
+    def _fetch(self, req: DecodedRequest, group_id: str, wanted: list[tuple[str, int]] | None,
+               require_stable: bool = False) -> tuple[ErrorCode, dict[str, list[tuple[int, int, int, str, ErrorCode]]]]:
+        """Rows (partition, offset, leader epoch, metadata, error) by topic: Describe on the
+        group, and only the topics the principal may describe (the others are left out);
+        with `require_stable` (KIP-447), a partition whose offset waits for a transaction is
+        answered UNSTABLE_OFFSET_COMMIT, so the consumer asks again after the commit."""
+        topics: dict[str, list[tuple[int, int, int, str, ErrorCode]]] = {}
         authz = self.broker.authz
         if not authz.group_allowed(req, AclOperation.DESCRIBE, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, topics
         code, offsets = self.coordinator.fetch_offsets(group_id, wanted)
         if code != ErrorCode.NONE:
             return code, topics
+        unstable = self.coordinator.has_pending_txn_offsets(group_id, wanted) if require_stable else set()
+        for tp in unstable:
+            offsets.setdefault(tp, None)
         describable: dict[str, bool] = {}
         for (t, p), o in sorted(offsets.items()):
             if not describable.setdefault(t, authz.topic_allowed(req, AclOperation.DESCRIBE, t)):
                 continue
-            row = (p, o.offset, o.leader_epoch, o.metadata) if o is not None else (p, -1, -1, "")
+            if (t, p) in unstable:
+                row = (p, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                row = (p, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE) if o is not None else (
+                    p, -1, -1, "", ErrorCode.NONE)
             topics.setdefault(t, []).append(row)
         return code, topics
+
+    async def handle_txn_offset_commit(self, req: DecodedRequest) -> Any:
+        """TxnOffsetCommit: offsets written in the producer's transaction, visible once it commits."""
+        r = req.request
+        v = req.api_version
+        results, offsets = self._offsets_to_commit(req, r.topics, with_epoch=v >= 2)
+        if r.transactional_id and not self.broker.authz.transactional_id_allowed(req, AclOperation.WRITE,
+                                                                                r.transactional_id):
+            results = {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in [*results, *offsets]}
+            offsets = {}
+        if not r.transactional_id:
+            results.update({tp: ErrorCode.INVALID_REQUEST for tp in offsets})
+        elif offsets:
+            results.update(await self.coordinator.txn_commit_offsets(
+                r.group_id, r.producer_id, r.producer_epoch, r.generation_id if v >= 3 else -1,
+                (r.member_id or "") if v >= 3 else "", r.group_instance_id if v >= 3 else None, offsets))
+        if v < 2:  # PRODUCER_FENCED came with v2; older clients know INVALID_PRODUCER_EPOCH
+            results = {tp: ErrorCode.INVALID_PRODUCER_EPOCH if c == ErrorCode.PRODUCER_FENCED else c
+                       for tp, c in results.items()}
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), code in results.items():
+            by_topic.setdefault(topic, []).append(_TOCP(partition_index=partition, error_code=int(code)))
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+            _TOCT(name=t, partitions=ps) for t, ps in by_topic.items()])
 
     async def handle_offset_delete(self, req: DecodedRequest) -> Any:
         r = req.request

@@ -10,8 +10,9 @@ may touch the metadata cache and replica manager directly; anything that blocks
 The handlers are grouped by what they need (one class each): the metadata cache
 (`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
 (`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), configs (`config_handlers`), client
-quotas (`quota_handlers`), ACLs and SCRAM credentials (`security_handlers`).
+(`producer_ids`), consumer groups (`group_handlers`), transactions (`txn_handlers`),
+configs (`config_handlers`), client quotas (`quota_handlers`), transaction markers from a
+transaction coordinator (`txn_marker_handlers`), ACLs and SCRAM credentials (`security_handlers`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
 from praha.broker.quota_handlers import QuotaApis
 from praha.broker.security_handlers import SecurityApis
+from praha.broker.txn_handlers import TransactionApis
+from praha.broker.txn_marker_handlers import TxnMarkerApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
@@ -65,9 +68,11 @@ class RequestHandlers:
         self.configs = ConfigApis(broker)
         self.quotas = QuotaApis(broker)
         self.security = SecurityApis(broker)
+        self.transactions = TransactionApis(broker)
+        self.txn_markers = TxnMarkerApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs, self.quotas, self.security)}
+            self.configs, self.quotas, self.security, self.transactions, self.txn_markers)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -146,6 +151,15 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis,
           SecurityApis.handle_describe_user_scram_credentials),
     Route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis, SecurityApis.handle_alter_user_scram_credentials),
+    # transactions, at Kafka 3.7's versions (v4 of AddPartitionsToTxn: partition leaders' verification)
+    Route(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 4), TransactionApis, TransactionApis.handle_add_partitions_to_txn),
+    Route(ApiKey.ADD_OFFSETS_TO_TXN, (0, 3), TransactionApis, TransactionApis.handle_add_offsets_to_txn),
+    Route(ApiKey.END_TXN, (0, 3), TransactionApis, TransactionApis.handle_end_txn),
+    Route(ApiKey.TXN_OFFSET_COMMIT, (0, 3), GroupApis, GroupApis.handle_txn_offset_commit),
+    Route(ApiKey.DESCRIBE_TRANSACTIONS, (0, 0), TransactionApis, TransactionApis.handle_describe_transactions),
+    Route(ApiKey.LIST_TRANSACTIONS, (0, 1), TransactionApis, TransactionApis.handle_list_transactions),
+    # Kafka 3.9 serves v0-1; kafka-python's schema starts at v1 (the flexible one coordinators send)
+    Route(ApiKey.WRITE_TXN_MARKERS, (1, 1), TxnMarkerApis, TxnMarkerApis.handle_write_txn_markers),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

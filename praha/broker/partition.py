@@ -174,6 +174,7 @@ class Partition:
         new = high_watermark_candidate(self.log.log_end_offset, self.maximal_isr, self.broker_id, self.followers)
         if new > self.high_watermark:
             self.high_watermark = new
+            self.log.on_high_watermark(new)
             return True
         return False
 
@@ -217,6 +218,7 @@ class Partition:
         hw = min(leader_hw, self.log.log_end_offset)
         if hw > self.high_watermark:
             self.high_watermark = hw
+            self.log.on_high_watermark(hw)
 
     def after_truncation(self) -> None:
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)

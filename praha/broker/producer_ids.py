@@ -1,9 +1,10 @@
-"""InitProducerId for idempotent producers (kafka-python 3.x and the Java client turn
-idempotence on by default).
+"""InitProducerId for idempotent and transactional producers (kafka-python 3.x and the Java
+client turn idempotence on by default).
 
 Steps of a request:
-1. a transactional id is refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): praha has no
-   transaction coordinator, so only idempotence without transactions is served;
+1. with a transactional id, the transaction coordinator answers (`praha.coordinator.transaction`:
+   the id's producer id with its epoch bumped, a new one from this broker's block for a new
+   id); before v4, PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH, as Kafka does;
 2. otherwise the next id of this broker's block is handed out with epoch 0 — also when
    a v3+ producer names its old id and epoch: Kafka gives a non-transactional producer a
    fresh id then too;
@@ -74,16 +75,31 @@ class ProducerIdApis:
         self.manager = ProducerIdManager(broker.broker_id, lambda: broker.store)
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
 
-    async def handle_init_producer_id(self, req: DecodedRequest) -> Any:
-        r = req.request
-        if r.transactional_id is not None:
-            return self._response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        if not self.broker.authz.may_write_idempotently(req):
-            return self._response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    async def allocate(self) -> int:
+        """The next producer id (a ZooKeeper round trip when the block is used up); PrahaError if none."""
         loop = asyncio.get_running_loop()
         try:
-            pid = await asyncio.wait_for(loop.run_in_executor(self._zk, self.manager.next_id), ZK_TIMEOUT_S)
-        except (PrahaError, asyncio.TimeoutError) as e:
+            return int(await asyncio.wait_for(loop.run_in_executor(self._zk, self.manager.next_id), ZK_TIMEOUT_S))
+        except asyncio.TimeoutError as e:
+            raise PrahaError("timed out claiming a producer id block", ErrorCode.COORDINATOR_NOT_AVAILABLE) from e
+
+    async def handle_init_producer_id(self, req: DecodedRequest) -> Any:
+        r = req.request
+        v = req.api_version
+        authz = self.broker.authz
+        if r.transactional_id is not None:
+            if not authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
+                return self._response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            res = await self.broker.txn_coordinator.init_producer_id(
+                r.transactional_id, r.transaction_timeout_ms, r.producer_id if v >= 3 else -1,
+                r.producer_epoch if v >= 3 else -1)
+            code = ErrorCode.INVALID_PRODUCER_EPOCH if res.error == ErrorCode.PRODUCER_FENCED and v < 4 else res.error
+            return self._response(code, res.producer_id, res.producer_epoch)
+        if not authz.may_write_idempotently(req):  # KIP-679: IdempotentWrite, or Write on some topic
+            return self._response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        try:
+            pid = await self.allocate()
+        except PrahaError as e:
             log.warning("InitProducerId: no producer id: %r", e)
             return self._response(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return self._response(ErrorCode.NONE, pid, 0)
@@ -95,9 +111,9 @@ class ProducerIdApis:
 
     # ------------------------------------------------------------------ DescribeProducers
     async def handle_describe_producers(self, req: DecodedRequest) -> Any:
-        """The idempotent producers a partition's leader knows (their last batch each), as
-        kafka-transactions --describe-producers shows them; no transactions yet, so no
-        coordinator epoch or open transaction."""
+        """The producers a partition's leader knows (their last batch each, the coordinator
+        epoch of their last marker, the first offset of their open transaction or -1), as
+        kafka-transactions describe-producers and find-hanging read them."""
         partitions = self.broker.replica_manager.partitions
         topics = []
         for t in req.request.topics or []:
@@ -121,7 +137,8 @@ class ProducerIdApis:
                     continue
                 out.append(_DPPartition(partition_index=index, error_code=0, error_message=None, active_producers=[
                     _DPState(producer_id=a.producer_id, producer_epoch=a.epoch, last_sequence=a.last_sequence,
-                             last_timestamp=-1, coordinator_epoch=-1, current_txn_start_offset=-1)
+                             last_timestamp=a.timestamp, coordinator_epoch=a.coordinator_epoch,
+                             current_txn_start_offset=a.current_txn_first_offset)
                     for a in p.log.active_producers()]))
             topics.append(_DPTopic(name=t.name, partitions=out))
         return DescribeProducersResponse(throttle_time_ms=0, topics=topics)

@@ -36,7 +36,7 @@ from praha.broker.malloc import keep_freed_memory
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
-from praha.broker.offsets_log import ConsumerOffsetsLog
+from praha.broker.offsets_log import CoordinatorLog
 from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
 from praha.broker.throttling import RequestQuotaThrottler
 from praha.common import BrokerInfo, EndPoint, TopicPartition
@@ -45,6 +45,9 @@ from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
+from praha.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
+from praha.coordinator.transaction.markers import Leader, MarkerChannel
+from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from praha.errors import BrokerIdInUseError, ErrorCode, PrahaError, ZNodeDecodeError
 from praha.log import meta_properties
 from praha.protocol import controller_wire as wire
@@ -95,10 +98,18 @@ class BrokerServer:
         self.fence = ControllerFence()
         self.metadata_cache = MetadataCache(config.broker_id)
         self.replica_manager = ReplicaManager(config.broker_id, config, self.metadata_cache)
+        run_blocking = lambda fn: asyncio.get_running_loop().run_in_executor(None, fn)  # noqa: E731
         self.group_coordinator = GroupCoordinator(
-            GroupConfig.from_broker_config(config), ConsumerOffsetsLog(self.replica_manager, config.offsets_commit_timeout_ms),
-            run_blocking=lambda fn: asyncio.get_running_loop().run_in_executor(None, fn),
-            on_event=self._coordinator_event)
+            GroupConfig.from_broker_config(config),
+            CoordinatorLog(self.replica_manager, OFFSETS_TOPIC, config.offsets_commit_timeout_ms),
+            run_blocking=run_blocking, on_event=self._coordinator_event)
+        self.txn_coordinator = TransactionCoordinator(
+            TxnConfig.from_broker_config(config),
+            CoordinatorLog(self.replica_manager, TRANSACTION_STATE_TOPIC, config.request_timeout_ms),
+            MarkerChannel(self._leader_of, self.metadata_cache.contains_topic, f"txn-markers-{config.broker_id}",
+                          config.request_timeout_ms / 1000),
+            allocate_producer_id=self._allocate_producer_id,
+            run_blocking=run_blocking, on_event=self._coordinator_event)
         self.replica_manager.leadership_listeners.append(self._offsets_leadership)
         #: each listener's TLS/SASL, and how this broker reaches the others (ConfigError if unusable)
         self.listener_securities = [listener_security(config, ep) for ep in config.endpoints]
@@ -308,13 +319,26 @@ class BrokerServer:
         self.state_log.record(name, partition=partition, **fields)
 
     def _offsets_leadership(self, led: list[tuple[TopicPartition, int]], not_led: list[TopicPartition]) -> None:
-        """The group coordinator follows this broker's `__consumer_offsets` leaderships."""
+        """The group coordinator follows this broker's `__consumer_offsets` leaderships, the
+        transaction coordinator its `__transaction_state` ones."""
         for tp, epoch in led:
             if tp.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_elected(tp.partition, epoch)
+            elif tp.topic == TRANSACTION_STATE_TOPIC:
+                self.txn_coordinator.on_elected(tp.partition, epoch)
         for tp in not_led:
             if tp.topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_resigned(tp.partition)
+            elif tp.topic == TRANSACTION_STATE_TOPIC:
+                self.txn_coordinator.on_resigned(tp.partition)
+
+    async def _allocate_producer_id(self) -> int:
+        return await self.handlers.producer_ids.allocate()
+
+    def _leader_of(self, partition: tuple[str, int]) -> Leader | None:
+        """Where a transaction's markers for this partition go now (the metadata cache)."""
+        leader = self.metadata_cache.leader_of(TopicPartition(*partition))
+        return None if leader is None else (leader.id, leader.host, leader.port)
 
     def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None:
         """Deleted topics stop being served; fetchers follow moved leader endpoints."""
@@ -349,6 +373,7 @@ class BrokerServer:
             ("leader_partitions", float(self.replica_manager.leader_count()), "partitions led"),
             *self.replica_manager.figures(),
             *self.group_coordinator.figures(),
+            *self.txn_coordinator.figures(),
             ("metadata_partitions", float(self.metadata_cache.partition_count()), "partitions in the metadata cache"),
         ]
 
@@ -426,6 +451,7 @@ class BrokerServer:
         if self._loop_thread.is_alive():
             try:
                 self.loop.call_soon_threadsafe(self.group_coordinator.shutdown)
+                self.loop.call_soon_threadsafe(self.txn_coordinator.shutdown)
                 self.run_on_loop(self.replica_manager.shutdown(), timeout=15)
             except Exception:  # noqa: BLE001
                 log.exception("replica manager shutdown failed")

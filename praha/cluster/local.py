@@ -186,7 +186,10 @@ class LocalCluster:
         ports = free_ports(2 * brokers)
         # as Kafka's single-broker quickstart config: __consumer_offsets can be created
         # with fewer than three brokers (FindCoordinator waits for that many otherwise)
-        offsets_defaults = {"offsets.topic.replication.factor": str(min(3, brokers))}
+        # (the same for __transaction_state, whose min.insync.replicas must fit too)
+        offsets_defaults = {"offsets.topic.replication.factor": str(min(3, brokers)),
+                            "transaction.state.log.replication.factor": str(min(3, brokers)),
+                            "transaction.state.log.min.isr": str(min(2, brokers))}
         if secure:
             from praha.cluster.secure import prepare
 

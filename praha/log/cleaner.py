@@ -4,13 +4,16 @@ One cleaning pass (`LogCleaner.clean_once`, on a cleaner thread):
 1. Choose (pure, `choose_log`): for each compacted log not being cleaned, the dirty
    section runs from its cleaned-up-to offset (`cleaner-offset-checkpoint`, or the log
    start) to the first uncleanable offset: the lowest of the active segment's base (the
-   last non-empty segment's base, if the active one is empty), the high watermark, and
+   last non-empty segment's base, if the active one is empty), the last stable offset
+   (the high watermark, or an open transaction's first offset below it), and
    the base of the first segment newer than `min.compaction.lag.ms`. Its dirty ratio is
    dirty bytes / (clean + dirty bytes). The log with the largest ratio above
    `min.cleanable.dirty.ratio` wins; a log whose oldest dirty batch is older than
    `max.compaction.lag.ms` qualifies whatever its ratio.
 2. Map: decode the dirty section's records into key → last offset (`OffsetMap`, at most
    dedupe buffer / 24 B entries); if the map fills, the pass ends where it filled.
+   Records of aborted transactions (the aborted-transaction index) are not mapped: they
+   must not hide a committed record with the same key.
 3. Group every segment below that end (clean ones too: new keys may supersede them)
    into runs that fit one segment (`group_segments_by_size`).
 4. Rewrite each group into `<base>.log.cleaned` (+ indexes), batch by batch
@@ -20,6 +23,10 @@ One cleaning pass (`LogCleaner.clean_once`, on a cleaner thread):
    (Kafka's KIP-534 rule). Offsets stay: kept batches keep their base offset and last
    offset delta, so gaps appear. A batch losing every record goes, unless it is an
    idempotent producer's last batch or the last before the pass's end (kept empty).
+   Transactions (Kafka's CleanedTransactionMetadata, `TxnCleaning`): a batch of an aborted
+   transaction loses all its records; a marker stays while the pass still met a batch of
+   its transaction (an ABORT marker keeps its aborted-index entry in the output), and
+   once none is left it gets a delete horizon (now + `delete.retention.ms`) and goes after it.
 5. Swap the output in under the log's lock (`Log.replace_segments`: `.cleaned` →
    `.swap`, originals → `.deleted`, `.swap` → final; crash-safe, see `recovery`).
 6. Checkpoint the cleaned-up-to offset; log one line with the counts.
@@ -43,6 +50,7 @@ from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
 from praha.log.checkpoints import OffsetCheckpointFile
+from praha.log.control import ControlType, parse_marker
 from praha.log.errors import CorruptBatchError, LogStorageError
 from praha.log.offset_map import OffsetMap
 from praha.log.records import (
@@ -51,10 +59,12 @@ from praha.log.records import (
     Record,
     build_batch,
     codec_available,
+    decode_batch,
     decompress,
     scan_records,
 )
 from praha.log.segment import CLEANED_SUFFIX, LogSegment
+from praha.log.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from praha.log.log import Log
@@ -270,6 +280,51 @@ def filter_batch(data: bytes | memoryview, h: BatchHeader, offset_map: OffsetMap
     return FilterResult(out, n, len(kept), True)
 
 
+class TxnCleaning:
+    """What one pass knows of transactions (Kafka's CleanedTransactionMetadata): the
+    aborted ones overlapping what it cleans, and, per producer, whether it met a batch of
+    the transaction the next marker ends. Pure."""
+
+    def __init__(self, aborted: Iterable[AbortedTxn]):
+        self.aborted: dict[int, list[AbortedTxn]] = {}
+        for t in aborted:
+            self.aborted.setdefault(t.producer_id, []).append(t)
+        self._met: dict[int, bool] = {}  # producer id -> met a batch of its current transaction
+
+    def is_aborted(self, h: BatchHeader) -> bool:
+        """A transactional data batch inside one of its producer's aborted transactions."""
+        if not h.is_transactional or h.attributes & CONTROL_MASK:
+            return False
+        return any(t.first_offset <= h.base_offset <= t.last_offset for t in self.aborted.get(h.producer_id, ()))
+
+    def on_data_batch(self, h: BatchHeader) -> None:
+        if h.is_transactional and not h.attributes & CONTROL_MASK:
+            self._met[h.producer_id] = True
+
+    def on_marker(self, h: BatchHeader) -> bool:
+        """Whether a batch of the transaction this marker ends was met (keep the marker)."""
+        return self._met.pop(h.producer_id, False)
+
+    def index_entry(self, h: BatchHeader) -> AbortedTxn | None:
+        """The aborted-index entry of the ABORT marker `h`."""
+        return next((t for t in self.aborted.get(h.producer_id, ()) if t.last_offset == h.base_offset), None)
+
+
+def filter_marker(data: bytes | memoryview, h: BatchHeader, still_needed: bool, now_ms: int,
+                  delete_retention_ms: int) -> FilterResult:
+    """A transaction marker: kept as it is while its transaction still has batches; then
+    given a delete horizon, and dropped once the horizon passed (Kafka's rule)."""
+    if still_needed:
+        return FilterResult(data, h.record_count, h.record_count, False)
+    if h.attributes & DELETE_HORIZON_MASK:
+        if now_ms >= h.base_timestamp:
+            return FilterResult(None, h.record_count, 0, True)
+        return FilterResult(data, h.record_count, h.record_count, False)
+    records = decode_batch(data).records
+    out = build_batch(h, records, delete_horizon_ms=now_ms + delete_retention_ms)
+    return FilterResult(out, h.record_count, len(records), True)
+
+
 # -- statistics ---------------------------------------------------------------------------
 @dataclass(slots=True)
 class CleanerStats:
@@ -381,6 +436,7 @@ class LogCleaningPass:
         self._check_stop = check or (lambda: None)
         self.stats = CleanerStats()
         self.generation = lg.generation
+        self.txns = TxnCleaning(())
         self._producer_last: dict[int, int] | None = None
         self._crash_after = crash_after
 
@@ -409,7 +465,8 @@ class LogCleaningPass:
                     continue
                 if h.base_offset >= end:
                     break
-                if not (h.attributes & CONTROL_MASK) and (h.compression == NONE or codec_available(h.compression)):
+                if not (h.attributes & CONTROL_MASK) and not self.txns.is_aborted(h) \
+                        and (h.compression == NONE or codec_available(h.compression)):
                     payload = memoryview(data)[HEADER_SIZE:h.size]
                     plain = decompress(h.compression, payload) if h.compression != NONE else bytes(payload)
                     scanned = scan_records(plain, h.record_count, h.position)
@@ -451,6 +508,7 @@ class LogCleaningPass:
         t0 = time.monotonic()
         lg = self.log
         segments = list(lg.segments)
+        self.txns = TxnCleaning(lg.collect_aborted_transactions(segments[0].base_offset, first_uncleanable))
         end = self.build_map(segments, first_dirty, first_uncleanable)
         if end <= first_dirty:
             return first_dirty
@@ -461,6 +519,32 @@ class LogCleaningPass:
             self._clean_group([to_clean[i] for i in group], segments, first_uncleanable)
         self.stats.elapsed_s = time.monotonic() - t0
         return end
+
+    def _filter(self, data: memoryview, h: BatchHeader, upper_bound: int, cleaned: LogSegment) -> FilterResult:
+        """One batch through the transaction rules, then the key rules (`filter_batch`)."""
+        cfg = self.log.config
+        txns = self.txns
+        if h.attributes & CONTROL_MASK and h.producer_id >= 0:
+            try:
+                marker = parse_marker(data)
+            except CorruptBatchError:
+                marker = None
+            if marker is None:  # not a readable marker: kept as it is
+                return FilterResult(data, h.record_count, h.record_count, False)
+            result = filter_marker(data, h, txns.on_marker(h), self.now, cfg.delete_retention_ms)
+            entry = txns.index_entry(h) if marker.control_type is ControlType.ABORT else None
+            if result.output is not None and entry is not None:
+                cleaned.txn_index.append(entry)
+            return result
+        retain_empty = h.next_offset == upper_bound
+        if not retain_empty and h.producer_id >= 0:
+            retain_empty = self._producer_last_batches().get(h.producer_id) == h.last_offset
+        txns.on_data_batch(h)
+        if txns.is_aborted(h):
+            if not retain_empty:
+                return FilterResult(None, h.record_count, 0, True)
+            return FilterResult(build_batch(h, []), h.record_count, 0, True)
+        return filter_batch(data, h, self.map, self.now, cfg.delete_retention_ms, retain_empty)
 
     def _clean_group(self, group: list[LogSegment], segments: list[LogSegment], upper_bound: int) -> None:
         lg = self.log
@@ -485,10 +569,7 @@ class LogCleaningPass:
                 self.stats.segments_cleaned += 1
                 for data, h in _read_batches(seg, 0, seg.size, self.throttler, self._check):
                     self.stats.bytes_read += h.size
-                    retain_empty = h.next_offset == upper_bound
-                    if not retain_empty and h.producer_id >= 0:
-                        retain_empty = self._producer_last_batches().get(h.producer_id) == h.last_offset
-                    result = filter_batch(data, h, self.map, self.now, cfg.delete_retention_ms, retain_empty)
+                    result = self._filter(data, h, upper_bound, cleaned)
                     self.stats.records_read += result.records_read
                     self.stats.records_kept += result.records_kept
                     changed |= result.rewritten
@@ -542,8 +623,9 @@ def plan_for(tp: TopicPartition, lg: "Log", checkpoint: int | None, high_waterma
              now_ms: int) -> LogToClean:
     _, infos = segment_infos(lg)
     cfg = lg.config
+    stable = lg.last_stable_offset(lg.log_end_offset if high_watermark is None else high_watermark)
     first_dirty, uncleanable, needs_now = cleanable_offsets(
-        infos, checkpoint, lg.log_start_offset, lg.log_end_offset, high_watermark, now_ms,
+        infos, checkpoint, lg.log_start_offset, lg.log_end_offset, stable, now_ms,
         cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
     return dirty_split(tp, infos, first_dirty, uncleanable, needs_now)
 

@@ -57,6 +57,19 @@ class InvalidProducerEpochError(PrahaError):
     code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class InvalidTxnStateError(PrahaError):
+    """A produce that does not fit the producer's transaction state here (a plain batch
+    inside an open transaction, or a transactional one the coordinator did not verify)."""
+
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(PrahaError):
+    """A marker from a coordinator older than the one that wrote the producer's last marker."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class OffsetOutOfRangeError(PrahaError):
     code = ErrorCode.OFFSET_OUT_OF_RANGE
 

@@ -15,6 +15,15 @@ partition owns it), at least one batch if asked. Reads take no lock: structural
 changes replace the segment list, and removed segments are renamed `*.deleted` and
 closed only after `file_delete_delay_ms`, so an in-flight read still works.
 
+Transactions: every append feeds transactional batches and markers to the producer table
+(`producer_state`), which knows each open transaction's first offset; an ABORT marker adds
+an entry to the aborted-transaction index of the segment it lands in (`txn_index`), on
+the leader and on followers alike. `last_stable_offset(hw)` bounds read_committed reads
+and `collect_aborted_transactions` answers their `aborted_transactions`. A marker is
+appended by the leader with `append_marker_as_leader` (WriteTxnMarkers). Recovery that
+checks segments rebuilds their aborted-transaction indexes by replaying producer state
+from the newest snapshot before them.
+
 Writes (appends, truncation, rolls, retention, the cleaner's swap) hold the log's lock.
 The cleaner (`cleaner`) reads sealed segments without it and swaps its output in with
 `replace_segments`; a truncation bumps `generation`, which makes a pending swap abort. When a segment
@@ -37,8 +46,10 @@ from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
 from praha.log import producer_snapshot
 from praha.log.batch import (
+    CONTROL_MASK,
     MAX_RELATIVE_OFFSET,
     NO_TIMESTAMP,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     Buffer,
     assign_offsets,
@@ -47,20 +58,31 @@ from praha.log.batch import (
 )
 from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
+from praha.log.control import ControlType, TxnMarker, build_marker_batch, parse_marker
 from praha.log.errors import (
+    CorruptBatchError,
     CorruptCheckpointError,
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     LogStorageError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     RecordListTooLargeError,
+    TransactionCoordinatorFencedError,
     UnexpectedAppendOffsetError,
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from praha.log.producer_snapshot import SnapshotEntry
-from praha.log.producer_state import ProducerStateTable, SequenceVerdict, WrittenBatch
+from praha.log.producer_state import (
+    CompletedTxn,
+    MarkerVerdict,
+    ProducerStateTable,
+    SequenceVerdict,
+    WrittenBatch,
+)
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
+from praha.log.txn_index import AbortedTxn
 from praha.log.validator import RecordRules, validate_records
 
 log = logging.getLogger(__name__)
@@ -69,6 +91,7 @@ log = logging.getLogger(__name__)
 PRODUCER_SCAN_BYTES = 64 << 20
 
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
+_TXN_BITS = TRANSACTIONAL_MASK | CONTROL_MASK
 
 
 
@@ -249,6 +272,8 @@ class Log:
                 cache.flush()
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
+        if report.first_checked_base is not None:
+            self._rebuild_txn_indexes(report.first_checked_base)
         if report.eventful:
             log.warning("Recovered log %s (log end %d): %s", self.dir, self._leo, report.describe())
         elif report.segments:
@@ -315,12 +340,15 @@ class Log:
 
     # -- appending ---------------------------------------------------------------------
     def append_as_leader(self, records: Buffer, leader_epoch: int, now_ms: int | None = None, *,
-                         in_place: bool = False) -> AppendInfo:
+                         in_place: bool = False, verified: dict[int, object] | None = None) -> AppendInfo:
         """Validate producer batches, give them offsets from the log end, stamp the epoch and
         append. With `in_place`, the (writable) `records` are stamped where they lie
         instead of in a copy: for a buffer nobody reads again, like a request frame.
-        Raises CorruptBatchError, UnsupportedMagicError, InvalidRecordError,
-        MessageTooLargeError or RecordListTooLargeError (all PrahaError with a code)."""
+        With `verified` (KIP-890), a transactional batch of a producer with no open
+        transaction here is accepted only under the token `begin_verification` gave
+        for it, still current (no marker came meanwhile). Raises CorruptBatchError,
+        UnsupportedMagicError, InvalidRecordError, MessageTooLargeError,
+        RecordListTooLargeError or InvalidTxnStateError (all PrahaError with a code)."""
         cfg = self.config
         summary = validate(records, strict=True, max_batch_bytes=cfg.max_message_bytes)
         if not summary.batches:
@@ -334,6 +362,8 @@ class Log:
         with self._lock:
             self._check_open()
             duplicate = self._check_sequences(summary.batches)
+            if verified is not None:
+                self._check_verified(summary.batches, verified)
             if duplicate is not None:
                 return AppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1, 0, duplicate=True)
             first = self._leo
@@ -385,7 +415,8 @@ class Log:
                     raise RecordListTooLargeError(
                         f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
                 prev = h
-            self._append_locked(records, batches, now_ms, record_producers=self._producers is not None)
+            record = self._producers is not None or any(h.attributes & _TXN_BITS for h in batches)
+            self._append_locked(records, batches, now_ms, record_producers=record)
             cache = self.epoch_cache
             for h in batches:
                 if h.leader_epoch > cache.latest_epoch:
@@ -396,42 +427,98 @@ class Log:
         return AppendInfo(batches[0].base_offset, batches[-1].last_offset, best.max_timestamp,
                           best.last_offset if best.max_timestamp >= 0 else -1, records_n, len(batches), size)
 
-    # -- idempotent producers ------------------------------------------------------------
+    # -- idempotent and transactional producers ----------------------------------------
     def _producer_table(self) -> ProducerStateTable:
-        """The producers' recent batches, rebuilt when first needed after a load or
-        truncation: from the newest snapshot at or below the log end and the batches from
-        its offset on; with no snapshot (a log written before they existed), from the tail
-        of the active segment (at most PRODUCER_SCAN_BYTES)."""
+        """The producers' recent batches and open transactions, rebuilt when first needed
+        after a load or truncation: from the newest snapshot at or below the log end and
+        the batches from its offset on; with no snapshot (a log written before they
+        existed), from the tail of the active segment (at most PRODUCER_SCAN_BYTES)."""
         table = self._producers
         if table is None:
-            table, since = self._load_producer_snapshot()
+            table, since = self._load_producer_snapshot(self._leo)
             if since is None:
                 seg = self._segments[-1]
                 start = 0
                 if seg.size > PRODUCER_SCAN_BYTES:
                     seg.ensure_indexes()
                     start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
-                headers = seg.scan_headers(start, seg.size)
+                for h in seg.scan_headers(start, seg.size):
+                    self._replay_batch(table, seg, h)
             else:
-                headers = (h for seg in self._segments if (seg.next_offset or seg.base_offset) > since
-                           for h in seg.scan_headers(0, seg.size) if h.base_offset >= since)
-            for h in headers:
-                if h.producer_id >= 0:
-                    table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
+                self._replay_from(table, since)
             self._producers = table
         return table
 
+    def _replay_from(self, table: ProducerStateTable, since: int) -> dict[LogSegment, list[AbortedTxn]]:
+        """Feed every batch from offset `since` on to `table`; the aborted transactions
+        they close, by the segment holding their marker."""
+        aborted: dict[LogSegment, list[AbortedTxn]] = {}
+        for seg in self._segments:
+            if (seg.next_offset if seg.next_offset is not None else self._leo) <= since:
+                continue
+            for h in seg.scan_headers(0, seg.size):
+                if h.base_offset < since:
+                    continue
+                done = self._replay_batch(table, seg, h)
+                if done is not None and done.aborted:
+                    aborted.setdefault(seg, []).append(self._aborted_entry(table, done))
+        return aborted
+
+    def _replay_batch(self, table: ProducerStateTable, seg: LogSegment, h: BatchHeader) -> CompletedTxn | None:
+        if h.producer_id < 0:
+            return None
+        if h.attributes & CONTROL_MASK:
+            return self._record_marker(table, h, seg.read_bytes(h.position, h.size))
+        table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset,
+                     h.is_transactional)
+        return None
+
+    def _record_marker(self, table: ProducerStateTable, h: BatchHeader, batch: Buffer) -> CompletedTxn | None:
+        try:
+            marker = parse_marker(batch)
+        except CorruptBatchError as e:  # already in the log: it cannot be refused any more
+            log.warning("Unreadable transaction marker in %s at offset %d: %s", self.dir, h.base_offset, e)
+            return None
+        if marker is None:
+            return None
+        return table.record_marker(h.producer_id, h.producer_epoch, marker, h.base_offset)
+
+    @staticmethod
+    def _aborted_entry(table: ProducerStateTable, done: CompletedTxn) -> AbortedTxn:
+        return AbortedTxn(done.producer_id, done.first_offset, done.last_offset, table.last_stable_offset_after(done))
+
+    def _rebuild_txn_indexes(self, from_base: int) -> None:
+        """Recovery checked the segments from `from_base` on: rewrite their aborted-
+        transaction indexes by replaying producer state from the newest snapshot at or
+        below `from_base` (the whole log without one); the table is kept."""
+        table, since = self._load_producer_snapshot(from_base)
+        if since is None:
+            since = self._segments[0].base_offset
+        aborted = self._replay_from(table, since)
+        rewritten = 0
+        for seg in self._segments:
+            if seg.base_offset >= from_base:
+                entries = aborted.get(seg, [])
+                if entries or len(seg.txn_index):
+                    seg.txn_index.reset(entries)
+                    rewritten += 1
+        self._producers = table
+        if rewritten:
+            log.info("Rebuilt the aborted-transaction indexes of %d segments of %s from offset %d",
+                     rewritten, self.dir, since)
+
     def active_producers(self) -> list[SnapshotEntry]:
-        """Each idempotent producer this log knows, with its last batch (DescribeProducers)."""
+        """Each producer this log knows, with its last batch and open transaction
+        (DescribeProducers)."""
         with self._lock:
             self._check_open()
             return self._producer_table().snapshot()
 
-    def _load_producer_snapshot(self) -> tuple[ProducerStateTable, int | None]:
-        """The newest readable snapshot at or below the log end (corrupt ones are deleted),
+    def _load_producer_snapshot(self, upto: int) -> tuple[ProducerStateTable, int | None]:
+        """The newest readable snapshot at or below `upto` (corrupt ones are deleted),
         and its offset; an empty table and None if there is none."""
         for offset in reversed(producer_snapshot.list_snapshots(self.dir)):
-            if offset > self._leo:
+            if offset > upto:
                 continue
             try:
                 return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
@@ -457,8 +544,9 @@ class Log:
             log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
 
     def _check_sequences(self, batches: Sequence[BatchHeader]) -> WrittenBatch | None:
-        """Kafka's idempotence checks (`producer_state`): the earlier write if this append
-        retries one; raises on a fenced epoch or a sequence gap."""
+        """Kafka's idempotence and transaction-state checks (`producer_state`): the
+        earlier write if this append retries one; raises on a fenced epoch, a sequence
+        gap or a plain batch inside an open transaction."""
         if all(h.producer_id < 0 for h in batches):
             return None
         refused = self._producer_table().check_append(batches)
@@ -470,29 +558,130 @@ class Log:
         if check.verdict is SequenceVerdict.FENCED_EPOCH:
             raise InvalidProducerEpochError(
                 f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
+        if check.verdict is SequenceVerdict.INVALID_TXN_STATE:
+            raise InvalidTxnStateError(f"expected a transactional write from producer {h.producer_id} "
+                                       f"in {self.dir}: its transaction is open")
         raise OutOfOrderSequenceError(f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
 
-    def _record_producers(self, headers: Sequence[BatchHeader]) -> None:
-        idempotent = [h for h in headers if h.producer_id >= 0]
-        if idempotent:
+    def begin_verification(self, producer_id: int, producer_epoch: int) -> object | None:
+        """KIP-890: None if the producer's transaction is already open here (no check
+        needed); else a token that a transactional append must present after the
+        coordinator confirmed the partition, and that a marker meanwhile cancels."""
+        with self._lock:
+            self._check_open()
             table = self._producer_table()
-            if self._has_snapshot is None:
-                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
-            if not self._has_snapshot:
-                # the log's first producer: a snapshot below it, so that recovery after a crash
-                # rebuilds from there (every batch since), not from a bounded tail of the log
-                self._snapshot_producers(idempotent[0].base_offset)
-            for h in idempotent:
-                table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset)
+            if table.has_ongoing_transaction(producer_id, producer_epoch):
+                return None
+            token = table.verifying.get(producer_id)
+            if token is None:
+                token = table.verifying[producer_id] = object()
+            return token
+
+    def _check_verified(self, batches: Sequence[BatchHeader], verified: dict[int, object]) -> None:
+        table = self._producer_table()
+        for h in batches:
+            pid = h.producer_id
+            if not h.is_transactional or pid < 0 or table.has_ongoing_transaction(pid, h.producer_epoch):
+                continue
+            token = verified.get(pid)
+            if token is None or table.verifying.get(pid) is not token:
+                raise InvalidTxnStateError(f"producer {pid}: {self.dir} is not verified to be in its transaction")
+
+    def append_marker_as_leader(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                                leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+        """Append the marker ending `producer_id`'s transaction (WriteTxnMarkers). Raises
+        InvalidProducerEpochError for an epoch older than the producer's here and
+        TransactionCoordinatorFencedError for an older coordinator epoch; nothing is
+        appended then."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        marker = TxnMarker(ControlType.COMMIT if commit else ControlType.ABORT, coordinator_epoch)
+        batch = build_marker_batch(producer_id, producer_epoch, marker, now, leader_epoch)
+        summary = validate(batch)
+        with self._lock:
+            self._check_open()
+            verdict = self._producer_table().check_marker(producer_id, producer_epoch, coordinator_epoch)
+            if verdict is MarkerVerdict.FENCED_EPOCH:
+                raise InvalidProducerEpochError(
+                    f"marker for producer {producer_id} with epoch {producer_epoch}, older than the one this log knows")
+            if verdict is MarkerVerdict.COORDINATOR_FENCED:
+                raise TransactionCoordinatorFencedError(
+                    f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, older than the "
+                    f"last one in {self.dir}")
+            first = self._leo
+            data = assign_offsets(batch, first, leader_epoch, batches=summary.batches)
+            headers = rebase_headers(summary.batches, first, leader_epoch)
+            self._append_locked(data, headers, now, record_producers=True)
+            if leader_epoch > self.epoch_cache.latest_epoch:
+                self.epoch_cache.assign(leader_epoch, first, durable=False)
+        return AppendInfo(first, first, now, first, 1, 1, summary.size_bytes)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """Where read_committed reads stop: below `high_watermark`, the first offset of a
+        transaction still open or whose marker is not replicated yet — but never below the
+        log start (DeleteRecords may have removed a transaction's first batches)."""
+        table = self._producers
+        if table is not None and not table.ongoing and not table.unreplicated:
+            return high_watermark  # the common case, without the lock
+        with self._lock:
+            if self._closed:
+                return high_watermark
+            stable = self._producer_table().last_stable_offset(high_watermark)
+            return min(max(stable, self._log_start), high_watermark)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget closed transactions whose marker is now below the high watermark (they
+        no longer hold the last stable offset back); leader and followers alike."""
+        table = self._producers
+        if table is not None and table.unreplicated:
+            with self._lock:
+                table.first_unstable_offset(high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the
+        indexes of the segment holding `start_offset` and the later ones (Kafka's
+        collectAbortedTransactions)."""
+        segments, bases = self._view
+        i = max(bisect.bisect_right(bases, start_offset) - 1, 0)
+        out: list[AbortedTxn] = []
+        for seg in segments[i:]:
+            found, complete = seg.txn_index.collect(start_offset, upper_bound_offset)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def _record_producers(self, table: ProducerStateTable, headers: Sequence[BatchHeader], data: memoryview,
+                          seg: LogSegment) -> None:
+        """Feed one appended chunk to the table; an aborted transaction's entry goes to the
+        index of `seg`, the segment the chunk landed in."""
+        for h in headers:
+            if h.producer_id < 0:
+                continue
+            if h.attributes & CONTROL_MASK:
+                done = self._record_marker(table, h, data[h.position:h.position + h.size])
+                if done is not None and done.aborted:
+                    seg.txn_index.append(self._aborted_entry(table, done))
+            else:
+                table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset,
+                             h.is_transactional)
 
     def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None, *,
                        record_producers: bool = False) -> None:
         """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
         leaves the log end where the last complete write put it. With `record_producers`
-        each chunk's idempotent batches enter the producer table as it lands, so a
-        snapshot taken at a roll between chunks holds everything below it."""
+        each chunk's idempotent and transactional batches enter the producer table as it
+        lands, so a snapshot taken at a roll between chunks holds everything below it."""
         now = wall_clock_ms() if now_ms is None else now_ms
         view = memoryview(data)
+        table = None
+        if record_producers and any(h.producer_id >= 0 for h in headers):
+            table = self._producer_table()  # built from what is on disk before this append
+            if self._has_snapshot is None:
+                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
+            if not self._has_snapshot:
+                # the log's first producer: a snapshot below it, so that recovery after a crash
+                # rebuilds from there (every batch since), not from a bounded tail of the log
+                self._snapshot_producers(headers[0].base_offset)
         try:
             for chunk in self._chunks(headers):
                 first, last = chunk[0], chunk[-1]
@@ -500,8 +689,8 @@ class Log:
                 seg = self._maybe_roll(end - start, first.base_offset, last.last_offset, now)
                 seg.append(view[start:end], chunk, start, now)
                 self._leo = last.next_offset
-                if record_producers:
-                    self._record_producers(chunk)
+                if table is not None:
+                    self._record_producers(table, chunk, view, seg)
         except OSError as e:
             raise self.io_error("append to", e) from e
 

@@ -12,6 +12,16 @@ instead of appending the batch again. For each batch (Kafka's rules, checked in 
 5. the sequence right after its last batch: accepted; anything else:
    OUT_OF_ORDER_SEQUENCE_NUMBER.
 Followers and recovery `record` batches without checks, so a new leader knows the state.
+
+Transactions (Kafka's ProducerAppendInfo): a transactional batch (attribute 0x10) of a
+producer with no open transaction opens one at its first offset; until it closes, a
+non-transactional batch from that producer is INVALID_TXN_STATE. A marker (`record_marker`)
+closes it: refused on the leader when its producer epoch is older than the producer's
+(INVALID_PRODUCER_EPOCH) or its coordinator epoch older than the last marker's
+(TRANSACTION_COORDINATOR_FENCED); it returns the `CompletedTxn` (first offset, marker
+offset, aborted or not) for the aborted-transaction index. The last stable offset is the
+high watermark, or below it the first offset of a transaction still open or whose marker
+is not yet replicated (`last_stable_offset`): a read_committed consumer reads up to it.
 The table is rebuilt when the log is loaded or truncated from the newest snapshot
 (`producer_snapshot`, each producer's last batch) and the batches after it (see `Log`).
 No I/O here.
@@ -24,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from praha.log.control import TxnMarker
 from praha.log.producer_snapshot import SnapshotEntry
 
 MAX_SEQUENCE = 2**31 - 1
@@ -53,6 +64,10 @@ class WrittenBatch:
 class ProducerEntry:
     epoch: int
     batches: deque[WrittenBatch] = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+    #: epoch of the transaction coordinator that wrote this producer's last marker
+    coordinator_epoch: int = -1
+    #: first offset of the producer's open transaction in this partition, or -1
+    current_txn_first_offset: int = -1
 
     @property
     def last_sequence(self) -> int | None:
@@ -64,6 +79,24 @@ class SequenceVerdict(Enum):
     DUPLICATE = "duplicate"
     FENCED_EPOCH = "fenced epoch"
     OUT_OF_ORDER = "out of order"
+    #: a non-transactional batch while the producer's transaction is open
+    INVALID_TXN_STATE = "invalid transaction state"
+
+
+class MarkerVerdict(Enum):
+    ACCEPT = "accept"
+    FENCED_EPOCH = "fenced epoch"
+    COORDINATOR_FENCED = "coordinator fenced"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by a marker: its first offset and the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +110,12 @@ class SequenceCheck:
 class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> first offset of its open transaction
+        self.ongoing: dict[int, int] = {}
+        #: closed transactions whose marker may still be above the high watermark
+        self.unreplicated: list[CompletedTxn] = []
+        #: producer id -> token of a KIP-890 verification in flight (a marker cancels it)
+        self.verifying: dict[int, object] = {}
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -102,10 +141,15 @@ class ProducerStateTable:
         it in the same append from the same producer and epoch. The first batch that is
         not accepted, with its verdict, or None."""
         staged: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last sequence) so far
+        opened: set[int] = set()  # producers whose transaction this append opens
         for h in batches:
             pid = h.producer_id
             if pid < 0:
                 continue
+            if h.is_transactional:
+                opened.add(pid)
+            elif pid in self.ongoing or pid in opened:
+                return h, SequenceCheck(SequenceVerdict.INVALID_TXN_STATE)
             before = staged.get(pid)
             if before is not None and before[0] == h.producer_epoch:
                 expected = next_sequence(before[1])
@@ -119,33 +163,118 @@ class ProducerStateTable:
         return None
 
     def snapshot(self) -> list[SnapshotEntry]:
-        """Each producer's epoch and last batch, as Kafka's snapshot keeps them."""
+        """Each producer's epoch, last batch and transaction state, as Kafka's snapshot
+        keeps them (a producer known only from markers has no batch: sequence -1)."""
         out = []
         for pid, entry in self.producers.items():
             if entry.batches:
                 b = entry.batches[-1]
-                out.append(SnapshotEntry(pid, entry.epoch, b.last_sequence, b.last_offset, b.last_offset - b.first_offset))
+                out.append(SnapshotEntry(pid, entry.epoch, b.last_sequence, b.last_offset, b.last_offset - b.first_offset,
+                                         coordinator_epoch=entry.coordinator_epoch,
+                                         current_txn_first_offset=entry.current_txn_first_offset))
+            elif entry.coordinator_epoch >= 0 or entry.current_txn_first_offset >= 0:
+                out.append(SnapshotEntry(pid, entry.epoch, -1, -1, 0, coordinator_epoch=entry.coordinator_epoch,
+                                         current_txn_first_offset=entry.current_txn_first_offset))
         return out
 
     @classmethod
     def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> "ProducerStateTable":
         table = cls()
         for e in entries:
+            entry = table.producers[e.producer_id] = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch,
+                                                                   current_txn_first_offset=e.current_txn_first_offset)
+            if e.current_txn_first_offset >= 0:
+                table.ongoing[e.producer_id] = e.current_txn_first_offset
+            if e.last_sequence < 0:
+                continue  # known from markers only
             first_sequence = e.last_sequence - e.offset_delta
             if first_sequence < 0:  # the batch wrapped past 2^31 - 1
                 first_sequence += MAX_SEQUENCE + 1
-            entry = table.producers[e.producer_id] = ProducerEntry(e.epoch)
             entry.batches.append(WrittenBatch(first_sequence, e.last_sequence, e.last_offset - e.offset_delta,
                                               e.last_offset))
         return table
 
     def record(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int,
-               first_offset: int) -> None:
-        """A batch now in the log (leader append, follower append or recovery scan)."""
-        entry = self.producers.get(producer_id)
-        if entry is None or epoch > entry.epoch:
-            entry = self.producers[producer_id] = ProducerEntry(epoch)
-        elif epoch < entry.epoch:
+               first_offset: int, transactional: bool = False) -> None:
+        """A batch now in the log (leader append, follower append or recovery scan); a
+        transactional one opens the producer's transaction if none is open."""
+        entry = self._entry_for_epoch(producer_id, epoch)
+        if entry is None:
             return  # a fenced producer's batch cannot change the state
         entry.batches.append(WrittenBatch(base_sequence, last_sequence(base_sequence, last_offset_delta),
                                           first_offset, first_offset + last_offset_delta))
+        if transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing[producer_id] = first_offset
+
+    def _entry_for_epoch(self, producer_id: int, epoch: int) -> ProducerEntry | None:
+        """The producer's entry, started afresh (keeping its transaction state) for a newer
+        epoch; None for an older epoch."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            old = entry
+            entry = self.producers[producer_id] = ProducerEntry(epoch)
+            if old is not None:
+                entry.coordinator_epoch = old.coordinator_epoch
+                entry.current_txn_first_offset = old.current_txn_first_offset
+        elif epoch < entry.epoch:
+            return None
+        return entry
+
+    # -- transactions --------------------------------------------------------------------
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> MarkerVerdict:
+        """The leader's checks of a marker before it is appended (Kafka's for a
+        coordinator's append): an older producer epoch, an older coordinator epoch."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return MarkerVerdict.ACCEPT
+        if epoch < entry.epoch:
+            return MarkerVerdict.FENCED_EPOCH
+        if entry.coordinator_epoch > coordinator_epoch:
+            return MarkerVerdict.COORDINATOR_FENCED
+        return MarkerVerdict.ACCEPT
+
+    def record_marker(self, producer_id: int, epoch: int, marker: TxnMarker, offset: int) -> CompletedTxn | None:
+        """A marker now in the log at `offset`: closes the producer's open transaction
+        (returned) and remembers the coordinator epoch; a marker with no open
+        transaction (a retry, or one for a partition the producer never wrote) closes
+        nothing."""
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = self._entry_for_epoch(producer_id, epoch)
+        assert entry is not None
+        entry.coordinator_epoch = marker.coordinator_epoch
+        self.verifying.pop(producer_id, None)
+        first = entry.current_txn_first_offset
+        if first < 0:
+            return None
+        entry.current_txn_first_offset = -1
+        self.ongoing.pop(producer_id, None)
+        done = CompletedTxn(producer_id, first, offset, not marker.is_commit)
+        self.unreplicated.append(done)
+        return done
+
+    def last_stable_offset_after(self, done: CompletedTxn) -> int:
+        """The last stable offset right after `done` closed (its aborted-index entry): the
+        first offset of another open transaction, or the offset after the marker."""
+        others = [first for pid, first in self.ongoing.items() if pid != done.producer_id]
+        return min(others) if others else done.last_offset + 1
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of a transaction still open or whose marker is not yet below
+        the high watermark; None if there is none."""
+        if self.unreplicated:
+            self.unreplicated = [t for t in self.unreplicated if t.last_offset >= high_watermark]
+        firsts = list(self.ongoing.values())
+        firsts.extend(t.first_offset for t in self.unreplicated)
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        first = self.first_unstable_offset(high_watermark) if self.ongoing or self.unreplicated else None
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer has an open transaction here under this epoch (then a
+        transactional produce needs no KIP-890 verification)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch and entry.current_txn_first_offset >= 0

@@ -310,11 +310,30 @@ def build_batch(h: BatchHeader, records: list[Record], *, compression: int | Non
     return bytes(out)
 
 
+def record_key_value(raw: Buffer) -> tuple[bytes | None, bytes | None]:
+    """Key and value of one encoded record (`Record.raw`)."""
+    buf = memoryview(raw)
+    try:
+        _, pos = _uvarint(buf, 0)
+        _, pos = _uvarint(buf, pos + 1)  # after attributes: timestamp delta
+        _, pos = _uvarint(buf, pos)  # offset delta
+        fields: list[bytes | None] = []
+        for _ in range(2):
+            n, pos = _uvarint(buf, pos)
+            n = _zigzag(n)
+            fields.append(None if n < 0 else bytes(buf[pos:pos + n]))
+            pos += max(n, 0)
+    except IndexError:
+        raise CorruptBatchError(0, "record runs past its end") from None
+    return fields[0], fields[1]
+
+
 def encode_records(base_offset: int, records: list[tuple[bytes | None, bytes | None, int]], *,
                    compression: int = NONE, producer_id: int = -1, producer_epoch: int = -1,
-                   base_sequence: int = -1, leader_epoch: int = 0) -> bytes:
-    """A fresh batch of (key, value, timestamp) records at consecutive offsets (for tests
-    and benchmarks; producers normally build batches)."""
+                   base_sequence: int = -1, leader_epoch: int = 0, attributes: int = 0) -> bytes:
+    """A fresh batch of (key, value, timestamp) records at consecutive offsets (for tests,
+    benchmarks and transaction markers; producers normally build batches). `attributes`
+    adds flag bits (transactional 0x10, control 0x20) to the codec."""
     raws: list[Record] = []
     base_ts = records[0][2] if records else 0
     for i, (key, value, ts) in enumerate(records):
@@ -337,6 +356,6 @@ def encode_records(base_offset: int, records: list[tuple[bytes | None, bytes | N
         raw += body
         raws.append(Record(base_offset + i, ts, key, value is None, bytes(raw)))
     max_ts = max((r[2] for r in records), default=NO_TIMESTAMP)
-    h = BatchHeader(0, 0, base_offset, 0, leader_epoch, CURRENT_MAGIC, 0, compression, len(records) - 1,
+    h = BatchHeader(0, 0, base_offset, 0, leader_epoch, CURRENT_MAGIC, 0, compression | attributes, len(records) - 1,
                     base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(records))
     return build_batch(h, raws)

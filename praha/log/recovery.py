@@ -31,7 +31,7 @@ from praha.log.config import LogConfig
 from praha.log.errors import CorruptBatchError, CorruptIndexError
 from praha.log.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
-_SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
 
 
 @dataclass(slots=True)
@@ -46,6 +46,8 @@ class RecoveryReport:
     deleted_segments: int = 0
     leftovers_removed: int = 0
     epoch_cache_rebuilt: bool = False
+    #: base offset of the first segment checked (its aborted-transaction index is rebuilt from there)
+    first_checked_base: int | None = None
 
     @property
     def eventful(self) -> bool:
@@ -95,13 +97,15 @@ def swap_end_offset(path: str, base_offset: int) -> int:
 
 def complete_swaps(directory: str) -> int:
     """Step 1a, the cleaner's crash rule (Kafka's): `.cleaned` files are an unfinished
-    output, deleted; index `.swap` files are deleted (rebuilt from their log); a
-    `<base>.log.swap` is a complete output whose originals may still be present: every
+    output, deleted; index `.swap` files are deleted (rebuilt from their log) except the
+    aborted-transaction index, which cannot be rebuilt from its log alone and goes with it;
+    a `<base>.log.swap` is a complete output whose originals may still be present: every
     other segment file with a base offset in [base, end of the swap) is deleted, then the
     suffix is dropped. Returns how many files were removed or renamed."""
     names = os.listdir(directory)
     changed = 0
     swaps: list[tuple[int, str]] = []
+    txn_swaps: dict[int, str] = {}
     for name in names:
         path = os.path.join(directory, name)
         if name.endswith(CLEANED_SUFFIX):
@@ -111,6 +115,8 @@ def complete_swaps(directory: str) -> int:
             m = _SEGMENT_RE.match(name[: -len(SWAP_SUFFIX)])
             if m is not None and m.group(2) == "log":
                 swaps.append((int(m.group(1)), name))
+            elif m is not None and m.group(2) == "txnindex":
+                txn_swaps[int(m.group(1))] = name
             else:
                 os.unlink(path)
                 changed += 1
@@ -123,6 +129,14 @@ def complete_swaps(directory: str) -> int:
                 os.unlink(os.path.join(directory, other))
                 changed += 1
         os.rename(path, path[: -len(SWAP_SUFFIX)])
+        changed += 1
+        txn = txn_swaps.pop(base, None)
+        if txn is not None:
+            txn_path = os.path.join(directory, txn)
+            os.rename(txn_path, txn_path[: -len(SWAP_SUFFIX)])
+            changed += 1
+    for name in txn_swaps.values():  # no log swap: an unfinished output
+        os.unlink(os.path.join(directory, name))
         changed += 1
     if changed:
         fsync_dir(directory)
@@ -190,6 +204,8 @@ def load_segments(
             if i < check_from:
                 report.index_rebuilds += 1
             result = seg.recover(epochs_out)
+            if report.first_checked_base is None:
+                report.first_checked_base = seg.base_offset
             report.checked_segments += 1
             report.checked_batches += result.batches
             reason = result.reason

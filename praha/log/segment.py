@@ -1,4 +1,5 @@
-"""One log segment: `<base_offset:020d>.log` plus its `.index` and `.timeindex`.
+"""One log segment: `<base_offset:020d>.log` plus its `.index`, `.timeindex` and, once a
+transaction aborts in it, `.txnindex` (`txn_index`).
 
 Append: 1. pwrite the bytes of whole batches at the end of the file, 2. every
 `index.interval.bytes` of log add an offset-index entry (batch last offset, position)
@@ -35,6 +36,7 @@ from praha.log.batch import (
 )
 from praha.log.errors import CorruptBatchError, CorruptIndexError, LogStorageError
 from praha.log.index import OffsetIndex, TimeIndex
+from praha.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -107,6 +109,7 @@ class LogSegment:
         self._size = size
         self.offset_index = OffsetIndex(os.path.join(directory, segment_file_name(base_offset, INDEX_SUFFIX)), base_offset)
         self.time_index = TimeIndex(os.path.join(directory, segment_file_name(base_offset, TIME_INDEX_SUFFIX)), base_offset)
+        self.txn_index = TransactionIndex(os.path.join(directory, segment_file_name(base_offset, TXN_INDEX_SUFFIX)))
         self._ix = _IndexState(base_offset, index_interval_bytes)
         #: offset after the last batch; None until known (sealed segments learn it from the log)
         self.next_offset: int | None = base_offset if size == 0 else None
@@ -127,6 +130,7 @@ class LogSegment:
         seg = cls(directory, base_offset, index_interval_bytes, fd, 0)
         seg.offset_index.create_empty()
         seg.time_index.create_empty()
+        seg.txn_index.delete_file()
         return seg
 
     @classmethod
@@ -139,14 +143,16 @@ class LogSegment:
         seg.path = path
         seg.offset_index.path += suffix
         seg.time_index.path += suffix
+        seg.txn_index.path += suffix
         seg.offset_index.create_empty()
         seg.time_index.create_empty()
+        seg.txn_index.delete_file()
         return seg
 
     def rename_suffix(self, old: str, new: str) -> None:
         """Rename the files from `<name><old>` to `<name><new>`: indexes first, the log
         last (recovery looks at the log file's name)."""
-        for ix in (self.offset_index, self.time_index):
+        for ix in (self.offset_index, self.time_index, self.txn_index):
             if ix.path.endswith(old):
                 ix.rename(ix.path[: len(ix.path) - len(old)] + new)
         if self.path.endswith(old):
@@ -377,6 +383,7 @@ class LogSegment:
             self.time_index.append_entries([final])
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
         self.offset_index.close()
         self.time_index.close()
         if flush_log:
@@ -393,6 +400,7 @@ class LogSegment:
                 raise
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
         """Drop the batch holding `offset` and everything after it; returns bytes removed.
@@ -408,6 +416,7 @@ class LogSegment:
         self.next_offset = min(offset, first.base_offset)
         self.offset_index.truncate_to_position(cut)
         self.time_index.truncate_to_offset(self.next_offset)
+        self.txn_index.truncate_to(self.next_offset)
         self._reset_tail_state()
         if cut == 0:
             self.roll_base_ms = None
@@ -543,10 +552,11 @@ class LogSegment:
         self.path = new
         self.offset_index.rename(self.offset_index.path + DELETED_SUFFIX)
         self.time_index.rename(self.time_index.path + DELETED_SUFFIX)
+        self.txn_index.rename(self.txn_index.path + DELETED_SUFFIX)
 
     def delete_files(self) -> None:
         self.close_without_flush()
-        for p in (self.path, self.offset_index.path, self.time_index.path):
+        for p in (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(p)
             except FileNotFoundError:

@@ -40,11 +40,14 @@ class FetchedPartition(NamedTuple):
     log_start_offset: int
     #: whole record batches (a view into the response frame), or None
     records: "bytes | memoryview | Region | None"
+    #: read_committed only: (producer id, first offset) of each aborted transaction in range
+    aborted_transactions: "list[tuple[int, int]] | None" = None
 
 
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _PART_V5 = struct.Struct(">ihqqq")  # + log start offset
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 
 
 def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
@@ -81,7 +84,13 @@ def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[
                                          p.log_start_offset))
             else:
                 out.append(_PART_V4.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset))
-            _array_len(out, -1, flex)  # aborted transactions: null
+            aborted = p.aborted_transactions
+            if aborted is None:
+                _array_len(out, -1, flex)
+            else:
+                _array_len(out, len(aborted), flex)
+                for pid, first in aborted:
+                    out.append(_ABORTED.pack(pid, first) + b"\x00" if flex else _ABORTED.pack(pid, first))
             if version >= 11:
                 out.append(_I32.pack(-1))  # preferred read replica
             recs = p.records

@@ -63,6 +63,12 @@ from kafka.protocol.admin.acl import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
+from kafka.protocol.admin.transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from kafka.protocol.admin.users import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -101,7 +107,20 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -197,6 +216,13 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     _spec(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
     _spec(AlterClientQuotasRequest, AlterClientQuotasResponse),
+    _spec(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    _spec(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    _spec(EndTxnRequest, EndTxnResponse),
+    _spec(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    _spec(DescribeTransactionsRequest, DescribeTransactionsResponse),
+    _spec(ListTransactionsRequest, ListTransactionsResponse),
+    _spec(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 )}
 
 

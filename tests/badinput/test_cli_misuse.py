@@ -378,6 +378,27 @@ CATALOGUE = [
      "error: Group 'nosuch' could not be deleted: The group id does not exist."),
     ("groups-no-cluster", "groups --list --dir {f:nowhere}", 1,
      "error: no cluster in {f:nowhere} (run `praha cluster up --dir {f:nowhere}` first)"),
+    # ---- transactions (kafka-transactions' options)
+    ("transactions-no-action", "transactions --topic orders", 2,
+     "praha transactions: error: one of the arguments --list --describe --describe-producers --find-hanging "
+     "--abort is required"),
+    ("transactions-two-actions", "transactions --list --abort", 2,
+     "praha transactions: error: argument --abort: not allowed with argument --list"),
+    ("transactions-describe-no-id", "transactions --describe", 1, "error: --describe requires --transactional-id"),
+    ("transactions-abort-no-coordinator-epoch", "transactions --abort --topic orders --partition 0 --producer-id 1 "
+     "--producer-epoch 0", 1, "error: --abort requires --coordinator-epoch"),
+    ("transactions-list-with-topic", "transactions --list --topic orders", 1, "error: --list does not take --topic"),
+    ("transactions-negative-partition", "transactions --describe-producers --topic orders --partition -1", 2,
+     "praha transactions: error: argument --partition: must be >= 0, got -1"),
+    ("transactions-find-hanging-no-broker", "transactions --find-hanging", 1,
+     "error: --find-hanging requires --broker-id"),
+    # these reach the cluster
+    ("transactions-describe-unknown", "transactions --describe --transactional-id nosuch", 1,
+     "error: Transactional id 'nosuch' not found: The transactionalId could not be found."),
+    ("transactions-producers-unknown-partition", "transactions --describe-producers --topic orders --partition 9", 1,
+     "error: Partition orders-9 does not exist (topic orders has 3 partitions)"),
+    ("transactions-abort-unknown-topic", "transactions --abort --topic nosuch --partition 0 --producer-id 1 "
+     "--producer-epoch 0 --coordinator-epoch 0", 1, "error: Topic 'nosuch' does not exist."),
     # ---- broker / cluster
     ("broker-start-unknown", "broker start 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),
     ("broker-stop-unknown", "broker stop 99", 1, "error: no broker 99 in {dir} (brokers: [1, 2, 3])"),

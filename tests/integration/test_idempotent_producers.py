@@ -1,7 +1,7 @@
 """Idempotent producers against a real cluster: kafka-python 3.x's default producer
 (idempotence on) and confluent-kafka with `enable.idempotence` write to RF 3 and read back
 exactly what they wrote; InitProducerId hands out ids unique across brokers (claimed in
-`/latest_producer_id_block`) and refuses transactional ids; a Produce retried with the
+`/latest_producer_id_block`) and sends transactional ids to their coordinator; a Produce retried with the
 same producer id and sequence is answered with the first write's offset and stored once,
 also by a new leader after the old one is killed."""
 from __future__ import annotations
@@ -110,8 +110,9 @@ def test_producer_ids_and_retried_produce(make_cluster, zk_store):
     assert len(set(ids)) == len(ids)  # unique across brokers: each claimed its own block
     broker, start, end = zn.decode_producer_id_block(zk_store.get_data(zn.PRODUCER_ID_BLOCK_PATH)[0])
     assert end - start == 999 and max(ids) <= end
+    # a transactional id goes to its transaction coordinator: none before __transaction_state exists
     refused = init_producer_id(ports[1], "txn-1")
-    assert refused.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and refused.producer_id == -1
+    assert refused.error_code == ErrorCode.NOT_COORDINATOR and refused.producer_id == -1
 
     tp = TP("retries", 0)
     create(zk_store, tp.topic, (1, 2, 3))

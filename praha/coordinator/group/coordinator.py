@@ -84,15 +84,29 @@ class GroupConfig:
                    c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One record of a coordinator's log, as loading needs it: key and value, the producer
+    of the transaction it came in (-1 if none), and for a transaction marker (key and value
+    None) whether it commits."""
+
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    commit: bool | None = None
+
+
 class OffsetsLog(Protocol):
     """The coordinator's view of the `__consumer_offsets` partitions this broker leads."""
 
-    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
-        """Append as leader and wait until replicated (acks=all); the outcome's error code."""
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                     producer: tuple[int, int] | None = None) -> ErrorCode:
+        """Append as leader and wait until replicated (acks=all); the outcome's error code.
+        With a producer (id, epoch): as a transactional batch of that producer."""
         ...
 
-    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
-        """Every record of the partition, key and value, in offset order (blocking)."""
+    def read(self, partition: int) -> Iterator[LogRecord]:
+        """Every record of the partition and every transaction marker, in offset order (blocking)."""
         ...
 
 
@@ -161,7 +175,7 @@ class CoordinatorStats:
     load_time_ms: dict[int, float] = field(default_factory=dict)
 
 
-def _map_append_error(code: ErrorCode) -> ErrorCode:
+def map_append_error(code: ErrorCode) -> ErrorCode:
     """What a client sees when the coordinator's write fails (Kafka's mapping)."""
     if code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                 ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
@@ -186,6 +200,9 @@ class GroupCoordinator:
         self.stats = CoordinatorStats()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[Any] | None = None
+        #: transaction markers that reached a partition while it was loading: (producer id, commit),
+        #: applied once the load is done (the load read the log as it was when it began)
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
@@ -205,6 +222,7 @@ class GroupCoordinator:
         self._ensure_expiry_task()
 
     def on_resigned(self, partition: int) -> None:
+        self._markers_while_loading.pop(partition, None)
         if self.owned.pop(partition, None) is not None:
             self.stats.load_time_ms.pop(partition, None)
             n = self._unload(partition)
@@ -224,7 +242,12 @@ class GroupCoordinator:
         def replay() -> tuple[dict[str, Group], int]:
             groups: dict[str, Group] = {}
             n = 0
-            for key, value in self.log.read(partition):
+            for rec in self.log.read(partition):
+                key, value = rec.key, rec.value
+                if rec.commit is not None:  # a transaction's marker: its offsets apply or vanish
+                    for g in groups.values():
+                        g.complete_txn_offsets(rec.producer_id, rec.commit)
+                    continue
                 if key is None:
                     continue
                 n += 1
@@ -236,8 +259,12 @@ class GroupCoordinator:
                             g.offsets.pop((k.topic, k.partition), None)
                         else:
                             v = decode_offset_value(value)
-                            g.offsets[(k.topic, k.partition)] = CommittedOffset(
-                                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+                            o = CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                                v.expire_timestamp)
+                            if rec.producer_id >= 0:
+                                g.pending_txn_offsets.setdefault(rec.producer_id, {})[(k.topic, k.partition)] = o
+                            else:
+                                g.offsets[(k.topic, k.partition)] = o
                     elif isinstance(k, GroupKey):
                         if value is None:
                             old = groups.pop(k.group, None)
@@ -261,7 +288,7 @@ class GroupCoordinator:
         now = now_ms()
         n = 0
         for gid, g in loaded.items():
-            if not g.members and not g.offsets and g.generation == 0:
+            if not g.members and not g.offsets and not g.pending_txn_offsets and g.generation == 0:
                 continue
             for m in g.members.values():  # a loaded group with members is Stable (_apply_group_value)
                 self._schedule_heartbeat(g, m)
@@ -269,6 +296,8 @@ class GroupCoordinator:
             self.groups[gid] = g
             n += 1
         self.owned[partition] = (Ownership.ACTIVE, epoch)
+        for producer_id, commit in self._markers_while_loading.pop(partition, []):
+            self.complete_transactional_offsets(partition, producer_id, commit)
         ms = (time.monotonic() - started) * 1000
         self.stats.partitions_loaded += 1
         self.stats.load_time_ms_total += ms
@@ -705,15 +734,21 @@ class GroupCoordinator:
             return ErrorCode.ILLEGAL_GENERATION if generation != group.generation else ErrorCode.NONE
         return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
 
-    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
-                             ) -> dict[tuple[str, int], ErrorCode]:
-        out: dict[tuple[str, int], ErrorCode] = {}
+    def _metadata_fits(self, offsets: dict[tuple[str, int], CommittedOffset]
+                       ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
+        """Offsets whose metadata is too long (OFFSET_METADATA_TOO_LARGE), and the others."""
+        refused: dict[tuple[str, int], ErrorCode] = {}
         valid: dict[tuple[str, int], CommittedOffset] = {}
         for tp, o in offsets.items():
             if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                refused[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 valid[tp] = o
+        return refused, valid
+
+    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
+                             ) -> dict[tuple[str, int], ErrorCode]:
+        out, valid = self._metadata_fits(offsets)
         if not valid:
             return out
         started = time.monotonic()
@@ -730,7 +765,7 @@ class GroupCoordinator:
                     group.pending_offset_writes[tp] = left
                 else:
                     group.pending_offset_writes.pop(tp, None)
-        err = _map_append_error(err)
+        err = map_append_error(err)
         if err == ErrorCode.NONE and self._still_ours(group):
             group.offsets.update(valid)
             self.stats.offset_commits += 1
@@ -740,6 +775,71 @@ class GroupCoordinator:
         for tp in valid:
             out[tp] = err
         return out
+
+    # ================================================================ transactional offsets
+    async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
+                                 member_id: str, instance: str | None,
+                                 offsets: dict[tuple[str, int], CommittedOffset]) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: the offsets are written in the producer's transaction and stay
+        pending — invisible to OffsetFetch — until its COMMIT marker reaches the partition
+        (`complete_transactional_offsets`); an ABORT drops them."""
+        def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
+            return {tp: code for tp in offsets}
+
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return all_(code)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0 or member_id:
+                return all_(ErrorCode.ILLEGAL_GENERATION if generation >= 0 else ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())
+        # Kafka's doTxnCommitOffsets: an old client (no member id, generation -1) may commit to any group
+        if group.is_(GroupState.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_member_fenced(member_id, instance):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id and member_id not in group.members:
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation >= 0 and generation != group.generation:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        out, valid = self._metadata_fits(offsets)
+        if not valid:
+            return out
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_key(group_id, t, p), offset_value(o.value())) for (t, p), o in valid.items()]
+        err = map_append_error(await self.log.append(self.partition_of(group_id), records,
+                                                     producer=(producer_id, producer_epoch)))
+        if err == ErrorCode.NONE and self._still_ours(group):
+            group.pending_txn_offsets.setdefault(producer_id, {}).update(valid)
+        elif err == ErrorCode.NONE:
+            err = ErrorCode.NOT_COORDINATOR
+        out.update({tp: err for tp in valid})
+        return out
+
+    def complete_transactional_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> int:
+        """A COMMIT or ABORT marker of `producer_id` reached `__consumer_offsets`-`offsets_partition`
+        (called by the partition's leader, which is this coordinator): its pending offsets in
+        that partition's groups become committed, or are dropped. How many groups changed."""
+        owned = self.owned.get(offsets_partition)
+        if owned is not None and owned[0] is Ownership.LOADING:
+            self._markers_while_loading.setdefault(offsets_partition, []).append((producer_id, commit))
+            return 0
+        changed = 0
+        for gid, g in self.groups.items():
+            if producer_id in g.pending_txn_offsets and self.partition_of(gid) == offsets_partition:
+                g.complete_txn_offsets(producer_id, commit)
+                changed += 1
+        return changed
+
+    def has_pending_txn_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None) -> set[tuple[str, int]]:
+        """The partitions with an offset waiting for its transaction (OffsetFetch's
+        require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
+        group = self.groups.get(group_id)
+        if group is None or not group.pending_txn_offsets:
+            return set()
+        pending = {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+        return pending if partitions is None else pending & set(partitions)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
                       ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
@@ -777,7 +877,7 @@ class GroupCoordinator:
                 if tp in group.offsets:
                     doomed.append(tp)
         if doomed:
-            err = _map_append_error(await self.log.append(
+            err = map_append_error(await self.log.append(
                 self.partition_of(group_id), [(offset_key(group_id, t, p), None) for t, p in doomed]))
             if err != ErrorCode.NONE:
                 return err, {}
@@ -823,7 +923,7 @@ class GroupCoordinator:
                 continue
             tombstones: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in group.offsets]
             tombstones.append((group_key(gid), None))
-            err = _map_append_error(await self.log.append(self.partition_of(gid), tombstones))
+            err = map_append_error(await self.log.append(self.partition_of(gid), tombstones))
             if err != ErrorCode.NONE:
                 out[gid] = err
                 continue
@@ -846,7 +946,7 @@ class GroupCoordinator:
     # ================================================================ storage and expiry
     async def _store_group(self, group: Group) -> ErrorCode:
         record = (group_key(group.group_id), group_value(group.value()))
-        return _map_append_error(await self.log.append(self.partition_of(group.group_id), [record]))
+        return map_append_error(await self.log.append(self.partition_of(group.group_id), [record]))
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

@@ -122,6 +122,8 @@ class Group:
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     #: offset commits written but not yet replicated, by partition (count of writes in flight)
     pending_offset_writes: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: TxnOffsetCommit offsets per producer id, waiting for their transaction's marker
+    pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
     #: a timer (rebalance or initial delay) of the coordinator's
     join_timer: Any = None
     sync_timer: Any = None
@@ -136,6 +138,12 @@ class Group:
     # ------------------------------------------------------------ states
     def is_(self, state: GroupState) -> bool:
         return self.state is state
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The transaction of `producer_id` ended: its offsets become committed, or vanish."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if pending and commit:
+            self.offsets.update(pending)
 
     def transition(self, to: GroupState, now_ms: int) -> None:
         if self.state not in _VALID_PREVIOUS[to]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator, LogRecord
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState
 from praha.coordinator.group.records import (
     GroupKey,
@@ -65,15 +65,15 @@ class MemoryLog:
         self.records: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.fail_with: ErrorCode | None = None
 
-    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]], producer=None) -> ErrorCode:
         await asyncio.sleep(0)
         if self.fail_with is not None:
             return self.fail_with
         self.records.setdefault(partition, []).extend(records)
         return E.NONE
 
-    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
-        yield from list(self.records.get(partition, []))
+    def read(self, partition: int) -> Iterator[LogRecord]:
+        yield from [LogRecord(k, v) for k, v in self.records.get(partition, [])]
 
 
 CONFIG = GroupConfig(partitions=4, min_session_timeout_ms=10, initial_rebalance_delay_ms=0)

@@ -19,6 +19,8 @@ TOPICS = [
                FetchedPartition(1, 6, -1, -1, -1, b"")]),
     ("béta-ünïcode", [FetchedPartition(2, 0, 1 << 40, 1 << 40, 5, os.urandom(70_000))]),
     ("empty", []),
+    ("txn", [FetchedPartition(0, 0, 20, 12, 0, os.urandom(100), [(7, 3), (9, 11)]),
+             FetchedPartition(1, 0, 5, 5, 0, b"", [])]),
 ]
 
 
@@ -27,7 +29,9 @@ def kafka_python(version: int, topics) -> bytes:
         FetchResponse.FetchableTopicResponse(topic=t, partitions=[
             PD(partition_index=p.partition, error_code=p.error_code, high_watermark=p.high_watermark,
                last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
-               aborted_transactions=None, preferred_read_replica=-1, records=p.records)
+               aborted_transactions=None if p.aborted_transactions is None else [
+                   PD.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in p.aborted_transactions],
+               preferred_read_replica=-1, records=p.records)
             for p in parts]) for t, parts in topics])
     return bytes(encode_response(RequestHeader(1, version, 4242), resp, version))
 

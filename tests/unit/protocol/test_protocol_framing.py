@@ -217,7 +217,9 @@ def test_registry_covers_the_brief():
                          17, 36,  # SaslHandshake, SaslAuthenticate
                          29, 30, 31, 50, 51,  # the ACL and SCRAM credential APIs
                          48, 49,  # DescribeClientQuotas, AlterClientQuotas
-                         34}  # AlterReplicaLogDirs
+                         34,  # AlterReplicaLogDirs
+                         27,  # WriteTxnMarkers
+                         24, 25, 26, 28, 65, 66}  # the transaction coordinator's APIs
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version
