@@ -105,10 +105,9 @@ class GroupApis:
         v = req.api_version
         key_type = r.key_type if v >= 1 else KEY_TYPE_GROUP
         keys = list(r.coordinator_keys or []) if v >= 4 else [r.key]
-        authz = self.broker.authz
-        answers = [await self._find(key, key_type, req.session.listener)
-                   if key_type != KEY_TYPE_GROUP or authz.group_allowed(req, AclOperation.DESCRIBE, key)
-                   else (ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1) for key in keys]
+        answers = [await self._find(key, key_type, req.session.listener) if self._may_find(req, key, key_type)
+                   else (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if key_type == KEY_TYPE_TRANSACTION
+                         else ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1) for key in keys]
         if v >= 4:
             return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
                 FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=int(c),
@@ -116,6 +115,13 @@ class GroupApis:
         c, m, n, h, p = answers[0]
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=int(c), error_message=m, node_id=n, host=h,
                                        port=p)
+
+    def _may_find(self, req: DecodedRequest, key: str, key_type: int) -> bool:
+        """Describe on the group, or on the transactional id (Kafka's FindCoordinator)."""
+        authz = self.broker.authz
+        if key_type == KEY_TYPE_TRANSACTION:
+            return authz.transactional_id_allowed(req, AclOperation.DESCRIBE, key)
+        return key_type != KEY_TYPE_GROUP or authz.group_allowed(req, AclOperation.DESCRIBE, key)
 
     async def _find(self, key: str, key_type: int, listener: str) -> tuple[ErrorCode, str | None, int, str, int]:
         def fail(code: ErrorCode, message: str | None = None) -> tuple[ErrorCode, str | None, int, str, int]:

@@ -98,6 +98,10 @@ class BrokerServer:
         self.fence = ControllerFence()
         self.metadata_cache = MetadataCache(config.broker_id)
         self.replica_manager = ReplicaManager(config.broker_id, config, self.metadata_cache)
+        #: each listener's TLS/SASL, and how this broker reaches the others (ConfigError if unusable)
+        self.listener_securities = [listener_security(config, ep) for ep in config.endpoints]
+        self.inter_broker = inter_broker_security(config)
+        self.replica_manager.inter_broker_security = self.inter_broker
         run_blocking = lambda fn: asyncio.get_running_loop().run_in_executor(None, fn)  # noqa: E731
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
@@ -107,14 +111,10 @@ class BrokerServer:
             TxnConfig.from_broker_config(config),
             CoordinatorLog(self.replica_manager, TRANSACTION_STATE_TOPIC, config.request_timeout_ms),
             MarkerChannel(self._leader_of, self.metadata_cache.contains_topic, f"txn-markers-{config.broker_id}",
-                          config.request_timeout_ms / 1000),
+                          config.request_timeout_ms / 1000, security=self.inter_broker),
             allocate_producer_id=self._allocate_producer_id,
             run_blocking=run_blocking, on_event=self._coordinator_event)
         self.replica_manager.leadership_listeners.append(self._offsets_leadership)
-        #: each listener's TLS/SASL, and how this broker reaches the others (ConfigError if unusable)
-        self.listener_securities = [listener_security(config, ep) for ep in config.endpoints]
-        self.inter_broker = inter_broker_security(config)
-        self.replica_manager.inter_broker_security = self.inter_broker
         self.authz = RequestAuthorizer()  # AclAuthorizer once ZooKeeper is connected, if configured
         self.acl_cache: AclCache | None = None
         self.client_quotas = ClientQuotas.create(QuotaWindow(config.quota_window_num,
@@ -338,7 +338,10 @@ class BrokerServer:
     def _leader_of(self, partition: tuple[str, int]) -> Leader | None:
         """Where a transaction's markers for this partition go now (the metadata cache)."""
         leader = self.metadata_cache.leader_of(TopicPartition(*partition))
-        return None if leader is None else (leader.id, leader.host, leader.port)
+        if leader is None:
+            return None
+        ep = leader.endpoint(self.inter_broker.listener) or leader.endpoints[0]  # the inter-broker listener
+        return leader.id, ep.host, ep.port
 
     def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None:
         """Deleted topics stop being served; fetchers follow moved leader endpoints."""

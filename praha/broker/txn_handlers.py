@@ -22,6 +22,7 @@ from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.coordinator.transaction.metadata import Partition, TxnState
 from praha.errors import ErrorCode
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -54,19 +55,28 @@ class TransactionApis:
         v = req.api_version
         if v < 4:
             wanted = [(t.name, p) for t in (r.v3_and_below_topics or []) for p in (t.partitions or [])]
-            results = await self._add(r.v3_and_below_transactional_id, r.v3_and_below_producer_id,
+            results = await self._add(req, r.v3_and_below_transactional_id, r.v3_and_below_producer_id,
                                       r.v3_and_below_producer_epoch, False, wanted)
             results = {tp: for_version(c, v) for tp, c in results.items()}
             return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_by_topic(results))
         out = []
         for t in r.transactions or []:
             wanted = [(tt.name, p) for tt in (t.topics or []) for p in (tt.partitions or [])]
-            results = await self._add(t.transactional_id, t.producer_id, t.producer_epoch, bool(t.verify_only), wanted)
+            results = await self._add(req, t.transactional_id, t.producer_id, t.producer_epoch, bool(t.verify_only),
+                                      wanted)
             out.append(_APTxn(transactional_id=t.transactional_id, topic_results=_by_topic(results)))
         return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=out)
 
-    async def _add(self, transactional_id: str, producer_id: int, epoch: int, verify_only: bool,
+    async def _add(self, req: DecodedRequest, transactional_id: str, producer_id: int, epoch: int, verify_only: bool,
                    wanted: list[Partition]) -> dict[Partition, ErrorCode]:
+        authz = self.broker.authz  # Write on the transactional id (a broker verifying: ClusterAction)
+        if not (authz.transactional_id_allowed(req, AclOperation.WRITE, transactional_id)
+                or (verify_only and authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION))):
+            return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+        denied = {tp for tp in wanted if not authz.topic_allowed(req, AclOperation.WRITE, tp[0])}
+        if denied:
+            return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in wanted}
         if verify_only:
             return self.coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
         cache = self.broker.metadata_cache
@@ -80,6 +90,12 @@ class TransactionApis:
     # ------------------------------------------------------------ AddOffsetsToTxn, EndTxn
     async def handle_add_offsets_to_txn(self, req: DecodedRequest) -> Any:
         r = req.request
+        authz = self.broker.authz
+        if not authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
+            return AddOffsetsToTxnResponse(throttle_time_ms=0,
+                                           error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        if r.group_id and not authz.group_allowed(req, AclOperation.READ, r.group_id):
+            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         if not r.group_id:
             return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_GROUP_ID))
         offsets_partition = (OFFSETS_TOPIC, self.broker.group_coordinator.partition_of(r.group_id))
@@ -89,6 +105,8 @@ class TransactionApis:
 
     async def handle_end_txn(self, req: DecodedRequest) -> Any:
         r = req.request
+        if not self.broker.authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
+            return EndTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
         code = await self.coordinator.end_txn(r.transactional_id, r.producer_id, r.producer_epoch, bool(r.committed))
         return EndTxnResponse(throttle_time_ms=0, error_code=int(for_version(code, req.api_version)))
 
@@ -96,6 +114,11 @@ class TransactionApis:
     async def handle_describe_transactions(self, req: DecodedRequest) -> Any:
         out = []
         for tid in req.request.transactional_ids or []:
+            if not self.broker.authz.transactional_id_allowed(req, AclOperation.DESCRIBE, tid):
+                out.append(_DTState(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                                    transactional_id=tid, transaction_state="", transaction_timeout_ms=0,
+                                    transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]))
+                continue
             d = self.coordinator.describe(tid)
             topics: dict[str, list[int]] = {}
             for topic, p in d.partitions:
@@ -115,6 +138,8 @@ class TransactionApis:
             {s for s in filters if s not in unknown}, set(r.producer_id_filters or []), duration)
         if filters and len(unknown) == len(filters):
             listed = []  # only unknown states asked for: nothing matches
+        authz = self.broker.authz  # only the transactional ids the principal may describe
+        listed = [t for t in listed if authz.transactional_id_allowed(req, AclOperation.DESCRIBE, t.transactional_id)]
         return ListTransactionsResponse(throttle_time_ms=0, error_code=int(code), unknown_state_filters=unknown,
                                         transaction_states=[
                                             _LTState(transactional_id=t.transactional_id, producer_id=t.producer_id,

@@ -26,6 +26,7 @@ from praha.broker.delayed import ProduceWait
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -65,6 +66,11 @@ class TxnMarkerApis:
     async def handle_write_txn_markers(self, req: DecodedRequest) -> Any:
         markers = req.request.markers or []
         codes: list[dict[TopicPartition, int]] = []
+        if not self.broker.authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION):  # brokers only (Kafka)
+            return WriteTxnMarkersResponse(markers=[_Result(producer_id=m.producer_id, topics=[
+                _TopicResult(name=t.name, partitions=[
+                    _PartitionResult(partition_index=i, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+                    for i in t.partition_indexes or []]) for t in m.topics or []]) for m in markers])
         waits: dict[TopicPartition, ProduceWait] = {}
         for m in markers:
             mine: dict[TopicPartition, int] = {}

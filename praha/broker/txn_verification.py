@@ -147,7 +147,9 @@ class TxnVerifier:
         if coordinator is None:
             return {tp: produce_error(ErrorCode.COORDINATOR_NOT_AVAILABLE) for tp in partitions}
         request = verification_request(transactional_id, producer_id, producer_epoch, partitions)
-        conn, lock = self._connection(coordinator.id, coordinator.host, coordinator.port)
+        security = self.broker.replica_manager.inter_broker_security  # brokers talk on the inter-broker listener
+        ep = coordinator.endpoint(security.listener) or coordinator.endpoints[0]
+        conn, lock = self._connection(coordinator.id, ep.host, ep.port)
         try:
             async with lock:
                 reused = conn.connected
@@ -172,8 +174,8 @@ class TxnVerifier:
         if entry is None or (entry[0].host, entry[0].port) != (host, port):
             if entry is not None:
                 entry[0].close()
-            entry = (AsyncConnection(host, port, f"txn-verifier-{self.broker.broker_id}", VERIFY_TIMEOUT_S),
-                     asyncio.Lock())
+            entry = (AsyncConnection(host, port, f"txn-verifier-{self.broker.broker_id}", VERIFY_TIMEOUT_S,
+                                     security=self.broker.replica_manager.inter_broker_security), asyncio.Lock())
             self._connections[broker_id] = entry
         return entry
 

@@ -358,3 +358,40 @@ def _describes(admin, res) -> bool:
         return bool(admin.describe_configs([res])[res].result(20))
     except KafkaException:
         return False
+
+
+def test_transactions_need_write_on_the_transactional_id(env, cli):
+    topic = new_topic(env)
+    txn_id = f"tx-{uuid.uuid4().hex[:6]}"
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
+    wait_for(lambda: topic in visible_topics(env, "alice"), 10, what="alice's Write")
+    refused = Producer({**env.conf("alice"), "transactional.id": txn_id})
+    with pytest.raises(KafkaException) as e:
+        refused.init_transactions(20)
+    assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--transactional-id", txn_id)
+    p = Producer({**env.conf("alice"), "transactional.id": txn_id})
+    wait_for(lambda: _init_transactions(p), 15, what="alice's transactional id")
+    wait_for(lambda: _commit_one(p, topic), 15, what="a committed transaction (every broker has the ACL)")
+
+
+def _commit_one(p, topic) -> bool:
+    """One transaction; an abortable refusal (a broker without the ACL yet) is aborted."""
+    p.begin_transaction()
+    p.produce(topic, b"in-a-transaction")
+    try:
+        p.commit_transaction(20)
+        return True
+    except KafkaException as e:
+        if not e.args[0].txn_requires_abort():
+            raise
+        p.abort_transaction(20)
+        return False
+
+
+def _init_transactions(p) -> bool:
+    try:
+        p.init_transactions(5)
+        return True
+    except KafkaException:
+        return False

@@ -27,6 +27,7 @@ from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxn
 
 from praha.errors import ErrorCode
 from praha.protocol.async_client import AsyncConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,10 @@ class MarkerStats:
 
 class MarkerChannel:
     def __init__(self, leader_of: Callable[[Partition], Leader | None], topic_exists: Callable[[str], bool],
-                 client_id: str, request_timeout_s: float = 30.0, retry_backoff_s: float = 0.1):
+                 client_id: str, request_timeout_s: float = 30.0, retry_backoff_s: float = 0.1,
+                 security: ClientSecurity = PLAINTEXT):
         self.leader_of = leader_of
+        self.security = security  # the inter-broker listener's TLS and SASL
         self.topic_exists = topic_exists
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
@@ -166,7 +169,8 @@ class MarkerChannel:
             if conn is None or (conn.host, conn.port) != (host, port):
                 if conn is not None:
                     conn.close()
-                conn = self._conns[broker_id] = AsyncConnection(host, port, self.client_id, self.request_timeout_s)
+                conn = self._conns[broker_id] = AsyncConnection(host, port, self.client_id, self.request_timeout_s,
+                                                                security=self.security)
             self.stats.requests += 1
             resp = await conn.send(_request(jobs, per_job), WRITE_TXN_MARKERS_VERSION, WriteTxnMarkersResponse)
             self._failures.pop(broker_id, None)
