@@ -32,7 +32,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Protocol, TypeGuard
 
 from praha.common import now_ms
@@ -51,6 +50,7 @@ from praha.coordinator.group.records import (
     offset_value,
     partition_for,
 )
+from praha.coordinator.ownership import Ownership, ownership_error
 from praha.errors import ErrorCode, PrahaError
 
 log = logging.getLogger(__name__)
@@ -108,11 +108,6 @@ class OffsetsLog(Protocol):
     def read(self, partition: int) -> Iterator[LogRecord]:
         """Every record of the partition and every transaction marker, in offset order (blocking)."""
         ...
-
-
-class Ownership(Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
 
 
 @dataclass(slots=True)
@@ -309,12 +304,7 @@ class GroupCoordinator:
     def _check(self, group_id: str | None) -> ErrorCode:
         if not valid_group_id(group_id):
             return ErrorCode.INVALID_GROUP_ID
-        owned = self.owned.get(self.partition_of(group_id))
-        if owned is None:
-            return ErrorCode.NOT_COORDINATOR
-        if owned[0] is Ownership.LOADING:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        return ownership_error(self.owned.get(self.partition_of(group_id)))
 
     def _still_ours(self, group: Group) -> bool:
         return self.groups.get(group.group_id) is group

@@ -36,7 +36,8 @@ from typing import Any, Protocol
 
 from praha.common import now_ms
 from praha.config import BrokerConfig
-from praha.coordinator.group.coordinator import LogRecord, Ownership, map_append_error
+from praha.coordinator.group.coordinator import LogRecord, map_append_error
+from praha.coordinator.ownership import Ownership, ownership_error
 from praha.coordinator.transaction.markers import MarkerChannel, MarkerJob
 from praha.coordinator.transaction.metadata import (
     MAX_EPOCH,
@@ -227,12 +228,7 @@ class TransactionCoordinator:
     def _check(self, transactional_id: str | None) -> ErrorCode:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
-        owned = self.owned.get(self.partition_of(transactional_id))
-        if owned is None:
-            return ErrorCode.NOT_COORDINATOR
-        if owned[0] is Ownership.LOADING:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
+        return ownership_error(self.owned.get(self.partition_of(transactional_id)))
 
     def _coordinator_epoch(self, transactional_id: str) -> int:
         return self.owned.get(self.partition_of(transactional_id), (Ownership.LOADING, -1))[1]
