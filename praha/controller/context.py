@@ -15,6 +15,7 @@ from praha.common import (
     TopicPartition,
 )
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
+from praha.errors import ErrorCode
 
 
 @dataclass
@@ -146,6 +147,15 @@ class ControllerContext:
     # ---- deletion queue state --------------------------------------------------------
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_be_deleted
+
+    def election_refusal(self, tp: TopicPartition) -> tuple[int, str] | None:
+        """Why an election asked for by name (ElectLeaders, the admin znode) cannot run: an
+        unknown partition, or a topic queued for deletion; None when it may."""
+        if tp.topic not in self.all_topics or self.partition_assignment(tp) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}"
+        if self.is_topic_queued_for_deletion(tp.topic):
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {tp.topic} is being deleted"
+        return None
 
     # ---- states ---------------------------------------------------------------------
     def partitions_in_states(self, states: set[PartitionState]) -> list[TopicPartition]:

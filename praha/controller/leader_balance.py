@@ -49,13 +49,11 @@ class LeaderBalancer:
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         candidates = []
         for tp in sorted(wanted):
-            a = ctx.partition_assignment(tp)
+            refusal = ctx.election_refusal(tp)
             li = ctx.leadership.get(tp)
-            if a is None or tp.topic not in ctx.all_topics:
-                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
-            elif ctx.is_topic_queued_for_deletion(tp.topic):
-                results[tp] = (ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {tp.topic} is being deleted")
-            elif li is not None and li.leader_and_isr.leader == a.replicas[0]:
+            if refusal is not None:
+                results[tp] = refusal
+            elif li is not None and li.leader_and_isr.leader == ctx.known_assignment(tp).replicas[0]:
                 results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "already led by its preferred replica")
             elif ctx.partition_states.get(tp) not in (PartitionState.ONLINE, PartitionState.OFFLINE):
                 results[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "partition is not online")

@@ -35,11 +35,10 @@ def elect_unclean(services: ControllerServices, partition_sm: PartitionStateMach
     results: Results = {}
     candidates = []
     for tp in sorted(wanted):
+        refusal = ctx.election_refusal(tp)
         leadership = ctx.leadership.get(tp)
-        if ctx.partition_assignment(tp) is None or tp.topic not in ctx.all_topics:
-            results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
-        elif ctx.is_topic_queued_for_deletion(tp.topic):
-            results[tp] = (ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {tp.topic} is being deleted")
+        if refusal is not None:
+            results[tp] = refusal
         elif leadership is not None and leadership.leader_and_isr.leader in live:
             results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
         else:
