@@ -67,7 +67,11 @@ def task_identity(write_id: str | None) -> tuple[str, int, int, int]:
     return query, tc.partitionId(), int(batch) if batch is not None else 0, tc.attemptNumber()
 
 
-def _first_topic(rows: Iterator[dict[str, Any]], fixed: str | None) -> tuple[str | None, Iterator[dict[str, Any]]]:
+#: one row as the producer takes it: the topic, and produce()'s keyword arguments
+Row = tuple[str, dict[str, Any]]
+
+
+def _first_topic(rows: Iterator[Row], fixed: str | None) -> tuple[str | None, Iterator[Row]]:
     """The topic the marker goes to: the `topic` option, else the first row's (a replay
     sees the same rows, so the same topic); the rows are given back untouched."""
     if fixed is not None:
@@ -75,11 +79,11 @@ def _first_topic(rows: Iterator[dict[str, Any]], fixed: str | None) -> tuple[str
     first = next(rows, None)
     if first is None:
         return None, iter(())
-    return first["topic"], itertools.chain([first], rows)
+    return first[0], itertools.chain([first], rows)
 
 
 def write_exactly_once(producer_config: dict[str, Any], fixed_topic: str | None, prefix: str, write_id: str | None,
-                       rows: Iterator[dict[str, Any]], produce: Callable[[Any, dict[str, Any]], None],
+                       rows: Iterator[Row], produce: Callable[[Any, Row], None],
                        fail_first_attempt: str | None = None) -> tuple[int, bool]:
     """Run steps 1-5 for one task; `produce(producer, row)` sends one row. Returns (rows
     written, whether the task was already committed and skipped)."""

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructType
 
 from praha.errors import PrahaError
+from praha.spark.exactly_once import Row
 from praha.spark.options import OptionError, WriteOptions
 
 #: how long a task waits for its last acknowledgements (librdkafka retries within it)
@@ -87,9 +88,8 @@ def _as_bytes(v: Any) -> bytes | None:
     return bytes(v)
 
 
-def rows_of(opts: WriteOptions, batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
-    """The rows of Arrow `batches` as the producer's arguments: topic, key, value, and
-    partition and headers when given."""
+def rows_of(opts: WriteOptions, batches: Iterator[Any]) -> Iterator[Row]:
+    """The rows of Arrow `batches`: topic, and key, value, partition and headers when given."""
     for batch in batches:
         names = [n.lower() for n in batch.schema.names]
         col = {n: batch.column(i).to_pylist() for i, n in enumerate(names)
@@ -101,27 +101,31 @@ def rows_of(opts: WriteOptions, batches: Iterator[Any]) -> Iterator[dict[str, An
         parts = col.get("partition")
         headers = col.get("headers")
         for i in range(n):
-            if topics[i] is None:
+            topic = topics[i]
+            if topic is None:
                 raise OptionError("topic", "null topic present in the data; set the 'topic' option or fill the column")
-            row: dict[str, Any] = {"topic": topics[i], "value": _as_bytes(values[i]), "key": _as_bytes(keys[i])}
+            kwargs: dict[str, Any] = {"value": _as_bytes(values[i]), "key": _as_bytes(keys[i])}
             if parts is not None and parts[i] is not None:
-                row["partition"] = int(parts[i])
+                kwargs["partition"] = int(parts[i])
             if headers is not None and headers[i]:
-                row["headers"] = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
-            yield row
+                kwargs["headers"] = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
+            yield topic, kwargs
 
 
-def produce_row(producer: Any, row: dict[str, Any], on_delivery: Any = None) -> None:
+def produce_row(producer: Any, row: Row) -> None:
     """Send one row, waiting for room in the producer's queue when it is full."""
-    kwargs = {k: v for k, v in row.items() if k != "topic"}
-    if on_delivery is not None:
-        kwargs["on_delivery"] = on_delivery
+    topic, kwargs = row
     while True:
         try:
-            producer.produce(row["topic"], **kwargs)
+            producer.produce(topic, **kwargs)
             return
         except BufferError:
             producer.poll(0.05)
+
+
+def producer_config(opts: WriteOptions) -> dict[str, Any]:
+    """The sink's producer settings: short batching and quiet logs unless `kafka.*` says otherwise."""
+    return {"linger.ms": 5, "log_level": 3, **opts.producer_config}
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
@@ -132,8 +136,7 @@ def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
 
     t0 = time.monotonic()
     failures: list[str] = []
-    config = {"linger.ms": 5, "log_level": 3, **opts.producer_config}
-    producer = Producer(config)
+    producer = Producer(producer_config(opts))
 
     def delivered(err: Any, msg: Any) -> None:
         if err is not None:
@@ -141,8 +144,9 @@ def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
 
     rows = 0
     try:
-        for row in rows_of(opts, batches):
-            produce_row(producer, row, delivered)
+        for topic, kwargs in rows_of(opts, batches):
+            kwargs["on_delivery"] = delivered
+            produce_row(producer, (topic, kwargs))
             rows += 1
             if rows % 1000 == 0:
                 producer.poll(0)
@@ -163,8 +167,7 @@ def _write_exactly_once(opts: WriteOptions, batches: Iterator[Any]) -> WriteComm
     from praha.spark.exactly_once import write_exactly_once
 
     t0 = time.monotonic()
-    config = {"linger.ms": 5, "log_level": 3, **opts.producer_config}
-    written, skipped = write_exactly_once(config, opts.topic, opts.transactional_id_prefix, opts.write_id,
+    written, skipped = write_exactly_once(producer_config(opts), opts.topic, opts.transactional_id_prefix, opts.write_id,
                                           rows_of(opts, batches), produce_row, opts.fail_first_attempt)
     return WriteCommit(written, time.monotonic() - t0, skipped)
 
