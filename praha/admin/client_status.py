@@ -92,14 +92,14 @@ class BrokerApis:
     error: str | None = None
 
 
-def broker_api_versions(bootstrap: str, timeout: float = 10.0) -> list[BrokerApis]:
+def broker_api_versions(bootstrap: str, timeout: float = 10.0, security: ClientSecurity = PLAINTEXT) -> list[BrokerApis]:
     """Every live broker's API versions (kafka-broker-api-versions): the brokers from one
     Metadata answer, then ApiVersions to each."""
-    md = fetch_metadata(bootstrap.split(",")[0], [], timeout)
+    md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security)
     out = []
     for b in sorted(md.brokers, key=lambda b: b.node_id):
         try:
-            versions = api_versions(b.host, b.port, timeout)
+            versions = api_versions(b.host, b.port, timeout, security=security)
             out.append(BrokerApis(b.node_id, b.host, b.port, b.rack, versions))
         except PrahaError as e:
             out.append(BrokerApis(b.node_id, b.host, b.port, b.rack, {}, str(e)))

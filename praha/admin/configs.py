@@ -14,11 +14,12 @@ as the broker's AlterClientQuotas does.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from praha.configdefs import ConfigSource
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.zk.admin_zk import alter_config, check_config_entity, read_config
 from praha.zk.quota_entities import (
     CLIENT_ID,
@@ -140,6 +141,7 @@ class ConfigLine:
     value: str | None
     sensitive: bool
     synonyms: tuple[tuple[str, str, str | None], ...]
+    source: int = ConfigSource.UNKNOWN
 
     def render(self) -> str:
         """kafka-configs' line: `  k=v sensitive=false synonyms={SOURCE:k=v, ...}`."""
@@ -159,7 +161,8 @@ def _source_name(source: int) -> str:
     return _SOURCE_NAMES.get(s, s.name)
 
 
-def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 10.0) -> list[ConfigLine]:
+def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 10.0,
+                 security: ClientSecurity = PLAINTEXT, sources: Collection[int] | None = None) -> list[ConfigLine]:
     """Every config of a topic or broker (`name`; "" for the brokers' `<default>`) with its
     source and synonyms, as the broker's DescribeConfigs reports them: a broker's own
     settings are asked of that broker, as kafka-configs does."""
@@ -171,7 +174,7 @@ def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 1
     first = bootstrap.split(",")[0]
     host, _, port = first.rpartition(":")
     if entity_type == "brokers" and name:
-        md = fetch_metadata(first, [], timeout)
+        md = fetch_metadata(first, [], timeout, security)
         broker = next((b for b in md.brokers if str(b.node_id) == name), None)
         if broker is None:
             raise InvalidRequestError(f"broker {name} is not a live broker of the cluster")
@@ -181,12 +184,13 @@ def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 1
         resources=[DescribeConfigsRequest.DescribeConfigsResource(resource_type=rtype, resource_name=name,
                                                                  configuration_keys=None)],
         include_synonyms=True, include_documentation=False)
-    with BrokerConnection(host, int(port), timeout=timeout) as conn:
+    with BrokerConnection(host, int(port), timeout=timeout, security=security) as conn:
         response = conn.send(request, 4)
     result = response.results[0]
     if result.error_code:
         raise PrahaError(result.error_message or f"DescribeConfigs failed with error {result.error_code}",
                          ErrorCode(result.error_code))
     return sorted((ConfigLine(c.name, c.value, bool(c.is_sensitive),
-                              tuple((_source_name(s.source), s.name, s.value) for s in c.synonyms or []))
-                   for c in result.configs), key=lambda c: c.name)
+                              tuple((_source_name(s.source), s.name, s.value) for s in c.synonyms or []),
+                              c.config_source)
+                   for c in result.configs if sources is None or c.config_source in sources), key=lambda c: c.name)

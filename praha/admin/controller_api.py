@@ -16,6 +16,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection, api_versions
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
 from praha.protocol.registry import APIS
 from praha.zk.store import ZkStore
@@ -44,10 +45,10 @@ def zk_locator(store: ZkStore) -> Locator:
     return locate
 
 
-def negotiate(host: str, port: int, api_key: int, timeout: float) -> int:
+def negotiate(host: str, port: int, api_key: int, timeout: float, security: ClientSecurity = PLAINTEXT) -> int:
     """Highest version of `api_key` both the broker and praha's registry speak."""
     spec = APIS[api_key]
-    theirs = api_versions(host, port, timeout=timeout, client_id="praha-admin")
+    theirs = api_versions(host, port, timeout=timeout, client_id="praha-admin", security=security)
     if api_key not in theirs:
         raise PrahaError(f"broker {host}:{port} does not serve {spec.name}")
     lo, hi = theirs[api_key]
@@ -58,7 +59,7 @@ def negotiate(host: str, port: int, api_key: int, timeout: float) -> int:
 
 
 def call_controller(locate: Locator, request: ApiMessage, not_controller: Callable[[Any], bool],
-                    timeout: float = 30.0) -> tuple[Any, int]:
+                    timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> tuple[Any, int]:
     """(response, version) from the active controller, retrying while the seat moves."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
@@ -69,9 +70,9 @@ def call_controller(locate: Locator, request: ApiMessage, not_controller: Callab
                                              + (f" (last error: {last})" if last else ""))
         try:
             host, port = locate()
-            version = negotiate(host, port, request.API_KEY, min(remaining, 5.0))
+            version = negotiate(host, port, request.API_KEY, min(remaining, 5.0), security)
             with BrokerConnection(host, port, timeout=max(0.1, deadline - time.monotonic()),
-                                  client_id="praha-admin") as conn:
+                                  client_id="praha-admin", security=security) as conn:
                 response = conn.send(request, version)
             if not not_controller(response):
                 return response, version

@@ -29,6 +29,7 @@ from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError, UnknownTopicError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
 from praha.protocol.registry import APIS
 
@@ -50,6 +51,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.WRITE_TXN_MARKERS: (1, 1),
+    # Kafka's tools by name (praha.admin.cluster_admin) share it too
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 #: answers after which Kafka's admin finds the coordinator again and retries
 COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -208,7 +214,7 @@ class GroupAdmin:
 
     def __init__(self, bootstrap: str | Sequence[str], timeout: float = 10.0, retries: int = 10,
                  backoff: float = 0.2, client_id: str = "praha-groups",
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, security: ClientSecurity = PLAINTEXT):
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [_parse_address(i.strip()) for i in items if i.strip()]
         if not self.bootstrap:
@@ -218,6 +224,7 @@ class GroupAdmin:
         self.backoff = backoff
         self.client_id = client_id
         self._sleep = sleep
+        self.security = security
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._versions: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
 
@@ -237,7 +244,7 @@ class GroupAdmin:
         key = (host, port)
         conn = self._connections.get(key)
         if conn is None:
-            conn = BrokerConnection(host, port, timeout=self.timeout, client_id=self.client_id)
+            conn = BrokerConnection(host, port, timeout=self.timeout, client_id=self.client_id, security=self.security)
             self._connections[key] = conn
         return conn
 

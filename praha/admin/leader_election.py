@@ -22,6 +22,7 @@ from typing import Any
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError, UnknownTopicError
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.zk import znodes as zn
 from praha.zk.store import ZkStore
 
@@ -81,7 +82,8 @@ def resolve_partitions(store: ZkStore, all_partitions: bool = False, topic: str 
 
 
 def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[TopicPartition] | None,
-                  timeout: float = 30.0, election_type: int = PREFERRED) -> Results:
+                  timeout: float = 30.0, election_type: int = PREFERRED,
+                  security: ClientSecurity = PLAINTEXT) -> Results:
     """ElectLeaders (preferred or unclean) to the controller; None = every partition."""
     from kafka.protocol.admin import ElectLeadersRequest as Req
 
@@ -101,7 +103,7 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
         return any(p.error_code == ErrorCode.NOT_CONTROLLER
                    for t in r.replica_election_results for p in t.partition_result)
 
-    response, version = call_controller(locate, request, not_controller, timeout=timeout + 5)
+    response, version = call_controller(locate, request, not_controller, timeout=timeout + 5, security=security)
     if version >= 1 and response.error_code != ErrorCode.NONE:
         raise PrahaError(f"the controller refused the election: {_code_name(response.error_code)}")
     return {TopicPartition(t.topic, p.partition_id): (p.error_code, p.error_message)

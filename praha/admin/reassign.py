@@ -45,6 +45,7 @@ from praha.errors import (
     PrahaError,
     UnknownTopicError,
 )
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from praha.topic_rules import ReassignmentInProgressError, assign_replicas
 from praha.zk import znodes as zn
@@ -504,7 +505,8 @@ class CancelResult:
 
 
 def cancel_via_api(locate: Callable[[], tuple[str, int]], tps: Collection[TopicPartition],
-                   timeout: float = 30.0) -> dict[TopicPartition, tuple[int, str | None]]:
+                   timeout: float = 30.0, security: ClientSecurity = PLAINTEXT
+                   ) -> dict[TopicPartition, tuple[int, str | None]]:
     """AlterPartitionReassignments with a null target per partition, to the controller."""
     from kafka.protocol.admin import AlterPartitionReassignmentsRequest as Req
 
@@ -517,7 +519,7 @@ def cancel_via_api(locate: Callable[[], tuple[str, int]], tps: Collection[TopicP
         Req.ReassignableTopic(name=t, partitions=[Req.ReassignableTopic.ReassignablePartition(
             partition_index=p, replicas=None) for p in ps]) for t, ps in by_topic.items()])
     response, _ = call_controller(locate, request, lambda r: r.error_code == ErrorCode.NOT_CONTROLLER,
-                                  timeout=timeout + 5)
+                                  timeout=timeout + 5, security=security)
     if response.error_code != ErrorCode.NONE:
         raise PrahaError(f"the controller refused the cancellation: {_code_name(response.error_code)}"
                          + (f": {response.error_message}" if response.error_message else ""))

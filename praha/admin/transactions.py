@@ -32,6 +32,7 @@ from praha.admin.groups import GroupAdmin, GroupAdminError, Node, error_message,
 from praha.common import TopicPartition
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 
 KEY_TYPE_TRANSACTION = 1
 #: states in which the coordinator still ends a transaction by itself (markers sent or to come)
@@ -78,8 +79,8 @@ class HangingTransaction:
 
 class TransactionAdmin(GroupAdmin):
     def __init__(self, bootstrap: str | Sequence[str], timeout: float = 10.0, retries: int = 10,
-                 client_id: str = "praha-transactions"):
-        super().__init__(bootstrap, timeout=timeout, retries=retries, client_id=client_id)
+                 client_id: str = "praha-transactions", security: ClientSecurity = PLAINTEXT):
+        super().__init__(bootstrap, timeout=timeout, retries=retries, client_id=client_id, security=security)
 
     def __enter__(self) -> TransactionAdmin:
         return self

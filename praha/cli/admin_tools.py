@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from praha.cli.options import CliError, add_cluster_options, zookeeper_of
 
 if TYPE_CHECKING:
+    from praha.admin.client_status import BrokerApis
     from praha.admin.reassign import PartitionProgress
     from praha.zk.store import ZkStore
 
@@ -403,17 +404,24 @@ def cmd_api_versions(args: argparse.Namespace) -> int:
     """Kafka's layout: one block per broker, every API this tool knows, with the range the
     broker serves and the version both sides would use, or UNSUPPORTED."""
     from praha.admin.client_status import broker_api_versions
-    from praha.cli.options import bootstrap_of
+    from praha.cli.options import bootstrap_of, security_of
     from praha.protocol.api_keys import ApiKey
-    from praha.protocol.registry import APIS
 
-    brokers = broker_api_versions(bootstrap_of(args))
+    brokers = broker_api_versions(bootstrap_of(args), security=security_of(args))
     if args.json:
         print(json.dumps([{"id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "error": b.error,
                            "apis": {ApiKey(k).api_name: {"min": lo, "max": hi}
                                     for k, (lo, hi) in sorted(b.versions.items()) if k in ApiKey._value2member_map_}}
                           for b in brokers], indent=2))
         return 0 if all(b.error is None for b in brokers) else 1
+    return print_api_versions(brokers)
+
+
+def print_api_versions(brokers: "list[BrokerApis]") -> int:
+    """kafka-broker-api-versions' listing; 1 if a broker could not be asked."""
+    from praha.protocol.api_keys import ApiKey
+    from praha.protocol.registry import APIS
+
     for b in brokers:
         print(f"{b.host}:{b.port} (id: {b.broker_id} rack: {b.rack or 'null'}) -> (")
         if b.error is not None:

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from praha.cli.options import CliError, add_cluster_options, bootstrap_of
+from praha.cli.options import CliError, add_cluster_options, bootstrap_of, security_of
 
 if TYPE_CHECKING:
     from praha.admin.group_plans import ResetSpec
@@ -194,7 +194,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.reset_offsets and not args.dry_run and not args.execute and not args.json:
         print("WARN: No action will be performed as the --execute option is missing. Add --dry-run to say "
               "that a dry run is meant, or --execute to reset the offsets.", file=sys.stderr)
-    with GroupAdmin(bootstrap_of(args), timeout=args.timeout) as admin:
+    with GroupAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
         if args.list:
             return _list(admin, args, states)
         groups = _groups(admin, args)

@@ -8,8 +8,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from praha.errors import PrahaError
+
+if TYPE_CHECKING:
+    from praha.protocol.client_security import ClientSecurity
 
 
 class CliError(PrahaError):
@@ -90,3 +94,13 @@ def bootstrap_of(args: argparse.Namespace) -> str:
     if not state.brokers:
         raise CliError(f"no brokers in the local cluster {args.dir}")
     return ",".join(f"127.0.0.1:{b.port}" for _, b in sorted(state.brokers.items()))
+
+
+def security_of(args: argparse.Namespace) -> "ClientSecurity":
+    """The client security of `--command-config FILE` (Kafka's tools' client properties:
+    security.protocol, sasl.*, ssl.*); plain TCP when the command has no such option."""
+    from praha.protocol.client_security import PLAINTEXT
+    from praha.security.client_properties import client_security, read_properties
+
+    path = getattr(args, "command_config", None)
+    return PLAINTEXT if not path else client_security(read_properties(path))

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from praha.cli.options import CliError, add_cluster_options
+from praha.cli.options import CliError, add_cluster_options, bootstrap_of, security_of
 
 
 def _id_list(text: str) -> list[int]:
@@ -39,7 +39,6 @@ def register(sub: Any) -> None:
 
 def cmd_delete_records(args: argparse.Namespace) -> int:
     from praha.admin.records import delete_records, parse_offset_plan
-    from praha.cli.options import bootstrap_of
 
     try:
         text = args.offset_json_file.read_text()
@@ -47,7 +46,7 @@ def cmd_delete_records(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.offset_json_file}: {e.strerror}") from None
     plan = parse_offset_plan(text)
     print("Executing records delete operation")
-    results = delete_records(bootstrap_of(args), plan, args.timeout)
+    results = delete_records(bootstrap_of(args), plan, args.timeout, security_of(args))
     print("Records delete operation completed:")
     failed = 0
     for tp in sorted(results, key=lambda tp: (tp.topic, tp.partition)):
@@ -62,11 +61,10 @@ def cmd_delete_records(args: argparse.Namespace) -> int:
 
 def cmd_log_dirs(args: argparse.Namespace) -> int:
     from praha.admin.records import describe_log_dirs, log_dirs_json
-    from praha.cli.options import bootstrap_of
 
     topics = None if not args.topic_list else {t.strip() for t in args.topic_list.split(",") if t.strip()}
     print("Querying brokers for log directories information")
-    brokers = describe_log_dirs(bootstrap_of(args), args.broker_list, topics)
+    brokers = describe_log_dirs(bootstrap_of(args), args.broker_list, topics, security=security_of(args))
     answered = [b.broker for b in brokers if b.error is None]
     print(f"Received log directory information from brokers {','.join(map(str, answered))}")
     print(log_dirs_json(brokers))

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from praha.cli.options import CliError, add_cluster_options, at_least, bootstrap_of
+from praha.cli.options import CliError, add_cluster_options, at_least, bootstrap_of, security_of
 
 DESCRIPTION = """\
 List, describe and abort transactions (Kafka's kafka-transactions). Exactly one action:
@@ -95,7 +95,7 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     from praha.common import TopicPartition
 
     action = check_options(args)
-    with TransactionAdmin(bootstrap_of(args), timeout=args.timeout) as admin:
+    with TransactionAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
         if action == "list":
             rows = [[t.transactional_id, t.coordinator, t.producer_id, t.state] for t in admin.list_transactions()]
             return _print(args, ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"], rows)
@@ -139,6 +139,10 @@ def _print(args: argparse.Namespace, header: list[str], rows: list[list[Any]]) -
         return 0
     cells = [header] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    if getattr(args, "kafka_table", False):  # kafka-transactions by name: each cell padded, then a tab
+        for r in cells:
+            sys.stdout.write("".join(c.ljust(w) + "\t" for c, w in zip(r, widths)) + "\n")
+        return 0
     for r in cells:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
     return 0

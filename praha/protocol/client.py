@@ -198,13 +198,13 @@ class BrokerConnection:
                 f"malformed {response_cls.__name__} v{api_version} from {self.host}:{self.port}: {e!r}") from e
 
 
-def api_versions(host: str, port: int, timeout: float = 5.0,
-                 client_id: str = "praha") -> dict[int, tuple[int, int]]:
+def api_versions(host: str, port: int, timeout: float = 5.0, client_id: str = "praha",
+                 security: ClientSecurity = PLAINTEXT) -> dict[int, tuple[int, int]]:
     """The broker's {api_key: (min, max)}, asking at ApiVersions v3 and falling back (as
     clients do) to the highest version the broker names if it answers UNSUPPORTED_VERSION."""
     request_cls = APIS[ApiKey.API_VERSIONS].request
     version = 3
-    with BrokerConnection(host, port, timeout=timeout, client_id=client_id) as conn:
+    with BrokerConnection(host, port, timeout=timeout, client_id=client_id, security=security) as conn:
         for _ in range(2):
             request = request_cls(client_software_name="praha", client_software_version="0.1.0")
             response = conn.send(request, version)
