@@ -142,9 +142,7 @@ def run(argv: list[str]) -> int:
 
     p = parser()
     args = p.parse(argv)
-    if args.authorizer_properties:
-        p.fail("praha's kafka-acls talks to the cluster through --bootstrap-server; for ZooKeeper use "
-               "`praha acls --zookeeper`")
+    p.refuse_zookeeper(args.authorizer_properties, "praha acls")
     if [args.add, args.remove, args.list].count(True) != 1:
         p.fail("Command must include exactly one action: --list, --add, --remove. ")
     if not args.bootstrap_server:

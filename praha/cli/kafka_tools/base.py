@@ -59,6 +59,13 @@ class KafkaToolParser(argparse.ArgumentParser):
         self.print_help(sys.stderr)
         sys.exit(EXIT_FAILED)
 
+    def refuse_zookeeper(self, given: object, praha_verb: str) -> None:
+        """The ZooKeeper forms of Kafka's tools (--zookeeper, --authorizer-properties): praha's
+        tools by name speak to brokers only; its own verb does the ZooKeeper form."""
+        if given:
+            self.fail(f"praha's {self.prog} talks to the cluster through --bootstrap-server; for ZooKeeper use "
+                      f"`{praha_verb} --zookeeper`")
+
     def parse(self, argv: list[str]) -> argparse.Namespace:
         if not argv:
             self.fail(self.description or "")

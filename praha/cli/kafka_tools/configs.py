@@ -83,9 +83,7 @@ def run(argv: list[str]) -> int:
 
     p = parser()
     args = p.parse(argv)
-    if args.zookeeper:
-        p.fail("praha's kafka-configs talks to the cluster through --bootstrap-server; for ZooKeeper use "
-               "`praha configs --zookeeper`")
+    p.refuse_zookeeper(args.zookeeper, "praha configs")
     if args.describe == args.alter:
         p.fail("Command must include exactly one action: --describe, --alter")
     if not args.bootstrap_server:

@@ -20,8 +20,11 @@ examples:
   kafka-topics --bootstrap-server B --list --exclude-internal
 """
 ACTIONS = ("create", "list", "alter", "describe", "delete")
-REPORTS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
-           "at_min_isr_partitions")
+#: --describe's partition reports, and what each shows
+REPORTS = {"under_replicated_partitions": "partitions whose ISR is smaller than their replicas",
+           "unavailable_partitions": "partitions whose leader is not available",
+           "under_min_isr_partitions": "partitions whose ISR is smaller than min.insync.replicas",
+           "at_min_isr_partitions": "partitions whose ISR equals min.insync.replicas"}
 
 
 def parser() -> KafkaToolParser:
@@ -39,14 +42,8 @@ def parser() -> KafkaToolParser:
     p.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (--create)")
     p.add_argument("--replica-assignment", metavar="B1:B2,B3:B4",
                    help="manual assignment: partitions separated by ',', their replicas by ':'")
-    p.add_argument("--under-replicated-partitions", action="store_true",
-                   help="--describe: only partitions whose ISR is smaller than their replicas")
-    p.add_argument("--unavailable-partitions", action="store_true",
-                   help="--describe: only partitions whose leader is not available")
-    p.add_argument("--under-min-isr-partitions", action="store_true",
-                   help="--describe: only partitions whose ISR is smaller than min.insync.replicas")
-    p.add_argument("--at-min-isr-partitions", action="store_true",
-                   help="--describe: only partitions whose ISR equals min.insync.replicas")
+    for report, says in REPORTS.items():
+        p.add_argument("--" + report.replace("_", "-"), action="store_true", help=f"--describe: only {says}")
     p.add_argument("--topics-with-overrides", action="store_true",
                    help="--describe: only topics with config overrides")
     p.add_argument("--if-exists", action="store_true", help="--alter, --delete, --describe: only if the topic exists")
@@ -89,7 +86,7 @@ def check(p: KafkaToolParser, args: argparse.Namespace) -> str:
         for other in ("partitions", "replication_factor"):
             if getattr(args, other) is not None:
                 p.fail(f'Option "[replica-assignment]" can\'t be used with option "[{other.replace("_", "-")}]"')
-    for report in REPORTS + ("topics_with_overrides",):
+    for report in [*REPORTS, "topics_with_overrides"]:
         _can_only_go_with(p, args, report, ("describe",))
     _can_only_go_with(p, args, "if_exists", ("alter", "delete", "describe"))
     _can_only_go_with(p, args, "if_not_exists", ("create",))

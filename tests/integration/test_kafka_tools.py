@@ -1,0 +1,331 @@
+"""Kafka's command-line tools by name (issue 26), run as processes against real clusters:
+one 3-broker cluster for the module, plus a 1-broker SASL_SSL cluster (SCRAM-SHA-512, ACLs
+on) reached with `--command-config` / `--producer.config` / `--consumer.config`. Each
+tool's common forms are checked against the shape of Kafka 3.9's output (line patterns,
+headers, wording) and its exit status, also for bad options and unknown topics.
+
+The tools run as the installed console scripts when the venv has them (`kafka-topics.sh`
+...), else as `python -m praha.cli.kafka_tools NAME` (same code; the scripts appear once
+the venv is reinstalled from pyproject.toml, which a unit test checks)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+
+from praha.cluster.local import LocalCluster
+from praha.testing.cluster import TEST_BROKER_CONFIG, running_cluster, wait_for
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL_INTERNAL = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3",
+                  "group.initial.rebalance.delay.ms": "0"}
+
+
+@dataclass
+class Run:
+    rc: int
+    out: str
+    err: str
+
+
+def tool(name: str, *args: object, stdin: str | None = None, timeout: float = 90) -> Run:
+    script = Path(sys.executable).parent / name
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "praha.cli.kafka_tools", name]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command + [str(a) for a in args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def ok(name: str, *args: object, stdin: str | None = None) -> Run:
+    r = tool(name, *args, stdin=stdin)
+    assert r.rc == 0, f"{name} {args}: rc {r.rc}\nstdout: {r.out}\nstderr: {r.err}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def bs(zookeeper, tmp_path_factory):
+    connect = unique_chroot(zookeeper.connect_string)
+    try:
+        with running_cluster(tmp_path_factory.mktemp("kafkatools"), connect, 3, SMALL_INTERNAL) as cluster:
+            yield ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    finally:
+        delete_chroot(connect)
+
+
+@pytest.fixture(scope="module")
+def secure(zookeeper, tmp_path_factory):
+    """(bootstrap, client properties file, the admin's password) of a SASL_SSL cluster."""
+    connect = unique_chroot(zookeeper.connect_string)
+    root = tmp_path_factory.mktemp("kafkatools-secure")
+    cluster = LocalCluster(root / "cluster")
+    try:
+        cluster.up(1, zookeeper=connect, secure=True, timeout=90, overrides={
+            **TEST_BROKER_CONFIG, **SMALL_INTERNAL, "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
+        state = cluster.load()
+        from praha.cluster.secure import SecureSetup
+
+        setup = SecureSetup.load(Path(state.security_dir))
+        props = root / "client.properties"
+        props.write_text(
+            "# as for Kafka's tools\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+            f'    username="admin" password="{setup.admin_password}";\n'
+            f"ssl.truststore.location={setup.ca}\nssl.truststore.type=PEM\n")
+        yield f"127.0.0.1:{next(iter(state.brokers.values())).port}", props, setup.admin_password
+    finally:
+        cluster.down(timeout=15)
+        delete_chroot(connect)
+
+
+TOPIC_LINE = re.compile(r"^Topic: (\S+)(?:\tTopicId: \S+)?\tPartitionCount: (\d+)\tReplicationFactor: (\d+)\tConfigs: (.*)$")
+PARTITION_LINE = re.compile(r"^\tTopic: (\S+)\tPartition: (\d+)\tLeader: (\d+|none)\tReplicas: ([\d,]+)"
+                            r"\tIsr: ([\d,]*)\tElr: N/A\tLastKnownElr: N/A$")
+
+
+def test_kafka_topics(bs):
+    created = ok("kafka-topics.sh", "--bootstrap-server", bs, "--create", "--topic", "kt", "--partitions", 3,
+                 "--replication-factor", 3, "--config", "retention.ms=60000")
+    assert created.out == "Created topic kt.\n"
+    again = tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kt", "--partitions", 1)
+    assert again.rc == 1 and re.match(r"^Error while executing topic command : .*already exists", again.out, re.I)
+    assert ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kt", "--partitions", 1,
+              "--if-not-exists").out == ""
+    assert "kt" in ok("kafka-topics", "--bootstrap-server", bs, "--list").out.splitlines()
+
+    ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "kt", "--partitions", 4)
+    lines = ok("kafka-topics.sh", "--bootstrap-server", bs, "--describe", "--topic", "kt").out.splitlines()
+    head = TOPIC_LINE.match(lines[0])
+    assert head and head.groups()[:3] == ("kt", "4", "3") and "retention.ms=60000" in head.group(4).split(","), lines
+    parts = [PARTITION_LINE.match(line) for line in lines[1:]]
+    assert all(parts) and [int(m.group(2)) for m in parts if m] == [0, 1, 2, 3], lines
+    assert all(len(m.group(4).split(",")) == 3 for m in parts if m)
+
+    unknown = tool("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "no-such-topic")
+    assert unknown.rc == 1 and "does not exist as expected" in unknown.out
+    assert ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "no-such-topic",
+              "--if-exists").out == ""
+    bad = tool("kafka-topics", "--bootstrap-server", bs, "--list", "--partitions", 3)
+    assert bad.rc == 1 and "can't be used with option" in bad.err and "usage: kafka-topics" in bad.err
+    bad = tool("kafka-topics.sh", "--bootstrap-server", bs, "--create", "--topic", "x", "--partitons", 3)
+    assert bad.rc == 1 and "unrecognized arguments: --partitons" in bad.err
+    assert tool("kafka-topics", "--list").rc == 1  # no --bootstrap-server
+
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", 1)
+    ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
+    wait_for(lambda: "gone" not in ok("kafka-topics", "--bootstrap-server", bs, "--list").out.split(), 30,
+             what="topic deleted")
+
+
+def test_console_tools_and_consumer_groups(bs):
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kc", "--partitions", 2,
+       "--replication-factor", 2)
+    lines = [f"k{i}:v{i}" for i in range(6)]
+    produced = ok("kafka-console-producer.sh", "--bootstrap-server", bs, "--topic", "kc", "--property",
+                  "parse.key=true", "--property", "key.separator=:", "--producer-property", "acks=all",
+                  stdin="\n".join(lines) + "\n")
+    assert produced.out == ""
+    got = ok("kafka-console-consumer.sh", "--bootstrap-server", bs, "--topic", "kc", "--from-beginning",
+             "--max-messages", 6, "--group", "kg", "--property", "print.key=true", "--isolation-level",
+             "read_committed")
+    assert sorted(got.out.splitlines()) == sorted(line.replace(":", "\t") for line in lines)
+    assert "Processed a total of 6 messages" in got.err
+
+    one = ok("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "kc", "--partition", 0, "--offset", 0,
+             "--timeout-ms", 3000, "--property", "print.offset=true")
+    offsets = [line.split("\t")[0] for line in one.out.splitlines()]
+    assert offsets == [f"Offset:{i}" for i in range(len(offsets))] and offsets
+    assert re.search(r"Processed a total of \d+ messages", one.err)
+    bad = tool("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "kc", "--offset", 3)
+    assert bad.rc == 1 and "The partition is required when offset is specified." in bad.err
+    bad = tool("kafka-console-producer", "--bootstrap-server", bs, "--topic", "kc", "--property", "parse.key=true",
+               stdin="no separator here\n")
+    assert bad.rc == 1 and "No key separator found on line number 1" in bad.err
+
+    assert "kg" in ok("kafka-consumer-groups.sh", "--bootstrap-server", bs, "--list").out.split()
+    table = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "kg").out.split("\n")
+    rows = [line.split() for line in table if line.strip()]
+    assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                       "HOST", "CLIENT-ID"]
+    assert {(r[0], r[1], r[2]) for r in rows[1:]} == {("kg", "kc", "0"), ("kg", "kc", "1")}
+    assert sum(int(r[3]) for r in rows[1:]) == 6 and all(r[5] == "0" for r in rows[1:])
+    reset = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--reset-offsets", "--group", "kg", "--topic", "kc",
+               "--to-earliest", "--execute")
+    assert [line.split() for line in reset.out.splitlines() if line.strip()][0] == [
+        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    missing = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "no-such-group")
+    assert missing.rc == 1 and "Consumer group 'no-such-group' does not exist." in missing.err
+    assert tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe").rc == 1
+
+
+def test_kafka_configs(bs):
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kcfg", "--partitions", 1)
+    done = ok("kafka-configs.sh", "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "kcfg",
+              "--alter", "--add-config", "retention.ms=120000,cleanup.policy=[compact,delete]")
+    assert done.out == "Completed updating config for topic kcfg.\n"
+    shown = ok("kafka-configs", "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "kcfg",
+               "--describe").out.splitlines()
+    assert shown[0] == "Dynamic configs for topic kcfg are:"
+    assert re.match(r"^  cleanup.policy=compact,delete sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:"
+                    r"cleanup.policy=compact,delete, .*\}$", shown[1]), shown
+    assert shown[2].startswith("  retention.ms=120000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:")
+    ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--alter", "--delete-config", "retention.ms")
+    assert "retention.ms" not in ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg",
+                                    "--describe").out
+    every = ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--describe", "--all").out.splitlines()
+    assert every[0] == "All configs for topic kcfg are:" and len(every) > 10
+
+    assert ok("kafka-configs", "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-default", "--alter",
+              "--add-config", "log.retention.ms=7200000").out == \
+        "Completed updating default config for brokers in the cluster.\n"
+    brokers = ok("kafka-configs", "--bootstrap-server", bs, "--entity-type", "brokers", "--describe").out
+    assert "Default configs for brokers in the cluster are:\n  log.retention.ms=7200000 sensitive=false " \
+           "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000" in brokers
+    assert len(re.findall(r"^Dynamic configs for broker \d+ are:$", brokers, re.M)) == 3
+
+    missing = tool("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--alter", "--delete-config", "nosuch")
+    assert missing.rc == 1 and "Invalid config(s): nosuch" in missing.err
+    invalid = tool("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--alter", "--add-config",
+                   "retention.ms=soon")
+    assert invalid.rc == 1 and "retention.ms" in invalid.err
+    assert tool("kafka-configs", "--bootstrap-server", bs, "--describe").rc == 1  # no entity
+
+
+def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kr", "--partitions", 2,
+       "--replication-factor", 2)
+    ok("kafka-console-producer", "--bootstrap-server", bs, "--topic", "kr", stdin="a\nb\nc\nd\n")
+    plan = tmp_path / "offsets.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "kr", "partition": 0, "offset": -1}], "version": 1}))
+    deleted = ok("kafka-delete-records.sh", "--bootstrap-server", bs, "--offset-json-file", plan).out.splitlines()
+    assert deleted[:2] == ["Executing records delete operation", "Records delete operation completed:"]
+    assert re.match(r"^partition: kr-0\tlow_watermark: \d+$", deleted[2])
+
+    dirs = ok("kafka-log-dirs", "--bootstrap-server", bs, "--describe", "--topic-list", "kr").out.splitlines()
+    assert dirs[0] == "Querying brokers for log directories information"
+    assert re.match(r"^Received log directory information from brokers \d+,\d+,\d+$", dirs[1])
+    doc = json.loads(dirs[2])
+    assert doc["version"] == 1 and len(doc["brokers"]) == 3
+    assert sorted(p["partition"] for b in doc["brokers"] for d in b["logDirs"] for p in d["partitions"]) == \
+        ["kr-0", "kr-0", "kr-1", "kr-1"]
+
+    versions = ok("kafka-broker-api-versions.sh", "--bootstrap-server", bs).out
+    assert len(re.findall(r"^127\.0\.0\.1:\d+ \(id: \d+ rack: null\) -> \($", versions, re.M)) == 3
+    assert re.search(r"^\tProduce\(0\): \d+ to \d+ \[usable: \d+\],$", versions, re.M)
+    assert re.search(r"^\tMetadata\(3\): \d+ to \d+ \[usable: \d+\],$", versions, re.M)
+
+    elected = ok("kafka-leader-election", "--bootstrap-server", bs, "--election-type", "preferred", "--topic", "kr",
+                 "--partition", 0).out
+    assert re.match(r"^(Valid replica already elected for partitions kr-0|Successfully completed leader election "
+                    r"\(PREFERRED\) for partitions kr-0)$", elected.strip()), elected
+    bad = tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type", "preferred", "--topic", "kr")
+    assert bad.rc == 1 and "Missing required option(s): partition" in bad.err
+
+
+def test_kafka_reassign_partitions(bs, tmp_path):
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kra", "--replica-assignment", "1:2,2:3")
+    move = tmp_path / "move.json"
+    move.write_text(json.dumps({"version": 1, "topics": [{"topic": "kra"}]}))
+    generated = ok("kafka-reassign-partitions.sh", "--bootstrap-server", bs, "--generate",
+                   "--topics-to-move-json-file", move, "--broker-list", "1,2,3").out.split("\n")
+    assert generated[0] == "Current partition replica assignment"
+    assert json.loads(generated[1])["partitions"][0] == {"topic": "kra", "partition": 0, "replicas": [1, 2],
+                                                         "log_dirs": ["any", "any"]}
+    assert generated[3] == "Proposed partition reassignment configuration" and json.loads(generated[4])
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "kra", "partition": 0, "replicas": [3, 1]}]}))
+    started = ok("kafka-reassign-partitions", "--bootstrap-server", bs, "--execute", "--reassignment-json-file", plan,
+                 "--throttle", 50_000_000).out
+    assert started.startswith("Current partition replica assignment\n\n{")
+    assert "The inter-broker throttle limit was set to 50000000 B/s" in started
+    assert started.rstrip().endswith("Successfully started partition reassignment for kra-0")
+
+    def verified() -> str | None:
+        out = ok("kafka-reassign-partitions", "--bootstrap-server", bs, "--verify", "--reassignment-json-file",
+                 plan).out
+        return out if "Reassignment of partition kra-0 is complete." in out else None
+
+    out = wait_for(verified, 60, interval=0.5, what="reassignment complete")
+    assert out.startswith("Status of partition reassignment:\n")
+    assert "Clearing broker-level throttles on brokers 1,2,3" in out and "Clearing topic-level throttles on topic kra" in out
+    assert "throttled" not in ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kra", "--describe").out
+    described = ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "kra").out
+    assert "\tPartition: 0\tLeader: 3\tReplicas: 3,1\t" in described or "\tReplicas: 3,1\t" in described
+    assert ok("kafka-reassign-partitions", "--bootstrap-server", bs, "--list").out == \
+        "No partition reassignments found.\n"
+    assert tool("kafka-reassign-partitions", "--bootstrap-server", bs, "--execute").rc == 1  # no JSON file
+
+
+def test_kafka_transactions(bs):
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "ktx", "--partitions", 1,
+       "--replication-factor", 3)
+    producer = KafkaProducer(bootstrap_servers=bs.split(","), transactional_id="kt-tx")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("ktx", b"in a transaction")
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    listed = ok("kafka-transactions.sh", "--bootstrap-server", bs, "list").out.splitlines()
+    assert listed[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert listed[0].endswith("\t")  # Kafka's table: every cell padded, then a tab
+    assert any(row.split()[0] == "kt-tx" and row.split()[3] == "CompleteCommit" for row in listed[1:]), listed
+    described = ok("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "kt-tx").out
+    header, row = described.splitlines()[:2]
+    assert header.split()[:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
+                                  "TransactionState"] and row.split()[1] == "kt-tx"
+    producers = ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic", "ktx",
+                   "--partition", 0).out.splitlines()
+    assert producers[0].split() == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                                    "LastTimestamp", "CurrentTransactionStartOffset"] and len(producers) == 2
+    assert tool("kafka-transactions", "--bootstrap-server", bs).rc == 1  # no command
+    missing = tool("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "nope")
+    assert missing.rc == 1 and "nope" in missing.err
+
+
+def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
+    bs, props, password = secure
+    cfg = ("--command-config", props)
+    assert ok("kafka-topics.sh", "--bootstrap-server", bs, *cfg, "--create", "--topic", "sec", "--partitions", 2,
+              "--replication-factor", 1).out == "Created topic sec.\n"
+    lines = ok("kafka-topics", "--bootstrap-server", bs, *cfg, "--describe", "--topic", "sec").out.splitlines()
+    assert TOPIC_LINE.match(lines[0]) and all(PARTITION_LINE.match(line) for line in lines[1:]) and len(lines) == 3
+
+    added = ok("kafka-acls.sh", "--bootstrap-server", bs, *cfg, "--add", "--allow-principal", "User:alice",
+               "--operation", "Read", "--operation", "Describe", "--topic", "sec").out
+    assert added == ("Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=sec, patternType=LITERAL)`: \n"
+                     " \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)\n"
+                     "\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW) \n\n")
+    listed = ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--list", "--topic", "sec").out
+    assert listed.startswith("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=sec, "
+                             "patternType=LITERAL)`: \n") and listed.count("principal=User:alice") == 2
+    ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--remove", "--allow-principal", "User:alice", "--operation",
+       "Describe", "--topic", "sec", "--force")
+    assert ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--list", "--topic", "sec").out.count("User:alice") == 1
+
+    ok("kafka-console-producer", "--bootstrap-server", bs, "--producer.config", props, "--topic", "sec",
+       stdin="s1\ns2\ns3\n")
+    got = ok("kafka-console-consumer", "--bootstrap-server", bs, "--consumer.config", props, "--topic", "sec",
+             "--from-beginning", "--max-messages", 3, "--group", "sg")
+    assert sorted(got.out.split()) == ["s1", "s2", "s3"]
+    assert "sg" in ok("kafka-consumer-groups", "--bootstrap-server", bs, *cfg, "--list").out.split()
+    assert re.match(r"^127\.0\.0\.1:\d+ \(id: 1 rack: null\) -> \(\n",
+                    ok("kafka-broker-api-versions", "--bootstrap-server", bs, *cfg).out)
+
+    wrong = tmp_path / "wrong.properties"
+    wrong.write_text(props.read_text().replace(password, "not-the-password"))
+    refused = tool("kafka-topics", "--bootstrap-server", bs, "--command-config", wrong, "--list")
+    assert refused.rc == 1 and "Authentication failed" in refused.out
