@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration test-kafka-tools bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -46,6 +46,11 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP) $(QUIX_STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
+
+# Kafka's tools by name (kafka-topics.sh, ...) with every form run as a process of its own;
+# `make test` runs each tool once as a process and the other forms in-process
+test-kafka-tools: $(STAMP)
+	PRAHA_TOOLS_AS_PROCESSES=1 $(PY) -m pytest -q tests/integration/test_kafka_tools.py
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover

@@ -1,14 +1,19 @@
-"""Kafka's command-line tools by name (issue 26), run as processes against real clusters:
-one 3-broker cluster for the module, plus a 1-broker SASL_SSL cluster (SCRAM-SHA-512, ACLs
-on) reached with `--command-config` / `--producer.config` / `--consumer.config`. Each
-tool's common forms are checked against the shape of Kafka 3.9's output (line patterns,
-headers, wording) and its exit status, also for bad options and unknown topics.
+"""Kafka's command-line tools by name (issue 26) against real clusters: one 3-broker
+cluster for the module, plus a 1-broker SASL_SSL cluster (SCRAM-SHA-512, ACLs on) reached
+with `--command-config` / `--producer.config` / `--consumer.config`. Each tool's common
+forms are checked against the shape of Kafka 3.9's output (line patterns, headers,
+wording) and its exit status, also for bad options and unknown topics.
 
-The tools run as the installed console scripts when the venv has them (`kafka-topics.sh`
-...), else as `python -m praha.cli.kafka_tools NAME` (same code; the scripts appear once
-the venv is reinstalled from pyproject.toml, which a unit test checks)."""
+Every tool runs as a process of its own (`test_every_tool_runs_as_a_process`, all at
+once); the many forms run through the same entry (`run_tool`) in this process with its
+own stdin/stdout/stderr, which keeps the module's time modest (a Python process that
+imports kafka-python costs seconds on a busy machine). `make test-kafka-tools` runs every
+form as a process (PRAHA_TOOLS_AS_PROCESSES=1). Processes are the installed console
+scripts when the venv has them (`kafka-topics.sh` ...), else `python -m
+praha.cli.kafka_tools NAME` (same code; a unit test checks pyproject.toml declares them)."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -20,6 +25,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from praha.cli.kafka_tools import tool_for
+from praha.cli.kafka_tools.base import run_tool
 from praha.cluster.local import LocalCluster
 from praha.testing.cluster import TEST_BROKER_CONFIG, running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
@@ -38,13 +45,43 @@ class Run:
     err: str
 
 
-def tool(name: str, *args: object, stdin: str | None = None, timeout: float = 90) -> Run:
+AS_PROCESSES = os.environ.get("PRAHA_TOOLS_AS_PROCESSES") == "1"
+
+
+def command(name: str, *args: object) -> list[str]:
     script = Path(sys.executable).parent / name
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "praha.cli.kafka_tools", name]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command + [str(a) for a in args], input=stdin, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    return Run(done.returncode, done.stdout, done.stderr)
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "praha.cli.kafka_tools", name]
+    return head + [str(a) for a in args]
+
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def tool(name: str, *args: object, stdin: str | None = None, timeout: float = 90) -> Run:
+    if AS_PROCESSES:
+        done = subprocess.run(command(name, *args), input=stdin, capture_output=True, text=True, timeout=timeout,
+                              env=ENV)
+        return Run(done.returncode, done.stdout, done.stderr)
+    return in_process(name, [str(a) for a in args], stdin or "")
+
+
+def in_process(name: str, argv: list[str], stdin: str) -> Run:
+    """The tool's entry with this process's stdin/stdout/stderr swapped for buffers (text
+    and bytes, as the console tools use both)."""
+    streams = [io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2)]
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
+    sys.stdout, sys.stderr = streams
+    try:
+        rc = run_tool(tool_for(name), argv)
+    except SystemExit as e:
+        rc = int(e.code or 0)
+    finally:
+        for s in streams:
+            s.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved
+    out, err = (s.buffer.getvalue().decode() for s in streams)  # type: ignore[attr-defined]
+    return Run(rc, out, err)
 
 
 def ok(name: str, *args: object, stdin: str | None = None) -> Run:
@@ -329,3 +366,56 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
     wrong.write_text(props.read_text().replace(password, "not-the-password"))
     refused = tool("kafka-topics", "--bootstrap-server", bs, "--command-config", wrong, "--list")
     assert refused.rc == 1 and "Authentication failed" in refused.out
+
+
+def test_every_tool_runs_as_a_process(bs, secure, tmp_path):
+    """Each tool once as a real process (half by the `.sh` name), all started at once:
+    the console scripts' dispatch, Kafka's exits and output of a process."""
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kp", "--partitions", 1,
+       "--replication-factor", 3)
+    ok("kafka-console-producer", "--bootstrap-server", bs, "--topic", "kp", stdin="p0\np1\n")
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": "kp", "partition": 0, "offset": 1}], "version": 1}))
+    sbs, props, _ = secure
+    runs = {  # name: (arguments, stdin, what stdout must match)
+        "kafka-topics.sh": (["--bootstrap-server", bs, "--describe", "--topic", "kp"], None,
+                            r"^Topic: kp(\tTopicId: \S+)?\tPartitionCount: 1\tReplicationFactor: 3\t"),
+        "kafka-configs": (["--bootstrap-server", bs, "--topic", "kp", "--describe"], None,
+                          r"^Dynamic configs for topic kp are:\n$"),
+        "kafka-acls.sh": (["--bootstrap-server", sbs, "--command-config", props, "--list"], None, r"^"),
+        "kafka-consumer-groups": (["--bootstrap-server", bs, "--list"], None, r"^"),
+        "kafka-console-producer.sh": (["--bootstrap-server", bs, "--topic", "kp"], "p2\n", r"^$"),
+        "kafka-console-consumer": (["--bootstrap-server", bs, "--topic", "kp", "--partition", 0, "--offset", 1,
+                                    "--max-messages", 1], None, r"^p1\n$"),
+        "kafka-transactions.sh": (["--bootstrap-server", bs, "list"], None, r"^TransactionalId\s+Coordinator\s+"),
+        "kafka-delete-records": (["--bootstrap-server", bs, "--offset-json-file", offsets], None,
+                                 r"\npartition: kp-0\tlow_watermark: 1\n$"),
+        "kafka-log-dirs.sh": (["--bootstrap-server", bs, "--describe", "--topic-list", "kp"], None,
+                              r"^Querying brokers for log directories information\n"),
+        "kafka-reassign-partitions": (["--bootstrap-server", bs, "--list"], None,
+                                      r"^No partition reassignments found.\n$"),
+        "kafka-leader-election.sh": (["--bootstrap-server", bs, "--election-type", "preferred", "--topic", "kp",
+                                      "--partition", 0], None, r"partitions kp-0\n$"),
+        "kafka-broker-api-versions": (["--bootstrap-server", bs], None, r"^127\.0\.0\.1:\d+ \(id: \d+ rack: null\)"),
+        # a bad option: the message and the usage on stderr, exit 1, nothing on stdout
+        "kafka-topics": (["--bootstrap-server", bs, "--lst"], None, r"^$"),
+    }
+    procs = {name: subprocess.Popen(command(name, *argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=ENV)
+             for name, (argv, _, _) in runs.items()}
+    results = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(runs[name][1], timeout=120)
+            results[name] = Run(proc.returncode, out, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for name, r in results.items():
+        expected_rc = 1 if name == "kafka-topics" else 0
+        assert r.rc == expected_rc and re.search(runs[name][2], r.out), f"{name}: rc {r.rc}\n{r.out}\n{r.err}"
+    assert "unrecognized arguments: --lst" in results["kafka-topics"].err
+    assert "usage: kafka-topics" in results["kafka-topics"].err
+    assert "Processed a total of 1 messages" in results["kafka-console-consumer"].err

@@ -32,6 +32,11 @@ def test_pyproject_installs_every_tool_with_and_without_sh():
     assert set(ours.values()) == {"praha.cli.kafka_tools:main"}
 
 
+@pytest.mark.parametrize("name", sorted(KAFKA_TOOLS))
+def test_every_tool_has_an_entry(name):
+    assert callable(TOOLS[name].load())
+
+
 @pytest.mark.parametrize("program", ["/usr/bin/kafka-topics.sh", "kafka-topics", "./kafka-log-dirs.sh"])
 def test_the_program_name_picks_the_tool(program):
     assert tool_for(program) is TOOLS[Path(program).name.removesuffix(".sh")]

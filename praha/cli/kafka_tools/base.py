@@ -5,6 +5,7 @@ that turns a refusal into the tool's own error line and status 1."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,17 +90,23 @@ def add_connection(p: argparse.ArgumentParser, config_flag: str = "--command-con
 
 @dataclass(frozen=True)
 class Tool:
-    """One of Kafka's tools: its name, what it does, how it reports failures, its entry."""
+    """One of Kafka's tools: its name, what it does, how it reports failures, and its entry
+    (`module:function` in this package, imported when the tool runs)."""
 
     name: str
     summary: str
     style: ErrorStyle
-    run: Callable[[list[str]], int]
+    entry: str
+
+    def load(self) -> Callable[[list[str]], int]:
+        module, _, function = self.entry.partition(":")
+        run: Callable[[list[str]], int] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        return run
 
 
 def run_tool(tool: Tool, argv: list[str]) -> int:
     try:
-        return tool.run(argv)
+        return tool.load()(argv)
     except PrahaError as e:
         report(tool.style, str(e))
         return EXIT_FAILED
