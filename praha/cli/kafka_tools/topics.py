@@ -127,8 +127,7 @@ def run(argv: list[str]) -> int:
         if action != "list" and args.topic and not topics and not args.if_exists and not args.topic_id:
             raise PrahaError(f"Topic '{_optional(args.topic)}' does not exist as expected")
         if action == "list":
-            if topics:
-                print("\n".join(topics))
+            print("\n".join(topics))  # an empty line when there is none, as Kafka's
             return 0
         if action == "delete":
             if topics:
