@@ -101,6 +101,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(f"\ncluster directory: {cluster.root}")
     print("bootstrap servers: " + bootstrap)
     print(f"zookeeper:         {status['zookeeper']}")
+    registries = ",".join(b["schema_registry"] for b in status["brokers"] if b.get("schema_registry"))
+    if registries:
+        print(f"schema registry:   {registries}")
     print(f"stop it with:      praha cluster down --dir {cluster.root}")
     if state.security_dir:
         _print_secure_settings(Path(state.security_dir), bootstrap)

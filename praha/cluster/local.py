@@ -52,6 +52,13 @@ class BrokerProcess:
     dir: str
     pid: int = -1
     overrides: dict[str, str] = field(default_factory=dict)
+    #: the Schema Registry's port (0: none); `schema.registry.listeners` in the overrides wins
+    registry_port: int = 0
+
+    @property
+    def schema_registry(self) -> str:
+        """The registry's URL ("" when it is off)."""
+        return self.overrides.get("schema.registry.listeners", "").split(",")[0].strip()
 
     @property
     def config_path(self) -> Path:
@@ -201,10 +208,14 @@ class LocalCluster:
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "
                      "ACLs on")
+        registry_ports = free_ports(brokers)
+        scheme = "https" if secure else "http"
         for bid in range(1, brokers + 1):
+            registry = {"schema.registry.listeners": f"{scheme}://127.0.0.1:{registry_ports[bid - 1]}"}
             state.brokers[bid] = BrokerProcess(
                 id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
-                overrides={**offsets_defaults, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
+                overrides={**offsets_defaults, **registry, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
+                registry_port=registry_ports[bid - 1],
             )
         self.save(state)
         for b in state.brokers.values():
@@ -296,9 +307,13 @@ class LocalCluster:
         st = self.zk_status(state)
         st["processes"] = {
             str(b.id): {"pid": b.pid, "running": self.broker_running(b), "port": b.port,
-                        "metrics_port": b.metrics_port, "log": str(b.log_path)}
+                        "metrics_port": b.metrics_port, "log": str(b.log_path), "schema_registry": b.schema_registry}
             for b in state.brokers.values()
         }
+        for entry in st.get("brokers", []):
+            known = state.brokers.get(entry.get("id"))
+            if known is not None:
+                entry["schema_registry"] = known.schema_registry
         return st
 
     # ---- processes ----------------------------------------------------------------------
