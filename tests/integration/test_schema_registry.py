@@ -22,6 +22,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
+from test_quix_streams import quix_python  # noqa: F401 - the fixture that builds .venv-quix
 
 pytestmark = pytest.mark.integration
 
@@ -55,10 +56,11 @@ def http(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int,
 
 
 def round_trip(cluster, topic: str, serializer, deserializer, values: list) -> list:
-    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
-    for v in values:
-        p.produce(topic, value=serializer(v, SerializationContext(topic, MessageField.VALUE)))
-    assert p.flush(30) == 0
+    if serializer is not None:
+        p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+        for v in values:
+            p.produce(topic, value=serializer(v, SerializationContext(topic, MessageField.VALUE)))
+        assert p.flush(30) == 0
     c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     out: list = []
@@ -220,3 +222,32 @@ def _primary_znode(cluster):
         return got[0].decode() if got else None
     finally:
         store.stop()
+
+
+def test_quix_streams_with_a_registry_backed_serializer(cluster, quix_python, tmp_path):
+    """Quix Streams (in .venv-quix) writes Avro through its registry-backed serializer; the
+    records decode here with confluent-kafka's AvroDeserializer and the registry's schema."""
+    import subprocess
+    from pathlib import Path
+
+    app = Path(__file__).resolve().parents[1] / "frameworks" / "quix_registry_app.py"
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+    for i in range(5):
+        p.produce("quix-orders", value=json.dumps({"id": i, "amount": i * 1.5}))
+    assert p.flush(30) == 0
+    log = tmp_path / "quix.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(quix_python), str(app), "--broker", bootstrap(cluster), "--registry",
+                                 urls(cluster)[2], "--input", "quix-orders", "--output", "quix-orders-avro",
+                                 "--count", "5", "--state-dir", str(tmp_path / "state")],
+                                stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert proc.wait(timeout=180) == 0, log.read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    client = SchemaRegistryClient({"url": urls(cluster)[3]})
+    assert "quix-orders-avro-value" in client.get_subjects()
+    got = round_trip(cluster, "quix-orders-avro", None, AvroDeserializer(client), [None] * 5)
+    assert sorted(got, key=lambda r: r["id"]) == [{"id": i, "amount": i * 1.5} for i in range(5)]
