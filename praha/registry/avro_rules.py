@@ -26,6 +26,7 @@ class AvroSchema:
             for ref in references:
                 fastavro.parse_schema(json.loads(ref), named_schemas=named, _write_hint=False)
             self.raw = json.loads(text)
+            _check_attributes(self.raw)
             self.parsed = fastavro.parse_schema(self.raw, named_schemas=named, _write_hint=False)
         except (ValueError, TypeError, KeyError, AttributeError) as e:  # JSONDecodeError is a ValueError
             raise invalid_schema(f"{type(e).__name__}: {e}") from e
@@ -40,6 +41,33 @@ class AvroSchema:
     def normalized(self) -> str:
         """The specification's Parsing Canonical Form (`normalize=true`)."""
         return str(to_parsing_canonical_form(self.parsed))
+
+
+#: attributes the specification requires of each complex type (fastavro lets some go)
+REQUIRED = {"record": ("name", "fields"), "error": ("name", "fields"), "enum": ("name", "symbols"),
+            "fixed": ("name", "size"), "array": ("items",), "map": ("values",)}
+
+
+def _check_attributes(node: Any) -> None:
+    if isinstance(node, list):
+        for branch in node:
+            _check_attributes(branch)
+    elif isinstance(node, dict):
+        kind = node.get("type")
+        missing = [a for a in REQUIRED.get(kind, ()) if a not in node] if isinstance(kind, str) else []
+        if missing:
+            raise ValueError(f"a {kind} needs {', '.join(missing)}")
+        if kind in ("record", "error"):
+            if not isinstance(node["fields"], list):
+                raise ValueError("a record's fields must be a list")
+            for f in node["fields"]:
+                if not isinstance(f, dict) or "name" not in f or "type" not in f:
+                    raise ValueError(f"a field needs a name and a type: {f!r}")
+                _check_attributes(f["type"])
+        elif kind in ("array", "map"):
+            _check_attributes(node["items" if kind == "array" else "values"])
+        elif not isinstance(kind, str):
+            _check_attributes(kind)
 
 
 def _short(name: str) -> str:
