@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+import test_quix_streams
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -22,9 +23,9 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from praha.testing.cluster import running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
-from test_quix_streams import quix_python  # noqa: F401 - the fixture that builds .venv-quix
 
 pytestmark = pytest.mark.integration
+quix_python = test_quix_streams.quix_python  # the fixture that builds .venv-quix
 
 
 @pytest.fixture(scope="module")
