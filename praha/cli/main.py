@@ -236,10 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions() -> list[Callable[[Any], None]]:
     """The other modules' subcommands (topics, reassign, configs, groups, transactions,
     produce/consume, chaos, analyze, acls), imported when the parser is built: they import this module for its helpers."""
-    from praha.cli import acls, admin_tools, analyze, chaos, data, groups, records_tools, topics, transactions
+    from praha.cli import (
+        acls,
+        admin_tools,
+        analyze,
+        chaos,
+        data,
+        groups,
+        records_tools,
+        schemas,
+        topics,
+        transactions,
+    )
 
     return [topics.register, admin_tools.register, records_tools.register, groups.register, transactions.register,
-            chaos.register, analyze.register, data.register, acls.register]
+            chaos.register, analyze.register, data.register, acls.register, schemas.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

@@ -271,7 +271,8 @@ class LocalCluster:
                 continue
             live = {b["id"] for b in last["brokers"]}
             if broker_ids <= live and last["controller"]["id"] in live and all(
-                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security) for b in broker_ids
+                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security)
+                and _registry_listening(state.brokers[b]) for b in broker_ids
             ):
                 return last
             time.sleep(0.1)
@@ -458,6 +459,21 @@ class LocalCluster:
                 _signal(state.zookeeper_pid, "zookeeper", signal.SIGKILL)
                 _wait_gone(state.zookeeper_pid, "zookeeper", 10)
             progress(f"ZooKeeper stopped (pid {state.zookeeper_pid})")
+
+def _registry_listening(b: BrokerProcess) -> bool:
+    """True when the broker runs no Schema Registry, or its port accepts connections."""
+    if not b.schema_registry:
+        return True
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(b.schema_registry)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """`n` distinct free ports: every socket stays bound until all are chosen."""

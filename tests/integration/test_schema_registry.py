@@ -252,3 +252,27 @@ def test_quix_streams_with_a_registry_backed_serializer(cluster, quix_python, tm
     assert "quix-orders-avro-value" in client.get_subjects()
     got = round_trip(cluster, "quix-orders-avro", None, AvroDeserializer(client), [None] * 5)
     assert sorted(got, key=lambda r: r["id"]) == [{"id": i, "amount": i * 1.5} for i in range(5)]
+
+
+def test_praha_schemas_command(cluster, cli, tmp_path):
+    d = ["--dir", cluster.root]
+    avsc = tmp_path / "point.avsc"
+    avsc.write_text(json.dumps({"type": "record", "name": "Point", "fields": [{"name": "x", "type": "int"}]}))
+    rc, out, err = cli("schemas", "register", "--subject", "points", "--schema-file", avsc, *d)
+    assert rc == 0 and "version 1" in out, err
+    assert "points" in cli("schemas", "list", *d)[1].split()
+    shown = json.loads(cli("schemas", "show", "--subject", "points", *d)[1])
+    assert shown["version"] == 1 and shown["compatibility"] == "BACKWARD"
+    avsc.write_text(json.dumps({"type": "record", "name": "Point", "fields": [{"name": "x", "type": "int"},
+                                                                            {"name": "y", "type": "int"}]}))
+    rc, out, _ = cli("schemas", "check", "--subject", "points", "--schema-file", avsc, *d)
+    assert rc == 1 and "NOT compatible" in out and "y" in out
+    assert cli("schemas", "compatibility", "--subject", "points", "--set", "none", *d)[1].strip() == "NONE"
+    assert cli("schemas", "check", "--subject", "points", "--schema-file", avsc, *d)[0] == 0
+    assert cli("schemas", "register", "--subject", "points", "--schema-file", avsc, *d)[0] == 0
+    rc, out, _ = cli("schemas", "delete", "--subject", "points", "--version", "1", *d)
+    assert rc == 0 and "[1]" not in out and "1" in out
+    rc, _, err = cli("schemas", "delete", "--subject", "points", "--version", "1", *d)
+    assert rc == 1 and "40406" in err
+    rc, _, err = cli("schemas", "register", "--subject", "bad", "--schema-file", tmp_path / "missing.avsc", *d)
+    assert rc == 1 and "cannot read" in err
