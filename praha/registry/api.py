@@ -7,7 +7,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from praha.registry import errors
@@ -265,7 +265,6 @@ def register(reg: Registry, call: Call) -> Answer:
                                         wanted_version)
         v = r.version
         if r.new_id:
-            from dataclasses import replace
             v = replace(v, id=reg.allocate_id(reg.state.max_id))
         answer = (200, {"id": v.id, "version": v.version, "subject": subject})
         return answer, [RegistryState.schema_write(v)] if r.written else []

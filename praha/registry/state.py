@@ -258,9 +258,8 @@ class RegistryState:
 
     def plan_delete_version(self, subject: str, version: int, permanent: bool) -> tuple[int, list[Write]]:
         self.check_writable(subject)
-        target = self.get_version(subject, version, deleted=True)
-        if version == LATEST and permanent:
-            target = self.get_version(subject, LATEST, deleted=True)
+        # `latest`: the newest live version (a soft delete), the newest of all (a permanent one)
+        target = self.get_version(subject, version, deleted=permanent or version != LATEST)
         if not permanent and target.deleted:
             raise errors.version_soft_deleted(subject, target.version)
         if permanent and not target.deleted:
