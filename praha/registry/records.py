@@ -48,14 +48,7 @@ class Key:
 
 
 def schema_value(v: SchemaVersion) -> bytes:
-    d: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
-    if v.schema_type is not SchemaType.AVRO:
-        d["schemaType"] = v.schema_type.value
-    if v.references:
-        d["references"] = [r.to_json() for r in v.references]
-    d["schema"] = v.schema
-    d["deleted"] = v.deleted
-    return json.dumps(d, separators=(",", ":")).encode()
+    return json.dumps({**v.to_json(), "deleted": v.deleted}, separators=(",", ":")).encode()
 
 
 def decode_schema_value(raw: bytes) -> SchemaVersion:
