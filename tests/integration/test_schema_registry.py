@@ -225,6 +225,7 @@ def _primary_znode(cluster):
         store.stop()
 
 
+@pytest.mark.slow  # a Quix application start-up (~30 s); `make test-registry` runs it
 def test_quix_streams_with_a_registry_backed_serializer(cluster, quix_python, tmp_path):
     """Quix Streams (in .venv-quix) writes Avro through its registry-backed serializer; the
     records decode here with confluent-kafka's AvroDeserializer and the registry's schema."""

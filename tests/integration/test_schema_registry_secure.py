@@ -16,7 +16,8 @@ from praha.security.credentials import alter_credentials
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.store import ZkStore
 
-pytestmark = pytest.mark.integration
+# a secure cluster of its own (certificates, SCRAM): `make test-registry` runs it
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SCHEMA = Schema(json.dumps({"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]}), "AVRO")
 
 
