@@ -13,7 +13,6 @@ from typing import Any, Protocol
 from praha.registry import errors
 from praha.registry.errors import RegistryError
 from praha.registry.model import Compatibility, Mode, Reference, SchemaType, SchemaVersion
-from praha.registry.protobuf_rules import ProtobufSchema
 from praha.registry.rules import compatibility_problems, parse_type
 from praha.registry.state import LATEST, RegistryState, Write, parse_version
 
@@ -98,6 +97,8 @@ def _schema_text(body: dict[str, Any]) -> str:
 def _formatted(reg: Registry, v: SchemaVersion, fmt: str | None) -> str:
     """`format=serialized` of a Protobuf schema: its base64 FileDescriptorProto."""
     if v.schema_type is SchemaType.PROTOBUF and fmt == "serialized":
+        from praha.registry.protobuf_rules import ProtobufSchema
+
         parsed = reg.state.parse(v.schema_type, v.schema, v.references)
         assert isinstance(parsed, ProtobufSchema)
         return parsed.serialized()

@@ -1,17 +1,23 @@
 """One door to the three schema types: parse (with references), canonical forms, and the
-compatibility of a new schema with a subject's earlier ones at a level."""
+compatibility of a new schema with a subject's earlier ones at a level.
+
+The parsers (fastavro, jsonschema, protobuf) are imported on the first schema, not when the
+broker starts: most brokers of a test suite never see one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
-from praha.registry.avro_rules import AvroSchema, can_read
 from praha.registry.errors import invalid_schema
-from praha.registry.json_rules import JsonSchema, reader_accepts
 from praha.registry.model import Compatibility, SchemaType
-from praha.registry.protobuf_rules import ProtobufSchema, differences
 
-Parsed = AvroSchema | JsonSchema | ProtobufSchema
+if TYPE_CHECKING:
+    from praha.registry.avro_rules import AvroSchema
+    from praha.registry.json_rules import JsonSchema
+    from praha.registry.protobuf_rules import ProtobufSchema
+
+Parsed = Union["AvroSchema", "JsonSchema", "ProtobufSchema"]
 
 
 @dataclass(frozen=True)
@@ -39,9 +45,12 @@ def parse(schema_type: SchemaType, text: str, references: Sequence[ResolvedRefer
     if not isinstance(text, str) or not text.strip():
         raise invalid_schema("the schema is empty")
     if schema_type is SchemaType.AVRO:
+        from praha.registry.avro_rules import AvroSchema
         return AvroSchema(text, [r.schema for r in references])
     if schema_type is SchemaType.JSON:
+        from praha.registry.json_rules import JsonSchema
         return JsonSchema(text, [r.schema for r in references])
+    from praha.registry.protobuf_rules import ProtobufSchema
     return ProtobufSchema(text, {r.name: r.schema for r in references})
 
 
@@ -51,6 +60,10 @@ def canonical(parsed: Parsed, normalize: bool) -> str:
 
 
 def _reads(reader: Parsed, writer: Parsed) -> list[str]:
+    from praha.registry.avro_rules import AvroSchema, can_read
+    from praha.registry.json_rules import JsonSchema, reader_accepts
+    from praha.registry.protobuf_rules import ProtobufSchema, differences
+
     if isinstance(reader, AvroSchema) and isinstance(writer, AvroSchema):
         return can_read(reader, writer)
     if isinstance(reader, JsonSchema) and isinstance(writer, JsonSchema):

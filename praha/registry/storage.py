@@ -58,7 +58,7 @@ class SchemasLog:
             try:
                 if self._consumer is None:
                     if not self._topic_exists():
-                        self._stop.wait(0.2)
+                        self._stop.wait(1.0)  # `catch_up` looks itself: no write is missed
                         continue
                     self._consumer = KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
                                                    client_id="schema-registry-reader", fetch_max_wait_ms=100)
