@@ -1,6 +1,7 @@
 """The Schema Registry of a secure cluster (`praha cluster up --secure`): HTTPS with the
 cluster's CA, HTTP basic auth against the cluster's SCRAM users; any authenticated user
-reads, registering needs a super user or Alter on the cluster."""
+reads, registering needs a super user or Alter on the cluster; a write to the broker that
+is not primary is forwarded over HTTPS with the caller's credentials."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
     connect = unique_chroot(zookeeper.connect_string)
     root = tmp_path / "secure"
     try:
-        rc, out, err = cli("cluster", "up", "--secure", "--brokers", "1", "--dir", root, "--zookeeper", connect)
+        rc, out, err = cli("cluster", "up", "--secure", "--brokers", "2", "--dir", root, "--zookeeper", connect)
         assert rc == 0, err
         state = LocalCluster(root).load()
         url = state.brokers[1].schema_registry
@@ -48,6 +49,10 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         admin = SchemaRegistryClient({"url": url, "ssl.ca.location": ca,
                                       "basic.auth.user.info": f"admin:{setup.admin_password}"})
         sid = admin.register_schema("secure-s", SCHEMA)
+        other = SchemaRegistryClient({"url": state.brokers[2].schema_registry, "ssl.ca.location": ca,
+                                      "basic.auth.user.info": f"admin:{setup.admin_password}"})
+        assert other.register_schema("secure-s", SCHEMA) == sid  # one of the two brokers forwarded
+        assert other.get_version("secure-s", 1).schema_id == sid
         reader = SchemaRegistryClient({"url": url, "ssl.ca.location": ca,
                                        "basic.auth.user.info": "reader:reader-secret"})
         assert reader.get_subjects() == ["secure-s"] and reader.get_schema(sid).schema_str == SCHEMA.schema_str
