@@ -257,6 +257,8 @@ def test_quix_streams_with_a_registry_backed_serializer(cluster, quix_python, tm
 
 def test_praha_schemas_command(cluster, cli, tmp_path):
     d = ["--dir", cluster.root]
+    status = json.loads(cli("cluster", "status", "--json", *d)[1])
+    assert {b["id"]: b["schema_registry"] for b in status["brokers"]} == urls(cluster)
     avsc = tmp_path / "point.avsc"
     avsc.write_text(json.dumps({"type": "record", "name": "Point", "fields": [{"name": "x", "type": "int"}]}))
     rc, out, err = cli("schemas", "register", "--subject", "points", "--schema-file", avsc, *d)
