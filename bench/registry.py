@@ -56,6 +56,7 @@ def call(conn: http.client.HTTPConnection, method: str, path: str, body: bytes |
 
 class Fixed(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as the registry's handler
     body = json.dumps({"schema": json.dumps({"type": "record", "name": "R", "fields": []})}).encode()
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -94,6 +95,7 @@ def main() -> None:
 
             produce_one(0)
             produce_rate = rate(args.registrations, produce_one)
+            del producer
         finally:
             if cluster.exists():
                 cluster.down()

@@ -135,6 +135,9 @@ def _handler_class(server: RegistryHttpServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "praha-schema-registry"
+        # headers and body are two writes: without TCP_NODELAY the body waits for the
+        # client's delayed ACK (~40 ms a request on a kept-alive connection)
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
