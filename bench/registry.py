@@ -54,6 +54,18 @@ def call(conn: http.client.HTTPConnection, method: str, path: str, body: bytes |
     return json.loads(data)
 
 
+def produces_per_second(bootstrap: str, n: int) -> float:
+    """acks=all single-record produces, each flushed (the producer is gone when this returns)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+
+    def produce_one(i: int) -> None:
+        producer.produce("bench-registry-yardstick", b"x" * 200)
+        producer.flush(30)
+
+    produce_one(0)
+    return rate(n, produce_one)
+
+
 class Fixed(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # as the registry's handler
@@ -87,15 +99,7 @@ def main() -> None:
             get_rate = rate(args.gets, lambda i: call(conn, "GET", f"/schemas/ids/{ids[i % len(ids)]}"))
             conn.close()
 
-            producer = Producer({"bootstrap.servers": f"127.0.0.1:{b.port}", "acks": "all", "linger.ms": 0})
-
-            def produce_one(i: int) -> None:
-                producer.produce("bench-registry-yardstick", b"x" * 200)
-                producer.flush(30)
-
-            produce_one(0)
-            produce_rate = rate(args.registrations, produce_one)
-            del producer
+            produce_rate = produces_per_second(f"127.0.0.1:{b.port}", args.registrations)
         finally:
             if cluster.exists():
                 cluster.down()

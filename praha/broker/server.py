@@ -57,6 +57,7 @@ from praha.protocol.controller_apis import ControlledShutdownRequest
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
 from praha.protocol.framing import Session
 from praha.protocol.scram import ScramCredential, ScramMechanism
+from praha.registry.model import parse_listener
 from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, ResourceType
 from praha.security.acl_store import AclCache
 from praha.security.credentials import read_credentials
@@ -496,6 +497,7 @@ def check_startup_config(config: BrokerConfig) -> None:
     for ep in config.endpoints:
         listener_security(config, ep)
     inter_broker_security(config)
+    parse_listener(config.schema_registry_listeners)
 
 
 def run_broker(config: BrokerConfig) -> int:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from urllib.parse import urlsplit
+
+from praha.errors import ConfigError
 
 
 class SchemaType(str, Enum):
@@ -82,3 +85,19 @@ class SchemaVersion:
             out["references"] = [r.to_json() for r in self.references]
         out["schema"] = self.schema
         return out
+
+
+def parse_listener(text: str) -> tuple[str, str, int] | None:
+    """`schema.registry.listeners` as (scheme, host, port); None when it is empty (off);
+    ConfigError naming the key when it is not http(s)://HOST:PORT."""
+    first = text.split(",")[0].strip()
+    if not first:
+        return None
+    parts = urlsplit(first)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
+        raise ConfigError(f"schema.registry.listeners: expected http://HOST:PORT or https://HOST:PORT, got {first!r}")
+    return parts.scheme, parts.hostname, port

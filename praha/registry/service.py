@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from praha.config import BrokerConfig
-from praha.errors import ConfigError
 from praha.protocol.client_security import ClientSecurity
 from praha.registry import api
 from praha.registry.http import Access, RegistryHttpServer
+from praha.registry.model import parse_listener
 from praha.registry.primary import PrimarySeat
 from praha.registry.records import TOPIC
 from praha.registry.state import RegistryState
@@ -23,18 +22,6 @@ from praha.zk.admin_zk import create_topic_if_absent
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
-
-
-def registry_listener(config: BrokerConfig) -> tuple[str, str, int] | None:
-    """(scheme, host, port) of `schema.registry.listeners`, None when it is off."""
-    text = config.schema_registry_listeners.strip()
-    if not text:
-        return None
-    first = text.split(",")[0].strip()
-    parts = urlsplit(first)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.port is None:
-        raise ConfigError(f"schema.registry.listeners: expected http://HOST:PORT or https://HOST:PORT, got {first!r}")
-    return parts.scheme, parts.hostname, parts.port
 
 
 def kafka_client_config(security: ClientSecurity, host: str, port: int) -> dict[str, Any]:
@@ -52,7 +39,7 @@ def kafka_client_config(security: ClientSecurity, host: str, port: int) -> dict[
 class RegistryService:
     def __init__(self, config: BrokerConfig, store: ZkStore, inter_broker: ClientSecurity,
                  may_alter: Callable[[str, str], bool] | None):
-        listener = registry_listener(config)
+        listener = parse_listener(config.schema_registry_listeners)
         assert listener is not None
         self.scheme, host, port = listener
         ep = next(e for e in config.endpoints if e.listener == inter_broker.listener)

@@ -593,6 +593,8 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
                                  "String must be one of: compact, delete"),
     ("max.connections.per.ip.overrides=nonsense",
      "error: max.connections.per.ip.overrides: expected host:count, got 'nonsense'"),
+    ("schema.registry.listeners=ftp://127.0.0.1:8081",
+     "error: schema.registry.listeners: expected http://HOST:PORT or https://HOST:PORT, got 'ftp://127.0.0.1:8081'"),
 ])
 def test_broker_start_checks_derived_settings_before_starting(tmp_path, capsys, line, message):
     """Settings the broker derives (log defaults, connection limits) are refused before it
