@@ -190,7 +190,7 @@ class LocalCluster:
                 self._remember(zk.pid)
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
         self.save(state)
-        ports = free_ports(2 * brokers)
+        ports = free_ports(3 * brokers)  # client and metrics ports, then the registries' (one call: all distinct)
         # as Kafka's single-broker quickstart config: __consumer_offsets can be created
         # with fewer than three brokers (FindCoordinator waits for that many otherwise)
         # (the same for __transaction_state, whose min.insync.replicas must fit too)
@@ -208,7 +208,7 @@ class LocalCluster:
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "
                      "ACLs on")
-        registry_ports = free_ports(brokers)
+        registry_ports = ports[2 * brokers:]
         scheme = "https" if secure else "http"
         for bid in range(1, brokers + 1):
             registry = {"schema.registry.listeners": f"{scheme}://127.0.0.1:{registry_ports[bid - 1]}"}
