@@ -301,16 +301,23 @@ def put_config(reg: Registry, call: Call) -> Answer:
     return reg.write(plan)
 
 
-def delete_config(reg: Registry, call: Call) -> Answer:
-    subject = call.params.get("subject")
+def _delete_setting(reg: Registry, subject: str | None, field: str, held: Callable[[], bool],
+                    not_found: Callable[[str], RegistryError], current: Callable[[], str],
+                    write: Callable[[], Write]) -> Answer:
+    """DELETE /config[/{s}] and /mode[/{s}]: the setting in force before is the answer."""
 
     def plan() -> tuple[Answer, list[Write]]:
-        if subject is not None and subject not in reg.state.configs:
-            raise errors.subject_config_not_found(subject)
-        previous = reg.state.compatibility(subject)
-        return (200, {"compatibilityLevel": previous.value}), [RegistryState.config_write(subject, None)]
+        if subject is not None and not held():
+            raise not_found(subject)
+        return (200, {field: current()}), [write()]
 
     return reg.write(plan)
+
+
+def delete_config(reg: Registry, call: Call) -> Answer:
+    s = call.params.get("subject")
+    return _delete_setting(reg, s, "compatibilityLevel", lambda: s in reg.state.configs, errors.subject_config_not_found,
+                           lambda: reg.state.compatibility(s).value, lambda: RegistryState.config_write(s, None))
 
 
 def put_mode(reg: Registry, call: Call) -> Answer:
@@ -326,15 +333,9 @@ def put_mode(reg: Registry, call: Call) -> Answer:
 
 
 def delete_mode(reg: Registry, call: Call) -> Answer:
-    subject = call.params.get("subject")
-
-    def plan() -> tuple[Answer, list[Write]]:
-        if subject is not None and subject not in reg.state.modes:
-            raise errors.subject_mode_not_found(subject)
-        previous = reg.state.mode(subject)
-        return (200, {"mode": previous.value}), [RegistryState.mode_write(subject, None)]
-
-    return reg.write(plan)
+    s = call.params.get("subject")
+    return _delete_setting(reg, s, "mode", lambda: s in reg.state.modes, errors.subject_mode_not_found,
+                           lambda: reg.state.mode(s).value, lambda: RegistryState.mode_write(s, None))
 
 
 Handler = Callable[[Registry, Call], Answer]
