@@ -3,15 +3,16 @@
 
 One broker (a local cluster of 1, embedded ZooKeeper) with its registry on. One client
 thread on a kept-alive HTTP connection: --registrations distinct Avro schemas registered
-(each: forwarded to nobody — this broker is the primary —, caught up with `_schemas`,
+(each: no forwarding — this broker is the primary —, caught up with `_schemas`,
 validated, compatibility-checked, an id from the ZooKeeper counter, written acks=all and
-read back by the broker's own reader), then --gets reads of the ids. Yardsticks measured in
+applied to the primary's state), then --gets reads of the ids. Yardsticks measured in
 the same run: a trivial `http.server` answering a fixed JSON body in this process (the HTTP
 stack's own ceiling), and acks=all produces of one record each with confluent-kafka (the
 floor of any durable write). Figures, not asserts; the section of bench/RESULTS.md is
 rewritten.
 
 Usage: .venv/bin/python bench/registry.py [--registrations 300] [--gets 5000]
+(RESULTS.md's figures: --registrations 200 --gets 3000)
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def main() -> None:
                f"--gets {args.gets}`\n\nMachine: {machine_line()}.\n\nOne broker with its registry; one client "
                "thread on a kept-alive HTTP connection. A registration is an HTTP request, a catch-up with "
                "`_schemas` (ListOffsets), parsing and the compatibility check, an id from the ZooKeeper counter "
-               "(one conditional set), an acks=all write and the broker's own reader applying it. Serializers cache "
+               "(one conditional set), an acks=all write, applied to the primary's own state at once. Serializers cache "
                "ids and schemas, so these costs are paid once per schema by a producer or consumer.\n\n"
                f"{table}\n")
     print(section)
