@@ -149,6 +149,44 @@ def _message_class():
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("praha.test.Reading"))
 
 
+def _order_class():
+    """A message in a file that imports another (a reference the serializer registers first)
+    and a well-known type."""
+    from google.protobuf import timestamp_pb2
+    FD = descriptor_pb2.FieldDescriptorProto
+    money = descriptor_pb2.FileDescriptorProto(name="praha_test_money.proto", package="praha.test", syntax="proto3")
+    money.message_type.add(name="Money").field.add(name="cents", number=1, type=FD.TYPE_INT64,
+                                                   label=FD.LABEL_OPTIONAL)
+    order = descriptor_pb2.FileDescriptorProto(name="praha_test_order.proto", package="praha.test", syntax="proto3",
+                                               dependency=["praha_test_money.proto", "google/protobuf/timestamp.proto"])
+    m = order.message_type.add(name="Order")
+    m.field.add(name="id", number=1, type=FD.TYPE_STRING, label=FD.LABEL_OPTIONAL)
+    m.field.add(name="price", number=2, type=FD.TYPE_MESSAGE, type_name=".praha.test.Money", label=FD.LABEL_OPTIONAL)
+    m.field.add(name="at", number=3, type=FD.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+                label=FD.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(money)
+    pool.Add(order)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("praha.test.Order"))
+
+
+def test_protobuf_references_round_trip(cluster):
+    client = SchemaRegistryClient({"url": urls(cluster)[3]})
+    Order = _order_class()
+    ser = ProtobufSerializer(Order, client, {"use.deprecated.format": False})
+    de = ProtobufDeserializer(Order, {"use.deprecated.format": False})
+    values = [Order(id=f"o{i}") for i in range(3)]
+    for i, v in enumerate(values):
+        v.price.cents = 100 * i
+        v.at.seconds = 1_700_000_000 + i
+    got = round_trip(cluster, "orders-proto", ser, de, values)
+    assert [(o.id, o.price.cents, o.at.seconds) for o in got] == [(v.id, v.price.cents, v.at.seconds) for v in values]
+    latest = client.get_latest_version("orders-proto-value")
+    assert "praha_test_money.proto" in [r.name for r in latest.schema.references]
+    assert "praha_test_money.proto" in client.get_subjects()
+
+
 def test_protobuf_round_trip(cluster):
     client = SchemaRegistryClient({"url": urls(cluster)[1]})
     Reading = _message_class()
