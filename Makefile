@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration test-kafka-tools bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -12,6 +12,7 @@ help:
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
+	@echo "make test-registry  the Schema Registry tests, slow ones included"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -52,9 +53,14 @@ test-integration: $(STAMP) $(QUIX_STAMP)
 test-kafka-tools: $(STAMP)
 	PRAHA_TOOLS_AS_PROCESSES=1 $(PY) -m pytest -q tests/integration/test_kafka_tools.py
 
+# the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
+test-registry: $(STAMP) $(QUIX_STAMP)
+	$(PY) -m pytest -q tests/unit/test_registry_rules.py tests/unit/test_registry_state.py \
+	  tests/integration/test_schema_registry.py tests/integration/test_schema_registry_secure.py
+
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover
-BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections $(GROUP_BENCHES)
+BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections registry $(GROUP_BENCHES)
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 

@@ -223,6 +223,11 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool = _option("transaction.partition.verification.enable", True, _bool,
                                                               doc="KIP-890: a leader asks the transaction coordinator "
                                                                   "before a transactional append opens a transaction")
+    schema_registry_listeners: str = _option("schema.registry.listeners", "", _str,
+                                             doc="the Schema Registry's URL, http://HOST:PORT or https://HOST:PORT "
+                                                 "(off when empty; docs/schema-registry.md)")
+    schema_registry_topic_replication_factor: int = _option("schema.registry.topic.replication.factor", 3, _int, 1,
+                                                            "replication factor of _schemas (at most the live brokers)")
     metrics_port: int = _option("praha.metrics.port", 0, _int, 0, "HTTP port for Prometheus metrics (0 = any free)")
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)

@@ -55,8 +55,10 @@ from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.controller_apis import ControlledShutdownRequest
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData, UpdateMetadataRequestData
+from praha.protocol.framing import Session
 from praha.protocol.scram import ScramCredential, ScramMechanism
-from praha.security.acl import AuthorizerConfig
+from praha.registry.model import parse_listener
+from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, ResourceType
 from praha.security.acl_store import AclCache
 from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
@@ -137,6 +139,7 @@ class BrokerServer:
         self.state_log = StateChangeLog(f"{log_dir}/state-change.log", config.broker_id)
         self.fence.on_accept = lambda api, epoch: self.state_log.record("ControllerRequestAccepted", -1, epoch, api_key=api)
         self.started_at = time.time()
+        self.schema_registry: Any = None  # praha.registry.service.RegistryService, when configured
 
     # ---------------------------------------------------------------- start-up
     def start(self) -> None:
@@ -196,6 +199,7 @@ class BrokerServer:
         )
         self.controller.startup()
         self._metrics_server, self.metrics_port = start_metrics_server(self, "127.0.0.1", cfg.metrics_port)
+        self._start_schema_registry()
         self._write_runtime_file()
         log.info(
             "broker %d started: listening on %s:%d (%s), broker epoch %d, cluster %s, metrics on :%d",
@@ -204,6 +208,20 @@ class BrokerServer:
             epoch, self.cluster_id, self.metrics_port,
         )
         self.state_log.record("BrokerStarted", broker_epoch=epoch, port=self.socket_server.port)
+
+    def _start_schema_registry(self) -> None:
+        """The Schema Registry (praha/registry/), when `schema.registry.listeners` is set."""
+        if not self.config.schema_registry_listeners.strip():
+            return
+        from praha.registry.service import RegistryService
+
+        authz = self.authz
+        may_alter = None
+        if authz.enabled:
+            may_alter = lambda user, host: authz.allowed(  # noqa: E731
+                Session(f"User:{user}", client_host=host), AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
+        self.schema_registry = RegistryService(self.config, self.zk_store(), self.inter_broker, may_alter)
+        self.schema_registry.start()
 
     def _start_config_changes(self) -> None:
         assert self.store is not None
@@ -437,6 +455,8 @@ class BrokerServer:
         cfg = self.config
         if cfg.controlled_shutdown_enable and self.store is not None and self.controller is not None:
             self.controlled_shutdown()
+        if self.schema_registry is not None:
+            self.schema_registry.stop()
         if self.controller is not None:
             self.controller.shutdown()
         if self.config_changes is not None:
@@ -477,6 +497,7 @@ def check_startup_config(config: BrokerConfig) -> None:
     for ep in config.endpoints:
         listener_security(config, ep)
     inter_broker_security(config)
+    parse_listener(config.schema_registry_listeners)
 
 
 def run_broker(config: BrokerConfig) -> int:

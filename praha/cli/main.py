@@ -101,6 +101,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(f"\ncluster directory: {cluster.root}")
     print("bootstrap servers: " + bootstrap)
     print(f"zookeeper:         {status['zookeeper']}")
+    registries = ",".join(b["schema_registry"] for b in status["brokers"] if b.get("schema_registry"))
+    if registries:
+        print(f"schema registry:   {registries}")
     print(f"stop it with:      praha cluster down --dir {cluster.root}")
     if state.security_dir:
         _print_secure_settings(Path(state.security_dir), bootstrap)
@@ -233,10 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions() -> list[Callable[[Any], None]]:
     """The other modules' subcommands (topics, reassign, configs, groups, transactions,
     produce/consume, chaos, analyze, acls), imported when the parser is built: they import this module for its helpers."""
-    from praha.cli import acls, admin_tools, analyze, chaos, data, groups, records_tools, topics, transactions
+    from praha.cli import (
+        acls,
+        admin_tools,
+        analyze,
+        chaos,
+        data,
+        groups,
+        records_tools,
+        schemas,
+        topics,
+        transactions,
+    )
 
     return [topics.register, admin_tools.register, records_tools.register, groups.register, transactions.register,
-            chaos.register, analyze.register, data.register, acls.register]
+            chaos.register, analyze.register, data.register, acls.register, schemas.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

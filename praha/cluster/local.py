@@ -52,6 +52,13 @@ class BrokerProcess:
     dir: str
     pid: int = -1
     overrides: dict[str, str] = field(default_factory=dict)
+    #: the Schema Registry's port (0: none); `schema.registry.listeners` in the overrides wins
+    registry_port: int = 0
+
+    @property
+    def schema_registry(self) -> str:
+        """The registry's URL ("" when it is off)."""
+        return self.overrides.get("schema.registry.listeners", "").split(",")[0].strip()
 
     @property
     def config_path(self) -> Path:
@@ -183,7 +190,7 @@ class LocalCluster:
                 self._remember(zk.pid)
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
         self.save(state)
-        ports = free_ports(2 * brokers)
+        ports = free_ports(3 * brokers)  # client and metrics ports, then the registries' (one call: all distinct)
         # as Kafka's single-broker quickstart config: __consumer_offsets can be created
         # with fewer than three brokers (FindCoordinator waits for that many otherwise)
         # (the same for __transaction_state, whose min.insync.replicas must fit too)
@@ -201,10 +208,14 @@ class LocalCluster:
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "
                      "ACLs on")
+        registry_ports = ports[2 * brokers:]
+        scheme = "https" if secure else "http"
         for bid in range(1, brokers + 1):
+            registry = {"schema.registry.listeners": f"{scheme}://127.0.0.1:{registry_ports[bid - 1]}"}
             state.brokers[bid] = BrokerProcess(
                 id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
-                overrides={**offsets_defaults, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
+                overrides={**offsets_defaults, **registry, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
+                registry_port=registry_ports[bid - 1],
             )
         self.save(state)
         for b in state.brokers.values():
@@ -260,7 +271,8 @@ class LocalCluster:
                 continue
             live = {b["id"] for b in last["brokers"]}
             if broker_ids <= live and last["controller"]["id"] in live and all(
-                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security) for b in broker_ids
+                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security)
+                and _registry_listening(state.brokers[b]) for b in broker_ids
             ):
                 return last
             time.sleep(0.1)
@@ -296,9 +308,13 @@ class LocalCluster:
         st = self.zk_status(state)
         st["processes"] = {
             str(b.id): {"pid": b.pid, "running": self.broker_running(b), "port": b.port,
-                        "metrics_port": b.metrics_port, "log": str(b.log_path)}
+                        "metrics_port": b.metrics_port, "log": str(b.log_path), "schema_registry": b.schema_registry}
             for b in state.brokers.values()
         }
+        for entry in st.get("brokers", []):
+            known = state.brokers.get(entry.get("id"))
+            if known is not None:
+                entry["schema_registry"] = known.schema_registry
         return st
 
     # ---- processes ----------------------------------------------------------------------
@@ -443,6 +459,21 @@ class LocalCluster:
                 _signal(state.zookeeper_pid, "zookeeper", signal.SIGKILL)
                 _wait_gone(state.zookeeper_pid, "zookeeper", 10)
             progress(f"ZooKeeper stopped (pid {state.zookeeper_pid})")
+
+def _registry_listening(b: BrokerProcess) -> bool:
+    """True when the broker runs no Schema Registry, or its port accepts connections."""
+    if not b.schema_registry:
+        return True
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(b.schema_registry)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """`n` distinct free ports: every socket stays bound until all are chosen."""

@@ -465,6 +465,22 @@ CATALOGUE = [
      "--add-config SCRAM-SHA-256=[password=p]", 1, "error: SCRAM credentials need one --entity-name USER"),
     ("acls-remove-no-resource", "acls --remove --allow-principal User:a", 1,
      "error: --remove needs a resource: --topic, --group, --transactional-id or --cluster"),
+    # ---- schemas (the cluster's Schema Registry; a refused request stores nothing)
+    ("schemas-show-no-subject", "schemas show", 1, "error: schemas show needs --subject"),
+    ("schemas-register-no-file", "schemas register --subject s", 1, "error: schemas register needs --schema-file"),
+    ("schemas-register-missing-file", "schemas register --subject s --schema-file {f:nowhere.avsc}", 1,
+     "error: cannot read {f:nowhere.avsc}: [Errno 2] No such file or directory: '{f:nowhere.avsc}'"),
+    ("schemas-register-invalid", "schemas register --subject s --schema-file {f:bad.json}", 1,
+     f"error: Invalid schema: JSONDecodeError: {NO_JSON} (HTTP 422, error code 42201)"),
+    ("schemas-register-bad-reference", "schemas register --subject s --schema-file {f:bad.json} --reference x", 1,
+     "error: --reference: expected NAME=SUBJECT:VERSION, got 'x'"),
+    ("schemas-show-unknown", "schemas show --subject nosuch", 1,
+     "error: Subject 'nosuch' not found. (HTTP 404, error code 40401)"),
+    ("schemas-show-version-0", "schemas show --subject nosuch --version 0", 1,
+     "error: The specified version '0' is not a valid version id. Allowed values are between [1, 2^31-1] and the "
+     "string \"latest\" (HTTP 422, error code 42202)"),
+    ("schemas-delete-unknown", "schemas delete --subject nosuch --permanent", 1,
+     "error: Subject 'nosuch' not found. (HTTP 404, error code 40401)"),
 ]
 
 def wants_dir(argv: list[str]) -> bool:
@@ -577,6 +593,8 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
                                  "String must be one of: compact, delete"),
     ("max.connections.per.ip.overrides=nonsense",
      "error: max.connections.per.ip.overrides: expected host:count, got 'nonsense'"),
+    ("schema.registry.listeners=ftp://127.0.0.1:8081",
+     "error: schema.registry.listeners: expected http://HOST:PORT or https://HOST:PORT, got 'ftp://127.0.0.1:8081'"),
 ])
 def test_broker_start_checks_derived_settings_before_starting(tmp_path, capsys, line, message):
     """Settings the broker derives (log defaults, connection limits) are refused before it
