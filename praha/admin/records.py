@@ -30,6 +30,7 @@ from praha.admin.client_status import fetch_metadata
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 from praha.protocol.client import BrokerConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 
 DELETE_RECORDS_VERSION = 2
 DESCRIBE_LOG_DIRS_VERSION = 4
@@ -134,10 +135,10 @@ class BrokerLogDirs:
 
 
 def describe_log_dirs(bootstrap: str, broker_ids: list[int] | None = None, topics: set[str] | None = None,
-                      timeout: float = 30.0) -> list[BrokerLogDirs]:
+                      timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> list[BrokerLogDirs]:
     """Every log directory of the named brokers (default: all live ones), with the
     partitions of `topics` (default: all) in each."""
-    md = fetch_metadata(bootstrap.split(",")[0], [], timeout)
+    md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security=security)
     brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
     wanted = sorted(brokers) if broker_ids is None else broker_ids
     out = []
@@ -146,7 +147,7 @@ def describe_log_dirs(bootstrap: str, broker_ids: list[int] | None = None, topic
             out.append(BrokerLogDirs(bid, [], f"broker {bid} is not alive (live: {sorted(brokers)})"))
             continue
         try:
-            with BrokerConnection(*brokers[bid], timeout=timeout) as conn:
+            with BrokerConnection(*brokers[bid], timeout=timeout, security=security) as conn:
                 response = conn.send(DescribeLogDirsRequest(topics=None), DESCRIBE_LOG_DIRS_VERSION)
         except PrahaError as e:
             out.append(BrokerLogDirs(bid, [], str(e)))
