@@ -214,7 +214,8 @@ def build_app(console: Console) -> Starlette:
         except msgs.ScanInputError as e:
             req, error = None, str(e)
         if req is not None and req.partition is not None and req.partition not in {p.partition for p in parts}:
-            req, error = None, f"{name} has no partition {req.partition}"
+            error = f"{name} has no partition {req.partition}"
+            req = None
         scan_url = f"/topics/{quote(name, safe='')}/messages/scan?{request.url.query}" \
             if req is not None and request.query_params.get("run") else ""
         return render(request, s, "messages.html", {"title": f"Messages of {name}", "name": name, "parts": parts,

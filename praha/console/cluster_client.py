@@ -11,9 +11,12 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+import confluent_kafka as _confluent_kafka
+import confluent_kafka.admin as _confluent_admin
 
 from praha.admin.group_plans import (
     GroupInputError,
@@ -33,6 +36,10 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import ClientSecurity, SaslAuthenticationError
 
+#: confluent-kafka's modules, untyped here: its stubs export fewer names than it has
+ck: Any = _confluent_kafka
+cka: Any = _confluent_admin
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 #: how long a computed table stays fresh: pages that refresh live ask at most this often
 FRESH_S = 1.5
@@ -49,7 +56,7 @@ class LoginError(ConsoleError):
 
 def _kafka_error(e: Exception) -> ConsoleError:
     """confluent-kafka's KafkaException → a ConsoleError carrying Kafka's error name."""
-    err = e.args[0] if e.args else None
+    err: Any = e.args[0] if e.args else None
     if hasattr(err, "name") and hasattr(err, "str"):
         code = None
         try:
@@ -169,7 +176,7 @@ class GroupDetail:
     lag: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class AclRow:
     principal: str
     host: str
@@ -211,12 +218,11 @@ class ClusterClient:
     session are served one at a time."""
 
     def __init__(self, target: Target, user: str = "", password: str = "", zk: Any = None):
-        from confluent_kafka.admin import AdminClient
 
         self.target = target
         self.user = user
         self._password = password
-        self.admin = AdminClient({**target.confluent(user, password), "client.id": "praha-console"})
+        self.admin = cka.AdminClient({**target.confluent(user, password), "client.id": "praha-console"})
         self.wire_security = target.wire(user, password)
         self.wire = WireAdmin(target.bootstrap, self.wire_security)
         self.zk = zk  # a started ZkStore shared by the console, or None
@@ -241,11 +247,11 @@ class ClusterClient:
         except PrahaError as e:
             raise LoginError(f"cannot reach {host}:{port}: {e}") from None
 
-    def _cached(self, key: str, compute: Any, fresh: float = FRESH_S) -> Any:
+    def _cached(self, key: str, compute: Callable[[], T], fresh: float = FRESH_S) -> T:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None and time.monotonic() - hit[0] < fresh:
-                return hit[1]
+                return hit[1]  # type: ignore[no-any-return]
             value = compute()
             self._cache[key] = (time.monotonic(), value)
             return value
@@ -360,16 +366,13 @@ class ClusterClient:
                      timestamp: int = 0) -> dict[TopicPartition, int | None]:
         """ListOffsets through the admin client: spec earliest, latest or timestamp;
         `committed`: read_committed (the last stable offset for latest)."""
-        from confluent_kafka import IsolationLevel
-        from confluent_kafka import TopicPartition as CTP
-        from confluent_kafka.admin import OffsetSpec
 
         if not tps:
             return {}
-        what = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest()}.get(spec) \
-            or OffsetSpec.for_timestamp(timestamp)
-        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-        futures = self.admin.list_offsets({CTP(tp.topic, tp.partition): what for tp in tps},
+        what = {"earliest": cka.OffsetSpec.earliest(), "latest": cka.OffsetSpec.latest()}.get(spec) \
+            or cka.OffsetSpec.for_timestamp(timestamp)
+        level = ck.IsolationLevel.READ_COMMITTED if committed else ck.IsolationLevel.READ_UNCOMMITTED
+        futures = self.admin.list_offsets({ck.TopicPartition(tp.topic, tp.partition): what for tp in tps},
                                           isolation_level=level, request_timeout=TIMEOUT_S)
         out: dict[TopicPartition, int | None] = {}
         for ctp, fut in futures.items():
@@ -432,16 +435,15 @@ class ClusterClient:
             return out
         for offsets in committed.values():
             for tp, c in offsets.items():
-                e = end.get(tp)
-                if e is not None and c.offset >= 0:
-                    out[tp.topic] += max(0, e - c.offset)
+                last = end.get(tp)
+                if last is not None and c.offset >= 0:
+                    out[tp.topic] += max(0, last - c.offset)
         return out
 
     def configs(self, name: str) -> list[ConfigRow]:
-        from confluent_kafka.admin import ConfigResource
 
         self.partitions_of(name)
-        res = ConfigResource(ConfigResource.Type.TOPIC, name)
+        res = cka.ConfigResource(cka.ConfigResource.Type.TOPIC, name)
         try:
             entries = self.admin.describe_configs([res], request_timeout=TIMEOUT_S)[res].result(TIMEOUT_S)
         except Exception as e:
@@ -463,19 +465,17 @@ class ClusterClient:
     def alter_config(self, topic: str, key: str, value: str | None) -> None:
         """Set (or with None, delete) one topic config: IncrementalAlterConfigs, validated
         by the broker first (validate_only), so an invalid value changes nothing."""
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
         self.partitions_of(topic)
-        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
-        entry = ConfigEntry(key, value, incremental_operation=op)
-        res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
+        op = cka.AlterConfigOpType.DELETE if value is None else cka.AlterConfigOpType.SET
+        entry = cka.ConfigEntry(key, value, incremental_operation=op)
+        res = cka.ConfigResource(cka.ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
         self._wait(self.admin.incremental_alter_configs([res], request_timeout=TIMEOUT_S, validate_only=True))
         self._wait(self.admin.incremental_alter_configs([res], request_timeout=TIMEOUT_S))
 
     def create_topic(self, name: str, partitions: int, replication: int, configs: Mapping[str, str]) -> None:
-        from confluent_kafka.admin import NewTopic
 
-        self._wait(self.admin.create_topics([NewTopic(name, partitions, replication, config=dict(configs))],
+        self._wait(self.admin.create_topics([cka.NewTopic(name, partitions, replication, config=dict(configs))],
                                             request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S))
 
     def delete_topic(self, name: str) -> None:
@@ -483,20 +483,18 @@ class ClusterClient:
         self._wait(self.admin.delete_topics([name], request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S))
 
     def add_partitions(self, name: str, total: int) -> None:
-        from confluent_kafka.admin import NewPartitions
 
         self.partitions_of(name)
-        self._wait(self.admin.create_partitions([NewPartitions(name, total)], request_timeout=TIMEOUT_S,
+        self._wait(self.admin.create_partitions([cka.NewPartitions(name, total)], request_timeout=TIMEOUT_S,
                                                 operation_timeout=TIMEOUT_S))
 
     def delete_records(self, name: str, partition: int, before: int) -> int:
         """Delete records below `before` (-1: the high watermark); the new log start."""
-        from confluent_kafka import TopicPartition as CTP
 
         if partition not in {p.partition for p in self.partitions_of(name)}:
             raise ConsoleError(f"UNKNOWN_TOPIC_OR_PARTITION: {name} has no partition {partition}",
                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        futures = self.admin.delete_records([CTP(name, partition, before)], request_timeout=TIMEOUT_S,
+        futures = self.admin.delete_records([ck.TopicPartition(name, partition, before)], request_timeout=TIMEOUT_S,
                                             operation_timeout=TIMEOUT_S)
         try:
             result = next(iter(futures.values())).result(TIMEOUT_S * 3)
@@ -595,7 +593,7 @@ class ClusterClient:
             listed = self.wire.list_transactions()
         except PrahaError as e:
             raise ConsoleError(f"transactions: {e}", getattr(e, "code", None)) from None
-        out = []
+        out: list[Any] = []
         for t in listed:
             try:
                 out.append(self.wire.describe_transaction(t.transactional_id))
@@ -604,16 +602,9 @@ class ClusterClient:
         return out
 
     def acls(self) -> list[AclRow]:
-        from confluent_kafka.admin import (
-            AclBindingFilter,
-            AclOperation,
-            AclPermissionType,
-            ResourcePatternType,
-            ResourceType,
-        )
 
-        flt = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-                               AclPermissionType.ANY)
+        flt = cka.AclBindingFilter(cka.ResourceType.ANY, None, cka.ResourcePatternType.ANY, None, None, cka.AclOperation.ANY,
+                               cka.AclPermissionType.ANY)
         try:
             bindings = self.admin.describe_acls(flt, request_timeout=TIMEOUT_S).result(TIMEOUT_S)
         except Exception as e:
@@ -669,8 +660,6 @@ def _total_lag(committed: Mapping[TopicPartition, Any], end: Mapping[TopicPartit
 
 def _source(source: int) -> str:
     try:
-        from confluent_kafka.admin import ConfigSource
-
-        return str(ConfigSource(source).name)
+        return str(cka.ConfigSource(source).name)
     except Exception:
         return str(source)

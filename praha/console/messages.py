@@ -240,7 +240,8 @@ def scan(config: Mapping[str, str], req: ScanRequest, ranges: Mapping[int, tuple
     last_report = 0.0
     try:
         while open_ends and state.scanned < req.max_scan and not should_stop():
-            for m in consumer.consume(num_messages=1000, timeout=0.5):
+            batch: list[Any] = consumer.consume(num_messages=1000, timeout=0.5)
+            for m in batch:
                 err = m.error()
                 p = m.partition()
                 if err is not None:
