@@ -115,7 +115,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="praha-bench-console-"))
     lines: list[str] = []
     try:
-        with embedded_zookeeper(work / "zk") as zk, running_cluster(work / "cluster", zk.connect_string, 1,
+        with embedded_zookeeper(work / "zk", timeout=180) as zk, running_cluster(work / "cluster", zk.connect_string, 1,
                                                                      {"num.partitions": "1"}) as cluster:
             state = cluster.load()
             bs = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())

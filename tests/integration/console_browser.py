@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -49,18 +50,19 @@ def chromium() -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def console_process(*args: str, log: Path) -> Iterator[str]:
-    """`praha console ARGS` on a free port; its base URL once it answers. Stopped by PID."""
+def console_process(*args: str, log: Path, context: ssl.SSLContext | None = None) -> Iterator[str]:
+    """`praha console ARGS` on a free port; its base URL once it answers (over HTTPS with
+    `context`). Stopped by PID."""
     (port,) = free_ports(1)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "praha", "console", "--port", str(port), *args],
                                 stdout=out, stderr=out, env=env)
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if context else 'http'}://127.0.0.1:{port}"
     try:
         def up() -> bool:
             assert proc.poll() is None, f"the console exited: {log.read_text()[-2000:]}"
-            with urllib.request.urlopen(url + "/static/console.css", timeout=2):
+            with urllib.request.urlopen(url + "/static/console.css", timeout=2, context=context):
                 return True
         wait_for(up, timeout=60, what="the console to answer")
         yield url
@@ -90,7 +92,27 @@ def confirm_submit(driver, form_css: str, button_css: str = "button[type=submit]
     WebDriverWait(driver, 10).until(EC.alert_is_present()).accept()
 
 
-def text_of(driver, css: str) -> str:
+def texts_of(driver, css: str) -> list[str]:
+    """The texts of every element `css` selects (looked up again if a refresh replaced them)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
+    for _ in range(20):
+        try:
+            return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+        except StaleElementReferenceException:
+            continue
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+
+
+def text_of(driver, css: str) -> str:
+    """The element's text; looked up again when the live refresh replaced it meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    for _ in range(20):
+        try:
+            return driver.find_element(By.CSS_SELECTOR, css).text
+        except StaleElementReferenceException:
+            continue
     return driver.find_element(By.CSS_SELECTOR, css).text

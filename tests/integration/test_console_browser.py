@@ -6,17 +6,20 @@ One cluster and one browser for the module; screenshots of every page go to
 `.praha/screenshots/` (or $PRAHA_SCREENSHOTS)."""
 from __future__ import annotations
 
+import ssl
 import time
+import urllib.request
 import uuid
 from urllib.parse import quote
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTP
+from console_browser import chromium, confirm_submit, console_process, shot, text_of, texts_of
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from console_browser import chromium, confirm_submit, console_process, shot, text_of
+from praha.cluster.certs import issue, make_ca
 from praha.common import TopicPartition
 from praha.console.app import PAGES
 from praha.testing.cluster import running_cluster, wait_for
@@ -124,7 +127,7 @@ def test_topic_page_shows_partitions_leaders_and_isr_as_zookeeper_has_them(env, 
 
 def test_topic_list_shows_messages_and_the_groups_lag(env, browser):
     _open(browser, env, "/topics")
-    cells = [c.text for c in browser.find_elements(By.CSS_SELECTOR, f"#topic-{TOPIC} td")]
+    cells = texts_of(browser, f"#topic-{TOPIC} td")
     assert cells[4] == "30"  # messages
     assert cells[7] == "0"  # the group committed only partition 0, to its end
 
@@ -133,12 +136,12 @@ def test_a_filtered_scan_finds_the_one_message_and_shows_progress(env, browser):
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&start=oldest&order=oldest&value=golden-needle&format=json")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan's results")
     assert text_of(browser, "#scan-status").startswith("done: scanned 30, 1 matched")
-    values = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .value")]
+    values = texts_of(browser, "#results .value")
     assert len(values) == 1 and '"item": "golden-needle"' in values[0]  # pretty JSON
     shot(browser, "messages-filtered")
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&header=source%3Dweb")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the header scan")
-    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .key")] == ["k17"]
+    assert texts_of(browser, "#results .key") == ["k17"]
 
 
 def test_a_group_shows_its_lag_and_a_reset_is_applied_after_its_dry_run(env, browser):
@@ -157,7 +160,7 @@ def test_a_group_shows_its_lag_and_a_reset_is_applied_after_its_dry_run(env, bro
     Select(browser.find_element(By.CSS_SELECTOR, "#reset-form select[name=mode]")).select_by_visible_text("to-earliest")
     browser.find_element(By.ID, "dry-run").click()
     wait_for(lambda: browser.find_elements(By.ID, "plan"), timeout=30, what="the dry run")
-    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#plan .new-offset")] == ["0", "0", "0"]
+    assert texts_of(browser, "#plan .new-offset") == ["0", "0", "0"]
     shot(browser, "group-dry-run")
     committed = _committed(env, gid)
     assert committed == {0: 4, 1: 4, 2: 4}, "a dry run must not write"
@@ -217,7 +220,18 @@ def test_produce_from_the_page(env, browser):
     assert "produced to orders-" in text_of(browser, "#msg")
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&key=from-page")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan")
-    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .value")] == ["hello from chromium"]
+    assert texts_of(browser, "#results .value") == ["hello from chromium"]
+
+
+def test_the_console_serves_https_when_given_a_certificate(env, tmp_path):
+    ca = make_ca(tmp_path)
+    cert = issue(ca, tmp_path, "console", "127.0.0.1")
+    context = ssl.create_default_context(cafile=str(ca.path))
+    with console_process("--dir", str(env.cluster.root), "--certfile", str(cert.cert), "--keyfile", str(cert.key),
+                         log=tmp_path / "console.log", context=context) as url:
+        assert url.startswith("https://")
+        with urllib.request.urlopen(url + "/brokers", timeout=30, context=context) as r:
+            assert r.status == 200 and b'id="broker-1"' in r.read()
 
 
 def test_a_killed_broker_is_marked_offline_without_a_reload(env, browser):

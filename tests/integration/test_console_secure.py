@@ -3,12 +3,11 @@ user and the console acts as that user, so the cluster's ACLs decide what the pa
 wrong password gets a login error; no password appears in a page or the console's log."""
 from __future__ import annotations
 
-
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from console_browser import chromium, console_process, shot, text_of
 from selenium.webdriver.common.by import By
 
-from console_browser import chromium, console_process, shot, text_of
 from praha.cluster.local import LocalCluster
 from praha.cluster.secure import SecureSetup
 from praha.testing.cluster import wait_for
