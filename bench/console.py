@@ -129,23 +129,27 @@ def main() -> int:
             try:
                 base = f"http://127.0.0.1:{port}"
                 wait_for(lambda: time_get(base + "/static/console.css"), timeout=60, what="the console")
-                first, size = time_get(base + "/topics")
-                time.sleep(2.0)
-                again, _ = time_get(base + "/topics")
-                time.sleep(2.0)
-                third, _ = time_get(base + "/topics")
+                first, size = time_get(base + "/topics")  # nothing cached: the whole table computed
+                warm = []
+                for _ in range(3):
+                    time.sleep(2.0)  # stale: served at once, a fresh table computed behind it
+                    warm.append(time_get(base + "/topics")[0])
             finally:
                 proc.terminate()
                 proc.wait(15)
-            fresh = sorted([first, again, third])[1]
-            print(f"/topics: first {first:.2f} s, then {again:.2f} s and {third:.2f} s ({size / 1e6:.1f} MB of HTML)")
-            lines += [f"Topic list, {args.topics} topics × {args.partitions} partitions (RF 1, one broker): "
-                      f"GET /topics with nothing cached took {first:.2f} s the first time, {again:.2f} s and "
-                      f"{third:.2f} s after the cache expired (median {fresh:.2f} s; target 2 s: "
-                      f"{'met' if fresh <= 2.0 else 'NOT met'}); the page is {size / 1e6:.1f} MB of HTML.", ""]
+            served = sorted(warm)[1]
+            print(f"/topics: first (computed) {first:.2f} s, then (served, refreshed behind) "
+                  f"{', '.join(f'{w:.2f}' for w in warm)} s ({size / 1e6:.2f} MB of HTML)")
+            lines += [f"Topic list, {args.topics} topics × {args.partitions} partitions (RF 1, one broker): the first "
+                      f"GET /topics, with nothing cached (Metadata, ListOffsets earliest and latest for every "
+                      f"partition, DescribeLogDirs, every group's offsets, the page), took {first:.2f} s "
+                      f"(target 2 s: {'met' if first <= 2.0 else 'NOT met'}); later ones, served from the table "
+                      f"while a fresh one is computed behind them, {', '.join(f'{w:.2f}' for w in warm)} s "
+                      f"(median {served:.2f} s). The page is {size / 1e6:.2f} MB of HTML.", ""]
 
             topic = "scan"
-            AdminClient({"bootstrap.servers": bs}).create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
+            admin = AdminClient({"bootstrap.servers": bs})
+            admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
             n = fill(bs, topic, args.mb, 4)
             plain_s, plain_n, plain_bytes = plain_read(bs, topic, 4)
             reports: list[int] = []

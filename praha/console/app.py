@@ -45,6 +45,8 @@ HERE = Path(__file__).parent
 COOKIE = "praha_console"
 #: how often a page's live part is fetched again (ms)
 REFRESH_MS = 2000
+#: a session unused this long is forgotten (its user logs in again)
+SESSION_IDLE_S = 8 * 3600
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,12 @@ class Console:
     def open_session(self, user: str, client: ClusterClient) -> tuple[str, Session]:
         token = secrets.token_urlsafe(32)
         s = Session(user, client)
+        now = time.monotonic()
         with self._lock:
+            for old in [t for t, o in self.sessions.items() if now - o.last_seen > SESSION_IDLE_S]:
+                gone = self.sessions.pop(old)
+                if gone.client is not self._shared:
+                    gone.client.close()
             self.sessions[token] = s
         return token, s
 
@@ -193,10 +200,10 @@ def build_app(console: Console) -> Starlette:
         return render(request, s, "brokers.html", {"title": "Brokers", "ov": ov})
 
     async def topics(request: Request, s: Session) -> Response:
-        rows = await call(s.client.topics)
+        rows, age = await call(s.client.topics)
         show_internal = request.query_params.get("internal") == "1"
         shown = [r for r in rows if show_internal or not r.internal]
-        return render(request, s, "topics.html", {"title": "Topics", "rows": shown, "total": len(rows)})
+        return render(request, s, "topics.html", {"title": "Topics", "rows": shown, "total": len(rows), "age": age})
 
     async def topic(request: Request, s: Session, error: str = "", status: int = 200) -> Response:
         name = request.path_params["name"]

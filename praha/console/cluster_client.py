@@ -12,6 +12,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -228,6 +229,7 @@ class ClusterClient:
         self.zk = zk  # a started ZkStore shared by the console, or None
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[float, Any]] = {}
+        self._refreshing = False
 
     def close(self) -> None:
         self.wire.close()
@@ -237,15 +239,18 @@ class ClusterClient:
 
     def check_login(self) -> None:
         """Authenticate once at the first broker; a wrong password raises LoginError."""
-        host, port = self.target.first_broker
-        try:
-            with BrokerConnection(host, port, timeout=TIMEOUT_S, client_id="praha-console",
-                                  security=self.wire_security):
-                pass
-        except SaslAuthenticationError as e:
-            raise LoginError(f"login failed for user {self.user!r}: {e}") from None
-        except PrahaError as e:
-            raise LoginError(f"cannot reach {host}:{port}: {e}") from None
+        unreachable = []
+        for item in self.target.bootstrap.split(","):
+            host, _, port = item.strip().rpartition(":")
+            try:
+                with BrokerConnection(host, int(port), timeout=TIMEOUT_S, client_id="praha-console",
+                                      security=self.wire_security):
+                    return
+            except SaslAuthenticationError as e:
+                raise LoginError(f"login failed for user {self.user!r}: {e}") from None
+            except PrahaError as e:
+                unreachable.append(f"{host}:{port}: {e}")
+        raise LoginError("no broker answered: " + "; ".join(unreachable))
 
     def _cached(self, key: str, compute: Callable[[], T], fresh: float = FRESH_S) -> T:
         with self._lock:
@@ -391,18 +396,46 @@ class ClusterClient:
         return [PartitionInfo(p.partition, p.leader, p.replicas, p.isr, p.offline_replicas,
                               start.get(tp), hw.get(tp), lso.get(tp)) for p, tp in zip(parts, tps)]
 
-    def topics(self) -> list[TopicRow]:
-        return self._cached("topics", self._topics)
+    def topics(self) -> tuple[list[TopicRow], float]:
+        """The topic table and its age in seconds. Computed when there is none; once there
+        is one, a stale table is served at once while a fresh one is computed behind it, so
+        the page of a large cluster stays fast (the live refresh shows the new one)."""
+        with self._lock:
+            hit = self._cache.get("topics")
+            if hit is None:
+                rows = self._topics()
+                self._cache["topics"] = (time.monotonic(), rows)
+                return rows, 0.0
+            age = time.monotonic() - hit[0]
+            if age >= FRESH_S and not self._refreshing:
+                self._refreshing = True
+                threading.Thread(target=self._refresh_topics, name="console-topics", daemon=True).start()
+            return hit[1], age
+
+    def _refresh_topics(self) -> None:
+        try:
+            rows = self._topics()
+            with self._lock:
+                self._cache["topics"] = (time.monotonic(), rows)
+        except Exception as e:  # the stale table stays; the next page view tries again
+            log.warning("console: refreshing the topic table failed: %s", e)
+        finally:
+            self._refreshing = False
 
     def _topics(self) -> list[TopicRow]:
         md = self.metadata()
         tps = [TopicPartition(t.topic, p) for t in md.topics.values() for p in t.partitions]
-        start = self.list_offsets(tps, "earliest")
-        end = self.list_offsets(tps, "latest")
+        # the four questions go out at once: offsets (two ListOffsets rounds), log dirs, group offsets
+        with ThreadPoolExecutor(4, thread_name_prefix="console-topics") as pool:
+            f_start = pool.submit(self.list_offsets, tps, "earliest")
+            f_end = pool.submit(self.list_offsets, tps, "latest")
+            f_dirs = pool.submit(self._log_dirs)
+            f_committed = pool.submit(self._all_committed)
+            start, end = f_start.result(), f_end.result()
         sizes: dict[str, int] = defaultdict(int)
         leaders = {(t.topic, p.id): p.leader for t in md.topics.values() for p in t.partitions.values()}
         try:
-            for b in self._log_dirs():
+            for b in f_dirs.result():
                 for d in b.dirs:
                     for p in d.partitions:
                         topic, _, part = p.partition.rpartition("-")
@@ -410,7 +443,7 @@ class ClusterClient:
                             sizes[topic] += p.size
         except PrahaError as e:
             log.warning("console: log dirs unavailable for topic sizes: %s", e)
-        lag = self._lag_by_topic(end)
+        lag = self._lag_by_topic(f_committed.result(), end)
         rows = []
         for name in sorted(md.topics):
             t = md.topics[name]
@@ -422,18 +455,21 @@ class ClusterClient:
                                  sum(1 for p in parts if p.leader < 0), lag.get(name, 0), name.startswith("__")))
         return rows
 
-    def _lag_by_topic(self, end: Mapping[TopicPartition, int | None]) -> dict[str, int]:
-        """Consumer lag summed over every group, per topic."""
-        out: dict[str, int] = defaultdict(int)
+    def _all_committed(self) -> dict[str, dict[TopicPartition, Any]] | None:
+        """Every group's committed offsets (None when they cannot be had)."""
         try:
             groups = [g.group_id for g in self.wire.list_groups()]
-            if not groups:
-                return out
-            committed = self.wire.committed_offsets_of(groups)
+            return self.wire.committed_offsets_of(groups) if groups else {}
         except PrahaError as e:
             log.warning("console: group offsets unavailable for topic lag: %s", e)
-            return out
-        for offsets in committed.values():
+            return None
+
+    @staticmethod
+    def _lag_by_topic(committed: Mapping[str, Mapping[TopicPartition, Any]] | None,
+                      end: Mapping[TopicPartition, int | None]) -> dict[str, int]:
+        """Consumer lag summed over every group, per topic."""
+        out: dict[str, int] = defaultdict(int)
+        for offsets in (committed or {}).values():
             for tp, c in offsets.items():
                 last = end.get(tp)
                 if last is not None and c.offset >= 0:

@@ -24,7 +24,10 @@ STATE_FILE = "console.json"
 
 def target_of_dir(root: Path, schema_registry: str | None = None) -> Target:
     """A local cluster's bootstrap servers, ZooKeeper, security and state-change logs."""
-    state = LocalCluster(root).load()
+    cluster = LocalCluster(root)
+    state = cluster.load()
+    if schema_registry is None:
+        schema_registry = _registry_of(cluster)
     if not state.brokers:
         raise PrahaError(f"no brokers in the local cluster {root}")
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for _, b in sorted(state.brokers.items()))
@@ -34,6 +37,21 @@ def target_of_dir(root: Path, schema_registry: str | None = None) -> Target:
         return Target(bootstrap, state.zookeeper, "SASL_SSL", MECHANISM.mechanism_name,
                       str(Path(state.security_dir) / "ca.pem"), root, schema_registry)
     return Target(bootstrap, state.zookeeper, state_change_logs=root, schema_registry=schema_registry)
+
+
+def _registry_of(cluster: LocalCluster) -> str | None:
+    """The schema registry `praha cluster status` names, if the cluster has one (its first URL)."""
+    try:
+        found = cluster.status().get("schema_registry")
+    except Exception:  # no status (ZooKeeper down): the console runs without a registry
+        return None
+    if isinstance(found, dict):
+        found = found.get("url") or found.get("urls") or found.get("listeners")
+    if isinstance(found, list):
+        found = found[0] if found else None
+    if isinstance(found, dict):
+        found = found.get("url")
+    return found if isinstance(found, str) and found.startswith("http") else None
 
 
 def serve(target: Target, host: str, port: int, certfile: str | None = None, keyfile: str | None = None,

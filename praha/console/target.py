@@ -25,11 +25,6 @@ class Target:
         """SASL listeners: every visitor logs in and the console acts as that user."""
         return bool(self.sasl_mechanism)
 
-    @property
-    def first_broker(self) -> tuple[str, int]:
-        host, _, port = self.bootstrap.split(",")[0].strip().rpartition(":")
-        return host, int(port)
-
     def confluent(self, user: str = "", password: str = "") -> dict[str, str]:
         """librdkafka settings for this cluster as `user`."""
         cfg = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
