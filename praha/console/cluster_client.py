@@ -28,7 +28,7 @@ from praha.admin.group_plans import (
     partition_rows,
     plan_reset,
 )
-from praha.admin.groups import GroupAdminError, GroupDescription, error_message
+from praha.admin.groups import GroupAdminError, GroupDescription, GroupListing, error_message
 from praha.admin.records import describe_log_dirs
 from praha.admin.transactions import TransactionAdmin
 from praha.common import TopicPartition
@@ -196,6 +196,15 @@ class WireAdmin(TransactionAdmin):
         super().__init__(bootstrap, timeout=timeout, retries=4)
         self.client_id = "praha-console"
         self.security = security
+
+    def list_all_groups(self) -> list[GroupListing]:
+        """Every group of every protocol type (kafka-consumer-groups lists only consumer groups;
+        a console shows Connect's and others' too, as the brokers report them)."""
+        found: dict[str, GroupListing] = {}
+        for node in sorted(self.cluster(()).brokers.values()):
+            for g in self._list_on(node, ()):
+                found.setdefault(g.group_id, g)
+        return [found[g] for g in sorted(found)]
 
     def _connection(self, host: str, port: int) -> BrokerConnection:
         key = (host, port)
@@ -458,7 +467,7 @@ class ClusterClient:
     def _all_committed(self) -> dict[str, dict[TopicPartition, Any]] | None:
         """Every group's committed offsets (None when they cannot be had)."""
         try:
-            groups = [g.group_id for g in self.wire.list_groups()]
+            groups = [g.group_id for g in self.wire.list_all_groups()]
             return self.wire.committed_offsets_of(groups) if groups else {}
         except PrahaError as e:
             log.warning("console: group offsets unavailable for topic lag: %s", e)
@@ -546,7 +555,7 @@ class ClusterClient:
 
     def _groups(self) -> list[GroupRow]:
         try:
-            listed = self.wire.list_groups()
+            listed = self.wire.list_all_groups()
             ids = [g.group_id for g in listed]
             described = self.wire.describe_groups(ids) if ids else {}
             committed = self.wire.committed_offsets_of(ids) if ids else {}
