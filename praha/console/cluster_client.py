@@ -264,11 +264,12 @@ class ClusterClient:
     def _cached(self, key: str, compute: Callable[[], T], fresh: float = FRESH_S) -> T:
         with self._lock:
             hit = self._cache.get(key)
-            if hit is not None and time.monotonic() - hit[0] < fresh:
-                return hit[1]  # type: ignore[no-any-return]
-            value = compute()
+        if hit is not None and time.monotonic() - hit[0] < fresh:
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute()  # outside the lock: a computation may ask for other cached answers from threads
+        with self._lock:
             self._cache[key] = (time.monotonic(), value)
-            return value
+        return value
 
     def invalidate(self) -> None:
         with self._lock:
@@ -411,15 +412,18 @@ class ClusterClient:
         the page of a large cluster stays fast (the live refresh shows the new one)."""
         with self._lock:
             hit = self._cache.get("topics")
-            if hit is None:
-                rows = self._topics()
-                self._cache["topics"] = (time.monotonic(), rows)
-                return rows, 0.0
-            age = time.monotonic() - hit[0]
-            if age >= FRESH_S and not self._refreshing:
+            age = 0.0 if hit is None else time.monotonic() - hit[0]
+            refresh = hit is not None and age >= FRESH_S and not self._refreshing
+            if refresh:
                 self._refreshing = True
-                threading.Thread(target=self._refresh_topics, name="console-topics", daemon=True).start()
-            return hit[1], age
+        if hit is None:
+            rows = self._topics()
+            with self._lock:
+                self._cache["topics"] = (time.monotonic(), rows)
+            return rows, 0.0
+        if refresh:
+            threading.Thread(target=self._refresh_topics, name="console-topics", daemon=True).start()
+        return hit[1], age
 
     def _refresh_topics(self) -> None:
         try:
