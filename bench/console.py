@@ -172,6 +172,9 @@ def main() -> int:
                       f"{'met' if ratio >= 0.5 else 'NOT met'})."]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if args.topics < 2000 or args.mb < 1024:
+        lines += ["", "Smaller than the issue's sizes (2,000 topics × 10 partitions, 1 GiB), for time on a shared "
+                      "machine; the defaults run the full sizes."]
     la = os.getloadavg()
     section = "\n".join([HEADING, "", f"`.venv/bin/python bench/console.py --topics {args.topics} --partitions "
                          f"{args.partitions} --mb {args.mb}` on {os.cpu_count()} CPUs (load average at the end "
