@@ -5,6 +5,9 @@ against a plain consumer reading the same bytes in the same run.
    runs as a process; GET /topics is timed when the console has nothing cached (its first
    answer, and again after its 1.5 s freshness has passed): the server's whole work (Metadata,
    ListOffsets for every partition, DescribeLogDirs, every group's offsets) and the page.
+   (The console computes the table once when it starts, so a visitor's first list is
+   usually served from it; the first GET here is made as soon as the console answers and
+   may wait for that computation, which is what is timed.)
 2. `--mb` MiB of 1 KiB records in a 4-partition topic; then, in this process, a plain
    confluent-kafka consumer (assign, batches of 1000, `len(value())` per record) reads it
    all, and the console's scan (`praha.console.messages.scan`) reads it with a value filter

@@ -97,6 +97,16 @@ class Console:
         self._last_seen: tuple[int, frozenset[int]] | None = None
         self.registry = Registry(target.schema_registry) if target.schema_registry else None
 
+    def warm(self, client: ClusterClient) -> None:
+        """Compute the topic table in the background, so a large cluster's first topic list
+        is served from it (the page refreshes it behind itself from then on)."""
+        def run() -> None:
+            try:
+                client.topics()
+            except PrahaError as e:
+                log.warning("console: the topic table could not be computed ahead: %s", e)
+        threading.Thread(target=run, name="console-warm", daemon=True).start()
+
     def shared_client(self) -> ClusterClient:
         with self._lock:
             if self._shared is None:
@@ -477,6 +487,7 @@ def build_app(console: Console) -> Starlette:
                                                                       "next": nxt, "target": console.target,
                                                                       "user": user}, status_code=401)
         token, _ = console.open_session(user, client)
+        console.warm(client)
         log.info("console login: user %r", user)
         response = RedirectResponse(nxt, 303)
         _set_cookie(response, token, console.https)

@@ -239,6 +239,7 @@ class ClusterClient:
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[float, Any]] = {}
         self._refreshing = False
+        self._first_topics = threading.Lock()
 
     def close(self) -> None:
         self.wire.close()
@@ -417,10 +418,15 @@ class ClusterClient:
             if refresh:
                 self._refreshing = True
         if hit is None:
-            rows = self._topics()
-            with self._lock:
-                self._cache["topics"] = (time.monotonic(), rows)
-            return rows, 0.0
+            with self._first_topics:  # one computation at a time; a second caller gets its result
+                with self._lock:
+                    hit = self._cache.get("topics")
+                if hit is None:
+                    rows = self._topics()
+                    with self._lock:
+                        self._cache["topics"] = (time.monotonic(), rows)
+                    return rows, 0.0
+            return hit[1], time.monotonic() - hit[0]
         if refresh:
             threading.Thread(target=self._refresh_topics, name="console-topics", daemon=True).start()
         return hit[1], age

@@ -71,7 +71,10 @@ def serve(target: Target, host: str, port: int, certfile: str | None = None, key
         except Exception as e:  # the console still serves what the brokers answer
             log.warning("console: ZooKeeper %s unavailable: %s", target.zookeeper, e)
             zk = None
-    app = build_app(Console(target, zk=zk, https=certfile is not None))
+    console = Console(target, zk=zk, https=certfile is not None)
+    if not target.needs_login:
+        console.warm(console.shared_client())
+    app = build_app(console)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             ssl_certfile=certfile, ssl_keyfile=keyfile, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
