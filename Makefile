@@ -39,13 +39,19 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench
 	$(VENV)/bin/mypy praha
 
-test: $(STAMP) $(QUIX_STAMP)
+# the console's browser tests drive Debian's chromium through its chromedriver
+BROWSER_STAMP := /usr/bin/chromedriver
+$(BROWSER_STAMP):
+	@sudo_cmd=""; [ "$$(id -u)" = 0 ] || sudo_cmd="sudo"; \
+	  $$sudo_cmd apt-get update -qq && $$sudo_cmd apt-get install -y -qq chromium chromium-driver >/dev/null
+
+test: $(STAMP) $(QUIX_STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP) $(QUIX_STAMP)
+test-integration: $(STAMP) $(QUIX_STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
 # Kafka's tools by name (kafka-topics.sh, ...) with every form run as a process of its own;
@@ -60,7 +66,7 @@ test-registry: $(STAMP) $(QUIX_STAMP)
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover
-BENCHES := failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections registry $(GROUP_BENCHES)
+BENCHES := console failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections registry $(GROUP_BENCHES)
 bench: $(STAMP)
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 

@@ -24,8 +24,9 @@ _BASE = {"common", "errors"}
 #: (praha/config.py, praha/statelog.py, ...) count as packages of their own name.
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"showcase", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark", "zk", "protocol",
+    "cli": {"console", "showcase", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark", "zk", "protocol",
             "log", "config", "configdefs", "statelog", "topic_rules"} | _BASE,
+    "console": {"analytics", "cluster", "admin", "zk", "protocol"} | _BASE,
     "showcase": {"cluster", "admin", "spark", "zk", "protocol", "config"} | _BASE,
     "chaos": {"testing", "cluster", "admin", "zk", "protocol", "config", "statelog"} | _BASE,
     "analytics": {"spark"} | _BASE,

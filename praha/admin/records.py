@@ -138,7 +138,7 @@ def describe_log_dirs(bootstrap: str, broker_ids: list[int] | None = None, topic
                       timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> list[BrokerLogDirs]:
     """Every log directory of the named brokers (default: all live ones), with the
     partitions of `topics` (default: all) in each."""
-    md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security)
+    md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security=security)
     brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
     wanted = sorted(brokers) if broker_ids is None else broker_ids
     out = []

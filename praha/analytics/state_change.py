@@ -26,6 +26,15 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from praha.analytics.timeline import (
+    BROKER_CHANGE,
+    CONTROLLED_SHUTDOWN,
+    CONTROLLER_ELECTED,
+    CONTROLLER_FAILOVER,
+    ISR_CHANGE,
+    ONLINE_PARTITION,
+    PARTITION_STATE_CHANGE,
+)
 from praha.errors import PrahaError
 
 EVENT_SCHEMA = (
@@ -104,7 +113,7 @@ def analyze(spark: SparkSession, path: str | Path) -> Analysis:
 # ------------------------------------------------------------------------------ timelines
 def _elections(events: DataFrame) -> DataFrame:
     """One row per partition per successful election (the controller's PartitionStateChange)."""
-    ps = events.where((F.col("event") == "PartitionStateChange") & (F.col("target") == "OnlinePartition")
+    ps = events.where((F.col("event") == PARTITION_STATE_CHANGE) & (F.col("target") == ONLINE_PARTITION)
                       & F.col("leaders").isNotNull())
     e = ps.select("time_ms", F.col("broker_id").alias("controller"), "controller_epoch",
                   F.coalesce("election", F.lit("unknown")).alias("kind"), "unclean",
@@ -127,14 +136,14 @@ def _leadership(elections: DataFrame) -> DataFrame:
 
 def _deaths(events: DataFrame) -> DataFrame:
     """(time_ms, broker) when the controller learnt a broker was gone."""
-    from_change = events.where(F.col("event") == "BrokerChange").select(
+    from_change = events.where(F.col("event") == BROKER_CHANGE).select(
         "time_ms", F.explode(F.array_union(F.coalesce("dead", F.array().cast("array<int>")),
                                            F.coalesce("bounced", F.array().cast("array<int>")))).alias("broker"))
     known = events.select(F.col("broker_id").alias("broker")).distinct()
     # a new controller's failover: every known broker missing from its live set; detected when it was elected
-    elected = events.where(F.col("event") == "ControllerElected").groupBy("controller_epoch") \
+    elected = events.where(F.col("event") == CONTROLLER_ELECTED).groupBy("controller_epoch") \
         .agg(F.min("time_ms").alias("elected_ms"))
-    failover = events.where((F.col("event") == "ControllerFailover") & F.col("live_brokers").isNotNull()) \
+    failover = events.where((F.col("event") == CONTROLLER_FAILOVER) & F.col("live_brokers").isNotNull()) \
         .select("controller_epoch", "time_ms", "live_brokers") \
         .join(elected, "controller_epoch", "left") \
         .crossJoin(known) \
@@ -158,7 +167,7 @@ def _offline(events: DataFrame, leadership: DataFrame, end_ms: int) -> DataFrame
 
 def _isr_timeline(events: DataFrame, elections: DataFrame) -> DataFrame:
     """(partition, time_ms, isr size) from elections and ISR change notifications."""
-    from_changes = events.where((F.col("event") == "IsrChange") & F.col("isr").isNotNull()) \
+    from_changes = events.where((F.col("event") == ISR_CHANGE) & F.col("isr").isNotNull()) \
         .select("time_ms", F.explode("isr").alias("partition", "isr"))
     from_elections = elections.where(F.col("isr").isNotNull()).select("time_ms", "partition", "isr")
     new = elections.where(F.col("kind") == "new").select("time_ms", "partition", F.lit(None).cast("array<int>").alias("isr"))
@@ -201,12 +210,12 @@ def _per_broker(events: DataFrame, elections: DataFrame, kinds: list[str]) -> Da
     won = elections.groupBy(F.col("leader").alias("broker")).pivot("kind", list[Any](kinds)).count().na.fill(0)
     won_total = elections.groupBy(F.col("leader").alias("broker")).agg(
         F.count("*").alias("elected_leader"), F.sum(F.col("unclean").cast("int")).alias("unclean_elected"))
-    ctrl = events.where(F.col("event") == "ControllerElected").groupBy(F.col("broker_id").alias("broker")) \
+    ctrl = events.where(F.col("event") == CONTROLLER_ELECTED).groupBy(F.col("broker_id").alias("broker")) \
         .agg(F.countDistinct("controller_epoch").alias("controller_terms"))
-    fo = events.where(F.col("event") == "ControllerFailover").groupBy(F.col("broker_id").alias("broker")) \
+    fo = events.where(F.col("event") == CONTROLLER_FAILOVER).groupBy(F.col("broker_id").alias("broker")) \
         .agg(F.round(F.avg("duration_ms"), 1).alias("avg_failover_ms"))
     deaths = _deaths(events).groupBy("broker").agg(F.countDistinct("time_ms").alias("seen_dead"))
-    shut = events.where(F.col("event") == "ControlledShutdown").groupBy("broker") \
+    shut = events.where(F.col("event") == CONTROLLED_SHUTDOWN).groupBy("broker") \
         .agg(F.count("*").alias("controlled_shutdowns"))
     brokers = events.select(F.col("broker_id").alias("broker")).where(F.col("broker") >= 0) \
         .unionByName(won_total.select("broker")).distinct()
@@ -217,9 +226,9 @@ def _per_broker(events: DataFrame, elections: DataFrame, kinds: list[str]) -> Da
 
 
 def _controllers(events: DataFrame, end_ms: int) -> DataFrame:
-    elected = events.where(F.col("event") == "ControllerElected").groupBy("controller_epoch") \
+    elected = events.where(F.col("event") == CONTROLLER_ELECTED).groupBy("controller_epoch") \
         .agg(F.min("time_ms").alias("elected_ms"), F.first("broker_id").alias("controller"))
-    fo = events.where(F.col("event") == "ControllerFailover").groupBy("controller_epoch") \
+    fo = events.where(F.col("event") == CONTROLLER_FAILOVER).groupBy("controller_epoch") \
         .agg(F.max("duration_ms").alias("failover_ms"))
     w = Window.orderBy("controller_epoch")
     return elected.join(fo, "controller_epoch", "left").select(

@@ -8,6 +8,7 @@
   praha cluster status [--json] | praha cluster down
   praha groups --list | --describe | --reset-offsets | --delete | --delete-offsets   (kafka-consumer-groups)
   praha api-versions [--json]                           what every broker serves (kafka-broker-api-versions)
+  praha console [--port 8080]                           the web console (docs/console.md)
 
 Commands that talk to a cluster take `--dir` (a local cluster, the default),
 `--zookeeper HOST:PORT` or `--bootstrap-server HOST:PORT`.
@@ -107,6 +108,11 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(f"stop it with:      praha cluster down --dir {cluster.root}")
     if state.security_dir:
         _print_secure_settings(Path(state.security_dir), bootstrap)
+    if args.console is not None:
+        from praha.console.server import start_beside
+
+        pid, url = start_beside(cluster.root, args.console)
+        print(f"console:           {url} (pid {pid}; `praha cluster down` stops it)")
     return EXIT_OK
 
 
@@ -143,7 +149,10 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
+    from praha.console.server import stop_beside
 
+    if stop_beside(Path(args.dir)) is not None:
+        print("  console stopped", file=sys.stderr)
     LocalCluster(args.dir).down(progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
     print("cluster stopped")
     return EXIT_OK
@@ -218,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default 90)")
     p.add_argument("--secure", action="store_true",
                    help="TLS and SASL (SCRAM-SHA-512, an admin user), mutual TLS between brokers, ACLs on")
+    p.add_argument("--console", type=int, nargs="?", const=8080, metavar="PORT",
+                   help="also start the web console (`praha console`) on PORT (default 8080)")
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_cluster_up)
     p = cl.add_parser("status", help="controller, epoch, live brokers (and topics)")
@@ -241,6 +252,7 @@ def _extensions() -> list[Callable[[Any], None]]:
         admin_tools,
         analyze,
         chaos,
+        console,
         data,
         groups,
         records_tools,
@@ -250,7 +262,8 @@ def _extensions() -> list[Callable[[Any], None]]:
     )
 
     return [topics.register, admin_tools.register, records_tools.register, groups.register, transactions.register,
-            chaos.register, analyze.register, data.register, acls.register, schemas.register]
+            chaos.register, analyze.register, data.register, acls.register, schemas.register,
+            console.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

@@ -1,0 +1,196 @@
+"""The console's speed (issue 26): the topic list of a large cluster, and a filtered scan
+against a plain consumer reading the same bytes in the same run.
+
+1. `--topics` topics × `--partitions` partitions (RF 1) on a 1-broker cluster; `praha console`
+   runs as a process; GET /topics is timed when the console has nothing cached (its first
+   answer, and again after its 1.5 s freshness has passed): the server's whole work (Metadata,
+   ListOffsets for every partition, DescribeLogDirs, every group's offsets) and the page.
+   (The console computes the table once when it starts, so a visitor's first list is
+   usually served from it; the first GET here is made as soon as the console answers and
+   may wait for that computation, which is what is timed.)
+2. `--mb` MiB of 1 KiB records in a 4-partition topic; then, in this process, a plain
+   confluent-kafka consumer (assign, batches of 1000, `len(value())` per record) reads it
+   all, and the console's scan (`praha.console.messages.scan`) reads it with a value filter
+   that matches one record in 100,000, reporting progress every 0.25 s. Ratio = plain time
+   / scan time (the target is ≥ 0.5).
+
+Usage: .venv/bin/python bench/console.py [--topics 2000] [--partitions 10] [--mb 1024] [--no-write]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as CTP
+from confluent_kafka.admin import AdminClient, NewTopic
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from praha.cluster.local import free_ports  # noqa: E402
+from praha.console.messages import ScanRequest, StartAt, scan  # noqa: E402
+from praha.testing.cluster import running_cluster, wait_for  # noqa: E402
+from praha.testing.zookeeper import embedded_zookeeper  # noqa: E402
+
+RECORD = 1024
+HEADING = "## Console (bench/console.py)"
+
+
+def make_topics(bs: str, n: int, partitions: int) -> float:
+    admin = AdminClient({"bootstrap.servers": bs})
+    t0 = time.monotonic()
+    names = [f"t{i:05d}" for i in range(n)]
+    for i in range(0, n, 100):
+        futures = admin.create_topics([NewTopic(t, partitions, 1) for t in names[i:i + 100]], operation_timeout=120)
+        for f in futures.values():
+            f.result(180)
+    wait_for(lambda: sum(len(t.partitions) for name, t in admin.list_topics(timeout=30).topics.items()
+                         if name.startswith("t")) == n * partitions and
+             all(p.leader >= 0 for t in admin.list_topics(timeout=30).topics.values()
+                 for p in t.partitions.values()), timeout=600, interval=2, what="every partition led")
+    return time.monotonic() - t0
+
+
+def time_get(url: str) -> tuple[float, int]:
+    t0 = time.monotonic()
+    with urllib.request.urlopen(url, timeout=120) as r:
+        body = r.read()
+    return time.monotonic() - t0, len(body)
+
+
+def fill(bs: str, topic: str, mb: int, partitions: int) -> int:
+    p = Producer({"bootstrap.servers": bs, "acks": "1", "linger.ms": 20, "batch.size": 1_000_000,
+                  "queue.buffering.max.kbytes": 262144})
+    value = bytearray(os.urandom(RECORD))
+    n = mb * (1 << 20) // RECORD
+    for i in range(n):
+        if i % 100_000 == 50_000:
+            value[:12] = b"needle-12345"
+        else:
+            value[:12] = b"haystack-abc"
+        while True:
+            try:
+                p.produce(topic, value=bytes(value), partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(300) == 0
+    return n
+
+
+def plain_read(bs: str, topic: str, partitions: int) -> tuple[float, int, int]:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "bench-plain", "enable.auto.commit": "false",
+                  "enable.partition.eof": "true", "fetch.max.bytes": str(64 << 20),
+                  "max.partition.fetch.bytes": str(16 << 20), "queued.max.messages.kbytes": str(256 << 10)})
+    c.assign([CTP(topic, p, 0) for p in range(partitions)])
+    t0 = time.monotonic()
+    n = size = 0
+    open_parts = set(range(partitions))
+    while open_parts:
+        for m in c.consume(num_messages=1000, timeout=0.5):
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    open_parts.discard(m.partition())
+                continue
+            n += 1
+            size += len(m.value())
+    took = time.monotonic() - t0
+    c.close()
+    return took, n, size
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--topics", type=int, default=2000)
+    ap.add_argument("--partitions", type=int, default=10)
+    ap.add_argument("--mb", type=int, default=1024)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="praha-bench-console-"))
+    lines: list[str] = []
+    try:
+        with embedded_zookeeper(work / "zk", timeout=180) as zk, running_cluster(work / "cluster", zk.connect_string, 1,
+                                                                     {"num.partitions": "1"}) as cluster:
+            state = cluster.load()
+            bs = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
+            made = make_topics(bs, args.topics, args.partitions)
+            print(f"created {args.topics} × {args.partitions} partitions in {made:.1f} s", flush=True)
+            (port,) = free_ports(1)
+            log = open(work / "console.log", "ab")
+            proc = subprocess.Popen([sys.executable, "-m", "praha", "console", "--dir", str(cluster.root),
+                                     "--port", str(port)], stdout=log, stderr=log,
+                                    env={**os.environ, "PYTHONPATH": str(REPO)})
+            try:
+                base = f"http://127.0.0.1:{port}"
+                wait_for(lambda: time_get(base + "/static/console.css"), timeout=60, what="the console")
+                first, size = time_get(base + "/topics")  # nothing cached: the whole table computed
+                warm = []
+                for _ in range(3):
+                    time.sleep(2.0)  # stale: served at once, a fresh table computed behind it
+                    warm.append(time_get(base + "/topics")[0])
+            finally:
+                proc.terminate()
+                proc.wait(15)
+            served = sorted(warm)[1]
+            print(f"/topics: first (computed) {first:.2f} s, then (served, refreshed behind) "
+                  f"{', '.join(f'{w:.2f}' for w in warm)} s ({size / 1e6:.2f} MB of HTML)")
+            lines += [f"Topic list, {args.topics} topics × {args.partitions} partitions (RF 1, one broker): the first "
+                      f"GET /topics, made as soon as the console answered (it waits for the table the console "
+                      f"computes at start: Metadata, ListOffsets earliest and latest for every partition, "
+                      f"DescribeLogDirs, every group's offsets), took {first:.2f} s "
+                      f"(target 2 s: {'met' if first <= 2.0 else 'NOT met'}); later ones, served from the table "
+                      f"while a fresh one is computed behind them, {', '.join(f'{w:.2f}' for w in warm)} s "
+                      f"(median {served:.2f} s). The page is {size / 1e6:.2f} MB of HTML.", ""]
+
+            topic = "scan"
+            admin = AdminClient({"bootstrap.servers": bs})
+            admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
+            n = fill(bs, topic, args.mb, 4)
+            plain_s, plain_n, plain_bytes = plain_read(bs, topic, 4)
+            reports: list[int] = []
+            req = ScanRequest(topic, start=StartAt.OLDEST, newest_first=False, value="needle-12345",
+                              limit=1000, max_scan=n)
+            ranges = {p: (0, n // 4 + (1 if p < n % 4 else 0)) for p in range(4)}
+            t0 = time.monotonic()
+            result = scan({"bootstrap.servers": bs}, req, ranges, progress=lambda s: reports.append(s.scanned))
+            scan_s = time.monotonic() - t0
+            ratio = plain_s / scan_s
+            mib = plain_bytes / (1 << 20)
+            print(f"plain consumer: {plain_n} records, {mib:.0f} MiB in {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s)")
+            print(f"console scan: {result.scanned} records, {result.matched} matched in {scan_s:.2f} s "
+                  f"({mib / scan_s:.0f} MiB/s), {len(reports)} progress reports; ratio {ratio:.2f}")
+            assert result.scanned == plain_n == n, (result.scanned, plain_n, n)
+            lines += [f"Filtered scan of {mib:.0f} MiB ({n} records of 1 KiB, 4 partitions): plain confluent-kafka "
+                      f"consumer {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s); the console's scan with a value filter "
+                      f"{scan_s:.2f} s ({mib / scan_s:.0f} MiB/s), {result.matched} matches, {len(reports)} progress "
+                      f"reports. Scan speed / plain speed = **{ratio:.2f}** (target ≥ 0.5: "
+                      f"{'met' if ratio >= 0.5 else 'NOT met'})."]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.topics < 2000 or args.mb < 1024:
+        lines += ["", "Smaller than the issue's sizes (2,000 topics × 10 partitions, 1 GiB), for time on a shared "
+                      "machine; the defaults run the full sizes."]
+    la = os.getloadavg()
+    section = "\n".join([HEADING, "", f"`.venv/bin/python bench/console.py --topics {args.topics} --partitions "
+                         f"{args.partitions} --mb {args.mb}` on {os.cpu_count()} CPUs (load average at the end "
+                         f"{la[0]:.1f} / {la[1]:.1f} / {la[2]:.1f}; the machine is shared).", "", *lines, ""])
+    print(section)
+    if not args.no_write:
+        sys.path.insert(0, str(REPO / "bench"))
+        from _harness import write_section
+
+        write_section(REPO / "bench" / "RESULTS.md", HEADING, section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""The console on a secure cluster (`praha cluster up --secure`): visitors log in with a SCRAM
+user and the console acts as that user, so the cluster's ACLs decide what the pages show; a
+wrong password gets a login error; no password appears in a page or the console's log."""
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from console_browser import chromium, console_process, shot, text_of
+from selenium.webdriver.common.by import By
+
+from praha.cluster.local import LocalCluster
+from praha.cluster.secure import SecureSetup
+from praha.testing.cluster import wait_for
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+
+pytestmark = pytest.mark.integration
+ALICE = "alice-Secret-42"
+
+
+@pytest.fixture(scope="module")
+def secure(zookeeper, tmp_path_factory):
+    from praha.cli.main import main as praha
+
+    root = tmp_path_factory.mktemp("console-secure") / "cluster"
+    connect = unique_chroot(zookeeper.connect_string)
+    try:
+        assert praha(["cluster", "up", "--secure", "--brokers", "1", "--dir", str(root), "--zookeeper", connect,
+                      "--broker-config", "offsets.topic.replication.factor=1",
+                      "--broker-config", "offsets.topic.num.partitions=1"]) == 0
+        state = LocalCluster(root).load()
+        bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
+        admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)["confluent-kafka"]
+        admin = AdminClient(admin_conf)
+        for f in admin.create_topics([NewTopic("seen", 1, 1), NewTopic("hidden", 1, 1)]).values():
+            f.result(30)
+        assert praha(["configs", "--zookeeper", connect, "--entity-type", "users", "--entity-name", "alice",
+                      "--alter", "--add-config", f"SCRAM-SHA-512=[password={ALICE}]"]) == 0
+        assert praha(["acls", "--zookeeper", connect, "--add", "--allow-principal", "User:alice",
+                      "--operation", "Describe", "--topic", "seen"]) == 0
+        log = root.parent / "console.log"
+        with console_process("--dir", str(root), log=log) as url, chromium() as browser:
+            yield url, browser, log
+    finally:
+        try:
+            LocalCluster(root).down(timeout=15)
+        finally:
+            delete_chroot(connect)
+
+
+def _login(browser, url: str, user: str, password: str) -> None:
+    browser.get(url + "/topics")
+    wait_for(lambda: browser.find_elements(By.ID, "login"), timeout=30, what="the login form")
+    browser.find_element(By.ID, "user").clear()
+    browser.find_element(By.ID, "user").send_keys(user)
+    browser.find_element(By.ID, "password").send_keys(password)
+    browser.find_element(By.ID, "login").click()
+
+
+def test_a_wrong_password_gets_a_login_error(secure):
+    url, browser, _ = secure
+    _login(browser, url, "alice", "not-her-password")
+    wait_for(lambda: browser.find_elements(By.ID, "error"), timeout=30, what="the login error")
+    assert "login failed for user 'alice'" in text_of(browser, "#error")
+    assert "not-her-password" not in browser.page_source
+    shot(browser, "login-refused")
+
+
+def test_a_user_sees_only_the_topics_acls_let_her_describe(secure):
+    url, browser, log = secure
+    _login(browser, url, "alice", ALICE)
+    wait_for(lambda: browser.find_elements(By.ID, "topics"), timeout=30, what="the topic list")
+    assert browser.find_elements(By.ID, "topic-seen")
+    assert not browser.find_elements(By.ID, "topic-hidden")
+    shot(browser, "secure-topics-alice")
+    browser.get(url + "/topics/hidden")
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in text_of(browser, "#error")
+    assert ALICE not in browser.page_source
+    text = log.read_text()
+    assert "console login: user 'alice'" in text and ALICE not in text and "not-her-password" not in text
