@@ -359,10 +359,12 @@ class DataApis:
     async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
         """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
         by_topic: dict[str, list[Any]] = {}
+        allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER)  # Kafka: Alter on the cluster
         for d in req.request.dirs:
             for t in d.topics:
                 for partition in t.partitions:
-                    code = self.rm.mover.alter(TopicPartition(t.name, partition), d.path)
+                    code = (self.rm.mover.alter(TopicPartition(t.name, partition), d.path) if allowed
+                            else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                     by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
         return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
             _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
