@@ -165,6 +165,17 @@ DYNAMIC_BROKER_DEFAULTS: dict[str, str] = {
     LEADER_THROTTLED_RATE: str(LONG_MAX), FOLLOWER_THROTTLED_RATE: str(LONG_MAX),
     **{b: TOPIC_CONFIG_BY_NAME[t].default or "" for b, t in DYNAMIC_LOG_KEYS.items()}}
 
+#: the broker settings the log cleaner reads (Kafka's CleanerConfig names; `praha.log.cleaner`)
+CLEANER_KEYS: tuple[str, ...] = (
+    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms", "log.cleaner.io.buffer.load.factor",
+)
+#: broker settings that `BrokerConfig` passes through rather than names: the topic configs'
+#: broker synonyms (the logs' defaults, `praha.log.config`), the cleaner's, the dynamic ones.
+#: They are known: a broker must not call them unknown.
+BROKER_KEYS_READ_ELSEWHERE: frozenset[str] = frozenset(
+    {s.name for d in TOPIC_CONFIG_DEFS for s in d.synonyms} | set(CLEANER_KEYS) | set(DYNAMIC_BROKER_KEYS))
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedValue:
