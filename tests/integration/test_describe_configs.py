@@ -165,6 +165,12 @@ def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
     assert rc == 0, err
     assert describe(admin, res)["retention.ms"].value == "7000"
 
+    # Kafka 3.x: message.format.version is accepted (deprecated, no effect at IBP 3.0+)
+    incremental(ConfigEntry("message.format.version", "2.8", incremental_operation=AlterConfigOpType.SET))
+    assert describe(admin, res)["message.format.version"].value == "2.8"
+    with pytest.raises(Exception, match="INVALID_CONFIG|not a valid version"):
+        incremental(ConfigEntry("message.format.version", "banana", incremental_operation=AlterConfigOpType.SET))
+
 
 def test_dynamic_broker_log_defaults_apply_to_running_logs(make_cluster, cli):
     """Kafka's dynamic log configs: a cluster-wide `<default>` or per-broker value of a
