@@ -171,6 +171,25 @@ def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
     with pytest.raises(Exception, match="INVALID_CONFIG|not a valid version"):
         incremental(ConfigEntry("message.format.version", "banana", incremental_operation=AlterConfigOpType.SET))
 
+    # Kafka 3.9's dynamic broker settings: a listener's SASL settings per broker, by listener name
+    def broker(name: str, key: str, value: str) -> None:
+        r = ConfigResource(ConfigResource.Type.BROKER, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([r])[r].result(15)
+
+    for key, value in (("listener.name.plaintext.sasl.kerberos.min.time.before.relogin", "120000"),
+                       ("listener.name.plaintext.sasl.login.refresh.buffer.seconds", "120"),
+                       ("listener.name.plaintext.plain.sasl.jaas.config", "x required;"),
+                       ("log.cleaner.threads", "2")):
+        broker("1", key, value)
+    rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe", *d)
+    assert rc == 0 and "listener.name.plaintext.sasl.kerberos.min.time.before.relogin=120000" in out, (out, err)
+    refusals = (("1", "ssl.keystore.location", "/x", "only per-listener"),
+                ("1", "broker.id", "3", "Cannot update these configs dynamically"))
+    for name, key, value, message in refusals:
+        with pytest.raises(Exception, match=message):
+            broker(name, key, value)
+
 
 def test_dynamic_broker_log_defaults_apply_to_running_logs(make_cluster, cli):
     """Kafka's dynamic log configs: a cluster-wide `<default>` or per-broker value of a
