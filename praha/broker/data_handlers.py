@@ -188,10 +188,11 @@ class DataApis:
         if acks == 0:
             return Muted(None, throttle) if throttle else None
         by_topic: dict[str, list[Any]] = {}
-        for tp, (code, base, start) in results.items():
+        for tp, (code, base, start, *appended) in results.items():  # (the append time of LogAppendTime topics)
             message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
-                index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
+                index=tp.partition, error_code=int(code), base_offset=base,
+                log_append_time_ms=appended[0] if appended else -1,
                 log_start_offset=start, record_errors=record_errors, error_message=message))
         response = ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
@@ -225,7 +226,7 @@ class DataApis:
             results[tp] = [int(e.code), -1, -1]
             refusals[tp] = (str(e), getattr(e, "record_errors", []))
             return
-        results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
+        results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset, info.log_append_time]
         if info.record_count:
             rm.stats.bytes_in += info.size_bytes
             rm.stats.messages_in += info.record_count

@@ -361,3 +361,30 @@ def test_compressed_batches_are_stored_and_served_as_they_are(env):
     for p in want:
         assert [m.value() for m in got if m.partition() == p] == want[p]
         assert [m.offset() for m in got if m.partition() == p] == list(range(300))
+
+
+def test_log_append_time_topics_carry_the_leaders_clock(env):
+    """message.timestamp.type=LogAppendTime: the leader stamps each batch with its clock and
+    the timestamp-type bit; producer (delivery report, from the Produce answer) and consumer
+    see the broker's time, not the hour-old CreateTime the producer gave."""
+    import confluent_kafka
+
+    cluster, _, _ = env
+    create_topic(env, "appended", {0: (1, 2, 3)}, {"message.timestamp.type": "LogAppendTime"})
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    before = int(time.time() * 1000)
+    delivered: list = []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+    for i in range(3):
+        p.produce("appended", value=b"v%d" % i, timestamp=an_hour_ago + i, on_delivery=lambda e, m: delivered.append(m))
+    assert p.flush(30) == 0
+    after = int(time.time() * 1000)
+    assert [m.error() for m in delivered] == [None] * 3
+    for m in delivered:
+        kind, ts = m.timestamp()
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+    got = consume_confluent(bootstrap(cluster), "appended", [0], 3)
+    assert [m.value() for m in got] == [b"v0", b"v1", b"v2"]
+    for m in got:
+        kind, ts = m.timestamp()
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
