@@ -388,3 +388,27 @@ def test_log_append_time_topics_carry_the_leaders_clock(env):
     for m in got:
         kind, ts = m.timestamp()
         assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+
+
+def test_keyless_records_for_a_compacted_topic_fail_with_their_index(env):
+    """KIP-467 with librdkafka: a batch holding keyless records for a compacted topic is
+    refused with INVALID_RECORD naming each bad record's index, and the client fails those
+    records with the broker's reason; a keyed record sent on its own is written."""
+    cluster, _, _ = env
+    create_topic(env, "keyed", {0: (1, 2, 3)}, {"cleanup.policy": "compact"})
+    reports: list = []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all", "linger.ms": 500,
+                  "enable.idempotence": False, "retries": 0})
+    for key in (b"a", None, b"b", None):
+        p.produce("keyed", key=key, value=b"v", on_delivery=lambda e, m: reports.append((m.key(), e)))
+    assert p.flush(30) == 0
+    p.produce("keyed", key=b"alone", value=b"v", on_delivery=lambda e, m: reports.append((m.key(), e)))
+    assert p.flush(30) == 0
+    from confluent_kafka import KafkaError
+
+    got = [(k, e.code() if e is not None else None) for k, e in reports]
+    # each keyless record fails with the broker's INVALID_RECORD; the keyed ones of its batch
+    # fail locally because of them (librdkafka's KIP-467 handling), as with Kafka
+    assert got == [(b"a", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD),
+                   (b"b", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD), (b"alone", None)]
+    assert [m.key() for m in consume_confluent(bootstrap(cluster), "keyed", [0], 1)] == [b"alone"]
