@@ -310,10 +310,10 @@ class DataApis:
         usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
         replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
-        lm = self.rm.log_manager
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
             return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                            results=[])
+        lm = self.rm.log_manager
         wanted: dict[str, set[int]] | None = None
         if r.topics is not None:
             wanted = {}
@@ -404,7 +404,8 @@ class DataApis:
                 quota.throttled(throttle)
                 _close_regions(parts)
                 return Muted(EncodedFetchResponse([], throttle), throttle)
-        self.rm.stats.bytes_out += total
+        if total:
+            self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
         by_topic: dict[str, list[Any]] = {}
         for tp, pdata in parts:

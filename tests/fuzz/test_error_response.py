@@ -4,7 +4,6 @@ it, and the error is where the client looks (top level, or every entry that mirr
 of the request's)."""
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -15,30 +14,10 @@ from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import error_response, fields_of
 from praha.protocol.framing import encode_response
 from praha.protocol.header import RequestHeader
-from praha.protocol.registry import request_class, response_class
+from praha.protocol.registry import response_class
+from praha.testing.fake_broker import sample_request
 
 SERVED = [(k, v) for k, (lo, hi) in sorted(SERVED_VERSIONS.items()) for v in range(lo, hi + 1)]
-_PLAIN = {"bool": True, "string": "t", "uuid": uuid.UUID(int=7), "float64": 1.0, "bytes": b"", "records": None}
-
-
-def sample(struct: Any, version: int) -> dict[str, Any]:
-    """A request's fields at `version` with one entry in every array (two in plain ones)."""
-    out: dict[str, Any] = {}
-    for f in fields_of(struct):
-        if not f.for_version_q(version):
-            continue
-        if f.is_struct_array():
-            out[f.name] = [f.data_class(**sample(f, version))]
-        elif f.is_struct():
-            out[f.name] = f.data_class(**sample(f, version))
-        elif f.is_array():
-            item = f.array_of.type_str if hasattr(f, "array_of") else "int32"
-            out[f.name] = [_PLAIN.get(item, 3), _PLAIN.get(item, 4)]
-        else:
-            out[f.name] = _PLAIN.get(f.type_str, 2)
-    return out
-
-
 def error_codes(obj: Any) -> list[int]:
     """Every error_code in a decoded response, depth first."""
     out = []
@@ -56,7 +35,7 @@ def error_codes(obj: Any) -> list[int]:
 
 @pytest.mark.parametrize(("api_key", "version"), SERVED)
 def test_every_served_api_answers_a_failed_request(api_key, version):
-    request = request_class(api_key)(**sample(request_class(api_key)._struct, version))
+    request = sample_request(api_key, version)
     response = error_response(api_key, version, request, ErrorCode.UNKNOWN_SERVER_ERROR, "boom")
     frame = bytes(encode_response(RequestHeader(api_key, version, 7, "c"), response, version))
     cls = response_class(api_key)
