@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition, new_topic_id
 from praha.configdefs import (
     CLUSTER_LEVEL_LISTENER_CONFIGS,
     DYNAMIC_BROKER_KEYS,
@@ -63,6 +63,7 @@ def create_topic(store: ZkStore, name: str, partitions: int | None, replication_
         default_partitions, default_replication_factor,
     )
     if not validate_only:
+        plan.topic_id = new_topic_id()  # kept in the topic znode (version 3), as Kafka 2.8+
         store.create_topic(name, plan, cfg)
     return plan
 

@@ -412,3 +412,37 @@ def test_keyless_records_for_a_compacted_topic_fail_with_their_index(env):
     assert got == [(b"a", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD),
                    (b"b", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD), (b"alone", None)]
     assert [m.key() for m in consume_confluent(bootstrap(cluster), "keyed", [0], 1)] == [b"alone"]
+
+
+def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
+    """Topic ids (KIP-516, Kafka 2.8+): assigned at creation, kept in the topic znode
+    (version 3), answered in Metadata v10+ (librdkafka's describe_topics) and CreateTopics
+    v7; a topic deleted and created again under its name has a new id."""
+    from confluent_kafka import KafkaError, KafkaException, TopicCollection
+    from confluent_kafka.admin import NewTopic
+
+    cluster, store, _ = env
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+
+    def topic_id() -> str:
+        found = admin.describe_topics(TopicCollection(["reborn"]))["reborn"].result(15).topic_id
+        return str(found).replace("+", "-").replace("/", "_")  # librdkafka prints plain base64, Kafka URL-safe
+
+    def created() -> bool:
+        try:  # until the deletion has removed the znodes, the name is taken (Kafka's answer too)
+            admin.create_topics([NewTopic("reborn", 1, 3)])["reborn"].result(30)
+            return True
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            return False
+
+    wait_for(created, 60, 0.5, what="reborn created")
+    first = topic_id()
+    assert first != "A" * 22 and store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == first
+    admin.delete_topics(["reborn"])["reborn"].result(30)
+    wait_for(lambda: "reborn" not in admin.list_topics(timeout=5).topics, 30, what="the deletion")
+    wait_for(created, 60, 0.5, what="reborn created again")
+    second = topic_id()
+    assert second not in (first, "A" * 22)
+    assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == second
