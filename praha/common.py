@@ -1,7 +1,9 @@
 """Small value types shared by the ZooKeeper layer, the controller and the broker."""
 from __future__ import annotations
 
+import base64
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -108,6 +110,25 @@ class TopicAssignment:
 
     partitions: dict[int, ReplicaAssignment] = field(default_factory=dict)
     topic_id: str | None = None
+
+
+def new_topic_id() -> str:
+    """A fresh topic id as Kafka writes it in the topic znode (`Uuid.toString`: the 16
+    random bytes in URL-safe base64 without padding), never starting with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def topic_id_uuid(text: str | None) -> uuid.UUID | None:
+    """A znode's topic id as the wire's UUID (None for a topic without one, or a bad one)."""
+    if not text:
+        return None
+    try:
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except ValueError:
+        return None
 
 
 def now_ms() -> int:

@@ -1,8 +1,10 @@
 """Broker configuration: Kafka's property names and defaults, validated at start-up.
 
-`BrokerConfig.from_properties(text)` parses a `server.properties` file. Unknown keys are
-kept and reported as warnings (Kafka logs them too); an invalid value raises `ConfigError`
-naming the key, so a broker refuses to start rather than run with a surprise.
+`BrokerConfig.from_properties(text)` parses a `server.properties` file. Keys it does not
+name are kept and passed on (the logs' and the cleaner's settings, read where they apply:
+`configdefs.BROKER_KEYS_READ_ELSEWHERE`); the rest are reported once, in one warning, as
+Kafka does. An invalid value raises `ConfigError` naming the key, so a broker refuses to
+start rather than run with a surprise.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from praha.common import EndPoint
+from praha.configdefs import BROKER_KEYS_READ_ELSEWHERE
 from praha.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -175,6 +178,10 @@ class BrokerConfig:
     replica_fetch_max_bytes: int = _option("replica.fetch.max.bytes", 1048576, _int, 1)
     replica_fetch_wait_max_ms: int = _option("replica.fetch.wait.max.ms", 500, _int, 0)
     replica_fetch_backoff_ms: int = _option("replica.fetch.backoff.ms", 1000, _int, 0)
+    replica_fetch_response_max_bytes: int = _option("replica.fetch.response.max.bytes", 10485760, _int, 0)
+    replica_socket_timeout_ms: int = _option("replica.socket.timeout.ms", 30000, _int, 1)
+    replica_high_watermark_checkpoint_interval_ms: int = _option(
+        "replica.high.watermark.checkpoint.interval.ms", 5000, _int, 1)
     default_replication_factor: int = _option("default.replication.factor", 1, _int, 1)
     num_partitions: int = _option("num.partitions", 1, _int, 1)
     message_max_bytes: int = _option("message.max.bytes", 1048588, _int, 0)
@@ -320,8 +327,9 @@ class BrokerConfig:
             values[f.name] = value
         cfg = cls(**values, unknown=unknown, listener_overrides=overrides, given_keys=frozenset(props))
         cfg.validate()
-        for key in unknown:
-            log.warning("unknown configuration key %r ignored", key)
+        ignored = sorted(k for k in unknown if k not in BROKER_KEYS_READ_ELSEWHERE)
+        if ignored:
+            log.warning("%d unknown configuration keys ignored: %s", len(ignored), ", ".join(ignored))
         return cfg
 
     @classmethod
@@ -387,14 +395,20 @@ class BrokerConfig:
         """The settings `server.properties` gave."""
         return {k: v for k, v in self.all_values().items() if k in self.given_keys}
 
-    def to_properties(self) -> str:
-        lines = []
+    def passed_on_properties(self) -> dict[str, str]:
+        """What the parts that read broker settings themselves (the logs' defaults, the
+        cleaner) are given: the keys `server.properties` set or that differ from the
+        default, and the keys BrokerConfig does not name. Defaults are left out so that
+        Kafka's precedence among synonyms holds: `log.retention.hours=1` alone must not
+        lose to a default `log.retention.ms`."""
+        out = {}
         for f in dataclasses.fields(self):
             if "key" not in f.metadata:
                 continue
             v = getattr(self, f.name)
-            lines.append(f"{f.metadata['key']}={str(v).lower() if isinstance(v, bool) else v}")
-        return "\n".join(lines) + "\n"
+            if f.metadata["key"] in self.given_keys or v != f.default:
+                out[f.metadata["key"]] = str(v).lower() if isinstance(v, bool) else str(v)
+        return {**out, **self.unknown}
 
 
 def parse_properties(text: str) -> dict[str, str]:

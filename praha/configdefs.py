@@ -165,6 +165,68 @@ DYNAMIC_BROKER_DEFAULTS: dict[str, str] = {
     LEADER_THROTTLED_RATE: str(LONG_MAX), FOLLOWER_THROTTLED_RATE: str(LONG_MAX),
     **{b: TOPIC_CONFIG_BY_NAME[t].default or "" for b, t in DYNAMIC_LOG_KEYS.items()}}
 
+# ---- what Kafka 3.9 lets AlterConfigs change on a broker (DynamicBrokerConfig) ---------------
+#: TLS key and trust stores: only per listener (`listener.name.<l>.ssl.keystore.location`)
+DYNAMIC_SECURITY_CONFIGS: frozenset[str] = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.certificates",
+})
+#: a listener's settings, changed as `listener.name.<l>.<setting>` (DynamicListenerConfig)
+DYNAMIC_LISTENER_CONFIGS: frozenset[str] = frozenset({
+    "listeners", "listener.security.protocol.map", "principal.builder.class",
+    "ssl.protocol", "ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keystore.type",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
+    "ssl.client.auth", "ssl.engine.factory.class",
+    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
+    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds",
+    "max.connections", "max.connection.creation.rate", "num.network.threads",
+})
+#: per-listener settings given per SASL mechanism: `listener.name.<l>.<mechanism>.<setting>`
+LISTENER_MECHANISM_CONFIGS: tuple[str, ...] = (
+    "sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+    "sasl.server.callback.handler.class", "connections.max.reauth.ms",
+)
+#: listener settings that may also be set cluster-wide (the rest need a broker id)
+CLUSTER_LEVEL_LISTENER_CONFIGS: frozenset[str] = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"})
+#: every other broker setting Kafka 3.9 changes while running (cleaner, thread pools,
+#: socket server, producer state, replication, reporters); the logs' defaults are
+#: DYNAMIC_LOG_KEYS' and their synonyms
+KAFKA_DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads",
+    "metric.reporters", "max.connections.per.ip", "max.connections.per.ip.overrides",
+    "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    "replica.alter.log.dirs.io.max.bytes.per.second", "follower.fetch.last.tiered.offset.enable",
+    "remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
+    "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
+    "remote.log.reader.threads", "config.providers",
+    "log.message.timestamp.type", "log.message.downconversion.enable", "log.preallocate", "log.index.size.max.bytes",
+    "log.flush.interval.messages", "log.flush.interval.ms", "log.roll.jitter.ms", "log.retention.minutes",
+    "log.retention.hours", "log.roll.hours", "compression.type", "unclean.leader.election.enable",
+    "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.difference.max.ms", "log.local.retention.ms", "log.local.retention.bytes",
+} | set(DYNAMIC_SECURITY_CONFIGS) | set(DYNAMIC_LISTENER_CONFIGS))
+
+#: the broker settings the log cleaner reads (Kafka's CleanerConfig names; `praha.log.cleaner`)
+CLEANER_KEYS: tuple[str, ...] = (
+    "log.cleaner.enable", "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms", "log.cleaner.io.buffer.load.factor",
+)
+#: broker settings that `BrokerConfig` passes through rather than names: the topic configs'
+#: broker synonyms (the logs' defaults, `praha.log.config`), the cleaner's, the dynamic ones.
+#: They are known: a broker must not call them unknown.
+BROKER_KEYS_READ_ELSEWHERE: frozenset[str] = frozenset(
+    {s.name for d in TOPIC_CONFIG_DEFS for s in d.synonyms} | set(CLEANER_KEYS) | set(DYNAMIC_BROKER_KEYS))
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedValue:

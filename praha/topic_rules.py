@@ -53,6 +53,10 @@ class ConcurrentModificationError(PrahaError):
 
 CLEANUP_POLICIES = ("compact", "delete")
 
+#: a Kafka release or inter-broker protocol version (`0.10.2`, `2.8`, `3.0-IV1`): what
+#: `message.format.version` accepts
+_KAFKA_VERSION = re.compile(r"^(0\.(8|9|10|11)(\.[0-9])?(\.[0-9])?|[1-3]\.[0-9])(-IV[0-9])?$")
+
 #: Kafka's topic-level configs, with a parser that validates the value
 _INT = int
 _BOOL = {"true", "false"}
@@ -69,6 +73,10 @@ TOPIC_CONFIGS: dict[str, object] = {
     "max.compaction.lag.ms": _INT,
     "max.message.bytes": _INT,
     "message.downconversion.enable": _BOOL,
+    # deprecated: accepted (a Kafka version) and without effect at inter-broker protocol 3.0+
+    "message.format.version": "version",
+    "message.timestamp.after.max.ms": _INT,
+    "message.timestamp.before.max.ms": _INT,
     "message.timestamp.difference.max.ms": _INT,
     "message.timestamp.type": {"CreateTime", "LogAppendTime"},
     "min.cleanable.dirty.ratio": float,
@@ -95,6 +103,8 @@ TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "max.compaction.lag.ms": (1, None),
     "max.message.bytes": (0, None),
     "message.timestamp.difference.max.ms": (0, None),
+    "message.timestamp.after.max.ms": (0, None),
+    "message.timestamp.before.max.ms": (0, None),
     "min.cleanable.dirty.ratio": (0, 1),
     "min.compaction.lag.ms": (0, None),
     "retention.ms": (-1, None),
@@ -146,6 +156,10 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
                 raise ConfigError(f"Invalid value {value} for configuration {key}: "
                                   f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
             value = ",".join(dict.fromkeys(parts))
+        elif kind == "version":
+            if not _KAFKA_VERSION.match(value):
+                raise ConfigError(f"Invalid value {value} for configuration {key}: Version `{value}` is not a valid "
+                                  "version")
         elif isinstance(kind, set):
             if value not in kind and not (kind is _BOOL and value.lower() in _BOOL):
                 raise ConfigError(f"invalid value {value!r} for topic config {key}: expected one of {sorted(kind)}")

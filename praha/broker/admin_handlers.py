@@ -127,8 +127,9 @@ class AdminApis:
     async def handle_delete_topics(self, req: DecodedRequest) -> Any:
         """Mark each topic for deletion, then wait until our cache no longer has it."""
         r, version = req.request, req.api_version
-        if version >= 6:
-            wanted = [(t.name, t.topic_id) for t in r.topics or []]
+        if version >= 6:  # by name, or by an id a Metadata answer gave (KIP-516)
+            by_id = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+            wanted = [(t.name if t.name is not None else by_id.get(t.topic_id), t.topic_id) for t in r.topics or []]
         else:
             wanted = [(name, None) for name in r.topic_names or []]
         names = [n for n, _ in wanted]
@@ -143,7 +144,7 @@ class AdminApis:
                 code = ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
                 message = "Topic deletion is disabled (delete.topic.enable=false)."
             elif name is None:
-                code, message = ErrorCode.UNKNOWN_TOPIC_ID, "Topics are named, not identified by id, on this cluster."
+                code, message = ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} not found."
             elif names.count(name) > 1:
                 code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
             else:

@@ -1,14 +1,17 @@
 """Which requests a session may make: the ACL decision (`praha.security.acl.decide`) over
-the broker's ACL cache, and the table of what each API needs (Kafka's KafkaApis).
+the broker's ACL cache.
 
-Handlers ask `allowed(session, operation, resource type, name)` per resource and answer
-Kafka's error for each refused one (TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_
-FAILED); Metadata hides the topics a principal may not describe. With no authoriser
-configured every request is allowed.
+What each API needs is declared once, in its route (`praha.broker.handlers.ROUTES`,
+`Route.acls`: operation, resource type, where the names come from); a unit test fails
+for a route without checks and runs every API refused against a fake broker. Handlers
+ask `allowed(session, operation, resource type, name)` per resource and answer Kafka's
+error for each refused one (TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+so a request naming several resources is answered for each (Kafka's partial answers);
+Metadata hides the topics a principal may not describe. With no authoriser configured
+every request is allowed.
 """
 from __future__ import annotations
 
-from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest, Session
 from praha.security.acl import (
     CLUSTER_NAME,
@@ -23,58 +26,6 @@ from praha.security.acl_store import AclCache
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
 Op = AclOperation
-
-#: API → the (resource type, operation) pairs KafkaApis checks (any of them may apply,
-#: e.g. Fetch: Read on each topic from a consumer, ClusterAction from a follower).
-#: New APIs (transactions: AddPartitionsToTxn → Write on the TransactionalId, …) add a line.
-REQUIRED: dict[int, tuple[tuple[ResourceType, AclOperation], ...]] = {
-    ApiKey.PRODUCE: ((T, Op.WRITE), (X, Op.WRITE)),
-    ApiKey.FETCH: ((T, Op.READ), (C, Op.CLUSTER_ACTION)),
-    ApiKey.LIST_OFFSETS: ((T, Op.DESCRIBE),),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: ((T, Op.DESCRIBE), (C, Op.CLUSTER_ACTION)),
-    ApiKey.METADATA: ((T, Op.DESCRIBE), (C, Op.CREATE), (T, Op.CREATE)),
-    ApiKey.LEADER_AND_ISR: ((C, Op.CLUSTER_ACTION),),
-    ApiKey.STOP_REPLICA: ((C, Op.CLUSTER_ACTION),),
-    ApiKey.UPDATE_METADATA: ((C, Op.CLUSTER_ACTION),),
-    ApiKey.CONTROLLED_SHUTDOWN: ((C, Op.CLUSTER_ACTION),),
-    ApiKey.OFFSET_COMMIT: ((G, Op.READ), (T, Op.READ)),
-    ApiKey.OFFSET_FETCH: ((G, Op.DESCRIBE), (T, Op.DESCRIBE)),
-    ApiKey.FIND_COORDINATOR: ((G, Op.DESCRIBE), (X, Op.DESCRIBE)),
-    ApiKey.JOIN_GROUP: ((G, Op.READ),),
-    ApiKey.HEARTBEAT: ((G, Op.READ),),
-    ApiKey.LEAVE_GROUP: ((G, Op.READ),),
-    ApiKey.SYNC_GROUP: ((G, Op.READ),),
-    ApiKey.CREATE_TOPICS: ((C, Op.CREATE), (T, Op.CREATE)),
-    ApiKey.DELETE_TOPICS: ((T, Op.DELETE),),
-    ApiKey.CREATE_PARTITIONS: ((T, Op.ALTER),),
-    ApiKey.DELETE_RECORDS: ((T, Op.DELETE),),
-    ApiKey.DESCRIBE_CONFIGS: ((T, Op.DESCRIBE_CONFIGS), (C, Op.DESCRIBE_CONFIGS)),
-    ApiKey.ALTER_CONFIGS: ((T, Op.ALTER_CONFIGS), (C, Op.ALTER_CONFIGS)),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: ((T, Op.ALTER_CONFIGS), (C, Op.ALTER_CONFIGS)),
-    ApiKey.ELECT_LEADERS: ((C, Op.ALTER),),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((C, Op.ALTER),),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: ((C, Op.DESCRIBE),),
-    ApiKey.DESCRIBE_LOG_DIRS: ((C, Op.DESCRIBE),),
-    ApiKey.INIT_PRODUCER_ID: ((C, Op.IDEMPOTENT_WRITE), (T, Op.WRITE), (X, Op.WRITE)),
-    ApiKey.ADD_PARTITIONS_TO_TXN: ((X, Op.WRITE), (T, Op.WRITE), (C, Op.CLUSTER_ACTION)),
-    ApiKey.ADD_OFFSETS_TO_TXN: ((X, Op.WRITE), (G, Op.READ)),
-    ApiKey.END_TXN: ((X, Op.WRITE),),
-    ApiKey.TXN_OFFSET_COMMIT: ((X, Op.WRITE), (G, Op.READ), (T, Op.READ)),
-    ApiKey.WRITE_TXN_MARKERS: ((C, Op.CLUSTER_ACTION),),
-    ApiKey.DESCRIBE_TRANSACTIONS: ((X, Op.DESCRIBE),),
-    ApiKey.LIST_TRANSACTIONS: ((X, Op.DESCRIBE),),
-    ApiKey.DESCRIBE_PRODUCERS: ((T, Op.READ),),
-    ApiKey.DESCRIBE_GROUPS: ((G, Op.DESCRIBE),),
-    ApiKey.LIST_GROUPS: ((C, Op.DESCRIBE), (G, Op.DESCRIBE)),
-    ApiKey.DELETE_GROUPS: ((G, Op.DELETE),),
-    ApiKey.OFFSET_DELETE: ((G, Op.DELETE), (T, Op.READ)),
-    ApiKey.CREATE_ACLS: ((C, Op.ALTER),),
-    ApiKey.DELETE_ACLS: ((C, Op.ALTER),),
-    ApiKey.DESCRIBE_ACLS: ((C, Op.DESCRIBE),),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ((C, Op.ALTER),),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ((C, Op.DESCRIBE),),
-}
-
 
 #: the operations each resource type has (Kafka's AclEntry.supportedOperations), whose
 #: allowed subset the authorised-operations fields report as a bit field (1 << operation)

@@ -188,10 +188,11 @@ class DataApis:
         if acks == 0:
             return Muted(None, throttle) if throttle else None
         by_topic: dict[str, list[Any]] = {}
-        for tp, (code, base, start) in results.items():
+        for tp, (code, base, start, *appended) in results.items():  # (the append time of LogAppendTime topics)
             message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
-                index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=-1,
+                index=tp.partition, error_code=int(code), base_offset=base,
+                log_append_time_ms=appended[0] if appended else -1,
                 log_start_offset=start, record_errors=record_errors, error_message=message))
         response = ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
@@ -225,7 +226,7 @@ class DataApis:
             results[tp] = [int(e.code), -1, -1]
             refusals[tp] = (str(e), getattr(e, "record_errors", []))
             return
-        results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset]
+        results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset, info.log_append_time]
         if info.record_count:
             rm.stats.bytes_in += info.size_bytes
             rm.stats.messages_in += info.record_count
@@ -309,10 +310,10 @@ class DataApis:
         usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
         replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
-        lm = self.rm.log_manager
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
             return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                            results=[])
+        lm = self.rm.log_manager
         wanted: dict[str, set[int]] | None = None
         if r.topics is not None:
             wanted = {}
@@ -359,10 +360,12 @@ class DataApis:
     async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
         """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
         by_topic: dict[str, list[Any]] = {}
+        allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER)  # Kafka: Alter on the cluster
         for d in req.request.dirs:
             for t in d.topics:
                 for partition in t.partitions:
-                    code = self.rm.mover.alter(TopicPartition(t.name, partition), d.path)
+                    code = (self.rm.mover.alter(TopicPartition(t.name, partition), d.path) if allowed
+                            else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                     by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
         return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
             _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
@@ -401,7 +404,8 @@ class DataApis:
                 quota.throttled(throttle)
                 _close_regions(parts)
                 return Muted(EncodedFetchResponse([], throttle), throttle)
-        self.rm.stats.bytes_out += total
+        if total:
+            self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
         by_topic: dict[str, list[Any]] = {}
         for tp, pdata in parts:

@@ -37,6 +37,7 @@ from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.registry import api_versions_response, check_supported
+from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -45,13 +46,45 @@ Handler = Callable[[DecodedRequest], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class AclCheck:
+    """One authorisation an API asks for (Kafka's KafkaApis): `operation` on resources of
+    `resource`, named by the request's `names` (a field path, or "cluster")."""
+
+    resource: ResourceType
+    operation: AclOperation
+    names: str
+
+    @property
+    def refusal(self) -> ErrorCode:
+        """The error a request refused by this check answers."""
+        return REFUSALS[self.resource]
+
+
+#: what a refused check answers, per resource type
+REFUSALS: dict[ResourceType, ErrorCode] = {
+    ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+#: the APIs a client may use before or without any authorisation (Kafka's: authentication itself)
+OPEN_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+@dataclass(frozen=True)
 class Route:
-    """One served API: its versions and the handler method (of `owner`'s instance)."""
+    """One served API: its versions, the handler method (of `owner`'s instance) and the
+    ACL checks its handler makes (any of them may apply, e.g. Fetch: Read on each topic
+    from a consumer, ClusterAction from a follower)."""
 
     api_key: ApiKey
     versions: tuple[int, int]
     owner: type
     method: Callable[..., Awaitable[Any]]
+    acls: tuple[AclCheck, ...] = ()
+    #: False where the checks only shape the answer (what is listed, the authorised
+    #: operations) and never refuse the request, as Kafka's
+    refuses: bool = True
 
 
 class RequestHandlers:
@@ -97,69 +130,127 @@ class RequestHandlers:
                                         error_message="SaslAuthenticate outside a SASL handshake")
 
 
+T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
+Op = AclOperation
+CLUSTER = "cluster"
+
+
+def acls(*checks: tuple[ResourceType, AclOperation, str]) -> tuple[AclCheck, ...]:
+    return tuple(AclCheck(*c) for c in checks)
+
+
 #: every API this broker serves (versions: what current clients negotiate, within the schemas)
 ROUTES: tuple[Route, ...] = (
-    Route(ApiKey.PRODUCE, (3, 9), DataApis, DataApis.handle_produce),
-    Route(ApiKey.FETCH, (4, 12), DataApis, DataApis.handle_fetch),
-    Route(ApiKey.LIST_OFFSETS, (1, 7), DataApis, DataApis.handle_list_offsets),
-    Route(ApiKey.METADATA, (0, 12), MetadataApis, MetadataApis.handle_metadata),
-    Route(ApiKey.LEADER_AND_ISR, (4, 4), ControllerApis, ControllerApis.handle_leader_and_isr),
-    Route(ApiKey.STOP_REPLICA, (3, 3), ControllerApis, ControllerApis.handle_stop_replica),
-    Route(ApiKey.UPDATE_METADATA, (6, 6), ControllerApis, ControllerApis.handle_update_metadata),
-    Route(ApiKey.CONTROLLED_SHUTDOWN, (3, 3), ControllerApis, ControllerApis.handle_controlled_shutdown),
+    Route(ApiKey.PRODUCE, (3, 9), DataApis, DataApis.handle_produce,
+          acls=acls((T, Op.WRITE, "topic_data[].name"), (X, Op.WRITE, "transactional_id"))),
+    Route(ApiKey.FETCH, (4, 12), DataApis, DataApis.handle_fetch,
+          acls=acls((T, Op.READ, "topics[].topic"), (C, Op.CLUSTER_ACTION, CLUSTER))),
+    Route(ApiKey.LIST_OFFSETS, (1, 7), DataApis, DataApis.handle_list_offsets,
+          acls=acls((T, Op.DESCRIBE, "topics[].name"))),
+    Route(ApiKey.METADATA, (0, 12), MetadataApis, MetadataApis.handle_metadata,
+          acls=acls((T, Op.DESCRIBE, "topics[].name"), (C, Op.CREATE, CLUSTER), (T, Op.CREATE, "topics[].name"))),
+    Route(ApiKey.LEADER_AND_ISR, (4, 4), ControllerApis, ControllerApis.handle_leader_and_isr,
+          acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
+    Route(ApiKey.STOP_REPLICA, (3, 3), ControllerApis, ControllerApis.handle_stop_replica,
+          acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
+    Route(ApiKey.UPDATE_METADATA, (6, 6), ControllerApis, ControllerApis.handle_update_metadata,
+          acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
+    Route(ApiKey.CONTROLLED_SHUTDOWN, (3, 3), ControllerApis, ControllerApis.handle_controlled_shutdown,
+          acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
     Route(ApiKey.API_VERSIONS, (0, 4), RequestHandlers, RequestHandlers.handle_api_versions),
     Route(ApiKey.SASL_HANDSHAKE, (0, 1), RequestHandlers, RequestHandlers.handle_sasl_handshake),
     Route(ApiKey.SASL_AUTHENTICATE, (0, 2), RequestHandlers, RequestHandlers.handle_sasl_authenticate),
-    Route(ApiKey.CREATE_TOPICS, (2, 7), MetadataApis, MetadataApis.handle_create_topics),
+    Route(ApiKey.CREATE_TOPICS, (2, 7), MetadataApis, MetadataApis.handle_create_topics,
+          acls=acls((C, Op.CREATE, CLUSTER), (T, Op.CREATE, "topics[].name"))),
     # DeleteTopics starts at v1 in kafka-python's schema
-    Route(ApiKey.DELETE_TOPICS, (1, 6), AdminApis, AdminApis.handle_delete_topics),
-    Route(ApiKey.INIT_PRODUCER_ID, (0, 4), ProducerIdApis, ProducerIdApis.handle_init_producer_id),
-    Route(ApiKey.DESCRIBE_PRODUCERS, (0, 0), ProducerIdApis, ProducerIdApis.handle_describe_producers),
-    Route(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), DataApis, DataApis.handle_offset_for_leader_epoch),
-    Route(ApiKey.CREATE_PARTITIONS, (0, 3), AdminApis, AdminApis.handle_create_partitions),
-    Route(ApiKey.ELECT_LEADERS, (0, 2), AdminApis, AdminApis.handle_elect_leaders),
-    Route(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), AdminApis, AdminApis.handle_alter_partition_reassignments),
-    Route(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), AdminApis, AdminApis.handle_list_partition_reassignments),
-    Route(ApiKey.DESCRIBE_CLUSTER, (0, 1), DataApis, DataApis.handle_describe_cluster),
-    Route(ApiKey.FIND_COORDINATOR, (0, 4), GroupApis, GroupApis.handle_find_coordinator),
-    Route(ApiKey.JOIN_GROUP, (0, 9), GroupApis, GroupApis.handle_join_group),
-    Route(ApiKey.SYNC_GROUP, (0, 5), GroupApis, GroupApis.handle_sync_group),
-    Route(ApiKey.HEARTBEAT, (0, 4), GroupApis, GroupApis.handle_heartbeat),
-    Route(ApiKey.LEAVE_GROUP, (0, 5), GroupApis, GroupApis.handle_leave_group),
+    Route(ApiKey.DELETE_TOPICS, (1, 6), AdminApis, AdminApis.handle_delete_topics,
+          acls=acls((T, Op.DELETE, "topic_names[] | topics[].name"))),
+    Route(ApiKey.INIT_PRODUCER_ID, (0, 4), ProducerIdApis, ProducerIdApis.handle_init_producer_id,
+          acls=acls((C, Op.IDEMPOTENT_WRITE, CLUSTER), (T, Op.WRITE, "any topic"), (X, Op.WRITE, "transactional_id"))),
+    Route(ApiKey.DESCRIBE_PRODUCERS, (0, 0), ProducerIdApis, ProducerIdApis.handle_describe_producers,
+          acls=acls((T, Op.READ, "topics[].name"))),
+    Route(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), DataApis, DataApis.handle_offset_for_leader_epoch,
+          acls=acls((T, Op.DESCRIBE, "topics[].topic"), (C, Op.CLUSTER_ACTION, CLUSTER))),
+    Route(ApiKey.CREATE_PARTITIONS, (0, 3), AdminApis, AdminApis.handle_create_partitions,
+          acls=acls((T, Op.ALTER, "topics[].name"))),
+    Route(ApiKey.ELECT_LEADERS, (0, 2), AdminApis, AdminApis.handle_elect_leaders,
+          acls=acls((C, Op.ALTER, CLUSTER))),
+    Route(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), AdminApis, AdminApis.handle_alter_partition_reassignments,
+          acls=acls((C, Op.ALTER, CLUSTER))),
+    Route(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), AdminApis, AdminApis.handle_list_partition_reassignments,
+          acls=acls((C, Op.DESCRIBE, CLUSTER))),
+    Route(ApiKey.DESCRIBE_CLUSTER, (0, 1), DataApis, DataApis.handle_describe_cluster,
+          acls=acls((C, Op.DESCRIBE, CLUSTER + ": the authorised operations only")), refuses=False),
+    Route(ApiKey.FIND_COORDINATOR, (0, 4), GroupApis, GroupApis.handle_find_coordinator,
+          acls=acls((G, Op.DESCRIBE, "key | coordinator_keys[]"), (X, Op.DESCRIBE, "key | coordinator_keys[]"))),
+    Route(ApiKey.JOIN_GROUP, (0, 9), GroupApis, GroupApis.handle_join_group,
+          acls=acls((G, Op.READ, "group_id"))),
+    Route(ApiKey.SYNC_GROUP, (0, 5), GroupApis, GroupApis.handle_sync_group,
+          acls=acls((G, Op.READ, "group_id"))),
+    Route(ApiKey.HEARTBEAT, (0, 4), GroupApis, GroupApis.handle_heartbeat,
+          acls=acls((G, Op.READ, "group_id"))),
+    Route(ApiKey.LEAVE_GROUP, (0, 5), GroupApis, GroupApis.handle_leave_group,
+          acls=acls((G, Op.READ, "group_id"))),
     # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1
-    Route(ApiKey.OFFSET_COMMIT, (2, 8), GroupApis, GroupApis.handle_offset_commit),
-    Route(ApiKey.OFFSET_FETCH, (1, 8), GroupApis, GroupApis.handle_offset_fetch),
-    Route(ApiKey.LIST_GROUPS, (0, 5), GroupApis, GroupApis.handle_list_groups),
-    Route(ApiKey.DESCRIBE_GROUPS, (0, 5), GroupApis, GroupApis.handle_describe_groups),
-    Route(ApiKey.DELETE_GROUPS, (0, 2), GroupApis, GroupApis.handle_delete_groups),
-    Route(ApiKey.OFFSET_DELETE, (0, 0), GroupApis, GroupApis.handle_offset_delete),
+    Route(ApiKey.OFFSET_COMMIT, (2, 8), GroupApis, GroupApis.handle_offset_commit,
+          acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].name"))),
+    Route(ApiKey.OFFSET_FETCH, (1, 8), GroupApis, GroupApis.handle_offset_fetch,
+          acls=acls((G, Op.DESCRIBE, "group_id | groups[].group_id"), (T, Op.DESCRIBE, "topics[].name"))),
+    Route(ApiKey.LIST_GROUPS, (0, 5), GroupApis, GroupApis.handle_list_groups,
+          acls=acls((C, Op.DESCRIBE, CLUSTER + ": all groups"), (G, Op.DESCRIBE, "each group: the groups listed")), refuses=False),
+    Route(ApiKey.DESCRIBE_GROUPS, (0, 5), GroupApis, GroupApis.handle_describe_groups,
+          acls=acls((G, Op.DESCRIBE, "groups[]"))),
+    Route(ApiKey.DELETE_GROUPS, (0, 2), GroupApis, GroupApis.handle_delete_groups,
+          acls=acls((G, Op.DELETE, "groups_names[]"))),
+    Route(ApiKey.OFFSET_DELETE, (0, 0), GroupApis, GroupApis.handle_offset_delete,
+          acls=acls((G, Op.DELETE, "group_id"), (T, Op.READ, "topics[].name"))),
     # kafka-python's DescribeConfigs schema starts at v1
-    Route(ApiKey.DELETE_RECORDS, (0, 2), DataApis, DataApis.handle_delete_records),
+    Route(ApiKey.DELETE_RECORDS, (0, 2), DataApis, DataApis.handle_delete_records,
+          acls=acls((T, Op.DELETE, "topics[].name"))),
     # kafka-python's DescribeLogDirs schema starts at v1
-    Route(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), DataApis, DataApis.handle_describe_log_dirs),
+    Route(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), DataApis, DataApis.handle_describe_log_dirs,
+          acls=acls((C, Op.DESCRIBE, CLUSTER))),
     # kafka-python's AlterReplicaLogDirs schema starts at v1
-    Route(ApiKey.ALTER_REPLICA_LOG_DIRS, (1, 2), DataApis, DataApis.handle_alter_replica_log_dirs),
-    Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs),
-    Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs),
-    Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs),
-    Route(ApiKey.DESCRIBE_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_describe_client_quotas),
-    Route(ApiKey.ALTER_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_alter_client_quotas),
+    Route(ApiKey.ALTER_REPLICA_LOG_DIRS, (1, 2), DataApis, DataApis.handle_alter_replica_log_dirs,
+          acls=acls((C, Op.ALTER, CLUSTER))),
+    Route(ApiKey.DESCRIBE_CONFIGS, (1, 4), ConfigApis, ConfigApis.handle_describe_configs,
+          acls=acls((T, Op.DESCRIBE_CONFIGS, "resources[].resource_name"), (C, Op.DESCRIBE_CONFIGS, CLUSTER))),
+    Route(ApiKey.ALTER_CONFIGS, (0, 2), ConfigApis, ConfigApis.handle_alter_configs,
+          acls=acls((T, Op.ALTER_CONFIGS, "resources[].resource_name"), (C, Op.ALTER_CONFIGS, CLUSTER))),
+    Route(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), ConfigApis, ConfigApis.handle_incremental_alter_configs,
+          acls=acls((T, Op.ALTER_CONFIGS, "resources[].resource_name"), (C, Op.ALTER_CONFIGS, CLUSTER))),
+    Route(ApiKey.DESCRIBE_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_describe_client_quotas,
+          acls=acls((C, Op.DESCRIBE_CONFIGS, CLUSTER))),
+    Route(ApiKey.ALTER_CLIENT_QUOTAS, (0, 1), QuotaApis, QuotaApis.handle_alter_client_quotas,
+          acls=acls((C, Op.ALTER_CONFIGS, CLUSTER))),
     # kafka-python's ACL schemas start at v1
-    Route(ApiKey.DESCRIBE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_describe_acls),
-    Route(ApiKey.CREATE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_create_acls),
-    Route(ApiKey.DELETE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_delete_acls),
+    Route(ApiKey.DESCRIBE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_describe_acls,
+          acls=acls((C, Op.DESCRIBE, CLUSTER))),
+    Route(ApiKey.CREATE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_create_acls,
+          acls=acls((C, Op.ALTER, CLUSTER))),
+    Route(ApiKey.DELETE_ACLS, (1, 3), SecurityApis, SecurityApis.handle_delete_acls,
+          acls=acls((C, Op.ALTER, CLUSTER))),
     Route(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis,
-          SecurityApis.handle_describe_user_scram_credentials),
-    Route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis, SecurityApis.handle_alter_user_scram_credentials),
+          SecurityApis.handle_describe_user_scram_credentials,
+          acls=acls((C, Op.DESCRIBE, CLUSTER))),
+    Route(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, (0, 0), SecurityApis, SecurityApis.handle_alter_user_scram_credentials,
+          acls=acls((C, Op.ALTER, CLUSTER))),
     # transactions, at Kafka 3.7's versions (v4 of AddPartitionsToTxn: partition leaders' verification)
-    Route(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 4), TransactionApis, TransactionApis.handle_add_partitions_to_txn),
-    Route(ApiKey.ADD_OFFSETS_TO_TXN, (0, 3), TransactionApis, TransactionApis.handle_add_offsets_to_txn),
-    Route(ApiKey.END_TXN, (0, 3), TransactionApis, TransactionApis.handle_end_txn),
-    Route(ApiKey.TXN_OFFSET_COMMIT, (0, 3), GroupApis, GroupApis.handle_txn_offset_commit),
-    Route(ApiKey.DESCRIBE_TRANSACTIONS, (0, 0), TransactionApis, TransactionApis.handle_describe_transactions),
-    Route(ApiKey.LIST_TRANSACTIONS, (0, 1), TransactionApis, TransactionApis.handle_list_transactions),
+    Route(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 4), TransactionApis, TransactionApis.handle_add_partitions_to_txn,
+          acls=acls((X, Op.WRITE, "v3_and_below_transactional_id | transactions[].transactional_id"), (T, Op.WRITE, "topics[].name"), (C, Op.CLUSTER_ACTION, CLUSTER + ": v4 verification"))),
+    Route(ApiKey.ADD_OFFSETS_TO_TXN, (0, 3), TransactionApis, TransactionApis.handle_add_offsets_to_txn,
+          acls=acls((X, Op.WRITE, "transactional_id"), (G, Op.READ, "group_id"))),
+    Route(ApiKey.END_TXN, (0, 3), TransactionApis, TransactionApis.handle_end_txn,
+          acls=acls((X, Op.WRITE, "transactional_id"))),
+    Route(ApiKey.TXN_OFFSET_COMMIT, (0, 3), GroupApis, GroupApis.handle_txn_offset_commit,
+          acls=acls((X, Op.WRITE, "transactional_id"), (G, Op.READ, "group_id"), (T, Op.READ, "topics[].name"))),
+    Route(ApiKey.DESCRIBE_TRANSACTIONS, (0, 0), TransactionApis, TransactionApis.handle_describe_transactions,
+          acls=acls((X, Op.DESCRIBE, "transactional_ids[]"))),
+    Route(ApiKey.LIST_TRANSACTIONS, (0, 1), TransactionApis, TransactionApis.handle_list_transactions,
+          acls=acls((X, Op.DESCRIBE, "each transaction: the ones listed")), refuses=False),
     # Kafka 3.9 serves v0-1; kafka-python's schema starts at v1 (the flexible one coordinators send)
-    Route(ApiKey.WRITE_TXN_MARKERS, (1, 1), TxnMarkerApis, TxnMarkerApis.handle_write_txn_markers),
+    Route(ApiKey.WRITE_TXN_MARKERS, (1, 1), TxnMarkerApis, TxnMarkerApis.handle_write_txn_markers,
+          acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
 )
 
 #: api key -> (min, max) version served, as ApiVersions advertises it

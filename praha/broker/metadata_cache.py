@@ -7,6 +7,7 @@ Touched on the network loop thread only; readers from other threads take plain s
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from praha.common import LEADER_DURING_DELETE, BrokerInfo, EndPoint, TopicPartition
@@ -20,6 +21,9 @@ class MetadataCache:
     controller_epoch: int = -1
     live_brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionLeaderState]] = field(default_factory=dict)
+    #: topic ids read from the topic znodes (`MetadataApis`); forgotten with the topic, so a
+    #: topic deleted and created again under its name is answered with its new id
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     updates: int = 0
 
     def update(self, req: UpdateMetadataRequestData) -> list[TopicPartition]:
@@ -35,6 +39,7 @@ class MetadataCache:
                     parts.pop(s.tp.partition, None)
                     if not parts:
                         del self.partitions[s.tp.topic]
+                        self.topic_ids.pop(s.tp.topic, None)
                 deleted.append(s.tp)
             else:
                 self.partitions.setdefault(s.tp.topic, {})[s.tp.partition] = s

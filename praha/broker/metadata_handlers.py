@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import CreateTopicsResponse
 from kafka.protocol.metadata import MetadataResponse
 
 from praha.broker.authorization import NOT_REQUESTED
-from praha.common import NO_LEADER
+from praha.common import NO_LEADER, topic_id_uuid
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
+
+#: the id of a topic written without one (Kafka's Uuid.ZERO_UUID)
+ZERO_TOPIC_ID = uuid.UUID(int=0)
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -59,6 +63,7 @@ class MetadataApis:
             created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
             if creatable:
                 created.update(await self._auto_create(creatable))
+        await self._load_topic_ids([n for n in names if describable[n]])
         with_ops = req.api_version >= 8 and bool(r.include_topic_authorized_operations)
         topics = [self._topic_metadata(name, created.get(name),
                                        authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
@@ -78,6 +83,24 @@ class MetadataApis:
             authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
             if 8 <= req.api_version <= 10 and r.include_cluster_authorized_operations else NOT_REQUESTED,
         )
+
+    async def _load_topic_ids(self, names: list[str]) -> None:
+        """Read the ids of known topics not yet in the cache from their znodes (once per
+        topic: a topic written without one, by an old tool, is remembered as the zero id)."""
+        cache = self.broker.metadata_cache
+        missing = [n for n in names if n not in cache.topic_ids and cache.contains_topic(n)]
+        if not missing:
+            return
+        try:
+            store = self.broker.zk_store()
+            found, _bad = await asyncio.get_running_loop().run_in_executor(
+                None, store.get_topic_assignments, missing)
+        except PrahaError as e:  # ZooKeeper unreachable: answer with the zero id, ask again next time
+            log.debug("topic ids of %d topics not read: %s", len(missing), e)
+            return
+        for name in missing:
+            if cache.contains_topic(name) and name in found:  # (not deleted meanwhile)
+                cache.topic_ids[name] = topic_id_uuid(found[name].topic_id) or ZERO_TOPIC_ID
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
         """Kafka's auto topic creation (ZooKeeper mode: the broker writes the znodes itself),
@@ -122,7 +145,8 @@ class MetadataApis:
                 error_code=code, partition_index=p, leader_id=leader, leader_epoch=s.leader_epoch,
                 replica_nodes=list(s.replicas), isr_nodes=list(s.isr), offline_replicas=list(s.offline_replicas),
             ))
-        return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=None, is_internal=name in INTERNAL_TOPICS,
+        return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_ids.get(name),
+                    is_internal=name in INTERNAL_TOPICS,
                     partitions=out, authorized_operations=ops)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:
@@ -162,7 +186,7 @@ class MetadataApis:
                 continue
             n = len(plan.partitions)
             rf = len(next(iter(plan.partitions.values())).replicas)
-            results.append(_topic_result(t.name, ErrorCode.NONE, None, n, rf))
+            results.append(_topic_result(t.name, ErrorCode.NONE, None, n, rf, topic_id_uuid(plan.topic_id)))
             if not r.validate_only:
                 created[t.name] = n
         deadline = loop.time() + max(0, r.timeout_ms or 0) / 1000.0
@@ -173,8 +197,9 @@ class MetadataApis:
             await asyncio.sleep(0.05)
         return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
-def _topic_result(name: str, code: int, message: str | None, partitions: int = -1, rf: int = -1) -> Any:
+def _topic_result(name: str, code: int, message: str | None, partitions: int = -1, rf: int = -1,
+                  topic_id: uuid.UUID | None = None) -> Any:
     return CreateTopicsResponse.CreatableTopicResult(
-        name=name, topic_id=None, error_code=int(code), error_message=message, topic_config_error_code=0,
+        name=name, topic_id=topic_id, error_code=int(code), error_message=message, topic_config_error_code=0,
         num_partitions=partitions, replication_factor=rf, configs=None,
     )

@@ -39,8 +39,9 @@ from typing import Any, Callable, Literal, Protocol, cast
 
 from praha.broker.authentication import AuthenticationFailed, sasl_authenticate, transport_session
 from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
-from praha.errors import InvalidRequestError
+from praha.errors import ErrorCode, InvalidRequestError
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.error_response import error_response
 from praha.protocol.errors import UnsupportedVersionError
 from praha.protocol.fetch import Region
 from praha.protocol.framing import (
@@ -375,6 +376,8 @@ class SocketServer:
         self.connections = 0
         self.requests = 0
         self.bad_requests = 0
+        #: requests whose handler raised (answered with UNKNOWN_SERVER_ERROR)
+        self.handler_failures = 0
         #: regions sent with sendfile / written after a copying read (sendfile refused)
         self.regions_sent = 0
         self.regions_copied = 0
@@ -536,10 +539,17 @@ class SocketServer:
         self.requests += 1
         handler = handlers.handlers[decoded.api_key]
         throttler = self.throttler
-        if throttler is not None and throttler.active:
-            response = await throttler.run(decoded, handler)
-        else:
-            response = await handler(decoded)
+        try:
+            if throttler is not None and throttler.active:
+                response = await throttler.run(decoded, handler)
+            else:
+                response = await handler(decoded)
+        except (asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception as e:  # noqa: BLE001 - Kafka answers the API's error response and keeps the connection
+            response = self._failed(decoded, peer, e)
+            if response is None:
+                return False, 0
         mute_ms = 0
         if type(response) is Muted:
             response, mute_ms = response.response, response.mute_ms
@@ -587,6 +597,20 @@ class SocketServer:
             return False
         finally:
             frame.close()
+
+    def _failed(self, decoded: DecodedRequest, peer: object, error: Exception) -> Any:
+        """A handler raised: the API's answer with UNKNOWN_SERVER_ERROR (Kafka's
+        `getErrorResponse`), or None when the request expects no answer (acks=0: Kafka
+        closes the connection, the client's only sign of the failure)."""
+        self.handler_failures += 1
+        failures = self.handler_failures
+        if failures <= 20 or failures % 1000 == 0:
+            log.exception("%s v%d from %s failed (%d handler failures so far)", ApiKey(decoded.api_key).name,
+                          decoded.api_version, peer, failures)
+        if not decoded.expects_response:
+            return None
+        return error_response(decoded.api_key, decoded.api_version, decoded.request, ErrorCode.UNKNOWN_SERVER_ERROR,
+                              f"Unexpected server error: {type(error).__name__}")
 
     def _bad(self, peer: object, error: Exception) -> None:
         self.bad_requests += 1

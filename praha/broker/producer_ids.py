@@ -114,7 +114,6 @@ class ProducerIdApis:
         """The producers a partition's leader knows (their last batch each, the coordinator
         epoch of their last marker, the first offset of their open transaction or -1), as
         kafka-transactions describe-producers and find-hanging read them."""
-        partitions = self.broker.replica_manager.partitions
         topics = []
         for t in req.request.topics or []:
             out = []
@@ -124,7 +123,7 @@ class ProducerIdApis:
                     out.append(_DPPartition(partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                             error_message=None, active_producers=[]))
                     continue
-                p = partitions.get(TopicPartition(t.name, index))
+                p = self.broker.replica_manager.partitions.get(TopicPartition(t.name, index))
                 if p is None or p.log is None:
                     known = self.broker.metadata_cache.contains_topic(t.name)
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -19,6 +19,7 @@ from kafka.protocol.admin import AlterClientQuotasResponse, DescribeClientQuotas
 
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.security.acl import AclOperation
 from praha.zk.quota_entities import QuotaOp, entity_from_wire, filter_from_wire
 from praha.zk.quota_zk import alter_client_quotas, describe_client_quotas
 
@@ -37,6 +38,9 @@ class QuotaApis:
 
     async def handle_describe_client_quotas(self, req: DecodedRequest) -> Any:
         r = req.request
+        if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE_CONFIGS):  # Kafka: DescribeConfigs on the cluster
+            return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                error_message=None, entries=None)
         try:
             quota_filter = filter_from_wire(
                 [(c.entity_type, c.match_type, c.match) for c in (r.components or [])], bool(r.strict))
@@ -54,12 +58,18 @@ class QuotaApis:
     async def handle_alter_client_quotas(self, req: DecodedRequest) -> Any:
         r = req.request
         validate_only = bool(r.validate_only)
+        # Kafka: AlterConfigs on the cluster, else every entry answers CLUSTER_AUTHORIZATION_FAILED
+        allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER_CONFIGS)
         out = []
         changed = 0
         for entry in r.entries or []:
             components = [(e.entity_type, e.entity_name) for e in (entry.entity or [])]
             ops = [QuotaOp(o.key, o.value, bool(o.remove)) for o in (entry.ops or [])]
             code, message = ErrorCode.NONE, None
+            if not allowed:
+                out.append(_AEntry(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), error_message=None,
+                                   entity=[_AEntry.EntityData(entity_type=k, entity_name=n) for k, n in components]))
+                continue
             try:
                 entity = entity_from_wire(components)
                 await asyncio.get_running_loop().run_in_executor(

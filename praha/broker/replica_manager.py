@@ -60,7 +60,7 @@ from praha.broker.quota import (
     parse_throttled_replicas,
 )
 from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
-from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig, parse_properties
+from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig
 from praha.configdefs import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE
 from praha.errors import ConfigError, ErrorCode
 from praha.log import LogConfig, LogManager
@@ -80,28 +80,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HW_CHECKPOINT_INTERVAL_MS = 5000
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
 CONFIG_READ_TIMEOUT_S = 5.0
 
 
 
-def _extra_int(cfg: BrokerConfig, key: str, default: int) -> int:
-    """Settings BrokerConfig does not name (kept in `unknown`)."""
-    try:
-        return int(cfg.unknown.get(key, default))
-    except ValueError:
-        return default
-
-
 def log_config_of(cfg: BrokerConfig) -> LogConfig:
-    props = {**parse_properties(cfg.to_properties()), **cfg.unknown}
-    return LogConfig.from_broker_config(props)
+    return LogConfig.from_broker_config(cfg.passed_on_properties())
 
 
 def cleaner_config_of(cfg: BrokerConfig) -> CleanerConfig:
-    props = {**parse_properties(cfg.to_properties()), **cfg.unknown}
-    return CleanerConfig.from_broker_config(props)
+    return CleanerConfig.from_broker_config(cfg.passed_on_properties())
 
 
 @dataclass
@@ -171,8 +160,7 @@ class ReplicaManager:
         cfg = self.config
         self.lag_time_max_ms = cfg.replica_lag_time_max_ms
         self.isr_notification_interval_ms = cfg.isr_change_notification_interval_ms
-        self.hw_checkpoint_interval_ms = _extra_int(cfg, "replica.high.watermark.checkpoint.interval.ms",
-                                                    HW_CHECKPOINT_INTERVAL_MS)
+        self.hw_checkpoint_interval_ms = cfg.replica_high_watermark_checkpoint_interval_ms
 
     # ------------------------------------------------------------------ lifecycle
     def start_logs(self, store: "ZkStore | None") -> None:
@@ -215,10 +203,10 @@ class ReplicaManager:
         settings = FetcherSettings(
             broker_id=self.broker_id,
             fetch_max_bytes=cfg.replica_fetch_max_bytes,
-            response_max_bytes=_extra_int(cfg, "replica.fetch.response.max.bytes", 10 * 1024 * 1024),
+            response_max_bytes=cfg.replica_fetch_response_max_bytes,
             wait_max_ms=cfg.replica_fetch_wait_max_ms,
             backoff_ms=cfg.replica_fetch_backoff_ms,
-            socket_timeout_ms=_extra_int(cfg, "replica.socket.timeout.ms", 30000),
+            socket_timeout_ms=cfg.replica_socket_timeout_ms,
             security=self.inter_broker_security,
         )
         self.fetchers = ReplicaFetcherManager(settings, self._followed_partition, self._on_follower_append,
@@ -442,7 +430,7 @@ class ReplicaManager:
             return
         cfg = self.config
         try:
-            default = LogConfig.from_broker_config({**parse_properties(cfg.to_properties()), **cfg.unknown, **dynamic})
+            default = LogConfig.from_broker_config({**cfg.passed_on_properties(), **dynamic})
         except ConfigError as e:
             log.warning("ignoring the dynamic log defaults %s: %s", dynamic, e)
             return

@@ -378,6 +378,8 @@ class BrokerServer:
             ("connections", float(sum(s.connections for s in servers)), "open client connections"),
             ("requests", float(sum(s.requests for s in servers)), "requests handled"),
             ("bad_requests", float(sum(s.bad_requests for s in servers)), "malformed or unsupported requests"),
+            ("handler_failures", float(sum(s.handler_failures for s in servers)),
+             "requests whose handler failed, answered UNKNOWN_SERVER_ERROR"),
             ("connections_refused", float(sum(ss.connection_quotas.refused.values()) if ss else 0),
              "connections closed at once: max.connections or max.connections.per.ip reached"),
             ("connections_throttled", float(ss.connection_quotas.throttled if ss else 0),

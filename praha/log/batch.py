@@ -41,6 +41,7 @@ LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
 CURRENT_MAGIC = 2
 
 COMPRESSION_MASK = 0x07
@@ -54,6 +55,8 @@ MAX_RELATIVE_OFFSET = 2**31 - 1
 _OFFSET_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
 
 
 class BatchHeader(NamedTuple):
@@ -234,6 +237,23 @@ def assign_offsets(
         pack_i64(out, h.position, nxt)
         pack_i32(out, h.position + LEADER_EPOCH_OFFSET, leader_epoch)
         nxt += h.last_offset_delta + 1
+    return out
+
+
+def stamp_log_append_time(buf: bytearray | memoryview, batches: Sequence[BatchHeader], now_ms: int
+                          ) -> list[BatchHeader]:
+    """LogAppendTime (Kafka's LogValidator): every batch's max timestamp becomes the
+    leader's clock and its timestamp-type bit is set, in the writable `buf`; both lie in
+    the CRC'd range, so the CRC is computed again. The records' own deltas stay: readers
+    give every record of such a batch its max timestamp. Returns the new headers."""
+    out = []
+    for h in batches:
+        attributes = h.attributes | TIMESTAMP_TYPE_MASK
+        _I16.pack_into(buf, h.position + ATTRIBUTES_OFFSET, attributes)
+        _I64.pack_into(buf, h.position + MAX_TIMESTAMP_OFFSET, now_ms)
+        crc = crc32c(buf[h.position + ATTRIBUTES_OFFSET:h.position + h.size])
+        _U32.pack_into(buf, h.position + CRC_OFFSET, crc)
+        out.append(h._replace(attributes=attributes, max_timestamp=now_ms, crc=crc))
     return out
 
 

@@ -47,6 +47,7 @@ from hashlib import md5
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from praha.common import TopicPartition
+from praha.configdefs import CLEANER_KEYS
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
 from praha.log.checkpoints import OffsetCheckpointFile
@@ -105,14 +106,15 @@ class CleanerConfig:
                 log.warning("ignoring %s=%r: not a number", key, v)
                 return default
 
-        enable = str(props.get("log.cleaner.enable", "true")).strip().lower() != "false"
+        enable_key, threads, dedupe, io_max, backoff, load_factor = CLEANER_KEYS
+        enable = str(props.get(enable_key, "true")).strip().lower() != "false"
         return cls(
             enable=enable,
-            threads=max(int(get("log.cleaner.threads", 1)), 1),
-            dedupe_buffer_size=int(get("log.cleaner.dedupe.buffer.size", 134217728)),
-            io_max_bytes_per_second=get("log.cleaner.io.max.bytes.per.second", float("inf")),
-            backoff_ms=max(int(get("log.cleaner.backoff.ms", 15000)), 1),
-            io_buffer_load_factor=get("log.cleaner.io.buffer.load.factor", 0.9),
+            threads=max(int(get(threads, 1)), 1),
+            dedupe_buffer_size=int(get(dedupe, 134217728)),
+            io_max_bytes_per_second=get(io_max, float("inf")),
+            backoff_ms=max(int(get(backoff, 15000)), 1),
+            io_buffer_load_factor=get(load_factor, 0.9),
         )
 
 

@@ -19,6 +19,7 @@ DAY_MS = 24 * 3600 * 1000
 MAX_SEGMENT_BYTES = 2**31 - 1  # index positions are 32-bit
 LONG_MAX = 2**63 - 1
 CLEANUP_POLICIES = ("compact", "delete")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 
 def parse_cleanup_policy(value: str) -> str:
@@ -48,6 +49,12 @@ class LogConfig:
     #: how far a CreateTime record's timestamp may lie before / after the broker's clock
     timestamp_before_max_ms: int = LONG_MAX  # log.message.timestamp.before.max.ms / message.timestamp.before.max.ms
     timestamp_after_max_ms: int = LONG_MAX  # log.message.timestamp.after.max.ms / message.timestamp.after.max.ms
+    #: CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the leader's clock
+    timestamp_type: str = "CreateTime"  # log.message.timestamp.type / message.timestamp.type
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.timestamp_type == "LogAppendTime"
 
     @property
     def compact(self) -> bool:
@@ -82,6 +89,9 @@ class LogConfig:
                               f"> max.compaction.lag.ms ({self.max_compaction_lag_ms})")
         if self.delete_retention_ms < 0:
             raise ConfigError("delete.retention.ms must be ≥ 0")
+        if self.timestamp_type not in TIMESTAMP_TYPES:
+            raise ConfigError(f"Invalid value {self.timestamp_type} for configuration message.timestamp.type: "
+                              f"String must be one of: {', '.join(TIMESTAMP_TYPES)}")
         if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
             raise ConfigError("message.timestamp.before.max.ms and message.timestamp.after.max.ms must be ≥ 0")
 
@@ -120,6 +130,7 @@ _TOPIC_KEYS = {
     "delete.retention.ms": "delete_retention_ms",
     "message.timestamp.before.max.ms": "timestamp_before_max_ms",
     "message.timestamp.after.max.ms": "timestamp_after_max_ms",
+    "message.timestamp.type": "timestamp_type",
 }
 
 _BROKER_KEYS = {
@@ -137,9 +148,10 @@ _BROKER_KEYS = {
     "log.cleaner.delete.retention.ms": "delete_retention_ms",
     "log.message.timestamp.before.max.ms": "timestamp_before_max_ms",
     "log.message.timestamp.after.max.ms": "timestamp_after_max_ms",
+    "log.message.timestamp.type": "timestamp_type",
 }
 
-_STR_FIELDS = {"cleanup_policy"}
+_STR_FIELDS = {"cleanup_policy", "timestamp_type"}
 _FLOAT_FIELDS = {"min_cleanable_dirty_ratio"}
 
 
@@ -149,8 +161,10 @@ def _parse(props: Mapping[str, str | int], keys: Mapping[str, str]) -> dict[str,
         if key not in props:
             continue
         value = props[key]
-        if field in _STR_FIELDS:
+        if field == "cleanup_policy":
             changes[field] = parse_cleanup_policy(str(value))
+        elif field in _STR_FIELDS:
+            changes[field] = str(value).strip()
         elif field in _FLOAT_FIELDS:
             try:
                 changes[field] = float(value)

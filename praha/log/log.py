@@ -54,6 +54,7 @@ from praha.log.batch import (
     Buffer,
     assign_offsets,
     rebase_headers,
+    stamp_log_append_time,
     validate,
 )
 from praha.log.checkpoints import fsync_dir
@@ -116,6 +117,8 @@ class AppendInfo:
     size_bytes: int = 0
     #: an idempotent producer's retry of a batch already in the log (nothing appended)
     duplicate: bool = False
+    #: the leader's clock stamped on the batches (LogAppendTime topics), else -1
+    log_append_time: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,9 +359,12 @@ class Log:
         if summary.size_bytes > cfg.segment_bytes:
             raise RecordListTooLargeError(
                 f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
-        validate_records(records, summary.batches, RecordRules(cfg.compact, cfg.timestamp_before_max_ms,
-                                                               cfg.timestamp_after_max_ms),
-                         now_ms if now_ms is not None else wall_clock_ms())
+        now = now_ms if now_ms is not None else wall_clock_ms()
+        if cfg.log_append_time:  # the producer's timestamps are replaced, not checked (Kafka)
+            rules = RecordRules(cfg.compact)
+        else:
+            rules = RecordRules(cfg.compact, cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms)
+        validate_records(records, summary.batches, rules, now)
         with self._lock:
             self._check_open()
             duplicate = self._check_sequences(summary.batches)
@@ -369,10 +375,15 @@ class Log:
             first = self._leo
             data = assign_offsets(records, first, leader_epoch, batches=summary.batches, in_place=in_place)
             headers = rebase_headers(summary.batches, first, leader_epoch)
+            if cfg.log_append_time:
+                headers = stamp_log_append_time(data, headers, now)
             self._append_locked(data, headers, now_ms, record_producers=True)
             if leader_epoch > self.epoch_cache.latest_epoch:
                 self._assign_epoch(leader_epoch, first)
             last = self._leo - 1
+        if cfg.log_append_time:
+            return AppendInfo(first, last, now, last, summary.record_count, summary.batch_count, summary.size_bytes,
+                              log_append_time=now)
         off_max = -1
         if summary.max_timestamp >= 0:
             for h in headers:

@@ -52,15 +52,21 @@ class RecordRules:
 
 
 class RecordValidationError(InvalidRecordError):
-    """One record broke a rule: Produce v8+ reports it as (index in its batch, message)."""
+    """Records broke a rule: Produce v8+ reports each as (index in its batch, message)
+    (KIP-467), and the batch is refused whole."""
 
-    def __init__(self, message: str, batch_index: int):
+    def __init__(self, message: str, batch_index: int, more: list[tuple[int, str]] | None = None):
+        self.record_errors = [(batch_index, message), *(more or [])]
+        if more:
+            first = "; ".join(f"record {i}: {m}" for i, m in self.record_errors[:3])
+            message = f"{len(self.record_errors)} records of the batch were rejected (the first: {first})"
         super().__init__(message)
-        self.record_errors = [(batch_index, message)]
 
 
 def validate_records(data: Buffer, batches: list[BatchHeader], rules: RecordRules, now_ms: int) -> None:
-    """Walk and check every record of `batches` (headers from `batch.validate` of `data`)."""
+    """Walk and check every record of `batches` (headers from `batch.validate` of `data`).
+    A malformed batch is refused at its first bad record; records that break a topic's
+    rules (a key on a compacted topic, a timestamp range) are all named (KIP-467)."""
     view = memoryview(data)
     check_time = rules.timestamp_before_max_ms != LONG_MAX or rules.timestamp_after_max_ms != LONG_MAX
     for h in batches:
@@ -68,6 +74,7 @@ def validate_records(data: Buffer, batches: list[BatchHeader], rules: RecordRule
         if batch is None:
             continue  # a codec this broker lacks: the batch is stored as sent, unread
         expected = h.base_offset  # what the client sent: 0 from every producer
+        broken: list[tuple[int, str]] = []
         try:
             for index, record in enumerate(batch):
                 if record.offset != expected:
@@ -75,11 +82,15 @@ def validate_records(data: Buffer, batches: list[BatchHeader], rules: RecordRule
                                                 f"expected {index}", index)
                 expected += 1
                 if rules.compact and record.key is None:
-                    raise RecordValidationError("Compacted topic cannot accept message without key", index)
-                if check_time:
-                    _check_timestamp(record.timestamp, h, rules, now_ms, index)
+                    broken.append((index, "Compacted topic cannot accept message without key"))
+                elif check_time:
+                    problem = _timestamp_problem(record.timestamp, h, rules, now_ms, index)
+                    if problem is not None:
+                        broken.append((index, problem))
         except CorruptRecordException as e:
             raise InvalidRecordError(f"batch at byte {h.position}: {e}") from None
+        if broken:
+            raise RecordValidationError(broken[0][1], broken[0][0], broken[1:])
 
 
 def _plain_batch(view: memoryview, h: BatchHeader) -> DefaultRecordBatch | None:
@@ -102,13 +113,13 @@ def _plain_batch(view: memoryview, h: BatchHeader) -> DefaultRecordBatch | None:
     return DefaultRecordBatch(raw)
 
 
-def _check_timestamp(ts: int, h: BatchHeader, rules: RecordRules, now_ms: int, index: int) -> None:
+def _timestamp_problem(ts: int, h: BatchHeader, rules: RecordRules, now_ms: int, index: int) -> str | None:
     if h.attributes & TIMESTAMP_TYPE_MASK:
-        return  # LogAppendTime: the broker's clock decides
+        return None  # LogAppendTime: the broker's clock decides
     if now_ms - ts > rules.timestamp_before_max_ms or ts - now_ms > rules.timestamp_after_max_ms:
-        raise RecordValidationError(
-            f"Timestamp {ts} of message with offset {index} is out of range. The timestamp should be within "
-            f"[{now_ms - rules.timestamp_before_max_ms}, {_after(now_ms, rules)}]", index)
+        return (f"Timestamp {ts} of message with offset {index} is out of range. The timestamp should be within "
+                f"[{now_ms - rules.timestamp_before_max_ms}, {_after(now_ms, rules)}]")
+    return None
 
 
 def _after(now_ms: int, rules: RecordRules) -> int:

@@ -21,8 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
-from praha.configdefs import DYNAMIC_BROKER_KEYS, DYNAMIC_LOG_KEYS
+from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition, new_topic_id
+from praha.configdefs import (
+    CLUSTER_LEVEL_LISTENER_CONFIGS,
+    DYNAMIC_BROKER_KEYS,
+    DYNAMIC_LISTENER_CONFIGS,
+    DYNAMIC_LOG_KEYS,
+    DYNAMIC_SECURITY_CONFIGS,
+    KAFKA_DYNAMIC_BROKER_CONFIGS,
+    LISTENER_MECHANISM_CONFIGS,
+)
 from praha.errors import ConfigError, InvalidRequestError, PrahaError, TopicExistsError, UnknownTopicError
 from praha.topic_rules import (
     ConcurrentModificationError,
@@ -55,6 +63,7 @@ def create_topic(store: ZkStore, name: str, partitions: int | None, replication_
         default_partitions, default_replication_factor,
     )
     if not validate_only:
+        plan.topic_id = new_topic_id()  # kept in the topic znode (version 3), as Kafka 2.8+
         store.create_topic(name, plan, cfg)
     return plan
 
@@ -173,25 +182,59 @@ def check_config_entity(store: ZkStore, entity_type: str, name: str) -> None:
         config_path(entity_type, name)  # raises
 
 
-def check_config_values(entity_type: str, add: Mapping[str, str]) -> dict[str, str]:
+def check_config_values(entity_type: str, add: Mapping[str, str], name: str = "<default>") -> dict[str, str]:
     """Kafka's validation of the values set: topic configs by their definitions; broker
-    configs only those praha applies while running: the throttle rates (positive bytes/s)
+    configs by Kafka 3.9's dynamic rules (`broker_dynamic_refusal`); the ones praha applies
+    while running are checked for their values too: the throttle rates (positive bytes/s)
     and the broker-wide defaults of log configs, checked as the topic config they set."""
     if entity_type == TOPICS:
         return validate_topic_config(add)
+    refusal = broker_dynamic_refusal(add, per_broker=name != "<default>")
+    if refusal:
+        raise ConfigError(refusal)
     out = {}
     for key, value in add.items():
         value = str(value).strip()
         if key in DYNAMIC_LOG_KEYS:
             out[key] = validate_topic_config({DYNAMIC_LOG_KEYS[key]: value})[DYNAMIC_LOG_KEYS[key]]
             continue
-        if key not in DYNAMIC_BROKER_KEYS:
-            raise ConfigError(f"{key!r} cannot be changed while brokers run; dynamic broker configs: "
-                              f"{', '.join(sorted(DYNAMIC_BROKER_KEYS))}")
-        if not value.isdigit() or int(value) <= 0:
+        if key in DYNAMIC_BROKER_KEYS and (not value.isdigit() or int(value) <= 0):
             raise ConfigError(f"invalid value {value!r} for {key}: expected a positive number of bytes/s")
         out[key] = value
     return out
+
+
+def broker_dynamic_refusal(keys: Collection[str], per_broker: bool) -> str | None:
+    """Why Kafka 3.9 would refuse to change these broker settings dynamically (its
+    DynamicBrokerConfig.validateConfigs), or None: a setting that is not dynamic; a TLS
+    store without a listener prefix; a per-broker setting at the cluster-wide default."""
+    def base(key: str) -> str | None:
+        """`listener.name.<l>.<setting>` → setting (a mechanism's: its last part)."""
+        if not key.startswith("listener.name."):
+            return None
+        rest = key[len("listener.name."):].partition(".")[2]
+        return next((m for m in LISTENER_MECHANISM_CONFIGS if rest.endswith("." + m)), rest)
+
+    def dynamic(key: str) -> bool:
+        b = base(key)
+        if b is not None:
+            return b in DYNAMIC_LISTENER_CONFIGS or b in LISTENER_MECHANISM_CONFIGS
+        return key in KAFKA_DYNAMIC_BROKER_CONFIGS or key in DYNAMIC_BROKER_KEYS or key in DYNAMIC_LOG_KEYS
+
+    static = sorted(k for k in keys if not dynamic(k))
+    if static:
+        return f"Cannot update these configs dynamically: {', '.join(static)}"
+    unprefixed = sorted(k for k in keys if k in DYNAMIC_SECURITY_CONFIGS)
+    if unprefixed:
+        return ("These security configs can be dynamically updated only per-listener using the listener prefix: "
+                + ", ".join(unprefixed))
+    if not per_broker:
+        broker_only = sorted(k for k in keys if (base(k) or k) not in CLUSTER_LEVEL_LISTENER_CONFIGS
+                             and (base(k) is not None or k in DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS))
+        if broker_only:
+            return ("Cannot update these configs at default cluster level, broker id must be specified: "
+                    + ", ".join(broker_only))
+    return None
 
 
 def alter_config(store: ZkStore, entity_type: str, name: str, add: Mapping[str, str], delete: Collection[str],
@@ -202,7 +245,7 @@ def alter_config(store: ZkStore, entity_type: str, name: str, add: Mapping[str, 
     if both:
         raise InvalidRequestError(f"{', '.join(both)} both added and deleted")
     check_config_entity(store, entity_type, name)
-    checked = check_config_values(entity_type, add)
+    checked = check_config_values(entity_type, add, name)
     current = {} if replace else read_config(store, entity_type, name)
     if entity_type == TOPICS and "min.insync.replicas" in checked:
         assignment = store.get_topic_assignments([name])[0].get(name)

@@ -106,7 +106,8 @@ def deleted(r) -> tuple[int, Any]:
 
 KNOWN = ("cleanup.policy, compression.type, delete.retention.ms, file.delete.delay.ms, flush.messages, flush.ms, "
          "follower.replication.throttled.replicas, index.interval.bytes, leader.replication.throttled.replicas, "
-         "max.compaction.lag.ms, max.message.bytes, message.downconversion.enable, "
+         "max.compaction.lag.ms, max.message.bytes, message.downconversion.enable, message.format.version, "
+         "message.timestamp.after.max.ms, message.timestamp.before.max.ms, "
          "message.timestamp.difference.max.ms, message.timestamp.type, min.cleanable.dirty.ratio, "
          "min.compaction.lag.ms, min.insync.replicas, preallocate, retention.bytes, retention.ms, segment.bytes, "
          "segment.index.bytes, segment.jitter.ms, segment.ms, unclean.leader.election.enable")

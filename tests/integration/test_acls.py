@@ -395,3 +395,45 @@ def _init_transactions(p) -> bool:
         return True
     except KafkaException:
         return False
+
+
+def test_client_quotas_and_replica_log_dirs_need_cluster_acls(env):
+    """DescribeClientQuotas needs DescribeConfigs on the cluster, AlterClientQuotas
+    AlterConfigs, AlterReplicaLogDirs Alter (Kafka's KafkaApis): bob, with no ACL, is
+    refused all three and nothing is written; admin (a super user) is answered."""
+    from kafka.protocol.admin import (
+        AlterClientQuotasRequest,
+        AlterReplicaLogDirsRequest,
+        DescribeClientQuotasRequest,
+    )
+
+    topic = new_topic(env)
+    user = f"quota-{uuid.uuid4().hex[:6]}"
+    describe = DescribeClientQuotasRequest(components=[
+        DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=0, match=user)], strict=False)
+    alter = AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(
+        entity=[AlterClientQuotasRequest.EntryData.EntityData(entity_type="user", entity_name=user)],
+        ops=[AlterClientQuotasRequest.EntryData.OpData(key="producer_byte_rate", value=1024.0, remove=False)])],
+        validate_only=False)
+    move = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDirsRequest.AlterReplicaLogDir(
+        path="/nonexistent-dir", topics=[AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic(
+            name=topic, partitions=[0, 1])])])
+
+    def connection(user_name: str) -> BrokerConnection:
+        return BrokerConnection("127.0.0.1", env.ports[1]["SASL_PLAINTEXT"], timeout=10,
+                                security=ClientSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", None, "PLAIN", user_name,
+                                                        USERS[user_name]))
+
+    with connection("bob") as conn:
+        assert conn.send(describe, 1).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert [e.error_code for e in conn.send(alter, 1).entries] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+        moved = conn.send(move, 1)
+        assert [(r.topic_name, p.partition_index, p.error_code) for r in moved.results for p in r.partitions] == [
+            (topic, 0, ErrorCode.CLUSTER_AUTHORIZATION_FAILED), (topic, 1, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+    with connection("admin") as conn:
+        found = conn.send(describe, 1)
+        assert found.error_code == ErrorCode.NONE and found.entries == []  # bob's alteration wrote nothing
+        assert [e.error_code for e in conn.send(alter, 1).entries] == [ErrorCode.NONE]
+        wait_for(lambda: len(conn.send(describe, 1).entries or []) == 1, 10, what="the admin's quota")
+        moved = conn.send(move, 1)  # allowed, refused by the broker for its own reason (no such dir)
+        assert {p.error_code for r in moved.results for p in r.partitions} == {ErrorCode.LOG_DIR_NOT_FOUND}

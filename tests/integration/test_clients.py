@@ -361,3 +361,88 @@ def test_compressed_batches_are_stored_and_served_as_they_are(env):
     for p in want:
         assert [m.value() for m in got if m.partition() == p] == want[p]
         assert [m.offset() for m in got if m.partition() == p] == list(range(300))
+
+
+def test_log_append_time_topics_carry_the_leaders_clock(env):
+    """message.timestamp.type=LogAppendTime: the leader stamps each batch with its clock and
+    the timestamp-type bit; producer (delivery report, from the Produce answer) and consumer
+    see the broker's time, not the hour-old CreateTime the producer gave."""
+    import confluent_kafka
+
+    cluster, _, _ = env
+    create_topic(env, "appended", {0: (1, 2, 3)}, {"message.timestamp.type": "LogAppendTime"})
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    before = int(time.time() * 1000)
+    delivered: list = []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+    for i in range(3):
+        p.produce("appended", value=b"v%d" % i, timestamp=an_hour_ago + i, on_delivery=lambda e, m: delivered.append(m))
+    assert p.flush(30) == 0
+    after = int(time.time() * 1000)
+    assert [m.error() for m in delivered] == [None] * 3
+    for m in delivered:
+        kind, ts = m.timestamp()
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+    got = consume_confluent(bootstrap(cluster), "appended", [0], 3)
+    assert [m.value() for m in got] == [b"v0", b"v1", b"v2"]
+    for m in got:
+        kind, ts = m.timestamp()
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+
+
+def test_keyless_records_for_a_compacted_topic_fail_with_their_index(env):
+    """KIP-467 with librdkafka: a batch holding keyless records for a compacted topic is
+    refused with INVALID_RECORD naming each bad record's index, and the client fails those
+    records with the broker's reason; a keyed record sent on its own is written."""
+    cluster, _, _ = env
+    create_topic(env, "keyed", {0: (1, 2, 3)}, {"cleanup.policy": "compact"})
+    reports: list = []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all", "linger.ms": 500,
+                  "enable.idempotence": False, "retries": 0})
+    for key in (b"a", None, b"b", None):
+        p.produce("keyed", key=key, value=b"v", on_delivery=lambda e, m: reports.append((m.key(), e)))
+    assert p.flush(30) == 0
+    p.produce("keyed", key=b"alone", value=b"v", on_delivery=lambda e, m: reports.append((m.key(), e)))
+    assert p.flush(30) == 0
+    from confluent_kafka import KafkaError
+
+    got = [(k, e.code() if e is not None else None) for k, e in reports]
+    # each keyless record fails with the broker's INVALID_RECORD; the keyed ones of its batch
+    # fail locally because of them (librdkafka's KIP-467 handling), as with Kafka
+    assert got == [(b"a", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD),
+                   (b"b", KafkaError._INVALID_DIFFERENT_RECORD), (None, KafkaError.INVALID_RECORD), (b"alone", None)]
+    assert [m.key() for m in consume_confluent(bootstrap(cluster), "keyed", [0], 1)] == [b"alone"]
+
+
+def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
+    """Topic ids (KIP-516, Kafka 2.8+): assigned at creation, kept in the topic znode
+    (version 3), answered in Metadata v10+ (librdkafka's describe_topics) and CreateTopics
+    v7; a topic deleted and created again under its name has a new id."""
+    from confluent_kafka import KafkaError, KafkaException, TopicCollection
+    from confluent_kafka.admin import NewTopic
+
+    cluster, store, _ = env
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+
+    def topic_id() -> str:
+        found = admin.describe_topics(TopicCollection(["reborn"]))["reborn"].result(15).topic_id
+        return str(found).replace("+", "-").replace("/", "_")  # librdkafka prints plain base64, Kafka URL-safe
+
+    def created() -> bool:
+        try:  # until the deletion has removed the znodes, the name is taken (Kafka's answer too)
+            admin.create_topics([NewTopic("reborn", 1, 3)])["reborn"].result(30)
+            return True
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            return False
+
+    wait_for(created, 60, 0.5, what="reborn created")
+    first = topic_id()
+    assert first != "A" * 22 and store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == first
+    admin.delete_topics(["reborn"])["reborn"].result(30)
+    wait_for(lambda: "reborn" not in admin.list_topics(timeout=5).topics, 30, what="the deletion")
+    wait_for(created, 60, 0.5, what="reborn created again")
+    second = topic_id()
+    assert second not in (first, "A" * 22)
+    assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == second

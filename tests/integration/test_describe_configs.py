@@ -9,6 +9,8 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
+from praha.testing.cluster import wait_for
+
 pytestmark = pytest.mark.integration
 
 
@@ -16,8 +18,31 @@ def describe(admin: AdminClient, resource: ConfigResource) -> dict:
     return admin.describe_configs([resource], request_timeout=15)[resource].result(15)
 
 
+def _records_older_than_an_hour_are_deleted(admin: AdminClient, bootstrap: str) -> None:
+    """Records stamped two hours ago, in closed segments, go at the next retention check;
+    with the default week they would stay."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    admin.create_topics([NewTopic("aged", 1, 1, config={"segment.bytes": "1024"})])["aged"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    two_hours_ago = int(time.time() * 1000) - 2 * 3600 * 1000
+    for i in range(20):
+        producer.produce("aged", b"x" * 200, timestamp=two_hours_ago + i)
+        producer.flush(10)  # one batch each, so the records span several segments
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "aged"})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition("aged", 0), timeout=10)[1] == 20
+        wait_for(lambda: consumer.get_watermark_offsets(TopicPartition("aged", 0), timeout=10)[0] > 0, 30,
+                 what="the retention check to delete the two-hour-old segments")
+    finally:
+        consumer.close()
+
+
 def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
-    cluster = make_cluster(1, overrides={"log.retention.hours": "48", "offsets.topic.replication.factor": "1"})
+    """… and `log.retention.hours` alone sets retention.ms, as reported and as applied
+    (Kafka's ms > minutes > hours precedence)."""
+    cluster = make_cluster(1, overrides={"log.retention.hours": "1", "offsets.topic.replication.factor": "1",
+                                         "log.retention.check.interval.ms": "200"})
     bs = f"127.0.0.1:{cluster.load().brokers[1].port}"
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact", "retention.ms": "1000"}),
@@ -31,17 +56,18 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
 
     p = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "plain"))
     assert (p["retention.ms"].value, p["retention.ms"].source) == \
-        (str(48 * 3600 * 1000), ConfigSource.STATIC_BROKER_CONFIG.value)
+        ("3600000", ConfigSource.STATIC_BROKER_CONFIG.value)
     syn = [(s.name, s.value, s.source) for s in p["retention.ms"].synonyms.values()]
-    assert ("log.retention.hours", str(48 * 3600 * 1000), ConfigSource.STATIC_BROKER_CONFIG.value) in syn
+    assert ("log.retention.hours", "3600000", ConfigSource.STATIC_BROKER_CONFIG.value) in syn
     assert p["cleanup.policy"].value == "delete"
+    _records_older_than_an_hour_are_deleted(admin, bs)
 
     rc, _, err = cli("configs", "--entity-type", "brokers", "--entity-default", "--alter",
                      "--add-config", "leader.replication.throttled.rate=5000", "--dir", str(cluster.root))
     assert rc == 0, err
     b = describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))
     assert (b["log.retention.hours"].value, b["log.retention.hours"].source) == \
-        ("48", ConfigSource.STATIC_BROKER_CONFIG.value)
+        ("1", ConfigSource.STATIC_BROKER_CONFIG.value)
     assert (b["auto.create.topics.enable"].value, b["auto.create.topics.enable"].source) == \
         ("true", ConfigSource.DEFAULT_CONFIG.value)
     rate = b["leader.replication.throttled.rate"]
@@ -138,6 +164,31 @@ def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
                      "--add-config", "retention.ms=7000", *d)
     assert rc == 0, err
     assert describe(admin, res)["retention.ms"].value == "7000"
+
+    # Kafka 3.x: message.format.version is accepted (deprecated, no effect at IBP 3.0+)
+    incremental(ConfigEntry("message.format.version", "2.8", incremental_operation=AlterConfigOpType.SET))
+    assert describe(admin, res)["message.format.version"].value == "2.8"
+    with pytest.raises(Exception, match="INVALID_CONFIG|not a valid version"):
+        incremental(ConfigEntry("message.format.version", "banana", incremental_operation=AlterConfigOpType.SET))
+
+    # Kafka 3.9's dynamic broker settings: a listener's SASL settings per broker, by listener name
+    def broker(name: str, key: str, value: str) -> None:
+        r = ConfigResource(ConfigResource.Type.BROKER, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([r])[r].result(15)
+
+    for key, value in (("listener.name.plaintext.sasl.kerberos.min.time.before.relogin", "120000"),
+                       ("listener.name.plaintext.sasl.login.refresh.buffer.seconds", "120"),
+                       ("listener.name.plaintext.plain.sasl.jaas.config", "x required;"),
+                       ("log.cleaner.threads", "2")):
+        broker("1", key, value)
+    rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe", *d)
+    assert rc == 0 and "listener.name.plaintext.sasl.kerberos.min.time.before.relogin=120000" in out, (out, err)
+    refusals = (("1", "ssl.keystore.location", "/x", "only per-listener"),
+                ("1", "broker.id", "3", "Cannot update these configs dynamically"))
+    for name, key, value, message in refusals:
+        with pytest.raises(Exception, match=message):
+            broker(name, key, value)
 
 
 def test_dynamic_broker_log_defaults_apply_to_running_logs(make_cluster, cli):

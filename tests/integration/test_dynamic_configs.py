@@ -77,7 +77,7 @@ def test_configs_take_effect_while_running_and_bad_input_changes_nothing(make_cl
         (["topics", "--entity-name", "cfg", "--alter"], "nothing to alter"),
         (["topics", "--entity-name", "nope", "--alter", "--add-config", "retention.ms=1"], "does not exist"),
         (["topics", "--entity-default", "--describe"], "--entity-default is for"),
-        (["brokers", "--entity-name", "1", "--alter", "--add-config", "num.partitions=3"], "dynamic broker configs"),
+        (["brokers", "--entity-name", "1", "--alter", "--add-config", "num.partitions=3"], "Cannot update these configs dynamically"),
         (["brokers", "--entity-name", "x", "--describe"], "non-negative id"),
         (["brokers", "--entity-name", "1", "--alter", "--add-config", "follower.replication.throttled.rate=-1"],
          "positive number"),

@@ -43,3 +43,23 @@ def test_empty_log(open_log):
     lg = open_log()
     assert lg.offset_for_timestamp(0) is None
     assert lg.offset_of_max_timestamp() is None
+
+
+def test_log_append_time_stamps_the_batch_with_the_leaders_clock(open_log):
+    """LogAppendTime: the stored batch carries the leader's clock as its max timestamp and
+    the timestamp-type bit, with a CRC that still checks; the time index and the append
+    answer use that time; a CreateTime log keeps the producer's."""
+    from praha.log.batch import TIMESTAMP_TYPE_MASK, iter_batches, validate
+
+    lg = open_log(config=LogConfig(timestamp_type="LogAppendTime", file_delete_delay_ms=0))
+    info = lg.append_as_leader(make_batch(3, ts=1_000), 0, now_ms=50_000)
+    assert (info.max_timestamp, info.log_append_time) == (50_000, 50_000)
+    stored = bytes(lg.read(0, 1 << 20).data)
+    validate(stored, strict=True)  # the CRC was computed again
+    [h] = list(iter_batches(stored))
+    assert h.attributes & TIMESTAMP_TYPE_MASK and h.max_timestamp == 50_000
+    assert lg.offset_for_timestamp(40_000) == (0, 50_000)
+
+    plain = open_log("plain-0", config=LogConfig(file_delete_delay_ms=0))
+    info = plain.append_as_leader(make_batch(3, ts=1_000), 0, now_ms=50_000)
+    assert (info.max_timestamp, info.log_append_time) == (1_002, -1)

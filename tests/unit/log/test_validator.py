@@ -100,3 +100,14 @@ def test_a_refused_batch_appends_nothing(tmp_path):
         assert lg.log_end_offset == 3
     finally:
         lg.close()
+
+
+def test_every_keyless_record_of_a_compacted_batch_is_named():
+    """KIP-467: each bad record of the batch, with its index and why, not just the first."""
+    keys = [b"a", None, b"b", None]
+    batch = forge_batch(b"".join(record(k, b"v", i) for i, k in enumerate(keys)), record_count=4)
+    with pytest.raises(InvalidRecordError) as e:
+        check(batch, RecordRules(compact=True))
+    why = "Compacted topic cannot accept message without key"
+    assert e.value.record_errors == [(1, why), (3, why)]
+    assert e.value.code == ErrorCode.INVALID_RECORD and "2 records" in str(e.value)
