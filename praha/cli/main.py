@@ -126,7 +126,9 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     elif args.zookeeper:
         from praha.admin.status import cluster_status
 
-        status = cluster_status(args.zookeeper)
+        from praha.cli.options import zk_auth_of
+
+        status = cluster_status(args.zookeeper, auth=zk_auth_of(args))
     else:
         from praha.cluster.local import LocalCluster
 
@@ -149,6 +151,11 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 def print_status(status: dict[str, Any]) -> None:
     c = status["controller"]
     print(f"zookeeper: {status['zookeeper']}   controller: broker {c['id']} (epoch {c['epoch']})")
+    zs = status.get("zookeeper_security")
+    if zs:
+        tree = "znodes ACL-protected" if zs["acl_protected"] else "znodes OPEN to anyone: " + ", ".join(zs["open_paths"])
+        print(f"zookeeper access: {'authenticated (' + zs['authentication'] + ')' if zs['authenticated'] else 'unauthenticated'}"
+              f", {'encrypted (TLS)' if zs['encrypted'] else 'unencrypted'}, {tree}")
     procs = status.get("processes", {})
     print(f"{'BROKER':>6}  {'ADDRESS':<22} {'EPOCH':>12}  {'PID':>8}  ROLE")
     live = {b["id"] for b in status["brokers"]}
