@@ -125,7 +125,6 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
         status = status_via_bootstrap(args.bootstrap_server)
     elif args.zookeeper:
         from praha.admin.status import cluster_status
-
         from praha.cli.options import zk_auth_of
 
         status = cluster_status(args.zookeeper, auth=zk_auth_of(args))
@@ -239,11 +238,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list[Callable[[Any], None]]:
     """The other modules' subcommands (topics, reassign, configs, groups, transactions,
-    produce/consume, chaos, analyze, acls), imported when the parser is built: they import this module for its helpers."""
-    from praha.cli import acls, admin_tools, analyze, chaos, data, groups, records_tools, topics, transactions
+    produce/consume, chaos, analyze, acls, zookeeper-security-migration), imported when the parser is built: they import this module for its helpers."""
+    from praha.cli import (
+        acls,
+        admin_tools,
+        analyze,
+        chaos,
+        data,
+        groups,
+        records_tools,
+        topics,
+        transactions,
+        zk_security,
+    )
 
     return [topics.register, admin_tools.register, records_tools.register, groups.register, transactions.register,
-            chaos.register, analyze.register, data.register, acls.register]
+            chaos.register, analyze.register, data.register, acls.register, zk_security.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

@@ -184,7 +184,7 @@ class LocalCluster:
             progress("starting embedded ZooKeeper")
             zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000,
                                    security=material[0].zk_server_security() if material else None)
-            zk.start()
+            zk.start(max(30.0, timeout))
             state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
             if zk.pid:
                 self._remember(zk.pid)
@@ -203,7 +203,8 @@ class LocalCluster:
             setup, ca = material
             ids = list(range(1, brokers + 1))
             internal = dict(zip(ids, free_ports(brokers)))
-            secure_settings = prepare(setup, ca, state.zookeeper, ids, internal, {b: ports[2 * b - 2] for b in ids})
+            secure_settings = prepare(setup, ca, state.zookeeper, ids, internal, {b: ports[2 * b - 2] for b in ids},
+                                      own_root=state.zookeeper_embedded or "/" in state.zookeeper)
             state.security_dir = str(setup.directory)
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "

@@ -35,7 +35,7 @@ from praha.security.zk_client import (
     read_properties,
     zk_auth_for_tool,
 )
-from praha.zk.auth import ZkAuth
+from praha.zk.auth import ZkAuth, secure_acl
 from praha.zk.server import ZkServerSecurity
 from praha.zk.store import ZkStore
 
@@ -123,12 +123,15 @@ def make_material(directory: Path, broker_ids: list[int],
 
 
 def prepare(setup: SecureSetup, ca: CertificateAuthority, zookeeper: str, broker_ids: list[int],
-            internal_ports: dict[int, int], client_ports: dict[int, int]) -> dict[int, dict[str, str]]:
-    """Once ZooKeeper serves: the admin credential in ZooKeeper, each broker's settings."""
+            internal_ports: dict[int, int], client_ports: dict[int, int], own_root: bool) -> dict[int, dict[str, str]]:
+    """Once ZooKeeper serves: its root protected (`own_root`: the embedded server's, or our
+    chroot), the admin credential in ZooKeeper, each broker's settings."""
     directory = setup.directory
     store = ZkStore(zookeeper, auth=setup.zk_auth()).start()
     try:
         store.ensure_persistent_paths()
+        if own_root:  # else anyone could create a missing top-level znode (`/controller` between two controllers)
+            store.set_acls_bulk([("/", secure_acl("/"))])
         alter_credentials(store, ADMIN_USER, {MECHANISM: ScramCredential.from_password(
             MECHANISM, setup.admin_password, 8192)}, [])
     finally:

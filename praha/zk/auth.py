@@ -102,9 +102,6 @@ class ZkAuth:
         """The ACL a znode created at `path` gets (None: kazoo's open default)."""
         return secure_acl(path) if self.set_acl else None
 
-    def private_acl(self) -> list[Any] | None:
-        return CREATOR_ALL_ACL if self.set_acl else None
-
     def kazoo_client(self, **kw: Any) -> KazooClient:
         """A kazoo client that authenticates as this identity, over TLS if asked, and creates
         every znode with `acl_for(path)`."""

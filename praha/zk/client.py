@@ -191,9 +191,11 @@ class ZooKeeperClient:
         if not self.auth.sasl_user:
             return
         try:
-            client.exists("/")
-        except KazooException:
-            pass
+            client.exists("/")  # sent after the SASL exchange, on the same connection
+        except KazooException:  # the state may follow the failed request by a moment
+            deadline = time.monotonic() + 5
+            while client.client_state != KeeperState.AUTH_FAILED and time.monotonic() < deadline:
+                time.sleep(0.02)
         if client.client_state == KeeperState.AUTH_FAILED:
             self._client = None
             client.stop()
@@ -271,12 +273,17 @@ class ZooKeeperClient:
     def connected(self) -> bool:
         return self._connected.is_set()
 
-    def restrict(self, path: str) -> None:
-        """Only our identity may read `path` (Kafka's sensitive paths: SCRAM credentials);
-        nothing to do without ACLs."""
-        acl = self.auth.private_acl()
-        if acl:
-            self.client.set_acls(path, acl)
+    def set_acls_bulk(self, items: Sequence[tuple[str, list[Any]]]) -> int:
+        """Set each path's ACL (pipelined); paths gone meanwhile are skipped. Returns how many were set."""
+        client = self.client
+        done = 0
+        for (path, _), r in zip(items, self._pipelined(items, lambda item: client.set_acls_async(*item))):
+            if isinstance(r, BaseException):
+                if isinstance(r, NoNodeError):
+                    continue
+                raise self._wrap(r, f"set ACL of {path}")
+            done += 1
+        return done
 
     def ensure_paths(self, paths: Iterable[str]) -> None:
         """Create each path and its ancestors if missing (pipelined, parents first: ZooKeeper
