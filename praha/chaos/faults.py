@@ -226,50 +226,24 @@ class FaultInjector:
     def _do_forged_zk_write(self, server: int, plan: PlannedFault, rec: FaultRecord) -> None:
         """Every write must fail with NoAuth; one that succeeds is a violation, undone with the
         brokers' identity so that the campaign goes on against the cluster it started."""
-        from kazoo.client import KazooClient
-        from kazoo.exceptions import NoAuthError
+        from praha.testing.forged_zk import REFUSED, outsider, try_forged_writes
 
         env = self.env
         topic = next(iter(sorted(env.store.get_all_topics())), "absent")
-        forged = f"forged-{plan.index}"
-        attempts: dict[str, tuple[Callable[[KazooClient], Any], str | None]] = {
-            "create topic": (lambda k: k.create(f"/brokers/topics/{forged}", b'{"version":1,"partitions":{"0":[1]}}'),
-                             f"/brokers/topics/{forged}"),
-            "queue deletion": (lambda k: k.create(f"/admin/delete_topics/{topic}"), f"/admin/delete_topics/{topic}"),
-            "queue reassignment": (lambda k: k.create("/admin/reassign_partitions", b'{"version":1,"partitions":[]}'),
-                                   "/admin/reassign_partitions"),
-            "grant ACL": (lambda k: k.create(f"/kafka-acl/Topic/{forged}", b'{"version":1,"acls":[]}'),
-                          f"/kafka-acl/Topic/{forged}"),
-            "add SCRAM user": (lambda k: k.create(f"/config/users/{forged}", b'{"version":1,"config":{}}'),
-                               f"/config/users/{forged}"),
-            "claim controller": (lambda k: k.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}',
-                                                    ephemeral=True), None),
-            "bump controller epoch": (lambda k: k.set("/controller_epoch", b"2147483646"), None),
-            "rewrite topic": (lambda k: k.set(f"/brokers/topics/{topic}", b"{}"), None),
-        }
         host, port = env.zk_addresses()[server]
-        k = KazooClient(hosts=f"{host}:{port}", timeout=10)
-        k.start(15)
-        refused, answers = 0, {}
+        k = outsider(f"{host}:{port}")
         try:
-            for what, (write, created) in attempts.items():
-                try:
-                    write(k)
-                    answers[what] = "ACCEPTED"
-                    self.timeline.violate("forged_zk_write_accepted",
-                                          f"an unauthenticated ZooKeeper client could {what}", zk_server=server)
-                    if created is not None:
-                        env.store.delete_recursive([created])
-                except NoAuthError:
-                    refused += 1
-                    answers[what] = "NoAuth"
-                except Exception as e:  # noqa: BLE001 - NoNode etc.: not NoAuth, so the tree let it through
-                    answers[what] = type(e).__name__
-                    self.timeline.violate("forged_zk_write_accepted",
-                                          f"{what}: {type(e).__name__} where NoAuth was due", zk_server=server)
+            answers, created = try_forged_writes(k, topic, f"forged-{plan.index}")
         finally:
             k.stop()
             k.close()
+        if created:
+            env.store.delete_recursive(created)
+        for what, answer in answers.items():
+            if answer != REFUSED:
+                self.timeline.violate("forged_zk_write_accepted", f"an unauthenticated ZooKeeper client tried to "
+                                      f"{what}: {answer} where NoAuth was due", zk_server=server)
+        refused = sum(a == REFUSED for a in answers.values())
         rec.details.update({"refused": refused, "answers": answers})
         time.sleep(plan.hold_s)
 

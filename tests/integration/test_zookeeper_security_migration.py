@@ -13,12 +13,12 @@ import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from praha.cluster.local import LocalCluster
 from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.forged_zk import REFUSED, outsider, try_forged_writes
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.auth import ENVIRONMENT_VARIABLE, ZkAuth
 from praha.zk.store import ZkStore
@@ -44,30 +44,15 @@ def _rolling_restart(cluster: LocalCluster, settings: dict[str, str], topic: str
                      120, 0.5, f"{topic} fully in sync after broker {bid} restarted")
 
 
-def _outsider_writes(connect: str, topic: str) -> list[str]:
-    """The writes an unauthenticated client managed (each one is a way to take the cluster over)."""
-    k = KazooClient(hosts=connect)
-    k.start(15)
-    allowed = []
+def _outsider_writes(connect: str, topic: str) -> dict[str, str]:
+    """What an unauthenticated client managed of the writes that would take the cluster over."""
+    k = outsider(connect)
     try:
-        for what, write in {
-            "create /brokers/topics/x": lambda: k.create("/brokers/topics/x", b'{"partitions":{"0":[1]}}'),
-            f"create /admin/delete_topics/{topic}": lambda: k.create(f"/admin/delete_topics/{topic}"),
-            "create /admin/reassign_partitions": lambda: k.create("/admin/reassign_partitions", b"{}"),
-            "create /kafka-acl/Topic/x": lambda: k.create("/kafka-acl/Topic/x", b"{}", makepath=True),
-            "create /config/users/x": lambda: k.create("/config/users/x", b"{}", makepath=True),
-            "set /controller_epoch": lambda: k.set("/controller_epoch", b"999"),
-            "set /brokers/ids/1": lambda: k.set("/brokers/ids/1", b"{}"),
-        }.items():
-            try:
-                write()
-                allowed.append(what)
-            except NoAuthError:
-                pass
+        answers, _ = try_forged_writes(k, topic, "x")
     finally:
         k.stop()
         k.close()
-    return allowed
+    return {what: answer for what, answer in answers.items() if answer != REFUSED}
 
 
 @pytest.fixture
@@ -94,16 +79,15 @@ def test_migration_secures_an_existing_tree_and_opens_it_again(chroot, tmp_path,
         rc, out, _ = cli("cluster", "status", "--zookeeper", chroot)
         assert "znodes ACL-protected" in out
         monkeypatch.delenv(ENVIRONMENT_VARIABLE)
-        assert _outsider_writes(chroot, "old") == []
-        outsider = KazooClient(hosts=chroot)
-        outsider.start(15)
+        assert _outsider_writes(chroot, "old") == {}
+        reader = outsider(chroot)
         try:
-            assert outsider.get("/brokers/topics/old")[0]
+            assert reader.get("/brokers/topics/old")[0]
             with pytest.raises(NoAuthError):
-                outsider.get("/config/users/u")  # created open, made private by the migration
+                reader.get("/config/users/u")  # created open, made private by the migration
         finally:
-            outsider.stop()
-            outsider.close()
+            reader.stop()
+            reader.close()
         # the brokers still run the cluster on the secured tree
         rc, _, err = cli("topics", "create", "--topic", "new", "--partitions", "1", "--replication-factor", "1",
                          "--dir", cluster.root, "--zk-tls-config-file", _digest_file(tmp_path))
@@ -183,7 +167,7 @@ def test_a_running_cluster_is_secured_by_a_rolling_restart_without_losing_a_reco
             stop.set()
             for t in threads:
                 t.join(180)
-        assert _outsider_writes(chroot, "load") == []
+        assert _outsider_writes(chroot, "load") == {}
         # every acknowledged record is there, read from the beginning of each partition
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": "migration-check", "enable.auto.commit": False})
         c.assign([TopicPartition("load", p, OFFSET_BEGINNING) for p in range(3)])
