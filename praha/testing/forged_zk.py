@@ -16,7 +16,8 @@ REFUSED = "NoAuth"
 
 
 def forged_writes(topic: str, tag: str) -> dict[str, tuple[Callable[[KazooClient], Any], str | None]]:
-    """What → (the write, the znode it creates or None); `topic` an existing topic, `tag` a fresh name."""
+    """What → (the write, the znode it creates or None); `topic` an existing topic, `tag` a fresh
+    name. Creates under a parent that may be missing make it first: NoAuth at whichever level."""
     return {
         "create a topic": (lambda k: k.create(f"/brokers/topics/{tag}", b'{"version":1,"partitions":{"0":[1]}}'),
                            f"/brokers/topics/{tag}"),
@@ -24,9 +25,11 @@ def forged_writes(topic: str, tag: str) -> dict[str, tuple[Callable[[KazooClient
                                    f"/admin/delete_topics/{topic}"),
         "queue a reassignment": (lambda k: k.create("/admin/reassign_partitions", b'{"version":1,"partitions":[]}'),
                                  "/admin/reassign_partitions"),
-        "grant an ACL": (lambda k: k.create(f"/kafka-acl/Topic/{tag}", b'{"version":1,"acls":[]}'),
+        "grant an ACL": (lambda k: k.create(f"/kafka-acl/Topic/{tag}", b'{"version":1,"acls":[]}',
+                                                  makepath=True),
                          f"/kafka-acl/Topic/{tag}"),
-        "add a SCRAM user": (lambda k: k.create(f"/config/users/{tag}", b'{"version":1,"config":{}}'),
+        "add a SCRAM user": (lambda k: k.create(f"/config/users/{tag}", b'{"version":1,"config":{}}',
+                                                      makepath=True),
                              f"/config/users/{tag}"),
         "claim the controller seat": (lambda k: k.create("/controller", b'{"version":1,"brokerid":99,"timestamp":"0"}',
                                                          ephemeral=True), None),

@@ -186,22 +186,24 @@ class ZooKeeperClient:
         return self
 
     def _check_authenticated(self, client: KazooClient) -> None:
-        """A refused SASL login closes the connection after `start` returned: one round trip
-        shows it, and it is reported as what it is rather than as a lost connection."""
+        """Until the SASL login's outcome is known: kazoo reports the session connected before
+        the exchange, and a refused login closes the connection some time later (requests may
+        even be answered meanwhile). Success is the exchange completed with the server's proof
+        (pure-sasl then disposes of the password); refusal is kazoo's AUTH_FAILED, then CLOSED."""
         if not self.auth.sasl_user:
             return
-        try:
-            client.exists("/")  # sent after the SASL exchange, on the same connection
-        except KazooException:  # the state may follow the failed request by a moment
-            deadline = time.monotonic() + 5
-            while client.client_state != KeeperState.AUTH_FAILED and time.monotonic() < deadline:
-                time.sleep(0.02)
-        if client.client_state == KeeperState.AUTH_FAILED:
-            self._client = None
-            client.stop()
-            client.close()
-            raise ZkAuthenticationError(
-                f"ZooKeeper at {self.connect} refused the SASL login of {self.auth.sasl_user!r} (wrong secret?)")
+        deadline = time.monotonic() + self.request_timeout
+        while time.monotonic() < deadline:
+            mechanism = getattr(getattr(client, "sasl_cli", None), "_chosen_mech", None)
+            if mechanism is not None and mechanism.complete and getattr(mechanism, "password", "") is None:
+                return
+            if client.client_state in (KeeperState.AUTH_FAILED, KeeperState.CLOSED):
+                self._client = None
+                client.stop()
+                client.close()
+                raise ZkAuthenticationError(f"ZooKeeper at {self.connect} refused the SASL login of "
+                                            f"{self.auth.sasl_user!r} (wrong secret?)")
+            time.sleep(0.02)
 
     def _new_client(self, hosts: str) -> KazooClient:
         # Fast reconnect: kazoo's default backoff grows to a minute; a broker must be back
