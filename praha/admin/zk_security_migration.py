@@ -9,7 +9,7 @@ sensitive roots. `unsecure`: `world:anyone` ALL everywhere again.
 Walk: level by level (children of a whole level read in bulk), then the ACLs of that level
 set pipelined; a znode that vanishes meanwhile is skipped, and one created meanwhile by a
 broker that already runs with `zookeeper.set.acl=true` already has its ACL. That is why the
-order is: rolling restart of the brokers with their ZooKeeper identity and
+order is: a rolling restart of the brokers with their ZooKeeper identity, a second one with
 `zookeeper.set.acl=true`, then this command (docs/security.md).
 """
 from __future__ import annotations

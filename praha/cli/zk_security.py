@@ -12,8 +12,8 @@ def register(sub: Any) -> None:
         "zookeeper-security-migration", formatter_class=argparse.RawDescriptionHelpFormatter,
         help="set Kafka's ACLs on an existing ZooKeeper tree, or remove them (as Kafka's tool)",
         description="Sets (secure) or removes (unsecure) the ACLs of every znode Kafka protects. Run it as the "
-                    "brokers' ZooKeeper identity, after a rolling restart of the brokers with that identity and "
-                    "zookeeper.set.acl=true (secure), or before one without (unsecure); see docs/security.md.")
+                    "brokers' ZooKeeper identity, after rolling restarts of the brokers with that identity, then "
+                    "with zookeeper.set.acl=true (secure), or before ones without (unsecure); see docs/security.md.")
     p.add_argument("--zookeeper.acl", dest="acl", required=True, choices=["secure", "unsecure"],
                    help="secure: creator-only write, world-readable except credentials; unsecure: open to anyone")
     p.add_argument("--zookeeper.connect", dest="zookeeper", type=_host_port, metavar="HOST:PORT",
