@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import Permissions
 
 from praha.common import TopicPartition
@@ -69,7 +69,7 @@ def zookeeper_security(store: ZkStore) -> dict[str, Any]:
     for path in (*SECURE_ROOTS, *SENSITIVE_ROOTS):
         try:
             acls = store.client.get_acls(path)[0]
-        except NoNodeError:
+        except (NoNodeError, NoAuthError):  # NoAuth: not even READ for us, so not for anyone either
             continue
         world = sum(a.perms for a in acls if a.id.scheme == "world")
         if world & ~Permissions.READ or (sensitive_path(path) and world & Permissions.READ):

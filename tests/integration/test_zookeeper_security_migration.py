@@ -177,9 +177,8 @@ def test_a_running_cluster_is_secured_by_a_rolling_restart_without_losing_a_reco
         seen: set[bytes] = set()
         errors: list[str] = []
         try:
-            for _ in range(3000):  # bounded
-                m = c.poll(0.5)
-                if m is not None:
+            for _ in range(600):  # bounded: up to 600 batches of 1000
+                for m in c.consume(1000, 0.5):
                     if m.error() is None:
                         seen.add(m.value())
                     else:
