@@ -4,12 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry test-zk-security bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv and run the test suite"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
+	@echo "make test-zk-security  the slow ZooKeeper-security tests (rolling migration under load, forged writes)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
@@ -63,6 +64,11 @@ test-kafka-tools: $(STAMP)
 test-registry: $(STAMP) $(QUIX_STAMP)
 	$(PY) -m pytest -q tests/unit/test_registry_rules.py tests/unit/test_registry_state.py \
 	  tests/integration/test_schema_registry.py tests/integration/test_schema_registry_secure.py
+
+# ZooKeeper security's slow tests: a running 3-broker cluster secured by a rolling restart under
+# load (nothing lost), and a chaos campaign of forged ZooKeeper writes (docs/security.md)
+test-zk-security: $(STAMP)
+	$(PY) -m pytest -q -m slow tests/integration/test_zookeeper_security_migration.py tests/chaos/test_chaos_secure_zookeeper.py
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover

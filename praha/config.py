@@ -162,6 +162,19 @@ class BrokerConfig:
     zookeeper_set_acl: bool = _option("zookeeper.set.acl", False, _bool)
     zookeeper_digest: str = _option("praha.zookeeper.digest", "", _str,
                                     doc="user:password the broker authenticates to ZooKeeper with (digest scheme)")
+    # ZooKeeper client security (Kafka's names; praha reads PEM stores only; docs/security.md)
+    java_security_auth_login_config: str = _option(
+        "java.security.auth.login.config", "", _str,
+        doc="JAAS file whose Client section (DIGEST-MD5) logs the broker in to ZooKeeper (else KAFKA_OPTS -D...)")
+    zookeeper_sasl_clientconfig: str = _option("zookeeper.sasl.clientconfig", "Client", _str)
+    zookeeper_ssl_client_enable: bool = _option("zookeeper.ssl.client.enable", False, _bool)
+    zookeeper_client_cnxn_socket: str = _option("zookeeper.clientCnxnSocket", "", _str)
+    zookeeper_ssl_keystore_location: str = _option("zookeeper.ssl.keystore.location", "", _str)
+    zookeeper_ssl_keystore_type: str = _option("zookeeper.ssl.keystore.type", "PEM", _str)
+    zookeeper_ssl_truststore_location: str = _option("zookeeper.ssl.truststore.location", "", _str)
+    zookeeper_ssl_truststore_type: str = _option("zookeeper.ssl.truststore.type", "PEM", _str)
+    zookeeper_ssl_endpoint_identification_algorithm: str = _option(
+        "zookeeper.ssl.endpoint.identification.algorithm", "HTTPS", _str)
     broker_rack: str = _option("broker.rack", "", _str)
     controlled_shutdown_enable: bool = _option("controlled.shutdown.enable", True, _bool)
     controlled_shutdown_max_retries: int = _option("controlled.shutdown.max.retries", 3, _int, 0)
@@ -372,9 +385,8 @@ class BrokerConfig:
         if self.inter_broker_listener not in advertised:
             raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} must be one of the "
                               f"advertised listeners ({', '.join(sorted(advertised))})")
-        if self.zookeeper_set_acl and ":" not in self.zookeeper_digest:
-            raise ConfigError("zookeeper.set.acl=true needs praha.zookeeper.digest=user:password (the brokers' "
-                              "ZooKeeper identity)")
+        if self.zookeeper_digest and ":" not in self.zookeeper_digest:
+            raise ConfigError("praha.zookeeper.digest: expected user:password (the brokers' ZooKeeper identity)")
         if self.authorizer_class_name not in ACL_AUTHORIZERS + ("",):
             raise ConfigError(f"authorizer.class.name: praha's authoriser is {ACL_AUTHORIZERS[0]}, "
                               f"not {self.authorizer_class_name!r}")

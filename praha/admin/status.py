@@ -8,14 +8,18 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.security import Permissions
+
 from praha.common import TopicPartition
 from praha.errors import ZNodeDecodeError
+from praha.zk.auth import SECURE_ROOTS, SENSITIVE_ROOTS, ZkAuth, sensitive_path
 from praha.zk.store import ZkStore
 
 
 @contextlib.contextmanager
-def zk_session(connect: str, timeout_ms: int = 10000) -> Iterator[ZkStore]:
-    store = ZkStore(connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms)
+def zk_session(connect: str, timeout_ms: int = 10000, auth: ZkAuth | None = None) -> Iterator[ZkStore]:
+    store = ZkStore(connect, session_timeout_ms=timeout_ms, connection_timeout_ms=timeout_ms, auth=auth)
     store.start()
     try:
         yield store
@@ -23,9 +27,10 @@ def zk_session(connect: str, timeout_ms: int = 10000) -> Iterator[ZkStore]:
         store.stop()
 
 
-def cluster_status(connect: str, include_topics: bool = True, store: ZkStore | None = None) -> dict[str, Any]:
+def cluster_status(connect: str, include_topics: bool = True, store: ZkStore | None = None,
+                   auth: ZkAuth | None = None) -> dict[str, Any]:
     if store is None:
-        with zk_session(connect) as s:
+        with zk_session(connect, auth=auth) as s:
             return cluster_status(connect, include_topics, s)
     problems: list[str] = []
     try:
@@ -42,6 +47,7 @@ def cluster_status(connect: str, include_topics: bool = True, store: ZkStore | N
     problems.extend(str(e) for e in corrupt.values())
     out: dict[str, Any] = {
         "zookeeper": connect,
+        "zookeeper_security": zookeeper_security(store),
         "controller": {"id": -1 if cid is None else cid, "epoch": -1 if epoch is None else epoch[0]},
         "brokers": [
             {"id": b.id, "epoch": b.epoch, "host": b.host, "port": b.port, "rack": b.rack}
@@ -52,6 +58,25 @@ def cluster_status(connect: str, include_topics: bool = True, store: ZkStore | N
         out["topics"] = topics_status(store, set(brokers), problems)
     if problems:
         out["problems"] = problems
+    return out
+
+
+def zookeeper_security(store: ZkStore) -> dict[str, Any]:
+    """How we reach ZooKeeper, and whether the tree is protected: the roots Kafka secures
+    that anyone may change (world write, create or delete), and sensitive ones anyone may read."""
+    out = store.auth.describe()
+    open_paths = []
+    for path in (*SECURE_ROOTS, *SENSITIVE_ROOTS):
+        try:
+            acls = store.client.get_acls(path)[0]
+        except (NoNodeError, NoAuthError):  # NoAuth: not even READ for us, so not for anyone either
+            continue
+        world = sum(a.perms for a in acls if a.id.scheme == "world")
+        if world & ~Permissions.READ or (sensitive_path(path) and world & Permissions.READ):
+            open_paths.append(path)
+    out["acl_protected"] = not open_paths
+    if open_paths:
+        out["open_paths"] = open_paths
     return out
 
 

@@ -62,8 +62,8 @@ from praha.security.acl import CLUSTER_NAME, AclOperation, AuthorizerConfig, Res
 from praha.security.acl_store import AclCache
 from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
+from praha.security.zk_client import open_zookeeper_warning, zk_auth_from_properties
 from praha.statelog import StateChangeLog
-from praha.zk.auth import ZkAuth
 from praha.zk.quota_entities import entity_from_path, quota_values
 from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
 from praha.zk.store import ZkStore
@@ -153,8 +153,11 @@ class BrokerServer:
             cfg.zookeeper_connect,
             session_timeout_ms=cfg.zookeeper_session_timeout_ms,
             connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
-            auth=ZkAuth(cfg.zookeeper_digest, cfg.zookeeper_set_acl),
+            auth=zk_auth_from_properties(cfg.all_values()),
         )
+        warning = open_zookeeper_warning([e.security_protocol for e in cfg.endpoints], self.store.auth)
+        if warning:
+            log.warning("broker %d: %s", cfg.broker_id, warning)
         self.store.start()
         self.store.ensure_persistent_paths()
         self.cluster_id = self.store.get_or_create_cluster_id()

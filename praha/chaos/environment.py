@@ -11,15 +11,18 @@ brokers are resumed first, and `close()` is safe to call twice.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from praha.admin.zk_security_migration import AclMode, migrate
 from praha.chaos.config import CampaignConfig
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.errors import PrahaError
 from praha.testing import disks
 from praha.testing.proxy import TcpProxy
+from praha.zk.auth import ZkAuth
 from praha.zk.server import EmbeddedZooKeeper, ZooKeeperEnsemble
 from praha.zk.store import ZkStore
 
@@ -58,6 +61,8 @@ class ChaosEnvironment:
         self.ensemble: ZooKeeperEnsemble | None = None
         self.proxies: dict[int, list[TcpProxy]] = {}
         self.cluster = LocalCluster(root / "cluster")
+        #: the brokers' and the harness's ZooKeeper identity (secure_zookeeper), else the default
+        self.zk_auth = ZkAuth(f"praha:{secrets.token_urlsafe(12)}", True) if cfg.secure_zookeeper else None
         self._store: ZkStore | None = None
         self.paused: set[int] = set()
         self.zk_members_down: set[int] = set()
@@ -104,9 +109,15 @@ class ChaosEnvironment:
             for bid in per_broker:
                 disk = self.disks[bid] = disks.TinyDisk(self.root / "disks" / f"broker-{bid}", DISK_MB).mount()
                 per_broker[bid]["log.dirs"] = f"{self.cluster.root / f'broker-{bid}' / 'data'},{disk.path}"
-        self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=broker_overrides(cfg),
-                        per_broker=per_broker, timeout=120)
-        self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000).start()
+        overrides = broker_overrides(cfg)
+        if self.zk_auth is not None:
+            overrides |= {"zookeeper.set.acl": "true", "praha.zookeeper.digest": self.zk_auth.digest}
+        self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=overrides, per_broker=per_broker,
+                        timeout=120)
+        self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000,
+                              auth=self.zk_auth).start()
+        if cfg.secure_zookeeper:  # what the brokers created before the first ACL'd write, and the root
+            migrate(self._store, AclMode.SECURE)
 
     # ------------------------------------------------------------------ queries
     def brokers(self) -> dict[int, BrokerProcess]:

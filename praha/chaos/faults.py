@@ -29,6 +29,11 @@ Kinds (see docs/reliability.md for what each one exercises):
   coordinator_kill   `kill`, aimed at the group's coordinator: the broker FindCoordinator
                      names (the leader of the group's __consumer_offsets partition)
   zk_member_kill     SIGKILL one server of the ZooKeeper ensemble, restart it
+  forged_zk_write    (secure_zookeeper campaigns) an unauthenticated client straight to a
+                     ZooKeeper server tries what would take the cluster over: create a topic,
+                     queue a deletion and a reassignment, grant itself an ACL and a SCRAM user,
+                     claim `/controller`, bump `/controller_epoch`, rewrite a topic; each must be
+                     refused with NoAuth (`forged_zk_write_accepted` otherwise, undone at once)
   full_disk          fill the broker's second log dir (a small tmpfs of its own) to the last
                      byte: its next write there fails with ENOSPC, the dir goes offline, its
                      replicas move (the controller's log-dir event flow) while its other dir
@@ -60,7 +65,8 @@ BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "cont
 
 
 def target_label(kind: str) -> str:
-    return {"zk_member_kill": "zk server", "member_kill": "group member"}.get(kind, "broker")
+    return {"zk_member_kill": "zk server", "forged_zk_write": "zk server", "member_kill": "group member"}.get(
+        kind, "broker")
 
 #: a controller id no broker has: what a forger claims to be
 FORGED_CONTROLLER_ID = 99
@@ -117,6 +123,8 @@ class FaultInjector:
             if env.ensemble is None:
                 return None
             return resolve(plan.pick, range(len(env.ensemble.servers)))
+        if plan.kind == "forged_zk_write":
+            return resolve(plan.pick, range(len(env.zk_addresses())))
         if plan.kind == "member_kill":
             return resolve(plan.pick, self.group.running_slots()) if self.group is not None else None
         running = [b for b in env.brokers() if env.running(b) and b not in env.paused]
@@ -213,6 +221,30 @@ class FaultInjector:
         refused, answers = self._probe_fence(live, requests_for, "forged_request_accepted",
                                              f"forged controller {FORGED_CONTROLLER_ID}", must_refuse=True)
         rec.details.update({"current_epoch": epoch, "refused": refused, "answers": answers})
+        time.sleep(plan.hold_s)
+
+    def _do_forged_zk_write(self, server: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        """Every write must fail with NoAuth; one that succeeds is a violation, undone with the
+        brokers' identity so that the campaign goes on against the cluster it started."""
+        from praha.testing.forged_zk import REFUSED, outsider, try_forged_writes
+
+        env = self.env
+        topic = next(iter(sorted(env.store.get_all_topics())), "absent")
+        host, port = env.zk_addresses()[server]
+        k = outsider(f"{host}:{port}")
+        try:
+            answers, created = try_forged_writes(k, topic, f"forged-{plan.index}")
+        finally:
+            k.stop()
+            k.close()
+        if created:
+            env.store.delete_recursive(created)
+        for what, answer in answers.items():
+            if answer != REFUSED:
+                self.timeline.violate("forged_zk_write_accepted", f"an unauthenticated ZooKeeper client tried to "
+                                      f"{what}: {answer} where NoAuth was due", zk_server=server)
+        refused = sum(a == REFUSED for a in answers.values())
+        rec.details.update({"refused": refused, "answers": answers})
         time.sleep(plan.hold_s)
 
     def _probe_fence(self, live: dict[int, BrokerInfo], requests_for: Callable[[BrokerInfo], list[Any]],

@@ -38,7 +38,9 @@ def violation_json(v: Any) -> dict[str, Any]:
 def _default_kinds(cfg: dict[str, Any]) -> bool:
     from praha.chaos.config import CampaignConfig
 
-    return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"]).effective_kinds())
+    return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"],
+                                                     secure_zookeeper=cfg.get("secure_zookeeper", False)
+                                                     ).effective_kinds())
 
 
 def _gap(f: dict[str, Any]) -> str:

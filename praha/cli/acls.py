@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from praha.cli.options import CliError, add_cluster_options, zookeeper_of
+from praha.cli.options import CliError, add_cluster_options, zk_session_of
 from praha.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -93,7 +93,6 @@ def _print(bindings: list[AclBinding], verb: str) -> None:
 
 
 def cmd_acls(args: argparse.Namespace) -> int:
-    from praha.admin.status import zk_session
     from praha.security.acl_store import add_acls, load_all, remove_acls
 
     resource = _resource(args)
@@ -107,7 +106,7 @@ def cmd_acls(args: argparse.Namespace) -> int:
         if not entries:
             raise CliError("--add needs --allow-principal or --deny-principal")
         pattern = ResourcePattern(resource[0], resource[1], pattern_type)
-        with zk_session(zookeeper_of(args)) as store:
+        with zk_session_of(args) as store:
             add_acls(store, pattern, entries)
         _print([AclBinding(pattern, e) for e in entries], "Adding")
         return 0
@@ -116,7 +115,7 @@ def cmd_acls(args: argparse.Namespace) -> int:
         if resource is None:
             raise CliError("--remove needs a resource: --topic, --group, --transactional-id or --cluster")
         entries = _entries(args) if (args.allow_principal or args.deny_principal) else []
-        with zk_session(zookeeper_of(args)) as store:
+        with zk_session_of(args) as store:
             removed: list[AclBinding] = []
             filters = [AclFilter(rtype, name, pattern_type, e.principal, e.host, e.operation, e.permission)
                        for e in entries] or [AclFilter(rtype, name, pattern_type)]
@@ -124,7 +123,7 @@ def cmd_acls(args: argparse.Namespace) -> int:
                 removed += remove_acls(store, f)
         _print(removed, "Removed")
         return 0
-    with zk_session(zookeeper_of(args)) as store:
+    with zk_session_of(args) as store:
         bindings = load_all(store)
     f = AclFilter(rtype, name, pattern_type if resource is not None else PatternType.ANY, args.principal)
     _print([b for b in bindings if f.matches(b)], "Current")

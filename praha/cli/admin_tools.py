@@ -34,7 +34,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from praha.cli.options import CliError, add_cluster_options, zookeeper_of
+from praha.cli.options import CliError, add_cluster_options, zk_session_of
 
 if TYPE_CHECKING:
     from praha.admin.client_status import BrokerApis
@@ -164,9 +164,7 @@ def _read(path: Path, what: str) -> str:
 
 
 def _session(args: argparse.Namespace) -> "AbstractContextManager[ZkStore]":
-    from praha.admin.status import zk_session
-
-    return zk_session(zookeeper_of(args))
+    return zk_session_of(args)
 
 
 # ------------------------------------------------------------------------------ topics

@@ -47,6 +47,8 @@ def register(sub: Any) -> None:
     p.add_argument("--group-members", type=_positive, default=3,
                    help="member processes of the consumer group (default 3; 0: no group, no member/coordinator kills)")
     p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
+    p.add_argument("--secure-zookeeper", action="store_true",
+                   help="brokers log in to ZooKeeper with znode ACLs on (adds forged_zk_write faults)")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
 
@@ -60,6 +62,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
         session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
+        secure_zookeeper=args.secure_zookeeper,
     )
     try:
         cfg.validate()

@@ -134,8 +134,9 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
         status = status_via_bootstrap(args.bootstrap_server)
     elif args.zookeeper:
         from praha.admin.status import cluster_status
+        from praha.cli.options import zk_auth_of
 
-        status = cluster_status(args.zookeeper)
+        status = cluster_status(args.zookeeper, auth=zk_auth_of(args))
     else:
         from praha.cluster.local import LocalCluster
 
@@ -161,6 +162,11 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 def print_status(status: dict[str, Any]) -> None:
     c = status["controller"]
     print(f"zookeeper: {status['zookeeper']}   controller: broker {c['id']} (epoch {c['epoch']})")
+    zs = status.get("zookeeper_security")
+    if zs:
+        tree = "znodes ACL-protected" if zs["acl_protected"] else "znodes OPEN to anyone: " + ", ".join(zs["open_paths"])
+        print(f"zookeeper access: {'authenticated (' + zs['authentication'] + ')' if zs['authenticated'] else 'unauthenticated'}"
+              f", {'encrypted (TLS)' if zs['encrypted'] else 'unencrypted'}, {tree}")
     procs = status.get("processes", {})
     print(f"{'BROKER':>6}  {'ADDRESS':<22} {'EPOCH':>12}  {'PID':>8}  ROLE")
     live = {b["id"] for b in status["brokers"]}
@@ -246,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list[Callable[[Any], None]]:
     """The other modules' subcommands (topics, reassign, configs, groups, transactions,
-    produce/consume, chaos, analyze, acls), imported when the parser is built: they import this module for its helpers."""
+    produce/consume, chaos, analyze, acls, zookeeper-security-migration), imported when the parser is built: they import this module for its helpers."""
     from praha.cli import (
         acls,
         admin_tools,
@@ -259,11 +265,12 @@ def _extensions() -> list[Callable[[Any], None]]:
         schemas,
         topics,
         transactions,
+        zk_security,
     )
 
     return [topics.register, admin_tools.register, records_tools.register, groups.register, transactions.register,
             chaos.register, analyze.register, data.register, acls.register, schemas.register,
-            console.register]
+            console.register, zk_security.register]
 
 
 def _setup_logging(level: str, prefix: str = "praha") -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ from praha.errors import PrahaError
 
 if TYPE_CHECKING:
     from praha.protocol.client_security import ClientSecurity
+    from praha.zk.auth import ZkAuth
+    from praha.zk.store import ZkStore
 
 
 class CliError(PrahaError):
@@ -47,6 +50,10 @@ def add_cluster_options(p: argparse.ArgumentParser, bootstrap: bool = True) -> N
     g = p.add_argument_group("cluster to talk to (default: the local cluster in --dir)")
     g.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"local cluster directory (default {DEFAULT_DIR})")
     g.add_argument("--zookeeper", type=_host_port, metavar="HOST:PORT", help="ZooKeeper of any praha cluster")
+    g.add_argument("--zk-tls-config-file", type=Path, metavar="FILE",
+                   help="ZooKeeper client settings, Kafka's names (zookeeper.ssl.*, zookeeper.set.acl, "
+                        "java.security.auth.login.config); default: the local cluster's, else KAFKA_OPTS's JAAS "
+                        "file and PRAHA_ZOOKEEPER_DIGEST")
     if bootstrap:
         g.add_argument("--bootstrap-server", type=_host_port, metavar="HOST:PORT", help="any broker of the cluster")
 
@@ -58,6 +65,30 @@ def zookeeper_of(args: argparse.Namespace) -> str:
     from praha.cluster.local import LocalCluster
 
     return LocalCluster(args.dir).load().zookeeper
+
+
+def zk_auth_of(args: argparse.Namespace) -> "ZkAuth":
+    """How this command reaches ZooKeeper: --zk-tls-config-file, else a local secure
+    cluster's own settings (without --zookeeper), else the environment."""
+    from praha.security.zk_client import zk_auth_for_tool
+
+    given = getattr(args, "zk_tls_config_file", None)
+    if given is None and not getattr(args, "zookeeper", None) and getattr(args, "dir", None) is not None:
+        from praha.cluster.local import LocalCluster
+
+        cluster = LocalCluster(args.dir)
+        if cluster.exists():
+            auth = cluster.zk_auth(cluster.load())
+            if auth is not None:
+                return auth
+    return zk_auth_for_tool(given)
+
+
+def zk_session_of(args: argparse.Namespace) -> "AbstractContextManager[ZkStore]":
+    """A ZooKeeper session with the cluster the command names, authenticated as it says."""
+    from praha.admin.status import zk_session
+
+    return zk_session(zookeeper_of(args), auth=zk_auth_of(args))
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
@@ -81,9 +112,7 @@ def bootstrap_of(args: argparse.Namespace) -> str:
     if getattr(args, "bootstrap_server", None):
         return str(args.bootstrap_server)
     if getattr(args, "zookeeper", None):
-        from praha.admin.status import zk_session
-
-        with zk_session(args.zookeeper) as store:
+        with zk_session_of(args) as store:
             brokers, _ = store.get_live_brokers()
         if not brokers:
             raise CliError(f"no live brokers registered in ZooKeeper {args.zookeeper}")

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from praha.cli.options import CliError, _key_value, add_cluster_options, zookeeper_of
+from praha.cli.options import CliError, _key_value, add_cluster_options, zk_session_of
 from praha.topic_rules import is_internal_topic
 
 #: as kafka-topics: internal topics (__consumer_offsets) are shown unless excluded
@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from praha.admin.status import topics_status, zk_session
+    from praha.admin.status import topics_status
     from praha.errors import TopicExistsError
     from praha.topic_rules import parse_replica_assignment
     from praha.zk.admin_zk import create_topic
@@ -65,7 +65,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     for option, value in (("number of partitions", args.partitions), ("replication factor", args.replication_factor)):
         if value is not None and value < 1:  # the API's -1 ("broker default") is not a CLI value, as kafka-topics
             raise CliError(f"{option} must be larger than 0, got {value}")
-    with zk_session(zookeeper_of(args)) as store:
+    with zk_session_of(args) as store:
         try:
             plan = create_topic(store, args.topic, args.partitions, args.replication_factor,
                                 dict(args.config or []), assignment)
@@ -95,9 +95,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from praha.admin.status import zk_session
-
-    with zk_session(zookeeper_of(args)) as store:
+    with zk_session_of(args) as store:
         marked = set(store.get_topics_marked_for_deletion())
         for t in store.get_all_topics():
             if args.exclude_internal and is_internal_topic(t):
@@ -107,9 +105,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from praha.admin.status import topics_status, zk_session
+    from praha.admin.status import topics_status
 
-    with zk_session(zookeeper_of(args)) as store:
+    with zk_session_of(args) as store:
         brokers, _ = store.get_live_brokers()
         problems: list[str] = []
         topics = topics_status(store, set(brokers), problems)

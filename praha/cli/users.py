@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from praha.cli.options import CliError, zookeeper_of
+from praha.cli.options import CliError, zk_session_of
 from praha.protocol.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism
 from praha.security.credentials import alter_credentials, check_iterations, read_credentials
 
@@ -59,10 +59,8 @@ def parse_scram_configs(add: dict[str, str]) -> dict[ScramMechanism, ScramCreden
 
 def user_scram_configs(args: argparse.Namespace, user: str, add: dict[str, str], delete: list[str],
                        describe: bool = False) -> int:
-    from praha.admin.status import zk_session
-
     if describe:
-        with zk_session(zookeeper_of(args)) as store:
+        with zk_session_of(args) as store:
             creds = read_credentials(store, user)
         if creds:
             listed = ", ".join(f"{m.mechanism_name}=iterations={c.iterations}" for m, c in sorted(
@@ -71,7 +69,7 @@ def user_scram_configs(args: argparse.Namespace, user: str, add: dict[str, str],
         return 0
     upserts = parse_scram_configs(add)
     deletions = [_mechanism(k) for k in delete]
-    with zk_session(zookeeper_of(args)) as store:
+    with zk_session_of(args) as store:
         alter_credentials(store, user, upserts, deletions)
     print(f"Completed updating config for user {user}.")
     return 0

@@ -28,6 +28,7 @@ from typing import Any
 import psutil
 
 from praha.errors import PrahaError
+from praha.zk.auth import ZkAuth
 from praha.zk.server import EmbeddedZooKeeper
 
 DEFAULT_DIR = Path(os.environ.get("PRAHA_HOME", ".praha")) / "cluster"
@@ -179,12 +180,18 @@ class LocalCluster:
                     "run `praha cluster down` first or use another --dir"
                 )
         self.root.mkdir(parents=True, exist_ok=True)
+        material = None
+        if secure:
+            from praha.cluster.secure import make_material
+
+            material = make_material(self.root / "security", list(range(1, brokers + 1)), not zookeeper)
         if zookeeper:
             state = ClusterState(zookeeper=zookeeper, zookeeper_embedded=False)
         else:
             progress("starting embedded ZooKeeper")
-            zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000)
-            zk.start()
+            zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000,
+                                   security=material[0].zk_server_security() if material else None)
+            zk.start(max(30.0, timeout))
             state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
             if zk.pid:
                 self._remember(zk.pid)
@@ -197,17 +204,18 @@ class LocalCluster:
         offsets_defaults = {"offsets.topic.replication.factor": str(min(3, brokers)),
                             "transaction.state.log.replication.factor": str(min(3, brokers)),
                             "transaction.state.log.min.isr": str(min(2, brokers))}
-        if secure:
+        if material is not None:
             from praha.cluster.secure import prepare
 
+            setup, ca = material
             ids = list(range(1, brokers + 1))
             internal = dict(zip(ids, free_ports(brokers)))
-            setup, secure_settings = prepare(self.root / "security", state.zookeeper, ids, internal,
-                                             {b: ports[2 * b - 2] for b in ids})
+            secure_settings = prepare(setup, ca, state.zookeeper, ids, internal, {b: ports[2 * b - 2] for b in ids},
+                                      own_root=state.zookeeper_embedded or "/" in state.zookeeper)
             state.security_dir = str(setup.directory)
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "
-                     "ACLs on")
+                     "ACLs on; ZooKeeper: " + setup.zk_auth().summary())
         registry_ports = ports[2 * brokers:]
         scheme = "https" if secure else "http"
         for bid in range(1, brokers + 1):
@@ -239,6 +247,8 @@ class LocalCluster:
         }
         # overridden listeners name the broker's own port as {port} (several listeners per broker)
         props["listeners"] = props["listeners"].replace("{port}", str(b.port))
+        b.config_path.touch(mode=0o600)  # it may hold secrets (sasl.jaas.config, praha.zookeeper.digest)
+        b.config_path.chmod(0o600)
         b.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def _launch(self, state: ClusterState, b: BrokerProcess) -> None:
@@ -278,6 +288,14 @@ class LocalCluster:
             time.sleep(0.1)
         raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last}")
 
+    def zk_auth(self, state: ClusterState) -> ZkAuth | None:
+        """How this cluster's tools reach its ZooKeeper (None: the environment's default)."""
+        if not state.security_dir:
+            return None
+        from praha.cluster.secure import SecureSetup
+
+        return SecureSetup.load(Path(state.security_dir)).zk_auth()
+
     def client_security(self, state: ClusterState) -> Any:
         """How this cluster's own checks connect to its brokers (the admin, if secure)."""
         from praha.protocol.client_security import PLAINTEXT
@@ -301,7 +319,7 @@ class LocalCluster:
     def zk_status(self, state: ClusterState) -> dict[str, Any]:
         from praha.admin.status import cluster_status
 
-        return cluster_status(state.zookeeper)
+        return cluster_status(state.zookeeper, auth=self.zk_auth(state))
 
     def status(self) -> dict[str, Any]:
         state = self.load()
@@ -403,8 +421,13 @@ class LocalCluster:
         if _process_matches(state.zookeeper_pid, "zookeeper"):
             raise ClusterError(f"the ZooKeeper of the cluster in {self.root} is running (pid {state.zookeeper_pid})")
         host, _, port = state.zookeeper.rpartition(":")
+        security = None
+        if state.security_dir:
+            from praha.cluster.secure import SecureSetup
+
+            security = SecureSetup.load(Path(state.security_dir)).zk_server_security()
         zk = EmbeddedZooKeeper(self.root / "zookeeper", port=int(port), host=host or "127.0.0.1", tick_time_ms=500,
-                               min_session_timeout_ms=1000)
+                               min_session_timeout_ms=1000, security=security)
         zk.start(timeout)
         state.zookeeper_pid = zk.pid or -1
         if zk.pid:

@@ -7,7 +7,13 @@ a SCRAM-SHA-512 credential in ZooKeeper (`/config/users/admin`) and written to
 SASL_SSL (SCRAM-SHA-512) at the broker's port, brokers among themselves on INTERNAL
 (TLS with client certificates required, host names verified), the ACL authoriser on with
 the brokers and the admin as super users and nothing allowed to anyone else until ACLs
-say so. `client_settings` prints what confluent-kafka, kafka-python and kcat need.
+say so; 4. ZooKeeper secured too: a generated secret for the ZooKeeper user `praha` in a
+JAAS `Client` section (`zookeeper_jaas.conf`, mode 0600), the embedded ZooKeeper serving TLS
+only with a certificate from the same CA and accepting that user (SASL DIGEST-MD5), and
+`zookeeper.set.acl=true`; brokers and tools read the same Kafka-named settings
+(`zookeeper-client.properties`, mode 0600). With an external ZooKeeper (whose server praha
+does not configure) the identity is a digest one (`praha.zookeeper.digest`), without TLS.
+`client_settings` prints what confluent-kafka, kafka-python and kcat need.
 """
 from __future__ import annotations
 
@@ -17,15 +23,34 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from praha.cluster.certs import issue, make_ca
+from praha.cluster.certs import CertificateAuthority, issue, make_ca
 from praha.protocol.client_security import ClientSecurity
 from praha.protocol.scram import ScramCredential, ScramMechanism
 from praha.security.credentials import alter_credentials
+from praha.security.zk_client import (
+    DIGEST_MODULE,
+    JAAS_PROPERTY,
+    NETTY_SOCKET,
+    jaas_client_login,
+    read_properties,
+    zk_auth_for_tool,
+)
+from praha.zk.auth import ZkAuth, secure_acl
+from praha.zk.server import ZkServerSecurity
 from praha.zk.store import ZkStore
 
 ADMIN_USER = "admin"
 MECHANISM = ScramMechanism.SHA_512
 PROTOCOL_MAP = "INTERNAL:SSL,SASL_SSL:SASL_SSL"
+ZK_USER = "praha"
+ZK_CLIENT_FILE = "zookeeper-client.properties"
+ZK_JAAS_FILE = "zookeeper_jaas.conf"
+
+
+def _private(path: Path, text: str) -> None:
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
 
 
 @dataclass(frozen=True)
@@ -38,6 +63,19 @@ class SecureSetup:
     def load(cls, directory: Path) -> "SecureSetup":
         d = json.loads((directory / "admin.json").read_text())
         return cls(directory, directory / "ca.pem", d["password"])
+
+    def zk_auth(self) -> ZkAuth:
+        """How the cluster's tools and checks reach its ZooKeeper."""
+        return zk_auth_for_tool(self.directory / ZK_CLIENT_FILE)
+
+    def zk_client_settings(self) -> dict[str, str]:
+        return read_properties(self.directory / ZK_CLIENT_FILE)
+
+    def zk_server_security(self) -> ZkServerSecurity:
+        """The embedded ZooKeeper's TLS certificate and its one SASL user."""
+        login = jaas_client_login(str(self.directory / ZK_JAAS_FILE), "Client")
+        assert login is not None
+        return ZkServerSecurity(self.directory / "zookeeper.pem", self.ca, (login,))
 
     def client_security(self) -> ClientSecurity:
         """How the cluster's own tools connect (the admin over SASL_SSL)."""
@@ -60,19 +98,42 @@ class SecureSetup:
         return f"-b {bootstrap} " + " ".join(f"-X {k}={v}" for k, v in s.items() if k != "bootstrap.servers")
 
 
-def prepare(directory: Path, zookeeper: str, broker_ids: list[int], internal_ports: dict[int, int],
-            client_ports: dict[int, int]) -> tuple[SecureSetup, dict[int, dict[str, str]]]:
-    """Certificates, the admin credential in ZooKeeper, each broker's settings."""
+def make_material(directory: Path, broker_ids: list[int],
+                  embedded_zookeeper: bool) -> tuple[SecureSetup, CertificateAuthority]:
+    """Steps 1, 2 (the password) and 4, before ZooKeeper starts: its TLS and login need them."""
     directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
     ca = make_ca(directory)
     password = secrets.token_urlsafe(18)
-    admin_file = directory / "admin.json"
-    admin_file.touch(mode=0o600)
-    admin_file.write_text(json.dumps({"user": ADMIN_USER, "password": password, "mechanism": MECHANISM.mechanism_name}))
-    store = ZkStore(zookeeper).start()
+    _private(directory / "admin.json",
+             json.dumps({"user": ADMIN_USER, "password": password, "mechanism": MECHANISM.mechanism_name}))
+    zk_secret = secrets.token_urlsafe(24)
+    zk = {"zookeeper.set.acl": "true"}
+    if embedded_zookeeper:
+        issue(ca, directory, "zookeeper", "zookeeper")
+        _private(directory / ZK_JAAS_FILE, f'Client {{\n    {DIGEST_MODULE} required\n'
+                                           f'    username="{ZK_USER}"\n    password="{zk_secret}";\n}};\n')
+        zk |= {JAAS_PROPERTY: str(directory / ZK_JAAS_FILE), "zookeeper.ssl.client.enable": "true",
+               "zookeeper.clientCnxnSocket": NETTY_SOCKET, "zookeeper.ssl.truststore.location": str(ca.path),
+               "zookeeper.ssl.truststore.type": "PEM"}
+    else:
+        zk["praha.zookeeper.digest"] = f"{ZK_USER}:{zk_secret}"
+    _private(directory / ZK_CLIENT_FILE, "".join(f"{k}={v}\n" for k, v in zk.items()))
+    return SecureSetup(directory, ca.path, password), ca
+
+
+def prepare(setup: SecureSetup, ca: CertificateAuthority, zookeeper: str, broker_ids: list[int],
+            internal_ports: dict[int, int], client_ports: dict[int, int], own_root: bool) -> dict[int, dict[str, str]]:
+    """Once ZooKeeper serves: its root protected (`own_root`: the embedded server's, or our
+    chroot), the admin credential in ZooKeeper, each broker's settings."""
+    directory = setup.directory
+    store = ZkStore(zookeeper, auth=setup.zk_auth()).start()
     try:
         store.ensure_persistent_paths()
-        alter_credentials(store, ADMIN_USER, {MECHANISM: ScramCredential.from_password(MECHANISM, password, 8192)}, [])
+        if own_root:  # else anyone could create a missing top-level znode (`/controller` between two controllers)
+            store.set_acls_bulk([("/", secure_acl("/"))])
+        alter_credentials(store, ADMIN_USER, {MECHANISM: ScramCredential.from_password(
+            MECHANISM, setup.admin_password, 8192)}, [])
     finally:
         store.stop()
     super_users = ";".join([f"User:{ADMIN_USER}"] + [f"User:broker-{b}" for b in broker_ids])
@@ -90,5 +151,6 @@ def prepare(directory: Path, zookeeper: str, broker_ids: list[int], internal_por
             "sasl.enabled.mechanisms": MECHANISM.mechanism_name,
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": super_users,
+            **setup.zk_client_settings(),
         }
-    return SecureSetup(directory, ca.path, password), per_broker
+    return per_broker

@@ -69,6 +69,5 @@ def alter_credentials(store: ZkStore, user: str, upserts: Mapping[ScramMechanism
         result = store.multi([CreateOp(path, data)])[0]
     if not result.ok:
         raise PrahaError(f"could not write {path}: {result.outcome.value}")
-    store.restrict(path)  # credentials are readable by the brokers' identity only (with ACLs on)
     store.multi([CreateOp(f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}",
                           zn.encode_config_change(f"users/{user}"), sequential=True)])

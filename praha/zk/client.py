@@ -53,13 +53,14 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
-from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.protocol.states import KazooState, KeeperState, ZnodeStat
 from kazoo.retry import KazooRetry
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from praha.errors import PrahaError
 from praha.zk.auth import ZkAuth
 from praha.zk.chroot import chrooted
+from praha.zk.four_letter import four_letter_word
 from praha.zk.multiread import (
     GET_CHILDREN_OPCODE,
     GET_DATA_OPCODE,
@@ -94,6 +95,10 @@ class ZkError(PrahaError):
 
 class ZkUnavailableError(ZkError):
     """No usable ZooKeeper connection within the request timeout (or the client is stopped)."""
+
+
+class ZkAuthenticationError(ZkError):
+    """ZooKeeper refused our credentials (SASL)."""
 
 
 class VersionCheckFailedError(ZkError):
@@ -171,6 +176,7 @@ class ZooKeeperClient:
             self._client = None
             raise ZkUnavailableError(
                 f"could not connect to ZooKeeper at {self.connect} within {self.connection_timeout_ms} ms") from None
+        self._check_authenticated(client)
         self._session_id = client.client_id[0] if client.client_id else None
         self._connected.set()
         self._ready = True
@@ -179,13 +185,31 @@ class ZooKeeperClient:
         self._detect_server_version(client)
         return self
 
+    def _check_authenticated(self, client: KazooClient) -> None:
+        """Until the SASL login's outcome is known: kazoo reports the session connected before
+        the exchange, and a refused login closes the connection some time later (requests may
+        even be answered meanwhile). Success is the exchange completed with the server's proof
+        (pure-sasl then disposes of the password); refusal is kazoo's AUTH_FAILED, then CLOSED."""
+        if not self.auth.sasl_user:
+            return
+        deadline = time.monotonic() + self.request_timeout
+        while time.monotonic() < deadline:
+            mechanism = getattr(getattr(client, "sasl_cli", None), "_chosen_mech", None)
+            if mechanism is not None and mechanism.complete and getattr(mechanism, "password", "") is None:
+                return
+            if client.client_state in (KeeperState.AUTH_FAILED, KeeperState.CLOSED):
+                self._client = None
+                client.stop()
+                client.close()
+                raise ZkAuthenticationError(f"ZooKeeper at {self.connect} refused the SASL login of "
+                                            f"{self.auth.sasl_user!r} (wrong secret?)")
+            time.sleep(0.02)
+
     def _new_client(self, hosts: str) -> KazooClient:
         # Fast reconnect: kazoo's default backoff grows to a minute; a broker must be back
         # within a fraction of its session timeout. Commands retried only briefly.
-        return KazooClient(
+        return self.auth.kazoo_client(
             hosts=hosts,
-            auth_data=self.auth.auth_data(),
-            default_acl=self.auth.default_acl(),
             timeout=self.session_timeout_ms / 1000.0,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_jitter=0.2, max_delay=1.0),
             command_retry=KazooRetry(max_tries=5, delay=0.05, backoff=2, max_jitter=0.2, max_delay=1.0,
@@ -209,7 +233,8 @@ class ZooKeeperClient:
     def _detect_server_version(self, client: KazooClient) -> None:
         """Multi-read needs ZooKeeper 3.6+; an older server would drop the request."""
         try:
-            answer = client.command(b"srvr")
+            host, port = client.hosts[0]
+            answer = four_letter_word(host, port, "srvr", tls=self.auth.tls) or ""
             m = re.search(r"Zookeeper version: (\d+)\.(\d+)\.(\d+)", answer)
         except Exception:  # noqa: BLE001 - four-letter words may be disabled: no multi-read then
             m = None
@@ -250,12 +275,17 @@ class ZooKeeperClient:
     def connected(self) -> bool:
         return self._connected.is_set()
 
-    def restrict(self, path: str) -> None:
-        """Only our identity may read `path` (Kafka's sensitive paths: SCRAM credentials);
-        nothing to do without ACLs."""
-        acl = self.auth.private_acl()
-        if acl:
-            self.client.set_acls(path, acl)
+    def set_acls_bulk(self, items: Sequence[tuple[str, list[Any]]]) -> int:
+        """Set each path's ACL (pipelined); paths gone meanwhile are skipped. Returns how many were set."""
+        client = self.client
+        done = 0
+        for (path, _), r in zip(items, self._pipelined(items, lambda item: client.set_acls_async(*item))):
+            if isinstance(r, BaseException):
+                if isinstance(r, NoNodeError):
+                    continue
+                raise self._wrap(r, f"set ACL of {path}")
+            done += 1
+        return done
 
     def ensure_paths(self, paths: Iterable[str]) -> None:
         """Create each path and its ancestors if missing (pipelined, parents first: ZooKeeper
@@ -499,7 +529,7 @@ class ZooKeeperClient:
                 operations.append(CheckVersion(chrooted(client, check[0]), check[1]))
             else:
                 tx.check(*check)
-        acl = client.default_acl or OPEN_ACL_UNSAFE
+        acl_for = self.auth.acl_for
         for i in idx:
             op = ops[i]
             if type(op) is SetDataOp:
@@ -509,7 +539,8 @@ class ZooKeeperClient:
                     tx.set_data(op.path, op.data, op.version)
             elif type(op) is CreateOp:
                 if (type(op.path) is str and type(op.data) is bytes and type(op.ephemeral) is bool
-                        and type(op.sequential) is bool and isinstance(acl, (tuple, list))):
+                        and type(op.sequential) is bool):
+                    acl = acl_for(op.path) or OPEN_ACL_UNSAFE
                     flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
                     operations.append(Create(chrooted(client, op.path), op.data, acl, flags))
                 else:

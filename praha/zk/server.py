@@ -4,8 +4,11 @@ Start flow (`EmbeddedZooKeeper.start`):
   1. find `java` (JAVA_HOME, then PATH) and the jar directory next to `pyspark.__file__`;
   2. refuse if a live server from an earlier run still owns this data_dir (pid file);
   3. pick a free port if asked for port 0, else check the port is free;
-  4. write `zoo.cfg` (loopback only, no admin HTTP server, 4-letter words `srvr`/`ruok`
-     enabled for readiness) and a log4j2 file logging to `data_dir/zookeeper.log`;
+  4. write `zoo.cfg` (loopback only; the admin HTTP server off, as praha asks ZooKeeper
+     nothing over HTTP; only the 4-letter words praha sends, `srvr`/`ruok`; the data dir
+     its owner's only) and a log4j2 file logging to `data_dir/zookeeper.log`; with
+     `ZkServerSecurity`, only the TLS client port (Netty) with the cluster's certificates
+     and SASL DIGEST-MD5 users from a JAAS `Server` section;
   5. start `ZooKeeperServerMain` in its own session, write `data_dir/zookeeper.pid`;
   6. poll `srvr` until the server says it serves, the child dies (→ error with the log
      tail) or the timeout passes.
@@ -24,10 +27,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from praha.errors import PrahaError
+from praha.zk.auth import ZkTls
+from praha.zk.four_letter import USED_COMMANDS, four_letter_word
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +46,40 @@ QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 class ZooKeeperServerError(PrahaError):
     """The embedded ZooKeeper could not be started (no Java, port taken, crashed)."""
+
+
+@dataclass(frozen=True)
+class ZkServerSecurity:
+    """A secured embedded server: TLS only (its key and certificate chain in one PEM file,
+    the cluster's CA), and the SASL DIGEST-MD5 users it accepts. Client certificates are not
+    asked for: a certificate would add an `x509:` identity to every znode its holder creates
+    (CREATOR_ALL), so the one identity that may write stays the SASL user."""
+    keystore: Path
+    truststore: Path
+    sasl_users: tuple[tuple[str, str], ...]
+
+    def probe_tls(self) -> ZkTls:
+        """How the server's own readiness probe connects."""
+        return ZkTls(str(self.truststore))
+
+    def config_lines(self, host: str, port: int) -> list[str]:
+        return [
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            f"secureClientPort={port}",
+            f"secureClientPortAddress={host}",
+            f"ssl.keyStore.location={self.keystore}",
+            "ssl.keyStore.type=PEM",
+            f"ssl.trustStore.location={self.truststore}",
+            "ssl.trustStore.type=PEM",
+            "ssl.clientAuth=none",  # identity is SASL; TLS keeps it and the data private
+            "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        ]
+
+    def jaas(self) -> str:
+        def quoted(v: str) -> str:
+            return v.replace("\\", "\\\\").replace('"', '\\"')
+        users = "".join(f'\n    user_{u}="{quoted(p)}"' for u, p in self.sasl_users)
+        return f"Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"
 
 
 def find_java() -> str:
@@ -84,22 +124,6 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str | None:
-    """Send a 4-letter command (`srvr`, `ruok`, `mntr`); None if nobody answers."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(word.encode("ascii"))
-            chunks = []
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            return b"".join(chunks).decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -151,7 +175,9 @@ class _JavaServer:
 
     def __init__(self, data_dir: str | os.PathLike[str], port: int, host: str, *, tick_time_ms: int,
                  min_session_timeout_ms: int | None, max_session_timeout_ms: int | None,
-                 force_sync: bool, heap_mb: int, die_with_parent: bool):
+                 force_sync: bool, heap_mb: int, die_with_parent: bool,
+                 security: ZkServerSecurity | None = None):
+        self.security = security
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port
@@ -177,6 +203,10 @@ class _JavaServer:
         return self.data_dir / "zoo.cfg"
 
     @property
+    def jaas_file(self) -> Path:
+        return self.data_dir / "zookeeper_jaas.conf"
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
@@ -196,11 +226,14 @@ class _JavaServer:
             f"clientPortAddress={self.host}",
             "maxClientCnxns=0",
             "admin.enableServer=false",
-            "4lw.commands.whitelist=srvr,ruok,mntr,stat,cons,conf",
+            f"4lw.commands.whitelist={','.join(USED_COMMANDS)}",
             f"forceSync={'yes' if self.force_sync else 'no'}",
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.security is not None:  # the plaintext port is off: TLS only
+            lines = [line for line in lines if not line.startswith(("clientPort=", "clientPortAddress="))]
+            lines += self.security.config_lines(self.host, self.port)
         if self.min_session_timeout_ms is not None:
             lines.append(f"minSessionTimeout={self.min_session_timeout_ms}")
         if self.max_session_timeout_ms is not None:
@@ -209,6 +242,10 @@ class _JavaServer:
 
     def _write_files(self) -> None:
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)  # snapshots hold every znode, credentials included
+        if self.security is not None:
+            self.jaas_file.touch(mode=0o600)
+            self.jaas_file.write_text(self.security.jaas())
         self.config_file.write_text("\n".join(self._config_lines()) + "\n")
         (self.data_dir / "log4j2.properties").write_text(_log4j2_properties(self.log_file))
 
@@ -217,6 +254,7 @@ class _JavaServer:
             java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
             "-Dzookeeper.jmx.log4j.disable=true", "-Dzookeeper.admin.enableServer=false",
+            *([f"-Djava.security.auth.login.config={self.jaas_file}"] if self.security is not None else []),
             "-cp", classpath, self.main_class, str(self.config_file),
         ]
 
@@ -268,7 +306,8 @@ class _JavaServer:
                 hint = " (port in use?)" if "Address already in use" in detail else ""
                 raise ZooKeeperServerError(
                     f"ZooKeeper on {self.connect_string} exited with code {code}{hint}; log tail:\n{detail}")
-            answer = four_letter_word(self.host, self.port, "srvr", timeout=0.5)
+            answer = four_letter_word(self.host, self.port, "srvr", timeout=0.5,
+                                      tls=self.security.probe_tls() if self.security is not None else None)
             if answer and "Mode:" in answer:
                 return
             if time.monotonic() > deadline:
@@ -311,11 +350,11 @@ class EmbeddedZooKeeper(_JavaServer):
     def __init__(self, data_dir: str | os.PathLike[str], port: int = 2181, host: str = "127.0.0.1", *,
                  tick_time_ms: int = 2000, min_session_timeout_ms: int | None = None,
                  max_session_timeout_ms: int | None = None, force_sync: bool = True,
-                 heap_mb: int = 512, die_with_parent: bool = False):
+                 heap_mb: int = 512, die_with_parent: bool = False, security: ZkServerSecurity | None = None):
         super().__init__(data_dir, port, host, tick_time_ms=tick_time_ms,
                          min_session_timeout_ms=min_session_timeout_ms,
                          max_session_timeout_ms=max_session_timeout_ms, force_sync=force_sync,
-                         heap_mb=heap_mb, die_with_parent=die_with_parent)
+                         heap_mb=heap_mb, die_with_parent=die_with_parent, security=security)
 
     def start(self, timeout: float = 30) -> "EmbeddedZooKeeper":
         deadline = time.monotonic() + timeout

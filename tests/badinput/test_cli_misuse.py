@@ -24,6 +24,9 @@ def plan(*entries) -> str:
 
 
 FILES = {
+    "zk-tls-only.properties": "zookeeper.ssl.client.enable=true\n",
+    "zk-jks.properties": "zookeeper.ssl.client.enable=true\nzookeeper.ssl.truststore.location=/x.jks\n"
+                         "zookeeper.ssl.truststore.type=JKS\n",
     "bad.json": "{not json",
     "list.json": json.dumps([1, 2, 3]),
     "v2.json": json.dumps({"version": 2, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2]}]}),
@@ -435,7 +438,7 @@ CATALOGUE = [
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
      "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
-     "member_kill,coordinator_kill,zk_member_kill,full_disk"),
+     "member_kill,coordinator_kill,zk_member_kill,full_disk,forged_zk_write"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
     # ---- analyze (PySpark job; these are refused before Spark starts)
@@ -480,6 +483,21 @@ CATALOGUE = [
      "string \"latest\" (HTTP 422, error code 42202)"),
     ("schemas-delete-unknown", "schemas delete --subject nosuch --permanent", 1,
      "error: Subject 'nosuch' not found. (HTTP 404, error code 40401)"),
+    # ---- zookeeper-security-migration (the misuse cluster's tree is open: nothing changes when refused)
+    ("zk-migration-bad-mode", "zookeeper-security-migration --zookeeper.acl maybe", 2,
+     "praha zookeeper-security-migration: error: argument --zookeeper.acl: invalid choice: 'maybe' "
+     "(choose from 'secure', 'unsecure')"),
+    ("zk-migration-secure-anonymous", "zookeeper-security-migration --zookeeper.acl secure", 1,
+     "error: --zookeeper.acl secure needs this session to log in to ZooKeeper as the brokers do (a JAAS Client "
+     "section via --zk-tls-config-file or KAFKA_OPTS, or PRAHA_ZOOKEEPER_DIGEST); otherwise nobody could change "
+     "the tree afterwards"),
+    ("zk-client-config-missing", "zookeeper-security-migration --zookeeper.acl unsecure --zk-tls-config-file "
+     "{f:nowhere}", 1, "error: cannot read ZooKeeper client config {f:nowhere}: No such file or directory"),
+    ("zk-client-tls-no-truststore", "topics list --zk-tls-config-file {f:zk-tls-only.properties}", 1,
+     "error: zookeeper.ssl.client.enable=true needs zookeeper.ssl.truststore.location (the CA that signed "
+     "ZooKeeper's certificate, PEM)"),
+    ("zk-client-jks", "topics list --zk-tls-config-file {f:zk-jks.properties}", 1,
+     "error: zookeeper.ssl.truststore.type: praha reads PEM files only"),
 ]
 
 def wants_dir(argv: list[str]) -> bool:

@@ -72,5 +72,7 @@ def test_secure_cluster_settings_work_in_every_client(zookeeper, tmp_path, cli):
         with pytest.raises(BrokerConnectionError):  # plain TCP on the TLS port: no answer
             BrokerConnection("127.0.0.1", port, timeout=3).send(MetadataRequest[0](topics=[]), 0)
     finally:
-        LocalCluster(root).down(timeout=30)
-        delete_chroot(connect)
+        cluster = LocalCluster(root)
+        auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None
+        cluster.down(timeout=30)
+        delete_chroot(connect, auth=auth)  # its znodes have ACLs: removed as their owner

@@ -7,13 +7,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kazoo.client import TransactionRequest
-from kazoo.security import make_digest_acl
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.zk import fast_codecs
 from praha.zk import store as store_mod
 from praha.zk import znodes as zn
+from praha.zk.auth import ZkAuth, _PathAclTransaction
 from praha.zk.ops import CreateOp, DeleteOp, SetDataOp
 
 ints = st.one_of(st.integers(-5, 300), st.integers(-(2**63), 2**63))
@@ -73,14 +72,15 @@ def test_reassignment_fragments_refuse_values_only_the_reference_can_write():
 class _Client:
     """Just what TransactionRequest and ZooKeeperClient._commit touch."""
 
-    def __init__(self, chroot, default_acl=None):
+    def __init__(self, chroot, auth=None):
         self.chroot = chroot
-        self.default_acl = default_acl
+        self.default_acl = None
+        self.acl_for = (auth or ZkAuth()).acl_for  # as praha's kazoo client: the ACL chosen per path
         self.logger = __import__("logging").getLogger("fake-kazoo")
         self.committed: list = []
 
     def transaction(self):
-        return TransactionRequest(self)
+        return _PathAclTransaction(self)
 
     class handler:  # noqa: N801 - kazoo's attribute name
         @staticmethod
@@ -100,7 +100,7 @@ OPS = (
 
 
 def _reference(client, ops, check):
-    tx = TransactionRequest(client)
+    tx = _PathAclTransaction(client)
     if check is not None:
         tx.check(*check)
     for op in ops:
@@ -115,10 +115,10 @@ def _reference(client, ops, check):
 
 @pytest.mark.parametrize("chroot", ["", "/praha-test-1", "/a/b"])
 @pytest.mark.parametrize("check", [None, ("/controller_epoch", 7)])
-@pytest.mark.parametrize("acl", [None, [make_digest_acl("u", "p", all=True)]])
-def test_commit_builds_the_transaction_kazoo_would(chroot, check, acl):
-    client = _Client(chroot, acl)
-    store = store_mod.ZkStore("127.0.0.1:1")
+@pytest.mark.parametrize("auth", [ZkAuth(), ZkAuth("u:p", True)])
+def test_commit_builds_the_transaction_kazoo_would(chroot, check, auth):
+    client = _Client(chroot, auth)
+    store = store_mod.ZkStore("127.0.0.1:1", auth=auth)
     store._client = client
     store._commit(OPS, list(range(len(OPS))), check)
     assert client.committed[0].operations == _reference(client, OPS, check)
