@@ -33,7 +33,8 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         assert url.startswith("https://") and f"schema registry:   {url}" in out
         setup = SecureSetup.load(root / "security")
         ca = str(setup.ca)
-        with ZkStore(connect).start() as store:
+        cluster = LocalCluster(root)
+        with ZkStore(connect, auth=cluster.zk_auth(state)).start() as store:  # the tree is the cluster's own
             alter_credentials(store, "reader", {ScramMechanism.SHA_512: ScramCredential.from_password(
                 ScramMechanism.SHA_512, "reader-secret", 8192)}, [])
 
@@ -69,8 +70,10 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         rc, out, err = cli("schemas", "list", "--dir", root)  # the command uses the admin and the CA itself
         assert rc == 0 and "secure-t" in out.split(), err
     finally:
-        LocalCluster(root).down(timeout=15)
-        delete_chroot(connect)
+        cluster = LocalCluster(root)
+        auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None
+        cluster.down(timeout=15)
+        delete_chroot(connect, auth=auth)  # its znodes have ACLs: removed as their owner
 
 
 def _registers(client: SchemaRegistryClient) -> bool:
