@@ -33,18 +33,20 @@ def secure(zookeeper, tmp_path_factory):
         admin = AdminClient(admin_conf)
         for f in admin.create_topics([NewTopic("seen", 1, 1), NewTopic("hidden", 1, 1)]).values():
             f.result(30)
-        assert praha(["configs", "--zookeeper", connect, "--entity-type", "users", "--entity-name", "alice",
+        assert praha(["configs", "--dir", str(root), "--entity-type", "users", "--entity-name", "alice",
                       "--alter", "--add-config", f"SCRAM-SHA-512=[password={ALICE}]"]) == 0
-        assert praha(["acls", "--zookeeper", connect, "--add", "--allow-principal", "User:alice",
+        assert praha(["acls", "--dir", str(root), "--add", "--allow-principal", "User:alice",
                       "--operation", "Describe", "--topic", "seen"]) == 0
         log = root.parent / "console.log"
         with console_process("--dir", str(root), log=log) as url, chromium() as browser:
             yield url, browser, log
     finally:
+        cluster = LocalCluster(root)
+        auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None
         try:
-            LocalCluster(root).down(timeout=15)
+            cluster.down(timeout=15)
         finally:
-            delete_chroot(connect)
+            delete_chroot(connect, auth=auth)  # its znodes have ACLs: removed as their owner
 
 
 def _login(browser, url: str, user: str, password: str) -> None:
