@@ -69,15 +69,37 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
 
 
 def check_topic_exists(opts: WriteOptions) -> None:
-    """An unknown `topic` option fails before any task runs (praha does not auto-create)."""
-    if opts.topic is None:
-        return
-    from praha.spark.kafka import ClusterClient
+    """Before any task runs: the cluster takes the credentials, and the `topic` option
+    names a topic that exists (praha does not auto-create) and that the user may write."""
+    from praha.spark.kafka import ClusterClient, not_authorized
 
-    with ClusterClient(opts.bootstrap) as client:
-        md = client.refresh([opts.topic])
-    if not md.partitions_of(opts.topic):
-        raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
+    with ClusterClient(opts.bootstrap, client_id="praha-spark-sink", security=opts.security.client_security()) \
+            as client:
+        md = client.refresh([opts.topic] if opts.topic else [])
+        if opts.topic is None:
+            return
+        if not md.partitions_of(opts.topic):
+            raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
+        if opts.security.sasl and not _may_write(client, opts.topic):
+            raise not_authorized("Write", opts.topic, client)
+
+
+def _may_write(client: Any, topic: str) -> bool:
+    """Whether the broker's authoriser lets this user Write `topic` (Metadata v8+ answers with
+    the topic's authorised operations: bit 4 is WRITE in Kafka's AclOperation codes)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    from praha.spark.kafka import METADATA_VERSION
+
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)],
+                          allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                          include_topic_authorized_operations=True)
+    broker = next(iter(client.meta.brokers))
+    resp = client.send_to(broker, req, METADATA_VERSION)
+    ops = next((t.authorized_operations for t in resp.topics if t.name == topic), -2147483648)
+    if ops == -2147483648:  # the broker did not say: let the producer find out
+        return True
+    return bool(ops & (1 << 4))
 
 
 def _as_bytes(v: Any) -> bytes | None:
@@ -125,7 +147,7 @@ def produce_row(producer: Any, row: Row) -> None:
 
 def producer_config(opts: WriteOptions) -> dict[str, Any]:
     """The sink's producer settings: short batching and quiet logs unless `kafka.*` says otherwise."""
-    return {"linger.ms": 5, "log_level": 3, **opts.producer_config}
+    return {"linger.ms": 5, "log_level": 3, **opts.producer_config, **opts.security.librdkafka()}
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
