@@ -4,12 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv and run the test suite"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
+	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
+	@echo "make test-spark-cluster  every pipeline test on a Spark standalone cluster (master + 2 workers)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 
@@ -46,6 +48,16 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP) $(QUIX_STAMP)
 	$(PY) -m pytest -q -m "integration and not slow" tests
+
+# the long Spark runs (issue 24): exactly-once through a leader kill on a --secure cluster,
+# a job on a standalone cluster with praha shipped as --py-files, a Spark Connect client
+test-spark: $(STAMP)
+	$(PY) -m pytest -q -m slow tests/pipeline
+
+# every pipeline test with the shared SparkSession on a standalone cluster (two 1-core
+# workers started from the pyspark wheel on loopback) instead of local[2]
+test-spark-cluster: $(STAMP)
+	PRAHA_SPARK_MASTER=standalone $(PY) -m pytest -q -m "not slow" tests/pipeline
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover

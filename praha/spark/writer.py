@@ -26,6 +26,8 @@ from praha.errors import PrahaError
 from praha.spark.exactly_once import Row
 from praha.spark.options import OptionError, WriteOptions
 
+#: Kafka's AclOperation code of WRITE (its bit in authorised-operation fields)
+WRITE = 4
 #: how long a task waits for its last acknowledgements (librdkafka retries within it)
 FLUSH_TIMEOUT_S = 120.0
 
@@ -86,7 +88,7 @@ def check_topic_exists(opts: WriteOptions) -> None:
 
 def _may_write(client: Any, topic: str) -> bool:
     """Whether the broker's authoriser lets this user Write `topic` (Metadata v8+ answers with
-    the topic's authorised operations: bit 4 is WRITE in Kafka's AclOperation codes)."""
+    the topic's authorised operations, a bit field of Kafka's AclOperation codes)."""
     from kafka.protocol.metadata import MetadataRequest
 
     from praha.spark.kafka import METADATA_VERSION
@@ -96,10 +98,12 @@ def _may_write(client: Any, topic: str) -> bool:
                           include_topic_authorized_operations=True)
     broker = next(iter(client.meta.brokers))
     resp = client.send_to(broker, req, METADATA_VERSION)
-    ops = next((t.authorized_operations for t in resp.topics if t.name == topic), -2147483648)
-    if ops == -2147483648:  # the broker did not say: let the producer find out
+    ops = next((t.authorized_operations for t in resp.topics if t.name == topic), None)
+    if ops is None or ops == -2147483648:  # the broker did not say: let the producer find out
         return True
-    return bool(ops & (1 << 4))
+    if isinstance(ops, int):
+        return bool(ops & (1 << WRITE))
+    return WRITE in ops  # kafka-python decodes the bit field as the set of bits on
 
 
 def _as_bytes(v: Any) -> bytes | None:
