@@ -16,7 +16,7 @@ import re
 import ssl
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,7 +180,7 @@ def parse_security(opts: Mapping[str, str]) -> Security:
                               f"must be https (check the broker's host name) or empty (do not), got {algorithm!r}")
         verify = algorithm == "https"
         truststore = _truststore(get)
-        keystore = _keystore(get, key_password)
+        keystore = _keystore(get)
     return Security(protocol, mechanism, username, password, truststore, keystore, key_password, verify)
 
 
@@ -194,9 +194,11 @@ def _read_store_file(option: str, location: str) -> bytes:
         raise OptionError(option, f"cannot read {location}: {e.strerror}") from None
 
 
-def _store(get: object, which: str) -> tuple[str, str, bytes] | None:
+Getter = Callable[[str], "str | None"]
+
+
+def _store(get: Getter, which: str) -> tuple[str, str, bytes] | None:
     """(type, location, content) of `kafka.ssl.<which>store.*`; type from the option or the content."""
-    assert callable(get)
     loc_opt, type_opt = f"kafka.ssl.{which}store.location", f"kafka.ssl.{which}store.type"
     location = get(f"ssl.{which}store.location")
     kind = (get(f"ssl.{which}store.type") or "").strip().upper()
@@ -215,50 +217,44 @@ def _store(get: object, which: str) -> tuple[str, str, bytes] | None:
     return kind, location, data
 
 
-def _truststore(get: object) -> Store | None:
-    assert callable(get)
+def _file_store(get: Getter, which: str, pem_problem: Callable[[str], str | None]) -> Store | None:
+    """The store a `kafka.ssl.<which>store.location` names, checked now: PEM content by
+    `pem_problem` (what is wrong with it, or None), a PKCS12 file by opening it."""
+    found = _store(get, which)
+    if found is None:
+        return None
+    kind, location, data = found
+    option = f"kafka.ssl.{which}store.location"
+    if kind == "PEM":
+        text = data.decode("ascii", "replace")
+        problem = pem_problem(text)
+        if problem:
+            raise OptionError(option, f"{location} {problem}")
+        return Store(option, "PEM", pem=text)
+    password = get(f"ssl.{which}store.password") or ""
+    _pkcs12(data, password, f"kafka.ssl.{which}store.password", location)  # a wrong password fails now
+    return Store(option, "PKCS12", path=location, password=password)
+
+
+def _truststore(get: Getter) -> Store | None:
     inline = get("ssl.truststore.certificates")
     if inline:
         if "-----BEGIN CERTIFICATE-----" not in inline:
             raise OptionError("kafka.ssl.truststore.certificates", "must hold PEM certificates")
         return Store("kafka.ssl.truststore.certificates", "PEM", pem=inline)
-    found = _store(get, "trust")
-    if found is None:
-        return None
-    kind, location, data = found
-    option = "kafka.ssl.truststore.location"
-    if kind == "PEM":
-        text = data.decode("ascii", "replace")
-        if "-----BEGIN CERTIFICATE-----" not in text:
-            raise OptionError(option, f"{location} holds no PEM certificate")
-        return Store(option, "PEM", pem=text)
-    password = get("ssl.truststore.password") or ""
-    _pkcs12(data, password, "kafka.ssl.truststore.password", location)  # checks the password now
-    return Store(option, "PKCS12", path=location, password=password)
+    return _file_store(get, "trust", lambda text: None if "-----BEGIN CERTIFICATE-----" in text
+                       else "holds no PEM certificate")
 
 
-def _keystore(get: object, key_password: str) -> Store | None:
-    assert callable(get)
+def _keystore(get: Getter) -> Store | None:
     chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
     if chain or key:
         if not (chain and key):
             raise OptionError("kafka.ssl.keystore.key" if chain else "kafka.ssl.keystore.certificate.chain",
                               "is needed too: an inline PEM keystore is a certificate chain and its key")
         return Store("kafka.ssl.keystore.certificate.chain", "PEM", pem=f"{chain}\n{key}")
-    found = _store(get, "key")
-    if found is None:
-        return None
-    kind, location, data = found
-    option = "kafka.ssl.keystore.location"
-    if kind == "PEM":
-        text = data.decode("ascii", "replace")
-        certs, pkey = _split_pem(text)
-        if not certs or not pkey:
-            raise OptionError(option, f"{location} must hold a certificate chain and a private key (PEM)")
-        return Store(option, "PEM", pem=text)
-    password = get("ssl.keystore.password") or ""
-    _pkcs12(data, password, "kafka.ssl.keystore.password", location)
-    return Store(option, "PKCS12", path=location, password=password)
+    return _file_store(get, "key", lambda text: None if all(_split_pem(text))
+                       else "must hold a certificate chain and a private key (PEM)")
 
 
 def _pkcs12(data: bytes, password: str, option: str, location: str) -> tuple[object, object, list[object]]:

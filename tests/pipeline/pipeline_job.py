@@ -30,6 +30,11 @@ def main(url: str, bootstrap: str, source: str, target: str, work: str) -> None:
         spark = session(url, "praha-pipeline-job", py_files=[package_zip(work)],
                         conf={"spark.cores.max": "2", "spark.executor.memory": "512m"})
         sc = spark.sparkContext
+        import time
+
+        deadline = time.monotonic() + 300  # both workers' executors registered (they start in parallel)
+        while len(sc._jsc.sc().getExecutorMemoryStatus()) - 1 < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
         report["executor_praha"] = sorted(set(sc.parallelize(range(4), 4).map(
             lambda _: __import__("praha").__file__).collect()))
         report["executors"] = len(sc._jsc.sc().getExecutorMemoryStatus()) - 1
