@@ -33,11 +33,11 @@ def main(url: str, bootstrap: str, source: str, target: str, work: str) -> None:
         import time
 
         deadline = time.monotonic() + 300  # both workers' executors registered (they start in parallel)
-        while len(sc._jsc.sc().getExecutorMemoryStatus()) - 1 < 2 and time.monotonic() < deadline:
+        while sc._jsc.sc().getExecutorMemoryStatus().size() - 1 < 2 and time.monotonic() < deadline:
             time.sleep(0.5)
         report["executor_praha"] = sorted(set(sc.parallelize(range(4), 4).map(
             lambda _: __import__("praha").__file__).collect()))
-        report["executors"] = len(sc._jsc.sc().getExecutorMemoryStatus()) - 1
+        report["executors"] = sc._jsc.sc().getExecutorMemoryStatus().size() - 1
     checkpoint = f"{work}/ck"
     df = spark.read.format("praha").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source).load()
     rows = sorted(r.value.decode() for r in df.select("value").collect())
