@@ -78,7 +78,7 @@ def test_a_connect_client_reads_and_writes_topics(connect_server, pipeline, topi
     pipeline.produce(src, [{"value": v.encode(), "key": b"k%d" % (i % 3)} for i, v in enumerate(values)])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, str(CLIENT), connect_server, pipeline.bootstrap, src, dst,
-                           str(tmp_path)], capture_output=True, text=True, timeout=600, env=env)
+                           str(tmp_path)], capture_output=True, text=True, timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["read"] == values
     got = pipeline.values(dst, 2 * len(values))

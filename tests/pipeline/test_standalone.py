@@ -40,7 +40,7 @@ def test_a_job_with_praha_shipped_as_py_files_reads_and_writes(cluster, pipeline
     # the driver finds praha on its path; the workers (started without it) only through the zip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, str(JOB), cluster.master_url, pipeline.bootstrap, src, dst, str(tmp_path)],
-                          capture_output=True, text=True, timeout=900, env=env)
+                          capture_output=True, text=True, timeout=1800, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["read"] == values
