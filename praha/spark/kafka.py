@@ -131,7 +131,10 @@ class ClusterClient:
                                  security=self.security)
             self._conns[addr] = c
         if not c.connected:
-            c.timeout = self.connect_timeout
+            # TLS and SASL happen inside connect(): a handshake and a SCRAM exchange on a busy
+            # machine need the request timeout, not the TCP connect timeout
+            secured = self.security.ssl_context is not None or bool(self.security.sasl_mechanism)
+            c.timeout = max(self.connect_timeout, self.timeout) if secured else self.connect_timeout
             try:
                 c.connect()
             except SaslAuthenticationError as e:
