@@ -145,7 +145,10 @@ def spark(tmp_path_factory) -> Iterator[Any]:
 
     from praha.spark import local_session, package_zip, session
 
-    conf = {"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2"}
+    # a Python worker (the streaming planner's included) gets two minutes to connect back to
+    # the JVM, not 15 s: on the shared 2-core machine they can take longer to start
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+            "spark.python.authenticate.socketTimeout": "120s"}
     if os.environ.get(SPARK_MASTER_ENV, "local") != "standalone":
         s = local_session("praha-pipeline-tests", cores=2, task_retries=4, **conf)
         try:
