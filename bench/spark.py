@@ -40,6 +40,9 @@ from pathlib import Path
 
 RECORD = 1024
 KEY = 16
+#: Python workers (the streaming planner's too) may take longer than Spark's 15 s to connect
+#: back on a loaded machine
+SESSION_CONF = {"spark.python.authenticate.socketTimeout": "120s"}
 
 
 def start_cluster(root: Path, partitions: int, secure: bool = False):
@@ -184,9 +187,12 @@ def measure_latency(spark, bs: str, trigger_ms: int, seconds: float, rate: int, 
     deadline = time.monotonic() + 60
     while len(seen) < n and time.monotonic() < deadline:
         time.sleep(0.2)
+    error = q.exception()
     q.stop()
     stop.set()
     rt.join(10)
+    if error is not None:
+        raise RuntimeError(f"the latency query (trigger {trigger_ms} ms) failed: {error}")
     warm = int(n * 0.2)  # the first fifth: query start, Python workers starting
     lat = [(seen[k] - acked[k]) * 1000 for k in sorted(acked)[warm:] if k in seen]
     return {"trigger": trigger_ms, "n": len(lat), "missing": n - len(seen), "p50": percentile(lat, 0.5),
@@ -219,7 +225,7 @@ def standalone_session(root: Path):
     ctx = standalone_cluster(root / "spark-standalone", workers=2, cores=1, memory="1g", timeout=300)
     cl = ctx.__enter__()
     spark = session(cl.master_url, "praha-bench", quiet=True, py_files=[package_zip(str(root))],
-                    conf={"spark.cores.max": "2", "spark.executor.memory": "768m"})
+                    conf={"spark.cores.max": "2", "spark.executor.memory": "768m", **SESSION_CONF})
     return spark, ctx, cl.master_url
 
 
@@ -274,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             spark, spark_ctx, extra["master"] = standalone_session(root)
             extra["master"] = f"standalone ({extra['master']}, 2 workers × 1 core)"
         else:
-            spark = local_session("praha-bench", cores=2, quiet=True)
+            spark = local_session("praha-bench", cores=2, quiet=True, **SESSION_CONF)
         create_topic(bs, "warmup", 2, 1)
         fill(bs, "warmup", 4, 2)
         read_spark(spark, bs, "warmup", 4 * 1024)
