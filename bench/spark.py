@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--security", action="store_true", help="praha read over SASL_SSL vs PLAINTEXT")
     args = ap.parse_args(argv)
 
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")  # the Python side of SESSION_CONF's wait
     root = args.dir or Path(tempfile.mkdtemp(prefix="praha-bench-spark-"))
     sizes = [args.mib // 8, args.mib // 4, args.mib // 2, args.mib] if args.scaling else [args.mib]
     cluster = spark = secure_cluster = None

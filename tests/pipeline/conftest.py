@@ -149,6 +149,7 @@ def spark(tmp_path_factory) -> Iterator[Any]:
     # the JVM, not 15 s: on the shared 2-core machine they can take longer to start
     conf = {"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
             "spark.python.authenticate.socketTimeout": "120s"}
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")  # the Python side of the same wait
     if os.environ.get(SPARK_MASTER_ENV, "local") != "standalone":
         s = local_session("praha-pipeline-tests", cores=2, task_retries=4, **conf)
         try:
