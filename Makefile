@@ -4,13 +4,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry test-zk-security bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv and run the test suite"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make test-zk-security  the slow ZooKeeper-security tests (rolling migration under load, forged writes)"
+	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
+	@echo "make test-spark-cluster  every pipeline test on a Spark standalone cluster (master + 2 workers)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
@@ -69,6 +71,16 @@ test-registry: $(STAMP) $(QUIX_STAMP)
 # load (nothing lost), and a chaos campaign of forged ZooKeeper writes (docs/security.md)
 test-zk-security: $(STAMP)
 	$(PY) -m pytest -q -m slow tests/integration/test_zookeeper_security_migration.py tests/chaos/test_chaos_secure_zookeeper.py
+
+# the long Spark runs (issue 24): exactly-once through a leader kill on a --secure cluster,
+# a job on a standalone cluster with praha shipped as --py-files, a Spark Connect client
+test-spark: $(STAMP)
+	$(PY) -m pytest -q -m slow tests/pipeline
+
+# every pipeline test with the shared SparkSession on a standalone cluster (two 1-core
+# workers started from the pyspark wheel on loopback) instead of local[2]
+test-spark-cluster: $(STAMP)
+	PRAHA_SPARK_MASTER=standalone $(PY) -m pytest -q -m "not slow" tests/pipeline
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover

@@ -11,7 +11,20 @@ the figure is the read, not the JVM start. Each reader runs `--repeat` times; th
 median is reported, every trial is listed. With `--scaling`, smaller sizes are measured
 too. The cluster and Spark are stopped by PID at the end.
 
-Usage: .venv/bin/python bench/spark.py [--mib 1024] [--repeat 2] [--scaling] [--write]
+Further measurements (issue 24), each next to its yardstick in the same run:
+- `--master standalone`: the read on a Spark standalone cluster of two 1-core workers
+  (praha shipped as a zip), next to the same plain consumer;
+- `--latency`: a producer at a fixed rate, a Structured Streaming query (praha source →
+  projection → praha sink) and a reader of the output: the time from each record's
+  acknowledgement to its output record being readable, p50 / p99, at triggers of 0 ms,
+  100 ms and 1 s;
+- `--sink`: the exactly-once sink next to the at-least-once sink (the same rows, batch writes);
+- `--security`: the praha read over SASL_SSL (SCRAM-SHA-512, a `--secure` cluster) next to
+  PLAINTEXT (a plain cluster), both in this run.
+The load average is printed beside every figure: the machine is shared.
+
+Usage: .venv/bin/python bench/spark.py [--mib 1024] [--repeat 2] [--scaling] [--master local|standalone]
+       [--latency] [--sink] [--security] [--write]
 """
 from __future__ import annotations
 
@@ -27,31 +40,47 @@ from pathlib import Path
 
 RECORD = 1024
 KEY = 16
+#: Python workers (the streaming planner's too) may take longer than Spark's 15 s to connect
+#: back on a loaded machine
+SESSION_CONF = {"spark.python.authenticate.socketTimeout": "120s"}
 
 
-def start_cluster(root: Path, partitions: int):
+def start_cluster(root: Path, partitions: int, secure: bool = False):
     from praha.cluster.local import LocalCluster
 
     cluster = LocalCluster(root)
-    state = cluster.up(3, overrides={"log.segment.bytes": str(256 << 20)})
+    state = cluster.up(3, overrides={"log.segment.bytes": str(256 << 20)}, secure=secure)
     bs = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
     return cluster, bs
 
 
-def create_topic(bs: str, name: str, partitions: int, rf: int) -> None:
+def secure_settings(cluster) -> tuple[dict[str, str], dict[str, str]]:
+    """(librdkafka settings, praha data source options) of a `--secure` cluster's admin."""
+    from praha.cluster.secure import SecureSetup
+
+    setup = SecureSetup.load(Path(cluster.load().security_dir))
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" '
+            f'password="{setup.admin_password}";')
+    bs = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    return (setup.client_settings(bs)["confluent-kafka"],
+            {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+             "kafka.sasl.jaas.config": jaas, "kafka.ssl.truststore.location": str(setup.ca)})
+
+
+def create_topic(bs: str, name: str, partitions: int, rf: int, conf: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bs})  # kept alive until the future resolves
+    admin = AdminClient({"bootstrap.servers": bs, **(conf or {})})  # kept alive until the future resolves
     f = admin.create_topics([NewTopic(name, partitions, rf)], request_timeout=30)
     f[name].result(timeout=60)
     time.sleep(1.0)
 
 
-def fill(bs: str, topic: str, mib: int, partitions: int) -> tuple[int, float]:
+def fill(bs: str, topic: str, mib: int, partitions: int, conf: dict[str, str] | None = None) -> tuple[int, float]:
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bs, "acks": "1", "linger.ms": 20, "batch.size": 1_000_000,
-                  "queue.buffering.max.kbytes": 262144, "log_level": 3})
+                  "queue.buffering.max.kbytes": 262144, "log_level": 3, **(conf or {})})
     value = os.urandom(RECORD - KEY)
     n = mib * (1 << 20) // RECORD
     t = time.perf_counter()
@@ -92,14 +121,112 @@ def read_consumer(bs: str, topic: str, partitions: int, n: int) -> float:
     return time.perf_counter() - t
 
 
-def read_spark(spark, bs: str, topic: str, n: int) -> float:
+def read_spark(spark, bs: str, topic: str, n: int, options: dict[str, str] | None = None) -> float:
     """Seconds for a praha batch read of the whole topic (planning included)."""
     t = time.perf_counter()
-    row = (spark.read.format("praha").option("kafka.bootstrap.servers", bs).option("subscribe", topic).load()
-           .selectExpr("count(*) as n", "sum(length(value)) as bytes").first())
+    r = spark.read.format("praha").option("kafka.bootstrap.servers", bs).option("subscribe", topic)
+    for k, v in (options or {}).items():
+        r = r.option(k, v)
+    row = r.load().selectExpr("count(*) as n", "sum(length(value)) as bytes").first()
     if row.n != n:
         raise RuntimeError(f"spark read {row.n} of {n} records")
     return time.perf_counter() - t
+
+
+def load() -> str:
+    a = os.getloadavg()
+    return f"{a[0]:.1f}/{a[1]:.1f}/{a[2]:.1f}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+def measure_latency(spark, bs: str, trigger_ms: int, seconds: float, rate: int, root: Path) -> dict:
+    """p50/p99 ms from a record's acknowledgement to its output record being readable."""
+    import threading
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CTP
+
+    src, dst = f"lat-in-{trigger_ms}", f"lat-out-{trigger_ms}"
+    create_topic(bs, src, 2, 1)
+    create_topic(bs, dst, 2, 1)
+    acked: dict[bytes, float] = {}
+    seen: dict[bytes, float] = {}
+    stop = threading.Event()
+
+    def reader() -> None:
+        c = Consumer({"bootstrap.servers": bs, "group.id": "lat", "enable.auto.commit": False,
+                      "fetch.wait.max.ms": 10, "log_level": 3})
+        c.assign([CTP(dst, p, 0) for p in range(2)])
+        while not stop.is_set():
+            for m in c.consume(1000, 0.05):
+                if m.error() is None:
+                    seen.setdefault(m.key(), time.monotonic())
+        c.close()
+
+    w = (spark.readStream.format("praha").option("kafka.bootstrap.servers", bs).option("subscribe", src)
+         .option("startingOffsets", "earliest").load().selectExpr("key", "value")
+         .writeStream.format("praha").option("kafka.bootstrap.servers", bs).option("topic", dst)
+         .option("checkpointLocation", str(root / f"ck-lat-{trigger_ms}")))
+    q = w.trigger(processingTime=f"{trigger_ms} milliseconds").start()
+    rt = threading.Thread(target=reader, daemon=True)
+    rt.start()
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 0, "log_level": 3})
+    n = int(seconds * rate)
+    t0 = time.monotonic()
+    for i in range(n):
+        key = b"%08d" % i
+        p.produce(src, key=key, value=b"x" * 100,
+                  on_delivery=lambda e, m: acked.__setitem__(m.key(), time.monotonic()) if e is None else None)
+        p.poll(0)
+        time.sleep(max(0.0, t0 + (i + 1) / rate - time.monotonic()))
+    p.flush(60)
+    deadline = time.monotonic() + 60
+    while len(seen) < n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    error = q.exception()
+    q.stop()
+    stop.set()
+    rt.join(10)
+    if error is not None:
+        raise RuntimeError(f"the latency query (trigger {trigger_ms} ms) failed: {error}")
+    warm = int(n * 0.2)  # the first fifth: query start, Python workers starting
+    lat = [(seen[k] - acked[k]) * 1000 for k in sorted(acked)[warm:] if k in seen]
+    return {"trigger": trigger_ms, "n": len(lat), "missing": n - len(seen), "p50": percentile(lat, 0.5),
+            "p99": percentile(lat, 0.99), "load": load()}
+
+
+def measure_sink(spark, bs: str, rows: int, repeat: int) -> dict:
+    """Seconds to write `rows` rows (1 KiB values, 2 tasks) at-least-once and exactly-once, alternating."""
+    create_topic(bs, "sink-alo", 6, 1)
+    create_topic(bs, "sink-eo", 6, 1)
+    df = spark.range(rows, numPartitions=2).selectExpr("cast(id as string) as key",
+                                                        "concat(cast(id as string), repeat('v', 1000)) as value")
+    df.cache().count()
+    out: dict[str, list[float]] = {"alo": [], "eo": []}
+    for _ in range(repeat):
+        for kind, topic, eo in (("alo", "sink-alo", "false"), ("eo", "sink-eo", "true")):
+            t = time.perf_counter()
+            (df.write.format("praha").mode("append").option("kafka.bootstrap.servers", bs).option("topic", topic)
+             .option("exactlyOnce", eo).save())
+            out[kind].append(time.perf_counter() - t)
+            print(f"    sink {kind}: {out[kind][-1]:.2f} s (load {load()})", flush=True)
+    return {"rows": rows, **out, "load": load()}
+
+
+def standalone_session(root: Path):
+    """A session on a fresh standalone cluster of two 1-core workers; (session, cluster context)."""
+    from praha.spark import package_zip, session
+    from praha.spark.standalone import standalone_cluster
+
+    ctx = standalone_cluster(root / "spark-standalone", workers=2, cores=1, memory="1g", timeout=300)
+    cl = ctx.__enter__()
+    spark = session(cl.master_url, "praha-bench", quiet=True, py_files=[package_zip(str(root))],
+                    conf={"spark.cores.max": "2", "spark.executor.memory": "768m", **SESSION_CONF})
+    return spark, ctx, cl.master_url
 
 
 def measure(spark, bs: str, topic: str, partitions: int, n: int, repeat: int) -> dict:
@@ -127,22 +254,63 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling", action="store_true", help="also measure 1/8, 1/4 and 1/2 of --mib")
     ap.add_argument("--write", action="store_true", help="append the figures to bench/RESULTS.md")
     ap.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a temporary one)")
+    ap.add_argument("--master", choices=("local", "standalone"), default="local",
+                    help="local[2], or a standalone cluster of two 1-core workers started here")
+    ap.add_argument("--no-read", action="store_true", help="skip the batch read")
+    ap.add_argument("--latency", action="store_true", help="streaming latency at triggers of 0 ms, 100 ms, 1 s")
+    ap.add_argument("--latency-seconds", type=float, default=20)
+    ap.add_argument("--rate", type=int, default=200, help="records/s for --latency (default 200)")
+    ap.add_argument("--sink", action="store_true", help="exactly-once vs at-least-once sink")
+    ap.add_argument("--sink-rows", type=int, default=200_000)
+    ap.add_argument("--security", action="store_true", help="praha read over SASL_SSL vs PLAINTEXT")
     args = ap.parse_args(argv)
 
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")  # the Python side of SESSION_CONF's wait
     root = args.dir or Path(tempfile.mkdtemp(prefix="praha-bench-spark-"))
     sizes = [args.mib // 8, args.mib // 4, args.mib // 2, args.mib] if args.scaling else [args.mib]
-    cluster = spark = None
-    results = []
+    cluster = spark = secure_cluster = None
+    spark_ctx = None
+    results: list[dict] = []
+    extra: dict = {"master": "local[2]"}
     try:
         print(f"cluster in {root} ...", flush=True)
-        cluster, bs = start_cluster(root, args.partitions)
+        cluster, bs = start_cluster(root / "praha", args.partitions)
         from praha.spark import local_session
 
-        spark = local_session("praha-bench", cores=2, quiet=True)
+        if args.master == "standalone":
+            spark, spark_ctx, extra["master"] = standalone_session(root)
+            extra["master"] = f"standalone ({extra['master']}, 2 workers × 1 core)"
+        else:
+            spark = local_session("praha-bench", cores=2, quiet=True, **SESSION_CONF)
         create_topic(bs, "warmup", 2, 1)
         fill(bs, "warmup", 4, 2)
         read_spark(spark, bs, "warmup", 4 * 1024)
-        for mib in sizes:
+        if args.latency:
+            extra["latency"] = []
+            for trigger in (0, 100, 1000):
+                r = measure_latency(spark, bs, trigger, args.latency_seconds, args.rate, root)
+                print(f"  latency trigger {trigger} ms: p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms "
+                      f"({r['n']} records, load {r['load']})", flush=True)
+                extra["latency"].append(r)
+        if args.sink:
+            extra["sink"] = measure_sink(spark, bs, args.sink_rows, args.repeat)
+        if args.security:
+            secure_cluster, sbs = start_cluster(root / "praha-secure", args.partitions, secure=True)
+            conf, options = secure_settings(secure_cluster)
+            mib = min(args.mib, 128)
+            sec: dict = {"mib": mib, "plain": [], "sasl_ssl": []}
+            create_topic(bs, "sec-plain", args.partitions, 1)
+            n, _ = fill(bs, "sec-plain", mib, args.partitions)
+            create_topic(sbs, "sec-tls", args.partitions, 1, conf)
+            fill(sbs, "sec-tls", mib, args.partitions, conf)
+            for _ in range(args.repeat):
+                sec["plain"].append(read_spark(spark, bs, "sec-plain", n))
+                sec["sasl_ssl"].append(read_spark(spark, sbs, "sec-tls", n, options))
+                print(f"    read {mib} MiB: PLAINTEXT {sec['plain'][-1]:.2f} s, SASL_SSL {sec['sasl_ssl'][-1]:.2f} s "
+                      f"(load {load()})", flush=True)
+            sec["load"] = load()
+            extra["security"] = sec
+        for mib in ([] if args.no_read else sizes):
             topic = f"bench-{mib}"
             create_topic(bs, topic, args.partitions, args.rf)
             n, took = fill(bs, topic, mib, args.partitions)
@@ -154,16 +322,51 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if spark is not None:
             spark.stop()
-        if cluster is not None and cluster.exists():
-            cluster.down()
+        if spark_ctx is not None:
+            spark_ctx.__exit__(None, None, None)
+        for c in (cluster, secure_cluster):
+            if c is not None and c.exists():
+                c.down()
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
 
-    lines = table(results)
+    lines = table(results) if results else []
+    lines += extra_tables(extra, args)
     print("\n".join(lines))
     if args.write:
-        write_results(args, lines)
+        write_results(args, lines, extra["master"])
     return 0
+
+
+def extra_tables(extra: dict, args) -> list[str]:
+    out: list[str] = []
+    if "latency" in extra:
+        out += ["", f"Streaming latency, {extra['master']}, {args.rate} records/s for {args.latency_seconds:.0f} s per "
+                "trigger (first fifth dropped as warm-up): acknowledgement → output record readable",
+                "", "| trigger | records | p50 ms | p99 ms | goal p99 < 2×trigger+200 ms | load (1/5/15 min) |",
+                "|---:|---:|---:|---:|---|---|"]
+        for r in extra["latency"]:
+            goal = 2 * r["trigger"] + 200
+            out.append(f"| {r['trigger']} ms | {r['n']} | {r['p50']:.0f} | {r['p99']:.0f} | "
+                       f"{'met' if r['p99'] < goal else 'missed'} ({goal} ms) | {r['load']} |")
+    if "sink" in extra:
+        sk = extra["sink"]
+        a, e = statistics.median(sk["alo"]), statistics.median(sk["eo"])
+        out += ["", f"Sink, {extra['master']}: batch write of {sk['rows']:,} rows of ~1 KiB in 2 tasks, alternating",
+                "", "| sink | median s | trials s |", "|---|---:|---|",
+                f"| at-least-once | {a:.2f} | {', '.join(f'{x:.2f}' for x in sk['alo'])} |",
+                f"| exactly-once | {e:.2f} | {', '.join(f'{x:.2f}' for x in sk['eo'])} |",
+                "", f"Exactly-once cost: {100 * (e / a - 1):+.0f}% (goal ≤ +20%); load {sk['load']}."]
+    if "security" in extra:
+        sc = extra["security"]
+        p, t = statistics.median(sc["plain"]), statistics.median(sc["sasl_ssl"])
+        out += ["", f"Security, {extra['master']}: praha batch read of {sc['mib']} MiB, PLAINTEXT cluster vs "
+                "`--secure` cluster (SASL_SSL, SCRAM-SHA-512), alternating",
+                "", "| protocol | median s | MB/s | trials s |", "|---|---:|---:|---|",
+                f"| PLAINTEXT | {p:.2f} | {sc['mib'] * 1.048576 / p:.1f} | {', '.join(f'{x:.2f}' for x in sc['plain'])} |",
+                f"| SASL_SSL | {t:.2f} | {sc['mib'] * 1.048576 / t:.1f} | {', '.join(f'{x:.2f}' for x in sc['sasl_ssl'])} |",
+                "", f"SASL_SSL / PLAINTEXT time: {t / p:.2f}; load {sc['load']}."]
+    return out
 
 
 def table(results: list[dict]) -> list[str]:
@@ -178,17 +381,17 @@ def table(results: list[dict]) -> list[str]:
     return out
 
 
-def write_results(args, lines: list[str]) -> None:
+def write_results(args, lines: list[str], master: str) -> None:
     path = Path(__file__).with_name("RESULTS.md")
     cmd = "python bench/spark.py " + " ".join(a for a in sys.argv[1:] if a != "--write")
     text = [
-        "", "## Spark", "",
+        "", f"## Spark ({master})", "",
         f"Command: `{cmd.strip()}`", "",
         f"Machine: {machine()}.", "",
         "What is timed: a full read of one topic (1 KiB records, 16-byte keys, RF "
         f"{args.rf}, {args.partitions} partitions, 3 brokers on loopback) by (a) one confluent-kafka consumer "
         "(assign, `consume(10000)`, every value's length taken; clock from consumer creation to the last "
-        "record) and (b) `spark.read.format(\"praha\")` in local[2] with `count(*)` and `sum(length(value))` "
+        "record) and (b) `spark.read.format(\"praha\")` in " + master + " with `count(*)` and `sum(length(value))` "
         "(clock around the action: planning, ListOffsets, both tasks at a time, Arrow hand-off to the JVM). "
         "The Spark session is up and warmed before the clock runs. Readers alternate; medians of the trials. "
         "*ratio* = consumer seconds / praha seconds (1.0 = as fast as the plain consumer; target ≥ 0.70).", "",

@@ -288,6 +288,17 @@ def processed_offsets(q: Any) -> int:
     return sum(int(v) for parts in (end or {}).values() for v in parts.values())
 
 
+def spark_session(master: str | None, out_dir: Path) -> Any:
+    """local[2] (task retries on), or the given cluster with praha shipped to its executors."""
+    from praha.spark import local_session, package_zip, session
+
+    if not master:
+        return local_session("praha-showcase", cores=2, task_retries=8, quiet=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return session(master, "praha-showcase", quiet=True, py_files=[package_zip(str(out_dir))],
+                   conf={"spark.task.maxFailures": "8", "spark.sql.shuffle.partitions": "2"})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m praha.showcase", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -295,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=70,
                     help="how long to produce once the stream runs (default 70, at least 60: the faults need it)")
     ap.add_argument("--keep-running", action="store_true", help="leave the cluster running at the end")
+    ap.add_argument("--spark-master", default=None, metavar="URL",
+                    help="run the streaming job on this Spark cluster (e.g. spark://HOST:7077; praha is shipped "
+                         "to its executors as a zip) instead of local[2]")
     args = ap.parse_args(argv)
 
     home = DEFAULT_DIR.parent
@@ -322,10 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         create_topics(bootstrap)
         wait_leaders(zk)
         say(f"topics {INPUT} (6 partitions) and {OUTPUT} (3 partitions): RF 3, min.insync.replicas=2")
-        say("starting Spark (local[2]) ...")
-        from praha.spark import local_session
-
-        spark = local_session("praha-showcase", cores=2, task_retries=8, quiet=True)
+        say(f"starting Spark ({args.spark_master or 'local[2]'}) ...")
+        spark = spark_session(args.spark_master, out_dir)
         tail = StateChangeTail(cluster.root, t_start)
         tail.skip_existing()
         stats = ProducerStats()

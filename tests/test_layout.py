@@ -58,7 +58,9 @@ ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
     # the broker hosts the controller; nothing else in it drives the controller directly
     ("broker", "controller"): ({"praha.broker.server"}, None),
     # the Spark source and sink are clients: they speak the wire protocol (and read records) and nothing else
-    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint", "praha.protocol"}),
+    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint", "praha.protocol",
+                                   # TLS and SASL of the reader's connections (kafka.security.protocol, kafka.sasl.*)
+                                   "praha.protocol.client_security"}),
 }
 
 #: packages whose modules must not import each other in a cycle

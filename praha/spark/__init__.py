@@ -10,7 +10,7 @@ from typing import Any
 
 from praha.spark.source import PrahaDataSource
 
-__all__ = ["PrahaDataSource", "register", "local_session"]
+__all__ = ["PrahaDataSource", "register", "local_session", "session", "package_zip"]
 
 
 def register(spark: Any) -> None:
@@ -39,6 +39,15 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
     praha sink relies on task retries to be at-least-once. Workers run this interpreter
     (PYSPARK_PYTHON), so they can import praha. `quiet` keeps Spark's JVM to fatal
     messages and hides the progress bar (for commands whose output is a report)."""
+    return session(f"local[{cores},{task_retries}]", app_name, quiet=quiet,
+                   conf={"spark.sql.shuffle.partitions": str(cores), **conf})
+
+
+def session(master: str, app_name: str = "praha", quiet: bool = False, py_files: list[str] | None = None,
+            conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession on `master` (`local[...]`, `spark://HOST:PORT`) with the praha source
+    registered. `py_files` (a praha wheel or zip) are shipped to the executors, as
+    `spark-submit --py-files` does, for clusters whose Python lacks praha."""
     import os
     import sys
     import tempfile
@@ -50,14 +59,16 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
 
     builder = (
         SparkSession.builder.appName(app_name)
-        .master(f"local[{cores},{task_retries}]")
+        .master(master)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "true")
     )
+    if py_files:
+        builder = builder.config("spark.submit.pyFiles", ",".join(py_files))
     if quiet:
         fd, path = tempfile.mkstemp(prefix="praha-log4j2-", suffix=".properties")
         with os.fdopen(fd, "w") as f:
@@ -67,12 +78,28 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
         atexit.register(_remove_if_there, path)
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{path}") \
             .config("spark.ui.showConsoleProgress", "false")
-    for k, v in conf.items():
+    for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
     register(spark)
     return spark
+
+
+def package_zip(directory: str) -> str:
+    """praha's Python package as a zip for `--py-files` / `spark.submit.pyFiles` (the same
+    layout as praha's wheel: the `praha` folder at the root). Returns its path."""
+    import os
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = os.path.join(directory, "praha.zip")
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                z.write(path, str(path.relative_to(root.parent)))
+    return out
 
 
 def _remove_if_there(path: str) -> None:

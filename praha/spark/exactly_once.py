@@ -97,9 +97,10 @@ def write_exactly_once(producer_config: dict[str, Any], fixed_topic: str | None,
     config = dict(producer_config)
     config.update({"transactional.id": tid, "enable.idempotence": "true", "acks": "all"})
     producer = Producer(config)
+    security = {k: v for k, v in producer_config.items() if k.startswith(("security.", "sasl.", "ssl."))}
     marker_reader = Consumer({"bootstrap.servers": producer_config["bootstrap.servers"], "group.id": tid,
                               "isolation.level": "read_committed", "enable.auto.commit": "false",
-                              "log_level": 3})
+                              "log_level": 3, **security})
     try:
         producer.init_transactions(TXN_TIMEOUT_S)
         (marker,) = marker_reader.committed([TopicPartition(topic, 0)], timeout=TXN_TIMEOUT_S)

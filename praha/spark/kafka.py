@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import ssl
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from kafka.protocol.metadata import MetadataRequest
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection
+from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,24 @@ RETRIABLE = frozenset({
 
 class SourceError(PrahaError):
     """A read or offset lookup failed for good (after its bounded retries)."""
+
+
+class AccessError(SourceError):
+    """Authentication failed, or the user may not do what the query needs: retrying
+    cannot help, so it surfaces at once (Spark's own task retries are bounded)."""
+
+
+#: what each refusal means, for a message that names the operation (Kafka's ACL names)
+AUTHORIZATION_FAILED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                  ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                  ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+
+
+def not_authorized(operation: str, topic: str, client: "ClusterClient | None" = None) -> AccessError:
+    user = f" as User:{client.security.username}" if client is not None and client.security.username else ""
+    return AccessError(f"Not authorized to {operation} topic {topic}{user} (TOPIC_AUTHORIZATION_FAILED): "
+                       f"grant it with `praha acls --add --allow-principal User:NAME --operation {operation} "
+                       f"--topic {topic}`", code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 class DataLossError(SourceError):
@@ -79,8 +99,11 @@ class ClusterClient:
     """Blocking client over one connection per broker; not thread-safe (one per task)."""
 
     def __init__(self, bootstrap: Iterable[tuple[str, int]], client_id: str = "praha-spark",
-                 timeout: float = 10.0, connect_timeout: float = 3.0, read_committed: bool = False):
+                 timeout: float = 10.0, connect_timeout: float = 3.0, read_committed: bool = False,
+                 security: ClientSecurity = PLAINTEXT):
         self.bootstrap = tuple(bootstrap)
+        #: TLS and SASL of every connection this client opens (`praha.spark.security`)
+        self.security = security
         self.client_id = client_id
         #: Kafka's isolation level: 1 (read_committed) stops at the last stable offset
         self.isolation_level = 1 if read_committed else 0
@@ -104,11 +127,26 @@ class ClusterClient:
     def _conn(self, addr: tuple[str, int]) -> BrokerConnection:
         c = self._conns.get(addr)
         if c is None:
-            c = BrokerConnection(addr[0], addr[1], timeout=self.connect_timeout, client_id=self.client_id)
+            c = BrokerConnection(addr[0], addr[1], timeout=self.connect_timeout, client_id=self.client_id,
+                                 security=self.security)
             self._conns[addr] = c
         if not c.connected:
-            c.timeout = self.connect_timeout
-            c.connect()
+            # TLS and SASL happen inside connect(): a handshake and a SCRAM exchange on a busy
+            # machine need the request timeout, not the TCP connect timeout
+            secured = self.security.ssl_context is not None or bool(self.security.sasl_mechanism)
+            c.timeout = max(self.connect_timeout, self.timeout) if secured else self.connect_timeout
+            try:
+                c.connect()
+            except SaslAuthenticationError as e:
+                raise AccessError(f"SASL authentication with {addr[0]}:{addr[1]} failed "
+                                  f"({self.security.sasl_mechanism}, user {self.security.username!r}): {e}; "
+                                  "check kafka.sasl.jaas.config", code=ErrorCode.SASL_AUTHENTICATION_FAILED) from None
+            except PrahaError as e:
+                if isinstance(e.__cause__, ssl.SSLError):
+                    raise AccessError(f"TLS handshake with {addr[0]}:{addr[1]} failed: {e.__cause__}; check "
+                                      "kafka.security.protocol, kafka.ssl.truststore.* and "
+                                      "kafka.ssl.endpoint.identification.algorithm") from None
+                raise
         c.timeout = self.timeout
         return c
 
@@ -134,12 +172,16 @@ class ClusterClient:
         for addr in candidates:
             try:
                 resp = self._conn(addr).send(req, METADATA_VERSION)
+            except AccessError:
+                raise
             except PrahaError as e:
                 errors.append(f"{addr[0]}:{addr[1]}: {e}")
                 continue
             md = Metadata(brokers={b.node_id: (b.host, b.port) for b in resp.brokers},
                           controller_id=resp.controller_id)
             for t in resp.topics:
+                if t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and topics is not None:
+                    raise not_authorized("Describe", t.name, self)
                 if t.error_code != ErrorCode.NONE:
                     md.topic_errors[t.name] = t.error_code
                     continue
@@ -179,6 +221,8 @@ class ClusterClient:
             if attempt or any(self.leader(tp) is None for tp in pending):
                 try:
                     md = self.refresh(sorted({tp.topic for tp in pending}))
+                except AccessError:
+                    raise
                 except SourceError as e:
                     last_error = {tp: str(e) for tp in pending}
                     continue
@@ -204,6 +248,8 @@ class ClusterClient:
                     for t in sorted({tp.topic for tp in tps})])
                 try:
                     resp = self.send_to(leader, req, LIST_OFFSETS_VERSION)
+                except AccessError:
+                    raise
                 except PrahaError as e:
                     for tp in tps:
                         last_error[tp] = f"broker {leader}: {e}"
@@ -214,6 +260,8 @@ class ClusterClient:
                         if p.error_code == ErrorCode.NONE:
                             result[tp] = p.offset
                             pending.pop(tp, None)
+                        elif p.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                            raise not_authorized("Describe", tp.topic, self)
                         elif p.error_code in RETRIABLE:
                             last_error[tp] = f"broker {leader}: error {_name(p.error_code)}"
                         else:
@@ -288,6 +336,8 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
             if client.leader(tp) is None:
                 client.refresh([tp.topic])
             p = client.fetch_once(tp, offset, max_bytes, max_wait_ms=250)
+        except AccessError:
+            raise
         except PrahaError as e:
             last_problem = f"{type(e).__name__}: {e}"
             stalled_since = stalled_since or now
@@ -334,6 +384,8 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
                 _lost(f"{tp} no longer exists; offsets [{offset}, {end}) cannot be read", fail_on_data_loss)
                 return
             continue
+        if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+            raise not_authorized("Read", tp.topic, client)
         raise SourceError(f"fetch of {tp} at offset {offset} failed: {_name(code)}", code=_code(code))
 
 

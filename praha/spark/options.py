@@ -14,10 +14,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from praha.common import TopicPartition
 from praha.errors import ConfigError
+
+if TYPE_CHECKING:
+    from praha.spark.security import Security
 
 EARLIEST, LATEST = -2, -1
 
@@ -42,6 +45,14 @@ DEFAULT_OFFSET_RETRY_INTERVAL_MS = 500
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 DEFAULT_TRANSACTIONAL_ID_PREFIX = "praha-spark"
+#: Spark's default `maxTriggerDelay` (15 minutes)
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+
+
+def _plaintext() -> Security:
+    from praha.spark.security import Security
+
+    return Security()
 
 
 class OptionError(ConfigError, ValueError):
@@ -97,6 +108,9 @@ class ReadOptions:
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     max_offsets_per_trigger: int | None = None
+    #: `minOffsetsPerTrigger`: wait for this many new offsets, at most `max_trigger_delay_ms`
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     offset_retries: int = DEFAULT_OFFSET_RETRIES
     offset_retry_interval_ms: int = DEFAULT_OFFSET_RETRY_INTERVAL_MS
@@ -105,13 +119,15 @@ class ReadOptions:
     #: `kafka.isolation.level=read_committed`: read up to the last stable offset, without
     #: the records of aborted transactions
     read_committed: bool = False
+    #: `kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*` (secrets hidden from repr)
+    security: Security = field(default_factory=_plaintext)
 
 
 @dataclass(frozen=True)
 class WriteOptions:
     bootstrap: tuple[tuple[str, int], ...]
     topic: str | None
-    producer_config: Mapping[str, str]
+    producer_config: Mapping[str, str] = field(repr=False)
     #: `exactlyOnce`: each task writes in a transaction with a marker of its batch
     exactly_once: bool = False
     transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
@@ -121,6 +137,7 @@ class WriteOptions:
     #: the driver fails the commit of this micro-batch, after its tasks wrote, as a crash would
     fail_first_attempt: str | None = None
     fail_commit_of_batch: int | None = None
+    security: Security = field(default_factory=_plaintext)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -322,8 +339,16 @@ def parse_read_options(options: Mapping[str, str], streaming: bool | None = None
     min_partitions = _positive_int(opts, "minPartitions")
     max_per_partition = _positive_int(opts, "maxRecordsPerPartition")
     max_per_trigger = _positive_int(opts, "maxOffsetsPerTrigger")
-    if streaming is False and max_per_trigger is not None:
-        pass  # Spark ignores it in batch queries; so do we
+    min_per_trigger = _positive_int(opts, "minOffsetsPerTrigger")
+    delay_text = _get(opts, "maxTriggerDelay")
+    delay_ms = parse_duration_ms("maxTriggerDelay", delay_text) if delay_text is not None \
+        else DEFAULT_MAX_TRIGGER_DELAY_MS
+    if min_per_trigger is not None and max_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise OptionError("minOffsetsPerTrigger", f"({min_per_trigger}) must not exceed maxOffsetsPerTrigger "
+                          f"({max_per_trigger})")
+    from praha.spark.security import parse_security
+
+    security = parse_security(opts)
     return ReadOptions(
         bootstrap=bootstrap, subscription=sub, starting=starting, ending=ending,
         timestamp_strategy=strategy,
@@ -331,15 +356,43 @@ def parse_read_options(options: Mapping[str, str], streaming: bool | None = None
         include_headers=_bool(opts, "includeHeaders", False),
         min_partitions=min_partitions, max_records_per_partition=max_per_partition,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger, max_trigger_delay_ms=delay_ms,
         poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS) or 0,
         offset_retries=_positive_int(opts, "fetchOffset.numRetries", DEFAULT_OFFSET_RETRIES, minimum=0) or 0,
         offset_retry_interval_ms=_positive_int(opts, "fetchOffset.retryIntervalMs",
                                                DEFAULT_OFFSET_RETRY_INTERVAL_MS, minimum=0) or 0,
         partition_fetch_bytes=_positive_int(opts, "kafka.max.partition.fetch.bytes",
                                             DEFAULT_PARTITION_FETCH_BYTES) or DEFAULT_PARTITION_FETCH_BYTES,
-        client_id=_get(opts, "kafka.client.id") or "praha-spark",
+        client_id=_client_id(opts),
         read_committed=_isolation(opts),
+        security=security,
     )
+
+
+def _client_id(opts: dict[str, str]) -> str:
+    """`kafka.client.id`; else the group id the user named (`kafka.group.id`, `groupIdPrefix`),
+    so per-client quotas and broker logs can tell pipelines apart. praha reads without
+    joining a group, so no group ACL is ever checked."""
+    group = _get(opts, "kafka.group.id")
+    prefix = _get(opts, "groupIdPrefix")
+    for name, v in (("kafka.group.id", group), ("groupIdPrefix", prefix)):
+        if v is not None and not v.strip():
+            raise OptionError(name, "must not be empty")
+    return (_get(opts, "kafka.client.id") or (group.strip() if group else None)
+            or (f"{prefix.strip()}-praha-spark" if prefix else "praha-spark"))
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|sec|second|seconds|m|min|minute|minutes|h|hour|hours)?\s*$", re.I)
+_UNIT_MS = {"ms": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000, "m": 60_000, "min": 60_000,
+            "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000}
+
+
+def parse_duration_ms(name: str, text: str) -> int:
+    """Spark's time strings: `15m`, `30s`, `500ms`, `1 hour` (a bare number is milliseconds)."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise OptionError(name, f"must be a duration like 500ms, 30s, 15m or 1h, got {text!r}")
+    return int(m.group(1)) * _UNIT_MS[(m.group(2) or "ms").lower()]
 
 
 def _isolation(opts: dict[str, str]) -> bool:
@@ -364,12 +417,15 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = _get(opts, "topic")
     if topic is not None and not topic.strip():
         raise OptionError("topic", "must not be empty")
+    from praha.spark.security import SECURITY_OPTIONS, parse_security
+
+    security = parse_security(opts)
     config: dict[str, str] = {"acks": "all"}
     for k, v in options.items():
         lk = str(k).lower()
         if lk.startswith("kafka.") and lk != "kafka.bootstrap.servers":
             name = str(k)[len("kafka."):]
-            if name.lower() not in _JAVA_ONLY:
+            if name.lower() not in _JAVA_ONLY and name.lower() not in SECURITY_OPTIONS:
                 config[name] = str(v)
     config["bootstrap.servers"] = ",".join(f"{h}:{p}" for h, p in bootstrap)
     if config.get("acks", "all").lower() not in ("all", "-1", "1", "0"):
@@ -385,7 +441,8 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     return WriteOptions(bootstrap=bootstrap, topic=topic.strip() if topic else None, producer_config=config,
                         exactly_once=exactly_once, transactional_id_prefix=prefix.strip(),
                         fail_first_attempt=fail_first,
-                        fail_commit_of_batch=int(fail_commit) if fail_commit is not None else None)
+                        fail_commit_of_batch=int(fail_commit) if fail_commit is not None else None,
+                        security=security)
 
 
 def _check_exactly_once(config: Mapping[str, str], prefix: str, fail_first: str | None) -> None:

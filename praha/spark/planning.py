@@ -32,7 +32,9 @@ class OffsetRange:
 
 
 def client_for(opts: ReadOptions) -> ClusterClient:
-    return ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed)
+    """A wire client with the read's settings: isolation level, client id, TLS and SASL."""
+    return ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed,
+                         security=opts.security.client_security())
 
 
 # ------------------------------------------------------------------------------ partitions
@@ -178,6 +180,15 @@ def rate_limit(start: Offsets, latest: Offsets, limit: int) -> Offsets:
         s = start.get(tp, latest[tp])
         out[tp] = s + share if latest[tp] >= s else latest[tp]
     return out
+
+
+def delay_batch(new_offsets: int, min_offsets: int | None, since_last_ms: float, max_delay_ms: int) -> bool:
+    """Spark's `minOffsetsPerTrigger` rule: hold the next batch back while fewer than
+    `min_offsets` offsets are new, but never longer than `max_delay_ms` after the last
+    batch (`maxTriggerDelay`). The first batch is never held (no last batch yet)."""
+    if not min_offsets or since_last_ms >= max_delay_ms:
+        return False
+    return new_offsets < min_offsets
 
 
 # ------------------------------------------------------------------------------ JSON offsets

@@ -18,8 +18,9 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from praha.common import TopicPartition
-from praha.spark.kafka import Chunk, ClusterClient, fetch_range
+from praha.spark.kafka import Chunk, fetch_range
 from praha.spark.options import ReadOptions
+from praha.spark.planning import client_for
 from praha.spark.records import Columns, decode_into, scan_next_offset
 from praha.spark.schema import to_arrow
 
@@ -54,7 +55,7 @@ def read_range(opts: ReadOptions, part: Any, pa_schema: Any, prefetch: bool = Tr
 
 def _direct(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> Generator[tuple[Chunk, int], None, None]:
     """Fetch, hand over, fetch again: the task does one thing at a time."""
-    client = ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed)
+    client = client_for(opts)
     position = [start]
     try:
         for chunk in fetch_range(client, tp, start, end, fail_on_data_loss=opts.fail_on_data_loss,

@@ -4,7 +4,8 @@ Offsets are Spark's Kafka JSON, `{"topic": {"partition": next offset}}`, so they
 per topic-partition in the checkpoint and a restarted query resumes exactly where its
 last committed batch ended. `latestOffset` picks the end of the next batch (high
 watermarks, capped by `maxOffsetsPerTrigger`, or by the target fixed when
-`trigger(availableNow=True)` started); `partitions` cuts [start, end) into tasks.
+`trigger(availableNow=True)` started, and held back while fewer than
+`minOffsetsPerTrigger` are new, for at most `maxTriggerDelay`); `partitions` cuts [start, end) into tasks.
 
 Partitions that appear while the query runs (more partitions, a new topic matching a
 subscription) are read from their earliest offset. A partition that disappears, or
@@ -17,6 +18,7 @@ may keep one cluster client open between calls; it is also pickled for the tasks
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +34,7 @@ from praha.spark.planning import (
     Offsets,
     client_for,
     current_partitions,
+    delay_batch,
     from_json,
     rate_limit,
     report_data_loss,
@@ -52,6 +55,8 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._client: ClusterClient | None = None
         self._target: Offsets | None = None  # availableNow: never read past these
         self._latest: Offsets | None = None
+        #: when the last batch was let through (minOffsetsPerTrigger / maxTriggerDelay); -inf: none yet
+        self._last_trigger_ms = float("-inf")
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -89,6 +94,13 @@ class PrahaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = rate_limit(begin, latest, limit.max_rows)
         else:
             end = latest
+        if self._target is None and self.opts.min_offsets_per_trigger:
+            now = time.monotonic() * 1000
+            new_offsets = sum(max(0, o - begin.get(tp, o)) for tp, o in end.items())
+            if delay_batch(new_offsets, self.opts.min_offsets_per_trigger, now - self._last_trigger_ms,
+                           self.opts.max_trigger_delay_ms):
+                return start  # no new batch yet (Spark runs none when the offsets did not move)
+            self._last_trigger_ms = now
         return to_json(end)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:

@@ -26,6 +26,8 @@ from praha.errors import PrahaError
 from praha.spark.exactly_once import Row
 from praha.spark.options import OptionError, WriteOptions
 
+#: Kafka's AclOperation code of WRITE (its bit in authorised-operation fields)
+WRITE = 4
 #: how long a task waits for its last acknowledgements (librdkafka retries within it)
 FLUSH_TIMEOUT_S = 120.0
 
@@ -69,15 +71,39 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
 
 
 def check_topic_exists(opts: WriteOptions) -> None:
-    """An unknown `topic` option fails before any task runs (praha does not auto-create)."""
-    if opts.topic is None:
-        return
-    from praha.spark.kafka import ClusterClient
+    """Before any task runs: the cluster takes the credentials, and the `topic` option
+    names a topic that exists (praha does not auto-create) and that the user may write."""
+    from praha.spark.kafka import ClusterClient, not_authorized
 
-    with ClusterClient(opts.bootstrap) as client:
-        md = client.refresh([opts.topic])
-    if not md.partitions_of(opts.topic):
-        raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
+    with ClusterClient(opts.bootstrap, client_id="praha-spark-sink", security=opts.security.client_security()) \
+            as client:
+        md = client.refresh([opts.topic] if opts.topic else [])
+        if opts.topic is None:
+            return
+        if not md.partitions_of(opts.topic):
+            raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
+        if opts.security.sasl and not _may_write(client, opts.topic):
+            raise not_authorized("Write", opts.topic, client)
+
+
+def _may_write(client: Any, topic: str) -> bool:
+    """Whether the broker's authoriser lets this user Write `topic` (Metadata v8+ answers with
+    the topic's authorised operations, a bit field of Kafka's AclOperation codes)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    from praha.spark.kafka import METADATA_VERSION
+
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)],
+                          allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                          include_topic_authorized_operations=True)
+    broker = next(iter(client.meta.brokers))
+    resp = client.send_to(broker, req, METADATA_VERSION)
+    ops = next((t.authorized_operations for t in resp.topics if t.name == topic), None)
+    if ops is None or ops == -2147483648:  # the broker did not say: let the producer find out
+        return True
+    if isinstance(ops, int):
+        return bool(ops & (1 << WRITE))
+    return WRITE in ops  # kafka-python decodes the bit field as the set of bits on
 
 
 def _as_bytes(v: Any) -> bytes | None:
@@ -125,7 +151,7 @@ def produce_row(producer: Any, row: Row) -> None:
 
 def producer_config(opts: WriteOptions) -> dict[str, Any]:
     """The sink's producer settings: short batching and quiet logs unless `kafka.*` says otherwise."""
-    return {"linger.ms": 5, "log_level": 3, **opts.producer_config}
+    return {"linger.ms": 5, "log_level": 3, **opts.producer_config, **opts.security.librdkafka()}
 
 
 def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:

@@ -1,4 +1,4 @@
-"""Fixtures for pipeline tests: one local SparkSession and one 3-broker cluster per session.
+"""Fixtures for pipeline tests: one SparkSession and one 3-broker cluster per session.
 
 Spark takes ~15 s to start on 2 cores, so every pipeline test shares one session
 (`local[2,4]`: two cores, and failed tasks are retried, which the sink tests rely on).
@@ -100,6 +100,23 @@ class PipelineCluster:
             tps = c.refresh([topic]).partitions_of(topic)
             return sum(c.list_offsets({tp: -1 for tp in tps}, 3, 100).values())
 
+    def values(self, topic: str, at_least: int, timeout: float = 100) -> list[str]:
+        """The values in `topic` (read from offset 0 of every partition, no group), once at
+        least `at_least` are there or `timeout` passes."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as Tp
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "pipeline-check", "enable.auto.commit": False})
+        try:
+            c.assign([Tp(topic, p, 0) for p in range(len(self.partitions(topic)))])
+            got: list[str] = []
+            deadline = time.monotonic() + timeout
+            while len(got) < at_least and time.monotonic() < deadline:
+                got += [m.value().decode() for m in c.consume(500, 0.5) if m.error() is None]
+            return got
+        finally:
+            c.close()
+
     def produce(self, topic: str, records: list[dict[str, Any]], **config: Any) -> None:
         """Each record: value, and optionally key, partition, headers, timestamp. acks=all; raises on any failure."""
         from confluent_kafka import Producer
@@ -117,16 +134,40 @@ class PipelineCluster:
         assert left == 0 and not errors, f"produce failed: {left} unacknowledged, errors {errors[:3]}"
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    from praha.spark import local_session
+#: `PRAHA_SPARK_MASTER=standalone` (make test-spark-cluster): the same tests on a Spark
+#: standalone cluster of two workers, praha shipped to the executors as a zip (--py-files)
+SPARK_MASTER_ENV = "PRAHA_SPARK_MASTER"
 
-    session = local_session("praha-pipeline-tests", cores=2, task_retries=4,
-                            **{"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2"})
-    try:
-        yield session
-    finally:
-        session.stop()
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory) -> Iterator[Any]:
+    import os
+
+    from praha.spark import local_session, package_zip, session
+
+    # a Python worker (the streaming planner's included) gets two minutes to connect back to
+    # the JVM, not 15 s: on the shared 2-core machine they can take longer to start
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+            "spark.python.authenticate.socketTimeout": "120s"}
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")  # the Python side of the same wait
+    if os.environ.get(SPARK_MASTER_ENV, "local") != "standalone":
+        s = local_session("praha-pipeline-tests", cores=2, task_retries=4, **conf)
+        try:
+            yield s
+        finally:
+            s.stop()
+        return
+    from praha.spark.standalone import standalone_cluster
+
+    root = tmp_path_factory.mktemp("spark-standalone")
+    with standalone_cluster(root / "cluster", workers=2, cores=1, memory="1g") as cluster:
+        s = session(cluster.master_url, "praha-pipeline-tests", py_files=[package_zip(str(root))],
+                    conf={**conf, "spark.task.maxFailures": "4", "spark.executor.memory": "512m",
+                          "spark.cores.max": "2"})
+        try:
+            yield s
+        finally:
+            s.stop()
 
 
 @pytest.fixture(scope="session")

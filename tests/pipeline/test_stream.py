@@ -1,5 +1,5 @@
-"""Streaming reads: availableNow, restart from a checkpoint, maxOffsetsPerTrigger, new
-partitions picked up, and data loss (retention, topic deletion) with failOnDataLoss."""
+"""Streaming reads: availableNow, restart from a checkpoint, maxOffsetsPerTrigger,
+minOffsetsPerTrigger with maxTriggerDelay, new partitions picked up, and data loss (retention, topic deletion) with failOnDataLoss."""
 from __future__ import annotations
 
 import json
@@ -133,3 +133,71 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
     finally:
         for q in queries.values():
             q.stop()
+
+
+def test_min_offsets_per_trigger_holds_a_batch_back_until_enough_or_the_delay(pipeline, topic_name):
+    """The source's answer to Spark's `latestOffset` call, on a real cluster (what Spark's
+    engine then does with an unchanged offset is: run no batch)."""
+    from praha.spark.options import parse_read_options
+    from praha.spark.schema import kafka_schema
+    from praha.spark.stream import PrahaStreamReader
+
+    pipeline.create_topic(topic_name, 2, 3)
+    opts = parse_read_options({"kafka.bootstrap.servers": pipeline.bootstrap, "subscribe": topic_name,
+                               "startingOffsets": "earliest", "minOffsetsPerTrigger": "100",
+                               "maxTriggerDelay": "4s"}, streaming=True)
+    reader = PrahaStreamReader(opts, kafka_schema())
+    limit = reader.getDefaultReadLimit()
+
+    def total(offsets: dict) -> int:
+        return sum(o for parts in offsets.values() for o in parts.values())
+
+    try:
+        start = reader.initialOffset()
+        pipeline.produce(topic_name, _values(0, 10, 2))
+        first_at = time.monotonic()
+        first = reader.latestOffset(start, limit)
+        assert total(first) == 10  # the first batch is never held back
+        pipeline.produce(topic_name, _values(10, 30, 2))
+        assert reader.latestOffset(first, limit) == first  # 20 new < 100: no batch yet
+        released = wait_for(lambda: (o := reader.latestOffset(first, limit)) != first and o, 60, interval=0.2,
+                            what="maxTriggerDelay to release the batch")
+        # never before maxTriggerDelay after the last batch (a semantic bound, not a speed check)
+        assert time.monotonic() - first_at >= 4.0 and total(released) == 30
+        pipeline.produce(topic_name, _values(30, 140, 2))
+        assert total(reader.latestOffset(released, limit)) == 140  # 110 new >= 100: at once
+    finally:
+        reader.stop()
+
+
+def test_delete_records_between_planning_and_reading_fails_or_is_skipped(pipeline, topic_name):
+    """A micro-batch planned over [0, 100) whose first 40 offsets DeleteRecords removes before
+    its task reads them: Spark's outcome, data loss (or, failOnDataLoss=false, the rest)."""
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from praha.spark.kafka import DataLossError
+    from praha.spark.options import parse_read_options
+    from praha.spark.schema import kafka_schema
+    from praha.spark.stream import PrahaStreamReader
+
+    pipeline.create_topic(topic_name, 1, 3)
+    pipeline.produce(topic_name, _values(0, 100, 1))
+    readers = {fail: PrahaStreamReader(parse_read_options(
+        {"kafka.bootstrap.servers": pipeline.bootstrap, "subscribe": topic_name, "startingOffsets": "earliest",
+         "failOnDataLoss": fail}, streaming=True), kafka_schema()) for fail in ("true", "false")}
+    planned = {}
+    for fail, r in readers.items():
+        start = r.initialOffset()
+        planned[fail] = r.partitions(start, r.latestOffset(start, r.getDefaultReadLimit()))
+        assert [(p.start, p.end) for p in planned[fail]] == [(0, 100)]
+    admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
+    deleted = next(iter(admin.delete_records([CkTopicPartition(topic_name, 0, 40)]).values())).result(60)
+    assert deleted.low_watermark == 40
+    with pytest.raises(DataLossError, match="failOnDataLoss"):
+        for _ in readers["true"].read(planned["true"][0]):
+            pass
+    offsets = [o for b in readers["false"].read(planned["false"][0]) for o in b.column("offset").to_pylist()]
+    assert offsets == list(range(40, 100))
+    for r in readers.values():
+        r.stop()

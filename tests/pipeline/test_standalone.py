@@ -1,0 +1,50 @@
+"""The praha source and sink on a real Spark standalone cluster: a master and two workers
+started from the pyspark wheel's launcher on loopback (`praha.spark.standalone`),
+executors in their own JVMs with their own Python workers. The driver is a process of its
+own and ships praha to the executors as a zip (`--py-files`); the executors' environment
+has no path to praha, so the read and the write work only if the shipping does.
+
+The whole pipeline suite runs on such a cluster with `make test-spark-cluster`
+(PRAHA_SPARK_MASTER=standalone)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from praha.spark.standalone import StandaloneCluster, standalone_cluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+JOB = Path(__file__).with_name("pipeline_job.py")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
+    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=2, cores=1, memory="1g",
+                            timeout=240) as c:
+        yield c
+
+
+def test_a_job_with_praha_shipped_as_py_files_reads_and_writes(cluster, pipeline, topic_name, tmp_path):
+    src, dst = f"{topic_name}-in", f"{topic_name}-out"
+    pipeline.create_topic(src, 2, 3)
+    pipeline.create_topic(dst, 2, 3)
+    values = [f"w-{i:03d}" for i in range(300)]
+    pipeline.produce(src, [{"value": v.encode()} for v in values])
+    # the driver finds praha on its path; the workers (started without it) only through the zip
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(JOB), cluster.master_url, pipeline.bootstrap, src, dst, str(tmp_path)],
+                          capture_output=True, text=True, timeout=1800, env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["read"] == values
+    assert report["executors"] == 2
+    assert report["executor_praha"] and all("praha.zip" in f for f in report["executor_praha"]), report
+    got = pipeline.values(dst, 2 * len(values))
+    assert sorted(got) == sorted([v.upper() for v in values] + [f"s-{v}" for v in values])
