@@ -4,11 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration tools bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
-	@echo "make test   set up .venv and run the test suite"
+	@echo "make test   set up .venv, install the Debian tools the tests drive, run the test suite"
+	@echo "make tools  only install the Debian tools the tests drive (apt-get; sudo when not root)"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
@@ -38,13 +39,29 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench
 	$(VENV)/bin/mypy praha
 
-test: $(STAMP) $(QUIX_STAMP)
+# Debian packages the tests drive, as PACKAGE:COMMAND (the command that shows it is there);
+# `make tools` apt-gets the missing ones (with sudo when not root), `make test` and CI run it first
+TEST_TOOLS := kcat:kcat
+# wait for another apt-get's lock (shared machines, CI images) instead of failing
+APT_WAIT := -o DPkg::Lock::Timeout=600
+tools:
+	@missing=""; for tool in $(TEST_TOOLS); do \
+	  command -v "$${tool#*:}" >/dev/null || missing="$$missing $${tool%%:*}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  command -v apt-get >/dev/null || { echo "the tests need these Debian packages (no apt-get here):$$missing"; exit 1; }; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing the Debian packages the tests need:$$missing"; \
+	  $$sudo apt-get $(APT_WAIT) update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y -qq $$missing >/dev/null; \
+	fi
+
+test: $(STAMP) $(QUIX_STAMP) tools
 	$(PY) -m pytest -q -m "not slow" tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP) $(QUIX_STAMP)
+test-integration: $(STAMP) $(QUIX_STAMP) tools
 	$(PY) -m pytest -q -m "integration and not slow" tests
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
