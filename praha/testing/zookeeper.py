@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from praha.zk.auth import ZkAuth
 from praha.zk.server import EmbeddedZooKeeper
 from praha.zk.store import ZkStore
 
@@ -42,12 +43,13 @@ def unique_chroot(connect: str, prefix: str = "praha-test") -> str:
     return f"{connect.rstrip('/')}/{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def delete_chroot(connect_with_chroot: str, timeout_ms: int = 10000) -> None:
-    """Remove a test's chroot and everything under it (best effort, batched)."""
+def delete_chroot(connect_with_chroot: str, timeout_ms: int = 10000, auth: ZkAuth | None = None) -> None:
+    """Remove a test's chroot and everything under it (best effort, batched); `auth`: the
+    identity its znodes' ACLs require (brokers with `zookeeper.set.acl=true`)."""
     slash = connect_with_chroot.find("/")
     if slash < 0:
         return
-    store = ZkStore(connect_with_chroot[:slash], connection_timeout_ms=timeout_ms)
+    store = ZkStore(connect_with_chroot[:slash], connection_timeout_ms=timeout_ms, auth=auth)
     try:
         store.start()
         store.delete_recursive([connect_with_chroot[slash:]])

@@ -20,6 +20,7 @@ from misuse_env import create_and_wait
 from praha.admin.client_status import fetch_metadata
 from praha.admin.status import cluster_status
 from praha.common import TopicPartition
+from praha.testing.cluster import bootstrap as bootstrap_servers
 from praha.testing.cluster import wait_for
 from praha.zk import znodes as zn
 
@@ -130,7 +131,7 @@ def test_topic_assignment(env, data):
 
 
 def produce_and_read(env, topic: str, partition: int, n: int) -> list[bytes]:
-    bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in env.cluster.load().brokers.values())
+    bootstrap = bootstrap_servers(env.cluster)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 0})
     for i in range(n):
         p.produce(topic, value=b"%d" % i, partition=partition)

@@ -53,18 +53,11 @@ def closed_by_broker(s: socket.socket, within: float) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory, zookeeper):
-    from praha.testing.cluster import running_cluster
-    from praha.testing.zookeeper import delete_chroot, unique_chroot
-    connect_string = unique_chroot(zookeeper.connect_string)
+def broker(module_cluster):
     overrides = {"max.connections.per.ip": "1000", "max.connections.per.ip.overrides": "127.0.0.2:3",
                  "connections.max.idle.ms": "1500", "praha.partial.request.timeout.ms": "1500",
                  "offsets.topic.replication.factor": "1"}
-    try:
-        with running_cluster(tmp_path_factory.mktemp("limits"), connect_string, 1, overrides) as cluster:
-            yield cluster.load().brokers[1]
-    finally:
-        delete_chroot(connect_string)
+    return module_cluster(1, overrides, store=False).brokers[1]
 
 
 @pytest.fixture(scope="module")
@@ -135,17 +128,15 @@ def test_closed_and_refused_connections_are_counted(broker):
     assert metrics["praha_broker_connections_closed_partial_request"] >= 2
 
 
-def test_creation_rate_delays_new_connections(tmp_path, zk_connect):
-    from praha.testing.cluster import running_cluster
-    with running_cluster(tmp_path / "rate", zk_connect, 1, {"max.connection.creation.rate": "5",
-                                                            "offsets.topic.replication.factor": "1"}) as cluster:
-        port = cluster.load().brokers[1].port
-        time.sleep(1.0)  # the cluster's own connections have been made
-        t = time.monotonic()
-        socks = [connect(port, "127.0.0.6") for _ in range(10)]
-        try:
-            assert all(served(s) for s in socks), "a throttled connection is served in its turn, not refused"
-            assert time.monotonic() - t >= 1.5, "10 connections at 5 per second take about 2 s"
-        finally:
-            for s in socks:
-                s.close()
+def test_creation_rate_delays_new_connections(make_cluster):
+    cluster = make_cluster(1, {"max.connection.creation.rate": "5", "offsets.topic.replication.factor": "1"})
+    port = cluster.load().brokers[1].port
+    time.sleep(1.0)  # the cluster's own connections have been made
+    t = time.monotonic()
+    socks = [connect(port, "127.0.0.6") for _ in range(10)]
+    try:
+        assert all(served(s) for s in socks), "a throttled connection is served in its turn, not refused"
+        assert time.monotonic() - t >= 1.5, "10 connections at 5 per second take about 2 s"
+    finally:
+        for s in socks:
+            s.close()

@@ -38,9 +38,7 @@ from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -56,24 +54,12 @@ _MT = _M.WritableTxnMarkerTopic
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        per_broker = {VERIFYING_BROKER: {"transaction.partition.verification.enable": "true"}}
-        with running_cluster(tmp_path_factory.mktemp("txn"), connect, 3, OVERRIDES, per_broker) as cluster:
-            yield cluster, store
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def env(module_cluster):
+    c = module_cluster(3, OVERRIDES, {VERIFYING_BROKER: {"transaction.partition.verification.enable": "true"}})
+    return c.cluster, c.store
 
 
 # ------------------------------------------------------------------------------ helpers
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
-
-
 def create(store, topic: str, replicas: tuple[int, ...]) -> int:
     """Create a one-partition topic; wait until its full ISR is in place; its leader."""
     store.create_topic(topic, TopicAssignment({0: ReplicaAssignment(replicas)}), {})
