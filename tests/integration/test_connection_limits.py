@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from praha.testing.cluster import wait_for
+
 pytestmark = pytest.mark.integration
 
 API_VERSIONS = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
@@ -76,10 +78,16 @@ def test_per_ip_limit_and_its_override(broker_port):
         assert served(other)
         other.close()
         socks.pop().close()
-        time.sleep(0.3)  # the broker sees the close and gives the slot back
-        again = connect(broker_port, "127.0.0.2")
-        assert served(again)
-        socks.append(again)
+
+        def slot_back() -> bool:  # once the broker has seen the close, a new connection is served
+            again = connect(broker_port, "127.0.0.2")
+            if served(again):
+                socks.append(again)
+                return True
+            again.close()
+            return False
+
+        wait_for(slot_back, 10, interval=0.1, what="the closed connection's slot given back")
     finally:
         for s in socks:
             s.close()
