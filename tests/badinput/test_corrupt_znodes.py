@@ -87,7 +87,7 @@ def test_controller_epoch_znode_is_repaired_at_the_next_election(env, data):
     cid = env.store.get_controller_id()
     env.cluster.kill_broker(cid)
     try:
-        wait_for(lambda: status(env)["controller"]["epoch"] == epoch + 1, 60 if data in (b"banana", b"") else 20,
+        wait_for(lambda: status(env)["controller"]["epoch"] == epoch + 1, 60,
                  what="an election that repairs the epoch from what brokers have seen")
     finally:
         if status(env)["controller"]["epoch"] <= epoch:  # wedged: put a usable epoch back, re-elect
