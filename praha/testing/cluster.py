@@ -36,8 +36,9 @@ def running_cluster(
     brokers: int = 3,
     overrides: dict[str, str] | None = None,
     per_broker: dict[int, dict[str, str]] | None = None,
-    timeout: float = 60.0,
+    timeout: float = 120.0,
 ) -> Iterator[LocalCluster]:
+    """Brokers on `zookeeper`, ready within `timeout` (generous: parallel test workers share the cores)."""
     cluster = LocalCluster(directory)
     try:
         cluster.up(
@@ -87,7 +88,7 @@ def cluster_on_chroot(
     per_broker: dict[int, dict[str, str]] | None = None,
     *,
     store: bool = True,
-    timeout: float = 60.0,
+    timeout: float = 120.0,
     auth: ZkAuth | None = None,
 ) -> Iterator[ChrootCluster]:
     """`running_cluster` on a fresh chroot of `server` (`host:port`), with a started

@@ -32,8 +32,9 @@ StartCluster = Callable[..., ChrootCluster]
 
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
-    """One real ZooKeeper (3.9, from the pyspark jars) on a free loopback port."""
-    with embedded_zookeeper(tmp_path_factory.mktemp("zookeeper")) as server:
+    """One real ZooKeeper (3.9, from the pyspark jars) on a free loopback port; a generous
+    bound on its start, as every xdist worker starts one at the same moment."""
+    with embedded_zookeeper(tmp_path_factory.mktemp("zookeeper"), timeout=120) as server:
         yield server
 
 
@@ -65,7 +66,7 @@ def module_cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPa
     with contextlib.ExitStack() as stack:
         def start(brokers: int = 3, overrides: dict[str, str] | None = None,
                   per_broker: dict[int, dict[str, str]] | None = None, *, directory: str | Path | None = None,
-                  store: bool = True, timeout: float = 60.0, auth: ZkAuth | None = None) -> ChrootCluster:
+                  store: bool = True, timeout: float = 120.0, auth: ZkAuth | None = None) -> ChrootCluster:
             return stack.enter_context(cluster_on_chroot(
                 zookeeper.connect_string, directory or tmp_path_factory.mktemp(name), brokers, overrides,
                 per_broker, store=store, timeout=timeout, auth=auth))
