@@ -55,14 +55,18 @@ tools:
 	  $$sudo apt-get $(APT_WAIT) update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y -qq $$missing >/dev/null; \
 	fi
 
+# the test files run in parallel (pytest-xdist), one worker per core; a file's tests stay
+# together in one worker, longest files first (tests/conftest.py). PYTEST_WORKERS=0: serially
+PYTEST_WORKERS ?= auto
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15
 test: $(STAMP) $(QUIX_STAMP) tools
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
 test-integration: $(STAMP) $(QUIX_STAMP) tools
-	$(PY) -m pytest -q -m "integration and not slow" tests
+	$(PY) -m pytest -q -m "integration and not slow" $(PARALLEL) tests
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover
