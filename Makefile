@@ -4,11 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
-	@echo "make test   set up .venv and run the test suite"
+	@echo "make test   set up .venv, install the Debian tools the tests drive, run the test suite"
+	@echo "make tools  only install the Debian tools the tests drive (apt-get; sudo when not root)"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
 	@echo "make test-zk-security  the slow ZooKeeper-security tests (rolling migration under load, forged writes)"
 	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
@@ -42,20 +43,35 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench
 	$(VENV)/bin/mypy praha
 
-# the console's browser tests drive Debian's chromium through its chromedriver
-BROWSER_STAMP := /usr/bin/chromedriver
-$(BROWSER_STAMP):
-	@sudo_cmd=""; [ "$$(id -u)" = 0 ] || sudo_cmd="sudo"; \
-	  $$sudo_cmd apt-get update -qq && $$sudo_cmd apt-get install -y -qq chromium chromium-driver >/dev/null
+# Debian packages the tests drive (kcat; chromium and its driver for the console's browser
+# tests), as PACKAGE:COMMAND (the command that shows it is there);
+# `make tools` apt-gets the missing ones (with sudo when not root), `make test` and CI run it first
+TEST_TOOLS := kcat:kcat chromium:chromium chromium-driver:chromedriver
+# wait for another apt-get's lock (shared machines, CI images) instead of failing
+APT_WAIT := -o DPkg::Lock::Timeout=600
+tools:
+	@missing=""; for tool in $(TEST_TOOLS); do \
+	  command -v "$${tool#*:}" >/dev/null || missing="$$missing $${tool%%:*}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  command -v apt-get >/dev/null || { echo "the tests need these Debian packages (no apt-get here):$$missing"; exit 1; }; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing the Debian packages the tests need:$$missing"; \
+	  $$sudo apt-get $(APT_WAIT) update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y -qq $$missing >/dev/null; \
+	fi
 
-test: $(STAMP) $(QUIX_STAMP) $(BROWSER_STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+# the test files run in parallel (pytest-xdist), one worker per core; a file's tests stay
+# together in one worker, longest files first (tests/conftest.py). PYTEST_WORKERS=0: serially
+PYTEST_WORKERS ?= auto
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+test: $(STAMP) $(QUIX_STAMP) tools
+	$(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP) $(QUIX_STAMP) $(BROWSER_STAMP)
-	$(PY) -m pytest -q -m "integration and not slow" tests
+test-integration: $(STAMP) $(QUIX_STAMP) tools
+	$(PY) -m pytest -q -m "integration and not slow" $(PARALLEL) tests
 
 # Kafka's tools by name (kafka-topics.sh, ...) with every form run as a process of its own;
 # `make test` runs each tool once as a process and the other forms in-process

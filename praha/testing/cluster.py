@@ -2,17 +2,24 @@
 
 `running_cluster(dir, zookeeper, brokers=3, ...)` starts brokers on an existing ZooKeeper
 (typically a test's private chroot), yields the `LocalCluster`, and always stops every
-process it started, by PID, even when the test fails. Helpers poll with bounded loops.
+process it started, by PID, even when the test fails. `cluster_on_chroot(server, dir, ...)`
+does the same on a fresh chroot of a shared server, with a started `ZkStore` on it, and
+deletes the chroot afterwards: what a test module's cluster fixture needs (see
+`praha.testing.fixtures.module_cluster`). Helpers poll with bounded loops.
 """
 from __future__ import annotations
 
 import contextlib
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from praha.cluster.local import LocalCluster
+from praha.cluster.local import BrokerProcess, LocalCluster
+from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.zk.auth import ZkAuth
+from praha.zk.store import ZkStore
 
 #: broker settings that make tests fast but still realistic
 TEST_BROKER_CONFIG = {
@@ -29,8 +36,9 @@ def running_cluster(
     brokers: int = 3,
     overrides: dict[str, str] | None = None,
     per_broker: dict[int, dict[str, str]] | None = None,
-    timeout: float = 60.0,
+    timeout: float = 120.0,
 ) -> Iterator[LocalCluster]:
+    """Brokers on `zookeeper`, ready within `timeout` (generous: parallel test workers share the cores)."""
     cluster = LocalCluster(directory)
     try:
         cluster.up(
@@ -40,6 +48,64 @@ def running_cluster(
         yield cluster
     finally:
         cluster.down(timeout=15)  # also stops what it started if cluster.json vanished
+
+
+def bootstrap(cluster: LocalCluster, running_only: bool = False) -> str:
+    """`127.0.0.1:PORT,...`: every broker's harness (PLAINTEXT) listener, or only the running ones'."""
+    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values()
+                    if not running_only or cluster.broker_running(b))
+
+
+@dataclass
+class ChrootCluster:
+    """A running cluster alone on its own chroot of a shared ZooKeeper."""
+
+    cluster: LocalCluster
+    #: `host:port/<chroot>`, the brokers' `zookeeper.connect`
+    zookeeper: str
+    #: a started store on the chroot with Kafka's persistent paths (None when not asked for)
+    store: ZkStore | None
+
+    @property
+    def root(self) -> Path:
+        return self.cluster.root
+
+    @property
+    def bootstrap(self) -> str:
+        return bootstrap(self.cluster)
+
+    @property
+    def brokers(self) -> dict[int, BrokerProcess]:
+        return self.cluster.load().brokers
+
+
+@contextlib.contextmanager
+def cluster_on_chroot(
+    server: str,
+    directory: str | Path,
+    brokers: int = 3,
+    overrides: dict[str, str] | None = None,
+    per_broker: dict[int, dict[str, str]] | None = None,
+    *,
+    store: bool = True,
+    timeout: float = 120.0,
+    auth: ZkAuth | None = None,
+) -> Iterator[ChrootCluster]:
+    """`running_cluster` on a fresh chroot of `server` (`host:port`), with a started
+    `ZkStore` there if `store`; every process stopped by PID and the chroot deleted on exit
+    (with `auth`, the ZooKeeper identity of brokers that protect their znodes with ACLs)."""
+    connect = unique_chroot(server)
+    zk_store = None
+    try:
+        if store:
+            zk_store = ZkStore(connect, session_timeout_ms=10000, auth=auth).start()
+            zk_store.ensure_persistent_paths()
+        with running_cluster(directory, connect, brokers, overrides, per_broker, timeout) as cluster:
+            yield ChrootCluster(cluster, connect, zk_store)
+    finally:
+        if zk_store is not None:
+            zk_store.stop()
+        delete_chroot(connect, auth=auth)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> Any:

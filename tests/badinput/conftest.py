@@ -9,22 +9,10 @@ from __future__ import annotations
 import pytest
 from misuse_env import ORDERS, MisuseCluster, create_and_wait
 
-from praha.testing.cluster import running_cluster
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
-
 
 @pytest.fixture(scope="module")
-def misuse_cluster(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("misuse"), connect, 3) as cluster:
-            create_and_wait(store, connect, "orders", ORDERS)
-            create_and_wait(store, connect, "orders_x", {0: (1,)})
-            files = tmp_path_factory.mktemp("files")
-            yield MisuseCluster(cluster, store, connect, files)
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def misuse_cluster(module_cluster, tmp_path_factory):
+    c = module_cluster(3)
+    create_and_wait(c.store, c.zookeeper, "orders", ORDERS)
+    create_and_wait(c.store, c.zookeeper, "orders_x", {0: (1,)})
+    return MisuseCluster(c.cluster, c.store, c.zookeeper, tmp_path_factory.mktemp("files"))

@@ -20,9 +20,7 @@ from kafka.protocol.consumer import OffsetForLeaderEpochRequest as OFLE
 from misuse_env import create_and_wait
 
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -97,16 +95,9 @@ class Node:
 
 
 @pytest.fixture(scope="module")
-def node(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("logs"), connect, 1, CONFIG) as cluster:
-            yield Node(cluster, store, connect)
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def node(module_cluster):
+    c = module_cluster(1, CONFIG)
+    return Node(c.cluster, c.store, c.zookeeper)
 
 
 def segments(node: Node, topic: str, suffix: str = ".log"):

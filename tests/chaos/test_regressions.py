@@ -11,6 +11,7 @@ The seed replays are slow (a campaign each) and run with `make chaos`.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -19,6 +20,7 @@ from kafka.protocol.metadata import MetadataRequest as M
 from test_chaos_short import judge, run_chaos
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import running_cluster, wait_for
 from praha.zk.store import ZkStore
@@ -51,7 +53,9 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
             brokers = cluster.load().brokers
             port = brokers[ctrl].port
             wait_for(lambda: leader_hw(port, "bounce")[2] == 0, 30, what="leader serving")
-            time.sleep(6)  # one high-watermark checkpoint passes before the records
+            # one high-watermark checkpoint (of the empty partition) passes before the records
+            checkpoint = OffsetCheckpointFile(str(Path(brokers[ctrl].dir) / "data" / REPLICATION_OFFSET_CHECKPOINT))
+            wait_for(lambda: TopicPartition("bounce", 0) in checkpoint.read(), 30, what="a high-watermark checkpoint")
             producer = Producer({"bootstrap.servers": ",".join(f"127.0.0.1:{b.port}" for b in brokers.values()),
                                  "acks": "all", "log_level": 0})
             for i in range(200):

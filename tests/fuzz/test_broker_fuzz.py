@@ -31,9 +31,7 @@ from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.framing import encode_request
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -66,22 +64,17 @@ class Broker:
 
 
 @pytest.fixture(scope="module")
-def broker(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
+def broker(module_cluster):
+    c = module_cluster(1)
+    b = c.brokers[1]
+    c.store.create_topic(TOPIC, TopicAssignment({0: ReplicaAssignment((1,))}), {})
+    target = Broker(b.pid, b.port)
     try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("fuzz"), connect, 1) as cluster:
-            b = cluster.load().brokers[1]
-            store.create_topic(TOPIC, TopicAssignment({0: ReplicaAssignment((1,))}), {})
-            target = Broker(b.pid, b.port)
-            wait_for(lambda: target.still_serving() is None, 30, what="topic fuzz served")
-            target.rss_start = target.rss_mb()
-            yield target
-            target.bystander.close()
+        wait_for(lambda: target.still_serving() is None, 30, what="topic fuzz served")
+        target.rss_start = target.rss_mb()
+        yield target
     finally:
-        store.stop()
-        delete_chroot(connect)
+        target.bystander.close()
 
 
 # ------------------------------------------------------------------------------ helpers

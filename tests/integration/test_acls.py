@@ -28,8 +28,7 @@ from praha.protocol.controller_requests import (
     StopReplicaPartition,
     StopReplicaRequestData,
 )
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import wait_for
 from praha.zk.store import ZkStore
 
 pytestmark = pytest.mark.integration
@@ -53,13 +52,14 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
+def env(module_cluster, tmp_path_factory):
     root = tmp_path_factory.mktemp("acls")
     ca = make_ca(root / "ca")
     ports, per_broker = {}, {}
+    free = iter(free_ports(4))  # one call: no port chosen twice
     for bid in (1, 2):
         cert = issue(ca, root / "ca", f"broker{bid}", f"broker{bid}", ou="brokers")
-        internal, sasl = free_ports(2)
+        internal, sasl = next(free), next(free)
         ports[bid] = {"INTERNAL": internal, "SASL_PLAINTEXT": sasl}
         per_broker[bid] = {"listeners": f"PLAINTEXT://127.0.0.1:{{port}},INTERNAL://127.0.0.1:{internal},"
                                         f"SASL_PLAINTEXT://127.0.0.1:{sasl}",
@@ -77,12 +77,8 @@ def env(zookeeper, tmp_path_factory):
         "offsets.topic.replication.factor": "2", "offsets.topic.num.partitions": "2",
         "group.initial.rebalance.delay.ms": "0",
     }
-    connect = unique_chroot(zookeeper.connect_string)
-    try:
-        with running_cluster(root / "cluster", connect, 2, common, per_broker=per_broker) as c:
-            yield Env(c, connect, ports, ca, issue(ca, root / "ca", "writer", "writer", ou="apps"))
-    finally:
-        delete_chroot(connect)
+    c = module_cluster(2, common, per_broker, directory=root / "cluster", store=False)
+    return Env(c.cluster, c.zookeeper, ports, ca, issue(ca, root / "ca", "writer", "writer", ou="apps"))
 
 
 def acls(cli, env, *args):

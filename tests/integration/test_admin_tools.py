@@ -37,7 +37,7 @@ from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode, InvalidTopicError, UnknownTopicError
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import wait_for
+from praha.testing.cluster import bootstrap, wait_for
 from praha.topic_rules import ReassignmentInProgressError, TopicAlreadyMarkedForDeletionError
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import add_partitions, delete_topic
@@ -78,10 +78,6 @@ def snapshot(store, *paths: str):
         out[path] = None if got is None else (got[0], got[1].version)
     out["children"] = {p: store.get_children(p) for p in (zn.DELETE_TOPICS_PATH, zn.CONFIG_CHANGES_PATH)}
     return out
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def not_the_controller(cluster, store):

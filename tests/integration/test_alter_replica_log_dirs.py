@@ -17,7 +17,7 @@ from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
 from praha.admin.records import describe_log_dirs
 from praha.admin.status import cluster_status
 from praha.testing.clients import read_back
-from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.cluster import bootstrap, running_cluster, wait_for
 from praha.zk.admin_zk import create_topic
 from praha.zk.store import ZkStore
 
@@ -52,7 +52,7 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
         store.ensure_persistent_paths()
         with running_cluster(tmp_path / "cluster", zk_connect, 3,
                              per_broker={BROKER: {"log.dirs": ",".join(dirs)}}) as cluster:
-            bs = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+            bs = bootstrap(cluster)
             # partition 0 led by broker 1, partition 1 followed by it
             create_topic(store, TOPIC, None, None, {"min.insync.replicas": "2"},
                          assignment={0: [1, 2, 3], 1: [2, 1, 3]})

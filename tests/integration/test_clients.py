@@ -26,9 +26,7 @@ from praha.admin.status import cluster_status
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -40,20 +38,9 @@ OVERRIDES = {
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("clients"), connect, 3, OVERRIDES) as cluster:
-            yield cluster, store, connect
-    finally:
-        store.stop()
-        delete_chroot(connect)
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+def env(module_cluster):
+    c = module_cluster(3, OVERRIDES)
+    return c.cluster, c.store, c.zookeeper
 
 
 def create_topic(env, name: str, assignment: dict[int, tuple[int, ...]], config: dict[str, str] | None = None) -> None:

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from praha.testing.cluster import wait_for
+
 pytestmark = pytest.mark.integration
 
 API_VERSIONS = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
@@ -53,18 +55,11 @@ def closed_by_broker(s: socket.socket, within: float) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory, zookeeper):
-    from praha.testing.cluster import running_cluster
-    from praha.testing.zookeeper import delete_chroot, unique_chroot
-    connect_string = unique_chroot(zookeeper.connect_string)
+def broker(module_cluster):
     overrides = {"max.connections.per.ip": "1000", "max.connections.per.ip.overrides": "127.0.0.2:3",
                  "connections.max.idle.ms": "1500", "praha.partial.request.timeout.ms": "1500",
                  "offsets.topic.replication.factor": "1"}
-    try:
-        with running_cluster(tmp_path_factory.mktemp("limits"), connect_string, 1, overrides) as cluster:
-            yield cluster.load().brokers[1]
-    finally:
-        delete_chroot(connect_string)
+    return module_cluster(1, overrides, store=False).brokers[1]
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +78,16 @@ def test_per_ip_limit_and_its_override(broker_port):
         assert served(other)
         other.close()
         socks.pop().close()
-        time.sleep(0.3)  # the broker sees the close and gives the slot back
-        again = connect(broker_port, "127.0.0.2")
-        assert served(again)
-        socks.append(again)
+
+        def slot_back() -> bool:  # once the broker has seen the close, a new connection is served
+            again = connect(broker_port, "127.0.0.2")
+            if served(again):
+                socks.append(again)
+                return True
+            again.close()
+            return False
+
+        wait_for(slot_back, 10, interval=0.1, what="the closed connection's slot given back")
     finally:
         for s in socks:
             s.close()
@@ -135,17 +136,15 @@ def test_closed_and_refused_connections_are_counted(broker):
     assert metrics["praha_broker_connections_closed_partial_request"] >= 2
 
 
-def test_creation_rate_delays_new_connections(tmp_path, zk_connect):
-    from praha.testing.cluster import running_cluster
-    with running_cluster(tmp_path / "rate", zk_connect, 1, {"max.connection.creation.rate": "5",
-                                                            "offsets.topic.replication.factor": "1"}) as cluster:
-        port = cluster.load().brokers[1].port
-        time.sleep(1.0)  # the cluster's own connections have been made
-        t = time.monotonic()
-        socks = [connect(port, "127.0.0.6") for _ in range(10)]
-        try:
-            assert all(served(s) for s in socks), "a throttled connection is served in its turn, not refused"
-            assert time.monotonic() - t >= 1.5, "10 connections at 5 per second take about 2 s"
-        finally:
-            for s in socks:
-                s.close()
+def test_creation_rate_delays_new_connections(make_cluster):
+    cluster = make_cluster(1, {"max.connection.creation.rate": "5", "offsets.topic.replication.factor": "1"})
+    port = cluster.load().brokers[1].port
+    time.sleep(1.0)  # the cluster's own connections have been made
+    t = time.monotonic()
+    socks = [connect(port, "127.0.0.6") for _ in range(10)]
+    try:
+        assert all(served(s) for s in socks), "a throttled connection is served in its turn, not refused"
+        assert time.monotonic() - t >= 1.5, "10 connections at 5 per second take about 2 s"
+    finally:
+        for s in socks:
+            s.close()

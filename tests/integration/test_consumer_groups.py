@@ -30,8 +30,7 @@ from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.errors import BrokerConnectionError
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -44,17 +43,8 @@ GROUP_SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    try:
-        with running_cluster(tmp_path_factory.mktemp("groups"), connect, 3, GROUP_SETTINGS) as c:
-            yield c
-    finally:
-        delete_chroot(connect)
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+def cluster(module_cluster):
+    return module_cluster(3, GROUP_SETTINGS, store=False).cluster
 
 
 def new_topic(cluster, records: int = RECORDS, partitions: int = PARTITIONS) -> str:

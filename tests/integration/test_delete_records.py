@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer import ListOffsetsRequest
 
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import wait_for
+from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def test_delete_records_moves_every_replicas_log_start(make_cluster):
     cluster = make_cluster(3)
     brokers = cluster.load().brokers
-    bs = ",".join(f"127.0.0.1:{b.port}" for b in brokers.values())
+    bs = bootstrap(cluster)
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic("dr", 2, 3)])["dr"].result(30)
     p = Producer({"bootstrap.servers": bs, "acks": "all"})
@@ -85,7 +85,7 @@ def test_delete_records_log_dirs_and_describe_producers_tools(make_cluster, cli,
     from kafka import TopicPartition as KpTopicPartition
 
     cluster = make_cluster(2, overrides={"offsets.topic.replication.factor": "1"})
-    bs = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    bs = bootstrap(cluster)
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic("tools", 2, 2)])["tools"].result(30)
     p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})

@@ -28,8 +28,7 @@ from praha.protocol.controller_requests import (
     StopReplicaRequestData,
     UpdateMetadataRequestData,
 )
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, wait_for
 from praha.topic_rules import validate_topic_name
 from praha.zk.admin_zk import create_topic
 from praha.zk.store import ZkStore
@@ -42,23 +41,12 @@ INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("forged"), connect, 3) as cluster:
-            create_topic(store, TOPIC, 1, 3, {"min.insync.replicas": "2"})
-            wait_for(lambda: _leader(connect, store, TOPIC) >= 0, 30, what="a leader")
-            _produce(_bootstrap(cluster), TOPIC, RECORDS)
-            yield cluster, store, connect
-    finally:
-        store.stop()
-        delete_chroot(connect)
-
-
-def _bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+def env(module_cluster):
+    c = module_cluster(3)
+    create_topic(c.store, TOPIC, 1, 3, {"min.insync.replicas": "2"})
+    wait_for(lambda: _leader(c.zookeeper, c.store, TOPIC) >= 0, 30, what="a leader")
+    _produce(c.bootstrap, TOPIC, RECORDS)
+    return c.cluster, c.store, c.zookeeper
 
 
 def _leader(connect: str, store: ZkStore, topic: str, partition: int = 0) -> int:
@@ -106,7 +94,7 @@ def _epochs(store: ZkStore) -> tuple[int, int]:
 def _intact(env) -> None:
     """Every acknowledged record is still readable and the partition still takes writes."""
     cluster, store, connect = env
-    bs = _bootstrap(cluster)
+    bs = bootstrap(cluster)
     got = _consume_all(bs, TOPIC, RECORDS)
     assert [v for v in got if v.startswith(b"r")][:RECORDS] == [f"r{i}".encode() for i in range(RECORDS)]
     _produce(bs, TOPIC, 3, tag="after")
@@ -147,7 +135,7 @@ def test_absurd_controller_epoch_does_not_lock_out_the_real_controller(env):
     validate_topic_name(name)
     create_topic(store, name, 3, 3, {})
     wait_for(lambda: all(_leader(connect, store, name, p) >= 0 for p in range(3)), 30, what="leaders of the new topic")
-    _produce(_bootstrap(cluster), name, 30)
+    _produce(bootstrap(cluster), name, 30)
 
 
 def test_forged_update_metadata_cannot_redirect_clients_or_fetchers(env):

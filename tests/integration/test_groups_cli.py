@@ -19,9 +19,7 @@ from praha.cli.main import main
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import api_versions
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -36,29 +34,21 @@ TOPIC, PARTITIONS, RECORDS = "orders", 3, 30
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("groups"), connect, 3, OVERRIDES) as cluster:
-            brokers = cluster.load().brokers
-            ranges = api_versions("127.0.0.1", next(iter(brokers.values())).port)
-            if ApiKey.FIND_COORDINATOR not in ranges or ApiKey.JOIN_GROUP not in ranges:
-                pytest.skip("the brokers do not serve FindCoordinator/JoinGroup (no group coordinator in this build)")
-            store.create_topic(TOPIC, TopicAssignment({p: ReplicaAssignment(((p % 3) + 1, ((p + 1) % 3) + 1))
-                                                       for p in range(PARTITIONS)}), {})
-            bs = ",".join(f"127.0.0.1:{b.port}" for b in brokers.values())
-            wait_for(lambda: _all_led(bs), 30, what=f"leaders of {TOPIC}")
-            producer = Producer({"bootstrap.servers": bs, "acks": "all", "log_level": 3})
-            for i in range(RECORDS):
-                producer.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
-            assert producer.flush(30) == 0
-            del producer  # its threads stop with it
-            yield bs, str(cluster.root), connect
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def env(module_cluster):
+    c = module_cluster(3, OVERRIDES)
+    ranges = api_versions("127.0.0.1", next(iter(c.brokers.values())).port)
+    if ApiKey.FIND_COORDINATOR not in ranges or ApiKey.JOIN_GROUP not in ranges:
+        pytest.skip("the brokers do not serve FindCoordinator/JoinGroup (no group coordinator in this build)")
+    c.store.create_topic(TOPIC, TopicAssignment({p: ReplicaAssignment(((p % 3) + 1, ((p + 1) % 3) + 1))
+                                                 for p in range(PARTITIONS)}), {})
+    bs = c.bootstrap
+    wait_for(lambda: _all_led(bs), 30, what=f"leaders of {TOPIC}")
+    producer = Producer({"bootstrap.servers": bs, "acks": "all", "log_level": 3})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, value=b"v%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    del producer  # its threads stop with it
+    return bs, str(c.root), c.zookeeper
 
 
 def _all_led(bs: str) -> bool:

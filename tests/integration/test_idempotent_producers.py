@@ -18,14 +18,10 @@ from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import wait_for
+from praha.testing.cluster import bootstrap, wait_for
 from praha.zk import znodes as zn
 
 pytestmark = pytest.mark.integration
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def create(store, topic: str, replicas: tuple[int, ...], partitions: int = 1) -> None:

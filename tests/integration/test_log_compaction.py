@@ -14,15 +14,11 @@ from confluent_kafka import TopicPartition as CTP
 
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
-from praha.testing.cluster import scrape_metrics, wait_for
+from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01"}
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def create(store, topic: str, config: dict[str, str]) -> None:

@@ -17,8 +17,7 @@ from praha.admin.records import describe_log_dirs
 from praha.admin.status import cluster_status
 from praha.testing import disks
 from praha.testing.clients import read_back
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, cluster_on_chroot, running_cluster, wait_for
 from praha.zk import znodes
 from praha.zk.admin_zk import create_topic
 from praha.zk.store import ZkStore
@@ -30,10 +29,6 @@ pytestmark = [
 
 TOPIC = "disk"
 FAILING_BROKER = 1
-
-
-def _bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def root_of(cluster) -> Path:
@@ -75,21 +70,17 @@ class Writer(threading.Thread):
 
 @pytest.fixture(scope="module")
 def env(zookeeper, tmp_path_factory):
+    """The disk outlives the brokers that write to it: cluster_on_chroot inside its mount."""
     root = tmp_path_factory.mktemp("logdirs")
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
     disk = disks.TinyDisk(root / "disk-of-broker-1", size_mb=16)
     try:
-        store.ensure_persistent_paths()
         disk.mount()
         # broker 1: the small disk listed first, so the first new log goes there
         per_broker = {FAILING_BROKER: {"log.dirs": f"{disk.path},{root / 'cluster' / 'broker-1' / 'data'}"}}
-        with running_cluster(root / "cluster", connect, 3, per_broker=per_broker) as cluster:
-            yield cluster, store, connect, disk
+        with cluster_on_chroot(zookeeper.connect_string, root / "cluster", 3, per_broker=per_broker) as c:
+            yield c.cluster, c.store, c.zookeeper, disk
     finally:
-        store.stop()
         disk.unmount()
-        delete_chroot(connect)
 
 
 def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_restart(env, cli):
@@ -104,7 +95,7 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
     assert len(on_disk) == 1, "one partition per directory (fewest logs first)"
     failing, healthy = on_disk[0], 1 - on_disk[0]
     wait_for(lambda: len(_partition(connect, store, failing)["isr"]) == 3, 30, what="a full ISR")
-    bs = _bootstrap(cluster)
+    bs = bootstrap(cluster)
 
     writer = Writer(bs, failing)
     writer.start()
@@ -167,19 +158,17 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
     assert read_back(bs, TOPIC, failing, acked) >= acked
 
 
-def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, tmp_path):
-    connect = zk_connect
-    store = ZkStore(connect, session_timeout_ms=10000).start()
+def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, zk_store, tmp_path):
+    connect, store = zk_connect, zk_store
     disk = disks.TinyDisk(tmp_path / "only-disk", size_mb=8)
     try:
-        store.ensure_persistent_paths()
         disk.mount()
         with running_cluster(tmp_path / "cluster", connect, 1, per_broker={1: {"log.dirs": str(disk.path)}}) as cluster:
             create_topic(store, "alone", 1, 1)
             wait_for(lambda: cluster_status(connect, store=store)["topics"]["alone"]["partitions"][0]["leader"] == 1,
                      30, what="a leader")
             disk.fill()
-            p = Producer({"bootstrap.servers": _bootstrap(cluster), "acks": "1", "message.timeout.ms": 5000})
+            p = Producer({"bootstrap.servers": bootstrap(cluster), "acks": "1", "message.timeout.ms": 5000})
             for i in range(50):
                 p.produce("alone", b"x" * 4096 + str(i).encode())
             p.flush(10)
@@ -188,37 +177,32 @@ def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, tmp_path):
             text = Path(b.log_path).read_text()
             assert "because all log dirs in" in text and "have failed" in text
     finally:
-        store.stop()
         disk.unmount()
 
 
-def test_a_broker_starts_with_an_unusable_log_dir_offline(zk_connect, tmp_path):
+def test_a_broker_starts_with_an_unusable_log_dir_offline(zk_connect, zk_store, make_cluster, tmp_path):
     """As Kafka: a dir that fails at start-up is offline from the start; the others serve."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where a log dir should be")
-    store = ZkStore(zk_connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        good = tmp_path / "good"
-        with running_cluster(tmp_path / "cluster", zk_connect, 1,
-                             per_broker={1: {"log.dirs": f"{blocker}/data,{good}"}}) as cluster:
-            create_topic(store, "survivor", 2, 1)
-            bs = _bootstrap(cluster)
-            wait_for(lambda: all(p["leader"] == 1 for p in
-                                 cluster_status(zk_connect, store=store)["topics"]["survivor"]["partitions"]),
-                     30, what="leaders")
-            p = Producer({"bootstrap.servers": bs, "acks": "all"})
-            acked: list[int] = []
-            for i in range(20):
-                p.produce("survivor", str(i).encode(), partition=i % 2,
-                          on_delivery=lambda err, _m: acked.append(0 if err is None else 1))
-            p.flush(30)
-            assert acked.count(0) == 20
-            (b,) = describe_log_dirs(bs, [1])
-            errors = {d.path: d.error for d in b.dirs}
-            assert errors == {f"{blocker}/data": "KAFKA_STORAGE_ERROR", str(good): None}
-            assert {p.partition for d in b.dirs for p in d.partitions} == {"survivor-0", "survivor-1"}
-            meta = (good / "meta.properties").read_text()  # Kafka's record of whose data this is
-            assert "broker.id=1" in meta and f"cluster.id={store.get_or_create_cluster_id()}" in meta
-    finally:
-        store.stop()
+    store = zk_store
+    good = tmp_path / "good"
+    cluster = make_cluster(1, per_broker={1: {"log.dirs": f"{blocker}/data,{good}"}})
+    create_topic(store, "survivor", 2, 1)
+    bs = bootstrap(cluster)
+    wait_for(lambda: all(p["leader"] == 1 for p in
+                         cluster_status(zk_connect, store=store)["topics"]["survivor"]["partitions"]),
+             30, what="leaders")
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    acked: list[int] = []
+    for i in range(20):
+        p.produce("survivor", str(i).encode(), partition=i % 2,
+                  on_delivery=lambda err, _m: acked.append(0 if err is None else 1))
+    p.flush(30)
+    assert acked.count(0) == 20
+    (b,) = describe_log_dirs(bs, [1])
+    errors = {d.path: d.error for d in b.dirs}
+    assert errors == {f"{blocker}/data": "KAFKA_STORAGE_ERROR", str(good): None}
+    assert {p.partition for d in b.dirs for p in d.partitions} == {"survivor-0", "survivor-1"}
+    meta = (good / "meta.properties").read_text()  # Kafka's record of whose data this is
+    assert "broker.id=1" in meta and f"cluster.id={store.get_or_create_cluster_id()}" in meta
+

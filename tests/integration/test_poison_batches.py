@@ -19,6 +19,7 @@ from praha.errors import ErrorCode
 from praha.log.records import compress
 from praha.protocol.client import BrokerConnection
 from praha.testing.batches import forge_batch, record
+from praha.testing.cluster import bootstrap
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def produce_raw(port: int, topic: str, batch: bytes, version: int = 9):
 def test_poison_batches_are_refused_and_consumers_read_past_the_attempt(make_cluster):
     cluster = make_cluster(3)
     brokers = cluster.load().brokers
-    bs = ",".join(f"127.0.0.1:{b.port}" for b in brokers.values())
+    bs = bootstrap(cluster)
     admin = AdminClient({"bootstrap.servers": bs})
     futures = admin.create_topics([NewTopic("victim", 1, 3), NewTopic("table", 1, 3,
                                                                       config={"cleanup.policy": "compact"})])

@@ -22,6 +22,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from praha.testing.cluster import bootstrap as bootstrap_servers
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +130,7 @@ def test_stateful_quix_application_restores_from_its_compacted_changelog(make_cl
     cleaned eagerly (AlterConfigs); run 2 adds to the state; the cleaner compacts the
     changelog; the local state is deleted; run 3 must rebuild it from the compacted changelog."""
     cluster = make_cluster(3, overrides={"log.cleaner.backoff.ms": "200"})
-    bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    bootstrap = bootstrap_servers(cluster)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(INPUT, 3, 3)])[INPUT].result(30)
     state_dir, log = tmp_path / "quix-state", tmp_path / "quix-app.log"

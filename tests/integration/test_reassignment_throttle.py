@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from praha.admin.reassign import execute, set_throttles, verify
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
-from praha.testing.cluster import scrape_metrics, wait_for
+from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 from praha.zk import znodes as zn
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ def test_reassignment_copy_is_held_to_the_throttle_and_follows_rate_changes(make
     zk_store.create_topic(tp.topic, TopicAssignment({0: ReplicaAssignment((1,))}), {})
     wait_for(lambda: (s := zk_store.get_partition_states([tp])[0].get(tp)) and s.leader_and_isr.leader == 1,
              30, what="leader 1")
-    bs = ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
+    bs = bootstrap(cluster)
     producer = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5, "log_level": 3})
     value = os.urandom(1024)
     for _ in range(DATA // 1024):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
@@ -22,7 +21,7 @@ from praha.cluster.local import LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
+from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +38,10 @@ OVERRIDES = {
 
 
 @pytest.fixture
-def cluster(tmp_path, zk_connect) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path / "cluster", zk_connect, 3, OVERRIDES) as c:
-        yield c
+def cluster(make_cluster) -> LocalCluster:
+    """A cluster of its own for each test, on the test's chroot (`zk_connect`)."""
+    return make_cluster(3, OVERRIDES)
 
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def partition_state(zk_connect, store, topic: str, partition: int = 0) -> dict:

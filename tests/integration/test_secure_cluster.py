@@ -15,13 +15,13 @@ from kafka.protocol.metadata import MetadataRequest
 from praha.cluster.local import LocalCluster
 from praha.protocol.client import BrokerConnection
 from praha.protocol.errors import BrokerConnectionError
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.zookeeper import delete_chroot
 
 pytestmark = pytest.mark.integration
 
 
-def test_secure_cluster_settings_work_in_every_client(zookeeper, tmp_path, cli):
-    connect = unique_chroot(zookeeper.connect_string)
+def test_secure_cluster_settings_work_in_every_client(zk_connect, tmp_path, cli):
+    connect = zk_connect
     root = tmp_path / "secure"
     try:
         rc, out, err = cli("cluster", "up", "--secure", "--brokers", "2", "--dir", root, "--zookeeper", connect,

@@ -31,8 +31,7 @@ from praha.protocol.client_security import ClientSecurity, SaslAuthenticationErr
 from praha.protocol.errors import BrokerConnectionError
 from praha.protocol.scram import ScramCredential, ScramMechanism
 from praha.security.credentials import alter_credentials, read_user_config
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import wait_for
 from praha.zk.store import ZkStore
 
 pytestmark = pytest.mark.integration
@@ -52,12 +51,13 @@ class Secure:
 
 
 @pytest.fixture(scope="module")
-def secure(zookeeper, tmp_path_factory):
+def secure(module_cluster, tmp_path_factory):
     root = tmp_path_factory.mktemp("security")
     ca = make_ca(root / "ca")
     ports = {}
     per_broker = {}
-    for bid, free in zip((1, 2), (free_ports(4), free_ports(4))):
+    chosen = free_ports(8)  # one call: no port chosen twice
+    for bid, free in zip((1, 2), (chosen[:4], chosen[4:])):
         cert = issue(ca, root / "ca", f"broker{bid}", f"broker{bid}", ou="brokers")
         ports[bid] = dict(zip(LISTENERS, free))
         per_broker[bid] = {
@@ -83,19 +83,11 @@ def secure(zookeeper, tmp_path_factory):
         "offsets.topic.num.partitions": "2",
         "group.initial.rebalance.delay.ms": "0",
     }
-    connect = unique_chroot(zookeeper.connect_string)
-    try:
-        with running_cluster(root / "cluster", connect, 2, common, per_broker=per_broker) as c:
-            store = ZkStore(connect).start()
-            try:
-                for mechanism in ScramMechanism:
-                    alter_credentials(store, "alice", {
-                        mechanism: ScramCredential.from_password(mechanism, "alice-secret", 8192)}, [])
-            finally:
-                store.stop()
-            yield Secure(c, ports, ca, client_cert, connect)
-    finally:
-        delete_chroot(connect)
+    c = module_cluster(2, common, per_broker, directory=root / "cluster")
+    for mechanism in ScramMechanism:
+        alter_credentials(c.store, "alice", {mechanism: ScramCredential.from_password(mechanism, "alice-secret", 8192)},
+                          [])
+    return Secure(c.cluster, ports, ca, client_cert, c.zookeeper)
 
 
 def client_settings(secure: Secure, kind: str) -> tuple[str, dict[str, str]]:

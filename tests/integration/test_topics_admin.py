@@ -13,17 +13,13 @@ from confluent_kafka.admin import NewTopic as CfNewTopic
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
 
-from praha.testing.cluster import wait_for
+from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 def praha(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "praha", *args], capture_output=True, text=True, timeout=90)
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def test_cli_creates_describes_and_refuses_bad_input(make_cluster, zk_connect, zk_store):

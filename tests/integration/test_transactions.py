@@ -36,8 +36,7 @@ from kafka.protocol.producer.transaction import (
 
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, scrape_metrics, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -53,31 +52,22 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    try:
-        with running_cluster(tmp_path_factory.mktemp("txn"), connect, 3, SETTINGS) as c:
-            yield c
-    finally:
-        delete_chroot(connect)
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values() if cluster.broker_running(b))
+def cluster(module_cluster):
+    return module_cluster(3, SETTINGS, store=False).cluster
 
 
 def new_topic(cluster, partitions: int = PARTITIONS, replicas: list[list[int]] | None = None) -> str:
     name = f"txn-{uuid.uuid4().hex[:8]}"
     if replicas:
         partitions = len(replicas)
-        kadmin = KafkaAdminClient(bootstrap_servers=bootstrap(cluster))
+        kadmin = KafkaAdminClient(bootstrap_servers=bootstrap(cluster, running_only=True))
         try:
             kadmin.create_topics([KNewTopic(name, num_partitions=-1, replication_factor=-1,
                                             replica_assignments=dict(enumerate(replicas)))])
         finally:
             kadmin.close()
     else:
-        admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+        admin = AdminClient({"bootstrap.servers": bootstrap(cluster, running_only=True)})
         for f in admin.create_topics([NewTopic(name, partitions, 3)]).values():
             f.result(30)
     wait_for(lambda: all(_leader(cluster, name, p) is not None for p in range(partitions)), 30, what="leaders")
@@ -85,21 +75,21 @@ def new_topic(cluster, partitions: int = PARTITIONS, replicas: list[list[int]] |
 
 
 def _leader(cluster, topic: str, partition: int) -> int | None:
-    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster, running_only=True)})
     md = admin.list_topics(topic, timeout=10).topics[topic]
     p = md.partitions.get(partition)
     return p.leader if p is not None and p.leader >= 0 else None
 
 
 def producer(cluster, tid: str, **extra) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap(cluster), "transactional.id": tid, "log_level": 3, **extra})
+    return Producer({"bootstrap.servers": bootstrap(cluster, running_only=True), "transactional.id": tid, "log_level": 3, **extra})
 
 
 def read(cluster, topic: str, isolation: str, expect: int, partitions: int = PARTITIONS, idle_s: float = 2.0
          ) -> dict[int, list[bytes]]:
     """Every record a fresh consumer with `isolation` reads, by partition: until `expect`
     arrived and then nothing more for `idle_s` (so extra records would be seen too)."""
-    c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": f"r-{uuid.uuid4().hex[:6]}",
+    c = Consumer({"bootstrap.servers": bootstrap(cluster, running_only=True), "group.id": f"r-{uuid.uuid4().hex[:6]}",
                   "isolation.level": isolation, "enable.auto.commit": False, "log_level": 3})
     out: dict[int, list[bytes]] = defaultdict(list)
     try:
@@ -187,7 +177,7 @@ def test_confluent_commit_and_abort_read_committed_sees_committed_only_in_order(
 
 def test_kafka_python_transactional_producer(cluster):
     topic = new_topic(cluster)
-    bs = bootstrap(cluster)
+    bs = bootstrap(cluster, running_only=True)
     group = f"kp-{uuid.uuid4().hex[:6]}"
     p = KafkaProducer(bootstrap_servers=bs, transactional_id=f"kp-{uuid.uuid4().hex[:6]}")
     try:
@@ -224,7 +214,7 @@ def test_kafka_python_transactional_producer(cluster):
 # ------------------------------------------------------------------ consume-transform-produce
 def test_consume_transform_produce_commits_offsets_with_the_output(cluster):
     source, sink = new_topic(cluster, 1), new_topic(cluster)
-    bs = bootstrap(cluster)
+    bs = bootstrap(cluster, running_only=True)
     feed = Producer({"bootstrap.servers": bs, "log_level": 3})
     for i in range(20):
         feed.produce(source, value=b"in-%d" % i, partition=0)
@@ -317,7 +307,7 @@ def test_a_silent_producer_is_aborted_at_its_timeout_and_the_lso_moves_on(cluste
     p.begin_transaction()
     p.produce(topic, value=b"never", partition=0)
     assert p.flush(30) == 0
-    bs = bootstrap(cluster)
+    bs = bootstrap(cluster, running_only=True)
     kc = KafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed", enable_auto_commit=False)
     try:
         tp = KTP(topic, 0)
@@ -335,7 +325,7 @@ def test_a_silent_producer_is_aborted_at_its_timeout_and_the_lso_moves_on(cluste
 def healed(cluster) -> None:
     """Every broker back in the cluster and in the ISR of every partition (the next test
     starts from a whole cluster)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster, running_only=True)})
 
     def whole() -> bool:
         md = admin.list_topics(timeout=10)
@@ -449,7 +439,7 @@ def test_partition_leader_killed_between_markers(cluster):
 def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
     topic = new_topic(cluster, 1)
     tid = f"cli-{uuid.uuid4().hex[:6]}"
-    bs = bootstrap(cluster).split(",")[0]
+    bs = bootstrap(cluster, running_only=True).split(",")[0]
     p = producer(cluster, tid)
     p.init_transactions(30)
     p.begin_transaction()
@@ -479,7 +469,7 @@ def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
     rc, out, _ = cli("transactions", "--describe-producers", "--topic", topic, "--partition", 0,
                      "--bootstrap-server", bs, "--json")
     assert json.loads(out)[0]["CurrentTransactionStartOffset"] == -1
-    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster), isolation_level="read_committed", enable_auto_commit=False)
+    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster, running_only=True), isolation_level="read_committed", enable_auto_commit=False)
     try:
         assert kc.end_offsets([KTP(topic, 0)])[KTP(topic, 0)] == 2  # the LSO passed the record and the marker
     finally:
@@ -539,7 +529,7 @@ def test_bad_transaction_requests_get_kafkas_errors_and_change_nothing(cluster):
 
     # TxnOffsetCommit from a member with the wrong generation
     group = f"bad-{uuid.uuid4().hex[:6]}"
-    c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": group, "log_level": 3,
+    c = Consumer({"bootstrap.servers": bootstrap(cluster, running_only=True), "group.id": group, "log_level": 3,
                   "session.timeout.ms": 6000})
     try:
         c.subscribe([topic])

@@ -38,9 +38,7 @@ from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -56,31 +54,24 @@ _MT = _M.WritableTxnMarkerTopic
 
 
 @pytest.fixture(scope="module")
-def env(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        per_broker = {VERIFYING_BROKER: {"transaction.partition.verification.enable": "true"}}
-        with running_cluster(tmp_path_factory.mktemp("txn"), connect, 3, OVERRIDES, per_broker) as cluster:
-            yield cluster, store
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def env(module_cluster):
+    c = module_cluster(3, OVERRIDES, {VERIFYING_BROKER: {"transaction.partition.verification.enable": "true"}})
+    return c.cluster, c.store
 
 
 # ------------------------------------------------------------------------------ helpers
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
-
-
-def create(store, topic: str, replicas: tuple[int, ...]) -> int:
-    """Create a one-partition topic; wait until its full ISR is in place; its leader."""
+def create(env, topic: str, replicas: tuple[int, ...]) -> int:
+    """Create a one-partition topic; wait until its full ISR is in place and the leader
+    serves it (not only ZooKeeper's state: its LeaderAndIsr may still be on the way); its leader."""
+    cluster, store = env
     store.create_topic(topic, TopicAssignment({0: ReplicaAssignment(replicas)}), {})
     tp = TP(topic, 0)
     state = wait_for(lambda: (s := store.get_partition_states([tp])[0].get(tp)) and s.leader_and_isr.leader >= 0
                      and len(s.leader_and_isr.isr) == len(replicas) and s, 30, what=f"{topic} led")
-    return state.leader_and_isr.leader
+    leader = state.leader_and_isr.leader
+    with conn_to(cluster, leader) as conn:
+        wait_for(lambda: list_offset(conn, topic, 0) >= 0, 30, what=f"{topic} served by broker {leader}")
+    return leader
 
 
 def leader_of(store, topic: str) -> int:
@@ -174,7 +165,7 @@ def txn_indexes(cluster, broker_id: int, topic: str) -> dict[str, bytes]:
 def test_read_committed_clients_see_committed_records_only(env):
     cluster, store = env
     topic = "txn-read"
-    leader = create(store, topic, (2, 3, 1))
+    leader = create(env, topic, (2, 3, 1))
     assert leader != VERIFYING_BROKER
     bs = bootstrap(cluster)
     with conn_to(cluster, leader) as conn:
@@ -223,7 +214,7 @@ def test_read_committed_clients_see_committed_records_only(env):
 def test_write_txn_markers_errors_change_nothing(env):
     cluster, store = env
     topic = "txn-markers"
-    leader = create(store, topic, (3, 1, 2))
+    leader = create(env, topic, (3, 1, 2))
     follower = next(b for b in (1, 2, 3) if b != leader)
     with conn_to(cluster, leader) as conn:
         assert produce(conn, topic, batch([b"x"], 2000, 0, 0, True), "tx-x")[0] == 0
@@ -244,8 +235,8 @@ def test_write_txn_markers_errors_change_nothing(env):
 def test_kip890_refuses_an_unverified_transactional_produce(env):
     cluster, store = env
     verified, unverified = "txn-verify-on", "txn-verify-off"
-    assert create(store, verified, (VERIFYING_BROKER, 2, 3)) == VERIFYING_BROKER
-    off_leader = create(store, unverified, (2, 3, VERIFYING_BROKER))
+    assert create(env, verified, (VERIFYING_BROKER, 2, 3)) == VERIFYING_BROKER
+    off_leader = create(env, unverified, (2, 3, VERIFYING_BROKER))
     records = batch([b"late"], 3000, 0, 0, True)
     with conn_to(cluster, VERIFYING_BROKER) as conn:
         # no __transaction_state, so no coordinator to confirm the partition is in the transaction
@@ -263,7 +254,7 @@ def test_an_open_transaction_survives_a_restart(env):
     stable offset still stops at it, and the COMMIT marker then releases it."""
     cluster, store = env
     topic = "txn-restart"
-    assert create(store, topic, (3,)) == 3
+    assert create(env, topic, (3,)) == 3
     with conn_to(cluster, 3) as conn:
         assert produce(conn, topic, batch([b"before"]))[0] == 0                              # 0
         assert produce(conn, topic, batch([b"t0"], 4000, 0, 0, True), "tx-r")[0] == 0       # 1

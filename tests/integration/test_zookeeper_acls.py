@@ -9,8 +9,6 @@ from confluent_kafka import Producer
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-from praha.testing.cluster import running_cluster
-from praha.testing.zookeeper import delete_chroot, unique_chroot
 from praha.zk.auth import ENVIRONMENT_VARIABLE, ZkAuth
 from praha.zk.store import ZkStore
 
@@ -20,20 +18,11 @@ DIGEST = "praha-brokers:broker-zk-secret"
 
 
 @pytest.fixture(scope="module")
-def secured(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    settings = {"zookeeper.set.acl": "true", "praha.zookeeper.digest": DIGEST}
-    try:
-        with running_cluster(tmp_path_factory.mktemp("zkacl"), connect, 1, settings) as c:
-            yield c, connect
-    finally:
-        store = ZkStore(connect.split("/", 1)[0], auth=ZkAuth(DIGEST))
-        try:  # the test's namespace is removed with the brokers' identity
-            store.start()
-            store.delete_recursive(["/" + connect.split("/", 1)[1]])
-        finally:
-            store.stop()
-        delete_chroot(connect)
+def secured(module_cluster):
+    # the test's namespace is removed with the brokers' identity
+    c = module_cluster(1, {"zookeeper.set.acl": "true", "praha.zookeeper.digest": DIGEST}, store=False,
+                       auth=ZkAuth(DIGEST))
+    return c.cluster, c.zookeeper
 
 
 def test_an_unauthenticated_client_can_read_but_not_change(secured, cli, monkeypatch):

@@ -30,9 +30,7 @@ from praha.admin.client_status import fetch_metadata
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.protocol.client import BrokerConnection
 from praha.protocol.framing import encode_request
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -65,21 +63,12 @@ def fetch_request(partition: int, offset: int, max_bytes: int, wait_ms: int = 10
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    store = ZkStore(connect, session_timeout_ms=10000).start()
-    try:
-        store.ensure_persistent_paths()
-        with running_cluster(tmp_path_factory.mktemp("load"), connect, 3,
-                             {"min.insync.replicas": "2", "replica.lag.time.max.ms": "10000"}) as c:
-            store.create_topic(TOPIC, TopicAssignment({p: ReplicaAssignment(r) for p, r in
-                                                       {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}.items()}), {})
-            brokers = c.load().brokers
-            wait_for(lambda: all(leaders(b.port, TOPIC) == 3 for b in brokers.values()), 30, what="leaders")
-            yield c, store
-    finally:
-        store.stop()
-        delete_chroot(connect)
+def cluster(module_cluster):
+    env = module_cluster(3, {"min.insync.replicas": "2", "replica.lag.time.max.ms": "10000"})
+    env.store.create_topic(TOPIC, TopicAssignment({p: ReplicaAssignment(r) for p, r in
+                                                   {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}.items()}), {})
+    wait_for(lambda: all(leaders(b.port, TOPIC) == 3 for b in env.brokers.values()), 30, what="leaders")
+    return env.cluster, env.store
 
 
 def leaders(port: int, topic: str) -> int:

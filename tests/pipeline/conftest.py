@@ -18,8 +18,7 @@ import pytest
 
 from praha.admin.status import cluster_status
 from praha.cluster.local import LocalCluster
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, cluster_on_chroot, wait_for
 
 PIPELINE_BROKER_CONFIG = {
     "replica.lag.time.max.ms": "3000",
@@ -41,7 +40,7 @@ class PipelineCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{b.port}" for b in self.cluster.load().brokers.values())
+        return bootstrap(self.cluster)
 
     def status(self) -> dict[str, Any]:
         return cluster_status(self.zookeeper)
@@ -172,12 +171,9 @@ def spark(tmp_path_factory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def pipeline(zookeeper, tmp_path_factory) -> Iterator[PipelineCluster]:
-    connect = unique_chroot(zookeeper.connect_string, "praha-pipeline")
-    try:
-        with running_cluster(tmp_path_factory.mktemp("pipeline"), connect, 3, PIPELINE_BROKER_CONFIG) as cluster:
-            yield PipelineCluster(cluster, connect)
-    finally:
-        delete_chroot(connect)
+    with cluster_on_chroot(zookeeper.connect_string, tmp_path_factory.mktemp("pipeline"), 3, PIPELINE_BROKER_CONFIG,
+                           store=False) as env:
+        yield PipelineCluster(env.cluster, env.zookeeper)
 
 
 @pytest.fixture
