@@ -64,6 +64,7 @@ class ChaosEnvironment:
         #: broker → its small second log dir (only with the full_disk fault kind)
         self.disks: dict[int, disks.TinyDisk] = {}
         self._closed = False
+        self._cluster_stopped = False
 
     @property
     def store(self) -> ZkStore:
@@ -136,12 +137,17 @@ class ChaosEnvironment:
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers().values())
 
+    def log_dirs(self) -> dict[int, list[Path]]:
+        """broker → every log dir it has (the tmpfs ones included while mounted)."""
+        return {bid: b.log_dirs for bid, b in self.brokers().items()}
+
     # ------------------------------------------------------------------ stop
-    def close(self) -> None:
-        """Resume, restore and stop everything this environment started (by PID)."""
-        if self._closed:
+    def stop_cluster(self) -> None:
+        """Resume, restore and stop the brokers (by PID); disks and ZooKeeper stay, so the
+        replicas can be compared on disk before `close` unmounts anything. Safe twice."""
+        if self._cluster_stopped:
             return
-        self._closed = True
+        self._cluster_stopped = True
         for bid in list(self.paused):
             try:
                 self.cluster.resume_broker(bid)
@@ -160,6 +166,13 @@ class ChaosEnvironment:
                 self.cluster.down(timeout=20)
             except Exception:  # noqa: BLE001
                 log.exception("stopping the chaos cluster failed")
+
+    def close(self) -> None:
+        """Stop everything this environment started (by PID) and unmount its disks; safe twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_cluster()
         for proxies in self.proxies.values():
             for p in proxies:
                 p.stop()

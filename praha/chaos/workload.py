@@ -1,11 +1,9 @@
 """The clients of a campaign: producers, consumers and an admin, each on its own thread.
 
-Producers: confluent-kafka, acks=all, `message.send.max.retries=0`, one request in
-flight per connection, no idempotence (praha serves no InitProducerId). librdkafka still
-resends a batch answered NOT_LEADER_OR_FOLLOWER (it assumes "not persisted"), and a
-Kafka leader may have appended that batch before losing leadership: such resends show
-up as one id stored twice, which is Kafka's at-least-once behaviour and is counted, not
-judged. Each value is a unique id `<producer>-<seq>`, written to the partitions
+Producers: confluent-kafka, idempotent (InitProducerId, sequence numbers per partition),
+acks=all: librdkafka resends a batch whose answer it did not get, and the leader must
+store it once and in send order, so an id stored twice or acknowledged behind a later
+one is a violation. Each value is a unique id `<producer>-<seq>`, written to the partitions
 round-robin at a bounded rate (backpressure: the local queue is capped).
 Consumers: assign-based (no group), every data partition from the beginning; what they
 are served goes to the ledger, which flags divergence immediately. (The consumer group —
@@ -40,9 +38,8 @@ def producer_config(bootstrap: str, logger: logging.Logger) -> dict[str, Any]:
     return {**({"debug": debug} if debug else {}),
         "bootstrap.servers": bootstrap,
         "acks": "all",
-        "enable.idempotence": False,
-        "message.send.max.retries": 0,
-        "max.in.flight.requests.per.connection": 1,  # order survives librdkafka's resends
+        "enable.idempotence": True,
+        "max.in.flight.requests.per.connection": 5,  # idempotence keeps order with up to 5
         "linger.ms": 5,
         "request.timeout.ms": 5000,
         "message.timeout.ms": 10000,

@@ -62,6 +62,12 @@ class BrokerProcess:
         return Path(self.dir) / "broker.log"
 
     @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir of the broker (its `log.dirs` override, else `data/` under its dir)."""
+        dirs = self.overrides.get("log.dirs", "")
+        return [Path(d) for d in dirs.split(",") if d.strip()] or [Path(self.dir) / "data"]
+
+    @property
     def actual_metrics_port(self) -> int:
         """The metrics port the running broker reports (it falls back to a free port if ours was taken)."""
         try:
