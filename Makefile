@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
+.PHONY: net-tools lint run test test-unit test-integration bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -38,7 +38,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench
 	$(VENV)/bin/mypy praha
 
-test: $(STAMP) $(QUIX_STAMP)
+# Debian tools the network-fault tests drive: nftables (iproute2 is in Debian's base). Only as
+# root: without it the namespace tests skip, saying so
+net-tools:
+	@command -v nft >/dev/null || [ "$$(id -u)" != 0 ] || { apt-get update -qq && apt-get install -y -qq nftables >/dev/null; }
+
+test: $(STAMP) $(QUIX_STAMP) net-tools
 	$(PY) -m pytest -q -m "not slow" tests
 
 test-unit: $(STAMP)
@@ -60,7 +65,7 @@ bench-groups: $(STAMP)
 # chaos: 4 seeded campaigns, 200 faults in all (one on a 3-node ZooKeeper ensemble), then the
 # slow regression replays; every campaign runs even if one fails, the target fails if any did
 CHAOS_CAMPAIGNS := "5 50 101 1" "5 50 102 3" "3 50 103 1" "5 50 104 1"
-chaos: $(STAMP)
+chaos: $(STAMP) net-tools
 	@status=0; for spec in $(CHAOS_CAMPAIGNS); do set -- $$spec; \
 	  $(PY) -m praha chaos --brokers $$1 --faults $$2 --seed $$3 --zk-ensemble $$4 --dir .praha/chaos --json \
 	    || status=1; \
