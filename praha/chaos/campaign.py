@@ -81,7 +81,7 @@ def _create_data_topics(env: ChaosEnvironment, cfg: CampaignConfig) -> list[Tp]:
 
     def served_everywhere() -> bool:
         for b in env.brokers().values():
-            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=topics, timeout=2.0)
+            md = fetch_metadata(b.address, topics=topics, timeout=2.0)
             led = sum(1 for t in md.topics for p in t.partitions if p.error_code == 0 and p.leader_id >= 0)
             if led != len(tps):
                 return False

@@ -103,6 +103,7 @@ class RecordFigures:
     duplicated_examples: dict[str, Any] = field(default_factory=dict)
     out_of_order_examples: list[dict[str, Any]] = field(default_factory=list)
     offset_gaps: int = 0
+    acked_offset_unknown: int = 0  # confirmed by the client without an offset
 
 
 def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timeline) -> RecordFigures:
@@ -122,13 +123,18 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
         timeline.violate("unreadable", f"{tp[0]}-{tp[1]} could not be read up to its high watermark "
                          f"{final.high_watermarks.get(tp)}", topic=tp[0], partition=tp[1])
     lost_examples: list[dict[str, Any]] = []
+    f.acked_offset_unknown = sum(1 for a in acked.values() if a.offset < 0)
     for rid, ack in acked.items():
-        if final.records.get(ack.tp, {}).get(ack.offset) != rid:
-            f.lost += 1
-            if len(lost_examples) < 20:
-                lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
-                                      "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
-                                      "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
+        if ack.offset < 0:  # confirmed without an offset: it must be stored somewhere in its partition
+            if any(tp == ack.tp for tp, _ in where.get(rid, [])):
+                continue
+        elif final.records.get(ack.tp, {}).get(ack.offset) == rid:
+            continue
+        f.lost += 1
+        if len(lost_examples) < 20:
+            lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
+                                  "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
+                                  "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
     if f.lost:
         timeline.violate("acked_record_lost", f"{f.lost} acknowledged records are not at their acknowledged offsets",
                          t=min(acked[e["id"]].t for e in lost_examples), examples=lost_examples)
@@ -171,7 +177,7 @@ def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) ->
     runs: dict[tuple[str, Tp], list[tuple[int, int]]] = {}
     for rid, ack in acked.items():
         m = _RID.match(rid)
-        if m:
+        if m and ack.offset >= 0:
             runs.setdefault((m.group(1), ack.tp), []).append((int(m.group(2)), ack.offset))
     examples: list[dict[str, Any]] = []
     for (producer, tp), seqs in runs.items():

@@ -78,8 +78,9 @@ class ProducerWorker(threading.Thread):
         next_t = time.monotonic()
 
         def delivered(rid: str, err: Any, msg: Any) -> None:
-            if err is None:
-                ledger.on_ack(rid, (msg.topic(), msg.partition()), msg.offset())
+            if err is None:  # librdkafka may confirm a write without its offset (None): -1
+                off = msg.offset()
+                ledger.on_ack(rid, (msg.topic(), msg.partition()), -1 if off is None else off)
             else:
                 ledger.on_fail(rid, err.name())
 

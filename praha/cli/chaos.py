@@ -1,7 +1,11 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--group-members 3] [--dir D] [--json]
+              [--group-members 3] [--netns] [--dir D] [--json]
+
+With --netns (root only) every ZooKeeper server and broker runs in a network namespace of
+its own (198.18.<k>.<n> on a bridge praha makes and removes), which adds the network faults
+partition, one_way and flaky_link.
 
 Progress goes to stderr, the readable summary to stdout; with --json the last line of
 stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
@@ -47,6 +51,8 @@ def register(sub: Any) -> None:
     p.add_argument("--group-members", type=_positive, default=3,
                    help="member processes of the consumer group (default 3; 0: no group, no member/coordinator kills)")
     p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
+    p.add_argument("--netns", action="store_true",
+                   help="every node on a host of its own (network namespaces; needs root): adds the network faults")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
 
@@ -59,12 +65,17 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     cfg = CampaignConfig(
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
-        session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
+        session_timeout_ms=args.session_timeout_ms, group_members=args.group_members, netns=args.netns,
     )
     try:
         cfg.validate()
     except ValueError as e:
         raise CliError(str(e)) from None
+    if cfg.netns:
+        from praha.cluster.netns import unavailable_reason
+
+        if unavailable_reason():
+            raise CliError(f"--netns: {unavailable_reason()}")
     print(f"chaos seed: {cfg.seed}", flush=True)
     for name in ("kazoo", "kazoo.client"):  # our own ZooKeeper client sees every fault
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -59,6 +59,15 @@ def test_an_acknowledged_record_missing_from_its_offset_is_lost():
     assert [v.invariant for v in tl.violations] == ["acked_record_lost"]
 
 
+def test_an_acknowledgement_without_an_offset_is_judged_by_presence():
+    """Found by the first --netns campaign (seed 7): librdkafka confirmed an idempotent write
+    without an offset (None), and the order check crashed on it."""
+    ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, -1), "p0-2": (0, -1)})
+    f = inv.check_records(ledger, final_read({0: "p0-0", 1: "p0-1"}), HwState(), tl)
+    assert (f.acked_offset_unknown, f.lost, f.out_of_order) == (2, 1, 0)
+    assert [v.invariant for v in tl.violations] == ["acked_record_lost"]
+
+
 def test_a_clean_log_passes():
     ledger, tl = ledger_with({"p0-0": (0, 0), "p0-1": (0, 1)})
     ledger.on_served(TP, 0, "p0-0")

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -223,3 +224,110 @@ def test_leftovers_of_a_dead_creator_are_found_by_prefix_and_removed(tmp_path):
     assert index in netns.cleanup_leftovers()
     ns, links = netns.existing_names()
     assert f"praha-{index}-b1" not in ns and f"prh{index}-br" not in links
+
+
+class _Writer(threading.Thread):
+    """An acks=all idempotent producer writing unique values to the given partitions in turn
+    until stopped; keeps value → (partition, offset) of every acknowledgement and the errors."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int], name: str):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.partitions, self.wname = bootstrap, topic, partitions, name
+        self.stop_event = threading.Event()
+        self.acked: dict[str, tuple[int, int]] = {}
+        self.errors: dict[str, int] = {}
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        def done(err, msg):
+            if err is None:
+                self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
+            else:
+                self.errors[err.name()] = self.errors.get(err.name(), 0) + 1
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                      "message.timeout.ms": 8000, "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000})
+        i = 0
+        while not self.stop_event.is_set() and i < 100_000:
+            p.produce(self.topic, f"{self.wname}-{i}".encode(), partition=self.partitions[i % len(self.partitions)],
+                      on_delivery=done)
+            i += 1
+            p.poll(0.02)
+        p.flush(30)
+
+
+class _Watcher(threading.Thread):
+    """A read_uncommitted consumer of every partition: offset → value of everything it is served."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.stop_event = threading.Event()
+        self.seen: dict[tuple[int, int], str] = {}
+
+    def run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer
+        from confluent_kafka import TopicPartition as CTP
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "watcher", "enable.auto.commit": False,
+                      "isolation.level": "read_uncommitted", "fetch.wait.max.ms": 100})
+        try:
+            c.assign([CTP(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+            while not self.stop_event.is_set():
+                for m in c.consume(500, 0.3):
+                    if not m.error():
+                        self.seen[(m.partition(), m.offset())] = m.value().decode()
+        finally:
+            c.close()
+
+
+def test_a_leader_cut_from_its_followers_loses_no_acknowledged_record(hosts):
+    """Partition 0 led by L, partition 1 by F1, both on {L, F1, F2}, min.insync.replicas=2,
+    acks=all producers on both. L is cut from F1 and F2 but not from ZooKeeper (so it stays
+    leader, as in Kafka's ZooKeeper mode): its followers fall out of its ISR, it refuses
+    acks=all writes (NOT_ENOUGH_REPLICAS) rather than acknowledging what only it holds, while
+    partition 1 goes on with {F1, F2}. After healing: every acknowledged record is at its
+    offset, and nothing a consumer was served was truncated later.
+
+    With acks=1 the same cut acknowledges records only L holds; as Kafka's documentation says
+    of acks=1, if that leader then fails before a follower copied them, they are lost."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = "leader-cut"
+    ids = sorted(hosts.cluster.load().brokers)
+    leader, f1, f2 = ids
+    admin = AdminClient({"bootstrap.servers": hosts.bootstrap})
+    admin.create_topics([NewTopic(topic, replica_assignment=[[leader, f1, f2], [f1, f2, leader]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(30)
+    wait_for(lambda: [s.leader for s in _states(hosts, topic, 2)] == [leader, f1], 60, what="preferred leaders")
+    writers = [_Writer(hosts.bootstrap, topic, [0, 1], f"w{i}") for i in range(2)]
+    watcher = _Watcher(hosts.bootstrap, topic, 2)
+    for t in (*writers, watcher):
+        t.start()
+    lay = hosts.layout
+    cut = {leader: (f1, f2), f1: (leader,), f2: (leader,)}
+    try:
+        wait_for(lambda: sum(len(w.acked) for w in writers) > 100, 60, what="acknowledged writes before the cut")
+        for b, peers in cut.items():
+            netns.apply_drops(lay.node(f"b{b}"), [netns.Drop(tuple(lay.node(f"b{p}").address for p in peers))])
+        wait_for(lambda: _states(hosts, topic, 2)[0].isr == [leader], 60, what="the cut leader alone in its ISR")
+        wait_for(lambda: sorted(_states(hosts, topic, 2)[1].isr) == sorted([f1, f2]), 60, what="F1, F2 on without L")
+        acked_at_cut = sum(len(w.acked) for w in writers)
+        wait_for(lambda: sum(len(w.acked) for w in writers) > acked_at_cut + 50, 60, what="writes on F1's side")
+        assert _states(hosts, topic, 2)[0].leader == leader  # still in ZooKeeper: no election
+    finally:
+        for b in cut:
+            netns.heal(lay.node(f"b{b}"))
+    wait_for(lambda: all(len(s.isr) == 3 for s in _states(hosts, topic, 2)), 120, what="full ISR after healing")
+    for t in (*writers, watcher):
+        t.stop_event.set()
+    for t in writers:
+        t.join(60)
+    acked = {v: tp for w in writers for v, tp in w.acked.items()}
+    final = _read_all(hosts.bootstrap, topic, 2, len(acked))
+    assert {v: final.get(v) for v in acked} == acked  # no acknowledged record lost or moved
+    watcher.join(30)
+    at = {tp: v for v, tp in final.items()}
+    truncated = {k: v for k, v in watcher.seen.items() if at.get(k) != v}
+    assert not truncated  # nothing served was truncated later
