@@ -30,6 +30,7 @@ from praha.common import TopicPartition
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 2000  # per producer: above this, wait for acknowledgements first
+MESSAGE_TIMEOUT_MS = 180_000  # longer than any fault is held (the heal waits are bounded by 120 s)
 
 
 def producer_config(bootstrap: str, logger: logging.Logger) -> dict[str, Any]:
@@ -42,7 +43,10 @@ def producer_config(bootstrap: str, logger: logging.Logger) -> dict[str, Any]:
         "max.in.flight.requests.per.connection": 5,  # idempotence keeps order with up to 5
         "linger.ms": 5,
         "request.timeout.ms": 5000,
-        "message.timeout.ms": 10000,
+        # long enough that no message times out during a fault: librdkafka bumps the producer
+        # epoch when one does, and re-sends the rest of a possibly persisted batch under new
+        # sequence numbers, which no broker can recognise as a resend (finding of seed 7, --netns)
+        "message.timeout.ms": MESSAGE_TIMEOUT_MS,
         "socket.timeout.ms": 10000,
         "topic.metadata.refresh.interval.ms": 2000,
         "retry.backoff.ms": 100,

@@ -214,7 +214,7 @@ class LocalCluster:
                                    host=zk_node.address if zk_node else "127.0.0.1", tick_time_ms=500,
                                    min_session_timeout_ms=1000)
             zk.netns = zk_node.netns if zk_node else ""
-            zk.start()
+            zk.start(timeout=max(30.0, timeout / 2))
             state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1, zookeeper_netns=zk.netns)
             if zk.pid:
                 self._remember(zk.pid)
