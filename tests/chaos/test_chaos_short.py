@@ -33,7 +33,8 @@ def run_chaos(tmp_path, *args: str, timeout: float = 300) -> tuple[dict, str]:
         capture_output=True, text=True, timeout=timeout,
     )
     lines = proc.stdout.strip().splitlines()
-    assert lines, f"praha chaos printed nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    assert lines and lines[-1].startswith("{"), \
+        f"praha chaos ended without its JSON line (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1]), proc.stdout + proc.stderr[-2000:]
 
 
