@@ -74,8 +74,12 @@ def test_short_campaign_on_hosts_of_their_own(tmp_path):
     reason = netns.unavailable_reason() or ("" if shutil.which("nft") else "nftables' `nft` is not installed")
     if reason:
         pytest.skip(reason)
-    head, output = run_chaos(tmp_path, "--netns", "--brokers", "3", "--faults", "2", "--seed", str(NETNS_SEED),
-                             "--kinds", "partition,zk_expire", "--group-members", "0", "--session-timeout-ms", "3000")
+    try:
+        head, output = run_chaos(tmp_path, "--netns", "--brokers", "3", "--faults", "2", "--seed", str(NETNS_SEED),
+                                 "--kinds", "partition,zk_expire", "--group-members", "0",
+                                 "--session-timeout-ms", "3000")
+    finally:
+        netns.cleanup_leftovers()  # a campaign killed by the timeout leaves its layout unused
     assert head["fault_kinds"] == {"partition": 1, "zk_expire": 1}, output
     assert head["acked"] > 300 and head["duplicated"] == 0, output
     report = json.loads(open(head["report"]).read())

@@ -58,6 +58,14 @@ class Hosts:
         return ",".join(b.address for b in self.cluster.load().brokers.values())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_leftovers():
+    """After the module: remove any praha layout nobody uses (a crashed `cluster up` or
+    campaign of this run), found by praha's name prefix."""
+    yield
+    netns.cleanup_leftovers()
+
+
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory):
     root = tmp_path_factory.mktemp("netns")
@@ -197,7 +205,7 @@ def test_up_crashed_half_way_then_down_removes_every_namespace(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     err = tmp_path / "up.err"
     with open(err, "wb") as out:
-        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1",
+        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1", "--timeout", "240",
                                "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=out, env=env, start_new_session=True)
     layout = None
     try:
