@@ -44,9 +44,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy praha
 
 # Debian packages the tests drive (kcat; chromium and its driver for the console's browser
-# tests), as PACKAGE:COMMAND (the command that shows it is there);
+# tests; nftables for the network faults), as PACKAGE:COMMAND (the command that shows it is there);
 # `make tools` apt-gets the missing ones (with sudo when not root), `make test` and CI run it first
-TEST_TOOLS := kcat:kcat chromium:chromium chromium-driver:chromedriver
+TEST_TOOLS := kcat:kcat chromium:chromium chromium-driver:chromedriver nftables:nft
 # wait for another apt-get's lock (shared machines, CI images) instead of failing
 APT_WAIT := -o DPkg::Lock::Timeout=600
 tools:
@@ -108,13 +108,20 @@ bench: $(STAMP)
 bench-groups: $(STAMP)
 	@for b in $(GROUP_BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
-# chaos: 4 seeded campaigns, 200 faults in all (one on a 3-node ZooKeeper ensemble), then the
-# slow regression replays; every campaign runs even if one fails, the target fails if any did
+# chaos: 1,000 faults over seeded campaigns (several hours): 4 on loopback (200 faults, one on a
+# 3-node ZooKeeper ensemble), then 20 with every node on a host of its own (--netns, root only:
+# 800 faults mixing partition, one_way and flaky_link with the process and disk faults; every
+# other one on an ensemble), then the slow regression replays; every campaign runs even if one
+# fails, the target fails if any did. Seeds, counts and plots: bench/RESULTS.md
 CHAOS_CAMPAIGNS := "5 50 101 1" "5 50 102 3" "3 50 103 1" "5 50 104 1"
-chaos: $(STAMP)
+CHAOS_NETNS_SEEDS := 201 202 203 204 205 206 207 208 209 210 211 212 213 214 215 216 217 218 219 220
+chaos: $(STAMP) tools
 	@status=0; for spec in $(CHAOS_CAMPAIGNS); do set -- $$spec; \
 	  $(PY) -m praha chaos --brokers $$1 --faults $$2 --seed $$3 --zk-ensemble $$4 --dir .praha/chaos --json \
 	    || status=1; \
+	done; for seed in $(CHAOS_NETNS_SEEDS); do \
+	  $(PY) -m praha chaos --netns --brokers 5 --faults 40 --seed $$seed --zk-ensemble $$((1 + 2 * (seed % 2 == 0))) \
+	    --dir .praha/chaos --json || status=1; \
 	done; $(PY) -m pytest -q -m slow tests/chaos || status=1; exit $$status
 
 cluster-down: $(STAMP)

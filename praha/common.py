@@ -5,7 +5,7 @@ import base64
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 NO_LEADER = -1
 #: Leader id a controller puts in UpdateMetadata for partitions of a topic being deleted.
@@ -134,3 +134,29 @@ def topic_id_uuid(text: str | None) -> uuid.UUID | None:
 def now_ms() -> int:
     """Wall-clock milliseconds, the unit of Kafka's timestamps and timeouts."""
     return int(time.time() * 1000)
+
+
+def enter_netns(netns: str) -> None:
+    """Move the calling process into the named network namespace (`ip netns add` made it);
+    used in a child before exec, so that a server runs on a host of its own."""
+    import ctypes
+    import os
+
+    clone_newnet = 0x40000000
+    fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        if libc.setns(fd, clone_newnet) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {netns} failed")
+    finally:
+        os.close(fd)
+
+
+def netns_preexec(netns: str, then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """A Popen preexec_fn: enter `netns` (if any), then run `then`."""
+    def run() -> None:  # pragma: no cover - runs in the child
+        if netns:
+            enter_netns(netns)
+        if then is not None:
+            then()
+    return run

@@ -75,7 +75,8 @@ def parse_listeners(value: str, key: str = "listeners",
         if name not in protocols:
             raise ConfigError(f"{key}: no security protocol defined for listener {name} "
                               "(add it to listener.security.protocol.map)")
-        endpoints.append(EndPoint(m["host"] or "127.0.0.1", port, name, protocols[name]))
+        # an empty host binds every interface, as Kafka does ("PLAINTEXT://:9092")
+        endpoints.append(EndPoint(m["host"], port, name, protocols[name]))
     if not endpoints:
         raise ConfigError(f"{key}: at least one listener is required")
     names = [e.listener for e in endpoints]
@@ -85,6 +86,13 @@ def parse_listeners(value: str, key: str = "listeners",
     if key == "listeners" and len(set(ports)) != len(ports):
         raise ConfigError(f"{key}: each listener needs its own port, got {value}")
     return tuple(endpoints)
+
+
+def canonical_host_name() -> str:
+    """What Kafka advertises for a listener with an empty host (InetAddress's canonical name)."""
+    import socket
+
+    return socket.getfqdn()
 
 
 def _bool(v: str) -> bool:
@@ -249,6 +257,8 @@ class BrokerConfig:
     schema_registry_topic_replication_factor: int = _option("schema.registry.topic.replication.factor", 3, _int, 1,
                                                             "replication factor of _schemas (at most the live brokers)")
     metrics_port: int = _option("praha.metrics.port", 0, _int, 0, "HTTP port for Prometheus metrics (0 = any free)")
+    metrics_host: str = _option("praha.metrics.host", "127.0.0.1", _str,
+                                doc="address the Prometheus endpoint binds (\"\" = every interface)")
     state_change_log_dir: str = _option("praha.state.change.log.dir", "", _str, doc="where state-change.log goes (default: first log dir)")
     cluster_id: str = _option("praha.cluster.id", "", _str)
     unknown: dict[str, str] = field(default_factory=dict)
@@ -268,12 +278,13 @@ class BrokerConfig:
 
     @property
     def advertised_endpoints(self) -> tuple[EndPoint, ...]:
-        """`advertised.listeners` (a listener it leaves out is advertised as it listens)."""
-        if not self.advertised_listeners:
-            return self.endpoints
-        given = {e.listener: e for e in parse_listeners(self.advertised_listeners, "advertised.listeners",
-                                                        self.protocol_map)}
-        return tuple(given.get(e.listener, e) for e in self.endpoints)
+        """`advertised.listeners` (a listener it leaves out is advertised as it listens); an
+        empty host is advertised as this machine's canonical host name, as Kafka does."""
+        given = {} if not self.advertised_listeners else {
+            e.listener: e for e in parse_listeners(self.advertised_listeners, "advertised.listeners",
+                                                   self.protocol_map)}
+        chosen = [given.get(e.listener, e) for e in self.endpoints]
+        return tuple(e if e.host else dataclasses.replace(e, host=canonical_host_name()) for e in chosen)
 
     @property
     def inter_broker_listener(self) -> str:

@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         say("starting ZooKeeper and 3 brokers ...")
         state = cluster.up(3, overrides=BROKER_CONFIG, progress=lambda m: say(f"  {m}"))
         zk = state.zookeeper
-        bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
+        bootstrap = ",".join(b.address for b in state.brokers.values())
         create_topics(bootstrap)
         wait_leaders(zk)
         say(f"topics {INPUT} (6 partitions) and {OUTPUT} (3 partitions): RF 3, min.insync.replicas=2")

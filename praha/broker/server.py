@@ -201,7 +201,7 @@ class BrokerServer:
             last_seen_controller_epoch=lambda: self.fence.highest_controller_epoch,
         )
         self.controller.startup()
-        self._metrics_server, self.metrics_port = start_metrics_server(self, "127.0.0.1", cfg.metrics_port)
+        self._metrics_server, self.metrics_port = start_metrics_server(self, cfg.metrics_host, cfg.metrics_port)
         self._start_schema_registry()
         self._write_runtime_file()
         log.info(

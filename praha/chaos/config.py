@@ -12,13 +12,18 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write")
+             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
+             # network faults: only with --netns (every node on a host of its own)
+             "partition", "one_way", "flaky_link")
+#: kinds that need the nodes in network namespaces
+NETWORK_KINDS = frozenset({"partition", "one_way", "flaky_link"})
 
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
     "stutter": 1, "stale_controller": 1, "forged_controller": 1, "member_kill": 2, "coordinator_kill": 2,
     "zk_member_kill": 2, "full_disk": 1, "forged_zk_write": 1,
+    "partition": 4, "one_way": 2, "flaky_link": 2,
 }
 
 
@@ -34,6 +39,7 @@ class CampaignConfig:
     zk_ensemble: int = 1  # 1: one embedded server; 3: a 3-node ensemble on loopback
     #: brokers log in to ZooKeeper (digest) with zookeeper.set.acl=true, the tree secured as docs/security.md says
     secure_zookeeper: bool = False
+    netns: bool = False  # every ZooKeeper server and broker in a network namespace of its own
     workdir: Path = Path(".praha/chaos")
     kinds: tuple[str, ...] = ALL_KINDS
     # workload
@@ -68,6 +74,8 @@ class CampaignConfig:
             kinds = tuple(k for k in kinds if k not in ("member_kill", "coordinator_kill"))
         if not self.secure_zookeeper:
             kinds = tuple(k for k in kinds if k != "forged_zk_write")
+        if not self.netns:
+            kinds = tuple(k for k in kinds if k not in NETWORK_KINDS)
         return kinds or ("kill",)
 
     def validate(self) -> None:

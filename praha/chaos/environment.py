@@ -4,7 +4,9 @@ With the `full_disk` fault kind (and where tmpfs mounts work), every broker gets
 log dir on a small tmpfs of its own (`disks`), which the fault fills up.
 
 Each broker reaches ZooKeeper only through proxies of its own (one per ZooKeeper
-server), so cutting them expires exactly that broker's session. The harness itself talks
+server), so cutting them expires exactly that broker's session. With `netns` every
+ZooKeeper server and broker runs in a network namespace of its own (praha/cluster/netns.py)
+and reaches ZooKeeper directly; its session is expired by dropping its packets instead. The harness itself talks
 to ZooKeeper directly. Everything started here is stopped by PID in `close()`, paused
 brokers are resumed first, and `close()` is safe to call twice.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from praha.admin.zk_security_migration import AclMode, migrate
 from praha.chaos.config import CampaignConfig
+from praha.cluster import netns
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.errors import PrahaError
 from praha.testing import disks
@@ -69,6 +72,9 @@ class ChaosEnvironment:
         #: broker → its small second log dir (only with the full_disk fault kind)
         self.disks: dict[int, disks.TinyDisk] = {}
         self._closed = False
+        self._cluster_stopped = False
+        #: with cfg.netns: the namespaces, addresses and bridge of every node
+        self.layout: netns.NetnsLayout | None = None
 
     @property
     def store(self) -> ZkStore:
@@ -94,15 +100,28 @@ class ChaosEnvironment:
     def start(self) -> None:
         cfg = self.cfg
         self.root.mkdir(parents=True, exist_ok=True)
+        zk_count = max(1, cfg.zk_ensemble)
+        lay = None
+        if cfg.netns:
+            lay = self.layout = netns.create([f"zk{i}" for i in range(1, zk_count + 1)]
+                                             + [f"b{b}" for b in range(1, cfg.brokers + 1)], self.root / "netns.json")
         if cfg.zk_ensemble >= 3:
-            self.ensemble = ZooKeeperEnsemble(cfg.zk_ensemble, self.root / "zookeeper", tick_time_ms=500)
+            placement = ({i: (lay.node(f"zk{i}").netns, lay.node(f"zk{i}").address) for i in range(1, zk_count + 1)}
+                         if lay else None)
+            self.ensemble = ZooKeeperEnsemble(cfg.zk_ensemble, self.root / "zookeeper", tick_time_ms=500,
+                                              placement=placement)
             self.ensemble.start(timeout=90)
         else:
-            self.zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500,
+            self.zk = EmbeddedZooKeeper(self.root / "zookeeper", port=2181 if lay else 0,
+                                        host=lay.node("zk1").address if lay else "127.0.0.1", tick_time_ms=500,
                                         min_session_timeout_ms=1000, die_with_parent=True)
+            self.zk.netns = lay.node("zk1").netns if lay else ""
             self.zk.start(timeout=60)
         per_broker = {}
         for bid in range(1, cfg.brokers + 1):
+            if lay is not None:  # on hosts of their own: straight to ZooKeeper
+                per_broker[bid] = {"zookeeper.connect": self.zk_connect}
+                continue
             self.proxies[bid] = [TcpProxy(addr) for addr in self.zk_addresses()]
             per_broker[bid] = {"zookeeper.connect": ",".join(p.connect_string for p in self.proxies[bid])}
         if "full_disk" in cfg.effective_kinds() and disks.available():
@@ -113,7 +132,7 @@ class ChaosEnvironment:
         if self.zk_auth is not None:
             overrides |= {"zookeeper.set.acl": "true", "praha.zookeeper.digest": self.zk_auth.digest}
         self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=overrides, per_broker=per_broker,
-                        timeout=120)
+                        timeout=120, netns_layout=lay)
         self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000,
                               auth=self.zk_auth).start()
         if cfg.secure_zookeeper:  # what the brokers created before the first ACL'd write, and the root
@@ -145,14 +164,32 @@ class ChaosEnvironment:
         return set(brokers)
 
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers().values())
+        return ",".join(b.address for b in self.brokers().values())
+
+    def zk_nodes(self) -> list[netns.NetnsNode]:
+        """The ZooKeeper servers' hosts (with `netns`)."""
+        lay = self.network()
+        return [n for name, n in lay.nodes.items() if name.startswith("zk")]
+
+    def broker_node(self, bid: int) -> netns.NetnsNode:
+        return self.network().node(f"b{bid}")
+
+    def network(self) -> netns.NetnsLayout:
+        if self.layout is None:
+            raise PrahaError("this campaign runs without --netns: no network faults")
+        return self.layout
+
+    def log_dirs(self) -> dict[int, list[Path]]:
+        """broker → every log dir it has (the tmpfs ones included while mounted)."""
+        return {bid: b.log_dirs for bid, b in self.brokers().items()}
 
     # ------------------------------------------------------------------ stop
-    def close(self) -> None:
-        """Resume, restore and stop everything this environment started (by PID)."""
-        if self._closed:
+    def stop_cluster(self) -> None:
+        """Resume, restore and stop the brokers (by PID); disks and ZooKeeper stay, so the
+        replicas can be compared on disk before `close` unmounts anything. Safe twice."""
+        if self._cluster_stopped:
             return
-        self._closed = True
+        self._cluster_stopped = True
         for bid in list(self.paused):
             try:
                 self.cluster.resume_broker(bid)
@@ -161,6 +198,9 @@ class ChaosEnvironment:
         for proxies in self.proxies.values():
             for p in proxies:
                 p.restore()
+        if self.layout is not None:
+            for node in self.layout.nodes.values():
+                netns.heal(node)
         if self._store is not None:
             try:
                 self._store.stop()
@@ -171,6 +211,13 @@ class ChaosEnvironment:
                 self.cluster.down(timeout=20)
             except Exception:  # noqa: BLE001
                 log.exception("stopping the chaos cluster failed")
+
+    def close(self) -> None:
+        """Stop everything this environment started (by PID) and unmount its disks; safe twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_cluster()
         for proxies in self.proxies.values():
             for p in proxies:
                 p.stop()
@@ -180,6 +227,8 @@ class ChaosEnvironment:
             self.ensemble.stop()
         if self.zk is not None:
             self.zk.stop()
+        if self.layout is not None:
+            netns.teardown(self.layout)
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.2) -> bool:

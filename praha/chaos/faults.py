@@ -40,28 +40,38 @@ Kinds (see docs/reliability.md for what each one exercises):
                      serves on; held, then the broker is restarted with room on the disk (as
                      with Kafka, a failed dir comes back only with a restart). Skipped where
                      tmpfs cannot be mounted
+  partition, one_way, flaky_link
+                     network faults between hosts of their own (only with --netns): nftables
+                     drop rules per node, planned in praha/chaos/netfaults.py; held past the
+                     session timeout when ZooKeeper is cut (past the replica lag otherwise),
+                     then removed
 Every wait is bounded; a heal that fails is recorded (and the campaign's final health
 check reports what stayed broken) rather than raised.
 """
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from praha.chaos import netfaults
 from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.group import ConsumerGroup
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
-from praha.common import BrokerInfo
+from praha.cluster import netns
+from praha.cluster.netns import Drop
+from praha.common import BrokerInfo, TopicPartition
 
 log = logging.getLogger(__name__)
 
 #: kinds whose target is a broker (the others: a ZooKeeper server, a group member)
 BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter",
-                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk"})
+                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk",
+                          "partition", "one_way", "flaky_link"})
 
 
 def target_label(kind: str) -> str:
@@ -138,7 +148,7 @@ class FaultInjector:
             if self.group is None:
                 return None
             brokers = env.brokers()
-            coordinator = self.group.find_coordinator([("127.0.0.1", brokers[b].port) for b in sorted(running)])
+            coordinator = self.group.find_coordinator([(brokers[b].host, brokers[b].port) for b in sorted(running)])
             return coordinator if coordinator in running else None
         return resolve(plan.pick, running)
 
@@ -287,14 +297,20 @@ class FaultInjector:
 
     def _do_zk_expire(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         env = self.env
-        for p in env.proxies[bid]:
+        on_hosts = env.layout is not None
+        if on_hosts:  # its own host: drop what it exchanges with ZooKeeper
+            zk = tuple(n.address for n in env.zk_nodes())
+            netns.apply_drops(env.broker_node(bid), [Drop(zk), Drop(zk, inbound=False)])
+        for p in env.proxies.get(bid, []):
             p.cut()
         try:
             gone = wait_until(lambda: bid not in env.live_broker_ids(), self.session_s * 3 + 5)
             rec.details["session_expired"] = gone
             time.sleep(plan.hold_s)
         finally:
-            for p in env.proxies[bid]:
+            if on_hosts:
+                netns.heal(env.broker_node(bid))
+            for p in env.proxies.get(bid, []):
                 p.restore()
         rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
 
@@ -329,10 +345,10 @@ class FaultInjector:
 
         env = self.env
         disk = env.disks[bid]
-        port = env.brokers()[bid].port
+        address = env.brokers()[bid].address
 
         def offline() -> bool:
-            (b,) = describe_log_dirs(f"127.0.0.1:{port}", [bid], timeout=5)
+            (b,) = describe_log_dirs(address, [bid], timeout=5)
             return any(d.path == str(disk.path) and d.error == "KAFKA_STORAGE_ERROR" for d in b.dirs)
 
         try:
@@ -365,6 +381,60 @@ class FaultInjector:
         server.wait_ready(time.monotonic() + 60)
         self.env.zk_members_down.discard(index)
 
+    # ------------------------------------------------------------------ network (hosts of their own)
+    def _do_partition(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        self._network(netfaults.plan_partition, plan, rec)
+
+    def _do_one_way(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        self._network(netfaults.plan_one_way, plan, rec)
+
+    def _do_flaky_link(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        self._network(netfaults.plan_flaky_link, plan, rec)
+
+    def _view(self, rng: random.Random) -> netfaults.View:
+        """Addresses, the controller, and one data partition's leader and followers now."""
+        env = self.env
+        lay = env.network()
+        view = netfaults.View({n: node.address for n, node in lay.nodes.items()}, lay.gateway, env.controller_id())
+        topics = sorted(t for t in env.store.get_all_topics() if t.startswith("chaos-data-"))
+        if topics:
+            found, _ = env.store.get_topic_assignments(topics)
+            tps = sorted(TopicPartition(t, p) for t, a in found.items() for p in a.partitions)
+            if tps:
+                tp = rng.choice(tps)
+                states, _ = env.store.get_partition_states([tp])
+                if tp in states:
+                    s = states[tp].leader_and_isr
+                    view.leader = s.leader
+                    view.followers = tuple(r for r in found[tp.topic].partitions[tp.partition].replicas
+                                           if r != s.leader)
+        return view
+
+    def _network(self, planner: Callable[[netfaults.View, random.Random], netfaults.NetPlan], plan: PlannedFault,
+                 rec: FaultRecord) -> None:
+        env = self.env
+        rng = random.Random(f"{env.cfg.seed}-{plan.index}")  # the same seed plans the same cut
+        net = planner(self._view(rng), rng)
+        rec.details.update(net.describe())
+        victims = [n for n in net.drops if n.startswith("b")]
+        if victims:
+            rec.target = int(victims[0][1:])
+        nodes = env.network().nodes
+        # held past the session timeout when ZooKeeper is cut (expiry, elections), past the
+        # replica lag otherwise (ISR shrink)
+        lag_s = env.cfg.replica_lag_time_max_ms / 1000.0
+        hold = (self.session_s if net.cuts_zookeeper else lag_s) * 1.5 + plan.hold_s
+        try:
+            for name, drops in net.drops.items():
+                netns.apply_drops(nodes[name], drops)
+            time.sleep(hold)
+        finally:
+            for name in net.drops:
+                netns.heal(nodes[name])
+        rec.details["held_s"] = round(hold, 2)
+        rec.details["all_registered"] = wait_until(lambda: env.live_broker_ids() == set(env.brokers()),
+                                                   self.session_s * 4 + 30)
+
     # ------------------------------------------------------------------ healing
     def _restart(self, bid: int, rec: FaultRecord) -> None:
         t0 = time.monotonic()
@@ -394,6 +464,9 @@ class FaultInjector:
         for proxies in env.proxies.values():
             for p in proxies:
                 p.restore()
+        if env.layout is not None:
+            for node in env.layout.nodes.values():
+                netns.heal(node)
         if env.ensemble is not None:
             for i in list(env.zk_members_down):
                 try:

@@ -103,6 +103,7 @@ class RecordFigures:
     duplicated_examples: dict[str, Any] = field(default_factory=dict)
     out_of_order_examples: list[dict[str, Any]] = field(default_factory=list)
     offset_gaps: int = 0
+    acked_offset_unknown: int = 0  # confirmed by the client without an offset
 
 
 def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timeline) -> RecordFigures:
@@ -122,13 +123,18 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
         timeline.violate("unreadable", f"{tp[0]}-{tp[1]} could not be read up to its high watermark "
                          f"{final.high_watermarks.get(tp)}", topic=tp[0], partition=tp[1])
     lost_examples: list[dict[str, Any]] = []
+    f.acked_offset_unknown = sum(1 for a in acked.values() if a.offset < 0)
     for rid, ack in acked.items():
-        if final.records.get(ack.tp, {}).get(ack.offset) != rid:
-            f.lost += 1
-            if len(lost_examples) < 20:
-                lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
-                                      "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
-                                      "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
+        if ack.offset < 0:  # confirmed without an offset: it must be stored somewhere in its partition
+            if any(tp == ack.tp for tp, _ in where.get(rid, [])):
+                continue
+        elif final.records.get(ack.tp, {}).get(ack.offset) == rid:
+            continue
+        f.lost += 1
+        if len(lost_examples) < 20:
+            lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
+                                  "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
+                                  "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
     if f.lost:
         timeline.violate("acked_record_lost", f"{f.lost} acknowledged records are not at their acknowledged offsets",
                          t=min(acked[e["id"]].t for e in lost_examples), examples=lost_examples)
@@ -137,8 +143,9 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
     f.duplicated_examples = {rid: {"stored_at": locs, "acked_at": [acked[rid].tp, acked[rid].offset]
                                    if rid in acked else None, "send_error": ledger.failed.get(rid)}
                              for rid, locs in list(dups.items())[:20]}
-    if dups:  # librdkafka resends after NOT_LEADER_OR_FOLLOWER: Kafka's at-least-once, not judged
-        timeline.add("note", f"{len(dups)} record ids stored twice (client resends)", examples=f.duplicated_examples)
+    if dups:  # the producers are idempotent: a resend must be deduplicated by the leader
+        timeline.violate("duplicated", f"{len(dups)} record ids stored at two offsets (idempotent producers)",
+                         examples=f.duplicated_examples)
     f.unacked_present = sum(1 for rid in where if rid not in acked)
     _check_contiguous(final, f, timeline)
     _check_order(acked, f, timeline)
@@ -170,7 +177,7 @@ def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) ->
     runs: dict[tuple[str, Tp], list[tuple[int, int]]] = {}
     for rid, ack in acked.items():
         m = _RID.match(rid)
-        if m:
+        if m and ack.offset >= 0:
             runs.setdefault((m.group(1), ack.tp), []).append((int(m.group(2)), ack.offset))
     examples: list[dict[str, Any]] = []
     for (producer, tp), seqs in runs.items():
@@ -182,9 +189,9 @@ def _check_order(acked: dict[str, Any], f: RecordFigures, timeline: Timeline) ->
                     examples.append({"producer": producer, "topic": tp[0], "partition": tp[1],
                                      "seq": [s1, s2], "offsets": [o1, o2]})
     f.out_of_order_examples = examples
-    if f.out_of_order:  # a resend after NOT_LEADER_OR_FOLLOWER lands behind later records: counted, not judged
-        timeline.add("note", f"{f.out_of_order} acknowledged records sit before records sent earlier (client resends)",
-                     examples=examples)
+    if f.out_of_order:  # idempotence keeps send order per partition across retries
+        timeline.violate("nonmonotonic_send", f"{f.out_of_order} acknowledged records sit before records sent "
+                         "earlier by the same idempotent producer", examples=examples)
 
 
 def _check_served(ledger: Ledger, final: FinalRead, f: RecordFigures, timeline: Timeline) -> None:
@@ -237,18 +244,29 @@ def read_segment_records(partition_dir: Path) -> tuple[dict[int, str], list[tupl
     return out, in_batch
 
 
-def check_replicas(cluster_root: Path, assignments: dict[Tp, tuple[int, ...]], final: FinalRead,
+def replica_dir(log_dirs: list[Path], tp: Tp) -> tuple[Path | None, list[Path]]:
+    """The directory of a replica among a broker's log dirs, and every dir that holds one
+    (Kafka refuses to start with a partition in two log dirs)."""
+    found = [d / f"{tp[0]}-{tp[1]}" for d in log_dirs if (d / f"{tp[0]}-{tp[1]}").is_dir()]
+    return (found[0] if found else None), found
+
+
+def check_replicas(log_dirs: dict[int, list[Path]], assignments: dict[Tp, tuple[int, ...]], final: FinalRead,
                    timeline: Timeline) -> int:
-    """Divergent offsets between replicas' segment files below the final high watermark; an
-    id twice in one batch (which no client resend can produce) is a violation too."""
+    """Divergent offsets between replicas' segment files below the final high watermark, read
+    from every log dir of each broker (call it before any tmpfs dir is unmounted); an id twice
+    in one batch is a violation too."""
     divergent = 0
     examples: list[dict[str, Any]] = []
     for tp, replicas in assignments.items():
         hw = final.high_watermarks.get(tp, 0)
         logs = {}
         for r in replicas:
-            d = cluster_root / f"broker-{r}" / "data" / f"{tp[0]}-{tp[1]}"
-            logs[r], in_batch = read_segment_records(d) if d.is_dir() else ({}, [])
+            d, every = replica_dir(log_dirs.get(r, []), tp)
+            if len(every) > 1:
+                timeline.violate("replica_in_two_log_dirs", f"broker {r} holds {tp[0]}-{tp[1]} in {len(every)} "
+                                 "log dirs", broker=r, dirs=[str(x) for x in every])
+            logs[r], in_batch = read_segment_records(d) if d is not None else ({}, [])
             if in_batch:
                 timeline.violate("duplicated_in_batch", f"broker {r} holds {len(in_batch)} ids twice within one "
                                  f"batch of {tp[0]}-{tp[1]}", broker=r, examples=in_batch[:10])

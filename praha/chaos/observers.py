@@ -77,7 +77,7 @@ class HighWatermarkMonitor(threading.Thread):
             b = env.brokers().get(bid)
             if b is None:
                 return None
-            c = self._conns[bid] = BrokerConnection("127.0.0.1", b.port, timeout=1.0)
+            c = self._conns[bid] = BrokerConnection(b.host, b.port, timeout=1.0)
         return c
 
     def _send(self, bid: int, request: Any, version: int) -> Any:
@@ -245,7 +245,7 @@ class ClusterObserver(threading.Thread):
             if bid in self.env.paused or not self.env.running(bid):
                 continue
             try:
-                m = scrape_metrics(b.actual_metrics_port, timeout=0.5)
+                m = scrape_metrics(b.actual_metrics_port, timeout=0.5, host=b.host)
             except Exception:  # noqa: BLE001
                 continue
             if m.get("praha_controller_active_controller", 0) >= 1:

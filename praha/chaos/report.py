@@ -19,6 +19,7 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
     out = {"seed": report["seed"], **{k: fig[k] for k in HEADLINE_KEYS if k != "seed"}}
     out.update({
         "faults_by_kind": fig["faults_by_kind"],
+        "fault_kinds": fig["faults_by_kind"],
         "read": fig["read"],
         "failed_sends": fig["failed"],
         "controller_failovers": fig["controller_failovers"],

@@ -1,7 +1,13 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--group-members 3] [--dir D] [--json]
+              [--group-members 3] [--netns] [--dir D] [--json]
+  praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
+                                anomalies in praha/chaos/history.py); exit 1 on any anomaly
+
+With --netns (root only) every ZooKeeper server and broker runs in a network namespace of
+its own (198.18.<k>.<n> on a bridge praha makes and removes), which adds the network faults
+partition, one_way and flaky_link.
 
 Progress goes to stderr, the readable summary to stdout; with --json the last line of
 stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
@@ -36,6 +42,8 @@ _positive = at_least(0)
 def register(sub: Any) -> None:
     p = sub.add_parser("chaos", help="run a chaos campaign (faults + workload + invariant checks)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("check", nargs="*", metavar="check HISTORY",
+                   help="instead of a campaign: check the queue history in the file HISTORY")
     p.add_argument("--brokers", type=int, default=5, help="brokers to start (3-5; default 5)")
     p.add_argument("--faults", type=_positive, default=20, help="faults to inject (default 20)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: random, printed)")
@@ -49,6 +57,8 @@ def register(sub: Any) -> None:
     p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
     p.add_argument("--secure-zookeeper", action="store_true",
                    help="brokers log in to ZooKeeper with znode ACLs on (adds forged_zk_write faults)")
+    p.add_argument("--netns", action="store_true",
+                   help="every node on a host of its own (network namespaces; needs root): adds the network faults")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
 
@@ -58,16 +68,24 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from praha.chaos.report import summary_text
     from praha.cli.options import CliError
 
+    if args.check:
+        return _check_history(args.check)
     cfg = CampaignConfig(
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
         session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
         secure_zookeeper=args.secure_zookeeper,
+        netns=args.netns,
     )
     try:
         cfg.validate()
     except ValueError as e:
         raise CliError(str(e)) from None
+    if cfg.netns:
+        from praha.cluster.netns import unavailable_reason
+
+        if unavailable_reason():
+            raise CliError(f"--netns: {unavailable_reason()}")
     print(f"chaos seed: {cfg.seed}", flush=True)
     for name in ("kazoo", "kazoo.client"):  # our own ZooKeeper client sees every fault
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -80,6 +98,20 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report["headline"]), flush=True)
     return 0 if report["figures"]["violations"] == 0 else 1
+
+
+def _check_history(words: list[str]) -> int:
+    from praha.chaos.history import check, load
+    from praha.cli.options import CliError
+
+    if len(words) != 2 or words[0] != "check":
+        raise CliError(f"expected `praha chaos check HISTORY`, got {' '.join(words)!r}")
+    path = Path(words[1])
+    if not path.is_file():
+        raise CliError(f"{path}: no such history file")
+    verdict = check(load(path))
+    print(json.dumps(verdict.to_json()), flush=True)
+    return 0 if verdict.clean else 1
 
 
 def _interrupt(*_args: object) -> None:

@@ -61,7 +61,7 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
     from praha.cluster.local import LocalCluster
 
     b = LocalCluster(args.dir).start_broker(args.id, timeout=args.timeout)
-    print(f"broker {b.id} started (pid {b.pid}, 127.0.0.1:{b.port})")
+    print(f"broker {b.id} started (pid {b.pid}, {b.address})")
     return EXIT_OK
 
 
@@ -95,6 +95,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     state = cluster.up(
         args.brokers, zookeeper=args.zookeeper, overrides=overrides, timeout=args.timeout,
         progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True), secure=args.secure,
+        netns=args.netns,
     )
     status = cluster.status()
     print_status(status)
@@ -154,8 +155,16 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
 
     if stop_beside(Path(args.dir)) is not None:
         print("  console stopped", file=sys.stderr)
-    LocalCluster(args.dir).down(progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
-    print("cluster stopped")
+    cluster = LocalCluster(args.dir)
+    say = lambda m: print(f"  {m}", file=sys.stderr, flush=True)  # noqa: E731
+    if not (args.netns_leftovers and not cluster.exists() and not cluster.netns_record.exists()):
+        cluster.down(progress=say)
+        print("cluster stopped")
+    if args.netns_leftovers:
+        from praha.cluster import netns
+
+        removed = netns.cleanup_leftovers()
+        print(f"removed {len(removed)} unused praha network layouts" + (f": {removed}" if removed else ""))
     return EXIT_OK
 
 
@@ -177,7 +186,8 @@ def print_status(status: dict[str, Any]) -> None:
     for bid, p in sorted(procs.items(), key=lambda kv: int(kv[0])):
         if int(bid) not in live:
             state = "running, not registered" if p["running"] else "down"
-            print(f"{bid:>6}  {'127.0.0.1:' + str(p['port']):<22} {'-':>12}  {p['pid']:>8}  {state}")
+            print(f"{bid:>6}  {p.get('host', '127.0.0.1') + ':' + str(p['port']):<22} {'-':>12}  {p['pid']:>8}  "
+                  f"{state}")
     topics = status.get("topics") or {}
     if topics:
         n_parts = sum(len(t["partitions"]) for t in topics.values())
@@ -235,13 +245,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TLS and SASL (SCRAM-SHA-512, an admin user), mutual TLS between brokers, ACLs on")
     p.add_argument("--console", type=int, nargs="?", const=8080, metavar="PORT",
                    help="also start the web console (`praha console`) on PORT (default 8080)")
+    p.add_argument("--netns", action="store_true",
+                   help="hosts of their own: ZooKeeper and every broker in a Linux network namespace with its own "
+                        "198.18.<k>.<n> address, joined by a bridge (needs root; `cluster down` removes them)")
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_cluster_up)
     p = cl.add_parser("status", help="controller, epoch, live brokers (and topics)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_cluster_options(p)
     p.set_defaults(fn=cmd_cluster_status)
-    p = cl.add_parser("down", help="stop every process `cluster up` started (even after some were killed)")
+    p = cl.add_parser("down", help="stop every process `cluster up` started (even after some were killed) and "
+                                   "remove the network namespaces `up --netns` made")
+    p.add_argument("--netns-leftovers", action="store_true",
+                   help="also remove every praha network namespace, veth and bridge no process uses "
+                        "(left by crashed runs)")
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_cluster_down)
 

@@ -122,7 +122,7 @@ def bootstrap_of(args: argparse.Namespace) -> str:
     state = LocalCluster(args.dir).load()
     if not state.brokers:
         raise CliError(f"no brokers in the local cluster {args.dir}")
-    return ",".join(f"127.0.0.1:{b.port}" for _, b in sorted(state.brokers.items()))
+    return ",".join(b.address for _, b in sorted(state.brokers.items()))
 
 
 def security_of(args: argparse.Namespace) -> "ClientSecurity":

@@ -27,6 +27,9 @@ from typing import Any
 
 import psutil
 
+from praha.cluster import netns as netns_mod
+from praha.cluster.netns import NetnsLayout
+from praha.common import netns_preexec
 from praha.errors import PrahaError
 from praha.zk.auth import ZkAuth
 from praha.zk.server import EmbeddedZooKeeper
@@ -61,6 +64,15 @@ class BrokerProcess:
         """The registry's URL ("" when it is off)."""
         return self.overrides.get("schema.registry.listeners", "").split(",")[0].strip()
 
+    #: the broker's own address (its namespace's with `up --netns`) and that namespace
+    host: str = "127.0.0.1"
+    netns: str = ""
+
+    @property
+    def address(self) -> str:
+        """host:port of its first listener, as clients bootstrap from it."""
+        return f"{self.host}:{self.port}"
+
     @property
     def config_path(self) -> Path:
         return Path(self.dir) / "server.properties"
@@ -68,6 +80,12 @@ class BrokerProcess:
     @property
     def log_path(self) -> Path:
         return Path(self.dir) / "broker.log"
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir of the broker (its `log.dirs` override, else `data/` under its dir)."""
+        dirs = self.overrides.get("log.dirs", "")
+        return [Path(d) for d in dirs.split(",") if d.strip()] or [Path(self.dir) / "data"]
 
     @property
     def actual_metrics_port(self) -> int:
@@ -86,6 +104,8 @@ class ClusterState:
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
     #: `up --secure`: the directory of its CA, certificates and admin credential ("" = open)
     security_dir: str = ""
+    #: `up --netns`: the namespace ZooKeeper runs in ("" = this one)
+    zookeeper_netns: str = ""
 
     def to_json(self) -> str:
         d = asdict(self)
@@ -168,9 +188,17 @@ class LocalCluster:
         progress: Callable[[str], object] = lambda msg: None,
         per_broker: dict[int, dict[str, str]] | None = None,
         secure: bool = False,
+        netns: bool = False,
+        netns_layout: NetnsLayout | None = None,
     ) -> ClusterState:
+        """Start ZooKeeper (unless `zookeeper` is given) and `brokers` brokers. With `netns`, each
+        in a network namespace of its own (a layout made here and recorded in `netns.json`
+        before anything exists, removed by `down`); with `netns_layout`, the brokers go in the
+        caller's layout (nodes b1, b2, ...), which the caller removes."""
         if brokers < 1:
             raise ClusterError("--brokers must be at least 1")
+        if (netns or netns_layout) and secure:
+            raise ClusterError("--netns with --secure is not supported yet (certificates name 127.0.0.1)")
         if self.exists():
             state = self.load()
             running = [b.id for b in state.brokers.values() if self.broker_running(b)]
@@ -185,14 +213,24 @@ class LocalCluster:
             from praha.cluster.secure import make_material
 
             material = make_material(self.root / "security", list(range(1, brokers + 1)), not zookeeper)
+        layout = netns_layout
+        if netns and layout is None:
+            names = ([] if zookeeper else ["zk"]) + [f"b{i}" for i in range(1, brokers + 1)]
+            layout = netns_mod.create(names, self.netns_record)
+            progress(f"network namespaces {', '.join(n.netns for n in layout.nodes.values())} on bridge "
+                     f"{layout.bridge} ({layout.gateway}/24)")
         if zookeeper:
             state = ClusterState(zookeeper=zookeeper, zookeeper_embedded=False)
         else:
             progress("starting embedded ZooKeeper")
-            zk = EmbeddedZooKeeper(self.root / "zookeeper", port=0, tick_time_ms=500, min_session_timeout_ms=1000,
+            zk_node = layout.node("zk") if netns and layout is not None else None
+            zk = EmbeddedZooKeeper(self.root / "zookeeper", port=2181 if zk_node else 0,
+                                   host=zk_node.address if zk_node else "127.0.0.1", tick_time_ms=500,
+                                   min_session_timeout_ms=1000,
                                    security=material[0].zk_server_security() if material else None)
+            zk.netns = zk_node.netns if zk_node else ""
             zk.start(max(30.0, timeout))
-            state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1)
+            state = ClusterState(zookeeper=zk.connect_string, zookeeper_pid=zk.pid or -1, zookeeper_netns=zk.netns)
             if zk.pid:
                 self._remember(zk.pid)
             progress(f"ZooKeeper on {zk.connect_string} (pid {zk.pid})")
@@ -219,16 +257,21 @@ class LocalCluster:
         registry_ports = ports[2 * brokers:]
         scheme = "https" if secure else "http"
         for bid in range(1, brokers + 1):
-            registry = {"schema.registry.listeners": f"{scheme}://127.0.0.1:{registry_ports[bid - 1]}"}
+            node = layout.node(f"b{bid}") if layout is not None else None
+            placed = {"praha.metrics.host": node.address} if node else {}
+            host = node.address if node else "127.0.0.1"
+            registry = {"schema.registry.listeners": f"{scheme}://{host}:{registry_ports[bid - 1]}"}
             state.brokers[bid] = BrokerProcess(
-                id=bid, port=ports[2 * bid - 2], metrics_port=ports[2 * bid - 1], dir=str(self.root / f"broker-{bid}"),
-                overrides={**offsets_defaults, **registry, **(overrides or {}), **((per_broker or {}).get(bid, {}))},
-                registry_port=registry_ports[bid - 1],
+                id=bid, port=9092 if node else ports[2 * bid - 2], metrics_port=9404 if node else ports[2 * bid - 1],
+                dir=str(self.root / f"broker-{bid}"),
+                overrides={**offsets_defaults, **placed, **registry, **(overrides or {}),
+                           **((per_broker or {}).get(bid, {}))},
+                registry_port=registry_ports[bid - 1], host=host, netns=node.netns if node else "",
             )
         self.save(state)
         for b in state.brokers.values():
             self._launch(state, b)
-            progress(f"broker {b.id} starting on 127.0.0.1:{b.port} (pid {b.pid})")
+            progress(f"broker {b.id} starting on {b.address}{' in ' + b.netns if b.netns else ''} (pid {b.pid})")
         self.save(state)
         self.wait_until_ready(state, set(state.brokers), timeout)
         return state
@@ -238,7 +281,7 @@ class LocalCluster:
         d.mkdir(parents=True, exist_ok=True)
         props = {
             "broker.id": str(b.id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+            "listeners": f"PLAINTEXT://{b.host}:{b.port}",
             "log.dirs": str(d / "data"),
             "zookeeper.connect": state.zookeeper,
             "praha.metrics.port": str(b.metrics_port),
@@ -257,7 +300,7 @@ class LocalCluster:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "praha", "broker", "start", "--config", str(b.config_path)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                cwd=b.dir,
+                cwd=b.dir, preexec_fn=netns_preexec(b.netns) if b.netns else None,
             )
         b.pid = proc.pid
         self._remember(proc.pid)
@@ -310,7 +353,7 @@ class LocalCluster:
         from praha.admin.client_status import fetch_metadata
 
         try:
-            md = fetch_metadata(f"127.0.0.1:{b.port}", topics=[], timeout=2.0, security=security)
+            md = fetch_metadata(b.address, topics=[], timeout=2.0, security=security)
         except Exception:  # noqa: BLE001 - not serving yet
             return False
         return md.controller_id == controller_id and {x.node_id for x in md.brokers} == live
@@ -325,7 +368,7 @@ class LocalCluster:
         state = self.load()
         st = self.zk_status(state)
         st["processes"] = {
-            str(b.id): {"pid": b.pid, "running": self.broker_running(b), "port": b.port,
+            str(b.id): {"pid": b.pid, "running": self.broker_running(b), "host": b.host, "port": b.port,
                         "metrics_port": b.metrics_port, "log": str(b.log_path), "schema_registry": b.schema_registry}
             for b in state.brokers.values()
         }
@@ -428,6 +471,7 @@ class LocalCluster:
             security = SecureSetup.load(Path(state.security_dir)).zk_server_security()
         zk = EmbeddedZooKeeper(self.root / "zookeeper", port=int(port), host=host or "127.0.0.1", tick_time_ms=500,
                                min_session_timeout_ms=1000, security=security)
+        zk.netns = state.zookeeper_netns
         zk.start(timeout)
         state.zookeeper_pid = zk.pid or -1
         if zk.pid:
@@ -435,18 +479,27 @@ class LocalCluster:
         self.save(state)
         return state
 
+    @property
+    def netns_record(self) -> Path:
+        """What `up --netns` made (written before it made anything)."""
+        return self.root / "netns.json"
+
     def down(self, timeout: float = 30.0, progress: Callable[[str], object] = lambda msg: None) -> None:
-        """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper."""
+        """Stop every process `up` started (graceful first, then SIGKILL), then ZooKeeper, then
+        remove the network namespaces `up --netns` made (also after `up` crashed half-way)."""
         try:
             state = self.load()
         except ClusterError:
-            if not self._launched:
+            if not self._launched and not self.netns_record.exists():
                 raise
             state = ClusterState(zookeeper="", zookeeper_pid=-1)
         try:
             self._down(state, timeout, progress)
         finally:
             self._reap_launched()
+            removed = netns_mod.teardown_recorded(self.netns_record)
+            if removed:
+                progress(f"network namespaces and links removed ({removed})")
 
     def _remember(self, pid: int) -> None:
         try:

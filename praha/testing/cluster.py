@@ -123,9 +123,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: floa
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_error!r})" if last_error else ""))
 
 
-def scrape_metrics(port: int, timeout: float = 2.0) -> dict[str, float]:
+def scrape_metrics(port: int, timeout: float = 2.0, host: str = "127.0.0.1") -> dict[str, float]:
     """The broker's Prometheus figures as {name: value} (unlabelled samples only)."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout).read().decode()
+    text = urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout).read().decode()
     out = {}
     for line in text.splitlines():
         if not line or line.startswith("#") or "{" in line:

@@ -29,8 +29,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from praha.common import netns_preexec
 from praha.errors import PrahaError
 from praha.zk.auth import ZkTls
 from praha.zk.four_letter import USED_COMMANDS, four_letter_word
@@ -187,6 +188,8 @@ class _JavaServer:
         self.force_sync = force_sync
         self.heap_mb = heap_mb
         self.die_with_parent = die_with_parent
+        #: the network namespace to run in ("" = this one); its address is `host`
+        self.netns = ""
         self._proc: subprocess.Popen[bytes] | None = None
 
     # -- paths ---------------------------------------------------------------------------
@@ -280,7 +283,9 @@ class _JavaServer:
         classpath = zookeeper_classpath()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._check_stale_pid()
-        if self.port == 0:
+        if self.netns:  # the address lives in another namespace: its ports are all free
+            self.port = self.port or 2181
+        elif self.port == 0:
             self.port = free_port(self.host)
         elif not port_is_free(self.host, self.port):
             raise ZooKeeperServerError(f"cannot start ZooKeeper: port {self.host}:{self.port} is already in use")
@@ -290,10 +295,15 @@ class _JavaServer:
             self._proc = subprocess.Popen(
                 self._command(java, classpath), cwd=self.data_dir, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_set_parent_death_signal if self.die_with_parent else None)
+                preexec_fn=self._preexec())
         finally:
             out.close()
         self.pid_file.write_text(f"{self._proc.pid}\n")
+
+    def _preexec(self) -> Callable[[], None] | None:
+        if not self.netns:
+            return _set_parent_death_signal if self.die_with_parent else None
+        return netns_preexec(self.netns, _set_parent_death_signal if self.die_with_parent else None)
 
     def wait_ready(self, deadline: float) -> None:
         """Step 6: `srvr` answers with a Mode line once the server serves requests."""
@@ -378,13 +388,15 @@ class _QuorumPeer(_JavaServer):
         super().__init__(data_dir, port, host, **kw)
         self.my_id = my_id
         self.peers = peers  # (id, quorum port, election port, client port)
+        self.hosts: dict[int, str] = {}  # id → address, when the servers have addresses of their own
 
     def _config_lines(self) -> list[str]:
         lines = super()._config_lines() + ["initLimit=10", "syncLimit=5", "standaloneEnabled=false",
                                            "reconfigEnabled=false"]
         lines = [line for line in lines if not line.startswith(("clientPort=", "clientPortAddress="))]
         for pid, qport, eport, cport in self.peers:
-            lines.append(f"server.{pid}={self.host}:{qport}:{eport};{self.host}:{cport}")
+            host = self.hosts.get(pid, self.host)
+            lines.append(f"server.{pid}={host}:{qport}:{eport};{host}:{cport}")
         return lines
 
     def _write_files(self) -> None:
@@ -393,20 +405,30 @@ class _QuorumPeer(_JavaServer):
 
 
 class ZooKeeperEnsemble:
-    """n QuorumPeerMain servers on loopback, in `base_dir/zk<i>`; for fault tests."""
+    """n QuorumPeerMain servers on loopback, in `base_dir/zk<i>`; for fault tests. With
+    `placement` (id → (network namespace, address)), each server runs in a namespace of its
+    own on ZooKeeper's standard ports."""
 
     def __init__(self, n: int, base_dir: str | os.PathLike[str], host: str = "127.0.0.1", *,
-                 tick_time_ms: int = 500, force_sync: bool = False, heap_mb: int = 256):
+                 tick_time_ms: int = 500, force_sync: bool = False, heap_mb: int = 256,
+                 placement: dict[int, tuple[str, str]] | None = None):
         if n < 1:
             raise ValueError("an ensemble needs at least one server")
         base = Path(base_dir)
-        peers = [(i, free_port(host), free_port(host), free_port(host)) for i in range(1, n + 1)]
+        if placement:
+            peers = [(i, 2888, 3888, 2181) for i in range(1, n + 1)]
+        else:
+            peers = [(i, free_port(host), free_port(host), free_port(host)) for i in range(1, n + 1)]
         self.servers = [
-            _QuorumPeer(base / f"zk{i}", cport, host, i, peers, tick_time_ms=tick_time_ms,
-                        min_session_timeout_ms=None, max_session_timeout_ms=None, force_sync=force_sync,
-                        heap_mb=heap_mb, die_with_parent=False)
+            _QuorumPeer(base / f"zk{i}", cport, placement[i][1] if placement else host, i, peers,
+                        tick_time_ms=tick_time_ms, min_session_timeout_ms=None, max_session_timeout_ms=None,
+                        force_sync=force_sync, heap_mb=heap_mb, die_with_parent=False)
             for i, _, _, cport in peers
         ]
+        for s in self.servers:
+            if placement:
+                s.netns = placement[s.my_id][0]
+                s.hosts = {i: placement[i][1] for i in placement}
 
     @property
     def connect_string(self) -> str:

@@ -438,7 +438,7 @@ CATALOGUE = [
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
      "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
-     "member_kill,coordinator_kill,zk_member_kill,full_disk,forged_zk_write"),
+     "member_kill,coordinator_kill,zk_member_kill,full_disk,forged_zk_write,partition,one_way,flaky_link"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
     # ---- analyze (PySpark job; these are refused before Spark starts)

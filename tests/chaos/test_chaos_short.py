@@ -10,16 +10,21 @@ xfails with its reason) — anything else fails with the campaign's summary.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from known_issues import KNOWN_OPEN
+
+from praha.chaos.netfaults import PARTITION_SHAPES
 
 pytestmark = pytest.mark.integration
 
 SEED = 45242  # 12 faults covering all eleven single-ZooKeeper kinds, two member kills (see praha.chaos.schedule)
 FAULTS = 12
+NETNS_SEED = 8  # with --kinds partition,zk_expire: a partition (leader_from_followers), then a ZooKeeper cut
 
 
 def run_chaos(tmp_path, *args: str, timeout: float = 300) -> tuple[dict, str]:
@@ -28,7 +33,8 @@ def run_chaos(tmp_path, *args: str, timeout: float = 300) -> tuple[dict, str]:
         capture_output=True, text=True, timeout=timeout,
     )
     lines = proc.stdout.strip().splitlines()
-    assert lines, f"praha chaos printed nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    assert lines and lines[-1].startswith("{"), \
+        f"praha chaos ended without its JSON line (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1]), proc.stdout + proc.stderr[-2000:]
 
 
@@ -56,4 +62,29 @@ def test_short_campaign(tmp_path):
     group = json.loads(open(head["report"]).read())["figures"]["group"]
     assert group["member_kills"] >= 1 and group["commits_acked"] > 100 and group["observed"] > 0, output
     assert group["delivered"] >= head["acked"] and group["caught_up"], output
+    judge(head, output)
+
+
+def test_short_campaign_on_hosts_of_their_own(tmp_path):
+    """`praha chaos --netns`: 3 brokers and ZooKeeper in network namespaces of their own, one
+    partition fault (its shape chosen by the seed) and one ZooKeeper cut; every safety figure
+    zero, and no namespace, veth or bridge left behind."""
+    from praha.cluster import netns
+
+    reason = netns.unavailable_reason() or ("" if shutil.which("nft") else "nftables' `nft` is not installed")
+    if reason:
+        pytest.skip(reason)
+    try:
+        head, output = run_chaos(tmp_path, "--netns", "--brokers", "3", "--faults", "2", "--seed", str(NETNS_SEED),
+                                 "--kinds", "partition,zk_expire", "--group-members", "0",
+                                 "--session-timeout-ms", "3000")
+    finally:
+        netns.cleanup_leftovers()  # a campaign killed by the timeout leaves its layout unused
+    assert head["fault_kinds"] == {"partition": 1, "zk_expire": 1}, output
+    assert head["acked"] > 300 and head["duplicated"] == 0, output
+    report = json.loads(open(head["report"]).read())
+    (part,) = [f for f in report["faults"] if f["kind"] == "partition"]
+    assert part["ok"] and part["details"]["shape"] in PARTITION_SHAPES and part["details"]["drops"], output
+    layout = json.loads((Path(head["report"]).parent / "netns.json").read_text())
+    assert not {n["netns"] for n in layout["nodes"]} & netns.existing_names()[0]
     judge(head, output)

@@ -47,3 +47,14 @@ def test_security_inter_broker_protocol_names_the_listener():
 def test_refused(props, words):
     with pytest.raises(ConfigError, match=words):
         BrokerConfig.from_dict({**BASE, **props})
+
+
+def test_an_empty_listener_host_binds_every_interface_and_advertises_the_host_name():
+    import socket
+
+    c = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:9092"})
+    assert c.endpoints[0].host == ""  # the socket binds "" : every interface, as Kafka does
+    assert c.advertised_endpoints[0].host == socket.getfqdn()
+    told = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:9092",
+                                   "advertised.listeners": "PLAINTEXT://broker1.example:9092"})
+    assert told.advertised_endpoints[0].host == "broker1.example"

@@ -1,0 +1,118 @@
+"""The queue-history checker (praha/chaos/history.py) on hand-made histories: a clean one
+stays clean, and each of Jepsen's anomalies, planted alone, is found and named."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from praha.chaos.history import ANOMALIES, check
+
+
+def send(proc, value, part="t-0", offset=None, typ="ok", txn=None, t=1.0, reads=(), commit_t=None, more=()):
+    sends = [{"partition": part, "value": value, "offset": offset}, *more]
+    return {"op": "txn", "process": proc, "type": typ, "txn": txn, "invoke_t": t - 0.5, "commit_t": commit_t,
+            "t": t, "sends": sends, "reads": list(reads)}
+
+
+def poll(proc, records, t=5.0, isolation="read_committed"):
+    return {"op": "poll", "process": proc, "type": "ok", "isolation": isolation, "t": t, "records": records}
+
+
+def clean_history():
+    return [
+        send("p0", "a", offset=0, t=1.0),
+        send("p0", "b", offset=1, t=1.1),
+        send("p1", "x", part="t-1", offset=0, txn="T1", t=1.2, commit_t=1.15,
+             more=[{"partition": "t-0", "value": "y", "offset": 2}]),
+        send("p1", "z", part="t-0", offset=4, typ="fail", txn="T2", t=1.3),  # aborted: offset 3 is its marker
+        send("p2", "w", part="t-0", offset=None, typ="info", t=1.4),          # indeterminate, never seen: fine
+        send("p3", "q", part="t-1", offset=1, txn="T3", t=1.5, reads=["a"], commit_t=1.45),  # consume-transform-produce
+        poll("c0", {"t-0": [[0, "a"], [1, "b"]]}, t=2.0),
+        poll("c0", {"t-0": [[2, "y"]], "t-1": [[0, "x"], [1, "q"]]}, t=3.0),
+        {"op": "assign", "process": "c0", "t": 3.5},
+        poll("c0", {"t-0": [[0, "a"]]}, t=4.0),                                 # re-read after a rebalance
+        poll("c1", {"t-0": [[0, "a"], [1, "b"], [2, "y"], [4, "z"]]}, isolation="read_uncommitted"),
+        {"op": "commit", "process": "c0", "group": "g", "type": "ok", "t": 4.1, "offsets": {"t-0": 3}},
+        {"op": "commit", "process": "c0", "group": "g", "type": "ok", "t": 4.2, "offsets": {"t-0": 3}},
+    ]
+
+
+def found(history) -> dict[str, int]:
+    return {k: n for k, n in check(history).counts.items() if n}
+
+
+def test_a_clean_history_is_clean():
+    v = check(clean_history())
+    assert v.clean, v.to_json()
+    assert v.ops == len(clean_history()) and set(v.counts) == set(ANOMALIES)
+
+
+PLANTED = {
+    "lost_write": [send("p0", "a", offset=0), send("p0", "b", offset=1), poll("c0", {"t-0": [[1, "b"]]})],
+    "duplicate": [send("p0", "a", offset=0), poll("c0", {"t-0": [[0, "a"], [1, "a"]]}, isolation="read_uncommitted")],
+    "inconsistent_offsets": [send("p0", "a", offset=0), send("p1", "b", offset=0)],
+    "aborted_read": [send("p0", "a", offset=0, typ="fail", txn="T1"), poll("c0", {"t-0": [[0, "a"]]})],
+    "torn_transaction": [send("p0", "a", offset=0, txn="T1", commit_t=0.9,
+                              more=[{"partition": "t-0", "value": "b", "offset": 2}]),
+                         send("p1", "c", offset=1), poll("c0", {"t-0": [[0, "a"], [1, "c"], [3, "d"]]})],
+    "poll_skip": [send("p0", "a", offset=0), send("p0", "b", offset=1), send("p0", "c", offset=2),
+                  poll("c0", {"t-0": [[0, "a"]]}, t=2.0), poll("c0", {"t-0": [[2, "c"]]}, t=3.0)],
+    "nonmonotonic_poll": [send("p0", "a", offset=0), send("p0", "b", offset=1),
+                          poll("c0", {"t-0": [[0, "a"], [1, "b"]]}, t=2.0), poll("c0", {"t-0": [[0, "a"]]}, t=3.0)],
+    "nonmonotonic_send": [send("p0", "a", offset=5, t=1.0), send("p0", "b", offset=3, t=2.0)],
+    "committed_offset_regression": [
+        {"op": "commit", "process": "c0", "group": "g", "type": "ok", "t": 1.0, "offsets": {"t-0": 9}},
+        {"op": "commit", "process": "c1", "group": "g", "type": "ok", "t": 2.0, "offsets": {"t-0": 4}}],
+    "precommitted_read": [send("p0", "a", offset=0, txn="T1", t=9.0, commit_t=8.0),
+                          poll("c0", {"t-0": [[0, "a"]]}, t=5.0)],
+    "g1c": [send("p0", "a", offset=0, txn="T1", reads=["d"], commit_t=1.0,
+                 more=[{"partition": "t-1", "value": "b", "offset": 0}]),
+            send("p1", "d", part="t-1", offset=1, txn="T2", reads=["a"], commit_t=1.0)],
+}
+
+
+@pytest.mark.parametrize("anomaly", ANOMALIES)
+def test_each_planted_anomaly_is_found(anomaly):
+    v = check(PLANTED[anomaly])
+    assert v.counts[anomaly] >= 1, v.to_json()
+    assert v.examples[anomaly]
+
+
+def test_only_the_planted_anomaly_for_the_precise_ones():
+    for anomaly in ("lost_write", "aborted_read", "nonmonotonic_send", "committed_offset_regression",
+                    "precommitted_read", "g1c"):
+        assert set(found(PLANTED[anomaly])) == {anomaly}, (anomaly, found(PLANTED[anomaly]))
+
+
+def test_a_torn_transaction_also_shows_as_the_lost_write_and_the_skip_it_implies():
+    assert found(PLANTED["torn_transaction"]) == {"torn_transaction": 1, "lost_write": 1, "poll_skip": 1}
+
+
+def test_an_indeterminate_write_once_or_never_but_not_twice():
+    once = [send("p0", "a", typ="info"), poll("c0", {"t-0": [[0, "a"]]})]
+    assert check(once).clean
+    twice = [send("p0", "a", typ="info"), poll("c0", {"t-0": [[0, "a"], [1, "a"]]})]
+    assert found(twice) == {"duplicate": 1}
+
+
+def test_write_write_cycles_alone_are_g0_allowed():
+    h = [send("p0", "a", offset=0, txn="T1", more=[{"partition": "t-1", "value": "b", "offset": 1}]),
+         send("p1", "c", offset=1, txn="T2", more=[{"partition": "t-1", "value": "d", "offset": 0}])]
+    v = check(h)
+    assert v.clean and v.g0_cycles == 1
+
+
+def test_praha_chaos_check_rechecks_a_saved_history(tmp_path):
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text("".join(json.dumps(o) + "\n" for o in clean_history()) + '{"op": "po')  # torn last line
+    bad.write_text("".join(json.dumps(o) + "\n" for o in PLANTED["aborted_read"]))
+    run = lambda p: subprocess.run([sys.executable, "-m", "praha", "chaos", "check", str(p)],  # noqa: E731
+                                   capture_output=True, text=True, timeout=60)
+    ok, ko = run(good), run(bad)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["anomalies"]["aborted_read"] == 0
+    assert ko.returncode == 1 and json.loads(ko.stdout)["anomalies"]["aborted_read"] == 1
+    missing = run(tmp_path / "none.jsonl")
+    assert missing.returncode == 1 and not missing.stdout and "no such history file" in missing.stderr
