@@ -448,6 +448,7 @@ def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
     assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == second
 
 
+@pytest.mark.slow  # about 75 s: the stalled messages run out their 60 s message.timeout.ms
 @pytest.mark.xfail(strict=True, reason="librdkafka 2.16.1 keeps its cached leader epoch across a topic id change "
                    "(rdkafka_topic.c: 'ignoring outdated metadata update'), so the re-created topic's leader "
                    "(epoch 0) is never taken; not fixed in praha yet")
