@@ -131,6 +131,17 @@ def topic_id_uuid(text: str | None) -> uuid.UUID | None:
         return None
 
 
+def topic_id_text(tid: uuid.UUID | str | None) -> str | None:
+    """A wire topic id as Kafka prints it (URL-safe base64, no padding); None for none or the zero id."""
+    if tid is None:
+        return None
+    if isinstance(tid, str):
+        tid = topic_id_uuid(tid)
+        if tid is None:
+            return None
+    return base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=") if tid.int else None
+
+
 def now_ms() -> int:
     """Wall-clock milliseconds, the unit of Kafka's timestamps and timeouts."""
     return int(time.time() * 1000)

@@ -126,7 +126,9 @@ def secure(zookeeper, tmp_path_factory):
         delete_chroot(connect)
 
 
-TOPIC_LINE = re.compile(r"^Topic: (\S+)(?:\tTopicId: \S+)?\tPartitionCount: (\d+)\tReplicationFactor: (\d+)\tConfigs: (.*)$")
+#: every topic has an id (KIP-516), printed as Kafka does: 22 characters of URL-safe base64
+TOPIC_LINE = re.compile(r"^Topic: (\S+)\tTopicId: ([A-Za-z0-9_-]{22})\tPartitionCount: (\d+)\tReplicationFactor: (\d+)"
+                        r"\tConfigs: (.*)$")
 PARTITION_LINE = re.compile(r"^\tTopic: (\S+)\tPartition: (\d+)\tLeader: (\d+|none)\tReplicas: ([\d,]+)"
                             r"\tIsr: ([\d,]*)\tElr: N/A\tLastKnownElr: N/A$")
 
@@ -144,7 +146,10 @@ def test_kafka_topics(bs):
     ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "kt", "--partitions", 4)
     lines = ok("kafka-topics.sh", "--bootstrap-server", bs, "--describe", "--topic", "kt").out.splitlines()
     head = TOPIC_LINE.match(lines[0])
-    assert head and head.groups()[:3] == ("kt", "4", "3") and "retention.ms=60000" in head.group(4).split(","), lines
+    assert head and head.group(1, 3, 4) == ("kt", "4", "3") and "retention.ms=60000" in head.group(5).split(","), lines
+    assert head.group(2) != "A" * 22
+    by_id = ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic-id", head.group(2)).out.splitlines()
+    assert by_id[0] == lines[0], by_id
     parts = [PARTITION_LINE.match(line) for line in lines[1:]]
     assert all(parts) and [int(m.group(2)) for m in parts if m] == [0, 1, 2, 3], lines
     assert all(len(m.group(4).split(",")) == 3 for m in parts if m)
@@ -379,7 +384,7 @@ def test_every_tool_runs_as_a_process(bs, secure, tmp_path):
     sbs, props, _ = secure
     runs = {  # name: (arguments, stdin, what stdout must match)
         "kafka-topics.sh": (["--bootstrap-server", bs, "--describe", "--topic", "kp"], None,
-                            r"^Topic: kp(\tTopicId: \S+)?\tPartitionCount: 1\tReplicationFactor: 3\t"),
+                            r"^Topic: kp\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 1\tReplicationFactor: 3\t"),
         "kafka-configs": (["--bootstrap-server", bs, "--topic", "kp", "--describe"], None,
                           r"^Dynamic configs for topic kp are:\n$"),
         "kafka-acls.sh": (["--bootstrap-server", sbs, "--command-config", props, "--list"], None, r"^"),

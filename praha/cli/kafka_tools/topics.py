@@ -211,13 +211,13 @@ def _ids(values: object) -> str:
 def _describe(admin: object, md: object, topics: list[str], args: argparse.Namespace) -> int:
     from praha.admin.cluster_admin import ClusterAdmin
     from praha.admin.configs import describe_all
-    from praha.common import TopicPartition
+    from praha.common import TopicPartition, topic_id_text
     from praha.configdefs import ConfigSource
 
     assert isinstance(admin, ClusterAdmin)
     by_name = {t.name: t for t in md.topics}  # type: ignore[attr-defined]
     if args.topic_id:
-        topics = [n for n, t in by_name.items() if str(t.topic_id) == args.topic_id]
+        topics = [n for n, t in by_name.items() if topic_id_text(t.topic_id) == args.topic_id]
         if not topics and not args.if_exists:
             raise PrahaError(f"TopicId '{_optional(args.topic_id)}' does not exist as expected")
     live = {b.node_id for b in md.brokers}  # type: ignore[attr-defined]
@@ -237,7 +237,8 @@ def _describe(admin: object, md: object, topics: list[str], args: argparse.Names
             first = parts[0]
             ra = moving.get(TopicPartition(name, first.partition_index))
             rf = len(ra.replicas) - len(ra.adding) if ra else len(first.replica_nodes)
-            tid = "" if t.topic_id is None or str(t.topic_id) == "AAAAAAAAAAAAAAAAAAAAAA" else f"\tTopicId: {t.topic_id}"
+            text = topic_id_text(t.topic_id)  # Kafka's tool leaves the zero id out
+            tid = f"\tTopicId: {text}" if text else ""
             print(f"Topic: {name}{tid}\tPartitionCount: {len(parts)}\tReplicationFactor: {rf}\tConfigs: "
                   + ",".join(f"{c.name}={c.value}" for c in overrides))
         if args.topics_with_overrides:
