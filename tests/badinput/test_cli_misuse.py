@@ -468,6 +468,12 @@ CATALOGUE = [
     ("acls-remove-no-resource", "acls --remove --allow-principal User:a", 1,
      "error: --remove needs a resource: --topic, --group, --transactional-id or --cluster"),
     # ---- schemas (the cluster's Schema Registry; a refused request stores nothing)
+    # ---- console (refused before it serves anything)
+    ("console-negative-port", "console --port -1", 2, "praha console: error: argument --port: must be >= 0, got -1"),
+    ("console-https-without-key", "console --certfile {f:cert.pem}", 1,
+     "error: HTTPS needs both --certfile and --keyfile"),
+    ("console-sasl-without-mechanism", "console --bootstrap-server 127.0.0.1:1 --security-protocol SASL_SSL", 1,
+     "error: --security-protocol SASL_SSL needs --sasl-mechanism"),
     ("schemas-show-no-subject", "schemas show", 1, "error: schemas show needs --subject"),
     ("schemas-register-no-file", "schemas register --subject s", 1, "error: schemas register needs --schema-file"),
     ("schemas-register-missing-file", "schemas register --subject s --schema-file {f:nowhere.avsc}", 1,
