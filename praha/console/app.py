@@ -95,7 +95,7 @@ class Console:
         self._shared: ClusterClient | None = None
         self.observed: list[Event] = []
         self._last_seen: tuple[int, frozenset[int]] | None = None
-        self.registry = Registry(target.schema_registry) if target.schema_registry else None
+        self.registry = Registry(target.schema_registry, target.ca_file) if target.schema_registry else None
 
     def warm(self, client: ClusterClient) -> None:
         """Compute the topic table in the background, so a large cluster's first topic list

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import confluent_kafka as _confluent_kafka
 import confluent_kafka.admin as _confluent_admin
+from kafka.protocol.consumer import ListOffsetsRequest
 
 from praha.admin.group_plans import (
     GroupInputError,
@@ -28,12 +29,20 @@ from praha.admin.group_plans import (
     partition_rows,
     plan_reset,
 )
-from praha.admin.groups import GroupAdminError, GroupDescription, GroupListing, error_message
+from praha.admin.groups import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    GroupAdminError,
+    GroupDescription,
+    GroupListing,
+    error_message,
+)
 from praha.admin.records import describe_log_dirs
 from praha.admin.transactions import TransactionAdmin
 from praha.common import TopicPartition
 from praha.console.target import Target
 from praha.errors import ErrorCode, PrahaError
+from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import ClientSecurity, SaslAuthenticationError
 
@@ -206,6 +215,23 @@ class WireAdmin(TransactionAdmin):
                 found.setdefault(g.group_id, g)
         return [found[g] for g in sorted(found)]
 
+    def offsets_on(self, host: str, port: int, topics: Mapping[str, Sequence[int]], timestamp: int
+                   ) -> dict[TopicPartition, int | None]:
+        """One ListOffsets to the broker at host:port for all of `topics`' partitions (None
+        where it answers an error); a connection that fails is dropped and the error raised."""
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=name, partitions=[
+                ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                    partition_index=p, current_leader_epoch=-1, timestamp=timestamp) for p in parts])
+            for name, parts in topics.items()])
+        try:
+            resp = self._send(host, port, ApiKey.LIST_OFFSETS, lambda _version: request)
+        except PrahaError:
+            self._forget(host, port)
+            raise
+        return {TopicPartition(t.name, p.partition_index): p.offset if p.error_code == ErrorCode.NONE else None
+                for t in resp.topics for p in t.partitions}
+
     def _connection(self, host: str, port: int) -> BrokerConnection:
         key = (host, port)
         conn = self._connections.get(key)
@@ -240,9 +266,15 @@ class ClusterClient:
         self._cache: dict[str, tuple[float, Any]] = {}
         self._refreshing = False
         self._first_topics = threading.Lock()
+        #: one wire client per ListOffsets timestamp, so earliest and latest go out at once
+        self._offsets_wire = {ts: WireAdmin(target.bootstrap, self.wire_security)
+                              for ts in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP)}
+        self._offsets_lock = threading.Lock()
 
     def close(self) -> None:
         self.wire.close()
+        for w in self._offsets_wire.values():
+            w.close()
 
     def confluent_config(self) -> dict[str, str]:
         return self.target.confluent(self.user, self._password)
@@ -442,14 +474,16 @@ class ClusterClient:
             self._refreshing = False
 
     def _topics(self) -> list[TopicRow]:
-        md = self.metadata()
-        tps = [TopicPartition(t.topic, p) for t in md.topics.values() for p in t.partitions]
-        # the four questions go out at once: offsets (two ListOffsets rounds), log dirs, group offsets
-        with ThreadPoolExecutor(4, thread_name_prefix="console-topics") as pool:
-            f_start = pool.submit(self.list_offsets, tps, "earliest")
-            f_end = pool.submit(self.list_offsets, tps, "latest")
+        # the questions go out at once, each in as few requests as the protocol allows:
+        # DescribeLogDirs (one per broker) and OffsetFetch (per coordinator) while Metadata is
+        # read, then ListOffsets earliest and latest (one request per leader for every partition
+        # it leads, from that Metadata)
+        with self._offsets_lock, ThreadPoolExecutor(4, thread_name_prefix="console-topics") as pool:
             f_dirs = pool.submit(self._log_dirs)
             f_committed = pool.submit(self._all_committed)
+            md = self.metadata()
+            f_start = pool.submit(self._log_offsets, md, EARLIEST_TIMESTAMP)
+            f_end = pool.submit(self._log_offsets, md, LATEST_TIMESTAMP)
             start, end = f_start.result(), f_end.result()
         sizes: dict[str, int] = defaultdict(int)
         leaders = {(t.topic, p.id): p.leader for t in md.topics.values() for p in t.partitions.values()}
@@ -462,17 +496,38 @@ class ClusterClient:
                             sizes[topic] += p.size
         except PrahaError as e:
             log.warning("console: log dirs unavailable for topic sizes: %s", e)
+        msgs: dict[str, int] = defaultdict(int)
+        for tp, last in end.items():
+            msgs[tp.topic] += (last or 0) - (start.get(tp) or 0)
         lag = self._lag_by_topic(f_committed.result(), end)
         rows = []
         for name in sorted(md.topics):
-            t = md.topics[name]
-            parts = list(t.partitions.values())
-            msgs = sum((end.get(TopicPartition(name, p.id)) or 0) - (start.get(TopicPartition(name, p.id)) or 0)
-                       for p in parts)
+            parts = list(md.topics[name].partitions.values())
             rows.append(TopicRow(name, len(parts), max((len(p.replicas) for p in parts), default=0), sizes[name],
-                                 msgs, sum(1 for p in parts if 0 <= p.leader and len(p.isrs) < len(p.replicas)),
+                                 msgs[name], sum(1 for p in parts if 0 <= p.leader and len(p.isrs) < len(p.replicas)),
                                  sum(1 for p in parts if p.leader < 0), lag.get(name, 0), name.startswith("__")))
         return rows
+
+    def _log_offsets(self, md: Any, timestamp: int) -> dict[TopicPartition, int | None]:
+        """ListOffsets at `timestamp` for every partition in `md`: one request to each leader
+        for all the partitions it leads (confluent-kafka's admin makes a future per partition,
+        which at 20,000 partitions costs seconds). None where there is no leader or an error."""
+        by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        out: dict[TopicPartition, int | None] = {}
+        for t in md.topics.values():
+            for p in t.partitions.values():
+                if p.leader >= 0 and p.leader in md.brokers:
+                    by_leader[p.leader][t.topic].append(p.id)
+                else:
+                    out[TopicPartition(t.topic, p.id)] = None
+        wire = self._offsets_wire[timestamp]
+        for leader, topics in sorted(by_leader.items()):
+            broker = md.brokers[leader]
+            try:
+                out.update(wire.offsets_on(broker.host, broker.port, topics, timestamp))
+            except PrahaError as e:
+                log.warning("console: ListOffsets to broker %d failed: %s", leader, e)
+        return out
 
     def _all_committed(self) -> dict[str, dict[TopicPartition, Any]] | None:
         """Every group's committed offsets (None when they cannot be had)."""

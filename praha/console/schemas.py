@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
+import ssl
 import struct
 import urllib.error
 import urllib.parse
@@ -40,23 +41,41 @@ class SchemaVersion:
 
 
 class Registry:
-    def __init__(self, url: str):
-        self.url = url.rstrip("/")
+    """A registry reached at one of several URLs (every broker of a praha cluster serves one);
+    a URL that does not answer is skipped and the one that did is tried first next time."""
+
+    def __init__(self, urls: str, ca_file: str | None = None):
+        self.urls = [u.strip().rstrip("/") for u in urls.split(",") if u.strip()]
+        if not self.urls:
+            raise RegistryError("no schema registry URL given")
+        self._context = ssl.create_default_context(cafile=ca_file) if ca_file else None
         self._by_id: dict[int, tuple[str, Any]] = {}
 
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
     def _get(self, path: str) -> Any:
-        try:
-            with urllib.request.urlopen(self.url + path, timeout=TIMEOUT_S) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
+        failures = []
+        for url in list(self.urls):
             try:
-                body = json.loads(e.read())
-                message = f"{body.get('error_code')}: {body.get('message')}"
-            except ValueError:
-                message = str(e)
-            raise RegistryError(f"schema registry {path}: {message}") from None
-        except (OSError, ValueError) as e:
-            raise RegistryError(f"schema registry at {self.url} did not answer: {e}") from None
+                with urllib.request.urlopen(url + path, timeout=TIMEOUT_S, context=self._context) as r:
+                    body = json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                try:
+                    err = json.loads(e.read())
+                    message = f"{err.get('error_code')}: {err.get('message')}"
+                except ValueError:
+                    message = str(e)
+                raise RegistryError(f"schema registry {path}: {message}") from None
+            except (OSError, ValueError) as e:
+                failures.append(f"{url}: {e}")
+                continue
+            if url != self.urls[0]:
+                self.urls.remove(url)
+                self.urls.insert(0, url)
+            return body
+        raise RegistryError(f"no schema registry answered ({'; '.join(failures)})")
 
     def subjects(self) -> list[str]:
         return sorted(self._get("/subjects"))

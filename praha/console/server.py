@@ -40,18 +40,14 @@ def target_of_dir(root: Path, schema_registry: str | None = None) -> Target:
 
 
 def _registry_of(cluster: LocalCluster) -> str | None:
-    """The schema registry `praha cluster status` names, if the cluster has one (its first URL)."""
+    """Every broker's schema registry URL as `praha cluster status` names them (comma-separated,
+    in broker order; the console fails over between them), or None when the cluster runs none."""
     try:
-        found = cluster.status().get("schema_registry")
-    except Exception:  # no status (ZooKeeper down): the console runs without a registry
+        state = cluster.load()
+    except Exception:  # noqa: BLE001 - no state file: the console runs without a registry
         return None
-    if isinstance(found, dict):
-        found = found.get("url") or found.get("urls") or found.get("listeners")
-    if isinstance(found, list):
-        found = found[0] if found else None
-    if isinstance(found, dict):
-        found = found.get("url")
-    return found if isinstance(found, str) and found.startswith("http") else None
+    urls = [b.schema_registry for _, b in sorted(state.brokers.items()) if b.schema_registry]
+    return ",".join(urls) or None
 
 
 def serve(target: Target, host: str, port: int, certfile: str | None = None, keyfile: str | None = None,

@@ -234,6 +234,55 @@ def test_the_console_serves_https_when_given_a_certificate(env, tmp_path):
             assert r.status == 200 and b'id="broker-1"' in r.read()
 
 
+PRICE_V1 = {"type": "record", "name": "Price", "namespace": "shop",
+            "fields": [{"name": "sku", "type": "string"}, {"name": "cents", "type": "long"}]}
+PRICE_V2 = {**PRICE_V1, "fields": [*PRICE_V1["fields"], {"name": "currency", "type": "string", "default": "EUR"}]}
+
+
+def test_schemas_page_shows_a_subjects_versions_compatibility_and_a_diff(env, browser):
+    """The console found the cluster's registry itself (`--dir`); a subject registered with
+    confluent-kafka's client shows with both versions, its level and their diff, and an Avro
+    value written by its serializer is decoded on the messages page."""
+    import json
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    urls = [b["schema_registry"] for b in env.cluster.status()["brokers"] if b.get("schema_registry")]
+    assert len(urls) == 3
+    topic, subject = "prices", "prices-value"
+    client = SchemaRegistryClient({"url": urls[1]})
+    client.register_schema(subject, Schema(json.dumps(PRICE_V1), "AVRO"))
+    client.set_compatibility(subject, "FORWARD")
+    admin = AdminClient({"bootstrap.servers": env.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    serializer = AvroSerializer(client, json.dumps(PRICE_V2))  # registers version 2 on first use
+    p = Producer({"bootstrap.servers": env.bootstrap, "acks": "all"})
+    p.produce(topic, serializer({"sku": "pear-7", "cents": 129, "currency": "CZK"},
+                                SerializationContext(topic, MessageField.VALUE)), partition=0)
+    assert p.flush(30) == 0
+    assert client.get_versions(subject) == [1, 2]
+
+    _open(browser, env, "/schemas")
+    assert not browser.find_elements(By.ID, "no-registry")
+    assert subject in texts_of(browser, "#subjects td")
+    _open(browser, env, f"/schemas?subject={subject}&a=1&b=2")
+    assert texts_of(browser, "#versions .version") == ["1", "2"]
+    assert text_of(browser, "#compat") == "FORWARD"
+    assert '"currency"' in text_of(browser, "#schema")  # the latest version shown
+    added = [line for line in texts_of(browser, "#diff .add") if not line.startswith("+++")]
+    assert any('"name": "currency"' in line for line in added), added
+    shot(browser, "schemas-diff")
+
+    _open(browser, env, f"/topics/{topic}/messages?run=1&start=oldest&order=oldest&format=schema")
+    wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan")
+    (value,) = texts_of(browser, "#results .value")
+    assert "(AVRO)" in value and '"sku": "pear-7"' in value and '"cents": 129' in value and '"CZK"' in value
+    shot(browser, "messages-avro")
+
+
 def test_a_killed_broker_is_marked_offline_without_a_reload(env, browser):
     _open(browser, env, "/brokers")
     controller = env.store.get_controller_id()

@@ -1,14 +1,21 @@
 """The console on a secure cluster (`praha cluster up --secure`): visitors log in with a SCRAM
 user and the console acts as that user, so the cluster's ACLs decide what the pages show; a
-wrong password gets a login error; no password appears in a page or the console's log."""
+wrong password gets a login error; no password appears in a page or the console's log.
+
+The console here is the one `praha cluster up --console PORT` starts beside the cluster, and
+the module's last test checks that `praha cluster down` stops it by its PID."""
 from __future__ import annotations
 
+import json
+import urllib.request
+
+import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from console_browser import chromium, console_process, shot, text_of
+from console_browser import chromium, shot, text_of
 from selenium.webdriver.common.by import By
 
-from praha.cluster.local import LocalCluster
+from praha.cluster.local import LocalCluster, free_ports
 from praha.cluster.secure import SecureSetup
 from praha.testing.cluster import wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
@@ -23,10 +30,13 @@ def secure(zookeeper, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("console-secure") / "cluster"
     connect = unique_chroot(zookeeper.connect_string)
+    (port,) = free_ports(1)
     try:
         assert praha(["cluster", "up", "--secure", "--brokers", "1", "--dir", str(root), "--zookeeper", connect,
                       "--broker-config", "offsets.topic.replication.factor=1",
-                      "--broker-config", "offsets.topic.num.partitions=1"]) == 0
+                      "--broker-config", "offsets.topic.num.partitions=1", "--console", str(port)]) == 0
+        beside = json.loads((root / "console.json").read_text())
+        assert beside["port"] == port and psutil.pid_exists(beside["pid"])
         state = LocalCluster(root).load()
         bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
         admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)["confluent-kafka"]
@@ -37,16 +47,28 @@ def secure(zookeeper, tmp_path_factory):
                       "--alter", "--add-config", f"SCRAM-SHA-512=[password={ALICE}]"]) == 0
         assert praha(["acls", "--dir", str(root), "--add", "--allow-principal", "User:alice",
                       "--operation", "Describe", "--topic", "seen"]) == 0
-        log = root.parent / "console.log"
-        with console_process("--dir", str(root), log=log) as url, chromium() as browser:
-            yield url, browser, log
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _answers(url), timeout=60, what="the console started by `cluster up --console`")
+        with chromium() as browser:
+            yield url, browser, root / "console.log"
     finally:
         cluster = LocalCluster(root)
         auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None
         try:
+            from praha.console.server import stop_beside
+
+            stop_beside(root)  # when a test failed before `cluster down`
             cluster.down(timeout=15)
         finally:
             delete_chroot(connect, auth=auth)  # its znodes have ACLs: removed as their owner
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/static/console.css", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
 
 
 def _login(browser, url: str, user: str, password: str) -> None:
@@ -79,3 +101,19 @@ def test_a_user_sees_only_the_topics_acls_let_her_describe(secure):
     assert ALICE not in browser.page_source
     text = log.read_text()
     assert "console login: user 'alice'" in text and ALICE not in text and "not-her-password" not in text
+
+
+def test_cluster_down_stops_the_console_that_cluster_up_started(secure):
+    """Last in the module: `praha cluster down` stops the console by the PID in console.json."""
+    from praha.cli.main import main as praha
+
+    url, _, log = secure
+    root = log.parent
+    pid = json.loads((root / "console.json").read_text())["pid"]
+    proc = psutil.Process(pid)
+    assert "console" in proc.cmdline() and _answers(url)
+    assert praha(["cluster", "down", "--dir", str(root)]) == 0
+    wait_for(lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, timeout=30,
+             what=f"console pid {pid} to exit")
+    assert not (root / "console.json").exists()
+    assert not _answers(url)
