@@ -14,7 +14,8 @@ import pytest
 
 from praha.spark.standalone import spark_home
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# a Spark job in a process of its own: its bounds are longer than the suite's 300 s default
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "praha-pipeline"

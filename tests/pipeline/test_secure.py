@@ -111,6 +111,7 @@ def _through(q, n: int, timeout: float) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # its own waits add up to more than the suite's 300 s default
 def test_exactly_once_query_through_a_leader_kill(spark, secure, tmp_path, capsys):
     src, dst = "secure-eo-in", "secure-eo-out"
     secure.create_topic(src, 3)
