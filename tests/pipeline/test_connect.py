@@ -18,7 +18,8 @@ import pytest
 from praha.spark.standalone import spark_home
 from praha.testing.cluster import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# a Spark job in a process of its own: its bounds are longer than the suite's 300 s default
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 CLIENT = Path(__file__).with_name("pipeline_job.py")
 

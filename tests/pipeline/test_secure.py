@@ -69,7 +69,7 @@ class Secure:
 
         for op in operations:
             assert main(["acls", "--add", "--topic", topic, "--allow-principal", f"User:{READER}",
-                         "--operation", op, "--zookeeper", self.zookeeper]) == 0
+                         "--operation", op, "--dir", str(self.cluster.root)]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -82,16 +82,16 @@ def secure(zookeeper, tmp_path_factory) -> Iterator[Secure]:
                                                             "offsets.topic.num.partitions": "3",
                                                             "transaction.state.log.num.partitions": "3"},
                            secure=True, timeout=90)
-        store = ZkStore(connect).start()
-        try:
+        with ZkStore(connect, auth=cluster.zk_auth(state)).start() as store:  # the tree is the cluster's own
             alter_credentials(store, READER, {ScramMechanism.SHA_512: ScramCredential.from_password(
                 ScramMechanism.SHA_512, READER_PASSWORD, 4096)}, [])
-        finally:
-            store.stop()
         yield Secure(cluster, connect, SecureSetup.load(Path(state.security_dir)))
     finally:
-        cluster.down(timeout=30)
-        delete_chroot(connect)
+        auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None
+        try:
+            cluster.down(timeout=30)
+        finally:
+            delete_chroot(connect, auth=auth)  # its znodes have ACLs: removed as their owner
 
 
 def _reader(spark, options: dict[str, str], **more: str):
@@ -111,6 +111,7 @@ def _through(q, n: int, timeout: float) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # its own waits add up to more than the suite's 300 s default
 def test_exactly_once_query_through_a_leader_kill(spark, secure, tmp_path, capsys):
     src, dst = "secure-eo-in", "secure-eo-out"
     secure.create_topic(src, 3)

@@ -19,7 +19,8 @@ import pytest
 
 from praha.spark.standalone import StandaloneCluster, standalone_cluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# a Spark job in a process of its own: its bounds are longer than the suite's 300 s default
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 JOB = Path(__file__).with_name("pipeline_job.py")
 
