@@ -333,7 +333,7 @@ class FakeController:
 def fake_broker(controller, partitions=()):
     cache = SimpleNamespace(
         partition=lambda tp: {s.tp: s for s in partitions}.get(tp),
-        contains_topic=lambda t: False, topic_partitions=lambda t: {})
+        contains_topic=lambda t: False, topic_partitions=lambda t: {}, topic_ids={})
     return SimpleNamespace(controller=controller, metadata_cache=cache,
                            config=SimpleNamespace(delete_topic_enable=True), store=None,
                            authz=RequestAuthorizer())  # no authoriser: every request allowed
