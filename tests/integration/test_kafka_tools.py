@@ -321,10 +321,15 @@ def test_kafka_transactions(bs):
         producer.commit_transaction()
     finally:
         producer.close()
-    listed = ok("kafka-transactions.sh", "--bootstrap-server", bs, "list").out.splitlines()
+
+    def completed() -> list[str] | None:  # commit_transaction returns at PrepareCommit; the markers follow
+        rows = ok("kafka-transactions.sh", "--bootstrap-server", bs, "list").out.splitlines()
+        done = any(row.split()[0] == "kt-tx" and row.split()[3] == "CompleteCommit" for row in rows[1:])
+        return rows if done else None
+
+    listed = wait_for(completed, timeout=30, what="kt-tx to reach CompleteCommit in kafka-transactions list")
     assert listed[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
     assert listed[0].endswith("\t")  # Kafka's table: every cell padded, then a tab
-    assert any(row.split()[0] == "kt-tx" and row.split()[3] == "CompleteCommit" for row in listed[1:]), listed
     described = ok("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "kt-tx").out
     header, row = described.splitlines()[:2]
     assert header.split()[:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
