@@ -146,7 +146,10 @@ def test_kafka_python_group_shares_and_commits(cluster):
 
     def member(i: int) -> None:
         c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200)
+                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200,
+                          # a leader whose first Metadata lacked the new topic assigns nothing until its
+                          # next refresh (default 5 min): refresh often so the group rebalances onto it
+                          metadata_max_age_ms=2000)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
