@@ -112,11 +112,15 @@ class TopicAssignment:
     topic_id: str | None = None
 
 
+def _uuid_text(tid: uuid.UUID) -> str:
+    """Kafka's `Uuid.toString`: the 16 bytes in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=")
+
+
 def new_topic_id() -> str:
-    """A fresh topic id as Kafka writes it in the topic znode (`Uuid.toString`: the 16
-    random bytes in URL-safe base64 without padding), never starting with '-'."""
+    """A fresh topic id as Kafka writes it in the topic znode, never starting with '-'."""
     while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        text = _uuid_text(uuid.uuid4())
         if not text.startswith("-"):
             return text
 
@@ -139,7 +143,7 @@ def topic_id_text(tid: uuid.UUID | str | None) -> str | None:
         tid = topic_id_uuid(tid)
         if tid is None:
             return None
-    return base64.urlsafe_b64encode(tid.bytes).decode().rstrip("=") if tid.int else None
+    return _uuid_text(tid) if tid.int else None
 
 
 def now_ms() -> int:

@@ -127,7 +127,7 @@ class DataApis:
         r = req.request
         acks = r.acks
         rm = self.rm
-        results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start]
+        results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start, log append time]
         refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]] = {}  # message, record errors (v8+)
         waits: dict[TopicPartition, ProduceWait] = {}
         to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]] = {}  # KIP-890: records, producer, token
@@ -144,30 +144,30 @@ class DataApis:
             for pd in t.partition_data:
                 tp = TopicPartition(t.name, pd.index)
                 if not writable_topic:
-                    results[tp] = [ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1]
+                    results[tp] = [ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1]
                     continue
                 if acks not in (-1, 0, 1):
-                    results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1]
+                    results[tp] = [ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, -1]
                     continue
                 if tp in results or tp in to_verify:  # a partition named twice: the first entry counts
                     continue
                 if tp.topic in INTERNAL_TOPICS:  # written by the coordinators only (Kafka's answer)
-                    results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1, -1]
+                    results[tp] = [ErrorCode.INVALID_TOPIC_EXCEPTION, -1, -1, -1]
                     continue
                 p, code = self._produce_target(tp, acks)
                 if p is None:
-                    results[tp] = [code, -1, -1]
+                    results[tp] = [code, -1, -1, -1]
                     continue
                 records = pd.records
                 if records is None:
-                    results[tp] = [ErrorCode.INVALID_RECORD, -1, -1]
+                    results[tp] = [ErrorCode.INVALID_RECORD, -1, -1, -1]
                     continue
                 producer = transactional_producer(records) if verify else None
                 if producer is not None:
                     try:
                         token = p.log.begin_verification(producer.producer_id, producer.producer_epoch)
                     except PrahaError as e:  # the log closed meanwhile (deleted, shutting down)
-                        results[tp] = [int(e.code), -1, -1]
+                        results[tp] = [int(e.code), -1, -1, -1]
                         continue
                     if token is not None:
                         to_verify[tp] = (records, producer, token)
@@ -188,11 +188,11 @@ class DataApis:
         if acks == 0:
             return Muted(None, throttle) if throttle else None
         by_topic: dict[str, list[Any]] = {}
-        for tp, (code, base, start, *appended) in results.items():  # (the append time of LogAppendTime topics)
+        for tp, (code, base, start, append_time) in results.items():
             message, record_errors = refusals.get(tp, (None, []))
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base,
-                log_append_time_ms=appended[0] if appended else -1,
+                log_append_time_ms=append_time,
                 log_start_offset=start, record_errors=record_errors, error_message=message))
         response = ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
@@ -223,7 +223,7 @@ class DataApis:
             writable = type(records) is memoryview and not records.readonly
             info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable, verified=verified)
         except PrahaError as e:
-            results[tp] = [int(e.code), -1, -1]
+            results[tp] = [int(e.code), -1, -1, -1]
             refusals[tp] = (str(e), getattr(e, "record_errors", []))
             return
         results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset, info.log_append_time]
@@ -253,7 +253,7 @@ class DataApis:
                 if code == ErrorCode.NONE:
                     p, code = self._produce_target(tp, acks)
                 if p is None:
-                    results[tp] = [code, -1, -1]
+                    results[tp] = [code, -1, -1, -1]
                     continue
                 self._append(p, tp, records, acks, results, refusals, waits, verified={producer.producer_id: token})
 

@@ -247,11 +247,12 @@ def stamp_log_append_time(buf: bytearray | memoryview, batches: Sequence[BatchHe
     the CRC'd range, so the CRC is computed again. The records' own deltas stay: readers
     give every record of such a batch its max timestamp. Returns the new headers."""
     out = []
+    view = memoryview(buf)  # the CRC reads the batch in place (a bytearray slice would copy it)
     for h in batches:
         attributes = h.attributes | TIMESTAMP_TYPE_MASK
         _I16.pack_into(buf, h.position + ATTRIBUTES_OFFSET, attributes)
         _I64.pack_into(buf, h.position + MAX_TIMESTAMP_OFFSET, now_ms)
-        crc = crc32c(buf[h.position + ATTRIBUTES_OFFSET:h.position + h.size])
+        crc = crc32c(view[h.position + ATTRIBUTES_OFFSET:h.position + h.size])
         _U32.pack_into(buf, h.position + CRC_OFFSET, crc)
         out.append(h._replace(attributes=attributes, max_timestamp=now_ms, crc=crc))
     return out
