@@ -272,6 +272,19 @@ def _rate(counts: list[tuple[float, int]], t0: float, t1: float) -> float:
     return sum(n for at, n in counts if t0 <= at < t1) / (t1 - t0)
 
 
+#: the quota's averaging span with `quota.window.num=3` one-second samples
+QUOTA_SPAN_S = 3.0
+
+
+def _held_to(rate: float, quota: float, measured_s: float) -> bool:
+    """Whether a throttled client's rate over `measured_s` is the quota's. The broker holds the
+    rate over its 3 s span, so the client moves in bursts of up to a span's worth followed by a
+    throttle; a fixed measuring window may cut one burst (plus a second of delivery granularity)
+    at either end, so that much is the tolerance, never more."""
+    slack = quota * (QUOTA_SPAN_S + 1.0) / measured_s
+    return quota - slack <= rate <= quota + slack
+
+
 def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_store, cli):
     """1 MB/s of produce on client id "limited", measured over 20 s after a 5 s start, while
     "free" produces 4 MB/s to the same broker unthrottled; then 1 MB/s of fetch on
@@ -297,7 +310,7 @@ def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_st
     t0, t1 = start + warmup, start + warmup + measured
     limited, free = _rate(runs["limited"][0], t0, t1), _rate(runs["free"][0], t0, t1)
     per_second = [_rate(runs["limited"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
-    assert 0.9 * 1048576 <= limited <= 1.1 * 1048576, (limited, per_second)
+    assert _held_to(limited, 1048576, measured), (limited, per_second)
     assert free >= 0.9 * 4 * 1048576, free  # what it offered: not slowed
     assert max(runs["limited"][1]) > 0 and max(runs["free"][1]) == 0  # only "limited" was throttled
 
@@ -310,7 +323,7 @@ def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_st
     t0, t1 = start + warmup, start + warmup + measured
     slow = _rate(reads["slow-reader"][0], t0, t1)
     per_second = [_rate(reads["slow-reader"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
-    assert 0.9 * 1048576 <= slow <= 1.1 * 1048576, (slow, per_second)
+    assert 0.9 * 1048576 <= slow <= 1.1 * 1048576, (slow, per_second)  # 100 KB fetches: fine-grained
     total = sum(n for _, n in runs["limited"][0] + runs["free"][0])
     assert sum(n for _, n in reads["fast-reader"][0]) == total  # read everything, at its own pace
     assert max(reads["slow-reader"][1]) > 0 and max(reads["fast-reader"][1]) == 0
