@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: bytecode lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -35,7 +35,14 @@ $(QUIX_STAMP): pyproject.toml
 	.venv-quix/bin/python -m pip install --quiet $$($(PYTHON) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["quix"]))')
 	@touch $(QUIX_STAMP)
 
-run: $(STAMP)
+# praha's bytecode, compiled once: every broker, tool and client a test starts is a fresh
+# Python process, and where PYTHONDONTWRITEBYTECODE is set (as on some CI images) each would
+# otherwise compile praha's source again (about 0.7 CPU-seconds per process); compileall
+# writes the caches regardless and skips what is current
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q -j 0 praha tests bench
+
+run: bytecode
 	$(PY) -m praha.showcase
 
 # ruff (pyflakes, import order, bugbear) and mypy (strict on controller, log, protocol, zk)
@@ -64,48 +71,48 @@ tools:
 # together in one worker, longest files first (tests/conftest.py). PYTEST_WORKERS=0: serially
 PYTEST_WORKERS ?= auto
 PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
-test: $(STAMP) $(QUIX_STAMP) tools
+test: bytecode $(QUIX_STAMP) tools
 	$(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
 
-test-unit: $(STAMP)
+test-unit: bytecode
 	$(PY) -m pytest -q tests/unit
 
-test-integration: $(STAMP) $(QUIX_STAMP) tools
+test-integration: bytecode $(QUIX_STAMP) tools
 	$(PY) -m pytest -q -m "integration and not slow" $(PARALLEL) tests
 
 # Kafka's tools by name (kafka-topics.sh, ...) with every form run as a process of its own;
 # `make test` runs each tool once as a process and the other forms in-process
-test-kafka-tools: $(STAMP)
+test-kafka-tools: bytecode
 	PRAHA_TOOLS_AS_PROCESSES=1 $(PY) -m pytest -q tests/integration/test_kafka_tools.py
 
 # the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
-test-registry: $(STAMP) $(QUIX_STAMP)
+test-registry: bytecode $(QUIX_STAMP)
 	$(PY) -m pytest -q tests/unit/test_registry_rules.py tests/unit/test_registry_state.py \
 	  tests/integration/test_schema_registry.py tests/integration/test_schema_registry_secure.py
 
 # ZooKeeper security's slow tests: a running 3-broker cluster secured by a rolling restart under
 # load (nothing lost), and a chaos campaign of forged ZooKeeper writes (docs/security.md)
-test-zk-security: $(STAMP)
+test-zk-security: bytecode
 	$(PY) -m pytest -q -m slow tests/integration/test_zookeeper_security_migration.py tests/chaos/test_chaos_secure_zookeeper.py
 
 # the long Spark runs (issue 24): exactly-once through a leader kill on a --secure cluster,
 # a job on a standalone cluster with praha shipped as --py-files, a Spark Connect client
-test-spark: $(STAMP)
+test-spark: bytecode
 	$(PY) -m pytest -q -m slow tests/pipeline
 
 # every pipeline test with the shared SparkSession on a standalone cluster (two 1-core
 # workers started from the pyspark wheel on loopback) instead of local[2]
-test-spark-cluster: $(STAMP)
+test-spark-cluster: bytecode
 	PRAHA_SPARK_MASTER=standalone $(PY) -m pytest -q -m "not slow" tests/pipeline
 
 # every benchmark; each prints its figures and updates its section of bench/RESULTS.md
 GROUP_BENCHES := rebalance offset_commit coordinator_failover
 BENCHES := console failover topic_create controlled_shutdown broker_failure preferred_election reassignment produce consume spark log_append compaction connections registry $(GROUP_BENCHES)
-bench: $(STAMP)
+bench: bytecode
 	@for b in $(BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 # only the consumer-group benchmarks of issue 11 (a few minutes)
-bench-groups: $(STAMP)
+bench-groups: bytecode
 	@for b in $(GROUP_BENCHES); do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 
 # chaos: 1,000 faults over seeded campaigns (several hours): 4 on loopback (200 faults, one on a
@@ -115,7 +122,7 @@ bench-groups: $(STAMP)
 # fails, the target fails if any did. Seeds, counts and plots: bench/RESULTS.md
 CHAOS_CAMPAIGNS := "5 50 101 1" "5 50 102 3" "3 50 103 1" "5 50 104 1"
 CHAOS_NETNS_SEEDS := 201 202 203 204 205 206 207 208 209 210 211 212 213 214 215 216 217 218 219 220
-chaos: $(STAMP) tools
+chaos: bytecode tools
 	@status=0; for spec in $(CHAOS_CAMPAIGNS); do set -- $$spec; \
 	  $(PY) -m praha chaos --brokers $$1 --faults $$2 --seed $$3 --zk-ensemble $$4 --dir .praha/chaos --json \
 	    || status=1; \
