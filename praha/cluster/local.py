@@ -33,6 +33,7 @@ from praha.common import netns_preexec
 from praha.errors import PrahaError
 from praha.zk.auth import ZkAuth
 from praha.zk.server import EmbeddedZooKeeper
+from praha.zk.store import ZkStore
 
 DEFAULT_DIR = Path(os.environ.get("PRAHA_HOME", ".praha")) / "cluster"
 
@@ -308,28 +309,48 @@ class LocalCluster:
     def wait_until_ready(self, state: ClusterState, broker_ids: set[int], timeout: float) -> dict[str, Any]:
         """Until every broker in `broker_ids` is registered, a controller is elected, and each
         of those brokers' Metadata API already names all live brokers and that controller
-        (so a client bootstrapping from any of them sees the whole cluster)."""
+        (so a client bootstrapping from any of them sees the whole cluster). One ZooKeeper
+        session for the whole wait (a session per look cost a connection every 0.1 s)."""
+        from praha.admin.status import cluster_status
+
         deadline = time.monotonic() + timeout
         last: dict[str, Any] = {}
         security = self.client_security(state)
-        while time.monotonic() < deadline:
-            for bid in broker_ids:
-                b = state.brokers[bid]
-                if not self.broker_running(b):
-                    raise ClusterError(f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}")
-            try:
-                last = self.zk_status(state)
-            except Exception:  # noqa: BLE001 - ZooKeeper may still be coming up
-                time.sleep(0.2)
-                continue
-            live = {b["id"] for b in last["brokers"]}
-            if broker_ids <= live and last["controller"]["id"] in live and all(
-                self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security)
-                and _registry_listening(state.brokers[b]) for b in broker_ids
-            ):
-                return last
-            time.sleep(0.1)
+        store: ZkStore | None = None
+        try:
+            while time.monotonic() < deadline:
+                for bid in broker_ids:
+                    b = state.brokers[bid]
+                    if not self.broker_running(b):
+                        raise ClusterError(f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}")
+                try:
+                    if store is None:
+                        store = self._zk_store(state)
+                    last = cluster_status(state.zookeeper, include_topics=False, store=store)
+                except Exception:  # noqa: BLE001 - ZooKeeper may still be coming up
+                    if store is not None:
+                        store.stop()
+                        store = None
+                    time.sleep(0.2)
+                    continue
+                live = {b["id"] for b in last["brokers"]}
+                if broker_ids <= live and last["controller"]["id"] in live and all(
+                    self._metadata_agrees(state.brokers[b], live, last["controller"]["id"], security)
+                    and _registry_listening(state.brokers[b]) for b in broker_ids
+                ):
+                    return last
+                time.sleep(0.1)
+        finally:
+            if store is not None:
+                store.stop()
         raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last}")
+
+    def _zk_store(self, state: ClusterState) -> ZkStore:
+        """A started session with this cluster's ZooKeeper (short timeouts: it is polled)."""
+        store = ZkStore(state.zookeeper, session_timeout_ms=10000, connection_timeout_ms=5000,
+                        auth=self.zk_auth(state))
+        store.start()
+        return store
 
     def zk_auth(self, state: ClusterState) -> ZkAuth | None:
         """How this cluster's tools reach its ZooKeeper (None: the environment's default)."""
