@@ -19,6 +19,7 @@ the pipeline already runs on and because the same code scales to long histories.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,21 @@ def log_files(path: str | Path) -> list[str]:
         return [str(root)]
     files = sorted(str(p) for p in root.rglob("state-change.log*") if p.is_file())
     return files
+
+
+def first_event_file(files: list[str]) -> str | None:
+    """The first file holding at least one state-change event (None: none does), read in
+    Python so a wrong `--path` is refused before a Spark JVM is started for it."""
+    for name in files:
+        with open(name, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("event") is not None and event.get("time_ms") is not None:
+                    return name
+    return None
 
 
 def load_events(spark: SparkSession, files: list[str]) -> DataFrame:

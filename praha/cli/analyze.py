@@ -20,7 +20,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 def cmd_state_change_log(args: argparse.Namespace) -> int:
     from praha.analytics.report import plot_offline, summary_text, write_outputs
-    from praha.analytics.state_change import NoStateChangeEvents, analyze, log_files
+    from praha.analytics.state_change import NoStateChangeEvents, analyze, first_event_file, log_files
     from praha.cli.options import CliError
 
     path = Path(args.path)
@@ -31,6 +31,9 @@ def cmd_state_change_log(args: argparse.Namespace) -> int:
     files = log_files(path)
     if not files:
         raise CliError(f"no state-change.log files under {path}")
+    if first_event_file(files) is None:
+        raise CliError(f"no state-change events in {', '.join(files[:3])}"
+                       + (f" and {len(files) - 3} more files" if len(files) > 3 else ""))
     formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
     bad = [f for f in formats if f not in ("csv", "parquet")]
     if bad:

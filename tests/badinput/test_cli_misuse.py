@@ -592,7 +592,6 @@ def test_analyze_refuses_a_file_as_path(env, capsys):
     assert code == 1 and last.startswith("error: ")
 
 
-@pytest.mark.slow
 def test_analyze_refuses_zero_cores(env, capsys):
     if "analyze state-change-log" not in commands():
         pytest.skip("no analyze command in this build")
