@@ -70,7 +70,7 @@ tools:
 # the test files run in parallel (pytest-xdist), one worker per core; a file's tests stay
 # together in one worker, longest files first (tests/conftest.py). PYTEST_WORKERS=0: serially
 PYTEST_WORKERS ?= auto
-PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=60
 test: bytecode $(QUIX_STAMP) tools
 	$(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
 
