@@ -145,12 +145,16 @@ class PartitionStateMachine:
         live = ctx.live_broker_ids
         results: dict[TopicPartition, object] = {}
         to_create: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        # a topic re-created under an old name starts above the old one's leader epochs
+        retired = self.store.get_retired_leader_epochs({tp.topic for tp in partitions}) if partitions else {}
         for tp in partitions:
             live_replicas = tuple(r for r in ctx.partition_replicas(tp) if r in live)
             if not live_replicas:
                 results[tp] = "no live replica to lead a new partition"
                 continue
-            to_create[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(live_replicas[0], live_replicas), ctx.epoch)
+            first_epoch = retired[tp.topic] + 1 if tp.topic in retired else 0
+            to_create[tp] = LeaderIsrAndControllerEpoch(
+                LeaderAndIsr(live_replicas[0], live_replicas, leader_epoch=first_epoch), ctx.epoch)
         if to_create:
             written = self.store.create_partition_states(to_create, ctx.epoch_zk_version)
             requests = []

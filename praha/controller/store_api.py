@@ -40,6 +40,10 @@ class Watch(Protocol):
 class PartitionStateStore(Protocol):
     """The partition state znodes: what the two state machines read and write."""
 
+    def get_retired_leader_epochs(self, topics: Iterable[str]) -> dict[str, int]:
+        """The last leader epoch of deleted topics of these names: a re-created topic starts above it."""
+        ...
+
     def get_partition_states(
         self, tps: Iterable[TopicPartition], mzxids: dict[TopicPartition, int] | None = None
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], dict[TopicPartition, ZNodeDecodeError]]:
@@ -109,7 +113,11 @@ class ControllerStore(PartitionStateStore, Protocol):
 
     def delete_topic_deletion_markers(self, topics: Iterable[str], epoch_zk_version: int) -> None: ...
 
-    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int) -> None: ...
+    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int,
+                            last_leader_epochs: Mapping[str, int] | None = None) -> None:
+        """Also keeps each topic's last leader epoch, for `get_retired_leader_epochs`."""
+        ...
+
 
     # -- admin requests
     def get_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]: ...

@@ -186,6 +186,8 @@ class TopicDeletionManager:
 
     def complete(self, topic: str) -> None:
         ctx = self.ctx
+        last_epoch = max((li.leader_and_isr.leader_epoch for tp, li in ctx.leadership.items() if tp.topic == topic),
+                         default=None)
         self.topic_watches.unwatch(topic)
         rsm, psm = self.replica_sm, self.partition_sm
         rsm.handle_state_changes(sorted(ctx.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL)),
@@ -196,7 +198,8 @@ class TopicDeletionManager:
         ctx.topics_to_be_deleted.discard(topic)
         ctx.topics_with_deletion_started.discard(topic)
         ctx.topics_ineligible_for_deletion.discard(topic)
-        self.store.delete_topic_znodes([topic], ctx.epoch_zk_version)
+        self.store.delete_topic_znodes([topic], ctx.epoch_zk_version,
+                                       {topic: last_epoch} if last_epoch is not None else None)
         ctx.remove_topic(topic)
         ctx.update_offline_partition_count()
         log.info("topic %s deleted (%d partitions)", topic, len(partitions))

@@ -44,6 +44,7 @@ class FakeControllerStore:
         self.topics: dict[str, TopicAssignment] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        self.retired_leader_epochs: dict[str, int] = {}
         self.isr_change_notifications: dict[str, set[TopicPartition]] = {}
         #: /log_dir_event_notification children: name → the broker it names
         self.log_dir_events: dict[str, int] = {}
@@ -210,13 +211,18 @@ class FakeControllerStore:
     def delete_topic_deletion_markers(self, topics: Iterable[str], epoch_zk_version: int) -> None:
         self.marked_for_deletion -= set(topics)
 
-    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int) -> None:
+    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int,
+                            last_leader_epochs: Mapping[str, int] | None = None) -> None:
+        self.retired_leader_epochs.update(last_leader_epochs or {})
         for t in list(topics):
             self.topics.pop(t, None)
             self.topic_configs.pop(t, None)
             self.marked_for_deletion.discard(t)
             for tp in [tp for tp in self.states if tp.topic == t]:
                 del self.states[tp]
+
+    def get_retired_leader_epochs(self, topics: Iterable[str]) -> dict[str, int]:
+        return {t: self.retired_leader_epochs[t] for t in topics if t in self.retired_leader_epochs}
 
     # ---- admin requests -----------------------------------------------------------------------
     def get_reassignments(self) -> dict[TopicPartition, tuple[int, ...]]:

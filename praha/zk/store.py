@@ -622,13 +622,32 @@ class ZkStore(ZooKeeperClient):
         with _fenced(epoch_zk_version):
             self.delete_trees(paths, _epoch_check(epoch_zk_version))
 
-    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int) -> None:
+    def delete_topic_znodes(self, topics: Iterable[str], epoch_zk_version: int,
+                            last_leader_epochs: Mapping[str, int] | None = None) -> None:
         """End of a topic deletion (fenced): `/brokers/topics/<t>` with its subtree, then
-        `/config/topics/<t>`, then the `/admin/delete_topics/<t>` marker, as Kafka."""
+        `/config/topics/<t>`, then the `/admin/delete_topics/<t>` marker, as Kafka. First each
+        topic's last leader epoch is kept (`retired_leader_epochs`), for a re-creation."""
         topics = list(topics)
+        retired = dict(last_leader_epochs or {})
+        if retired:
+            paths = {t: zn.retired_leader_epoch_path(t) for t in retired}
+            present = self.get_data_bulk(paths.values())
+            self.ensure_paths([zn.RETIRED_LEADER_EPOCHS_PATH])
+            self.fenced_multi([
+                (SetDataOp(paths[t], zn.encode_retired_leader_epoch(e)) if present[paths[t]] is not None
+                 else CreateOp(paths[t], zn.encode_retired_leader_epoch(e))) for t, e in retired.items()
+            ], epoch_zk_version)
         self.delete_recursive_fenced([zn.topic_path(t) for t in topics], epoch_zk_version)
         self.fenced_multi([DeleteOp(zn.config_topic_path(t)) for t in topics], epoch_zk_version)
         self.fenced_multi([DeleteOp(zn.delete_topic_path(t)) for t in topics], epoch_zk_version)
+
+    def get_retired_leader_epochs(self, topics: Iterable[str]) -> dict[str, int]:
+        """The last leader epoch of each earlier, deleted topic of these names (absent: none)."""
+        ok, bad = self._decode_bulk(topics, zn.retired_leader_epoch_path,
+                                    lambda path, data, _stat: zn.decode_retired_leader_epoch(path, data))
+        for topic, error in bad.items():
+            log.warning("ignoring the retired leader epoch of %s: %s", topic, error)
+        return ok
 
     def delete_topic_deletion_markers(self, topics: Iterable[str], epoch_zk_version: int) -> None:
         """Drop `/admin/delete_topics/<t>` markers (e.g. of topics that do not exist)."""

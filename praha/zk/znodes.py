@@ -56,6 +56,10 @@ CLUSTER_PATH = "/cluster"
 CLUSTER_ID_PATH = "/cluster/id"
 CONSUMERS_PATH = "/consumers"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+#: praha's own: the last leader epoch of each deleted topic, so a topic re-created under the
+#: same name starts above it (librdkafka ignores metadata whose leader epoch went backwards,
+#: topic id or not, and would keep producing to the old leader: librdkafka issue 4898)
+RETIRED_LEADER_EPOCHS_PATH = "/praha/retired_leader_epochs"
 #: the config entity `/config/brokers/<default>`: settings for every broker without its own
 DEFAULT_BROKER_ENTITY = "<default>"
 
@@ -111,6 +115,10 @@ def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS_PATH}/{topic}"
 
 
+def retired_leader_epoch_path(topic: str) -> str:
+    return f"{RETIRED_LEADER_EPOCHS_PATH}/{topic}"
+
+
 def config_topic_path(topic: str) -> str:
     return f"{CONFIG_TOPICS_PATH}/{topic}"
 
@@ -146,6 +154,18 @@ def topic_from_path(path: str) -> str:
 def _dumps(obj: Any) -> bytes:
     """Compact JSON as Jackson writes it (no spaces, UTF-8 kept)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def encode_retired_leader_epoch(leader_epoch: int) -> bytes:
+    return _dumps({"version": 1, "leader_epoch": leader_epoch})
+
+
+def decode_retired_leader_epoch(path: str, data: bytes | None) -> int:
+    obj = _parse(path, data)
+    epoch = obj.get("leader_epoch") if isinstance(obj, dict) else None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 0 <= epoch < 2**31 - 1:
+        raise ZNodeDecodeError(path, f"leader_epoch must be an int32 >= 0, got {epoch!r}")
+    return epoch
 
 
 def _reject_constant(name: str) -> Any:

@@ -435,16 +435,13 @@ def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
     assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == second
 
 
-@pytest.mark.slow  # about 75 s: the stalled messages run out their 60 s message.timeout.ms
-@pytest.mark.xfail(strict=True, reason="librdkafka 2.16.1 keeps its cached leader epoch across a topic id change "
-                   "(rdkafka_topic.c: 'ignoring outdated metadata update'), so the re-created topic's leader "
-                   "(epoch 0) is never taken; not fixed in praha yet")
 def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(env):
     """Issue 21: a confluent-kafka producer producing continuously while its topic is deleted
-    and created again under the same name delivers everything produced after the re-create
-    (the new topic id in Metadata tells librdkafka the partitions are new, their leader
-    epochs starting again at 0); what was in flight before is delivered or fails with an
-    error, none is left hanging."""
+    and created again under the same name delivers everything produced after the re-create;
+    what was in flight before is delivered or fails with an error, none is left hanging.
+    librdkafka 2.16.1 ignores metadata whose leader epoch went backwards even when the topic id
+    changed (its issue 4898), so the re-created topic's partitions start above the deleted
+    one's last leader epoch (kept in ZooKeeper under /praha/retired_leader_epochs)."""
     import threading
 
     from confluent_kafka import KafkaError, KafkaException

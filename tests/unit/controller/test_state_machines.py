@@ -63,6 +63,20 @@ def test_invalid_partition_transitions_are_refused_and_change_nothing(current, t
     assert r.sender.sent == [] and r.store.writes == 0
 
 
+def test_a_topic_recreated_under_a_deleted_name_starts_above_its_last_leader_epoch():
+    """librdkafka ignores metadata whose leader epoch went backwards (topic id or not), so a
+    re-created topic starting again at 0 would leave producers on the old leader."""
+    r = rig(brokers=(1, 2, 3), topics={"t": {0: (1, 2, 3)}})
+    r.store.retired_leader_epochs["t"] = 7
+    m = psm(r)
+    r.batch.new_batch()
+    m.handle_state_changes([T0], PartitionState.NEW)
+    m.handle_state_changes([T0], PartitionState.ONLINE, ElectionKind.OFFLINE)
+    send(r)
+    assert r.store.states[T0].leader_and_isr.leader_epoch == 8
+    assert r.sender.leader_and_isr()[1][0].partitions[0].leader_epoch == 8
+
+
 def test_new_to_online_leader_is_first_live_replica_and_isr_live_replicas():
     r = rig(brokers=(2, 3), topics={"t": {0: (1, 2, 3)}})
     m = psm(r)
