@@ -119,9 +119,10 @@ def analyze(spark: SparkSession, path: str | Path) -> Analysis:
     kinds = election_kinds(elections)
     return Analysis(
         events=events, elections=elections, offline=offline, under_replicated=under,
-        partitions=_per_partition(elections, offline, under, kinds),
-        brokers=_per_broker(events, elections, kinds),
-        controllers=_controllers(events, end_ms),
+        # cached: each is collected for the report and then written as CSV and Parquet
+        partitions=_per_partition(elections, offline, under, kinds).cache(),
+        brokers=_per_broker(events, elections, kinds).cache(),
+        controllers=_controllers(events, end_ms).cache(),
         start_ms=start_ms, end_ms=end_ms,
     )
 

@@ -40,7 +40,15 @@ def local_session(app_name: str = "praha", cores: int = 2, task_retries: int = 4
     (PYSPARK_PYTHON), so they can import praha. `quiet` keeps Spark's JVM to fatal
     messages and hides the progress bar (for commands whose output is a report)."""
     return session(f"local[{cores},{task_retries}]", app_name, quiet=quiet,
-                   conf={"spark.sql.shuffle.partitions": str(cores), **conf})
+                   conf={"spark.sql.shuffle.partitions": str(cores),
+                         "spark.driver.extraJavaOptions": LOCAL_JVM_OPTIONS, **conf})
+
+
+#: the local JVM compiles with the quick JIT tier only: praha's local jobs (the analytics on
+#: state-change logs, the pipeline's small batches) are short, and the optimising tier's
+#: compiler threads cost more CPU than they return (the analytics command: 53 CPU-seconds
+#: instead of 91, measured side by side); a long job on a real cluster keeps the JVM's default
+LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def session(master: str, app_name: str = "praha", quiet: bool = False, py_files: list[str] | None = None,
