@@ -260,6 +260,7 @@ def start_zookeeper(data_dir: Path, heap_mb: int = 1536, jute_maxbuffer: int | N
         zk.jute_maxbuffer = jute_maxbuffer
     else:
         zk = EmbeddedZooKeeper(data_dir, **kw)
+    zk.jit_options = ()  # the JVM's full JIT: benchmarks load ZooKeeper hard
     try:
         return zk.start(timeout=timeout)
     except BaseException:
