@@ -18,6 +18,8 @@ ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restar
 #: kinds that need the nodes in network namespaces
 NETWORK_KINDS = frozenset({"partition", "one_way", "flaky_link"})
 
+WORKLOADS = ("queue", "txn")
+
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
@@ -42,7 +44,9 @@ class CampaignConfig:
     netns: bool = False  # every ZooKeeper server and broker in a network namespace of its own
     workdir: Path = Path(".praha/chaos")
     kinds: tuple[str, ...] = ALL_KINDS
-    # workload
+    # workload: "queue" (idempotent producers, assign consumers, the consumer group) or "txn"
+    # (the queue workload plus transactional clients judged by the history checker)
+    workload: str = "queue"
     topics: int = 2
     partitions: int = 3
     replication_factor: int = 3
@@ -87,6 +91,8 @@ class CampaignConfig:
             raise ValueError("--faults must be >= 0")
         if self.group_members < 0:
             raise ValueError("group_members must be >= 0")
+        if self.workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {self.workload!r}; known: {', '.join(WORKLOADS)}")
         if self.zk_ensemble not in (1, 3):
             raise ValueError("--zk-ensemble must be 1 or 3")
         unknown = [k for k in self.kinds if k not in ALL_KINDS]

@@ -62,6 +62,7 @@ from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.group import ConsumerGroup
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
+from praha.chaos.txn import TxnWorkload
 from praha.cluster import netns
 from praha.cluster.netns import Drop
 from praha.common import BrokerInfo, TopicPartition
@@ -99,10 +100,12 @@ class FaultRecord:
 
 
 class FaultInjector:
-    def __init__(self, env: ChaosEnvironment, timeline: Timeline, group: ConsumerGroup | None = None):
+    def __init__(self, env: ChaosEnvironment, timeline: Timeline, group: ConsumerGroup | None = None,
+                 txn: TxnWorkload | None = None):
         self.env = env
         self.timeline = timeline
         self.group = group
+        self.txn = txn
         self.session_s = env.cfg.session_timeout_ms / 1000.0
 
     # ------------------------------------------------------------------ entry point

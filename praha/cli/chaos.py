@@ -1,7 +1,7 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--group-members 3] [--netns] [--dir D] [--json]
+              [--group-members 3] [--netns] [--workload queue|txn] [--dir D] [--json]
   praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
                                 anomalies in praha/chaos/history.py); exit 1 on any anomaly
 
@@ -24,7 +24,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from praha.chaos.config import ALL_KINDS, CampaignConfig, new_seed
+from praha.chaos.config import ALL_KINDS, WORKLOADS, CampaignConfig, new_seed
 from praha.cli.options import at_least
 
 
@@ -59,6 +59,10 @@ def register(sub: Any) -> None:
                    help="brokers log in to ZooKeeper with znode ACLs on (adds forged_zk_write faults)")
     p.add_argument("--netns", action="store_true",
                    help="every node on a host of its own (network namespaces; needs root): adds the network faults")
+    p.add_argument("--workload", choices=WORKLOADS, default="queue",
+                   help="queue (default): idempotent producers and consumers; txn: plus transactional producers "
+                        "(commit/abort), read_committed and read_uncommitted consumers and a "
+                        "consume-transform-produce stage, whose history is checked for Jepsen's anomalies")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
 
@@ -75,7 +79,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
         session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
         secure_zookeeper=args.secure_zookeeper,
-        netns=args.netns,
+        netns=args.netns, workload=args.workload,
     )
     try:
         cfg.validate()
