@@ -50,6 +50,8 @@ SLOW_HEAL_S = 30.0
 CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "forged_controller", "zk_member_kill", "member_kill"}
 #: after the faults: how long the consumer group gets to commit up to every high watermark
 GROUP_CATCH_UP_S = 60.0
+#: how long the transactional clients get to start (imports, InitProducerId, the first commit)
+TXN_START_S = 120.0
 
 
 def _stderr(msg: str) -> None:
@@ -159,6 +161,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             group = ConsumerGroup(root, bootstrap, _data_topics(cfg), timeline, cfg.group_members)
             group.start()
         time.sleep(3.0)
+        if txn is not None:
+            txn.wait_working(TXN_START_S)
         injector = FaultInjector(env, timeline, group, txn)
         for plan in schedule:
             wait_until(lambda: env.live_broker_ids() == set(env.brokers()) and env.controller_id() > 0, 30)

@@ -12,7 +12,7 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
+             "forged_controller", "long_pause", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
              # network faults: only with --netns (every node on a host of its own)
              "partition", "one_way", "flaky_link")
 #: kinds that need the nodes in network namespaces
@@ -24,7 +24,7 @@ WORKLOADS = ("queue", "txn")
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
     "stutter": 1, "stale_controller": 1, "forged_controller": 1, "member_kill": 2, "coordinator_kill": 2,
-    "zk_member_kill": 2, "full_disk": 1, "forged_zk_write": 1,
+    "zk_member_kill": 2, "full_disk": 1, "forged_zk_write": 1, "long_pause": 2,
     "partition": 4, "one_way": 2, "flaky_link": 2,
 }
 
@@ -80,6 +80,8 @@ class CampaignConfig:
             kinds = tuple(k for k in kinds if k != "forged_zk_write")
         if not self.netns:
             kinds = tuple(k for k in kinds if k not in NETWORK_KINDS)
+        if self.workload != "txn":  # its point is the transactional producer paused with the broker
+            kinds = tuple(k for k in kinds if k != "long_pause")
         return kinds or ("kill",)
 
     def validate(self) -> None:

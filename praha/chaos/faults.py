@@ -8,6 +8,11 @@ Kinds (see docs/reliability.md for what each one exercises):
   pause              SIGSTOP a broker past its ZooKeeper session timeout, then SIGCONT:
                      a zombie (a zombie controller when aimed at the controller) that
                      must find itself fenced
+  long_pause         SIGSTOP a broker and (with --workload txn) one transactional producer
+                     process together, for longer than the transaction timeout and the
+                     ZooKeeper session (the KAFKA-17754 shape: requests sent before the pause
+                     land after the coordinator aborted the transaction), then SIGCONT, the
+                     broker or the producer first (seeded)
   zk_expire          cut the broker's ZooKeeper proxies past the session timeout: its
                      session expires while the process runs on; then restore
   controlled_restart SIGTERM (controlled shutdown), wait for exit, restart
@@ -51,18 +56,21 @@ check reports what stayed broken) rather than raised.
 from __future__ import annotations
 
 import logging
+import os
 import random
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from praha.chaos import netfaults
-from praha.chaos.environment import ChaosEnvironment, wait_until
+from praha.chaos.environment import TXN_ABORT_CHECK_MS, ChaosEnvironment, wait_until
 from praha.chaos.group import ConsumerGroup
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
 from praha.chaos.txn import TxnWorkload
+from praha.chaos.txnclient import TRANSACTION_TIMEOUT_MS
 from praha.cluster import netns
 from praha.cluster.netns import Drop
 from praha.common import BrokerInfo, TopicPartition
@@ -71,13 +79,16 @@ log = logging.getLogger(__name__)
 
 #: kinds whose target is a broker (the others: a ZooKeeper server, a group member)
 BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter",
-                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk",
+                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk", "long_pause",
                           "partition", "one_way", "flaky_link"})
 
 
 def target_label(kind: str) -> str:
     return {"zk_member_kill": "zk server", "forged_zk_write": "zk server", "member_kill": "group member"}.get(
         kind, "broker")
+
+#: long_pause: between resuming the broker and the producer (in the seeded order)
+RESUME_GAP_S = 2.0
 
 #: a controller id no broker has: what a forger claims to be
 FORGED_CONTROLLER_ID = 99
@@ -298,6 +309,37 @@ class FaultInjector:
             env.paused.discard(bid)
         rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
 
+    def _do_long_pause(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        env = self.env
+        writer, pid = None, None
+        if self.txn is not None:
+            live = [n for n in self.txn.writers() if self.txn.pid(n) is not None]
+            writer = live[min(int(plan.pick * len(live)), len(live) - 1)] if live else None
+            pid = self.txn.pid(writer) if writer else None
+        hold = max(TRANSACTION_TIMEOUT_MS + TXN_ABORT_CHECK_MS, env.cfg.session_timeout_ms) / 1000 + 1 + plan.hold_s
+        rec.details.update(writer=writer, hold_s=round(hold, 2), broker_resumed_first=plan.prefer_controller)
+        until = time.monotonic() + hold
+        env.cluster.pause_broker(bid)
+        env.paused.add(bid)
+        if pid is not None:
+            os.kill(pid, signal.SIGSTOP)
+        self.timeline.add("fault", f"long_pause: broker {bid} and {writer or 'no'} transactional producer stopped")
+        try:
+            rec.details["session_expired"] = wait_until(lambda: bid not in env.live_broker_ids(),
+                                                        self.session_s * 3 + 5)
+            time.sleep(max(0.0, until - time.monotonic()))
+        finally:  # one, then the other a moment later: whose stale requests land first is the point
+            if plan.prefer_controller or pid is None:
+                env.cluster.resume_broker(bid)
+                env.paused.discard(bid)
+            if pid is not None:
+                time.sleep(RESUME_GAP_S if plan.prefer_controller else 0.0)
+                _continue(pid)
+                time.sleep(0.0 if plan.prefer_controller else RESUME_GAP_S)
+            env.cluster.resume_broker(bid)
+            env.paused.discard(bid)
+        rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
+
     def _do_zk_expire(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         env = self.env
         on_hosts = env.layout is not None
@@ -484,3 +526,11 @@ class FaultInjector:
                     env.cluster.start_broker(bid, wait=True, timeout=60)
                 except Exception as e:  # noqa: BLE001
                     log.warning("broker %d did not come back: %s", bid, e)
+
+
+def _continue(pid: int) -> None:
+    """SIGCONT a client process that may have exited meanwhile."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass

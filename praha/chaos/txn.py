@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from praha.chaos.environment import wait_until
 from praha.chaos.history import Verdict, check, load
 from praha.chaos.timeline import Timeline
 
@@ -128,6 +129,23 @@ class TxnWorkload:
             self.procs[spec.name] = proc
             self.timeline.add("txn", f"{spec.role} {spec.name} started ({spec.lib}, {spec.mode}, {spec.isolation})",
                               pid=proc.pid)
+
+    def wait_working(self, timeout: float) -> bool:
+        """Until every writer has committed a transaction and every reader has its partitions
+        (bounded): the faults are meant for a workload in full swing, not one still starting."""
+        def working(spec: ClientSpec) -> bool:
+            path = self.dir / f"{spec.name}.jsonl"
+            if not path.exists():
+                return False
+            ops = load(path)
+            if spec.writes:
+                return any(o.get("op") == "txn" and o.get("type") == "ok" for o in ops)
+            return any(o.get("op") == "poll" for o in ops)
+
+        ok = wait_until(lambda: all(working(s) for s in CLIENTS), timeout, interval=0.5)
+        self.timeline.add("txn", f"workload {'working' if ok else 'NOT working'}: "
+                                 f"{sum(working(s) for s in CLIENTS)}/{len(CLIENTS)} clients")
+        return ok
 
     def pid(self, name: str) -> int | None:
         """The running process of a client (None when it has exited)."""
