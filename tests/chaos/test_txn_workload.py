@@ -1,0 +1,118 @@
+"""The transactional workload's own logic, without a cluster: the declared clients cover what
+issue 20 asks for, their command lines, the history merge and summary, the long_pause kind
+only where it means something, and the headline figures of a txn campaign."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from praha.chaos.config import CampaignConfig
+from praha.chaos.history import ANOMALIES, check
+from praha.chaos.report import _txn_headline, _txn_line
+from praha.chaos.txn import CLIENTS, INPUT_TOPICS, OUTPUT_TOPIC, command, merge, summarize
+
+
+def test_the_clients_cover_both_libraries_modes_isolation_levels_and_a_ctp_stage():
+    producers = [c for c in CLIENTS if c.role == "producer"]
+    consumers = [c for c in CLIENTS if c.role == "consumer"]
+    assert {c.lib for c in producers} == {"confluent", "kafka-python"}
+    assert sum(c.lib == "confluent" for c in producers) > sum(c.lib == "kafka-python" for c in producers)
+    assert {c.lib for c in consumers} == {"confluent", "kafka-python"}
+    assert {c.mode for c in consumers} == {"assign", "subscribe"}
+    assert {c.isolation for c in consumers} == {"read_committed", "read_uncommitted"}
+    subscribers = [c for c in consumers if c.mode == "subscribe"]
+    assert len(subscribers) >= 2 and len({c.group for c in subscribers}) == 1  # a group that rebalances
+    (ctp,) = [c for c in CLIENTS if c.role == "ctp"]
+    assert ctp.group and ctp.isolation == "read_committed"
+    assert len({c.name for c in CLIENTS}) == len(CLIENTS)
+
+
+def test_command_lines():
+    by_name = {c.name: c for c in CLIENTS}
+    p = command(by_name["p2"], "h:1", "/x/p2.jsonl", 7)  # type: ignore[arg-type]
+    assert p[1:3] == ["-m", "praha.chaos.txnclient"]
+    assert p[p.index("--lib") + 1] == "kafka-python" and p[p.index("--topics") + 1] == ",".join(INPUT_TOPICS)
+    c = command(by_name["c1"], "h:1", "/x/c1.jsonl", 7)  # type: ignore[arg-type]
+    assert OUTPUT_TOPIC in c[c.index("--topics") + 1] and c[c.index("--isolation") + 1] == "read_uncommitted"
+    x = command(by_name["x0"], "h:1", "/x/x0.jsonl", 7)  # type: ignore[arg-type]
+    assert x[x.index("--output-topic") + 1] == OUTPUT_TOPIC and "--group" in x
+
+
+def test_the_client_help_explains(capsys):
+    from praha.chaos.txnclient import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "consume-transform-produce" in out and "--isolation" in out
+
+
+def test_histories_merge_in_time_order_keeping_each_files_order(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"op": "poll", "process": "a", "t": t}) + "\n" for t in (1.0, 3.0, 5.0)))
+    b.write_text("".join(json.dumps({"op": "poll", "process": "b", "t": t}) + "\n" for t in (2.0, 4.0))
+                 + '{"op": "po')  # a torn last line (a SIGKILLed client)
+    assert [o["t"] for o in merge([a, b])] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_summary_counts_transactions_by_outcome_and_polled_records():
+    ops = [
+        {"op": "txn", "type": "ok", "txn": "T1", "sends": [{"partition": "t-0", "value": "a", "offset": 0}] * 3},
+        {"op": "txn", "type": "fail", "txn": "T2", "sends": []},
+        {"op": "txn", "type": "info", "txn": "T3", "sends": []},
+        {"op": "poll", "records": {"t-0": [[0, "a"], [1, "b"]], "t-1": [[0, "c"]]}},
+    ]
+    s = summarize(ops)
+    assert (s.committed_txns, s.aborted_txns, s.indeterminate_txns, s.acked, s.polled, s.ops) == (1, 1, 1, 3, 3, 4)
+
+
+def test_long_pause_only_with_the_txn_workload_and_unknown_workloads_refused():
+    assert "long_pause" not in CampaignConfig().effective_kinds()
+    assert "long_pause" in CampaignConfig(workload="txn").effective_kinds()
+    with pytest.raises(ValueError, match="unknown workload"):
+        CampaignConfig(workload="bank").validate()
+
+
+def test_the_queue_workloads_schedules_are_unchanged_by_the_new_kind():
+    """Seeds recorded before long_pause existed replay the same faults (it is filtered out)."""
+    from praha.chaos.config import ALL_KINDS
+
+    before = CampaignConfig(kinds=tuple(k for k in ALL_KINDS if k != "long_pause")).effective_kinds()
+    assert CampaignConfig().effective_kinds() == before
+    assert CampaignConfig(netns=True, zk_ensemble=3).effective_kinds() == \
+        CampaignConfig(netns=True, zk_ensemble=3, kinds=tuple(k for k in ALL_KINDS if k != "long_pause")
+                       ).effective_kinds()
+
+
+def test_txn_headline_and_summary_line():
+    fig = {**summarize([]).__dict__, **check([]).to_json()}
+    head = _txn_headline(fig)
+    assert set(head) >= {"committed_txns", "aborted_txns", "polled", "anomalies"}
+    assert set(head["anomalies"]) == set(ANOMALIES)
+    assert "anomalies: none" in _txn_line(fig)
+    assert _txn_headline(None) == {}
+
+
+def test_an_indeterminate_write_read_uncommitted_only_is_no_skip_for_read_committed():
+    """An unknown-outcome transaction that in fact aborted: a read_uncommitted consumer saw its
+    value, a read_committed one rightly passed over it."""
+    h = [
+        {"op": "txn", "process": "p0", "type": "ok", "txn": "T1", "t": 1.0,
+         "sends": [{"partition": "t-0", "value": "a", "offset": 0}]},
+        {"op": "txn", "process": "p1", "type": "info", "txn": "T2", "t": 1.1,
+         "sends": [{"partition": "t-0", "value": "x", "offset": None}]},
+        {"op": "txn", "process": "p0", "type": "ok", "txn": "T3", "t": 1.2,
+         "sends": [{"partition": "t-0", "value": "b", "offset": 3}]},
+        {"op": "poll", "process": "c1", "type": "ok", "isolation": "read_uncommitted", "t": 2.0,
+         "records": {"t-0": [[0, "a"], [1, "x"], [3, "b"]]}},
+        {"op": "poll", "process": "c0", "type": "ok", "isolation": "read_committed", "t": 2.0,
+         "records": {"t-0": [[0, "a"]]}},
+        {"op": "poll", "process": "c0", "type": "ok", "isolation": "read_committed", "t": 3.0,
+         "records": {"t-0": [[3, "b"]]}},
+    ]
+    assert check(h).clean, check(h).to_json()
+    # the same value shown committed to some read_committed reader: now passing over it is a skip
+    h.append({"op": "poll", "process": "c2", "type": "ok", "isolation": "read_committed", "t": 4.0,
+              "records": {"t-0": [[1, "x"]]}})
+    assert check(h).counts["poll_skip"] == 1
