@@ -32,7 +32,7 @@ import time
 from typing import Any, TextIO
 
 #: a transaction is aborted by its coordinator after this long (the long_pause fault outlives it)
-TRANSACTION_TIMEOUT_MS = 15_000
+TRANSACTION_TIMEOUT_MS = 10_000
 ABORT_CHANCE = 0.25
 COMMIT_ATTEMPTS = 3
 
