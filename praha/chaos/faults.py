@@ -58,7 +58,10 @@ from __future__ import annotations
 import logging
 import os
 import random
+import select
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -86,6 +89,9 @@ BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "cont
 def target_label(kind: str) -> str:
     return {"zk_member_kill": "zk server", "forged_zk_write": "zk server", "member_kill": "group member"}.get(
         kind, "broker")
+
+#: flaky_link's delaying proxy listens here in the broker's namespace
+DETOUR_PORT = 19092
 
 #: long_pause: between resuming the broker and the producer (in the seeded order)
 RESUME_GAP_S = 2.0
@@ -461,7 +467,7 @@ class FaultInjector:
         rng = random.Random(f"{env.cfg.seed}-{plan.index}")  # the same seed plans the same cut
         net = planner(self._view(rng), rng)
         rec.details.update(net.describe())
-        victims = [n for n in net.drops if n.startswith("b")]
+        victims = [n for n in net.drops if n.startswith("b")] or ([net.detour.node] if net.detour else [])
         if victims:
             rec.target = int(victims[0][1:])
         nodes = env.network().nodes
@@ -469,16 +475,44 @@ class FaultInjector:
         # replica lag otherwise (ISR shrink)
         lag_s = env.cfg.replica_lag_time_max_ms / 1000.0
         hold = (self.session_s if net.cuts_zookeeper else lag_s) * 1.5 + plan.hold_s
+        proxy: subprocess.Popen[str] | None = None
         try:
             for name, drops in net.drops.items():
                 netns.apply_drops(nodes[name], drops)
+            if net.detour is not None:
+                proxy = self._detour(net.detour, plan.index)
             time.sleep(hold)
         finally:
-            for name in net.drops:
+            for name in [*net.drops, *([net.detour.node] if net.detour else [])]:
                 netns.heal(nodes[name])
+            if proxy is not None:
+                rec.details["proxy"] = _stop_proxy(proxy)
         rec.details["held_s"] = round(hold, 2)
         rec.details["all_registered"] = wait_until(lambda: env.live_broker_ids() == set(env.brokers()),
                                                    self.session_s * 4 + 30)
+
+    def _detour(self, detour: netfaults.Detour, index: int) -> subprocess.Popen[str]:
+        """Start the delaying proxy in the broker's namespace, then send the peers' connections
+        to its Kafka port through it."""
+        node = self.env.network().node(detour.node)
+        port = self.env.brokers()[int(detour.node[1:])].port
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
+             "--listen", f"0.0.0.0:{DETOUR_PORT}", "--target", f"{node.address}:{port}",
+             "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
+             "--seed", f"{self.env.cfg.seed + index}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            line = proc.stdout.readline() if ready else ""
+            if "listening" not in line:
+                raise RuntimeError(f"the delaying proxy did not start: {line.strip()!r}")
+            netns.apply_detour(node, detour.peers, port, DETOUR_PORT)
+        except BaseException:
+            _stop_proxy(proc)
+            raise
+        return proc
 
     # ------------------------------------------------------------------ healing
     def _restart(self, bid: int, rec: FaultRecord) -> None:
@@ -526,6 +560,17 @@ class FaultInjector:
                     env.cluster.start_broker(bid, wait=True, timeout=60)
                 except Exception as e:  # noqa: BLE001
                     log.warning("broker %d did not come back: %s", bid, e)
+
+
+def _stop_proxy(proc: subprocess.Popen[str]) -> str:
+    """SIGTERM the delaying proxy (SIGKILL after a bound); what it said last."""
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+    return (out or "").strip().splitlines()[-1] if (out or "").strip() else ""
 
 
 def _continue(pid: int) -> None:
