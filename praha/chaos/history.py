@@ -133,12 +133,13 @@ def check(ops: Iterable[dict[str, Any]]) -> Verdict:
 
 def _visible(value: str, writer: dict[str, dict[str, Any]], committed_reads: set[str]) -> bool:
     """Must a read_committed consumer see this value? Yes if its transaction committed; an
-    indeterminate one only if some read_committed poll showed it committed. Unknown values
-    (not in the history) count as visible."""
+    indeterminate one only if some read_committed poll showed it committed. A value no
+    operation of the history wrote is indeterminate too: its writer never completed the
+    operation (it hung or was killed mid-transaction; seed 203)."""
     o = writer.get(value)
-    if o is None or o["type"] == "ok":
+    if o is not None and o["type"] == "ok":
         return True
-    return o["type"] == "info" and value in committed_reads
+    return (o is None or o["type"] == "info") and value in committed_reads
 
 
 def _reads(polls: list[dict[str, Any]], writer: dict[str, dict[str, Any]], v: Verdict) -> None:

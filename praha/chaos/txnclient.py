@@ -28,6 +28,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -35,6 +36,8 @@ from typing import Any, TextIO
 TRANSACTION_TIMEOUT_MS = 10_000
 ABORT_CHANCE = 0.25
 COMMIT_ATTEMPTS = 3
+#: how long a kafka-python producer may take to end a transaction (it has no timeout of its own)
+END_TXN_WAIT_S = 30.0
 
 _stop = False
 
@@ -152,20 +155,37 @@ class KafkaPythonTxn:
             for entry, fut in self.futures:
                 if fut.is_done and fut.succeeded():
                     entry["offset"] = fut.value.offset
-            self.p.commit_transaction()
-            return "ok"
-        except Exception:  # noqa: BLE001 - kafka-python's errors name no abortable class
+        except Exception:  # noqa: BLE001 - not all sent: nothing asked to commit yet
             return "fail" if self.abort() else "info"
+        done = _bounded(self.p.commit_transaction)
+        if done is None:  # still waiting: whether it committed is unknown
+            return "info"
+        return "ok" if done else ("fail" if self.abort() else "info")
 
     def abort(self) -> bool:
-        try:
-            self.p.abort_transaction()
-            return True
-        except Exception:  # noqa: BLE001
-            return False
+        return bool(_bounded(self.p.abort_transaction))
 
     def close(self) -> None:
-        self.p.close(timeout=5)
+        _bounded(lambda: self.p.close(timeout=5))
+
+
+def _bounded(call: Any) -> bool | None:
+    """kafka-python's commit_transaction() and abort_transaction() wait without a timeout
+    (3.0.12): run one on a thread of its own; True if it returned, False if it raised, None if
+    it was still waiting after END_TXN_WAIT_S (the producer is then abandoned)."""
+    result: list[bool] = []
+
+    def run() -> None:
+        try:
+            call()
+            result.append(True)
+        except Exception:  # noqa: BLE001 - any refusal
+            result.append(False)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(END_TXN_WAIT_S)
+    return result[0] if result else None
 
 
 def _new_txn_producer(lib: str, bootstrap: str, tid: str) -> Any:

@@ -1,8 +1,9 @@
 """The one short chaos campaign of `make test`: 3 brokers on hosts of their own (`--netns`),
 the transactional workload (`--workload txn`) beside the queue one, 7 seeded faults of
 seven kinds — a partition, a long_pause of a broker together with a transactional producer
-(past the transaction timeout and the ZooKeeper session), a flaky link, a ZooKeeper cut, a
-broker pause, a group member SIGKILLed, the coordinator's broker killed.
+(past the transaction timeout and the ZooKeeper session), a flaky link delaying and
+reordering what clients and a peer send to a broker, a one-way cut, a broker pause, a group
+member SIGKILLed, the coordinator's broker killed.
 
 Runs `praha chaos --json` as a user would and judges its last line. Safety figures
 (acknowledged records lost, divergent offsets, dual-controller acceptances, group commits
@@ -28,9 +29,9 @@ from praha.chaos.txnclient import TRANSACTION_TIMEOUT_MS
 
 pytestmark = pytest.mark.integration
 
-#: with --netns --workload txn, 7 faults: long_pause, flaky_link, zk_expire, pause, coordinator_kill,
-#: member_kill, partition (see praha.chaos.schedule)
-SEED = 34
+#: with --netns --workload txn, 7 faults: coordinator_kill, flaky_link (a delay: 45 ms + up to 983 ms
+#: of jitter), partition, member_kill, one_way, pause, long_pause (see praha.chaos.schedule)
+SEED = 7733
 FAULTS = 7
 #: without namespaces, over the kinds that need none: pause, long_pause, stale_controller, coordinator_kill,
 #: member_kill, coordinator_kill, zk_expire
@@ -94,9 +95,13 @@ def test_short_campaign(tmp_path):
     if on_hosts:
         from praha.chaos.netfaults import PARTITION_SHAPES
 
-        assert {"partition", "flaky_link"} <= kinds, output
+        assert {"partition", "flaky_link", "one_way"} <= kinds, output
         (part,) = [f for f in report["faults"] if f["kind"] == "partition"]
         assert part["ok"] and part["details"]["shape"] in PARTITION_SHAPES and part["details"]["drops"], output
+        (flaky,) = [f for f in report["faults"] if f["kind"] == "flaky_link"]
+        assert flaky["ok"] and flaky["details"]["detour"]["jitter_ms"] > 0, output
+        delayed = int(flaky["details"]["proxy"].split()[1])  # "forwarded N delayed chunks"
+        assert delayed > 0, output
         layout = json.loads((Path(head["report"]).parent / "netns.json").read_text())
         assert not {n["netns"] for n in layout["nodes"]} & netns.existing_names()[0]
     judge(head, output)

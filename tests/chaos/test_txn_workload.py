@@ -116,3 +116,43 @@ def test_an_indeterminate_write_read_uncommitted_only_is_no_skip_for_read_commit
     h.append({"op": "poll", "process": "c2", "type": "ok", "isolation": "read_committed", "t": 4.0,
               "records": {"t-0": [[1, "x"]]}})
     assert check(h).counts["poll_skip"] == 1
+
+
+def test_seed_203_a_transaction_whose_writer_never_completed_it_is_no_poll_skip():
+    """Seed 203 (--netns, 5 brokers, 16 faults, --workload txn): kafka-python's producer p2
+    hung in commit_transaction() after its coordinator's broker was SIGSTOPped; its
+    transaction p2-t177 had written chaos-txn-0-0 offset 491 and never reached the history.
+    The coordinator aborted it at its timeout, so every read_committed reader rightly passed
+    over 491 — which the checker called a poll skip (a value nobody's operation wrote counted
+    as visible). It is indeterminate: visible only if a read_committed poll showed it."""
+    p = "chaos-txn-0-0"
+    h = [
+        {"op": "txn", "process": "p1", "type": "ok", "txn": "p1-t223", "t": 1.0,
+         "sends": [{"partition": p, "value": "p1-t223-0", "offset": 489}]},
+        {"op": "txn", "process": "p1", "type": "ok", "txn": "p1-t224", "t": 2.0,
+         "sends": [{"partition": p, "value": "p1-t224-3", "offset": 492}]},
+        {"op": "poll", "process": "c1", "type": "ok", "isolation": "read_uncommitted", "t": 3.0,
+         "records": {p: [[489, "p1-t223-0"], [491, "p2-t177-0"], [492, "p1-t224-3"]]}},
+        {"op": "poll", "process": "c0", "type": "ok", "isolation": "read_committed", "t": 1.5,
+         "records": {p: [[489, "p1-t223-0"]]}},
+        {"op": "poll", "process": "c0", "type": "ok", "isolation": "read_committed", "t": 3.5,
+         "records": {p: [[492, "p1-t224-3"]]}},
+    ]
+    assert check(h).clean, check(h).to_json()
+    h.append({"op": "poll", "process": "c2", "type": "ok", "isolation": "read_committed", "t": 4.0,
+              "records": {p: [[491, "p2-t177-0"]]}})  # shown committed after all: c0 skipped it
+    assert check(h).counts["poll_skip"] == 1
+
+
+def test_a_kafka_python_transaction_end_that_never_returns_is_indeterminate(monkeypatch):
+    """kafka-python 3.0.12 waits for EndTxn without a timeout (the seed 203 hang): bounded."""
+    import threading
+
+    from praha.chaos import txnclient
+
+    monkeypatch.setattr(txnclient, "END_TXN_WAIT_S", 0.2)
+    never = threading.Event()
+    assert txnclient._bounded(lambda: None) is True
+    assert txnclient._bounded(lambda: (_ for _ in ()).throw(RuntimeError("fenced"))) is False
+    assert txnclient._bounded(lambda: never.wait(30)) is None
+    never.set()
