@@ -347,7 +347,9 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
     (root / "summary.txt").write_text(summary_text(report) + "\n")
     ack_times = [a.t for a in ledger.snapshot_acked().values()]
     try:
-        plot_timeline(report, ack_times, timeline.samples, root / "timeline.png")
+        latencies = [(timeline.t_of_wall(int(o["t"] * 1000)), max(1e-3, o["t"] - o["invoke_t"]), o["type"])
+                     for o in txn_ops if o.get("op") == "txn" and "invoke_t" in o]
+        plot_timeline(report, ack_times, timeline.samples, root / "timeline.png", latencies)
     except Exception as e:  # noqa: BLE001 - a plot failure must not hide the verdict
         log.warning("timeline plot failed: %s", e)
         report["paths"]["plot"] = ""
