@@ -14,7 +14,6 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from praha.chaos.environment import wait_until
+from praha.chaos.group import stop_processes
 from praha.chaos.history import Verdict, check, load
 from praha.chaos.timeline import Timeline
 
@@ -172,18 +172,7 @@ class TxnWorkload:
         self._stop(list(self.procs), 15.0)
 
     def _stop(self, names: list[str], bound_s: float) -> None:
-        procs = [self.procs[n] for n in names if n in self.procs]
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)  # a paused client must be able to see its SIGTERM
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + bound_s
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        stop_processes([self.procs[n] for n in names if n in self.procs], bound_s)
 
     def _final_read(self, logger: logging.Logger) -> bool:
         """Read every partition from the start, read_committed, until each position reaches its
