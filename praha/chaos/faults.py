@@ -496,12 +496,13 @@ class FaultInjector:
         to its Kafka port through it."""
         node = self.env.network().node(detour.node)
         port = self.env.brokers()[int(detour.node[1:])].port
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
-             "--listen", f"0.0.0.0:{DETOUR_PORT}", "--target", f"{node.address}:{port}",
-             "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
-             "--seed", f"{self.env.cfg.seed + index}"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        with open(self.env.root / f"proxy-{index}.stderr", "wb") as err:
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
+                 "--listen", f"0.0.0.0:{DETOUR_PORT}", "--target", f"{node.address}:{port}",
+                 "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
+                 "--seed", f"{self.env.cfg.seed + index}"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         try:
             assert proc.stdout is not None
             ready, _, _ = select.select([proc.stdout], [], [], 30)
