@@ -7,7 +7,12 @@
 
 With --netns (root only) every ZooKeeper server and broker runs in a network namespace of
 its own (198.18.<k>.<n> on a bridge praha makes and removes), which adds the network faults
-partition, one_way and flaky_link.
+partition, one_way and flaky_link. With --workload txn transactional clients (confluent-kafka
+and kafka-python processes: producers committing and aborting, read_committed and
+read_uncommitted consumers, a consume-transform-produce stage) run beside the queue workload,
+their history (history.jsonl) is checked for Jepsen's anomalies, and long_pause (a broker and
+a transactional producer SIGSTOPped past the transaction timeout) joins the faults; the JSON
+line then also has committed_txns, aborted_txns, polled and anomalies.
 
 Progress goes to stderr, the readable summary to stdout; with --json the last line of
 stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
