@@ -172,7 +172,8 @@ class KafkaPythonTxn:
 def _bounded(call: Any) -> bool | None:
     """kafka-python's commit_transaction() and abort_transaction() wait without a timeout
     (3.0.12): run one on a thread of its own; True if it returned, False if it raised, None if
-    it was still waiting after END_TXN_WAIT_S (the producer is then abandoned)."""
+    it was still waiting after END_TXN_WAIT_S or when SIGTERM came (the producer is then
+    abandoned)."""
     result: list[bool] = []
 
     def run() -> None:
@@ -184,7 +185,9 @@ def _bounded(call: Any) -> bool | None:
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
-    t.join(END_TXN_WAIT_S)
+    deadline = time.monotonic() + END_TXN_WAIT_S
+    while t.is_alive() and time.monotonic() < deadline and not _stop:  # SIGTERM: give up at once
+        t.join(0.2)
     return result[0] if result else None
 
 
