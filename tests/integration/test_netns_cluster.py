@@ -367,8 +367,8 @@ def test_a_secure_cluster_on_hosts_of_their_own(tmp_path, cli):
         admin.create_topics([NewTopic("hosts-secured", 1, 2, config={"min.insync.replicas": "2"})])[
             "hosts-secured"].result(60)
         p = Producer({**confluent, "acks": "all"})  # acknowledged only once the follower has it, over TLS
-        wait_for(lambda: sorted(p.list_topics("hosts-secured", timeout=5).topics["hosts-secured"].partitions[0].isrs)
-                 == [1, 2], timeout=90)
+        wait_for(lambda p=p: sorted(p.list_topics("hosts-secured", timeout=5).topics["hosts-secured"]
+                                    .partitions[0].isrs) == [1, 2], timeout=90)
         for i in range(5):
             p.produce("hosts-secured", f"s{i}".encode())
         assert p.flush(60) == 0
@@ -383,6 +383,7 @@ def test_a_secure_cluster_on_hosts_of_their_own(tmp_path, cli):
                 break
         c.close()
         assert sorted(got) == [f"s{i}".encode() for i in range(5)]
+        del p, admin  # no client left to reconnect to whatever takes these addresses next
     finally:
         cluster = LocalCluster(root)
         names = set()
