@@ -69,19 +69,23 @@ class CampaignConfig:
     keep_logs: bool = True
     extra_broker_config: dict[str, str] = field(default_factory=dict)
 
+    def missing(self) -> dict[str, str]:
+        """Kind → what this campaign lacks for it (the option that would enable it)."""
+        lacks = {
+            "zk_member_kill": "--zk-ensemble 3" if self.zk_ensemble < 3 else "",
+            "member_kill": "--group-members 1 or more" if self.group_members < 1 else "",
+            "coordinator_kill": "--group-members 1 or more" if self.group_members < 1 else "",
+            "forged_zk_write": "--secure-zookeeper" if not self.secure_zookeeper else "",
+            # its point is the transactional producer paused with the broker
+            "long_pause": "--workload txn" if self.workload != "txn" else "",
+            **{k: "--netns" for k in NETWORK_KINDS if not self.netns},
+        }
+        return {k: why for k, why in lacks.items() if why}
+
     def effective_kinds(self) -> tuple[str, ...]:
         """The kinds that make sense for this cluster (no ensemble → no member kills)."""
-        kinds = tuple(k for k in self.kinds if k in ALL_KINDS)
-        if self.zk_ensemble < 3:
-            kinds = tuple(k for k in kinds if k != "zk_member_kill")
-        if self.group_members < 1:
-            kinds = tuple(k for k in kinds if k not in ("member_kill", "coordinator_kill"))
-        if not self.secure_zookeeper:
-            kinds = tuple(k for k in kinds if k != "forged_zk_write")
-        if not self.netns:
-            kinds = tuple(k for k in kinds if k not in NETWORK_KINDS)
-        if self.workload != "txn":  # its point is the transactional producer paused with the broker
-            kinds = tuple(k for k in kinds if k != "long_pause")
+        missing = self.missing()
+        kinds = tuple(k for k in self.kinds if k in ALL_KINDS and k not in missing)
         return kinds or ("kill",)
 
     def validate(self) -> None:

@@ -90,6 +90,10 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         cfg.validate()
     except ValueError as e:
         raise CliError(str(e)) from None
+    if args.kinds is not ALL_KINDS:  # asked for by name: say why one cannot run, rather than drop it
+        lacking = {k: why for k, why in cfg.missing().items() if k in args.kinds}
+        if lacking:
+            raise CliError("--kinds: " + "; ".join(f"{k} needs {why}" for k, why in sorted(lacking.items())))
     if cfg.netns:
         from praha.cluster.netns import unavailable_reason
 

@@ -156,3 +156,15 @@ def test_a_kafka_python_transaction_end_that_never_returns_is_indeterminate(monk
     assert txnclient._bounded(lambda: (_ for _ in ()).throw(RuntimeError("fenced"))) is False
     assert txnclient._bounded(lambda: never.wait(30)) is None
     never.set()
+
+
+def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_they_need():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "praha", "chaos", "--kinds", "long_pause,partition,kill",
+                          "--faults", "1"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and not out.stdout
+    assert "long_pause needs --workload txn" in out.stderr and "partition needs --netns" in out.stderr
+    assert CampaignConfig(workload="txn", netns=True).missing() == {"zk_member_kill": "--zk-ensemble 3",
+                                                                   "forged_zk_write": "--secure-zookeeper"}
