@@ -3,7 +3,8 @@
 Panels, sharing the time axis: faults as spans per target (one row per broker, one for
 ZooKeeper, one for the consumer group's members), acknowledged records per second, offline and under-replicated partitions,
 the controller epoch, broker RSS, and (with the transactional workload) every transaction's
-latency at its completion, coloured ok / fail / indeterminate as Jepsen's plots are.
+latency at its completion, coloured ok / fail / indeterminate, over the fault intervals
+shaded, as Jepsen's plots are.
 Violations are red lines across every panel.
 """
 from __future__ import annotations
@@ -49,6 +50,9 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
     ax_f, ax_a, ax_p, ax_c, ax_m = axes[:5]
     if latencies:
         ax_l = axes[5]
+        for fault in report["faults"]:  # shaded, as Jepsen shades its nemesis intervals
+            end = fault["healed_t"] if fault["healed_t"] >= 0 else fault["start_t"] + 1
+            ax_l.axvspan(fault["start_t"], end, color=KIND_COLORS.get(fault["kind"], "grey"), alpha=0.15, lw=0)
         for outcome, color in OUTCOME_COLORS.items():
             pts = [(t, d) for t, d, o in latencies if o == outcome]
             ax_l.scatter([p[0] for p in pts], [p[1] for p in pts], s=4, color=color, label=f"{outcome} {len(pts)}")

@@ -398,3 +398,20 @@ def test_the_replay_line_names_netns_and_the_workload_and_no_default_kinds():
     assert "transactions: 0 committed" in text
     assert "--kinds long_pause" in summary_text(minimal_report(CampaignConfig(seed=5, workload="txn",
                                                                                kinds=("long_pause",))))
+
+
+def test_the_plot_has_a_latency_panel_with_the_transactional_workload(tmp_path):
+    """A Jepsen-style panel: every transaction's latency, ok / fail / indeterminate, faults shaded."""
+    pytest.importorskip("matplotlib")
+    from praha.chaos.plot import plot_timeline
+
+    report = minimal_report(CampaignConfig(seed=5, workload="txn"))
+    report["faults"] = [{"kind": "long_pause", "target": 1, "start_t": 2.0, "healed_t": 6.0}]
+    plain, with_txn = tmp_path / "plain.png", tmp_path / "txn.png"
+    assert plot_timeline(report, [1.0, 2.0], {}, plain) == plain
+    lat = [(1.0, 0.4, "ok"), (3.0, 12.0, "info"), (4.0, 0.002, "fail")]
+    assert plot_timeline(report, [1.0, 2.0], {}, with_txn, lat) == with_txn
+
+    from matplotlib.image import imread
+
+    assert imread(with_txn).shape[0] > imread(plain).shape[0]  # one panel more
