@@ -344,6 +344,7 @@ def test_a_leader_cut_from_its_followers_loses_no_acknowledged_record(hosts):
     assert not truncated  # nothing served was truncated later
 
 
+@pytest.mark.slow  # ~65 s here: in `make chaos`, with what it prepares (secure campaigns)
 def test_a_secure_cluster_on_hosts_of_their_own(tmp_path, cli):
     """`cluster up --netns --secure`: the certificates name each host's own address, so
     clients in the root namespace reach every broker over SASL_SSL (host names verified),
