@@ -15,6 +15,7 @@ import time
 import pytest
 
 from praha.cluster import netns
+from praha.testing.cluster import wait_for
 from praha.testing.proxy import DelayingProxy
 
 
@@ -58,13 +59,13 @@ def recv_exactly(s: socket.socket, n: int) -> bytes:
 def test_order_within_a_connection_delay_and_reordering_across_connections():
     seed = next(s for s in range(100) if (lambda r: r.random() - r.random())(random.Random(s)) > 0.8)
     server = EchoServer()
-    with DelayingProxy(("127.0.0.1", server.port), delay_ms=100, jitter_ms=2000, seed=seed) as proxy:
+    with DelayingProxy(("127.0.0.1", server.port), delay_ms=100, jitter_ms=4000, seed=seed) as proxy:
         first = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
         second = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
         t0 = time.monotonic()
-        first.sendall(b"A")     # drawn a delay of ~1.9 s or more
-        time.sleep(0.05)        # (the proxy reads A first)
-        second.sendall(b"B")    # drawn ~0.3 s
+        first.sendall(b"A")     # drawn a delay at least 3.2 s longer than B's
+        wait_for(lambda: proxy.chunks == 1, timeout=30)  # the proxy read A first
+        second.sendall(b"B")
         assert recv_exactly(second, 1) == b"B"
         assert recv_exactly(first, 1) == b"A"
         assert time.monotonic() - t0 >= 0.1  # nothing arrives before the fixed delay
