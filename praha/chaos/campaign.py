@@ -221,7 +221,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         finally:
             env.close()
     return _judge(cfg, root, timeline, env, ledger, faults, final, health, replica_divergent, hw_monitor,
-                  observer, admin, consumers, producers, interrupted, group_ledger, (txn_ops, verdict))
+                  observer, admin, consumers, producers, interrupted, group_ledger,
+                  (txn_ops, verdict, txn.problems if txn is not None else []))
 
 
 def _finish_group(group: ConsumerGroup, final: inv.FinalRead, tps: list[Tp], logger: logging.Logger,
@@ -265,9 +266,11 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
            observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
            producers: list[ProducerWorker], interrupted: str,
            group_ledger: GroupLedger | None = None,
-           txn: tuple[list[dict[str, Any]], Verdict | None] = ([], None)) -> dict[str, Any]:
+           txn: tuple[list[dict[str, Any]], Verdict | None, list[str]] = ([], None, [])) -> dict[str, Any]:
     hw = hw_monitor.state if hw_monitor else HwState()
-    txn_ops, verdict = txn
+    txn_ops, verdict, txn_problems = txn
+    for problem in txn_problems:
+        timeline.violate("txn_workload", problem)
     if verdict is not None:
         for anomaly, n in verdict.counts.items():
             if n:

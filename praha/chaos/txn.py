@@ -120,6 +120,9 @@ class TxnWorkload:
         self.timeline = timeline
         self.seed = seed
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        #: what kept the workload from proving anything (judged as violations: a check that ran
+        #: on nothing must not pass)
+        self.problems: list[str] = []
 
     def start(self) -> None:
         for i, spec in enumerate(CLIENTS):
@@ -143,8 +146,11 @@ class TxnWorkload:
             return any(o.get("op") == "poll" for o in ops)
 
         ok = wait_until(lambda: all(working(s) for s in CLIENTS), timeout, interval=0.5)
+        idle = [s.name for s in CLIENTS if not working(s)]
         self.timeline.add("txn", f"workload {'working' if ok else 'NOT working'}: "
-                                 f"{sum(working(s) for s in CLIENTS)}/{len(CLIENTS)} clients")
+                                 f"{len(CLIENTS) - len(idle)}/{len(CLIENTS)} clients")
+        if idle:
+            self.problems.append(f"clients {idle} had not committed or polled within {timeout:.0f}s of starting")
         return ok
 
     def pid(self, name: str) -> int | None:
@@ -160,11 +166,15 @@ class TxnWorkload:
         self._stop([s.name for s in CLIENTS if s.writes], WRITER_STOP_S)
         reached = self._final_read(logger)
         self.timeline.add("txn", f"final read {'reached' if reached else 'DID NOT reach'} every high watermark")
+        if not reached:
+            self.problems.append(f"the final read did not reach every high watermark within {FINAL_READ_S:.0f}s")
         self.stop()
         ops = merge(sorted(self.dir.glob("*.jsonl")))
         with open(self.history_path, "w", encoding="utf-8") as f:
             for o in ops:
                 f.write(json.dumps(o) + "\n")
+        if not summarize(ops).committed_txns:
+            self.problems.append("no transaction committed")
         return ops, check(ops)
 
     def stop(self) -> None:

@@ -168,3 +168,23 @@ def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_the
     assert "long_pause needs --workload txn" in out.stderr and "partition needs --netns" in out.stderr
     assert CampaignConfig(workload="txn", netns=True).missing() == {"zk_member_kill": "--zk-ensemble 3",
                                                                    "forged_zk_write": "--secure-zookeeper"}
+
+
+def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):
+    """A workload that proved nothing must not pass: clients idle before the faults are listed
+    (and judged as a `txn_workload` violation by the campaign)."""
+    from praha.chaos.timeline import Timeline
+    from praha.chaos.txn import TxnWorkload
+
+    w = TxnWorkload(tmp_path, "127.0.0.1:1", Timeline(), 1)
+    for spec in CLIENTS:
+        if spec.name == "c2":
+            continue
+        op = ({"op": "txn", "type": "ok", "t": 1.0, "sends": []} if spec.writes
+              else {"op": "poll", "type": "ok", "t": 1.0, "records": {}})
+        (w.dir / f"{spec.name}.jsonl").write_text(json.dumps(op) + "\n")
+    assert not w.wait_working(0.5)
+    assert len(w.problems) == 1 and "['c2']" in w.problems[0]
+    (w.dir / "c2.jsonl").write_text(json.dumps({"op": "poll", "type": "ok", "t": 2.0, "records": {}}) + "\n")
+    w.problems.clear()
+    assert w.wait_working(5) and not w.problems
