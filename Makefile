@@ -117,8 +117,9 @@ bench-groups: bytecode
 
 # chaos: 1,000 faults over seeded campaigns (several hours): 4 on loopback (200 faults, one on a
 # 3-node ZooKeeper ensemble), then 20 with every node on a host of its own (--netns, root only:
-# 800 faults mixing partition, one_way and flaky_link with the process and disk faults; every
-# other one on an ensemble), then the slow regression replays; every campaign runs even if one
+# 800 faults mixing partition, one_way, flaky_link and long_pause with the process and disk faults,
+# the transactional workload judged by the history checker; every other one on an ensemble),
+# then the slow regression replays and the secure cluster on hosts of their own; every campaign runs even if one
 # fails, the target fails if any did. Seeds, counts and plots: bench/RESULTS.md
 CHAOS_CAMPAIGNS := "5 50 101 1" "5 50 102 3" "3 50 103 1" "5 50 104 1"
 CHAOS_NETNS_SEEDS := 201 202 203 204 205 206 207 208 209 210 211 212 213 214 215 216 217 218 219 220
@@ -128,8 +129,8 @@ chaos: bytecode tools
 	    || status=1; \
 	done; for seed in $(CHAOS_NETNS_SEEDS); do \
 	  $(PY) -m praha chaos --netns --brokers 5 --faults 40 --seed $$seed --zk-ensemble $$((1 + 2 * (seed % 2 == 0))) \
-	    --dir .praha/chaos --json || status=1; \
-	done; $(PY) -m pytest -q -m slow tests/chaos || status=1; exit $$status
+	    --workload txn --dir .praha/chaos --json || status=1; \
+	done; $(PY) -m pytest -q -m slow tests/chaos tests/integration/test_netns_cluster.py || status=1; exit $$status
 
 cluster-down: $(STAMP)
 	$(PY) -m praha cluster down

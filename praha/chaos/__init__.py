@@ -4,8 +4,24 @@
 and N brokers in a directory of its own, drives producers, consumers, a consumer group of member processes and admin operations,
 injects the seeded fault schedule, heals, checks every invariant and writes a report
 (JSON, summary, timeline plot). `praha chaos` is the command-line entry point.
+
+The names are imported on first use: the client processes (`python -m praha.chaos.member`,
+`praha.chaos.txnclient`) start many at a time and must not pay for the campaign's imports.
 """
-from praha.chaos.campaign import run_campaign
-from praha.chaos.config import CampaignConfig
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["CampaignConfig", "run_campaign"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "run_campaign":
+        from praha.chaos.campaign import run_campaign
+
+        return run_campaign
+    if name == "CampaignConfig":
+        from praha.chaos.config import CampaignConfig
+
+        return CampaignConfig
+    raise AttributeError(name)

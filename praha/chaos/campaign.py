@@ -29,12 +29,14 @@ from praha.chaos.config import CampaignConfig
 from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.faults import FaultInjector, FaultRecord, target_label
 from praha.chaos.group import ConsumerGroup
+from praha.chaos.history import Verdict
 from praha.chaos.ledger import GroupLedger, Ledger, Tp
 from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor, HwState
 from praha.chaos.plot import plot_timeline
 from praha.chaos.report import headline, summary_text, violation_json
 from praha.chaos.schedule import build_schedule
 from praha.chaos.timeline import Timeline
+from praha.chaos.txn import TOPIC_PARTITIONS, TxnWorkload, summarize
 from praha.chaos.workload import AdminWorker, ConsumerWorker, ProducerWorker
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,8 @@ SLOW_HEAL_S = 30.0
 CONTROLLER_KEEPING_KINDS = {"stutter", "stale_controller", "forged_controller", "zk_member_kill", "member_kill"}
 #: after the faults: how long the consumer group gets to commit up to every high watermark
 GROUP_CATCH_UP_S = 60.0
+#: how long the transactional clients get to start (imports, InitProducerId, the first commit)
+TXN_START_S = 120.0
 
 
 def _stderr(msg: str) -> None:
@@ -70,14 +74,18 @@ def _data_topics(cfg: CampaignConfig) -> list[str]:
 
 
 def _create_data_topics(env: ChaosEnvironment, cfg: CampaignConfig) -> list[Tp]:
+    return _create_topics(env, cfg, {t: cfg.partitions for t in _data_topics(cfg)})
+
+
+def _create_topics(env: ChaosEnvironment, cfg: CampaignConfig, partitions: dict[str, int]) -> list[Tp]:
+    """RF `cfg.replication_factor` topics with min.insync.replicas, served by every broker (bounded wait)."""
     from praha.admin.client_status import fetch_metadata
     from praha.zk.admin_zk import create_topic
 
-    topics = _data_topics(cfg)
-    for t in topics:
-        create_topic(env.store, t, cfg.partitions, cfg.replication_factor,
-                     {"min.insync.replicas": str(cfg.min_insync_replicas)})
-    tps = [(t, p) for t in topics for p in range(cfg.partitions)]
+    topics = list(partitions)
+    for t, n in partitions.items():
+        create_topic(env.store, t, n, cfg.replication_factor, {"min.insync.replicas": str(cfg.min_insync_replicas)})
+    tps = [(t, p) for t, n in partitions.items() for p in range(n)]
 
     def served_everywhere() -> bool:
         for b in env.brokers().values():
@@ -88,7 +96,7 @@ def _create_data_topics(env: ChaosEnvironment, cfg: CampaignConfig) -> list[Tp]:
         return True
 
     if not wait_until(served_everywhere, 60):
-        raise RuntimeError("the data topics did not get leaders on every broker within 60s")
+        raise RuntimeError(f"topics {topics} did not get leaders on every broker within 60s")
     return tps
 
 
@@ -120,6 +128,9 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
     producers: list[ProducerWorker] = []
     group: ConsumerGroup | None = None
     group_ledger: GroupLedger | None = None
+    txn: TxnWorkload | None = None
+    txn_ops: list[dict[str, Any]] = []
+    verdict: Verdict | None = None
     health = inv.Health(False, 0.0, ["not reached"])
     final = inv.FinalRead()
     assignments: dict[Tp, tuple[int, ...]] = {}
@@ -142,11 +153,17 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         threads = [*consumers, *producers, hw_monitor, observer, admin]
         for t in threads:
             t.start()
+        if cfg.workload == "txn":
+            _create_topics(env, cfg, TOPIC_PARTITIONS)
+            txn = TxnWorkload(root, bootstrap, timeline, cfg.seed)
+            txn.start()
         if cfg.group_members > 0:
             group = ConsumerGroup(root, bootstrap, _data_topics(cfg), timeline, cfg.group_members)
             group.start()
         time.sleep(3.0)
-        injector = FaultInjector(env, timeline, group)
+        if txn is not None:
+            txn.wait_working(TXN_START_S)
+        injector = FaultInjector(env, timeline, group, txn)
         for plan in schedule:
             wait_until(lambda: env.live_broker_ids() == set(env.brokers()) and env.controller_id() > 0, 30)
             rec = injector.inject(plan)
@@ -176,6 +193,9 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             time.sleep(0.2)
         if group is not None:
             group_ledger = _finish_group(group, final, tps, clients_log, timeline, progress)
+        if txn is not None:
+            progress("chaos: stopping the transactional writers; reading every transactional record back")
+            txn_ops, verdict = txn.finish(clients_log)
     except KeyboardInterrupt:
         interrupted = "interrupted"
         timeline.add("note", "campaign interrupted")
@@ -188,6 +208,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             t.join(timeout=30)
         if group is not None:
             group.stop()
+        if txn is not None:
+            txn.stop()
         progress("chaos: stopping the cluster")
         replica_divergent = -1
         try:
@@ -199,7 +221,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         finally:
             env.close()
     return _judge(cfg, root, timeline, env, ledger, faults, final, health, replica_divergent, hw_monitor,
-                  observer, admin, consumers, producers, interrupted, group_ledger)
+                  observer, admin, consumers, producers, interrupted, group_ledger,
+                  (txn_ops, verdict, txn.problems if txn is not None else []))
 
 
 def _finish_group(group: ConsumerGroup, final: inv.FinalRead, tps: list[Tp], logger: logging.Logger,
@@ -242,8 +265,16 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
            replica_divergent: int, hw_monitor: HighWatermarkMonitor | None,
            observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
            producers: list[ProducerWorker], interrupted: str,
-           group_ledger: GroupLedger | None = None) -> dict[str, Any]:
+           group_ledger: GroupLedger | None = None,
+           txn: tuple[list[dict[str, Any]], Verdict | None, list[str]] = ([], None, [])) -> dict[str, Any]:
     hw = hw_monitor.state if hw_monitor else HwState()
+    txn_ops, verdict, txn_problems = txn
+    for problem in txn_problems:
+        timeline.violate("txn_workload", problem)
+    if verdict is not None:
+        for anomaly, n in verdict.counts.items():
+            if n:
+                timeline.violate(anomaly, f"{n} in the transactional history", examples=verdict.examples[anomaly][:3])
     records = inv.check_records(ledger, final, hw, timeline)
     group = inv.check_group(group_ledger, ledger, timeline) if group_ledger is not None else None
     if replica_divergent < 0:
@@ -296,6 +327,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "group_commit_regressions": group.commit_regressions + group.observed_regressions if group else 0,
         "group_undelivered": group.undelivered if group else 0,
         "group": asdict(group) if group else None,
+        "txn": {**asdict(summarize(txn_ops)), **verdict.to_json()} if verdict is not None else None,
         "violations": len(timeline.violations),
     }
     report: dict[str, Any] = {
@@ -311,13 +343,16 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "violations": [{**violation_json(v), "seed": cfg.seed} for v in timeline.violations],
         "events": [asdict(e) for e in timeline.events],
         "paths": {"json": str(root / "report.json"), "summary": str(root / "summary.txt"),
-                  "plot": str(root / "timeline.png"), "cluster": str(env.cluster.root)},
+                  "plot": str(root / "timeline.png"), "cluster": str(env.cluster.root),
+                  **({"history": str(root / "history.jsonl")} if verdict is not None else {})},
     }
     (root / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (root / "summary.txt").write_text(summary_text(report) + "\n")
     ack_times = [a.t for a in ledger.snapshot_acked().values()]
     try:
-        plot_timeline(report, ack_times, timeline.samples, root / "timeline.png")
+        latencies = [(timeline.t_of_wall(int(o["t"] * 1000)), max(1e-3, o["t"] - o["invoke_t"]), o["type"])
+                     for o in txn_ops if o.get("op") == "txn" and "invoke_t" in o]
+        plot_timeline(report, ack_times, timeline.samples, root / "timeline.png", latencies)
     except Exception as e:  # noqa: BLE001 - a plot failure must not hide the verdict
         log.warning("timeline plot failed: %s", e)
         report["paths"]["plot"] = ""

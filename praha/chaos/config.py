@@ -12,17 +12,19 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
+             "forged_controller", "long_pause", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
              # network faults: only with --netns (every node on a host of its own)
              "partition", "one_way", "flaky_link")
 #: kinds that need the nodes in network namespaces
 NETWORK_KINDS = frozenset({"partition", "one_way", "flaky_link"})
 
+WORKLOADS = ("queue", "txn")
+
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
     "kill": 3, "kill_controller": 3, "pause": 2, "zk_expire": 2, "controlled_restart": 2,
     "stutter": 1, "stale_controller": 1, "forged_controller": 1, "member_kill": 2, "coordinator_kill": 2,
-    "zk_member_kill": 2, "full_disk": 1, "forged_zk_write": 1,
+    "zk_member_kill": 2, "full_disk": 1, "forged_zk_write": 1, "long_pause": 2,
     "partition": 4, "one_way": 2, "flaky_link": 2,
 }
 
@@ -42,7 +44,9 @@ class CampaignConfig:
     netns: bool = False  # every ZooKeeper server and broker in a network namespace of its own
     workdir: Path = Path(".praha/chaos")
     kinds: tuple[str, ...] = ALL_KINDS
-    # workload
+    # workload: "queue" (idempotent producers, assign consumers, the consumer group) or "txn"
+    # (the queue workload plus transactional clients judged by the history checker)
+    workload: str = "queue"
     topics: int = 2
     partitions: int = 3
     replication_factor: int = 3
@@ -65,17 +69,23 @@ class CampaignConfig:
     keep_logs: bool = True
     extra_broker_config: dict[str, str] = field(default_factory=dict)
 
+    def missing(self) -> dict[str, str]:
+        """Kind → what this campaign lacks for it (the option that would enable it)."""
+        lacks = {
+            "zk_member_kill": "--zk-ensemble 3" if self.zk_ensemble < 3 else "",
+            "member_kill": "--group-members 1 or more" if self.group_members < 1 else "",
+            "coordinator_kill": "--group-members 1 or more" if self.group_members < 1 else "",
+            "forged_zk_write": "--secure-zookeeper" if not self.secure_zookeeper else "",
+            # its point is the transactional producer paused with the broker
+            "long_pause": "--workload txn" if self.workload != "txn" else "",
+            **{k: "--netns" for k in NETWORK_KINDS if not self.netns},
+        }
+        return {k: why for k, why in lacks.items() if why}
+
     def effective_kinds(self) -> tuple[str, ...]:
         """The kinds that make sense for this cluster (no ensemble → no member kills)."""
-        kinds = tuple(k for k in self.kinds if k in ALL_KINDS)
-        if self.zk_ensemble < 3:
-            kinds = tuple(k for k in kinds if k != "zk_member_kill")
-        if self.group_members < 1:
-            kinds = tuple(k for k in kinds if k not in ("member_kill", "coordinator_kill"))
-        if not self.secure_zookeeper:
-            kinds = tuple(k for k in kinds if k != "forged_zk_write")
-        if not self.netns:
-            kinds = tuple(k for k in kinds if k not in NETWORK_KINDS)
+        missing = self.missing()
+        kinds = tuple(k for k in self.kinds if k in ALL_KINDS and k not in missing)
         return kinds or ("kill",)
 
     def validate(self) -> None:
@@ -87,6 +97,8 @@ class CampaignConfig:
             raise ValueError("--faults must be >= 0")
         if self.group_members < 0:
             raise ValueError("group_members must be >= 0")
+        if self.workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {self.workload!r}; known: {', '.join(WORKLOADS)}")
         if self.zk_ensemble not in (1, 3):
             raise ValueError("--zk-ensemble must be 1 or 3")
         unknown = [k for k in self.kinds if k not in ALL_KINDS]

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: size of each broker's small log dir (the full_disk fault fills it: this much RAM, briefly)
 DISK_MB = 32
+#: how often the transaction coordinators look for transactions past their timeout
+TXN_ABORT_CHECK_MS = 2000
 
 
 def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
@@ -52,6 +54,10 @@ def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
         "group.initial.rebalance.delay.ms": "0",
         "group.min.session.timeout.ms": "1000",
         "offsets.topic.num.partitions": "10",
+        # the transactional workload: as few coordinator partitions, and timed-out transactions
+        # aborted within 2 s of their timeout (Kafka checks every 10 s)
+        "transaction.state.log.num.partitions": "10",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(TXN_ABORT_CHECK_MS),
         **cfg.extra_broker_config,
     }
 

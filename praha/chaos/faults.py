@@ -8,6 +8,11 @@ Kinds (see docs/reliability.md for what each one exercises):
   pause              SIGSTOP a broker past its ZooKeeper session timeout, then SIGCONT:
                      a zombie (a zombie controller when aimed at the controller) that
                      must find itself fenced
+  long_pause         SIGSTOP a broker and (with --workload txn) one transactional producer
+                     process together, for longer than the transaction timeout and the
+                     ZooKeeper session (the KAFKA-17754 shape: requests sent before the pause
+                     land after the coordinator aborted the transaction), then SIGCONT, the
+                     broker or the producer first (seeded)
   zk_expire          cut the broker's ZooKeeper proxies past the session timeout: its
                      session expires while the process runs on; then restore
   controlled_restart SIGTERM (controlled shutdown), wait for exit, restart
@@ -51,17 +56,24 @@ check reports what stayed broken) rather than raised.
 from __future__ import annotations
 
 import logging
+import os
 import random
+import select
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from praha.chaos import netfaults
-from praha.chaos.environment import ChaosEnvironment, wait_until
+from praha.chaos.environment import TXN_ABORT_CHECK_MS, ChaosEnvironment, wait_until
 from praha.chaos.group import ConsumerGroup
 from praha.chaos.schedule import PlannedFault, resolve
 from praha.chaos.timeline import Timeline
+from praha.chaos.txn import TxnWorkload
+from praha.chaos.txnclient import TRANSACTION_TIMEOUT_MS
 from praha.cluster import netns
 from praha.cluster.netns import Drop
 from praha.common import BrokerInfo, TopicPartition
@@ -70,13 +82,19 @@ log = logging.getLogger(__name__)
 
 #: kinds whose target is a broker (the others: a ZooKeeper server, a group member)
 BROKER_KINDS = frozenset({"kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter",
-                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk",
+                          "stale_controller", "forged_controller", "coordinator_kill", "full_disk", "long_pause",
                           "partition", "one_way", "flaky_link"})
 
 
 def target_label(kind: str) -> str:
     return {"zk_member_kill": "zk server", "forged_zk_write": "zk server", "member_kill": "group member"}.get(
         kind, "broker")
+
+#: flaky_link's delaying proxy listens here in the broker's namespace
+DETOUR_PORT = 19092
+
+#: long_pause: between resuming the broker and the producer (in the seeded order)
+RESUME_GAP_S = 2.0
 
 #: a controller id no broker has: what a forger claims to be
 FORGED_CONTROLLER_ID = 99
@@ -99,10 +117,12 @@ class FaultRecord:
 
 
 class FaultInjector:
-    def __init__(self, env: ChaosEnvironment, timeline: Timeline, group: ConsumerGroup | None = None):
+    def __init__(self, env: ChaosEnvironment, timeline: Timeline, group: ConsumerGroup | None = None,
+                 txn: TxnWorkload | None = None):
         self.env = env
         self.timeline = timeline
         self.group = group
+        self.txn = txn
         self.session_s = env.cfg.session_timeout_ms / 1000.0
 
     # ------------------------------------------------------------------ entry point
@@ -295,6 +315,37 @@ class FaultInjector:
             env.paused.discard(bid)
         rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
 
+    def _do_long_pause(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
+        env = self.env
+        writer, pid = None, None
+        if self.txn is not None:
+            live = [n for n in self.txn.writers() if self.txn.pid(n) is not None]
+            writer = live[min(int(plan.pick * len(live)), len(live) - 1)] if live else None
+            pid = self.txn.pid(writer) if writer else None
+        hold = max(TRANSACTION_TIMEOUT_MS + TXN_ABORT_CHECK_MS, env.cfg.session_timeout_ms) / 1000 + 1 + plan.hold_s
+        rec.details.update(writer=writer, hold_s=round(hold, 2), broker_resumed_first=plan.prefer_controller)
+        until = time.monotonic() + hold
+        env.cluster.pause_broker(bid)
+        env.paused.add(bid)
+        if pid is not None:
+            os.kill(pid, signal.SIGSTOP)
+        self.timeline.add("fault", f"long_pause: broker {bid} and {writer or 'no'} transactional producer stopped")
+        try:
+            rec.details["session_expired"] = wait_until(lambda: bid not in env.live_broker_ids(),
+                                                        self.session_s * 3 + 5)
+            time.sleep(max(0.0, until - time.monotonic()))
+        finally:  # one, then the other a moment later: whose stale requests land first is the point
+            if plan.prefer_controller or pid is None:
+                env.cluster.resume_broker(bid)
+                env.paused.discard(bid)
+            if pid is not None:
+                time.sleep(RESUME_GAP_S if plan.prefer_controller else 0.0)
+                _continue(pid)
+                time.sleep(0.0 if plan.prefer_controller else RESUME_GAP_S)
+            env.cluster.resume_broker(bid)
+            env.paused.discard(bid)
+        rec.details["reregistered"] = wait_until(lambda: bid in env.live_broker_ids(), self.session_s * 4 + 30)
+
     def _do_zk_expire(self, bid: int, plan: PlannedFault, rec: FaultRecord) -> None:
         env = self.env
         on_hosts = env.layout is not None
@@ -416,7 +467,7 @@ class FaultInjector:
         rng = random.Random(f"{env.cfg.seed}-{plan.index}")  # the same seed plans the same cut
         net = planner(self._view(rng), rng)
         rec.details.update(net.describe())
-        victims = [n for n in net.drops if n.startswith("b")]
+        victims = [n for n in net.drops if n.startswith("b")] or ([net.detour.node] if net.detour else [])
         if victims:
             rec.target = int(victims[0][1:])
         nodes = env.network().nodes
@@ -424,16 +475,45 @@ class FaultInjector:
         # replica lag otherwise (ISR shrink)
         lag_s = env.cfg.replica_lag_time_max_ms / 1000.0
         hold = (self.session_s if net.cuts_zookeeper else lag_s) * 1.5 + plan.hold_s
+        proxy: subprocess.Popen[str] | None = None
         try:
             for name, drops in net.drops.items():
                 netns.apply_drops(nodes[name], drops)
+            if net.detour is not None:
+                proxy = self._detour(net.detour, plan.index)
             time.sleep(hold)
         finally:
-            for name in net.drops:
+            for name in [*net.drops, *([net.detour.node] if net.detour else [])]:
                 netns.heal(nodes[name])
+            if proxy is not None:
+                rec.details["proxy"] = _stop_proxy(proxy)
         rec.details["held_s"] = round(hold, 2)
         rec.details["all_registered"] = wait_until(lambda: env.live_broker_ids() == set(env.brokers()),
                                                    self.session_s * 4 + 30)
+
+    def _detour(self, detour: netfaults.Detour, index: int) -> subprocess.Popen[str]:
+        """Start the delaying proxy in the broker's namespace, then send the peers' connections
+        to its Kafka port through it."""
+        node = self.env.network().node(detour.node)
+        port = self.env.brokers()[int(detour.node[1:])].port
+        with open(self.env.root / f"proxy-{index}.stderr", "wb") as err:
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
+                 "--listen", f"0.0.0.0:{DETOUR_PORT}", "--target", f"{node.address}:{port}",
+                 "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
+                 "--seed", f"{self.env.cfg.seed + index}"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            line = proc.stdout.readline() if ready else ""
+            if "listening" not in line:
+                raise RuntimeError(f"the delaying proxy did not start: {line.strip()!r}")
+            netns.apply_detour(node, detour.peers, port, DETOUR_PORT)
+        except BaseException:
+            _stop_proxy(proc)
+            raise
+        return proc
 
     # ------------------------------------------------------------------ healing
     def _restart(self, bid: int, rec: FaultRecord) -> None:
@@ -481,3 +561,22 @@ class FaultInjector:
                     env.cluster.start_broker(bid, wait=True, timeout=60)
                 except Exception as e:  # noqa: BLE001
                     log.warning("broker %d did not come back: %s", bid, e)
+
+
+def _stop_proxy(proc: subprocess.Popen[str]) -> str:
+    """SIGTERM the delaying proxy (SIGKILL after a bound); what it said last."""
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+    return (out or "").strip().splitlines()[-1] if (out or "").strip() else ""
+
+
+def _continue(pid: int) -> None:
+    """SIGCONT a client process that may have exited meanwhile."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass

@@ -95,16 +95,7 @@ class ConsumerGroup:
         """Every member by PID: SIGTERM (a clean LeaveGroup), SIGKILL after 15 s."""
         with self._lock:
             procs = list(self.procs.values())
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        stop_processes(procs, 15.0)
 
     # ------------------------------------------------------------------ the coordinator, as a client sees it
     def find_coordinator(self, brokers: list[tuple[str, int]]) -> int | None:
@@ -167,3 +158,19 @@ class ConsumerGroup:
                     g.commit_failures += ev == "commit_failed"
                     g.errors[e.get("error", "?")[:80]] = g.errors.get(e.get("error", "?")[:80], 0) + 1
         return g
+
+
+def stop_processes(procs: list[subprocess.Popen[Any]], bound_s: float) -> None:
+    """Client processes by PID: SIGCONT (a paused one must see the next signal) and SIGTERM,
+    then SIGKILL whatever still runs after `bound_s`."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + bound_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)

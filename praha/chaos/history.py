@@ -131,11 +131,15 @@ def check(ops: Iterable[dict[str, Any]]) -> Verdict:
     return v
 
 
-def _visible(value: str, writer: dict[str, dict[str, Any]]) -> bool:
-    """Would a read_committed consumer see this value (its transaction committed, or it is
-    indeterminate)? Unknown values (not in the history) count as visible."""
+def _visible(value: str, writer: dict[str, dict[str, Any]], committed_reads: set[str]) -> bool:
+    """Must a read_committed consumer see this value? Yes if its transaction committed; an
+    indeterminate one only if some read_committed poll showed it committed. A value no
+    operation of the history wrote is indeterminate too: its writer never completed the
+    operation (it hung or was killed mid-transaction; seed 203)."""
     o = writer.get(value)
-    return o is None or o["type"] != "fail"
+    if o is not None and o["type"] == "ok":
+        return True
+    return (o is None or o["type"] == "info") and value in committed_reads
 
 
 def _reads(polls: list[dict[str, Any]], writer: dict[str, dict[str, Any]], v: Verdict) -> None:
@@ -178,6 +182,8 @@ def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
     offsets: dict[str, list[int]] = defaultdict(list)
     for (part, off) in sorted(at):
         offsets[part].append(off)
+    committed_reads = {value for o in ops if o.get("op") == "poll" and o.get("isolation") == "read_committed"
+                       for recs in o.get("records", {}).values() for _, value in recs}
     last: dict[tuple[str, str], int] = {}
     for o in ops:
         proc = o.get("process", "")
@@ -195,7 +201,7 @@ def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
                     v.add("nonmonotonic_poll", {"process": proc, "partition": part, "after": prev, "got": off})
                 elif prev is not None:
                     skipped = [x for x in offsets[part] if prev < x < off and (
-                        not committed_only or all(_visible(val, writer) for val in at[(part, x)]))]
+                        not committed_only or all(_visible(val, writer, committed_reads) for val in at[(part, x)]))]
                     if skipped:
                         v.add("poll_skip", {"process": proc, "partition": part, "after": prev, "got": off,
                                             "skipped": skipped[:10]})

@@ -15,9 +15,12 @@ from them arrive from the bridge's address (`gateway`).
              client_from_leader  a data partition's leader drops what clients (the root namespace) send
   one_way    one direction only: a broker stops receiving from its peers (brokers or ZooKeeper)
              while its own packets still arrive
-  flaky_link a broker drops a share (10–40 %) of what arrives from some peers, at random
-             (nftables `numgen random`); this kernel has no `tc netem`, so delay and reordering
-             are not injected (docs/reliability.md)
+  flaky_link one of two (seeded): a broker drops a share (10–40 %) of what arrives from some
+             peers, at random (nftables `numgen random`); or what some peers and the clients
+             send to its Kafka port is delayed (20–200 ms plus up to 1 s of jitter, so requests
+             on different connections overtake each other): their connections are detoured
+             through a delaying proxy in the broker's own namespace (this kernel has no
+             `tc netem`; praha/testing/proxy.py)
 """
 from __future__ import annotations
 
@@ -49,6 +52,15 @@ class View:
         return sorted(n for n in self.addresses if n.startswith("zk"))
 
 
+@dataclass(frozen=True)
+class Detour:
+    """New connections from `peers` to `node`'s Kafka port go through a delaying proxy."""
+    node: str
+    peers: tuple[str, ...]
+    delay_ms: int
+    jitter_ms: int
+
+
 @dataclass
 class NetPlan:
     """The drops per node, and what they mean (for the timeline and the report)."""
@@ -57,11 +69,17 @@ class NetPlan:
     sides: list[list[str]] = field(default_factory=list)
     #: does it cut a broker from ZooKeeper (so that its session is expected to expire)?
     cuts_zookeeper: bool = False
+    detour: Detour | None = None
 
     def describe(self) -> dict[str, object]:
-        return {"shape": self.shape, "sides": self.sides,
-                "drops": {n: [{"peers": list(d.peers) or "all", "inbound": d.inbound, "percent": d.percent}
-                              for d in ds] for n, ds in sorted(self.drops.items())}}
+        out: dict[str, object] = {
+            "shape": self.shape, "sides": self.sides,
+            "drops": {n: [{"peers": list(d.peers) or "all", "inbound": d.inbound, "percent": d.percent}
+                          for d in ds] for n, ds in sorted(self.drops.items())}}
+        if self.detour is not None:
+            out["detour"] = {"node": self.detour.node, "peers": list(self.detour.peers),
+                             "delay_ms": self.detour.delay_ms, "jitter_ms": self.detour.jitter_ms}
+        return out
 
 
 def _cut(view: View, a: list[str], b: list[str], plan: NetPlan) -> None:
@@ -128,5 +146,11 @@ def plan_flaky_link(view: View, rng: random.Random) -> NetPlan:
     others = [n for n in sorted(view.addresses) if n != victim]
     peers = rng.sample(others, rng.randint(1, len(others)))
     percent = rng.randint(10, 40)
-    return NetPlan(f"flaky_{percent}pct", {victim: [Drop(tuple(view.addresses[p] for p in peers), percent=percent)]},
-                   [sorted(peers), [victim]])
+    if rng.random() < 0.5:  # drawn last: a seed that planned a drop before delays existed still does
+        return NetPlan(f"flaky_{percent}pct",
+                       {victim: [Drop(tuple(view.addresses[p] for p in peers), percent=percent)]},
+                       [sorted(peers), [victim]])
+    senders = [p for p in peers if p.startswith("b")]
+    delay, jitter = rng.randint(20, 200), rng.randint(50, 1000)
+    return NetPlan(f"delay_{delay}ms_jitter_{jitter}ms", {}, [sorted(senders) + ["clients"], [victim]],
+                   detour=Detour(victim, tuple(view.addresses[p] for p in senders) + (view.gateway,), delay, jitter))

@@ -2,7 +2,10 @@
 
 Panels, sharing the time axis: faults as spans per target (one row per broker, one for
 ZooKeeper, one for the consumer group's members), acknowledged records per second, offline and under-replicated partitions,
-the controller epoch, broker RSS. Violations are red lines across every panel.
+the controller epoch, broker RSS, and (with the transactional workload) every transaction's
+latency at its completion, coloured ok / fail / indeterminate, over the fault intervals
+shaded, as Jepsen's plots are.
+Violations are red lines across every panel.
 """
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ KIND_COLORS = {
     "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan", "forged_controller": "tab:gray",
     "member_kill": "tab:green", "coordinator_kill": "tab:pink", "zk_member_kill": "tab:brown",
     "full_disk": "gold", "partition": "black", "one_way": "dimgray", "flaky_link": "silver",
+    "long_pause": "indigo",
 }
+#: a transaction's outcome → its colour in the latency panel
+OUTCOME_COLORS = {"ok": "tab:blue", "fail": "tab:red", "info": "tab:orange"}
 
 
 def _per_second(times: list[float]) -> tuple[list[float], list[float]]:
@@ -28,7 +34,8 @@ def _per_second(times: list[float]) -> tuple[list[float], list[float]]:
 
 
 def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[str, list[tuple[float, float]]],
-                  path: Path) -> Path | None:
+                  path: Path, latencies: list[tuple[float, float, str]] | None = None) -> Path | None:
+    """`latencies`: (completion time, seconds taken, outcome) of each transaction."""
     try:
         import matplotlib
 
@@ -37,9 +44,21 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
         from matplotlib.patches import Rectangle
     except ImportError:  # pragma: no cover - matplotlib is a test dependency
         return None
-    fig, axes = plt.subplots(5, 1, figsize=(16, 11), sharex=True,
-                             gridspec_kw={"height_ratios": [2, 1.3, 1.3, 1, 1.3]})
-    ax_f, ax_a, ax_p, ax_c, ax_m = axes
+    panels = 6 if latencies else 5
+    fig, axes = plt.subplots(panels, 1, figsize=(16, 11 + 2 * (panels - 5)), sharex=True,
+                             gridspec_kw={"height_ratios": [2, 1.3, 1.3, 1, 1.3, 1.6][:panels]})
+    ax_f, ax_a, ax_p, ax_c, ax_m = axes[:5]
+    if latencies:
+        ax_l = axes[5]
+        for fault in report["faults"]:  # shaded, as Jepsen shades its nemesis intervals
+            end = fault["healed_t"] if fault["healed_t"] >= 0 else fault["start_t"] + 1
+            ax_l.axvspan(fault["start_t"], end, color=KIND_COLORS.get(fault["kind"], "grey"), alpha=0.15, lw=0)
+        for outcome, color in OUTCOME_COLORS.items():
+            pts = [(t, d) for t, d, o in latencies if o == outcome]
+            ax_l.scatter([p[0] for p in pts], [p[1] for p in pts], s=4, color=color, label=f"{outcome} {len(pts)}")
+        ax_l.set_yscale("log")
+        ax_l.set_ylabel("txn latency s")
+        ax_l.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     brokers = int(report["config"]["brokers"])
     for fault in report["faults"]:
         row = {"zk_member_kill": -1, "member_kill": 0}.get(fault["kind"], int(fault["target"] or 0))
@@ -74,7 +93,7 @@ def plot_timeline(report: dict[str, Any], ack_times: list[float], samples: dict[
         if name.startswith("rss_mb_") and pts:
             ax_m.plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, label=name[len("rss_mb_"):])
     ax_m.set_ylabel("RSS MB")
-    ax_m.set_xlabel("seconds since start")
+    axes[-1].set_xlabel("seconds since start")
     if ax_m.get_legend_handles_labels()[0]:
         ax_m.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     for v in report["violations"]:

@@ -25,11 +25,21 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
         "controller_failovers": fig["controller_failovers"],
         "group_commit_regressions": fig.get("group_commit_regressions", 0),
         "group_undelivered": fig.get("group_undelivered", 0),
+        **_txn_headline(fig.get("txn")),
         "violation_kinds": sorted({v["invariant"] for v in report["violations"]}),
         "duration_s": report["duration_s"],
         "report": report.get("paths", {}).get("json", ""),
     })
     return out
+
+
+def _txn_headline(txn: dict[str, Any] | None) -> dict[str, Any]:
+    """The transactional workload's figures (absent without --workload txn)."""
+    if txn is None:
+        return {}
+    return {"committed_txns": txn["committed_txns"], "aborted_txns": txn["aborted_txns"],
+            "indeterminate_txns": txn["indeterminate_txns"], "txn_values_committed": txn["acked"],
+            "polled": txn["polled"], "anomalies": txn["anomalies"]}
 
 
 def violation_json(v: Any) -> dict[str, Any]:
@@ -40,8 +50,9 @@ def _default_kinds(cfg: dict[str, Any]) -> bool:
     from praha.chaos.config import CampaignConfig
 
     return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"],
-                                                     secure_zookeeper=cfg.get("secure_zookeeper", False)
-                                                     ).effective_kinds())
+                                                     secure_zookeeper=cfg.get("secure_zookeeper", False),
+                                                     netns=cfg.get("netns", False),
+                                                     workload=cfg.get("workload", "queue")).effective_kinds())
 
 
 def _gap(f: dict[str, Any]) -> str:
@@ -61,6 +72,14 @@ def _group_line(g: dict[str, Any]) -> str:
             f"{g['undelivered']}; caught up {'yes' if g['caught_up'] else 'NO'} in {g['catch_up_s']:.1f}s")
 
 
+def _txn_line(t: dict[str, Any]) -> str:
+    found = {k: n for k, n in t["anomalies"].items() if n}
+    return (f"  transactions: {t['committed_txns']} committed ({t['acked']} values), {t['aborted_txns']} aborted, "
+            f"{t['indeterminate_txns']} indeterminate; {t['polled']} records polled, {t['ops']} operations; "
+            f"anomalies: {', '.join(f'{k} {n}' for k, n in sorted(found.items())) or 'none'} "
+            f"(G0 cycles, allowed: {t['g0_cycles']})")
+
+
 def summary_text(report: dict[str, Any]) -> str:
     f = report["figures"]
     cfg = report["config"]
@@ -68,6 +87,8 @@ def summary_text(report: dict[str, Any]) -> str:
         f"chaos campaign, seed {report['seed']} (replay: praha chaos --brokers {cfg['brokers']} "
         f"--faults {cfg['faults']} --seed {report['seed']}"
         + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "")
+        + (" --netns" if cfg.get("netns") else "")
+        + (f" --workload {cfg['workload']}" if cfg.get("workload", "queue") != "queue" else "")
         + ("" if _default_kinds(cfg) else f" --kinds {','.join(cfg['kinds'])}") + ")",
         f"  duration {report['duration_s']:.0f}s, {cfg['brokers']} brokers, ZooKeeper "
         + ("3-node ensemble" if cfg["zk_ensemble"] > 1 else "single server"),
@@ -88,6 +109,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"{_gap(f)}, {f['stale_requests_refused']} stale requests refused, "
         f"{f['dual_controller_acceptances']} dual-controller acceptances",
         *([_group_line(f["group"])] if f.get("group") else []),
+        *([_txn_line(f["txn"])] if f.get("txn") else []),
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",
         f"  memory: peak RSS {f['rss_peak_mb']:.0f} MB (bound {cfg['rss_bound_mb']:.0f} MB)",

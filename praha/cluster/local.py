@@ -36,6 +36,8 @@ from praha.zk.server import EmbeddedZooKeeper
 from praha.zk.store import ZkStore
 
 DEFAULT_DIR = Path(os.environ.get("PRAHA_HOME", ".praha")) / "cluster"
+#: with --netns --secure: the brokers' INTERNAL (mutual TLS) listener, on each broker's own address
+NETNS_INTERNAL_PORT = 9093
 
 #: defaults for local clusters: a short session timeout so failover is quick on loopback
 LOCAL_BROKER_DEFAULTS = {
@@ -198,8 +200,6 @@ class LocalCluster:
         caller's layout (nodes b1, b2, ...), which the caller removes."""
         if brokers < 1:
             raise ClusterError("--brokers must be at least 1")
-        if (netns or netns_layout) and secure:
-            raise ClusterError("--netns with --secure is not supported yet (certificates name 127.0.0.1)")
         if self.exists():
             state = self.load()
             running = [b.id for b in state.brokers.values() if self.broker_running(b)]
@@ -209,17 +209,18 @@ class LocalCluster:
                     "run `praha cluster down` first or use another --dir"
                 )
         self.root.mkdir(parents=True, exist_ok=True)
-        material = None
-        if secure:
-            from praha.cluster.secure import make_material
-
-            material = make_material(self.root / "security", list(range(1, brokers + 1)), not zookeeper)
         layout = netns_layout
         if netns and layout is None:
             names = ([] if zookeeper else ["zk"]) + [f"b{i}" for i in range(1, brokers + 1)]
             layout = netns_mod.create(names, self.netns_record)
             progress(f"network namespaces {', '.join(n.netns for n in layout.nodes.values())} on bridge "
                      f"{layout.bridge} ({layout.gateway}/24)")
+        material = None
+        if secure:
+            from praha.cluster.secure import make_material
+
+            zk_host = layout.node("zk").address if netns and layout is not None and not zookeeper else "127.0.0.1"
+            material = make_material(self.root / "security", list(range(1, brokers + 1)), not zookeeper, zk_host)
         if zookeeper:
             state = ClusterState(zookeeper=zookeeper, zookeeper_embedded=False)
         else:
@@ -248,9 +249,13 @@ class LocalCluster:
 
             setup, ca = material
             ids = list(range(1, brokers + 1))
-            internal = dict(zip(ids, free_ports(brokers)))
-            secure_settings = prepare(setup, ca, state.zookeeper, ids, internal, {b: ports[2 * b - 2] for b in ids},
-                                      own_root=state.zookeeper_embedded or "/" in state.zookeeper)
+            if layout is not None:  # hosts of their own: Kafka's ports on each address
+                hosts = {b: layout.node(f"b{b}").address for b in ids}
+                internal, client = {b: NETNS_INTERNAL_PORT for b in ids}, {b: 9092 for b in ids}
+            else:
+                hosts, internal, client = {}, dict(zip(ids, free_ports(brokers))), {b: ports[2 * b - 2] for b in ids}
+            secure_settings = prepare(setup, ca, state.zookeeper, ids, internal, client,
+                                      own_root=state.zookeeper_embedded or "/" in state.zookeeper, hosts=hosts)
             state.security_dir = str(setup.directory)
             per_broker = {b: {**secure_settings[b], **((per_broker or {}).get(b, {}))} for b in ids}
             progress(f"secure: CA {setup.ca}, SASL_SSL (SCRAM-SHA-512) for clients, mutual TLS between brokers, "

@@ -333,3 +333,28 @@ def apply_drops(node: NetnsNode, drops: list[Drop]) -> None:
 def heal(node: NetnsNode) -> None:
     """Remove every fault rule of the node (nothing to remove is fine)."""
     run_in(node.netns, ["nft", "delete", "table", "inet", NFT_TABLE], check=False)
+    run_in(node.netns, ["nft", "delete", "table", "ip", DETOUR_TABLE], check=False)
+
+
+#: the nftables table that sends a node's inbound connections through a proxy of its own
+DETOUR_TABLE = "praha_detour"
+
+
+def detour_script(peers: tuple[str, ...], port: int, proxy_port: int) -> str:
+    """nftables: new TCP connections from `peers` to `port` go to `proxy_port` of the same
+    node instead (a redirect); packets of connections opened before are answered with a
+    reset, so their clients reconnect — through the proxy (pure)."""
+    match = f"ip saddr {{ {', '.join(peers)} }} tcp dport {port}"
+    return "\n".join([
+        f"table ip {DETOUR_TABLE}", f"delete table ip {DETOUR_TABLE}", f"table ip {DETOUR_TABLE} {{",
+        "  chain prerouting {", "    type nat hook prerouting priority -100; policy accept;",
+        f"    {match} redirect to :{proxy_port}", "  }",
+        "  chain input {", "    type filter hook input priority 0; policy accept;",
+        f"    {match} reject with tcp reset", "  }",
+        "}", ""])
+
+
+def apply_detour(node: NetnsNode, peers: tuple[str, ...], port: int, proxy_port: int) -> None:
+    if shutil.which("nft") is None:
+        raise NetnsError("nftables' `nft` is not installed (make tools installs it)")
+    run_in(node.netns, ["nft", "-f", "-"], stdin=detour_script(peers, port, proxy_port))

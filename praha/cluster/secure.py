@@ -98,9 +98,10 @@ class SecureSetup:
         return f"-b {bootstrap} " + " ".join(f"-X {k}={v}" for k, v in s.items() if k != "bootstrap.servers")
 
 
-def make_material(directory: Path, broker_ids: list[int],
-                  embedded_zookeeper: bool) -> tuple[SecureSetup, CertificateAuthority]:
-    """Steps 1, 2 (the password) and 4, before ZooKeeper starts: its TLS and login need them."""
+def make_material(directory: Path, broker_ids: list[int], embedded_zookeeper: bool,
+                  zookeeper_host: str = "127.0.0.1") -> tuple[SecureSetup, CertificateAuthority]:
+    """Steps 1, 2 (the password) and 4, before ZooKeeper starts: its TLS and login need them.
+    `zookeeper_host`: the embedded server's address, named in its certificate."""
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o700)
     ca = make_ca(directory)
@@ -110,7 +111,7 @@ def make_material(directory: Path, broker_ids: list[int],
     zk_secret = secrets.token_urlsafe(24)
     zk = {"zookeeper.set.acl": "true"}
     if embedded_zookeeper:
-        issue(ca, directory, "zookeeper", "zookeeper")
+        issue(ca, directory, "zookeeper", "zookeeper", _hosts(zookeeper_host))
         _private(directory / ZK_JAAS_FILE, f'Client {{\n    {DIGEST_MODULE} required\n'
                                            f'    username="{ZK_USER}"\n    password="{zk_secret}";\n}};\n')
         zk |= {JAAS_PROPERTY: str(directory / ZK_JAAS_FILE), "zookeeper.ssl.client.enable": "true",
@@ -122,10 +123,17 @@ def make_material(directory: Path, broker_ids: list[int],
     return SecureSetup(directory, ca.path, password), ca
 
 
+def _hosts(host: str) -> tuple[str, ...]:
+    """What a certificate names: the host's own address (a network namespace's), and loopback."""
+    return tuple(dict.fromkeys((host, "127.0.0.1", "localhost")))
+
+
 def prepare(setup: SecureSetup, ca: CertificateAuthority, zookeeper: str, broker_ids: list[int],
-            internal_ports: dict[int, int], client_ports: dict[int, int], own_root: bool) -> dict[int, dict[str, str]]:
+            internal_ports: dict[int, int], client_ports: dict[int, int], own_root: bool,
+            hosts: dict[int, str] | None = None) -> dict[int, dict[str, str]]:
     """Once ZooKeeper serves: its root protected (`own_root`: the embedded server's, or our
-    chroot), the admin credential in ZooKeeper, each broker's settings."""
+    chroot), the admin credential in ZooKeeper, each broker's settings. `hosts`: each broker's
+    address (its listeners bind it, its certificate names it; default 127.0.0.1)."""
     directory = setup.directory
     store = ZkStore(zookeeper, auth=setup.zk_auth()).start()
     try:
@@ -139,9 +147,10 @@ def prepare(setup: SecureSetup, ca: CertificateAuthority, zookeeper: str, broker
     super_users = ";".join([f"User:{ADMIN_USER}"] + [f"User:broker-{b}" for b in broker_ids])
     per_broker = {}
     for b in broker_ids:
-        cert = issue(ca, directory, f"broker-{b}", f"broker-{b}", ou="praha-brokers")
+        host = (hosts or {}).get(b, "127.0.0.1")
+        cert = issue(ca, directory, f"broker-{b}", f"broker-{b}", _hosts(host), ou="praha-brokers")
         per_broker[b] = {
-            "listeners": f"SASL_SSL://127.0.0.1:{client_ports[b]},INTERNAL://127.0.0.1:{internal_ports[b]}",
+            "listeners": f"SASL_SSL://{host}:{client_ports[b]},INTERNAL://{host}:{internal_ports[b]}",
             "listener.security.protocol.map": PROTOCOL_MAP,
             "inter.broker.listener.name": "INTERNAL",
             "ssl.keystore.location": str(cert.keystore),

@@ -10,11 +10,25 @@ and starts one pump thread per direction. `cut()` closes every open connection a
 network partition: the client only notices through its own timeouts); `restore()` then
 closes them, since their byte streams are broken. `stop()` closes everything and joins
 the threads.
+
+`DelayingProxy` also holds back what the client sends: every chunk is delivered `delay_ms`
+plus a random share of `jitter_ms` after it arrived, in order within its connection but not
+across connections — a request sent on one connection can overtake one sent earlier on
+another (what a slow, reordering link does to a Kafka client's requests; this kernel has no
+`tc netem`). `python -m praha.testing.proxy` runs one as a process of its own (the chaos
+harness starts it inside a broker's network namespace).
 """
 from __future__ import annotations
 
+import argparse
+import collections
+import os
+import random
+import signal
 import socket
+import sys
 import threading
+import time
 
 
 class TcpProxy:
@@ -110,9 +124,14 @@ class TcpProxy:
                 self._conns.update((client, upstream))
                 self._threads = [t for t in self._threads if t.is_alive()]
                 for src, dst in ((client, upstream), (upstream, client)):
-                    t = threading.Thread(target=self._pump, args=(src, dst), daemon=True)
+                    pump = self._forward if src is client else self._pump
+                    t = threading.Thread(target=pump, args=(src, dst), daemon=True)
                     self._threads.append(t)
                     t.start()
+
+    def _forward(self, src: socket.socket, dst: socket.socket) -> None:
+        """Client to server (what a subclass may hold back)."""
+        self._pump(src, dst)
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
@@ -142,3 +161,103 @@ def _close(s: socket.socket) -> None:
         s.close()
     except OSError:
         pass
+
+
+class DelayingProxy(TcpProxy):
+    def __init__(self, target: tuple[str, int], delay_ms: float, jitter_ms: float, listen_port: int = 0,
+                 host: str = "127.0.0.1", seed: int = 0):
+        self.delay_s = delay_ms / 1000.0
+        self.jitter_s = jitter_ms / 1000.0
+        self._rng = random.Random(seed)
+        self.chunks = 0
+        super().__init__(target, listen_port, host)
+
+    def _forward(self, src: socket.socket, dst: socket.socket) -> None:
+        """Read as it comes; a second thread delivers each chunk when its time is due."""
+        due: collections.deque[tuple[float, bytes]] = collections.deque()
+        ready = threading.Condition()
+        done = threading.Event()
+
+        def deliver() -> None:
+            try:
+                while True:
+                    with ready:
+                        while not due and not done.is_set():
+                            ready.wait(0.5)
+                        if not due:
+                            return
+                        at, data = due[0]
+                    wait = at - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
+                    with ready:
+                        due.popleft()
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                _close(src)
+                _close(dst)
+
+        writer = threading.Thread(target=deliver, daemon=True)
+        writer.start()
+        last = 0.0
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                with self._lock:
+                    delay = self.delay_s + self._rng.random() * self.jitter_s
+                    self.chunks += 1
+                last = max(last, time.monotonic() + delay)  # in order within the connection
+                with ready:
+                    due.append((last, data))
+                    ready.notify()
+        except OSError:
+            pass
+        finally:
+            done.set()
+            with ready:
+                ready.notify()
+            writer.join(timeout=self.delay_s + self.jitter_s + 5)
+            with self._lock:
+                self._conns.discard(src)
+                self._conns.discard(dst)
+            _close(src)
+            _close(dst)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m praha.testing.proxy",
+                                description="A TCP proxy that delays (and so reorders across connections) what "
+                                            "clients send; ends on SIGTERM or when its parent exits.")
+    p.add_argument("--listen", type=_address, required=True, help="HOST:PORT to accept on")
+    p.add_argument("--target", type=_address, required=True, help="HOST:PORT to forward to")
+    p.add_argument("--delay-ms", type=float, default=0.0, help="every chunk is held at least this long")
+    p.add_argument("--jitter-ms", type=float, default=0.0, help="plus a random share of this (reordering)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    parent = os.getppid()
+    proxy = DelayingProxy(args.target, args.delay_ms, args.jitter_ms, args.listen[1], args.listen[0], args.seed)
+    print(f"listening on {args.listen[0]}:{proxy.port}", flush=True)
+    try:
+        while not stop.wait(0.5) and os.getppid() == parent:
+            pass
+    finally:
+        print(f"forwarded {proxy.chunks} delayed chunks", flush=True)
+        proxy.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

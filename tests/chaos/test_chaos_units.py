@@ -245,17 +245,21 @@ def test_broker_log_dirs_come_from_its_log_dirs_setting(tmp_path):
     assert [str(d) for d in two.log_dirs] == ["/a", "/b"]
 
 
-def test_headline_and_summary_have_the_promised_keys():
+def minimal_report(cfg: CampaignConfig, **more_figures) -> dict:
     figures = {k: 0 for k in HEADLINE_KEYS if k != "seed"}
     figures.update({
         "faults_by_kind": {}, "faults_failed": 0, "sent": 0, "failed": 0, "read": 0, "out_of_order": 0,
         "replica_divergent_offsets": 0, "hw_samples": 0, "hw_regressions": 0, "hw_cross_epoch_dips": 0,
         "controller_failovers": 0, "controller_epochs": [], "failover_ms_median": 0.0, "failover_ms_max": 0.0,
         "no_controller_s": 0.0, "stale_requests_refused": 0, "unavailable_s_total": 0.0, "unavailable_worst": "-",
-        "rss_peak_mb": 0.0,
+        "rss_peak_mb": 0.0, **more_figures,
     })
-    report = {"seed": 3, "config": CampaignConfig(seed=3).to_json(), "duration_s": 1.0, "figures": figures,
-              "admin": {}, "health": {"healthy": True, "waited_s": 0.0, "problems": []}, "violations": []}
+    return {"seed": cfg.seed, "config": cfg.to_json(), "duration_s": 1.0, "figures": figures,
+            "admin": {}, "health": {"healthy": True, "waited_s": 0.0, "problems": []}, "violations": []}
+
+
+def test_headline_and_summary_have_the_promised_keys():
+    report = minimal_report(CampaignConfig(seed=3))
     head = headline(report)
     assert set(HEADLINE_KEYS) <= set(head) and head["seed"] == 3
     assert "seed 3" in summary_text(report)
@@ -382,3 +386,31 @@ def test_duplicated_after_an_epoch_bump_seed_7_netns():
 
     cfg = producer_config("127.0.0.1:1", logging.getLogger("t"))
     assert cfg["message.timeout.ms"] > CampaignConfig().heal_timeout_s * 1000
+
+
+def test_the_replay_line_names_netns_and_the_workload_and_no_default_kinds():
+    from praha.chaos.history import check
+    from praha.chaos.txn import summarize
+
+    txn = {**summarize([]).__dict__, **check([]).to_json()}
+    text = summary_text(minimal_report(CampaignConfig(seed=5, netns=True, workload="txn"), txn=txn))
+    assert "--seed 5 --netns --workload txn)" in text and "--kinds" not in text
+    assert "transactions: 0 committed" in text
+    assert "--kinds long_pause" in summary_text(minimal_report(CampaignConfig(seed=5, workload="txn",
+                                                                               kinds=("long_pause",))))
+
+
+def test_the_plot_has_a_latency_panel_with_the_transactional_workload(tmp_path):
+    """A Jepsen-style panel: every transaction's latency, ok / fail / indeterminate, faults shaded."""
+    pytest.importorskip("matplotlib")
+    from praha.chaos.plot import plot_timeline
+
+    report = minimal_report(CampaignConfig(seed=5, workload="txn"))
+    report["faults"] = [{"kind": "long_pause", "target": 1, "start_t": 2.0, "healed_t": 6.0}]
+    with_txn = tmp_path / "txn.png"
+    lat = [(1.0, 0.4, "ok"), (3.0, 12.0, "info"), (4.0, 0.002, "fail")]
+    assert plot_timeline(report, [1.0, 2.0], {}, with_txn, lat) == with_txn
+
+    from matplotlib.image import imread
+
+    assert imread(with_txn).shape[0] == (11 + 2) * 90  # one panel more than the 11-inch plot, at 90 dpi

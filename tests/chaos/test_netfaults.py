@@ -93,11 +93,45 @@ def test_one_way_drops_one_direction():
         assert all(not reachable(p, x, victim) and reachable(p, victim, x) for x in peers)
 
 
+def flaky(mode: str) -> list[netfaults.NetPlan]:
+    plans = [netfaults.plan_flaky_link(view(), random.Random(s)) for s in range(60)]
+    return [p for p in plans if (p.detour is None) == (mode == "drop")]
+
+
 def test_flaky_link_drops_a_share_at_random():
+    drops = flaky("drop")
+    assert len(drops) > 10
+    for p in drops:
+        ((victim, (drop,)),) = p.drops.items()
+        assert 10 <= drop.percent <= 40 and drop.inbound and drop.peers
+        assert f"numgen random mod 100 < {drop.percent} drop" in nft_script([drop])
+
+
+def test_flaky_link_delays_what_peers_and_clients_send_through_a_proxy():
+    delays = flaky("delay")
+    assert len(delays) > 10
+    for p in delays:
+        d = p.detour
+        assert d is not None and not p.drops and d.node.startswith("b")
+        assert GW in d.peers and ADDR[d.node] not in d.peers  # the clients always; never itself
+        assert set(d.peers) - {GW} <= {a for n, a in ADDR.items() if n.startswith("b")}  # brokers only
+        assert 20 <= d.delay_ms <= 200 and 50 <= d.jitter_ms <= 1000
+        assert p.describe()["detour"]["delay_ms"] == d.delay_ms
+        assert p.shape == f"delay_{d.delay_ms}ms_jitter_{d.jitter_ms}ms"
+
+
+def test_a_drop_plan_of_a_seed_is_what_it_was_before_delays():
+    """Seed 3 planned this drop before flaky_link could delay (the mode is drawn last)."""
     p = netfaults.plan_flaky_link(view(), random.Random(3))
-    ((victim, (drop,)),) = p.drops.items()
-    assert 10 <= drop.percent <= 40 and drop.inbound and drop.peers
-    assert f"numgen random mod 100 < {drop.percent} drop" in nft_script([drop])
+    rng = random.Random(3)
+    victim = rng.choice(view().brokers)
+    others = [n for n in sorted(ADDR) if n != victim]
+    peers = rng.sample(others, rng.randint(1, len(others)))
+    percent = rng.randint(10, 40)
+    if p.detour is None:
+        assert p.drops == {victim: [Drop(tuple(ADDR[x] for x in peers), percent=percent)]}
+    else:
+        assert p.detour.node == victim
 
 
 def test_same_seed_same_plan():

@@ -86,3 +86,23 @@ def test_seed_replays(tmp_path, seed):
     """The campaigns that first showed hw_regressed (3 brokers): no unknown violations."""
     head, output = run_chaos(tmp_path, "--brokers", "3", "--faults", "8", "--seed", str(seed), timeout=600)
     judge(head, output)
+
+
+@pytest.mark.slow
+def test_seed_203_txn_replay(tmp_path):
+    """The campaign whose history first showed poll_skip (a transaction its kafka-python writer
+    never completed; fixed in the checker): replayed on hosts of their own, every anomaly zero."""
+    import shutil
+
+    from praha.cluster import netns
+
+    reason = netns.unavailable_reason() or ("" if shutil.which("nft") else "nftables' `nft` is not installed")
+    if reason:
+        pytest.skip(reason)
+    try:
+        head, output = run_chaos(tmp_path, "--netns", "--brokers", "5", "--faults", "16", "--workload", "txn",
+                                 "--seed", "203", timeout=1200)
+    finally:
+        netns.cleanup_leftovers()
+    assert head["committed_txns"] > 0 and not any(head["anomalies"].values()), output
+    judge(head, output)

@@ -9,6 +9,7 @@ consume go on), and after healing the broker rejoins the ISR with every record.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -341,3 +342,55 @@ def test_a_leader_cut_from_its_followers_loses_no_acknowledged_record(hosts):
     at = {tp: v for v, tp in final.items()}
     truncated = {k: v for k, v in watcher.seen.items() if at.get(k) != v}
     assert not truncated  # nothing served was truncated later
+
+
+@pytest.mark.slow  # ~65 s here: in `make chaos`, with what it prepares (secure campaigns)
+def test_a_secure_cluster_on_hosts_of_their_own(tmp_path, cli):
+    """`cluster up --netns --secure`: the certificates name each host's own address, so
+    clients in the root namespace reach every broker over SASL_SSL (host names verified),
+    the brokers replicate to each other over mutual TLS on their own addresses, and the
+    embedded ZooKeeper serves TLS on its own; `cluster down` removes every namespace."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    root = tmp_path / "secure"
+    try:
+        rc, out, err = cli("cluster", "up", "--netns", "--secure", "--brokers", "2", "--dir", root,
+                           "--broker-config", "offsets.topic.num.partitions=1", "--timeout", "180")
+        assert rc == 0, err
+        lines = out.splitlines()
+        confluent = json.loads(lines[lines.index("confluent-kafka:") + 1])
+        state = LocalCluster(root).load()
+        assert all(b.host.startswith("198.18.") and b.netns for b in state.brokers.values())
+        assert confluent["security.protocol"] == "SASL_SSL"
+        assert set(confluent["bootstrap.servers"].split(",")) == {b.address for b in state.brokers.values()}
+        admin = AdminClient(confluent)
+        admin.create_topics([NewTopic("hosts-secured", 1, 2, config={"min.insync.replicas": "2"})])[
+            "hosts-secured"].result(60)
+        p = Producer({**confluent, "acks": "all"})  # acknowledged only once the follower has it, over TLS
+        wait_for(lambda p=p: sorted(p.list_topics("hosts-secured", timeout=5).topics["hosts-secured"]
+                                    .partitions[0].isrs) == [1, 2], timeout=90)
+        for i in range(5):
+            p.produce("hosts-secured", f"s{i}".encode())
+        assert p.flush(60) == 0
+        c = Consumer({**confluent, "group.id": "hosts-secured", "auto.offset.reset": "earliest"})
+        c.subscribe(["hosts-secured"])
+        got: list[bytes] = []
+        for _ in range(120):
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+            if len(got) == 5:
+                break
+        c.close()
+        assert sorted(got) == [f"s{i}".encode() for i in range(5)]
+        del p, admin  # no client left to reconnect to whatever takes these addresses next
+    finally:
+        cluster = LocalCluster(root)
+        names = set()
+        if cluster.exists():
+            record = netns.NetnsLayout.load(cluster.netns_record)
+            names = {n.netns for n in record.nodes.values()} if record else set()
+        rc, _, err = cli("cluster", "down", "--dir", root)
+    assert rc == 0, err
+    assert names and not names & netns.existing_names()[0]
