@@ -34,7 +34,14 @@ from praha.admin.group_plans import ResetMode, parse_datetime_ms, parse_duration
 from praha.analytics.timeline import Event, Kind, log_files, read_events
 from praha.common import TopicPartition
 from praha.console import messages as msgs
-from praha.console.cluster_client import LAG_HISTORY, ClusterClient, ConsoleError, LoginError
+from praha.console.cluster_client import (
+    LAG_HISTORY,
+    MAX_PAGE_SIZE,
+    PAGE_SIZE,
+    ClusterClient,
+    ConsoleError,
+    LoginError,
+)
 from praha.console.schemas import Registry, RegistryError, diff
 from praha.console.target import Target
 from praha.errors import PrahaError
@@ -98,13 +105,13 @@ class Console:
         self.registry = Registry(target.schema_registry, target.ca_file) if target.schema_registry else None
 
     def warm(self, client: ClusterClient) -> None:
-        """Compute the topic table in the background, so a large cluster's first topic list
-        is served from it (the page refreshes it behind itself from then on)."""
+        """Ask for the topic list's first page in the background, so the connections, API
+        versions and the groups' offsets a visitor's first list needs are there already."""
         def run() -> None:
             try:
-                client.topics()
+                client.topics_page()
             except PrahaError as e:
-                log.warning("console: the topic table could not be computed ahead: %s", e)
+                log.warning("console: the topic list could not be asked for ahead: %s", e)
         threading.Thread(target=run, name="console-warm", daemon=True).start()
 
     def shared_client(self) -> ClusterClient:
@@ -210,10 +217,20 @@ def build_app(console: Console) -> Starlette:
         return render(request, s, "brokers.html", {"title": "Brokers", "ov": ov})
 
     async def topics(request: Request, s: Session) -> Response:
-        rows, age = await call(s.client.topics)
-        show_internal = request.query_params.get("internal") == "1"
-        shown = [r for r in rows if show_internal or not r.internal]
-        return render(request, s, "topics.html", {"title": "Topics", "rows": shown, "total": len(rows), "age": age})
+        q = request.query_params
+        page = _int(q.get("page") or "1", "page", 1)
+        size = _int(q.get("size") or str(PAGE_SIZE), "page size", 1)
+        if size > MAX_PAGE_SIZE:
+            raise ConsoleError(f"the page size must be at most {MAX_PAGE_SIZE}, got {size}")
+        internal = q.get("internal") == "1"
+        found = await call(s.client.topics_page, page, size, q.get("q") or "", internal)
+        base = {"q": q.get("q") or "", **({"internal": "1"} if internal else {}),
+                **({"size": str(size)} if size != PAGE_SIZE else {})}
+        links = {name: "/topics?" + urlencode({k: v for k, v in {**base, "page": str(n)}.items() if v})
+                 for name, n in (("first", 1), ("prev", found.page - 1), ("next", found.page + 1),
+                                 ("last", found.pages)) if 1 <= n <= found.pages and n != found.page}
+        return render(request, s, "topics.html", {"title": "Topics", "found": found, "rows": found.rows,
+                                                  "links": links, "q": base["q"], "internal": internal})
 
     async def topic(request: Request, s: Session, error: str = "", status: int = 200) -> Response:
         name = request.path_params["name"]

@@ -132,6 +132,26 @@ def test_topic_list_shows_messages_and_the_groups_lag(env, browser):
     assert cells[7] == "0"  # the group committed only partition 0, to its end
 
 
+def test_the_topic_list_pages_and_finds_by_name(env, browser):
+    """Only a page of topics is asked about (100 by default): paged here one topic a page."""
+    _open(browser, env, "/topics?size=1&internal=1")
+    assert "page 1 of " in text_of(browser, "#topics-summary")
+    first = [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
+    assert first == ["topic-__consumer_offsets"]  # names in order: "_" sorts before letters
+    browser.find_element(By.ID, "page-next").click()
+    wait_for(lambda: "page 2 of " in text_of(browser, "#topics-summary"), timeout=30, what="page 2")
+    second = [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
+    assert len(second) == 1 and second != first
+    _open(browser, env, "/topics")
+    browser.find_element(By.CSS_SELECTOR, "#find-topics input[name=q]").send_keys("rder")
+    browser.find_element(By.CSS_SELECTOR, "#find-topics button").click()
+    wait_for(lambda: "with “rder” in the name" in text_of(browser, "#topics-summary"), timeout=30, what="the search")
+    assert [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")] == \
+        [f"topic-{TOPIC}"]
+    _open(browser, env, "/topics?page=two")
+    assert "the page must be a whole number" in text_of(browser, "#error")
+
+
 def test_a_filtered_scan_finds_the_one_message_and_shows_progress(env, browser):
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&start=oldest&order=oldest&value=golden-needle&format=json")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan's results")
