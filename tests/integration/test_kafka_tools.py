@@ -244,6 +244,32 @@ def test_kafka_configs(bs):
     assert tool("kafka-configs", "--bootstrap-server", bs, "--describe").rc == 1  # no entity
 
 
+def test_kafka_configs_quotas_of_users_clients_and_ips(bs):
+    """Client quotas through AlterClientQuotas/DescribeClientQuotas, Kafka's wording and
+    Java's number format; bad keys and values refused with Kafka's messages."""
+    cfg = ("kafka-configs", "--bootstrap-server", bs)
+    assert ok(*cfg, "--entity-type", "users", "--entity-name", "qa", "--entity-type", "clients", "--entity-name",
+              "qc", "--alter", "--add-config", "producer_byte_rate=10485760,request_percentage=50").out == \
+        "Completed updating config for user qa.\n"
+    assert ok(*cfg, "--client-defaults", "--alter", "--add-config", "consumer_byte_rate=2048").out == \
+        "Completed updating default config for clients in the cluster.\n"
+    assert ok(*cfg, "--entity-type", "users", "--entity-type", "clients", "--describe").out == \
+        "Quota configs for user-principal 'qa', client-id 'qc' are producer_byte_rate=1.048576E7, " \
+        "request_percentage=50.0\n"
+    assert ok(*cfg, "--entity-type", "clients", "--entity-default", "--describe").out == \
+        "Quota configs for the default client-id are consumer_byte_rate=2048.0\n"
+    ok(*cfg, "--user", "qa", "--client", "qc", "--alter", "--delete-config", "request_percentage")
+    assert ok(*cfg, "--user", "qa", "--client", "qc", "--describe").out == \
+        "Quota configs for user-principal 'qa', client-id 'qc' are producer_byte_rate=1.048576E7\n"
+    unknown = tool(*cfg, "--user", "qa", "--alter", "--add-config", "retention.ms=5")
+    assert unknown.rc == 1 and "Only quota configs can be added for 'users' using --bootstrap-server. " \
+        "Unexpected config names: Set(retention.ms)" in unknown.err
+    bad = tool(*cfg, "--client", "qc", "--alter", "--add-config", "producer_byte_rate=fast")
+    assert bad.rc == 1 and "Cannot parse quota configuration value for producer_byte_rate: fast" in bad.err
+    ip = tool(*cfg, "--ip", "127.0.0.9", "--alter", "--add-config", "producer_byte_rate=10")
+    assert ip.rc == 1 and "Only connection quota configs can be added for 'ip'" in ip.err
+
+
 def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
     ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kr", "--partitions", 2,
        "--replication-factor", 2)
@@ -371,6 +397,26 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
     assert "sg" in ok("kafka-consumer-groups", "--bootstrap-server", bs, *cfg, "--list").out.split()
     assert re.match(r"^127\.0\.0\.1:\d+ \(id: 1 rack: null\) -> \(\n",
                     ok("kafka-broker-api-versions", "--bootstrap-server", bs, *cfg).out)
+
+    # a SCRAM user made through AlterUserScramCredentials logs in with its password
+    made = ok("kafka-configs.sh", "--bootstrap-server", bs, *cfg, "--alter", "--entity-type", "users",
+              "--entity-name", "carol", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]")
+    assert made.out == "Completed updating config for user carol.\n"
+    assert ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--describe", "--user", "carol").out == \
+        "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=8192\n"
+    carol = tmp_path / "carol.properties"
+    carol.write_text(props.read_text().replace('username="admin"', 'username="carol"').replace(password,
+                                                                                             "carol-secret"))
+    ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--add", "--allow-principal", "User:carol", "--operation",
+       "Describe", "--topic", "sec")
+    assert ok("kafka-topics", "--bootstrap-server", bs, "--command-config", carol, "--list").out == "sec\n"
+    ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--alter", "--user", "carol", "--delete-config",
+       "SCRAM-SHA-512")
+    gone = ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--describe", "--user", "carol").out
+    assert gone.startswith("Error retrieving SCRAM credential configs for user-principal 'carol': "
+                           "ResourceNotFoundException: ")
+    assert "Authentication failed" in tool("kafka-topics", "--bootstrap-server", bs, "--command-config", carol,
+                                           "--list").out
 
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(props.read_text().replace(password, "not-the-password"))
