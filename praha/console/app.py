@@ -459,6 +459,8 @@ def build_app(console: Console) -> Starlette:
         q = request.query_params
         try:
             mode = ResetMode(q.get("mode", ""))
+            if mode is ResetMode.FROM_FILE:
+                raise ValueError("a file of offsets is kafka-consumer-groups' --from-file")
         except ValueError:
             return await group(request, s, {"error": f"unknown reset mode {q.get('mode')!r}"}, 400)
         try:

@@ -211,6 +211,42 @@ def test_console_tools_and_consumer_groups(bs):
     assert tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe").rc == 1
 
 
+def test_consumer_group_offsets_exported_and_reset_from_the_file(bs, tmp_path):
+    """--export writes the planned offsets as CSV; --from-file resets to them (clamped into
+    the log, with Kafka's warning), per group in the group,topic,partition,offset form."""
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kx", "--partitions", 2)
+    producer = KafkaProducer(bootstrap_servers=bs.split(","), acks="all")
+    for i in range(6):
+        producer.send("kx", f"v{i}".encode(), partition=i % 2)  # three records in each partition
+    producer.flush(30)
+    producer.close()
+    groups = ("kafka-consumer-groups", "--bootstrap-server", bs)
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--to-offset", 1, "--execute")
+    exported = ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--shift-by", 1, "--dry-run",
+                  "--export").out
+    assert exported == "kx,0,2\nkx,1,2\n\n"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported)
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--to-earliest", "--execute")
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--from-file", plan, "--execute")
+    rows = [line.split() for line in ok(*groups, "--describe", "--group", "kx1").out.splitlines() if line.strip()]
+    assert {(r[2], r[3]) for r in rows[1:]} == {("0", "2"), ("1", "2")}
+
+    both = tmp_path / "both.csv"
+    both.write_text("kx1,kx,0,0\nkx2,kx,1,99\n")
+    done = ok(*groups, "--reset-offsets", "--group", "kx1", "--group", "kx2", "--from-file", both, "--execute",
+              "--export")
+    assert done.out == "kx1,kx,0,0\nkx2,kx,1,3\n\n"  # 99 is past the end of kx-1 (3 records)
+    assert "New offset (99) is higher than latest offset for topic partition kx-1. Value will be set to 3" in done.err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("kx,zero,1\n")
+    refused = tool(*groups, "--reset-offsets", "--group", "kx1", "--from-file", bad, "--execute")
+    assert refused.rc == 1 and "partition and offset must be whole numbers" in refused.err
+    rows = [line.split() for line in ok(*groups, "--describe", "--group", "kx1").out.splitlines() if line.strip()]
+    assert {(r[2], r[3]) for r in rows[1:]} == {("0", "0"), ("1", "2")}  # the bad file changed nothing
+    assert tool(*groups, "--list", "--export").rc == 1
+
+
 def test_kafka_configs(bs):
     ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kcfg", "--partitions", 1)
     done = ok("kafka-configs.sh", "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "kcfg",
