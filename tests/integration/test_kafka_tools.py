@@ -401,6 +401,35 @@ def test_kafka_transactions(bs):
     assert producers[0].split() == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
                                     "LastTimestamp", "CurrentTransactionStartOffset"] and len(producers) == 2
     assert tool("kafka-transactions", "--bootstrap-server", bs).rc == 1  # no command
+    follower = ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic", "ktx",
+                  "--partition", 0, "--broker-id", 1).out.splitlines()  # RF 3: broker 1 holds a replica
+    assert follower[0].split()[0] == "ProducerId"
+    hanging = ok("kafka-transactions", "--bootstrap-server", bs, "find-hanging", "--topic", "ktx").out.splitlines()
+    assert hanging[0].split() == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+                                  "StartOffset", "LastTimestamp", "Duration(min)"] and len(hanging) == 1
+    assert "requires --broker-id or --topic" in tool("kafka-transactions", "--bootstrap-server", bs,
+                                                     "find-hanging").err
+
+    # an open transaction aborted by its start offset (the tool finds its producer's ids)
+    open_tx = KafkaProducer(bootstrap_servers=bs.split(","), transactional_id="kt-open",
+                            transaction_timeout_ms=600_000)
+    try:
+        open_tx.init_transactions()
+        open_tx.begin_transaction()
+        start = open_tx.send("ktx", b"left open").get(30).offset
+        wrong = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+                     "--start-offset", start + 100)
+        assert wrong.rc == 1 and f"Could not find any open transactions starting at offset {start + 100}" in wrong.err
+        ok("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+           "--start-offset", start)
+        rows = [r.split() for r in ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic",
+                                      "ktx", "--partition", 0).out.splitlines()[1:]]
+        assert all(r[5] == "-1" for r in rows), rows  # no transaction open in ktx-0 any more
+    finally:
+        open_tx.close(timeout=5)
+    both = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+                "--start-offset", 0, "--producer-id", 5)
+    assert both.rc == 1 and "either --start-offset or all of" in both.err
     missing = tool("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "nope")
     assert missing.rc == 1 and "nope" in missing.err
 
