@@ -396,10 +396,27 @@ def state_table(group: str, coordinator: str, strategy: str, state: str, members
                  [(group, coordinator, strategy, state, members)], (15, 25, 20, 15, 0))
 
 
-def list_table(groups: Sequence[tuple[str, str]]) -> list[str]:
-    """`--list --state`: GROUP and STATE (the group column at least 25 wide, as Kafka)."""
-    width = max([15] + [len(g) for g, _ in groups]) + 10
-    return table(("GROUP", "STATE"), groups, (width, 0))
+def list_table(groups: Sequence[Sequence[str]], columns: Sequence[str] = ("STATE",)) -> list[str]:
+    """`--list --state` / `--type`: GROUP then TYPE and/or STATE (the group column at least 25
+    wide, the others 20, as Kafka)."""
+    width = max([15] + [len(g[0]) for g in groups]) + 10
+    return table(("GROUP", *columns), groups, (width, *[20] * (len(columns) - 1), 0))
+
+
+#: the group types kafka-consumer-groups --type names (Kafka 3.9); every praha group is classic
+GROUP_TYPES = ("Classic", "Consumer")
+
+
+def parse_types(values: Sequence[str]) -> list[str]:
+    """`--type classic,consumer`: the type names, matched without regard to case; unknown
+    names refused with Kafka's message."""
+    items = [s.strip() for v in values for s in v.split(",") if s.strip()]
+    by_lower = {t.lower(): t for t in GROUP_TYPES}
+    unknown = [i for i in items if i.lower() not in by_lower]
+    if unknown:
+        raise GroupInputError(f"Invalid types list '{','.join(values)}'. Valid types are: "
+                              + ", ".join(t.lower() for t in GROUP_TYPES))
+    return list(dict.fromkeys(by_lower[i.lower()] for i in items))
 
 
 def reset_table(group: str, offsets: Mapping[TopicPartition, int]) -> list[str]:

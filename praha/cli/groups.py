@@ -83,6 +83,10 @@ def register(sub: Any) -> None:
                    help="--describe: the group's coordinator, assignor, state and member count; --list: show "
                         "each group's state, or only groups in these states (Stable,Empty or Stable Empty)")
 
+    d.add_argument("--type", nargs="*", metavar="TYPE",
+                   help="--list: show each group's type, or only groups of these types (classic,consumer); "
+                        "every praha group is classic")
+
     r = p.add_argument_group("--reset-offsets: the new offsets (exactly one)")
     modes = r.add_mutually_exclusive_group()
     modes.add_argument("--to-earliest", action="store_true", help="the log start offset")
@@ -155,6 +159,8 @@ def check_options(args: argparse.Namespace) -> None:
     elif reset_opts or args.export:
         raise CliError("Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run "
                        "and --execute go with --reset-offsets")
+    if args.type is not None and not args.list:
+        raise CliError("Option --type is only valid with --list")
     if args.topic and not (args.reset_offsets or args.delete_offsets):
         raise CliError("Option --topic is only valid with --reset-offsets or --delete-offsets")
     for g in groups:
@@ -230,12 +236,17 @@ def _emit(args: argparse.Namespace, payload: Any, lines: list[str]) -> None:
 
 
 def _list(admin: GroupAdmin, args: argparse.Namespace, states: list[str]) -> int:
-    from praha.admin.group_plans import list_table
+    from praha.admin.group_plans import list_table, parse_types
 
+    types = parse_types(args.type) if args.type else []
     listed = admin.list_groups(states)
+    if types and "Classic" not in types:
+        listed = []  # praha's coordinator runs classic groups only
     payload = {"groups": [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in listed]}
-    if args.state is not None:
-        lines = list_table([(g.group_id, g.state or "Unknown") for g in listed])
+    if args.state is not None or args.type is not None:
+        columns = (["TYPE"] if args.type is not None else []) + (["STATE"] if args.state is not None else [])
+        lines = list_table([(g.group_id, *(["Classic"] if args.type is not None else []),
+                             *([g.state or "Unknown"] if args.state is not None else [])) for g in listed], columns)
     else:
         lines = [g.group_id for g in listed]
     _emit(args, payload, lines)

@@ -196,6 +196,13 @@ def test_console_tools_and_consumer_groups(bs):
     assert bad.rc == 1 and "No key separator found on line number 1" in bad.err
 
     assert "kg" in ok("kafka-consumer-groups.sh", "--bootstrap-server", bs, "--list").out.split()
+    typed = [line.split() for line in ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type",
+                                         "--state").out.splitlines()]
+    assert typed[0] == ["GROUP", "TYPE", "STATE"] and ["kg", "Classic", "Empty"] in typed
+    assert ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "consumer").out == \
+        "GROUP                     TYPE\n"  # KIP-848 groups: none, praha's coordinator runs classic ones
+    bad_type = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "share")
+    assert bad_type.rc == 1 and "Invalid types list 'share'. Valid types are: classic, consumer" in bad_type.err
     table = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "kg").out.split("\n")
     rows = [line.split() for line in table if line.strip()]
     assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",

@@ -22,6 +22,7 @@ from praha.admin.group_plans import (
     parse_duration_ms,
     parse_reset_csv,
     parse_states,
+    parse_types,
     parse_topic_arg,
     partition_rows,
     plan_reset,
@@ -208,3 +209,11 @@ def test_a_reset_file_reads_back_what_export_wrote_and_is_clamped_into_the_log()
     plan = plan_reset(ResetSpec(ResetMode.FROM_FILE), [a0, a1], {}, {a0: 2, a1: 0}, {a0: 10, a1: 5},
                       requested={a0: 0, a1: 9})
     assert plan.offsets == {a0: 2, a1: 5} and len(plan.warnings) == 2
+
+
+def test_group_types_parse_as_kafka_and_list_with_a_type_column():
+    assert parse_types(["classic,CONSUMER"]) == ["Classic", "Consumer"]
+    with pytest.raises(GroupInputError, match="Invalid types list 'share'. Valid types are: classic, consumer"):
+        parse_types(["share"])
+    assert list_table([("g1", "Classic", "Empty")], ("TYPE", "STATE")) == [
+        "GROUP                     TYPE                 STATE", "g1                        Classic              Empty"]
