@@ -287,6 +287,29 @@ def test_kafka_configs(bs):
     assert tool("kafka-configs", "--bootstrap-server", bs, "--describe").rc == 1  # no entity
 
 
+def test_kafka_configs_broker_loggers(bs):
+    """A broker's logger levels by Kafka's names (IncrementalAlterConfigs to that broker),
+    back to the parent's with --delete-config; Kafka's refusals."""
+    cfg = ("kafka-configs", "--bootstrap-server", bs)
+    shown = ok(*cfg, "--entity-type", "broker-loggers", "--entity-name", 2, "--describe").out.splitlines()
+    assert shown[0] == "Dynamic configs for broker-logger 2 are:"
+    root_line = next(line for line in shown if line.startswith("  root="))
+    assert re.match(r"^  root=(INFO|WARN|ERROR|DEBUG) sensitive=false synonyms=\{", root_line), shown
+    logger = next(line.split("=")[0].strip() for line in shown[1:] if line.strip().startswith("praha."))
+    assert ok(*cfg, "--broker-logger", 2, "--alter", "--add-config", f"{logger}=TRACE").out == \
+        "Completed updating config for broker-logger 2.\n"
+    assert f"  {logger}=TRACE " in ok(*cfg, "--broker-logger", 2, "--describe").out
+    ok(*cfg, "--broker-logger", 2, "--alter", "--delete-config", logger)
+    root = root_line.split()[0].split("=")[1]
+    assert f"  {logger}={root} " in ok(*cfg, "--broker-logger", 2, "--describe").out  # the root's level again
+    bad = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", f"{logger}=LOUD")
+    assert bad.rc == 1 and f"Cannot set the log level of {logger} to LOUD as it is not a supported log level" in bad.err
+    root_gone = tool(*cfg, "--broker-logger", 2, "--alter", "--delete-config", "root")
+    assert root_gone.rc == 1 and "Removing the log level of the root logger is not allowed" in root_gone.err
+    unknown = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", "nosuch.logger=INFO")
+    assert unknown.rc == 1 and "Logger nosuch.logger does not exist!" in unknown.err
+
+
 def test_kafka_configs_quotas_of_users_clients_and_ips(bs):
     """Client quotas through AlterClientQuotas/DescribeClientQuotas, Kafka's wording and
     Java's number format; bad keys and values refused with Kafka's messages."""

@@ -32,7 +32,7 @@ ENTITY_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips"
 DYNAMIC_SOURCE = {"topics": ConfigSource.TOPIC_CONFIG, "brokers": ConfigSource.DYNAMIC_BROKER_CONFIG,
                   "<default>": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG}
 #: DescribeConfigs / IncrementalAlterConfigs resource types
-RESOURCE_TYPE = {"topics": 2, "brokers": 4}
+RESOURCE_TYPE = {"topics": 2, "brokers": 4, "broker-loggers": 8}
 #: client quota entity types, in the order Kafka names them ("user-principal 'u', client-id 'c'")
 QUOTA_TYPE = {"users": USER, "clients": CLIENT_ID, "ips": IP}
 QUOTA_LABEL = {USER: "user-principal", CLIENT_ID: "client-id", IP: "ip"}
@@ -101,7 +101,7 @@ def _entity(p: KafkaToolParser, args: argparse.Namespace, types: list[str], name
     kind = types[0]
     if kind not in RESOURCE_TYPE:
         raise PrahaError(f"--entity-type {kind} is not served by praha's kafka-configs "
-                         "(topics, brokers, users, clients and ips are)")
+                         "(topics, brokers, broker-loggers, users, clients and ips are)")
     if len(names) > 1:
         p.fail("Only one of --entity-name or --entity-default may be given")
     if names and names[0] == "" and kind != "brokers":
@@ -140,8 +140,8 @@ def run(argv: list[str]) -> int:
                 return _describe_quotas_and_users(admin, types, names)
             return _alter_quotas_or_users(p, admin, args, types, names)
     kind, name = _entity(p, args, types, names)
-    if kind == "brokers" and name and not name.isdigit():
-        raise PrahaError(f"The entity name for brokers must be a valid integer broker id, found: {name}")
+    if kind in ("brokers", "broker-loggers") and name and not name.isdigit():
+        raise PrahaError(f"The entity name for {kind} must be a valid integer broker id, found: {name}")
     with ClusterAdmin(args.bootstrap_server, security=security, client_id="kafka-configs") as admin:
         if args.describe:
             return _describe(admin, args, kind, name)
@@ -158,16 +158,19 @@ def _describe(admin: object, args: argparse.Namespace, kind: str, name: str | No
     elif kind == "topics":
         entities = sorted(t.name for t in admin.metadata(None).topics if t.error_code == 0)
     else:
-        entities = [str(b.node_id) for b in sorted(admin.metadata(()).brokers, key=lambda b: b.node_id)] + [""]
+        entities = [str(b.node_id) for b in sorted(admin.metadata(()).brokers, key=lambda b: b.node_id)]
+        entities += [""] if kind == "brokers" else []
     for entity in entities:
+        source: ConfigSource | None
         if kind == "brokers" and entity == "":
             print(f"Default configs for {kind} in the cluster are:")
             source = DYNAMIC_SOURCE["<default>"]
         else:
             print(f"{'All' if args.all else 'Dynamic'} configs for {kind[:-1]} {entity} are:")
-            source = DYNAMIC_SOURCE[kind]
+            source = DYNAMIC_SOURCE.get(kind)
+        # a logger's level is always dynamic: every logger is shown
         lines = describe_all(args.bootstrap_server, kind, entity, security=admin.security,
-                             sources=None if args.all else {source})
+                             sources=None if args.all or source is None else {source})
         for line in lines:
             print(line.render())
     return 0
@@ -191,7 +194,7 @@ def _alter(admin: object, args: argparse.Namespace, kind: str, name: str) -> int
     if missing:
         raise PrahaError(f"Invalid config(s): {','.join(missing)}")
     broker = None
-    if kind == "brokers" and name:
+    if kind in ("brokers", "broker-loggers") and name:
         node = next((b for b in admin.metadata(()).brokers if str(b.node_id) == name), None)
         if node is None:
             raise PrahaError(f"broker {name} is not a live broker of the cluster")
