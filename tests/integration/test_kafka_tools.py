@@ -218,6 +218,21 @@ def test_console_tools_and_consumer_groups(bs):
     assert tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe").rc == 1
 
 
+def test_console_producer_reader_config_and_line_reader(bs, tmp_path):
+    """--reader-config's reader settings (--property over them), Kafka's default --line-reader
+    accepted, another class refused."""
+    reader = tmp_path / "reader.properties"
+    reader.write_text("parse.key=true\nkey.separator=|\n")
+    ok("kafka-console-producer", "--bootstrap-server", bs, "--topic", "krc", "--reader-config", reader,
+       "--line-reader", "org.apache.kafka.tools.LineMessageReader", stdin="a|1\nb|2\n")
+    got = ok("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "krc", "--from-beginning",
+             "--max-messages", 2, "--property", "print.key=true", "--property", "key.separator=:")
+    assert sorted(got.out.splitlines()) == ["a:1", "b:2"]
+    refused = tool("kafka-console-producer", "--bootstrap-server", bs, "--topic", "krc", "--line-reader",
+                   "com.acme.Reader", stdin="x\n")
+    assert refused.rc == 1 and "a Java class cannot be loaded here" in refused.err
+
+
 def test_consumer_group_offsets_exported_and_reset_from_the_file(bs, tmp_path):
     """--export writes the planned offsets as CSV; --from-file resets to them (clamped into
     the log, with Kafka's warning), per group in the group,topic,partition,offset form."""
