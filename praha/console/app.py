@@ -38,6 +38,7 @@ from praha.console.cluster_client import (
     LAG_HISTORY,
     MAX_PAGE_SIZE,
     PAGE_SIZE,
+    AclRow,
     ClusterClient,
     ConsoleError,
     LoginError,
@@ -331,7 +332,7 @@ def build_app(console: Console) -> Starlette:
         rows = await call(s.client.transactions)
         return render(request, s, "transactions.html", {"title": "Transactions", "rows": rows})
 
-    async def acls(request: Request, s: Session) -> Response:
+    async def acls(request: Request, s: Session, error: str = "", status: int = 200) -> Response:
         errors = []
         out: dict[str, Any] = {}
         for key, fn in (("acls", s.client.acls), ("users", s.client.scram_users), ("quotas", s.client.quotas)):
@@ -340,7 +341,8 @@ def build_app(console: Console) -> Starlette:
             except PrahaError as e:
                 out[key] = []
                 errors.append(f"{key}: {e}")
-        return render(request, s, "acls.html", {"title": "ACLs, users, quotas", **out, "problems": errors})
+        return render(request, s, "acls.html", {"title": "ACLs, users, quotas", **out, "problems": errors,
+                                                "error": error, "choices": ACL_CHOICES}, status)
 
     async def schemas(request: Request, s: Session) -> Response:
         ctx: dict[str, Any] = {"title": "Schemas", "registry": console.registry}
@@ -409,6 +411,18 @@ def build_app(console: Console) -> Starlette:
         configs = dict(_kv(line) for line in f.get("configs", "").splitlines() if line.strip())
         await do(s, "create topic", name, s.client.create_topic, name, partitions, rf, configs)
         return back(f"/topics/{quote(name, safe='')}", f"created topic {name}")
+
+    async def acl_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        try:
+            row = acl_of_form(f)
+            add = f.get("action") == "add"
+            if not add and f.get("action") != "delete":
+                raise ConsoleError(f"unknown action {f.get('action')!r}")
+            what = f"{row.permission} {row.principal} {row.operation} on {row.resource_type} {row.name}"
+            await do(s, "add ACL" if add else "remove ACL", what, s.client.change_acl, row, add)
+            return back("/acls", f"{'added' if add else 'removed'}: {what}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
 
     async def topic_change(request: Request, s: Session, f: dict[str, str]) -> Response:
         name = request.path_params["name"]
@@ -535,6 +549,7 @@ def build_app(console: Console) -> Starlette:
         Route("/topics/{name}", page(change(topic_change)), methods=["POST"]),
         Route("/topics/{name}/messages", page(change(produce)), methods=["POST"]),
         Route("/topics/{name}/messages/scan", page(scan_stream)),
+        Route("/acls", page(change(acl_change)), methods=["POST"]),
         Route("/groups/{group_id}/reset", page(group_dry_run)),
         Route("/groups/{group_id}", page(change(group_change)), methods=["POST"]),
         Route("/login", login_form), Route("/login", login, methods=["POST"]), Route("/logout", logout),
@@ -571,6 +586,35 @@ def _sparkline(history: list[tuple[int, int]], width: int = 320, height: int = 4
                    for t, v in history)
     return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
             f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{pts}"/></svg>')
+
+
+#: the choices of the ACL form (Kafka's names; the cluster resource is always "kafka-cluster")
+ACL_CHOICES = {
+    "resource_type": ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"),
+    "operation": ("ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+                  "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE"),
+    "permission": ("ALLOW", "DENY"),
+    "pattern": ("LITERAL", "PREFIXED"),
+}
+
+
+def acl_of_form(f: dict[str, str]) -> AclRow:
+    """The ACL a form names, checked before anything is sent: Kafka's names only, a principal
+    `User:name`, the cluster resource named kafka-cluster."""
+    values = {k: f.get(k, "").strip() for k in ("principal", "host", "operation", "permission", "resource_type",
+                                                 "name", "pattern")}
+    for key, allowed in ACL_CHOICES.items():
+        if values[key] not in allowed:
+            raise ConsoleError(f"the {key.replace('_', ' ')} must be one of {', '.join(allowed)}, got {values[key]!r}")
+    kind, sep, who = values["principal"].partition(":")
+    if not sep or kind != "User" or not who:
+        raise ConsoleError(f"a principal is User:name, got {values['principal']!r}")
+    if values["resource_type"] == "CLUSTER":
+        values["name"] = "kafka-cluster"
+    if not values["name"]:
+        raise ConsoleError("the resource needs a name (* for every one)")
+    return AclRow(values["principal"], values["host"] or "*", values["operation"], values["permission"],
+                  values["resource_type"], values["name"], values["pattern"])
 
 
 def _int(text: str, what: str, lo: int) -> int:

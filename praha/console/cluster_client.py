@@ -761,6 +761,27 @@ class ClusterClient:
         return sorted(AclRow(b.principal, b.host, b.operation.name, b.permission_type.name,
                              b.restype.name, b.name, b.resource_pattern_type.name) for b in bindings)
 
+    def change_acl(self, row: AclRow, add: bool) -> None:
+        """CreateAcls of exactly this ACL, or DeleteAcls of it (an ACL that is not there is an
+        error, so a stale page changes nothing silently)."""
+        try:
+            parts = (cka.ResourceType[row.resource_type], row.name, cka.ResourcePatternType[row.pattern],
+                     row.principal, row.host, cka.AclOperation[row.operation], cka.AclPermissionType[row.permission])
+        except KeyError as e:
+            raise ConsoleError(f"INVALID_REQUEST: unknown {e.args[0]}", ErrorCode.INVALID_REQUEST) from None
+        if add:
+            self._wait(self.admin.create_acls([cka.AclBinding(*parts)], request_timeout=TIMEOUT_S))
+            return
+        futures = self.admin.delete_acls([cka.AclBindingFilter(*parts)], request_timeout=TIMEOUT_S)
+        try:
+            removed = next(iter(futures.values())).result(TIMEOUT_S * 3)
+        except Exception as e:
+            raise _kafka_error(e) from None
+        finally:
+            self.invalidate()
+        if not removed:
+            raise ConsoleError("no such ACL (it may have been removed already)")
+
     def scram_users(self) -> list[tuple[str, str, int]]:
         try:
             described = self.admin.describe_user_scram_credentials(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
