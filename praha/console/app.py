@@ -424,6 +424,26 @@ def build_app(console: Console) -> Starlette:
         except PrahaError as e:
             return await acls(request, s, error=f"{e} — nothing was changed", status=400)
 
+    async def user_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        """A SCRAM user's credential set or removed; the password is neither logged nor shown."""
+        try:
+            user, mechanism = f.get("user", "").strip(), f.get("mechanism", "").strip()
+            if not user:
+                raise ConsoleError("the user needs a name")
+            if f.get("action") == "delete":
+                await do(s, "remove SCRAM credential", f"{user} {mechanism}", s.client.change_scram_user, user,
+                         mechanism, None, 0)
+                return back("/acls", f"removed the {mechanism} credential of {user}")
+            password = f.get("password", "")
+            if not password:
+                raise ConsoleError("the password must not be empty")
+            iterations = _int(f.get("iterations", "") or "8192", "iterations", 4096)
+            await do(s, "set SCRAM credential", f"{user} {mechanism} iterations={iterations}",
+                     s.client.change_scram_user, user, mechanism, password, iterations)
+            return back("/acls", f"set the {mechanism} credential of {user}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
+
     async def topic_change(request: Request, s: Session, f: dict[str, str]) -> Response:
         name = request.path_params["name"]
         action = f.get("action", "")
@@ -550,6 +570,7 @@ def build_app(console: Console) -> Starlette:
         Route("/topics/{name}/messages", page(change(produce)), methods=["POST"]),
         Route("/topics/{name}/messages/scan", page(scan_stream)),
         Route("/acls", page(change(acl_change)), methods=["POST"]),
+        Route("/users", page(change(user_change)), methods=["POST"]),
         Route("/groups/{group_id}/reset", page(group_dry_run)),
         Route("/groups/{group_id}", page(change(group_change)), methods=["POST"]),
         Route("/login", login_form), Route("/login", login, methods=["POST"]), Route("/logout", logout),

@@ -782,6 +782,17 @@ class ClusterClient:
         if not removed:
             raise ConsoleError("no such ACL (it may have been removed already)")
 
+    def change_scram_user(self, user: str, mechanism: str, password: str | None, iterations: int) -> None:
+        """AlterUserScramCredentials: set the user's credential for `mechanism` from a password
+        (hashed by the client, as Kafka's admin does), or with None remove it."""
+        try:
+            mech = cka.ScramMechanism[mechanism.replace("-", "_")]
+        except KeyError:
+            raise ConsoleError(f"the mechanism must be SCRAM-SHA-256 or SCRAM-SHA-512, got {mechanism!r}") from None
+        change = cka.UserScramCredentialDeletion(user, mech) if password is None else \
+            cka.UserScramCredentialUpsertion(user, cka.ScramCredentialInfo(mech, iterations), password.encode())
+        self._wait(self.admin.alter_user_scram_credentials([change], request_timeout=TIMEOUT_S))
+
     def scram_users(self) -> list[tuple[str, str, int]]:
         try:
             described = self.admin.describe_user_scram_credentials(request_timeout=TIMEOUT_S).result(TIMEOUT_S)

@@ -154,6 +154,39 @@ def test_an_acl_added_on_the_page_applies_and_its_removal_too(secure):
     assert admin_password not in text
 
 
+def test_a_scram_user_set_on_the_page_logs_in_and_is_removed(secure):
+    """The admin sets erin's SCRAM-SHA-512 password on the page: erin logs in with it; the
+    credential removed on the page, her login fails. The password is neither shown nor logged."""
+    url, browser, log = secure
+    admin_password = SecureSetup.load(log.parent / "security").admin_password
+    _as(browser, url, "admin", admin_password)
+    browser.get(url + "/acls")
+    form = browser.find_element(By.ID, "set-user")
+    form.find_element(By.NAME, "user").send_keys("erin")
+    form.find_element(By.NAME, "password").send_keys("erin-Pass-7")
+    confirm_submit(browser, "#set-user")
+    wait_for(lambda: "set the SCRAM-SHA-512 credential of erin" in text_of(browser, "#msg"), timeout=30,
+             what="erin's credential set")
+    assert "erin" in text_of(browser, "#users"), text_of(browser, "#users")
+    assert browser.find_elements(By.ID, "user-erin-SCRAM_SHA_512"), browser.find_element(By.ID, "users").get_attribute(
+        "innerHTML")
+    assert "erin-Pass-7" not in browser.page_source
+    _as(browser, url, "erin", "erin-Pass-7")  # her login works (no ACLs: an empty list)
+
+    _as(browser, url, "admin", admin_password)
+    browser.get(url + "/acls")
+    confirm_submit(browser, "#user-erin-SCRAM_SHA_512 form.remove-user")
+    wait_for(lambda: "removed the SCRAM-SHA-512 credential of erin" in text_of(browser, "#msg"), timeout=30,
+             what="erin's credential removed")
+    browser.get(url + "/logout")
+    _login(browser, url, "erin", "erin-Pass-7")
+    wait_for(lambda: browser.find_elements(By.ID, "error"), timeout=30, what="erin's login refused")
+    assert "login failed for user 'erin'" in text_of(browser, "#error")
+    text = log.read_text()
+    assert "change by admin: set SCRAM credential erin SCRAM-SHA-512 iterations=8192: done" in text
+    assert "erin-Pass-7" not in text
+
+
 def test_cluster_down_stops_the_console_that_cluster_up_started(secure):
     """Last in the module: `praha cluster down` stops the console by the PID in console.json."""
     from praha.cli.main import main as praha
