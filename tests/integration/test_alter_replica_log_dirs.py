@@ -115,15 +115,21 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
 
             # `praha reassign execute` with log_dirs: a new replica on broker 1 goes to the dir named,
             # the one broker 1 would not have chosen itself (it holds more logs)
-            create_topic(store, "placed", None, None, assignment={0: [2, 3]})
-            wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"]["placed"]["partitions"][0]["isr"])
-                     == 2, 30, what="placed online")
-            (b1,) = describe_log_dirs(bs, [BROKER])
-            counts = {d.path: len(d.partitions) for d in b1.dirs}
-            target = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
+            def plan_placing(topic: str) -> str:
+                """A topic on brokers 2 and 3, and a plan adding a replica on broker 1 in the dir
+                broker 1 would not choose itself (it holds more logs); that dir."""
+                create_topic(store, topic, None, None, assignment={0: [2, 3]})
+                wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"][topic]["partitions"][0]["isr"])
+                         == 2, 30, what=f"{topic} online")
+                (b1,) = describe_log_dirs(bs, [BROKER])
+                counts = {d.path: len(d.partitions) for d in b1.dirs}
+                target = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
+                plan_file.write_text(json.dumps({"version": 1, "partitions": [
+                    {"topic": topic, "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target]}]}))
+                return target
+
             plan_file = tmp_path / "placed.json"
-            plan_file.write_text(json.dumps({"version": 1, "partitions": [
-                {"topic": "placed", "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target]}]}))
+            target = plan_placing("placed")
             rc, out, err = cli("reassign", "execute", "--zookeeper", zk_connect, "--reassignment-json-file", plan_file)
             assert rc == 0, err
             assert f"Successfully started log directory move for: placed-0-{BROKER}" in out
@@ -131,14 +137,7 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
 
             # the same through Kafka's tool by name, over the admin API (AlterPartitionReassignments,
             # then AlterReplicaLogDirs to broker 1 once its new replica exists), with the dir throttle
-            create_topic(store, "placed2", None, None, assignment={0: [2, 3]})
-            wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"]["placed2"]["partitions"][0]["isr"])
-                     == 2, 30, what="placed2 online")
-            (b1,) = describe_log_dirs(bs, [BROKER])
-            counts = {d.path: len(d.partitions) for d in b1.dirs}
-            target2 = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
-            plan_file.write_text(json.dumps({"version": 1, "partitions": [
-                {"topic": "placed2", "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target2]}]}))
+            target2 = plan_placing("placed2")
             capsys.readouterr()
             rc = run_tool(tool_for("kafka-reassign-partitions"), [
                 "--bootstrap-server", bs, "--execute", "--reassignment-json-file", str(plan_file),
