@@ -444,6 +444,23 @@ def build_app(console: Console) -> Starlette:
         except PrahaError as e:
             return await acls(request, s, error=f"{e} — nothing was changed", status=400)
 
+    async def quota_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        try:
+            kind, name, key = f.get("kind", ""), f.get("name", "").strip(), f.get("key", "").strip()
+            who = f"{kind} {name or '(default)'}"
+            if f.get("action") == "delete":
+                await do(s, "remove quota", f"{who} {key}", s.client.change_quota, kind, name, key, None)
+                return back("/acls", f"removed {key} of {who}")
+            text = f.get("value", "").strip()
+            try:
+                value = float(text)
+            except ValueError:
+                raise ConsoleError(f"a quota is a number, got {text!r}") from None
+            await do(s, "set quota", f"{who} {key}={text}", s.client.change_quota, kind, name, key, value)
+            return back("/acls", f"set {key}={text} for {who}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
+
     async def topic_change(request: Request, s: Session, f: dict[str, str]) -> Response:
         name = request.path_params["name"]
         action = f.get("action", "")
@@ -571,6 +588,7 @@ def build_app(console: Console) -> Starlette:
         Route("/topics/{name}/messages/scan", page(scan_stream)),
         Route("/acls", page(change(acl_change)), methods=["POST"]),
         Route("/users", page(change(user_change)), methods=["POST"]),
+        Route("/quotas", page(change(quota_change)), methods=["POST"]),
         Route("/groups/{group_id}/reset", page(group_dry_run)),
         Route("/groups/{group_id}", page(change(group_change)), methods=["POST"]),
         Route("/login", login_form), Route("/login", login, methods=["POST"]), Route("/logout", logout),

@@ -801,6 +801,21 @@ class ClusterClient:
         return sorted((user, info.mechanism.name, info.iterations)
                       for user, d in described.items() for info in d.scram_credential_infos)
 
+    def change_quota(self, kind: str, name: str, key: str, value: float | None) -> None:
+        """AlterClientQuotas of one user's or client id's quota ("" names the default; None
+        removes the key); the broker checks the key and value with Kafka's rules."""
+        from praha.admin.cluster_admin import ClusterAdmin
+
+        entity_type = {"users": "user", "clients": "client-id"}.get(kind)
+        if entity_type is None:
+            raise ConsoleError(f"a quota is for users or clients, got {kind!r}")
+        try:
+            with ClusterAdmin(self.target.bootstrap, timeout=TIMEOUT_S, retries=2, client_id="praha-console",
+                              security=self.wire_security) as admin:
+                admin.alter_client_quotas([(entity_type, name or None)], [(key, value)])
+        except PrahaError as e:
+            raise ConsoleError(str(e), getattr(e, "code", None)) from None
+
     def quotas(self) -> list[tuple[str, str, dict[str, str]]]:
         """Client quotas from ZooKeeper (`/config/users`, `/config/clients`)."""
         if self.zk is None:

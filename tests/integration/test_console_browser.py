@@ -231,6 +231,34 @@ def test_bad_input_gets_a_clear_message_and_changes_nothing(env, browser):
     assert not browser.find_elements(By.ID, "plan")
 
 
+def test_a_client_quota_set_and_removed_on_the_page(env, browser):
+    """AlterClientQuotas from the page: a bad value refused, a good one written where the
+    brokers read it (ZooKeeper's /config/clients), then removed."""
+    import json
+
+    def set_quota(value: str) -> None:
+        form = browser.find_element(By.ID, "set-quota")
+        form.find_element(By.NAME, "name").send_keys("billing-app")
+        form.find_element(By.NAME, "value").send_keys(value)
+        confirm_submit(browser, "#set-quota")
+
+    _open(browser, env, "/acls")
+    set_quota("fast")
+    wait_for(lambda: browser.find_elements(By.ID, "error"), timeout=30, what="the refusal")
+    assert "a quota is a number, got 'fast'" in text_of(browser, "#error")
+    set_quota("1048576")
+    wait_for(lambda: browser.find_elements(By.ID, "msg"), timeout=30, what="the quota set")
+    assert text_of(browser, "#msg") == "set producer_byte_rate=1048576 for clients billing-app"
+    assert "producer_byte_rate=1048576" in text_of(browser, "#quota-clients-billing-app")
+    data, _ = env.store.client.get("/config/clients/billing-app")
+    assert json.loads(data)["config"] == {"producer_byte_rate": "1048576"}
+    shot(browser, "quota-set")
+    confirm_submit(browser, "#quota-clients-billing-app form.remove-quota")
+    wait_for(lambda: "removed producer_byte_rate of clients billing-app" in browser.page_source, timeout=30,
+             what="the quota removed")
+    assert not browser.find_elements(By.ID, "quota-clients-billing-app")
+
+
 def test_produce_from_the_page(env, browser):
     _open(browser, env, f"/topics/{TOPIC}/messages")
     browser.find_element(By.CSS_SELECTOR, "#produce input[name=key]").send_keys("from-page")
