@@ -611,6 +611,15 @@ class ClusterClient:
         finally:
             self.invalidate()
 
+    def _one(self, futures: Mapping[Any, Any]) -> Any:
+        """The result of a change's one future (Kafka's error raised); cached answers dropped."""
+        try:
+            return next(iter(futures.values())).result(TIMEOUT_S * 3)
+        except Exception as e:
+            raise _kafka_error(e) from None
+        finally:
+            self.invalidate()
+
     def alter_config(self, topic: str, key: str, value: str | None) -> None:
         """Set (or with None, delete) one topic config: IncrementalAlterConfigs, validated
         by the broker first (validate_only), so an invalid value changes nothing."""
@@ -643,14 +652,8 @@ class ClusterClient:
         if partition not in {p.partition for p in self.partitions_of(name)}:
             raise ConsoleError(f"UNKNOWN_TOPIC_OR_PARTITION: {name} has no partition {partition}",
                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        futures = self.admin.delete_records([ck.TopicPartition(name, partition, before)], request_timeout=TIMEOUT_S,
-                                            operation_timeout=TIMEOUT_S)
-        try:
-            result = next(iter(futures.values())).result(TIMEOUT_S * 3)
-        except Exception as e:
-            raise _kafka_error(e) from None
-        finally:
-            self.invalidate()
+        result = self._one(self.admin.delete_records([ck.TopicPartition(name, partition, before)],
+                                                     request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S))
         return int(result.low_watermark)
 
     # -- groups ---------------------------------------------------------------------------
@@ -772,13 +775,7 @@ class ClusterClient:
         if add:
             self._wait(self.admin.create_acls([cka.AclBinding(*parts)], request_timeout=TIMEOUT_S))
             return
-        futures = self.admin.delete_acls([cka.AclBindingFilter(*parts)], request_timeout=TIMEOUT_S)
-        try:
-            removed = next(iter(futures.values())).result(TIMEOUT_S * 3)
-        except Exception as e:
-            raise _kafka_error(e) from None
-        finally:
-            self.invalidate()
+        removed = self._one(self.admin.delete_acls([cka.AclBindingFilter(*parts)], request_timeout=TIMEOUT_S))
         if not removed:
             raise ConsoleError("no such ACL (it may have been removed already)")
 

@@ -110,13 +110,19 @@ def _as(browser, url: str, user: str, password: str) -> None:
     wait_for(lambda: browser.find_elements(By.ID, "topics"), timeout=30, what=f"{user}'s topic list")
 
 
-def test_an_acl_added_on_the_page_applies_and_its_removal_too(secure):
-    """The admin gives alice Describe on `hidden` from the ACL page (confirmed, logged): she
-    then sees it; then it is removed from the page. A malformed principal changes nothing."""
+def _admin_on_acls(secure) -> tuple[str, object, object, str]:
+    """(url, browser, console log, the admin's password), the admin logged in on /acls."""
     url, browser, log = secure
     admin_password = SecureSetup.load(log.parent / "security").admin_password
     _as(browser, url, "admin", admin_password)
     browser.get(url + "/acls")
+    return url, browser, log, admin_password
+
+
+def test_an_acl_added_on_the_page_applies_and_its_removal_too(secure):
+    """The admin gives alice Describe on `hidden` from the ACL page (confirmed, logged): she
+    then sees it; then it is removed from the page. A malformed principal changes nothing."""
+    url, browser, log, admin_password = _admin_on_acls(secure)
     form = browser.find_element(By.ID, "add-acl")
     form.find_element(By.NAME, "principal").send_keys("alice")
     Select(form.find_element(By.NAME, "operation")).select_by_visible_text("DESCRIBE")
@@ -157,10 +163,7 @@ def test_an_acl_added_on_the_page_applies_and_its_removal_too(secure):
 def test_a_scram_user_set_on_the_page_logs_in_and_is_removed(secure):
     """The admin sets erin's SCRAM-SHA-512 password on the page: erin logs in with it; the
     credential removed on the page, her login fails. The password is neither shown nor logged."""
-    url, browser, log = secure
-    admin_password = SecureSetup.load(log.parent / "security").admin_password
-    _as(browser, url, "admin", admin_password)
-    browser.get(url + "/acls")
+    url, browser, log, admin_password = _admin_on_acls(secure)
     form = browser.find_element(By.ID, "set-user")
     form.find_element(By.NAME, "user").send_keys("erin")
     form.find_element(By.NAME, "password").send_keys("erin-Pass-7")
