@@ -791,12 +791,24 @@ class ClusterClient:
         self._wait(self.admin.alter_user_scram_credentials([change], request_timeout=TIMEOUT_S))
 
     def scram_users(self) -> list[tuple[str, str, int]]:
+        """Every SCRAM credential: (user, mechanism as SCRAM_SHA_512, iterations). Asked with
+        praha's wire client: confluent-kafka 2.16's describe of every user aborted the console
+        process (munmap_chunk) when the broker refused a visitor without Describe on the cluster."""
+        from praha.admin.cluster_admin import ClusterAdmin
+        from praha.protocol.scram import ScramMechanism
+
         try:
-            described = self.admin.describe_user_scram_credentials(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
-        except Exception as e:
-            raise _kafka_error(e) from None
-        return sorted((user, info.mechanism.name, info.iterations)
-                      for user, d in described.items() for info in d.scram_credential_infos)
+            with ClusterAdmin(self.target.bootstrap, timeout=TIMEOUT_S, retries=2, client_id="praha-console",
+                              security=self.wire_security) as admin:
+                described = admin.describe_scram([])
+        except PrahaError as e:
+            raise ConsoleError(str(e), getattr(e, "code", None)) from None
+        out = []
+        for user, code, _message, infos in described:
+            for mid, iterations in infos if not code else []:
+                m = ScramMechanism.by_wire_id(mid)
+                out.append((user, m.mechanism_name.replace("-", "_") if m else str(mid), iterations))
+        return sorted(out)
 
     def change_quota(self, kind: str, name: str, key: str, value: float | None) -> None:
         """AlterClientQuotas of one user's or client id's quota ("" names the default; None
