@@ -16,13 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
     AlterPartitionReassignmentsRequest,
+    AlterUserScramCredentialsRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteAclsRequest,
     DeleteTopicsRequest,
     DescribeAclsRequest,
+    DescribeClientQuotasRequest,
+    DescribeUserScramCredentialsRequest,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
@@ -152,6 +156,58 @@ class ClusterAdmin(GroupAdmin):
 
         response = send(*broker) if broker else self._any_broker(send)
         for r in response.responses:
+            if r.error_code:
+                raise kafka_error(r.error_code, r.error_message)
+
+    # -- client quotas and SCRAM credentials (kafka-configs --entity-type users|clients|ips) ----
+    def describe_client_quotas(self, components: Sequence[tuple[str, int, str | None]], strict: bool
+                               ) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
+        """DescribeClientQuotas: [(entity ((type, name or None for the default), ...), {key: value})]."""
+        C = DescribeClientQuotasRequest.ComponentData
+        request = DescribeClientQuotasRequest(components=[C(entity_type=t, match_type=m, match=n)
+                                                          for t, m, n in components], strict=strict)
+        response = self._any_broker(lambda h, p: self._send(h, p, ApiKey.DESCRIBE_CLIENT_QUOTAS, lambda v: request))
+        if response.error_code:
+            raise kafka_error(response.error_code, response.error_message)
+        return [(tuple((e.entity_type, e.entity_name) for e in entry.entity), {v.key: v.value for v in entry.values})
+                for entry in response.entries or []]
+
+    def alter_client_quotas(self, entity: Sequence[tuple[str, str | None]], ops: Sequence[tuple[str, float | None]]
+                            ) -> None:
+        """AlterClientQuotas of one entity: ops (key, value; None removes the key)."""
+        E = AlterClientQuotasRequest.EntryData
+        request = AlterClientQuotasRequest(validate_only=False, entries=[E(
+            entity=[E.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+            ops=[E.OpData(key=k, value=0.0 if v is None else v, remove=v is None) for k, v in ops])])
+        response = self._any_broker(lambda h, p: self._send(h, p, ApiKey.ALTER_CLIENT_QUOTAS, lambda v: request))
+        for r in response.entries:
+            if r.error_code:
+                raise kafka_error(r.error_code, r.error_message)
+
+    def describe_scram(self, users: Sequence[str]) -> list[tuple[str, int, str | None, list[tuple[int, int]]]]:
+        """DescribeUserScramCredentials of `users` (none: all): [(user, error code, message,
+        [(mechanism wire id, iterations)])]."""
+        U = DescribeUserScramCredentialsRequest.UserName
+        request = DescribeUserScramCredentialsRequest(users=[U(name=u) for u in users] or None)
+        response = self._any_broker(
+            lambda h, p: self._send(h, p, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, lambda v: request))
+        if response.error_code:
+            raise kafka_error(response.error_code, response.error_message)
+        return [(r.user, r.error_code, r.error_message, [(c.mechanism, c.iterations) for c in r.credential_infos])
+                for r in response.results]
+
+    def alter_scram(self, upserts: Sequence[tuple[str, int, int, bytes, bytes]],
+                    deletions: Sequence[tuple[str, int]]) -> None:
+        """AlterUserScramCredentials: upserts (user, mechanism, iterations, salt, salted
+        password), deletions (user, mechanism); sent to the controller, as Kafka's admin does."""
+        R = AlterUserScramCredentialsRequest
+        request = R(deletions=[R.ScramCredentialDeletion(name=u, mechanism=m) for u, m in deletions],
+                    upsertions=[R.ScramCredentialUpsertion(name=u, mechanism=m, iterations=i, salt=salt,
+                                                           salted_password=salted)
+                                for u, m, i, salt, salted in upserts])
+        response = self._any_broker(
+            lambda h, p: self._send(h, p, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, lambda v: request))
+        for r in response.results:
             if r.error_code:
                 raise kafka_error(r.error_code, r.error_message)
 

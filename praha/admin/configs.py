@@ -173,13 +173,13 @@ def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 1
 
     first = bootstrap.split(",")[0]
     host, _, port = first.rpartition(":")
-    if entity_type == "brokers" and name:
+    if entity_type in ("brokers", "broker-loggers") and name:
         md = fetch_metadata(first, [], timeout, security)
         broker = next((b for b in md.brokers if str(b.node_id) == name), None)
         if broker is None:
             raise InvalidRequestError(f"broker {name} is not a live broker of the cluster")
         host, port = broker.host, str(broker.port)
-    rtype = 2 if entity_type == "topics" else 4
+    rtype = {"topics": 2, "brokers": 4, "broker-loggers": 8}[entity_type]
     request = DescribeConfigsRequest(
         resources=[DescribeConfigsRequest.DescribeConfigsResource(resource_type=rtype, resource_name=name,
                                                                  configuration_keys=None)],

@@ -161,6 +161,8 @@ class ResetMode(Enum):
     SHIFT_BY = "shift-by"
     TO_DATETIME = "to-datetime"
     BY_DURATION = "by-duration"
+    #: offsets per partition from a CSV file (`--from-file`, what `--export` wrote)
+    FROM_FILE = "from-file"
 
     @property
     def uses_timestamp(self) -> bool:
@@ -186,7 +188,8 @@ def plan_reset(spec: ResetSpec, partitions: Sequence[TopicPartition],
                committed: Mapping[TopicPartition, int],
                earliest: Mapping[TopicPartition, int | None],
                latest: Mapping[TopicPartition, int | None],
-               by_timestamp: Mapping[TopicPartition, int | None] | None = None) -> ResetPlan:
+               by_timestamp: Mapping[TopicPartition, int | None] | None = None,
+               requested: Mapping[TopicPartition, int] | None = None) -> ResetPlan:
     """The new committed offset of every partition, as kafka-consumer-groups computes it.
 
     to-offset and shift-by are clamped into [earliest, latest] with Kafka's warning; a
@@ -223,6 +226,8 @@ def plan_reset(spec: ResetSpec, partitions: Sequence[TopicPartition],
             new = committed[tp] if tp in committed else known(latest, tp, "ending")
         elif mode is ResetMode.TO_OFFSET:
             new = clamp(tp, _value(spec))
+        elif mode is ResetMode.FROM_FILE:
+            new = clamp(tp, (requested or {})[tp])
         elif mode is ResetMode.SHIFT_BY:
             if tp not in committed:
                 raise GroupInputError(f"Cannot shift offset for partition {tp} since there is no current "
@@ -238,6 +243,37 @@ def plan_reset(spec: ResetSpec, partitions: Sequence[TopicPartition],
                 new = found
         plan.offsets[tp] = new
     return plan
+
+
+def parse_reset_csv(text: str, single_group: str | None) -> dict[str, dict[TopicPartition, int]]:
+    """`--from-file`'s CSV, as `--export` writes it: `topic,partition,offset` lines when one
+    --group is given (`single_group`) and the first line has three fields, else
+    `group,topic,partition,offset`. {group: {partition: offset}}; a bad line is an error."""
+    lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    no_group = single_group is not None and bool(lines) and len(lines[0].split(",")) == 3
+    out: dict[str, dict[TopicPartition, int]] = {}
+    for n, line in enumerate(lines, 1):
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) != (3 if no_group else 4):
+            raise GroupInputError(f"line {n} of the reset file: expected "
+                                  f"{'topic,partition,offset' if no_group else 'group,topic,partition,offset'}, "
+                                  f"got {line!r}")
+        group, rest = (single_group or "", fields) if no_group else (fields[0], fields[1:])
+        topic, partition, offset = rest
+        try:
+            tp, value = TopicPartition(topic, int(partition)), int(offset)
+        except ValueError:
+            raise GroupInputError(f"line {n} of the reset file: partition and offset must be whole numbers, "
+                                  f"got {line!r}") from None
+        out.setdefault(group, {})[tp] = value
+    return out
+
+
+def export_csv(offsets: Mapping[str, Mapping[TopicPartition, int]], with_group: bool) -> str:
+    """`--export`: one line per partition, `topic,partition,offset` (one group asked for)
+    or `group,topic,partition,offset`, each ended by a newline."""
+    return "".join(f"{group + ',' if with_group else ''}{tp.topic},{tp.partition},{off}\n"
+                   for group, plan in offsets.items() for tp, off in sorted(plan.items()))
 
 
 def _value(spec: ResetSpec) -> int:
@@ -360,10 +396,27 @@ def state_table(group: str, coordinator: str, strategy: str, state: str, members
                  [(group, coordinator, strategy, state, members)], (15, 25, 20, 15, 0))
 
 
-def list_table(groups: Sequence[tuple[str, str]]) -> list[str]:
-    """`--list --state`: GROUP and STATE (the group column at least 25 wide, as Kafka)."""
-    width = max([15] + [len(g) for g, _ in groups]) + 10
-    return table(("GROUP", "STATE"), groups, (width, 0))
+def list_table(groups: Sequence[Sequence[str]], columns: Sequence[str] = ("STATE",)) -> list[str]:
+    """`--list --state` / `--type`: GROUP then TYPE and/or STATE (the group column at least 25
+    wide, the others 20, as Kafka)."""
+    width = max([15] + [len(g[0]) for g in groups]) + 10
+    return table(("GROUP", *columns), groups, (width, *[20] * (len(columns) - 1), 0))
+
+
+#: the group types kafka-consumer-groups --type names (Kafka 3.9); every praha group is classic
+GROUP_TYPES = ("Classic", "Consumer")
+
+
+def parse_types(values: Sequence[str]) -> list[str]:
+    """`--type classic,consumer`: the type names, matched without regard to case; unknown
+    names refused with Kafka's message."""
+    items = [s.strip() for v in values for s in v.split(",") if s.strip()]
+    by_lower = {t.lower(): t for t in GROUP_TYPES}
+    unknown = [i for i in items if i.lower() not in by_lower]
+    if unknown:
+        raise GroupInputError(f"Invalid types list '{','.join(values)}'. Valid types are: "
+                              + ", ".join(t.lower() for t in GROUP_TYPES))
+    return list(dict.fromkeys(by_lower[i.lower()] for i in items))
 
 
 def reset_table(group: str, offsets: Mapping[TopicPartition, int]) -> list[str]:

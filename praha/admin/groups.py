@@ -56,6 +56,12 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # and the console's topic list (praha.console.cluster_client)
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
 }
 #: answers after which Kafka's admin finds the coordinator again and retries
 COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,

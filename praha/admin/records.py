@@ -180,7 +180,8 @@ def log_dirs_json(brokers: list[BrokerLogDirs]) -> str:
 
 
 def alter_replica_log_dirs(brokers: dict[int, tuple[str, int]], moves: dict[tuple[TopicPartition, int], str],
-                           timeout: float = 10.0) -> dict[tuple[TopicPartition, int], str | None]:
+                           timeout: float = 10.0, security: ClientSecurity = PLAINTEXT
+                           ) -> dict[tuple[TopicPartition, int], str | None]:
     """Ask each broker to move (or place) its replicas in `moves` to the dir given; returns each
     replica's outcome: None once the move started, else the error's name (REPLICA_NOT_AVAILABLE
     if it still did not exist at `timeout`)."""
@@ -203,7 +204,7 @@ def alter_replica_log_dirs(brokers: dict[int, tuple[str, int]], moves: dict[tupl
                 _Dir(path=d, topics=[_Topic(name=t, partitions=ps) for t, ps in topics.items()])
                 for d, topics in dirs.items()])
             try:
-                with BrokerConnection(*brokers[b], timeout=timeout) as conn:
+                with BrokerConnection(*brokers[b], timeout=timeout, security=security) as conn:
                     response = conn.send(request, ALTER_REPLICA_LOG_DIRS_VERSION)
             except PrahaError as e:
                 for key in [k for k in pending if k[1] == b]:

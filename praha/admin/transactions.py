@@ -132,8 +132,15 @@ class TransactionAdmin(GroupAdmin):
             raise group_error(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp} has no leader")
         return view.brokers[leader]
 
-    def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
-        return self._producers_on(self._leader_node(tp), [tp])[tp]
+    def describe_producers(self, tp: TopicPartition, broker_id: int | None = None) -> list[ProducerState]:
+        """The partition's active producers as its leader (or the replica on `broker_id`) has them."""
+        if broker_id is None:
+            return self._producers_on(self._leader_node(tp), [tp])[tp]
+        self._leader_node(tp)  # the partition exists
+        node = self.cluster(()).brokers.get(broker_id)
+        if node is None:
+            raise GroupAdminError(f"broker {broker_id} is not alive", code=ErrorCode.BROKER_NOT_AVAILABLE)
+        return self._producers_on(node, [tp])[tp]
 
     def _producers_on(self, node: Node, tps: Sequence[TopicPartition]) -> dict[TopicPartition, list[ProducerState]]:
         by_topic: dict[str, list[int]] = {}
@@ -168,18 +175,29 @@ class TransactionAdmin(GroupAdmin):
                         raise group_error(p.error_code, f"aborting producer {producer_id} in {tp}: "
                                                         f"{error_message(p.error_code)}")
 
-    def find_hanging(self, broker_id: int, max_timeout_ms: int = 15 * 60 * 1000) -> list[HangingTransaction]:
-        view = self.cluster(None)
-        node = view.brokers.get(broker_id)
-        if node is None:
+    def find_hanging(self, broker_id: int | None, max_timeout_ms: int = 15 * 60 * 1000, topic: str | None = None,
+                     partition: int | None = None) -> list[HangingTransaction]:
+        """Open transactions no coordinator will end, in the partitions `broker_id` leads or
+        (with `topic`) in that topic's partitions (or its one `partition`), each asked of its leader."""
+        view = self.cluster(None if topic is None else [topic])
+        if broker_id is not None and broker_id not in view.brokers:
             raise GroupAdminError(f"broker {broker_id} is not alive", code=ErrorCode.BROKER_NOT_AVAILABLE)
-        led = [TopicPartition(t, p) for t, parts in sorted(view.leaders.items()) for p, leader in sorted(parts.items())
-               if leader == broker_id]
-        if not led:
+        if topic is not None and topic not in view.leaders:
+            raise group_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic}' does not exist.")
+        if topic is not None and partition is not None and partition not in view.leaders[topic]:
+            raise group_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Partition {topic}-{partition} does not exist")
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for t, parts in sorted(view.leaders.items()):
+            for p, leader in sorted(parts.items()):
+                if (broker_id is None or leader == broker_id) and (topic is None or t == topic) \
+                        and (partition is None or p == partition) and leader in view.brokers:
+                    by_leader.setdefault(leader, []).append(TopicPartition(t, p))
+        if not by_leader:
             return []
         now = int(time.time() * 1000)
         # an open transaction; when its last write's time is known, one older than any timeout
-        candidates = [(tp, s) for tp, states in self._producers_on(node, led).items() for s in states
+        candidates = [(tp, s) for leader, led in sorted(by_leader.items())
+                      for tp, states in self._producers_on(view.brokers[leader], led).items() for s in states
                       if s.current_txn_start_offset >= 0
                       and (s.last_timestamp < 0 or now - s.last_timestamp > max_timeout_ms)]
         if not candidates:

@@ -8,7 +8,8 @@
    first is reported with its source, the rest as synonyms when asked.
 3. Broker resources: every setting this broker has, read-only unless Kafka can change it
    dynamically; the resource name must be this broker's id (or empty: the cluster-wide
-   dynamic defaults), as Kafka requires. Broker loggers: the Python loggers' levels.
+   dynamic defaults), as Kafka requires. Broker loggers: the Python loggers' levels, by
+   Kafka's level names, set with IncrementalAlterConfigs.
 Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, unknown resource types INVALID_REQUEST.
 
 AlterConfigs (the whole override set replaced) and IncrementalAlterConfigs (SET, DELETE,
@@ -56,6 +57,12 @@ _SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config", "ssl.keystore.key", "zoo
 
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+#: Kafka's (log4j's) level names and the Python logging levels they set
+LOG_LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+              "ERROR": logging.ERROR, "FATAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
+_LEVEL_NAMES = {v: k for k, v in LOG_LEVELS.items()}
+ROOT_LOGGER = "root"
+log = logging.getLogger(__name__)
 
 
 class ConfigApis:
@@ -187,6 +194,8 @@ class ConfigApis:
 
     async def _alter(self, rtype: int, name: str, changes: list[tuple[str, int, str | None]], replace: bool,
                      validate_only: bool) -> tuple[ErrorCode, str | None]:
+        if rtype == RESOURCE_BROKER_LOGGER:
+            return self._alter_loggers(name, changes, validate_only)
         if rtype == RESOURCE_TOPIC:
             entity = TOPICS
         elif rtype == RESOURCE_BROKER:
@@ -214,16 +223,63 @@ class ConfigApis:
         if name != str(self.broker.broker_id):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}",
                              ErrorCode.INVALID_REQUEST)
-        names = ["root", *sorted(n for n in logging.Logger.manager.loggerDict if n.startswith("praha"))]
         out = []
-        for n in names:
+        for n in _logger_names():
             if keys is not None and n not in keys:
                 continue
-            level = logging.getLevelName((logging.getLogger() if n == "root" else logging.getLogger(n))
-                                         .getEffectiveLevel())
+            effective = (logging.getLogger() if n == ROOT_LOGGER else logging.getLogger(n)).getEffectiveLevel()
+            level = _LEVEL_NAMES.get(effective) or logging.getLevelName(effective)
             value = ResolvedValue(n, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
             out.append(_entry(n, value, False, False, [value], ConfigType.STRING, None))
         return out
+
+
+    def _alter_loggers(self, name: str, changes: list[tuple[str, int, str | None]], validate_only: bool
+                       ) -> tuple[ErrorCode, str | None]:
+        """This broker's loggers' levels (kafka-configs --entity-type broker-loggers): SET a
+        level by Kafka's name, DELETE to follow the parent again; checked whole first, with
+        Kafka's refusals, and not kept across a restart (as Kafka's)."""
+        if name != str(self.broker.broker_id):
+            return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}"
+        try:
+            levels = plan_logger_levels(changes, set(_logger_names()))
+        except PrahaError as e:
+            return e.code, str(e)
+        if not validate_only:
+            for logger, level in levels.items():
+                (logging.getLogger() if logger == ROOT_LOGGER else logging.getLogger(logger)).setLevel(level)
+            log.info("broker loggers: %d levels changed (%s)", len(levels),
+                     ", ".join(f"{k}={_LEVEL_NAMES.get(v, 'parent')}" for k, v in sorted(levels.items())))
+        return ErrorCode.NONE, None
+
+
+def _logger_names() -> list[str]:
+    """The loggers a broker reports: the root and praha's own."""
+    return [ROOT_LOGGER, *sorted(n for n in logging.Logger.manager.loggerDict if n.startswith("praha"))]
+
+
+def plan_logger_levels(changes: list[tuple[str, int, str | None]], existing: set[str]) -> dict[str, int]:
+    """IncrementalAlterConfigs of broker loggers → {logger: Python level (NOTSET: follow the
+    parent)}; Kafka's refusals for an unknown logger or level, the root's deletion, APPEND and
+    SUBTRACT."""
+    out: dict[str, int] = {}
+    for logger, op, value in changes:
+        if op in (OP_APPEND, OP_SUBTRACT):
+            raise PrahaError(f"{'APPEND' if op == OP_APPEND else 'SUBTRACT'} operation is not allowed for the "
+                             "BROKER_LOGGER resource", ErrorCode.INVALID_REQUEST)
+        if logger not in existing:
+            raise PrahaError(f"Logger {logger} does not exist!", ErrorCode.INVALID_CONFIG)
+        if op == OP_DELETE:
+            if logger == ROOT_LOGGER:
+                raise PrahaError(f"Removing the log level of the {ROOT_LOGGER} logger is not allowed",
+                                 ErrorCode.INVALID_REQUEST)
+            out[logger] = logging.NOTSET
+        elif value not in LOG_LEVELS:
+            raise PrahaError(f"Cannot set the log level of {logger} to {value} as it is not a supported log level. "
+                             f"Valid log4j levels are {', '.join(sorted(LOG_LEVELS))}", ErrorCode.INVALID_CONFIG)
+        else:
+            out[logger] = LOG_LEVELS[value]
+    return out
 
 
 def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, int, str | None]]

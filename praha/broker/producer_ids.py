@@ -111,9 +111,10 @@ class ProducerIdApis:
 
     # ------------------------------------------------------------------ DescribeProducers
     async def handle_describe_producers(self, req: DecodedRequest) -> Any:
-        """The producers a partition's leader knows (their last batch each, the coordinator
+        """The producers a partition's replica here knows (their last batch each, the coordinator
         epoch of their last marker, the first offset of their open transaction or -1), as
-        kafka-transactions describe-producers and find-hanging read them."""
+        kafka-transactions describe-producers (`--broker-id`: any replica, as Kafka's brokers
+        answer from their local log) and find-hanging read them."""
         topics = []
         for t in req.request.topics or []:
             out = []
@@ -129,10 +130,6 @@ class ProducerIdApis:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     out.append(_DPPartition(partition_index=index, error_code=int(code), error_message=None,
                                             active_producers=[]))
-                    continue
-                if not p.is_leader:
-                    out.append(_DPPartition(partition_index=index, error_code=int(ErrorCode.NOT_LEADER_OR_FOLLOWER),
-                                            error_message=None, active_producers=[]))
                     continue
                 out.append(_DPPartition(partition_index=index, error_code=0, error_message=None, active_producers=[
                     _DPState(producer_id=a.producer_id, producer_epoch=a.epoch, last_sequence=a.last_sequence,

@@ -140,7 +140,8 @@ class SecurityApis:
             return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                         error_message=None, results=[])
         store = self.broker.zk_store()
-        asked = None if req.request.users is None else [u.name for u in req.request.users]
+        # null or empty: every user, as Kafka (librdkafka sends an empty list for "all")
+        asked = [u.name for u in req.request.users] if req.request.users else None
         if asked is None:
             found = await self._zk(lambda: scram_users(store))
         else:

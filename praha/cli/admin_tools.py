@@ -38,7 +38,8 @@ from praha.cli.options import CliError, add_cluster_options, zk_session_of
 
 if TYPE_CHECKING:
     from praha.admin.client_status import BrokerApis
-    from praha.admin.reassign import PartitionProgress
+    from praha.admin.reassign import LogDirPlan, PartitionProgress
+    from praha.protocol.client_security import ClientSecurity
     from praha.zk.store import ZkStore
 
 
@@ -263,18 +264,26 @@ def cmd_reassign_execute(args: argparse.Namespace) -> int:
     print(f"Successfully started partition reassignment{'s' if len(tps) > 1 else ''} for "
           + ",".join(map(str, tps)))
     if log_dirs:
-        from praha.admin.records import alter_replica_log_dirs
-
-        outcome = alter_replica_log_dirs({b: (i.host, i.port) for b, i in live.items()}, log_dirs, args.timeout)
-        started = sorted(k for k, err in outcome.items() if err is None)
-        if started:
-            print("Successfully started log directory move for: "
-                  + ",".join(f"{tp}-{b}" for tp, b in started))
-        failed = sorted((k, err) for k, err in outcome.items() if err is not None)
-        if failed:
-            raise CliError("Failed to move the log directory of: "
-                           + ", ".join(f"{tp} on broker {b} ({err})" for (tp, b), err in failed))
+        start_log_dir_moves({b: (i.host, i.port) for b, i in live.items()}, log_dirs, args.timeout)
     return 0
+
+
+def start_log_dir_moves(brokers: dict[int, tuple[str, int]], log_dirs: LogDirPlan, timeout: float,
+                        security: ClientSecurity | None = None) -> None:
+    """AlterReplicaLogDirs for the replicas a reassignment places in a named log dir, with
+    Kafka's lines: the moves started, then a refusal naming each that failed."""
+    from praha.admin.records import alter_replica_log_dirs
+    from praha.protocol.client_security import PLAINTEXT
+
+    outcome = alter_replica_log_dirs(brokers, log_dirs, timeout, security or PLAINTEXT)
+    started = sorted(k for k, err in outcome.items() if err is None)
+    if started:
+        print(f"Successfully started log directory move{'s' if len(started) > 1 else ''} for: "
+              + ",".join(f"{tp}-{b}" for tp, b in started))
+    failed = sorted((k, err) for k, err in outcome.items() if err is not None)
+    if failed:
+        raise CliError("Failed to move the log directory of: "
+                       + ", ".join(f"{tp} on broker {b} ({err})" for (tp, b), err in failed))
 
 
 def _progress_detail(p: "PartitionProgress") -> str:

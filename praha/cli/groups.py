@@ -83,6 +83,10 @@ def register(sub: Any) -> None:
                    help="--describe: the group's coordinator, assignor, state and member count; --list: show "
                         "each group's state, or only groups in these states (Stable,Empty or Stable Empty)")
 
+    d.add_argument("--type", nargs="*", metavar="TYPE",
+                   help="--list: show each group's type, or only groups of these types (classic,consumer); "
+                        "every praha group is classic")
+
     r = p.add_argument_group("--reset-offsets: the new offsets (exactly one)")
     modes = r.add_mutually_exclusive_group()
     modes.add_argument("--to-earliest", action="store_true", help="the log start offset")
@@ -94,6 +98,11 @@ def register(sub: Any) -> None:
                        help="the first offset at or after this time (UTC unless a zone such as Z or +02:00 is given)")
     modes.add_argument("--by-duration", metavar="PnDTnHnMnS",
                        help="the first offset at or after now minus this ISO-8601 duration (e.g. PT1H, P1DT12H)")
+    modes.add_argument("--from-file", metavar="FILE",
+                       help="the offsets in this CSV file (topic,partition,offset lines for one --group, else "
+                            "group,topic,partition,offset), as --export writes them; no --topic needed")
+    r.add_argument("--export", action="store_true",
+                   help="print the new offsets as CSV (for --from-file) instead of the table")
     run = r.add_mutually_exclusive_group()
     run.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     run.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -141,14 +150,17 @@ def check_options(args: argparse.Namespace) -> None:
             raise CliError("Option --reset-offsets takes one of these options: --all-groups, --group")
         if _reset_mode(args) is None:
             raise CliError("Option --reset-offsets requires one of the following scenarios: --to-earliest, "
-                           "--to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration")
-        if not args.topic and not args.all_topics:
+                           "--to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration, "
+                           "--from-file")
+        if not args.topic and not args.all_topics and not args.from_file:
             raise CliError("One of the reset scopes should be defined: --all-topics, --topic.")
         if args.topic and args.all_topics:
             raise CliError("Option --topic is not valid with --all-topics")
-    elif reset_opts:
-        raise CliError("Options --to-*, --shift-by, --by-duration, --all-topics, --dry-run and --execute go with "
-                       "--reset-offsets")
+    elif reset_opts or args.export:
+        raise CliError("Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run "
+                       "and --execute go with --reset-offsets")
+    if args.type is not None and not args.list:
+        raise CliError("Option --type is only valid with --list")
     if args.topic and not (args.reset_offsets or args.delete_offsets):
         raise CliError("Option --topic is only valid with --reset-offsets or --delete-offsets")
     for g in groups:
@@ -157,7 +169,8 @@ def check_options(args: argparse.Namespace) -> None:
 
 
 def _reset_mode(args: argparse.Namespace) -> str | None:
-    for name in ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime", "by_duration"):
+    for name in ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime", "by_duration",
+                 "from_file"):
         value = getattr(args, name)
         if value not in (None, False):
             return name
@@ -223,12 +236,17 @@ def _emit(args: argparse.Namespace, payload: Any, lines: list[str]) -> None:
 
 
 def _list(admin: GroupAdmin, args: argparse.Namespace, states: list[str]) -> int:
-    from praha.admin.group_plans import list_table
+    from praha.admin.group_plans import list_table, parse_types
 
+    types = parse_types(args.type) if args.type else []
     listed = admin.list_groups(states)
+    if types and "Classic" not in types:
+        listed = []  # praha's coordinator runs classic groups only
     payload = {"groups": [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in listed]}
-    if args.state is not None:
-        lines = list_table([(g.group_id, g.state or "Unknown") for g in listed])
+    if args.state is not None or args.type is not None:
+        columns = (["TYPE"] if args.type is not None else []) + (["STATE"] if args.state is not None else [])
+        lines = list_table([(g.group_id, *(["Classic"] if args.type is not None else []),
+                             *([g.state or "Unknown"] if args.state is not None else [])) for g in listed], columns)
     else:
         lines = [g.group_id for g in listed]
     _emit(args, payload, lines)
@@ -311,8 +329,18 @@ def _scope(admin: GroupAdmin, args: argparse.Namespace, scope: list[tuple[str, l
 
 def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
            scope: list[tuple[str, list[int] | None]], spec: ResetSpec) -> int:
-    from praha.admin.group_plans import INACTIVE_STATES, plan_reset, reset_table
+    from praha.admin.group_plans import INACTIVE_STATES, ResetMode, export_csv, parse_reset_csv, plan_reset, reset_table
     from praha.admin.groups import error_message
+
+    single = args.group[0] if args.group and len(args.group) == 1 and not args.all_groups else None
+    from_file = None
+    if spec.mode is ResetMode.FROM_FILE:
+        try:
+            with open(args.from_file, encoding="utf-8") as f:
+                from_file = parse_reset_csv(f.read(), single)
+        except OSError as e:
+            raise CliError(f"cannot read the reset file {args.from_file}: {e.strerror}") from None
+    exported: dict[str, dict[TopicPartition, int]] = {}
 
     descriptions = admin.describe_groups(groups)
     for group in groups:  # refuse before changing anything, as a group at a time would not
@@ -324,12 +352,20 @@ def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
     lines: list[str] = []
     for group in groups:
         committed = {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
-        tps = _scope(admin, args, scope, group, committed)
+        requested = None
+        if from_file is not None:
+            requested = from_file.get(group)
+            if requested is None:
+                print(f"\nError: No reset plan for group {group} found", file=sys.stderr)
+            tps = sorted(requested or {})
+        else:
+            tps = _scope(admin, args, scope, group, committed)
         earliest = admin.earliest_offsets(tps) if tps else {}
         latest = admin.latest_offsets(tps) if tps else {}
         by_time = admin.offsets_for_time(tps, max(spec.value, 0)) \
             if tps and spec.mode.uses_timestamp and spec.value is not None else None
-        plan = plan_reset(spec, tps, committed, earliest, latest, by_time)
+        plan = plan_reset(spec, tps, committed, earliest, latest, by_time, requested)
+        exported[group] = plan.offsets
         for w in plan.warnings:
             print(f"WARN: {w}", file=sys.stderr)
         failed: dict[TopicPartition, int] = {}
@@ -344,13 +380,16 @@ def _reset(admin: GroupAdmin, args: argparse.Namespace, groups: list[str],
                         "warnings": plan.warnings})
         if plan.offsets:
             lines += [""] + reset_table(group, plan.offsets)
-        elif not args.json:
+        elif not args.json and from_file is None:
             print(f"Nothing to reset: group '{group}' has no committed offsets.", file=sys.stderr)
         if failed:
             _emit(args, results[-1] if len(groups) == 1 else {"groups": results}, lines)
             tp, code = sorted(failed.items())[0]
             raise CliError(f"could not commit {len(failed)} of {len(plan.offsets)} offsets of group '{group}' "
                            f"(first: {tp}: {error_message(code)})")
+    if args.export and not args.json:
+        print(export_csv(exported, with_group=single is None))
+        return 0
     _emit(args, results[0] if len(results) == 1 and not args.all_groups else {"groups": results}, lines)
     return 0
 

@@ -3,9 +3,10 @@
   praha transactions --list
   praha transactions --describe --transactional-id ID
   praha transactions --describe-producers --topic T --partition P
-  praha transactions --find-hanging --broker-id B [--max-transaction-timeout MINUTES]
-  praha transactions --abort --topic T --partition P --producer-id PID --producer-epoch E
-        --coordinator-epoch CE
+  praha transactions --describe-producers --topic T --partition P --broker-id B
+  praha transactions --find-hanging (--broker-id B | --topic T [--partition P]) [--max-transaction-timeout MINUTES]
+  praha transactions --abort --topic T --partition P (--start-offset O | --producer-id PID --producer-epoch E
+        --coordinator-epoch CE)
   every form takes --json, and --bootstrap-server, --zookeeper or --dir to name the cluster
 
 One action per run. Option mistakes argparse can see exit 2 with the usage line; what the
@@ -58,7 +59,11 @@ def register(sub: Any) -> None:
     g.add_argument("--producer-id", type=at_least(0), metavar="PID", help="--abort: the producer id")
     g.add_argument("--producer-epoch", type=at_least(0), metavar="E", help="--abort: the producer epoch")
     g.add_argument("--coordinator-epoch", type=at_least(0), metavar="CE", help="--abort: the coordinator epoch")
-    g.add_argument("--broker-id", type=at_least(0), metavar="B", help="--find-hanging: the broker")
+    g.add_argument("--start-offset", type=at_least(0), metavar="O",
+                   help="--abort: the first offset of the transaction to abort (instead of its producer's ids)")
+    g.add_argument("--broker-id", type=at_least(0), metavar="B",
+                   help="--find-hanging: the broker whose partitions to search; --describe-producers: the replica "
+                        "to ask (default the leader)")
     g.add_argument("--max-transaction-timeout", type=at_least(1), default=15, metavar="MINUTES",
                    help="--find-hanging: transactions open longer than this may hang (default 15, "
                         "transaction.max.timeout.ms)")
@@ -68,13 +73,20 @@ def register(sub: Any) -> None:
     p.set_defaults(fn=cmd_transactions)
 
 
-#: the options each action needs (Kafka's TransactionsCommand arguments)
+#: the options each action needs and may take (Kafka's TransactionsCommand arguments)
 REQUIRED = {
     "describe": ("transactional_id",),
     "describe_producers": ("topic", "partition"),
-    "find_hanging": ("broker_id",),
-    "abort": ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch"),
+    "find_hanging": (),
+    "abort": ("topic", "partition"),
 }
+ALLOWED = {
+    "describe": ("transactional_id",),
+    "describe_producers": ("topic", "partition", "broker_id"),
+    "find_hanging": ("broker_id", "topic", "partition"),
+    "abort": ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch", "start_offset"),
+}
+ABORT_IDS = ("producer_id", "producer_epoch", "coordinator_epoch")
 
 
 def check_options(args: argparse.Namespace) -> str:
@@ -83,10 +95,21 @@ def check_options(args: argparse.Namespace) -> str:
     for name in REQUIRED.get(action, ()):
         if getattr(args, name) is None:
             raise CliError(f"--{action.replace('_', '-')} requires --{name.replace('_', '-')}")
-    given = {n for ns in REQUIRED.values() for n in ns if getattr(args, n) is not None}
-    extra = sorted(given - set(REQUIRED.get(action, ())))
+    given = {n for ns in ALLOWED.values() for n in ns if getattr(args, n) is not None}
+    extra = sorted(given - set(ALLOWED.get(action, ())))
     if extra:
         raise CliError(f"--{action.replace('_', '-')} does not take --{extra[0].replace('_', '-')}")
+    if action == "find_hanging":
+        if args.broker_id is None and args.topic is None:
+            raise CliError("--find-hanging requires --broker-id or --topic")
+        if args.partition is not None and args.topic is None:
+            raise CliError("--find-hanging: --partition requires --topic")
+    if action == "abort":
+        ids = [getattr(args, n) is not None for n in ABORT_IDS]
+        by_offset = args.start_offset is not None
+        if not ((by_offset and not any(ids)) or (not by_offset and all(ids))):
+            raise CliError("--abort requires either --start-offset or all of --producer-id, --producer-epoch "
+                           "and --coordinator-epoch")
     return action
 
 
@@ -110,13 +133,14 @@ def cmd_transactions(args: argparse.Namespace) -> int:
                                  "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
                                  "TopicPartitions"], [row])
         if action == "describe_producers":
-            states = admin.describe_producers(TopicPartition(args.topic, args.partition))
+            states = admin.describe_producers(TopicPartition(args.topic, args.partition), args.broker_id)
             return _print(args, ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
                                  "LastTimestamp", "CurrentTransactionStartOffset"],
                           [[s.producer_id, s.producer_epoch, s.coordinator_epoch, s.last_sequence,
                             s.last_timestamp, s.current_txn_start_offset] for s in states])
         if action == "find_hanging":
-            hanging = admin.find_hanging(args.broker_id, args.max_transaction_timeout * 60_000)
+            hanging = admin.find_hanging(args.broker_id, args.max_transaction_timeout * 60_000, args.topic,
+                                         args.partition)
             return _print(args, ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
                                  "StartOffset", "LastTimestamp", "Duration(min)"],
                           [[h.partition.topic, h.partition.partition, h.producer.producer_id,
@@ -124,6 +148,13 @@ def cmd_transactions(args: argparse.Namespace) -> int:
                             h.producer.current_txn_start_offset, h.producer.last_timestamp,
                             h.duration_ms // 60_000 if h.duration_ms >= 0 else None] for h in hanging])
         tp = TopicPartition(args.topic, args.partition)
+        if args.start_offset is not None:  # the producer whose open transaction starts there
+            found = [s for s in admin.describe_producers(tp) if s.current_txn_start_offset == args.start_offset]
+            if not found:
+                raise CliError(f"Could not find any open transactions starting at offset {args.start_offset} on "
+                               f"partition {tp}")
+            args.producer_id, args.producer_epoch, args.coordinator_epoch = (
+                found[0].producer_id, found[0].producer_epoch, found[0].coordinator_epoch)
         admin.abort_transaction(tp, args.producer_id, args.producer_epoch, args.coordinator_epoch)
         if args.json:
             print(json.dumps({"aborted": {"topic": tp.topic, "partition": tp.partition,

@@ -32,18 +32,19 @@ def split_scram(add: dict[str, str], delete: list[str]
             [k for k in delete if _is_scram(k)], [k for k in delete if not _is_scram(k)])
 
 
-def _mechanism(key: str) -> ScramMechanism:
+def mechanism_of(key: str) -> ScramMechanism:
     m = ScramMechanism.by_name(key.strip())
     if m is None:
         raise CliError(f"unknown SCRAM mechanism {key!r}: SCRAM-SHA-256 or SCRAM-SHA-512")
     return m
 
 
-def parse_scram_configs(add: dict[str, str]) -> dict[ScramMechanism, ScramCredential]:
-    """{"SCRAM-SHA-256": "iterations=8192,password=secret"} → credentials (CliError if malformed)."""
+def parse_scram_specs(add: dict[str, str]) -> dict[ScramMechanism, tuple[str, int]]:
+    """{"SCRAM-SHA-256": "iterations=8192,password=secret"} → {mechanism: (password,
+    iterations)} (CliError if malformed; iterations default to Kafka's 4096)."""
     out = {}
     for key, value in add.items():
-        mechanism = _mechanism(key)
+        mechanism = mechanism_of(key)
         fields = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
         unknown = set(fields) - {"iterations", "password"}
         if unknown or "password" not in fields or not fields["password"]:
@@ -53,8 +54,14 @@ def parse_scram_configs(add: dict[str, str]) -> dict[ScramMechanism, ScramCreden
         except ValueError:
             raise CliError(f"{key}: iterations must be a number, got {fields['iterations']!r}") from None
         check_iterations(mechanism, iterations)
-        out[mechanism] = ScramCredential.from_password(mechanism, fields["password"], iterations)
+        out[mechanism] = (fields["password"], iterations)
     return out
+
+
+def parse_scram_configs(add: dict[str, str]) -> dict[ScramMechanism, ScramCredential]:
+    """{"SCRAM-SHA-256": "iterations=8192,password=secret"} → credentials (CliError if malformed)."""
+    return {m: ScramCredential.from_password(m, password, iterations)
+            for m, (password, iterations) in parse_scram_specs(add).items()}
 
 
 def user_scram_configs(args: argparse.Namespace, user: str, add: dict[str, str], delete: list[str],
@@ -68,7 +75,7 @@ def user_scram_configs(args: argparse.Namespace, user: str, add: dict[str, str],
             print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
         return 0
     upserts = parse_scram_configs(add)
-    deletions = [_mechanism(k) for k in delete]
+    deletions = [mechanism_of(k) for k in delete]
     with zk_session_of(args) as store:
         alter_credentials(store, user, upserts, deletions)
     print(f"Completed updating config for user {user}.")

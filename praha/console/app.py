@@ -34,7 +34,15 @@ from praha.admin.group_plans import ResetMode, parse_datetime_ms, parse_duration
 from praha.analytics.timeline import Event, Kind, log_files, read_events
 from praha.common import TopicPartition
 from praha.console import messages as msgs
-from praha.console.cluster_client import LAG_HISTORY, ClusterClient, ConsoleError, LoginError
+from praha.console.cluster_client import (
+    LAG_HISTORY,
+    MAX_PAGE_SIZE,
+    PAGE_SIZE,
+    AclRow,
+    ClusterClient,
+    ConsoleError,
+    LoginError,
+)
 from praha.console.schemas import Registry, RegistryError, diff
 from praha.console.target import Target
 from praha.errors import PrahaError
@@ -98,13 +106,13 @@ class Console:
         self.registry = Registry(target.schema_registry, target.ca_file) if target.schema_registry else None
 
     def warm(self, client: ClusterClient) -> None:
-        """Compute the topic table in the background, so a large cluster's first topic list
-        is served from it (the page refreshes it behind itself from then on)."""
+        """Ask for the topic list's first page in the background, so the connections, API
+        versions and the groups' offsets a visitor's first list needs are there already."""
         def run() -> None:
             try:
-                client.topics()
+                client.topics_page()
             except PrahaError as e:
-                log.warning("console: the topic table could not be computed ahead: %s", e)
+                log.warning("console: the topic list could not be asked for ahead: %s", e)
         threading.Thread(target=run, name="console-warm", daemon=True).start()
 
     def shared_client(self) -> ClusterClient:
@@ -210,10 +218,20 @@ def build_app(console: Console) -> Starlette:
         return render(request, s, "brokers.html", {"title": "Brokers", "ov": ov})
 
     async def topics(request: Request, s: Session) -> Response:
-        rows, age = await call(s.client.topics)
-        show_internal = request.query_params.get("internal") == "1"
-        shown = [r for r in rows if show_internal or not r.internal]
-        return render(request, s, "topics.html", {"title": "Topics", "rows": shown, "total": len(rows), "age": age})
+        q = request.query_params
+        page = _int(q.get("page") or "1", "page", 1)
+        size = _int(q.get("size") or str(PAGE_SIZE), "page size", 1)
+        if size > MAX_PAGE_SIZE:
+            raise ConsoleError(f"the page size must be at most {MAX_PAGE_SIZE}, got {size}")
+        internal = q.get("internal") == "1"
+        found = await call(s.client.topics_page, page, size, q.get("q") or "", internal)
+        base = {"q": q.get("q") or "", **({"internal": "1"} if internal else {}),
+                **({"size": str(size)} if size != PAGE_SIZE else {})}
+        links = {name: "/topics?" + urlencode({k: v for k, v in {**base, "page": str(n)}.items() if v})
+                 for name, n in (("first", 1), ("prev", found.page - 1), ("next", found.page + 1),
+                                 ("last", found.pages)) if 1 <= n <= found.pages and n != found.page}
+        return render(request, s, "topics.html", {"title": "Topics", "found": found, "rows": found.rows,
+                                                  "links": links, "q": base["q"], "internal": internal})
 
     async def topic(request: Request, s: Session, error: str = "", status: int = 200) -> Response:
         name = request.path_params["name"]
@@ -314,7 +332,7 @@ def build_app(console: Console) -> Starlette:
         rows = await call(s.client.transactions)
         return render(request, s, "transactions.html", {"title": "Transactions", "rows": rows})
 
-    async def acls(request: Request, s: Session) -> Response:
+    async def acls(request: Request, s: Session, error: str = "", status: int = 200) -> Response:
         errors = []
         out: dict[str, Any] = {}
         for key, fn in (("acls", s.client.acls), ("users", s.client.scram_users), ("quotas", s.client.quotas)):
@@ -323,7 +341,8 @@ def build_app(console: Console) -> Starlette:
             except PrahaError as e:
                 out[key] = []
                 errors.append(f"{key}: {e}")
-        return render(request, s, "acls.html", {"title": "ACLs, users, quotas", **out, "problems": errors})
+        return render(request, s, "acls.html", {"title": "ACLs, users, quotas", **out, "problems": errors,
+                                                "error": error, "choices": ACL_CHOICES}, status)
 
     async def schemas(request: Request, s: Session) -> Response:
         ctx: dict[str, Any] = {"title": "Schemas", "registry": console.registry}
@@ -393,6 +412,55 @@ def build_app(console: Console) -> Starlette:
         await do(s, "create topic", name, s.client.create_topic, name, partitions, rf, configs)
         return back(f"/topics/{quote(name, safe='')}", f"created topic {name}")
 
+    async def acl_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        try:
+            row = acl_of_form(f)
+            add = f.get("action") == "add"
+            if not add and f.get("action") != "delete":
+                raise ConsoleError(f"unknown action {f.get('action')!r}")
+            what = f"{row.permission} {row.principal} {row.operation} on {row.resource_type} {row.name}"
+            await do(s, "add ACL" if add else "remove ACL", what, s.client.change_acl, row, add)
+            return back("/acls", f"{'added' if add else 'removed'}: {what}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
+
+    async def user_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        """A SCRAM user's credential set or removed; the password is neither logged nor shown."""
+        try:
+            user, mechanism = f.get("user", "").strip(), f.get("mechanism", "").strip()
+            if not user:
+                raise ConsoleError("the user needs a name")
+            if f.get("action") == "delete":
+                await do(s, "remove SCRAM credential", f"{user} {mechanism}", s.client.change_scram_user, user,
+                         mechanism, None, 0)
+                return back("/acls", f"removed the {mechanism} credential of {user}")
+            password = f.get("password", "")
+            if not password:
+                raise ConsoleError("the password must not be empty")
+            iterations = _int(f.get("iterations", "") or "8192", "iterations", 4096)
+            await do(s, "set SCRAM credential", f"{user} {mechanism} iterations={iterations}",
+                     s.client.change_scram_user, user, mechanism, password, iterations)
+            return back("/acls", f"set the {mechanism} credential of {user}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
+
+    async def quota_change(request: Request, s: Session, f: dict[str, str]) -> Response:
+        try:
+            kind, name, key = f.get("kind", ""), f.get("name", "").strip(), f.get("key", "").strip()
+            who = f"{kind} {name or '(default)'}"
+            if f.get("action") == "delete":
+                await do(s, "remove quota", f"{who} {key}", s.client.change_quota, kind, name, key, None)
+                return back("/acls", f"removed {key} of {who}")
+            text = f.get("value", "").strip()
+            try:
+                value = float(text)
+            except ValueError:
+                raise ConsoleError(f"a quota is a number, got {text!r}") from None
+            await do(s, "set quota", f"{who} {key}={text}", s.client.change_quota, kind, name, key, value)
+            return back("/acls", f"set {key}={text} for {who}")
+        except PrahaError as e:
+            return await acls(request, s, error=f"{e} — nothing was changed", status=400)
+
     async def topic_change(request: Request, s: Session, f: dict[str, str]) -> Response:
         name = request.path_params["name"]
         action = f.get("action", "")
@@ -442,6 +510,8 @@ def build_app(console: Console) -> Starlette:
         q = request.query_params
         try:
             mode = ResetMode(q.get("mode", ""))
+            if mode is ResetMode.FROM_FILE:
+                raise ValueError("a file of offsets is kafka-consumer-groups' --from-file")
         except ValueError:
             return await group(request, s, {"error": f"unknown reset mode {q.get('mode')!r}"}, 400)
         try:
@@ -516,6 +586,9 @@ def build_app(console: Console) -> Starlette:
         Route("/topics/{name}", page(change(topic_change)), methods=["POST"]),
         Route("/topics/{name}/messages", page(change(produce)), methods=["POST"]),
         Route("/topics/{name}/messages/scan", page(scan_stream)),
+        Route("/acls", page(change(acl_change)), methods=["POST"]),
+        Route("/users", page(change(user_change)), methods=["POST"]),
+        Route("/quotas", page(change(quota_change)), methods=["POST"]),
         Route("/groups/{group_id}/reset", page(group_dry_run)),
         Route("/groups/{group_id}", page(change(group_change)), methods=["POST"]),
         Route("/login", login_form), Route("/login", login, methods=["POST"]), Route("/logout", logout),
@@ -552,6 +625,35 @@ def _sparkline(history: list[tuple[int, int]], width: int = 320, height: int = 4
                    for t, v in history)
     return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
             f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{pts}"/></svg>')
+
+
+#: the choices of the ACL form (Kafka's names; the cluster resource is always "kafka-cluster")
+ACL_CHOICES = {
+    "resource_type": ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"),
+    "operation": ("ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+                  "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE"),
+    "permission": ("ALLOW", "DENY"),
+    "pattern": ("LITERAL", "PREFIXED"),
+}
+
+
+def acl_of_form(f: dict[str, str]) -> AclRow:
+    """The ACL a form names, checked before anything is sent: Kafka's names only, a principal
+    `User:name`, the cluster resource named kafka-cluster."""
+    values = {k: f.get(k, "").strip() for k in ("principal", "host", "operation", "permission", "resource_type",
+                                                 "name", "pattern")}
+    for key, allowed in ACL_CHOICES.items():
+        if values[key] not in allowed:
+            raise ConsoleError(f"the {key.replace('_', ' ')} must be one of {', '.join(allowed)}, got {values[key]!r}")
+    kind, sep, who = values["principal"].partition(":")
+    if not sep or kind != "User" or not who:
+        raise ConsoleError(f"a principal is User:name, got {values['principal']!r}")
+    if values["resource_type"] == "CLUSTER":
+        values["name"] = "kafka-cluster"
+    if not values["name"]:
+        raise ConsoleError("the resource needs a name (* for every one)")
+    return AclRow(values["principal"], values["host"] or "*", values["operation"], values["permission"],
+                  values["resource_type"], values["name"], values["pattern"])
 
 
 def _int(text: str, what: str, lo: int) -> int:

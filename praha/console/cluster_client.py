@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 import confluent_kafka as _confluent_kafka
 import confluent_kafka.admin as _confluent_admin
+from kafka.protocol.admin import DescribeLogDirsRequest
 from kafka.protocol.consumer import ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from praha.admin.group_plans import (
     GroupInputError,
@@ -53,6 +55,9 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 #: how long a computed table stays fresh: pages that refresh live ask at most this often
 FRESH_S = 1.5
+#: topics on one page of the topic list (a page may ask for up to MAX_PAGE_SIZE)
+PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
 TIMEOUT_S = 10.0
 
 
@@ -145,6 +150,18 @@ class TopicRow:
     internal: bool
 
 
+@dataclass(frozen=True)
+class TopicPage:
+    """One page of the topic list: the rows shown and where they sit among all the topics."""
+
+    rows: list[TopicRow]
+    matching: int
+    page: int
+    pages: int
+    size: int
+    taken_ms: int
+
+
 @dataclass
 class Overview:
     cluster_id: str
@@ -232,6 +249,27 @@ class WireAdmin(TransactionAdmin):
         return {TopicPartition(t.name, p.partition_index): p.offset if p.error_code == ErrorCode.NONE else None
                 for t in resp.topics for p in t.partitions}
 
+    def metadata_of(self, names: Sequence[str]) -> Any:
+        """Metadata for these topics only (never all: a page asks for its own)."""
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in names],
+                                  allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                                  include_topic_authorized_operations=False)
+        return self._any_broker(lambda h, p: self._send(h, p, ApiKey.METADATA, lambda _version: request))
+
+    def sizes_on(self, host: str, port: int, topics: Mapping[str, Sequence[int]]) -> dict[TopicPartition, int | None]:
+        """One DescribeLogDirs to the broker at host:port for `topics`' partitions: each
+        replica's size there (a replica being moved to another dir counted once)."""
+        D = DescribeLogDirsRequest.DescribableLogDirTopic
+        request = DescribeLogDirsRequest(topics=[D(topic=t, partitions=list(ps)) for t, ps in topics.items()])
+        try:
+            resp = self._send(host, port, ApiKey.DESCRIBE_LOG_DIRS, lambda _version: request)
+        except PrahaError:
+            self._forget(host, port)
+            raise
+        return {TopicPartition(t.name, p.partition_index): p.partition_size
+                for r in resp.results if r.error_code == ErrorCode.NONE
+                for t in r.topics for p in t.partitions if not p.is_future_key}
+
     def _connection(self, host: str, port: int) -> BrokerConnection:
         key = (host, port)
         conn = self._connections.get(key)
@@ -264,16 +302,16 @@ class ClusterClient:
         self.zk = zk  # a started ZkStore shared by the console, or None
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[float, Any]] = {}
-        self._refreshing = False
-        self._first_topics = threading.Lock()
-        #: one wire client per ListOffsets timestamp, so earliest and latest go out at once
-        self._offsets_wire = {ts: WireAdmin(target.bootstrap, self.wire_security)
-                              for ts in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP)}
-        self._offsets_lock = threading.Lock()
+        #: the topic list's wire clients, one per question asked at once (one page at a time)
+        self._page_lock = threading.Lock()
+        self._page_wire = WireAdmin(target.bootstrap, self.wire_security)
+        self._leader_wire = {what: WireAdmin(target.bootstrap, self.wire_security)
+                             for what in ("earliest", "latest", "sizes")}
 
     def close(self) -> None:
         self.wire.close()
-        for w in self._offsets_wire.values():
+        self._page_wire.close()
+        for w in self._leader_wire.values():
             w.close()
 
     def confluent_config(self) -> dict[str, str]:
@@ -398,7 +436,19 @@ class ClusterClient:
 
     # -- topics ---------------------------------------------------------------------------
     def topic_names(self) -> list[str]:
-        return sorted(self.metadata().topics)
+        """Every topic this user may see, in order. Without a login every visitor sees every
+        topic, so ZooKeeper's /brokers/topics answers (cheap at any size); with one, Metadata,
+        which leaves out the topics the user may not describe."""
+        if self.zk is None or self.target.needs_login:
+            return sorted(self.metadata().topics)
+
+        def from_zookeeper() -> list[str]:
+            try:
+                return sorted(self.zk.get_all_topics())
+            except Exception as e:  # ZooKeeper unreachable: the brokers still answer
+                log.warning("console: topic names from Metadata, ZooKeeper failed: %s", e)
+                return sorted(self.metadata().topics)
+        return self._cached("names", from_zookeeper)
 
     def partitions_of(self, topic: str) -> list[PartitionInfo]:
         t = self.metadata().topics.get(topic)
@@ -439,94 +489,83 @@ class ClusterClient:
         return [PartitionInfo(p.partition, p.leader, p.replicas, p.isr, p.offline_replicas,
                               start.get(tp), hw.get(tp), lso.get(tp)) for p, tp in zip(parts, tps)]
 
-    def topics(self) -> tuple[list[TopicRow], float]:
-        """The topic table and its age in seconds. Computed when there is none; once there
-        is one, a stale table is served at once while a fresh one is computed behind it, so
-        the page of a large cluster stays fast (the live refresh shows the new one)."""
-        with self._lock:
-            hit = self._cache.get("topics")
-            age = 0.0 if hit is None else time.monotonic() - hit[0]
-            refresh = hit is not None and age >= FRESH_S and not self._refreshing
-            if refresh:
-                self._refreshing = True
-        if hit is None:
-            with self._first_topics:  # one computation at a time; a second caller gets its result
-                with self._lock:
-                    hit = self._cache.get("topics")
-                if hit is None:
-                    rows = self._topics()
-                    with self._lock:
-                        self._cache["topics"] = (time.monotonic(), rows)
-                    return rows, 0.0
-            return hit[1], time.monotonic() - hit[0]
-        if refresh:
-            threading.Thread(target=self._refresh_topics, name="console-topics", daemon=True).start()
-        return hit[1], age
+    def topics_page(self, page: int = 1, size: int = PAGE_SIZE, query: str = "", internal: bool = False
+                    ) -> TopicPage:
+        """One page of the topic list, names in order, `query` a part of the name. Only the
+        page's topics are asked about (Metadata, ListOffsets, DescribeLogDirs), so a page
+        costs the same at 20 topics or 20,000, as in other Kafka consoles."""
+        t0 = time.monotonic()
+        names = [n for n in self.topic_names() if (internal or not n.startswith("__")) and query in n]
+        pages = max(1, -(-len(names) // size))
+        page = min(max(1, page), pages)
+        rows = self._topic_rows(names[(page - 1) * size: page * size])
+        return TopicPage(rows, len(names), page, pages, size, int((time.monotonic() - t0) * 1000))
 
-    def _refresh_topics(self) -> None:
-        try:
-            rows = self._topics()
-            with self._lock:
-                self._cache["topics"] = (time.monotonic(), rows)
-        except Exception as e:  # the stale table stays; the next page view tries again
-            log.warning("console: refreshing the topic table failed: %s", e)
-        finally:
-            self._refreshing = False
-
-    def _topics(self) -> list[TopicRow]:
-        # the questions go out at once, each in as few requests as the protocol allows:
-        # DescribeLogDirs (one per broker) and OffsetFetch (per coordinator) while Metadata is
-        # read, then ListOffsets earliest and latest (one request per leader for every partition
-        # it leads, from that Metadata)
-        with self._offsets_lock, ThreadPoolExecutor(4, thread_name_prefix="console-topics") as pool:
-            f_dirs = pool.submit(self._log_dirs)
-            f_committed = pool.submit(self._all_committed)
-            md = self.metadata()
-            f_start = pool.submit(self._log_offsets, md, EARLIEST_TIMESTAMP)
-            f_end = pool.submit(self._log_offsets, md, LATEST_TIMESTAMP)
-            start, end = f_start.result(), f_end.result()
-        sizes: dict[str, int] = defaultdict(int)
-        leaders = {(t.topic, p.id): p.leader for t in md.topics.values() for p in t.partitions.values()}
-        try:
-            for b in f_dirs.result():
-                for d in b.dirs:
-                    for p in d.partitions:
-                        topic, _, part = p.partition.rpartition("-")
-                        if leaders.get((topic, int(part))) == b.broker and not p.is_future:
-                            sizes[topic] += p.size
-        except PrahaError as e:
-            log.warning("console: log dirs unavailable for topic sizes: %s", e)
-        msgs: dict[str, int] = defaultdict(int)
-        for tp, last in end.items():
-            msgs[tp.topic] += (last or 0) - (start.get(tp) or 0)
-        lag = self._lag_by_topic(f_committed.result(), end)
+    def _topic_rows(self, names: Sequence[str]) -> list[TopicRow]:
+        if not names:
+            return []
+        # the page's Metadata first; then ListOffsets earliest and latest and DescribeLogDirs at
+        # once, each one request per leader for the partitions it leads; every group's committed
+        # offsets (for lag) are asked beside them and kept a few seconds
+        with self._page_lock, ThreadPoolExecutor(3, thread_name_prefix="console-topics") as pool:
+            f_committed = pool.submit(self._cached, "committed", self._all_committed, 3.0)
+            parts, brokers = self._metadata_of(names)
+            by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+            for name, of_topic in parts.items():
+                for p in of_topic:
+                    if p.leader in brokers:
+                        by_leader[p.leader][name].append(p.partition)
+            f_start = pool.submit(self._per_leader, "earliest", brokers, by_leader)
+            f_sizes = pool.submit(self._per_leader, "sizes", brokers, by_leader)
+            end = self._per_leader("latest", brokers, by_leader)
+            start, sizes = f_start.result(), f_sizes.result()
+            lag = self._lag_by_topic(f_committed.result(), end)
         rows = []
-        for name in sorted(md.topics):
-            parts = list(md.topics[name].partitions.values())
-            rows.append(TopicRow(name, len(parts), max((len(p.replicas) for p in parts), default=0), sizes[name],
-                                 msgs[name], sum(1 for p in parts if 0 <= p.leader and len(p.isrs) < len(p.replicas)),
-                                 sum(1 for p in parts if p.leader < 0), lag.get(name, 0), name.startswith("__")))
+        for name in names:
+            infos = parts.get(name)
+            if infos is None:
+                continue  # gone since it was listed, or not for this user
+            tps = [TopicPartition(name, p.partition) for p in infos]
+            known = [size for tp in tps if (size := sizes.get(tp)) is not None]
+            rows.append(TopicRow(
+                name, len(infos), max((len(p.replicas) for p in infos), default=0),
+                sum(known) if len(known) == len(tps) else -1,
+                sum((end.get(tp) or 0) - (start.get(tp) or 0) for tp in tps),
+                sum(1 for p in infos if not p.offline and p.under_replicated), sum(1 for p in infos if p.offline),
+                lag.get(name, 0), name.startswith("__")))
         return rows
 
-    def _log_offsets(self, md: Any, timestamp: int) -> dict[TopicPartition, int | None]:
-        """ListOffsets at `timestamp` for every partition in `md`: one request to each leader
-        for all the partitions it leads (confluent-kafka's admin makes a future per partition,
-        which at 20,000 partitions costs seconds). None where there is no leader or an error."""
-        by_leader: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    def _metadata_of(self, names: Sequence[str]) -> tuple[dict[str, list[PartitionInfo]], dict[int, tuple[str, int]]]:
+        """Metadata for `names` only: their partitions (leaving out a topic Metadata has no
+        partitions for) and the live brokers."""
+        try:
+            md = self._page_wire.metadata_of(names)
+        except PrahaError as e:
+            raise ConsoleError(f"Metadata: {e}", getattr(e, "code", None)) from None
+        brokers = {b.node_id: (b.host, b.port) for b in md.brokers}
+        parts = {t.name: [PartitionInfo(p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes),
+                                        tuple(r for r in p.replica_nodes if r not in brokers))
+                          for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+                 for t in md.topics if t.partitions}
+        return parts, brokers
+
+    def _per_leader(self, what: str, brokers: Mapping[int, tuple[str, int]],
+                    by_leader: Mapping[int, Mapping[str, list[int]]]) -> dict[TopicPartition, int | None]:
+        """One request to each leader for the partitions it leads: ListOffsets `earliest` or
+        `latest`, or DescribeLogDirs (`sizes`: the leader's replica's size). A broker that
+        fails leaves its partitions out (logged)."""
+        wire = self._leader_wire[what]
         out: dict[TopicPartition, int | None] = {}
-        for t in md.topics.values():
-            for p in t.partitions.values():
-                if p.leader >= 0 and p.leader in md.brokers:
-                    by_leader[p.leader][t.topic].append(p.id)
-                else:
-                    out[TopicPartition(t.topic, p.id)] = None
-        wire = self._offsets_wire[timestamp]
         for leader, topics in sorted(by_leader.items()):
-            broker = md.brokers[leader]
+            host, port = brokers[leader]
             try:
-                out.update(wire.offsets_on(broker.host, broker.port, topics, timestamp))
+                if what == "sizes":
+                    out.update(wire.sizes_on(host, port, topics))
+                else:
+                    out.update(wire.offsets_on(host, port, topics,
+                                               EARLIEST_TIMESTAMP if what == "earliest" else LATEST_TIMESTAMP))
             except PrahaError as e:
-                log.warning("console: ListOffsets to broker %d failed: %s", leader, e)
+                log.warning("console: %s from broker %d failed: %s", what, leader, e)
         return out
 
     def _all_committed(self) -> dict[str, dict[TopicPartition, Any]] | None:
@@ -572,6 +611,15 @@ class ClusterClient:
         finally:
             self.invalidate()
 
+    def _one(self, futures: Mapping[Any, Any]) -> Any:
+        """The result of a change's one future (Kafka's error raised); cached answers dropped."""
+        try:
+            return next(iter(futures.values())).result(TIMEOUT_S * 3)
+        except Exception as e:
+            raise _kafka_error(e) from None
+        finally:
+            self.invalidate()
+
     def alter_config(self, topic: str, key: str, value: str | None) -> None:
         """Set (or with None, delete) one topic config: IncrementalAlterConfigs, validated
         by the broker first (validate_only), so an invalid value changes nothing."""
@@ -604,14 +652,8 @@ class ClusterClient:
         if partition not in {p.partition for p in self.partitions_of(name)}:
             raise ConsoleError(f"UNKNOWN_TOPIC_OR_PARTITION: {name} has no partition {partition}",
                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        futures = self.admin.delete_records([ck.TopicPartition(name, partition, before)], request_timeout=TIMEOUT_S,
-                                            operation_timeout=TIMEOUT_S)
-        try:
-            result = next(iter(futures.values())).result(TIMEOUT_S * 3)
-        except Exception as e:
-            raise _kafka_error(e) from None
-        finally:
-            self.invalidate()
+        result = self._one(self.admin.delete_records([ck.TopicPartition(name, partition, before)],
+                                                     request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S))
         return int(result.low_watermark)
 
     # -- groups ---------------------------------------------------------------------------
@@ -722,13 +764,66 @@ class ClusterClient:
         return sorted(AclRow(b.principal, b.host, b.operation.name, b.permission_type.name,
                              b.restype.name, b.name, b.resource_pattern_type.name) for b in bindings)
 
-    def scram_users(self) -> list[tuple[str, str, int]]:
+    def change_acl(self, row: AclRow, add: bool) -> None:
+        """CreateAcls of exactly this ACL, or DeleteAcls of it (an ACL that is not there is an
+        error, so a stale page changes nothing silently)."""
         try:
-            described = self.admin.describe_user_scram_credentials(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
-        except Exception as e:
-            raise _kafka_error(e) from None
-        return sorted((user, info.mechanism.name, info.iterations)
-                      for user, d in described.items() for info in d.scram_credential_infos)
+            parts = (cka.ResourceType[row.resource_type], row.name, cka.ResourcePatternType[row.pattern],
+                     row.principal, row.host, cka.AclOperation[row.operation], cka.AclPermissionType[row.permission])
+        except KeyError as e:
+            raise ConsoleError(f"INVALID_REQUEST: unknown {e.args[0]}", ErrorCode.INVALID_REQUEST) from None
+        if add:
+            self._wait(self.admin.create_acls([cka.AclBinding(*parts)], request_timeout=TIMEOUT_S))
+            return
+        removed = self._one(self.admin.delete_acls([cka.AclBindingFilter(*parts)], request_timeout=TIMEOUT_S))
+        if not removed:
+            raise ConsoleError("no such ACL (it may have been removed already)")
+
+    def change_scram_user(self, user: str, mechanism: str, password: str | None, iterations: int) -> None:
+        """AlterUserScramCredentials: set the user's credential for `mechanism` from a password
+        (hashed by the client, as Kafka's admin does), or with None remove it."""
+        try:
+            mech = cka.ScramMechanism[mechanism.replace("-", "_")]
+        except KeyError:
+            raise ConsoleError(f"the mechanism must be SCRAM-SHA-256 or SCRAM-SHA-512, got {mechanism!r}") from None
+        change = cka.UserScramCredentialDeletion(user, mech) if password is None else \
+            cka.UserScramCredentialUpsertion(user, cka.ScramCredentialInfo(mech, iterations), password.encode())
+        self._wait(self.admin.alter_user_scram_credentials([change], request_timeout=TIMEOUT_S))
+
+    def scram_users(self) -> list[tuple[str, str, int]]:
+        """Every SCRAM credential: (user, mechanism as SCRAM_SHA_512, iterations). Asked with
+        praha's wire client: confluent-kafka 2.16's describe of every user aborted the console
+        process (munmap_chunk) when the broker refused a visitor without Describe on the cluster."""
+        from praha.admin.cluster_admin import ClusterAdmin
+        from praha.protocol.scram import ScramMechanism
+
+        try:
+            with ClusterAdmin(self.target.bootstrap, timeout=TIMEOUT_S, retries=2, client_id="praha-console",
+                              security=self.wire_security) as admin:
+                described = admin.describe_scram([])
+        except PrahaError as e:
+            raise ConsoleError(str(e), getattr(e, "code", None)) from None
+        out = []
+        for user, code, _message, infos in described:
+            for mid, iterations in infos if not code else []:
+                m = ScramMechanism.by_wire_id(mid)
+                out.append((user, m.mechanism_name.replace("-", "_") if m else str(mid), iterations))
+        return sorted(out)
+
+    def change_quota(self, kind: str, name: str, key: str, value: float | None) -> None:
+        """AlterClientQuotas of one user's or client id's quota ("" names the default; None
+        removes the key); the broker checks the key and value with Kafka's rules."""
+        from praha.admin.cluster_admin import ClusterAdmin
+
+        entity_type = {"users": "user", "clients": "client-id"}.get(kind)
+        if entity_type is None:
+            raise ConsoleError(f"a quota is for users or clients, got {kind!r}")
+        try:
+            with ClusterAdmin(self.target.bootstrap, timeout=TIMEOUT_S, retries=2, client_id="praha-console",
+                              security=self.wire_security) as admin:
+                admin.alter_client_quotas([(entity_type, name or None)], [(key, value)])
+        except PrahaError as e:
+            raise ConsoleError(str(e), getattr(e, "code", None)) from None
 
     def quotas(self) -> list[tuple[str, str, dict[str, str]]]:
         """Client quotas from ZooKeeper (`/config/users`, `/config/clients`)."""

@@ -237,15 +237,20 @@ def scan(config: Mapping[str, str], req: ScanRequest, ranges: Mapping[int, tuple
     open_ends = {p: hi for p, (_lo, hi) in ranges.items()}
     keep: list[Found] = []
     check = req.filtered
+    # a cheap first look at the key and value (most records fail it) before `matches`
+    # asks for the timestamp and headers: the loop runs once per record
+    key_part, value_part = req.key.encode(), req.value.encode()
     last_report = 0.0
+    scanned = size = matched = 0
+    eof = KafkaError._PARTITION_EOF
     try:
-        while open_ends and state.scanned < req.max_scan and not should_stop():
+        while open_ends and scanned < req.max_scan and not should_stop():
             batch: list[Any] = consumer.consume(num_messages=1000, timeout=0.5)
             for m in batch:
                 err = m.error()
                 p = m.partition()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
+                    if err.code() == eof:
                         open_ends.pop(p, None)
                         continue
                     raise PrahaError(f"reading {req.topic}-{p}: {err.str()}")
@@ -255,26 +260,35 @@ def scan(config: Mapping[str, str], req: ScanRequest, ranges: Mapping[int, tuple
                     if end is not None:
                         open_ends.pop(p, None)
                     continue
-                state.scanned += 1
+                scanned += 1
                 value = m.value()
                 key = m.key()
-                state.bytes += (len(value) if value else 0) + (len(key) if key else 0)
-                ts = m.timestamp()[1]
-                if not check or matches(req, key, value, ts, m.headers()):
-                    state.matched += 1
-                    keep.append(Found(p, off, ts, key, value, m.headers() or []))
+                if value:
+                    size += len(value)
+                if key:
+                    size += len(key)
                 if off + 1 >= end:
                     open_ends.pop(p, None)
-            if not req.newest_first and state.matched >= req.limit:
+                if check:
+                    if value_part and (value is None or value_part not in value):
+                        continue
+                    if key_part and (key is None or key_part not in key):
+                        continue
+                    if not matches(req, key, value, m.timestamp()[1], m.headers()):
+                        continue
+                matched += 1
+                keep.append(Found(p, off, m.timestamp()[1], key, value, m.headers() or []))
+            if not req.newest_first and matched >= req.limit:
                 state.stopped_by = f"found {req.limit} matches"
                 break
             now = time.monotonic()
             if progress is not None and now - last_report >= every_s:
                 last_report = now
-                state.elapsed_s = now - t0
+                state.scanned, state.bytes, state.matched, state.elapsed_s = scanned, size, matched, now - t0
                 progress(state)
     finally:
         consumer.close()
+    state.scanned, state.bytes, state.matched = scanned, size, matched
     if not state.stopped_by:
         state.stopped_by = "scan limit reached" if state.scanned >= req.max_scan else "end of the range"
     keep.sort(key=lambda f: (f.timestamp, f.partition, f.offset), reverse=req.newest_first)

@@ -16,6 +16,8 @@ from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
 
 from praha.admin.records import describe_log_dirs
 from praha.admin.status import cluster_status
+from praha.cli.kafka_tools import tool_for
+from praha.cli.kafka_tools.base import run_tool
 from praha.testing.clients import read_back
 from praha.testing.cluster import bootstrap, running_cluster, wait_for
 from praha.zk.admin_zk import create_topic
@@ -45,7 +47,7 @@ def _where(bs: str, partition: int, topic: str = TOPIC) -> tuple[str | None, boo
     return current, future
 
 
-def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path, cli):
+def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path, cli, capsys):
     store = ZkStore(zk_connect, session_timeout_ms=10000).start()
     dirs = _dirs_of(tmp_path)
     try:
@@ -113,19 +115,38 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
 
             # `praha reassign execute` with log_dirs: a new replica on broker 1 goes to the dir named,
             # the one broker 1 would not have chosen itself (it holds more logs)
-            create_topic(store, "placed", None, None, assignment={0: [2, 3]})
-            wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"]["placed"]["partitions"][0]["isr"])
-                     == 2, 30, what="placed online")
-            (b1,) = describe_log_dirs(bs, [BROKER])
-            counts = {d.path: len(d.partitions) for d in b1.dirs}
-            target = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
+            def plan_placing(topic: str) -> str:
+                """A topic on brokers 2 and 3, and a plan adding a replica on broker 1 in the dir
+                broker 1 would not choose itself (it holds more logs); that dir."""
+                create_topic(store, topic, None, None, assignment={0: [2, 3]})
+                wait_for(lambda: len(cluster_status(zk_connect, store=store)["topics"][topic]["partitions"][0]["isr"])
+                         == 2, 30, what=f"{topic} online")
+                (b1,) = describe_log_dirs(bs, [BROKER])
+                counts = {d.path: len(d.partitions) for d in b1.dirs}
+                target = max(dirs, key=lambda d: (counts.get(d, 0), dirs.index(d)))
+                plan_file.write_text(json.dumps({"version": 1, "partitions": [
+                    {"topic": topic, "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target]}]}))
+                return target
+
             plan_file = tmp_path / "placed.json"
-            plan_file.write_text(json.dumps({"version": 1, "partitions": [
-                {"topic": "placed", "partition": 0, "replicas": [2, 3, BROKER], "log_dirs": ["any", "any", target]}]}))
+            target = plan_placing("placed")
             rc, out, err = cli("reassign", "execute", "--zookeeper", zk_connect, "--reassignment-json-file", plan_file)
             assert rc == 0, err
             assert f"Successfully started log directory move for: placed-0-{BROKER}" in out
             wait_for(lambda: _where(bs, 0, "placed") == (target, False), 30, what="the new replica in the dir named")
+
+            # the same through Kafka's tool by name, over the admin API (AlterPartitionReassignments,
+            # then AlterReplicaLogDirs to broker 1 once its new replica exists), with the dir throttle
+            target2 = plan_placing("placed2")
+            capsys.readouterr()
+            rc = run_tool(tool_for("kafka-reassign-partitions"), [
+                "--bootstrap-server", bs, "--execute", "--reassignment-json-file", str(plan_file),
+                "--replica-alter-log-dirs-throttle", "50000000", "--timeout", "30000"])
+            out = capsys.readouterr().out
+            assert rc == 0, out
+            assert "The replica-alter-dir throttle limit was set to 50000000 B/s" in out
+            assert f"Successfully started log directory move for: placed2-0-{BROKER}" in out
+            wait_for(lambda: _where(bs, 0, "placed2") == (target2, False), 30, what="placed2's replica in its dir")
     finally:
         store.stop()
 

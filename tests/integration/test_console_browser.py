@@ -132,6 +132,26 @@ def test_topic_list_shows_messages_and_the_groups_lag(env, browser):
     assert cells[7] == "0"  # the group committed only partition 0, to its end
 
 
+def test_the_topic_list_pages_and_finds_by_name(env, browser):
+    """Only a page of topics is asked about (100 by default): paged here one topic a page."""
+    _open(browser, env, "/topics?size=1&internal=1")
+    assert "page 1 of " in text_of(browser, "#topics-summary")
+    first = [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
+    assert first == ["topic-__consumer_offsets"]  # names in order: "_" sorts before letters
+    browser.find_element(By.ID, "page-next").click()
+    wait_for(lambda: "page 2 of " in text_of(browser, "#topics-summary"), timeout=30, what="page 2")
+    second = [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
+    assert len(second) == 1 and second != first
+    _open(browser, env, "/topics")
+    browser.find_element(By.CSS_SELECTOR, "#find-topics input[name=q]").send_keys("rder")
+    browser.find_element(By.CSS_SELECTOR, "#find-topics button").click()
+    wait_for(lambda: "with “rder” in the name" in text_of(browser, "#topics-summary"), timeout=30, what="the search")
+    assert [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")] == \
+        [f"topic-{TOPIC}"]
+    _open(browser, env, "/topics?page=two")
+    assert "the page must be a whole number" in text_of(browser, "#error")
+
+
 def test_a_filtered_scan_finds_the_one_message_and_shows_progress(env, browser):
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&start=oldest&order=oldest&value=golden-needle&format=json")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan's results")
@@ -209,6 +229,34 @@ def test_bad_input_gets_a_clear_message_and_changes_nothing(env, browser):
     _open(browser, env, f"/groups/{GROUP}/reset?mode=to-datetime&value=2999-01-01T00:00:00.000")
     assert "in the future" in text_of(browser, "#error")
     assert not browser.find_elements(By.ID, "plan")
+
+
+def test_a_client_quota_set_and_removed_on_the_page(env, browser):
+    """AlterClientQuotas from the page: a bad value refused, a good one written where the
+    brokers read it (ZooKeeper's /config/clients), then removed."""
+    import json
+
+    def set_quota(value: str) -> None:
+        form = browser.find_element(By.ID, "set-quota")
+        form.find_element(By.NAME, "name").send_keys("billing-app")
+        form.find_element(By.NAME, "value").send_keys(value)
+        confirm_submit(browser, "#set-quota")
+
+    _open(browser, env, "/acls")
+    set_quota("fast")
+    wait_for(lambda: browser.find_elements(By.ID, "error"), timeout=30, what="the refusal")
+    assert "a quota is a number, got 'fast'" in text_of(browser, "#error")
+    set_quota("1048576")
+    wait_for(lambda: browser.find_elements(By.ID, "msg"), timeout=30, what="the quota set")
+    assert text_of(browser, "#msg") == "set producer_byte_rate=1048576 for clients billing-app"
+    assert "producer_byte_rate=1048576" in text_of(browser, "#quota-clients-billing-app")
+    data, _ = env.store.client.get("/config/clients/billing-app")
+    assert json.loads(data)["config"] == {"producer_byte_rate": "1048576"}
+    shot(browser, "quota-set")
+    confirm_submit(browser, "#quota-clients-billing-app form.remove-quota")
+    wait_for(lambda: "removed producer_byte_rate of clients billing-app" in browser.page_source, timeout=30,
+             what="the quota removed")
+    assert not browser.find_elements(By.ID, "quota-clients-billing-app")
 
 
 def test_produce_from_the_page(env, browser):

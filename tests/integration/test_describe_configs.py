@@ -90,7 +90,7 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     assert (other.results[0].error_code, other.results[0].error_message) == \
         (42, "Unexpected broker id, expected 1 or empty string, but received 7")  # INVALID_REQUEST
     assert [(c.name, c.value) for c in got.results[0].configs] == [("leader.replication.throttled.rate", "5000")]
-    assert [(c.name, c.value) for c in loggers.results[0].configs] in ([("root", "INFO")], [("root", "WARNING")])
+    assert [(c.name, c.value) for c in loggers.results[0].configs] in ([("root", "INFO")], [("root", "WARN")])
 
     with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
         describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "nope"))

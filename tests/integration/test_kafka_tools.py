@@ -196,6 +196,13 @@ def test_console_tools_and_consumer_groups(bs):
     assert bad.rc == 1 and "No key separator found on line number 1" in bad.err
 
     assert "kg" in ok("kafka-consumer-groups.sh", "--bootstrap-server", bs, "--list").out.split()
+    typed = [line.split() for line in ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type",
+                                         "--state").out.splitlines()]
+    assert typed[0] == ["GROUP", "TYPE", "STATE"] and ["kg", "Classic", "Empty"] in typed
+    assert ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "consumer").out == \
+        "GROUP                     TYPE\n"  # KIP-848 groups: none, praha's coordinator runs classic ones
+    bad_type = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "share")
+    assert bad_type.rc == 1 and "Invalid types list 'share'. Valid types are: classic, consumer" in bad_type.err
     table = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "kg").out.split("\n")
     rows = [line.split() for line in table if line.strip()]
     assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
@@ -209,6 +216,57 @@ def test_console_tools_and_consumer_groups(bs):
     missing = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "no-such-group")
     assert missing.rc == 1 and "Consumer group 'no-such-group' does not exist." in missing.err
     assert tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe").rc == 1
+
+
+def test_console_producer_reader_config_and_line_reader(bs, tmp_path):
+    """--reader-config's reader settings (--property over them), Kafka's default --line-reader
+    accepted, another class refused."""
+    reader = tmp_path / "reader.properties"
+    reader.write_text("parse.key=true\nkey.separator=|\n")
+    ok("kafka-console-producer", "--bootstrap-server", bs, "--topic", "krc", "--reader-config", reader,
+       "--line-reader", "org.apache.kafka.tools.LineMessageReader", stdin="a|1\nb|2\n")
+    got = ok("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "krc", "--from-beginning",
+             "--max-messages", 2, "--property", "print.key=true", "--property", "key.separator=:")
+    assert sorted(got.out.splitlines()) == ["a:1", "b:2"]
+    refused = tool("kafka-console-producer", "--bootstrap-server", bs, "--topic", "krc", "--line-reader",
+                   "com.acme.Reader", stdin="x\n")
+    assert refused.rc == 1 and "a Java class cannot be loaded here" in refused.err
+
+
+def test_consumer_group_offsets_exported_and_reset_from_the_file(bs, tmp_path):
+    """--export writes the planned offsets as CSV; --from-file resets to them (clamped into
+    the log, with Kafka's warning), per group in the group,topic,partition,offset form."""
+    ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kx", "--partitions", 2)
+    producer = KafkaProducer(bootstrap_servers=bs.split(","), acks="all")
+    for i in range(6):
+        producer.send("kx", f"v{i}".encode(), partition=i % 2)  # three records in each partition
+    producer.flush(30)
+    producer.close()
+    groups = ("kafka-consumer-groups", "--bootstrap-server", bs)
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--to-offset", 1, "--execute")
+    exported = ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--shift-by", 1, "--dry-run",
+                  "--export").out
+    assert exported == "kx,0,2\nkx,1,2\n\n"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported)
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--topic", "kx", "--to-earliest", "--execute")
+    ok(*groups, "--reset-offsets", "--group", "kx1", "--from-file", plan, "--execute")
+    rows = [line.split() for line in ok(*groups, "--describe", "--group", "kx1").out.splitlines() if line.strip()]
+    assert {(r[2], r[3]) for r in rows[1:]} == {("0", "2"), ("1", "2")}
+
+    both = tmp_path / "both.csv"
+    both.write_text("kx1,kx,0,0\nkx2,kx,1,99\n")
+    done = ok(*groups, "--reset-offsets", "--group", "kx1", "--group", "kx2", "--from-file", both, "--execute",
+              "--export")
+    assert done.out == "kx1,kx,0,0\nkx2,kx,1,3\n\n"  # 99 is past the end of kx-1 (3 records)
+    assert "New offset (99) is higher than latest offset for topic partition kx-1. Value will be set to 3" in done.err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("kx,zero,1\n")
+    refused = tool(*groups, "--reset-offsets", "--group", "kx1", "--from-file", bad, "--execute")
+    assert refused.rc == 1 and "partition and offset must be whole numbers" in refused.err
+    rows = [line.split() for line in ok(*groups, "--describe", "--group", "kx1").out.splitlines() if line.strip()]
+    assert {(r[2], r[3]) for r in rows[1:]} == {("0", "0"), ("1", "2")}  # the bad file changed nothing
+    assert tool(*groups, "--list", "--export").rc == 1
 
 
 def test_kafka_configs(bs):
@@ -242,6 +300,55 @@ def test_kafka_configs(bs):
                    "retention.ms=soon")
     assert invalid.rc == 1 and "retention.ms" in invalid.err
     assert tool("kafka-configs", "--bootstrap-server", bs, "--describe").rc == 1  # no entity
+
+
+def test_kafka_configs_broker_loggers(bs):
+    """A broker's logger levels by Kafka's names (IncrementalAlterConfigs to that broker),
+    back to the parent's with --delete-config; Kafka's refusals."""
+    cfg = ("kafka-configs", "--bootstrap-server", bs)
+    shown = ok(*cfg, "--entity-type", "broker-loggers", "--entity-name", 2, "--describe").out.splitlines()
+    assert shown[0] == "Dynamic configs for broker-logger 2 are:"
+    root_line = next(line for line in shown if line.startswith("  root="))
+    assert re.match(r"^  root=(INFO|WARN|ERROR|DEBUG) sensitive=false synonyms=\{", root_line), shown
+    logger = next(line.split("=")[0].strip() for line in shown[1:] if line.strip().startswith("praha."))
+    assert ok(*cfg, "--broker-logger", 2, "--alter", "--add-config", f"{logger}=TRACE").out == \
+        "Completed updating config for broker-logger 2.\n"
+    assert f"  {logger}=TRACE " in ok(*cfg, "--broker-logger", 2, "--describe").out
+    ok(*cfg, "--broker-logger", 2, "--alter", "--delete-config", logger)
+    root = root_line.split()[0].split("=")[1]
+    assert f"  {logger}={root} " in ok(*cfg, "--broker-logger", 2, "--describe").out  # the root's level again
+    bad = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", f"{logger}=LOUD")
+    assert bad.rc == 1 and f"Cannot set the log level of {logger} to LOUD as it is not a supported log level" in bad.err
+    root_gone = tool(*cfg, "--broker-logger", 2, "--alter", "--delete-config", "root")
+    assert root_gone.rc == 1 and "Removing the log level of the root logger is not allowed" in root_gone.err
+    unknown = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", "nosuch.logger=INFO")
+    assert unknown.rc == 1 and "Logger nosuch.logger does not exist!" in unknown.err
+
+
+def test_kafka_configs_quotas_of_users_clients_and_ips(bs):
+    """Client quotas through AlterClientQuotas/DescribeClientQuotas, Kafka's wording and
+    Java's number format; bad keys and values refused with Kafka's messages."""
+    cfg = ("kafka-configs", "--bootstrap-server", bs)
+    assert ok(*cfg, "--entity-type", "users", "--entity-name", "qa", "--entity-type", "clients", "--entity-name",
+              "qc", "--alter", "--add-config", "producer_byte_rate=10485760,request_percentage=50").out == \
+        "Completed updating config for user qa.\n"
+    assert ok(*cfg, "--client-defaults", "--alter", "--add-config", "consumer_byte_rate=2048").out == \
+        "Completed updating default config for clients in the cluster.\n"
+    assert ok(*cfg, "--entity-type", "users", "--entity-type", "clients", "--describe").out == \
+        "Quota configs for user-principal 'qa', client-id 'qc' are producer_byte_rate=1.048576E7, " \
+        "request_percentage=50.0\n"
+    assert ok(*cfg, "--entity-type", "clients", "--entity-default", "--describe").out == \
+        "Quota configs for the default client-id are consumer_byte_rate=2048.0\n"
+    ok(*cfg, "--user", "qa", "--client", "qc", "--alter", "--delete-config", "request_percentage")
+    assert ok(*cfg, "--user", "qa", "--client", "qc", "--describe").out == \
+        "Quota configs for user-principal 'qa', client-id 'qc' are producer_byte_rate=1.048576E7\n"
+    unknown = tool(*cfg, "--user", "qa", "--alter", "--add-config", "retention.ms=5")
+    assert unknown.rc == 1 and "Only quota configs can be added for 'users' using --bootstrap-server. " \
+        "Unexpected config names: Set(retention.ms)" in unknown.err
+    bad = tool(*cfg, "--client", "qc", "--alter", "--add-config", "producer_byte_rate=fast")
+    assert bad.rc == 1 and "Cannot parse quota configuration value for producer_byte_rate: fast" in bad.err
+    ip = tool(*cfg, "--ip", "127.0.0.9", "--alter", "--add-config", "producer_byte_rate=10")
+    assert ip.rc == 1 and "Only connection quota configs can be added for 'ip'" in ip.err
 
 
 def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
@@ -339,6 +446,35 @@ def test_kafka_transactions(bs):
     assert producers[0].split() == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
                                     "LastTimestamp", "CurrentTransactionStartOffset"] and len(producers) == 2
     assert tool("kafka-transactions", "--bootstrap-server", bs).rc == 1  # no command
+    follower = ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic", "ktx",
+                  "--partition", 0, "--broker-id", 1).out.splitlines()  # RF 3: broker 1 holds a replica
+    assert follower[0].split()[0] == "ProducerId"
+    hanging = ok("kafka-transactions", "--bootstrap-server", bs, "find-hanging", "--topic", "ktx").out.splitlines()
+    assert hanging[0].split() == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
+                                  "StartOffset", "LastTimestamp", "Duration(min)"] and len(hanging) == 1
+    assert "requires --broker-id or --topic" in tool("kafka-transactions", "--bootstrap-server", bs,
+                                                     "find-hanging").err
+
+    # an open transaction aborted by its start offset (the tool finds its producer's ids)
+    open_tx = KafkaProducer(bootstrap_servers=bs.split(","), transactional_id="kt-open",
+                            transaction_timeout_ms=600_000)
+    try:
+        open_tx.init_transactions()
+        open_tx.begin_transaction()
+        start = open_tx.send("ktx", b"left open").get(30).offset
+        wrong = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+                     "--start-offset", start + 100)
+        assert wrong.rc == 1 and f"Could not find any open transactions starting at offset {start + 100}" in wrong.err
+        ok("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+           "--start-offset", start)
+        rows = [r.split() for r in ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic",
+                                      "ktx", "--partition", 0).out.splitlines()[1:]]
+        assert all(r[5] == "-1" for r in rows), rows  # no transaction open in ktx-0 any more
+    finally:
+        open_tx.close(timeout=5)
+    both = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
+                "--start-offset", 0, "--producer-id", 5)
+    assert both.rc == 1 and "either --start-offset or all of" in both.err
     missing = tool("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "nope")
     assert missing.rc == 1 and "nope" in missing.err
 
@@ -371,6 +507,26 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
     assert "sg" in ok("kafka-consumer-groups", "--bootstrap-server", bs, *cfg, "--list").out.split()
     assert re.match(r"^127\.0\.0\.1:\d+ \(id: 1 rack: null\) -> \(\n",
                     ok("kafka-broker-api-versions", "--bootstrap-server", bs, *cfg).out)
+
+    # a SCRAM user made through AlterUserScramCredentials logs in with its password
+    made = ok("kafka-configs.sh", "--bootstrap-server", bs, *cfg, "--alter", "--entity-type", "users",
+              "--entity-name", "carol", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]")
+    assert made.out == "Completed updating config for user carol.\n"
+    assert ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--describe", "--user", "carol").out == \
+        "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=8192\n"
+    carol = tmp_path / "carol.properties"
+    carol.write_text(props.read_text().replace('username="admin"', 'username="carol"').replace(password,
+                                                                                             "carol-secret"))
+    ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--add", "--allow-principal", "User:carol", "--operation",
+       "Describe", "--topic", "sec")
+    assert ok("kafka-topics", "--bootstrap-server", bs, "--command-config", carol, "--list").out == "sec\n"
+    ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--alter", "--user", "carol", "--delete-config",
+       "SCRAM-SHA-512")
+    gone = ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--describe", "--user", "carol").out
+    assert gone.startswith("Error retrieving SCRAM credential configs for user-principal 'carol': "
+                           "ResourceNotFoundException: ")
+    assert "Authentication failed" in tool("kafka-topics", "--bootstrap-server", bs, "--command-config", carol,
+                                           "--list").out
 
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(props.read_text().replace(password, "not-the-password"))

@@ -91,3 +91,19 @@ def test_the_issue_addresses_are_all_pages():
     wanted = {"/", "/brokers", "/topics", "/topics/{name}", "/topics/{name}/messages", "/groups", "/groups/{group_id}",
               "/transactions", "/acls", "/schemas", "/timeline"}
     assert {p.path for p in PAGES} == wanted
+
+
+def test_an_acl_form_is_checked_before_anything_is_sent():
+    from praha.console.app import acl_of_form
+
+    form = {"principal": "User:alice", "host": "", "operation": "READ", "permission": "ALLOW",
+            "resource_type": "TOPIC", "name": "orders", "pattern": "LITERAL"}
+    row = acl_of_form(form)
+    assert (row.principal, row.host, row.operation, row.name) == ("User:alice", "*", "READ", "orders")
+    assert acl_of_form({**form, "resource_type": "CLUSTER", "name": ""}).name == "kafka-cluster"
+    with pytest.raises(ConsoleError, match="a principal is User:name"):
+        acl_of_form({**form, "principal": "alice"})
+    with pytest.raises(ConsoleError, match="the operation must be one of"):
+        acl_of_form({**form, "operation": "READALL"})
+    with pytest.raises(ConsoleError, match="needs a name"):
+        acl_of_form({**form, "name": " "})

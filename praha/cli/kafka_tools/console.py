@@ -14,6 +14,9 @@ from typing import Any
 from praha.cli.kafka_tools.base import KafkaToolParser
 from praha.errors import PrahaError
 
+#: Kafka's own line reader (by its names before and after 3.5), which the producer is
+LINE_READERS = ("org.apache.kafka.tools.LineMessageReader", "kafka.tools.LineMessageReader")
+
 PRODUCER_DESCRIPTION = """\
 This tool helps to read data from standard input and publish it to Kafka (Kafka's
 kafka-console-producer). One record per line; --property parse.key=true splits each line
@@ -78,14 +81,14 @@ def _props(args: argparse.Namespace, extra: dict[str, str]) -> dict[str, str]:
     return props
 
 
-def _connection(p: KafkaToolParser, config_flag: str, property_flag: str, what: str) -> None:
+def _connection(p: KafkaToolParser, config_flag: str, property_flag: str, what: str, role: str) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="REQUIRED: the server(s) to connect to")
     p.add_argument("--topic", help=f"REQUIRED: the topic to {what}")
     p.add_argument(config_flag, dest="config_file", metavar="FILE",
-                   help=f"{what.split()[0]}er config properties file (security.protocol, sasl.*, ssl.* too); "
+                   help=f"{role} config properties file (security.protocol, sasl.*, ssl.* too); "
                         f"{property_flag} takes precedence")
     p.add_argument(property_flag, dest="client_property", action="append", metavar="KEY=VALUE",
-                   help=f"a {what.split()[0]}er property, Kafka's name; repeatable")
+                   help=f"a {role} property, Kafka's name; repeatable")
     p.add_argument("--property", action="append", metavar="KEY=VALUE", help="reader/formatter settings (above)")
 
 
@@ -94,7 +97,12 @@ def run_producer(argv: list[str]) -> int:
     from kafka import KafkaProducer
 
     p = KafkaToolParser("kafka-console-producer", PRODUCER_DESCRIPTION)
-    _connection(p, "--producer.config", "--producer-property", "produce to")
+    _connection(p, "--producer.config", "--producer-property", "produce to", "producer")
+    p.add_argument("--line-reader", metavar="CLASS",
+                   help=f"Kafka's reader class: only its default ({', '.join(LINE_READERS)}), which this is")
+    p.add_argument("--reader-config", metavar="FILE",
+                   help="a properties file of reader settings (parse.key, key.separator, ignore.error); "
+                        "--property takes precedence")
     p.add_argument("--request-required-acks", default="-1", help="acks: -1 (all, the default), 0 or 1")
     p.add_argument("--compression-codec", nargs="?", const="gzip", help="none, gzip (if no value), snappy, lz4, zstd")
     p.add_argument("--batch-size", type=int, default=16384, help="bytes per batch (default 16384)")
@@ -108,7 +116,13 @@ def run_producer(argv: list[str]) -> int:
     for flag, value in (("bootstrap-server", args.bootstrap_server), ("topic", args.topic)):
         if not value:
             p.fail(f'Missing required argument "[{flag}]"')
-    reader = _key_values(args.property, "--property")
+    from praha.security.client_properties import read_properties
+
+    if args.line_reader is not None and args.line_reader not in LINE_READERS:
+        raise PrahaError(f"--line-reader {args.line_reader}: praha's console producer reads lines itself "
+                         f"(Kafka's {LINE_READERS[0]}); a Java class cannot be loaded here")
+    reader = {**(read_properties(args.reader_config) if args.reader_config else {}),
+              **_key_values(args.property, "--property")}
     extra = {"acks": args.request_required_acks, "batch.size": str(args.batch_size), "linger.ms": str(args.timeout)}
     for name, value in (("compression.type", args.compression_codec), ("retries", args.message_send_max_retries),
                         ("retry.backoff.ms", args.retry_backoff_ms), ("max.block.ms", args.max_block_ms),
@@ -189,7 +203,7 @@ def run_consumer(argv: list[str]) -> int:
     from kafka import KafkaConsumer, TopicPartition
 
     p = KafkaToolParser("kafka-console-consumer", CONSUMER_DESCRIPTION)
-    _connection(p, "--consumer.config", "--consumer-property", "consume from")
+    _connection(p, "--consumer.config", "--consumer-property", "consume from", "consumer")
     p.add_argument("--include", help="a regular expression of the topics to consume (instead of --topic)")
     p.add_argument("--group", help="the consumer group id (default: console-consumer-NNNNN)")
     p.add_argument("--partition", type=int, help="consume only this partition (no group)")

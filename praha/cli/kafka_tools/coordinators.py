@@ -19,6 +19,8 @@ examples:
   kafka-consumer-groups --bootstrap-server B --list [--state]
   kafka-consumer-groups --bootstrap-server B --describe --group g [--members [--verbose] | --state]
   kafka-consumer-groups --bootstrap-server B --reset-offsets --group g --topic t --to-earliest --execute
+  kafka-consumer-groups --bootstrap-server B --reset-offsets --group g --all-topics --to-current --dry-run --export
+  kafka-consumer-groups --bootstrap-server B --reset-offsets --group g --from-file offsets.csv --execute
   kafka-consumer-groups --bootstrap-server B --delete --group g
 """
 TRANSACTIONS_DESCRIPTION = """\
@@ -27,8 +29,10 @@ be used to detect and recover from hanging transactions (Kafka's kafka-transacti
 
   kafka-transactions --bootstrap-server B list
   kafka-transactions --bootstrap-server B describe --transactional-id ID
-  kafka-transactions --bootstrap-server B describe-producers --topic T --partition P
-  kafka-transactions --bootstrap-server B find-hanging --broker-id ID [--max-transaction-timeout MIN]
+  kafka-transactions --bootstrap-server B describe-producers --topic T --partition P [--broker-id ID]
+  kafka-transactions --bootstrap-server B find-hanging (--broker-id ID | --topic T [--partition P])
+        [--max-transaction-timeout MIN]
+  kafka-transactions --bootstrap-server B abort --topic T --partition P --start-offset O
   kafka-transactions --bootstrap-server B abort --topic T --partition P --producer-id PID
         --producer-epoch E --coordinator-epoch CE
 """

@@ -40,8 +40,11 @@ def parser() -> KafkaToolParser:
     p.add_argument("--disable-rack-aware", action="store_true", help="accepted (praha's placement ignores racks)")
     p.add_argument("--throttle", type=int, default=-1, metavar="BYTES/S",
                    help="--execute: limit the moving replicas' replication traffic")
-    p.add_argument("--replica-alter-log-dirs-throttle", type=int, default=-1, help="accepted, as Kafka's")
-    p.add_argument("--timeout", type=int, default=10000, help="ms to wait (default 10000)")
+    p.add_argument("--replica-alter-log-dirs-throttle", type=int, default=-1, metavar="BYTES/S",
+                   help="--execute: limit moves between log dirs (replica.alter.log.dirs.io.max.bytes.per.second "
+                        "of the brokers involved)")
+    p.add_argument("--timeout", type=int, default=10000,
+                   help="ms to wait for a replica placed in a log dir to exist (default 10000)")
     p.add_argument("--additional", action="store_true", help="--execute while other reassignments are in flight")
     p.add_argument("--preserve-throttles", action="store_true", help="--verify, --cancel: keep the throttles")
     return p
@@ -97,9 +100,10 @@ def _generate(p: KafkaToolParser, admin: Any, args: argparse.Namespace) -> int:
 
 
 def _execute(p: KafkaToolParser, admin: Any, args: argparse.Namespace) -> int:
-    from praha.admin.reassign import format_plan, parse_plan, throttle_settings
+    from praha.admin.reassign import format_plan, parse_log_dirs, parse_plan, throttle_settings
 
-    plan = parse_plan(_read(args.reassignment_json_file, "reassignment-json-file", p))
+    text = _read(args.reassignment_json_file, "reassignment-json-file", p)
+    plan = parse_plan(text)
     current, md = _assignments(admin, sorted({tp.topic for tp in plan}))
     unknown = sorted(tp for tp in plan if tp not in current)
     if unknown:
@@ -126,6 +130,12 @@ def _execute(p: KafkaToolParser, admin: Any, args: argparse.Namespace) -> int:
         print("Warning: You must run --verify periodically, until the reassignment completes, to ensure the "
               "throttle is removed.")
         print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
+    log_dirs = parse_log_dirs(text)
+    if log_dirs and args.replica_alter_log_dirs_throttle >= 0:
+        _broker_configs(admin, md, sorted({b for _, b in log_dirs}),
+                        [("replica.alter.log.dirs.io.max.bytes.per.second", SET,
+                          str(args.replica_alter_log_dirs_throttle))])
+        print(f"The replica-alter-dir throttle limit was set to {args.replica_alter_log_dirs_throttle} B/s")
     refused = admin.alter_reassignments(plan)
     started = sorted(tp for tp in plan if tp not in refused)
     if started:
@@ -134,6 +144,11 @@ def _execute(p: KafkaToolParser, admin: Any, args: argparse.Namespace) -> int:
     if refused:
         raise PrahaError("Error reassigning partition(s):\n" + "\n".join(
             f"{tp}: {e}" for tp, e in sorted(refused.items())))
+    if log_dirs:  # each replica placed in its named dir once it exists (AlterReplicaLogDirs)
+        from praha.cli.admin_tools import start_log_dir_moves
+
+        start_log_dir_moves({b.node_id: (b.host, b.port) for b in md.brokers}, log_dirs, args.timeout / 1000.0,
+                            admin.security)
     return 0
 
 

@@ -14,13 +14,14 @@
   }
   if (live && live.innerHTML.trim()) setInterval(refresh, every);
 
-  // every change asks first; the server refuses a change without confirmed=yes
-  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-    form.addEventListener("submit", function (ev) {
-      if (!window.confirm(form.dataset.confirm)) { ev.preventDefault(); return; }
-      const c = form.querySelector("input[name=confirmed]");
-      if (c) c.value = "yes";
-    });
+  // every change asks first; the server refuses a change without confirmed=yes. One listener
+  // on the document: forms in the live part are replaced by each refresh
+  document.addEventListener("submit", function (ev) {
+    const form = ev.target;
+    if (!(form instanceof HTMLFormElement) || !form.dataset.confirm) return;
+    if (!window.confirm(form.dataset.confirm)) { ev.preventDefault(); return; }
+    const c = form.querySelector("input[name=confirmed]");
+    if (c) c.value = "yes";
   });
 
   // a scan streams its progress (server-sent events), then its results

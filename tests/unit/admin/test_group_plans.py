@@ -12,6 +12,7 @@ from praha.admin.group_plans import (
     decode_assignment,
     delete_offsets_table,
     encode_assignment,
+    export_csv,
     format_assignment,
     lag,
     list_table,
@@ -19,8 +20,10 @@ from praha.admin.group_plans import (
     offsets_table,
     parse_datetime_ms,
     parse_duration_ms,
+    parse_reset_csv,
     parse_states,
     parse_topic_arg,
+    parse_types,
     partition_rows,
     plan_reset,
     reset_table,
@@ -189,3 +192,28 @@ def test_small_tables():
     assert delete_offsets_table({A0: None, A1: "The group is not empty."})[1:] == [
         "a                              0               Successful",
         "a                              1               Error: The group is not empty."]
+
+
+def test_a_reset_file_reads_back_what_export_wrote_and_is_clamped_into_the_log():
+    a0, a1 = TP("a", 0), TP("a", 1)
+    one = export_csv({"g": {a1: 7, a0: 3}}, with_group=False)
+    assert one == "a,0,3\na,1,7\n"
+    assert parse_reset_csv(one, "g") == {"g": {a0: 3, a1: 7}}
+    many = export_csv({"g": {a0: 3}, "h": {a1: 9}}, with_group=True)
+    assert parse_reset_csv(many, None) == {"g": {a0: 3}, "h": {a1: 9}}
+    assert parse_reset_csv(many, "g") == {"g": {a0: 3}, "h": {a1: 9}}  # four fields: the group form
+    with pytest.raises(GroupInputError, match="line 2 of the reset file: partition and offset must be whole"):
+        parse_reset_csv("a,0,3\na,x,1\n", "g")
+    with pytest.raises(GroupInputError, match="expected group,topic,partition,offset"):
+        parse_reset_csv("a,0\n", None)
+    plan = plan_reset(ResetSpec(ResetMode.FROM_FILE), [a0, a1], {}, {a0: 2, a1: 0}, {a0: 10, a1: 5},
+                      requested={a0: 0, a1: 9})
+    assert plan.offsets == {a0: 2, a1: 5} and len(plan.warnings) == 2
+
+
+def test_group_types_parse_as_kafka_and_list_with_a_type_column():
+    assert parse_types(["classic,CONSUMER"]) == ["Classic", "Consumer"]
+    with pytest.raises(GroupInputError, match="Invalid types list 'share'. Valid types are: classic, consumer"):
+        parse_types(["share"])
+    assert list_table([("g1", "Classic", "Empty")], ("TYPE", "STATE")) == [
+        "GROUP                     TYPE                 STATE", "g1                        Classic              Empty"]
