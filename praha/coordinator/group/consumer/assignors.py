@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from praha.config import CONSUMER_GROUP_ASSIGNORS
 from praha.coordinator.group.consumer.model import Assignment
 
 
@@ -121,4 +122,4 @@ def range_(members: Mapping[str, MemberSpec], topics: Mapping[uuid.UUID, int]) -
 
 #: the assignors a broker may offer (`group.consumer.assignors`), by the name clients use
 ASSIGNORS: dict[str, Assignor] = {"uniform": uniform, "range": range_}
-DEFAULT_ASSIGNORS = ("uniform", "range")
+DEFAULT_ASSIGNORS = CONSUMER_GROUP_ASSIGNORS  # the broker config names the same ones
