@@ -63,7 +63,7 @@ class MetadataApis:
             created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
             if creatable:
                 created.update(await self._auto_create(creatable))
-        await self._load_topic_ids([n for n in names if describable[n]])
+        await self.load_topic_ids([n for n in names if describable[n]])
         with_ops = req.api_version >= 8 and bool(r.include_topic_authorized_operations)
         topics = [self._topic_metadata(name, created.get(name),
                                        authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
@@ -84,7 +84,7 @@ class MetadataApis:
             if 8 <= req.api_version <= 10 and r.include_cluster_authorized_operations else NOT_REQUESTED,
         )
 
-    async def _load_topic_ids(self, names: list[str]) -> None:
+    async def load_topic_ids(self, names: list[str]) -> None:
         """Read the ids of known topics not yet in the cache from their znodes (once per
         topic: a topic written without one, by an old tool, is remembered as the zero id)."""
         cache = self.broker.metadata_cache
