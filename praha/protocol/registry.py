@@ -131,6 +131,12 @@ from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.consumer_group_apis import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from praha.protocol.controller_apis import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -198,6 +204,8 @@ APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
     _spec(OffsetFetchRequest, OffsetFetchResponse),
     _spec(ListGroupsRequest, ListGroupsResponse),
     _spec(DescribeGroupsRequest, DescribeGroupsResponse),
+    _spec(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
     _spec(DeleteGroupsRequest, DeleteGroupsResponse),
     _spec(OffsetDeleteRequest, OffsetDeleteResponse),
     _spec(DescribeConfigsRequest, DescribeConfigsResponse),

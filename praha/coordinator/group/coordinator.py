@@ -345,6 +345,18 @@ class GroupCoordinator:
         g = self.consumer.groups.get(group_id)
         return None if g is None or g.dead else g
 
+    def find_consumer_group(self, group_id: str) -> tuple[ErrorCode, str | None, ConsumerGroup | None]:
+        """ConsumerGroupDescribe's lookup: (error, message, group)."""
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code, None, None
+        g = self.consumer_group(group_id)
+        if g is not None:
+            return ErrorCode.NONE, None, g
+        if self._has_classic_members(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+
     async def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatOutcome:
         """ConsumerGroupHeartbeat: the request checked, the group's decision written, the answer."""
         if req.group_id:

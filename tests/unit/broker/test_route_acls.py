@@ -53,8 +53,9 @@ class Listing:
     """A coordinator with one group and one transaction, which a principal without ACLs
     must not be shown."""
 
-    def list_groups(self, states):
-        return ErrorCode.NONE, [SimpleNamespace(group_id="t", protocol_type="consumer", state="Stable")]
+    def list_groups(self, states, types=None):
+        return ErrorCode.NONE, [SimpleNamespace(group_id="t", protocol_type="consumer", state="Stable",
+                                                group_type="classic")]
 
     def list_transactions(self, states, producer_ids, duration):
         return ErrorCode.NONE, [SimpleNamespace(transactional_id="t", producer_id=7, state="Ongoing")]

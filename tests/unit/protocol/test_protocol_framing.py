@@ -219,7 +219,8 @@ def test_registry_covers_the_brief():
                          48, 49,  # DescribeClientQuotas, AlterClientQuotas
                          34,  # AlterReplicaLogDirs
                          27,  # WriteTxnMarkers
-                         24, 25, 26, 28, 65, 66}  # the transaction coordinator's APIs
+                         24, 25, 26, 28, 65, 66,  # the transaction coordinator's APIs
+                         68, 69}  # KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version
