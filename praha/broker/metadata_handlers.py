@@ -46,10 +46,20 @@ class MetadataApis:
     async def handle_metadata(self, req: DecodedRequest) -> Any:
         cache = self.broker.metadata_cache
         r = req.request
+        by_id: list[uuid.UUID] = []
         if r.topics is None:
             names = cache.topics()
         else:
             names = [t.name for t in r.topics if t.name is not None]
+            # v10+: topics asked for by id (a KIP-848 consumer resolving its assignment)
+            by_id = [t.topic_id for t in r.topics if t.name is None and getattr(t, "topic_id", None)
+                     and t.topic_id.int] if req.api_version >= 10 else []
+        unknown_ids: list[uuid.UUID] = []
+        if by_id:
+            await self.load_topic_ids(cache.topics())
+            name_of = {tid: n for n, tid in cache.topic_ids.items()}
+            unknown_ids = [tid for tid in by_id if tid not in name_of]
+            names += [name_of[tid] for tid in by_id if tid in name_of and name_of[tid] not in names]
         created: dict[str, ErrorCode] = {}
         authz = self.broker.authz
         describable = {n: authz.topic_allowed(req, AclOperation.DESCRIBE, n) for n in names}
@@ -71,6 +81,8 @@ class MetadataApis:
                   _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
                        partitions=[], authorized_operations=None)
                   for name in names]
+        topics += [_MRT(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                        partitions=[], authorized_operations=None) for tid in unknown_ids]
         brokers = [  # each broker's endpoint on the listener the client came through (as Kafka)
             _MR.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack)
             for b, ep in cache.endpoints_on(req.session.listener)
