@@ -116,6 +116,8 @@ class Message:
     versions: Versions
     flexible: Versions
     fields: list[Field]
+    #: struct types declared with `struct` (several fields use them): top-level classes of the message
+    shared: tuple[str, ...] = ()
 
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible
@@ -210,7 +212,8 @@ def parse(text: str, source: str = "<text>") -> list[Api]:
             fields, shared = _parse_block(block, source)
             _resolve(fields, shared, source)
             msgs.append(Message(int(header["key"]), header["name"] + kind.value.capitalize(), kind,
-                                Versions.parse(header["versions"]), Versions.parse(header["flexible"]), fields))
+                                Versions.parse(header["versions"]), Versions.parse(header["flexible"]), fields,
+                                tuple(shared)))
         apis.append(Api(int(header["key"]), header["name"], msgs[0], msgs[1], source))
 
     for lineno, raw in enumerate(text.splitlines(), 1):
