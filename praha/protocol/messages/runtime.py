@@ -174,6 +174,10 @@ class WireMessage:
     _ENCODERS: ClassVar[tuple[Any, ...]]
     _DECODERS: ClassVar[tuple[Any, ...]]
 
+    def expect_response(self) -> bool:
+        """False only for a Produce with acks=0 (answered with silence)."""
+        return True
+
     @classmethod
     def is_flexible(cls, version: int) -> bool:
         return version >= cls.FLEXIBLE_FROM
@@ -203,7 +207,7 @@ class WireMessage:
             raise
         except _DECODE_ERRORS as e:
             raise WireFormatError(f"{cls.__name__} v{version}: {e}") from None
-        return msg, end  # type: ignore[no-any-return]
+        return msg, end
 
     @classmethod
     def decode(cls, data: Buffer, version: int) -> Self:
