@@ -60,7 +60,8 @@ def _nullable_anywhere(f: Field) -> bool:
 def _annotation(f: Field, struct_name: str) -> str:
     inner = struct_name if f.is_struct else _PYTYPE[f.element]
     t = f"list[{inner}]" if f.is_array else inner
-    return f"{t} | None" if _nullable_anywhere(f) or f.type == "records" else t
+    # a uuid may be given as None: the zero id (kafka-python's leniency, which handlers use)
+    return f"{t} | None" if _nullable_anywhere(f) or f.type in ("records", "uuid") else t
 
 
 def _default(f: Field, struct_name: str) -> str:
@@ -143,6 +144,11 @@ class Module:
             else:
                 out += self.class_lines(child, inner, None, f"{qual}.{child.cls}")
             out.append("")
+        # a shared struct is also reachable from every struct that uses it (as kafka-python nests it)
+        own = {c.ident for c in node.children.values()}
+        aliased = {c.ident: c for c in node.child_of.values() if c.ident in self._module_level and c.ident not in own}
+        for used in aliased.values():
+            out += [f"{inner}{used.cls} = {self._quals[used.ident]}", ""]
         if not node.fields:
             out.append(f"{inner}pass")
         for f in node.fields:
@@ -183,7 +189,7 @@ class Module:
                   depth: int) -> list[str]:
         if t in _FIXED:
             if t == "uuid":
-                return [f"{out} += {val}.bytes"]
+                return [f"{out} += uuid_bytes({val})"]
             return [f"{out} += {self.packer('>' + _FIXED[t])}.pack({val})"]
         if t == "string":
             return [f"write_{'compact_' if flex else ''}string({out}, {val})"]
@@ -201,7 +207,7 @@ class Module:
         def flush() -> None:
             if run:
                 fmt = ">" + "".join(_FIXED[f.type] for f in run)
-                vals = ", ".join(f"o.{f.name}.bytes" if f.type == "uuid" else f"o.{f.name}" for f in run)
+                vals = ", ".join(f"uuid_bytes(o.{f.name})" if f.type == "uuid" else f"o.{f.name}" for f in run)
                 lines.append(f"out += {self.packer(fmt)}.pack({vals})")
                 run.clear()
 
@@ -385,7 +391,7 @@ class Module:
             "from praha.protocol.messages.runtime import (",
             "    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,",
             "    read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,",
-            "    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,",
+            "    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,",
             ")",
             "",
         ]

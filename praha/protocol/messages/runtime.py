@@ -48,6 +48,15 @@ def read_uvarint(b: Buffer, p: int) -> tuple[int, int]:
     raise WireFormatError("varint longer than 5 bytes")
 
 
+def uuid_bytes(value: uuid.UUID | str | None) -> bytes:
+    """A uuid field's 16 bytes; None is the zero id (kafka-python's leniency, which callers use)."""
+    if value.__class__ is uuid.UUID:
+        return value.bytes
+    if value is None:
+        return ZERO_UUID.bytes
+    return uuid.UUID(str(value)).bytes
+
+
 def _slice(b: Buffer, p: int, n: int) -> int:
     end = p + n
     if end > len(b):
@@ -176,7 +185,7 @@ class WireMessage:
 
     def expect_response(self) -> bool:
         """False only for a Produce with acks=0 (answered with silence)."""
-        return True
+        return self.API_KEY != 0 or getattr(self, "acks", -1) != 0
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -222,5 +231,5 @@ __all__ = [
     "WireMessage", "WireFormatError", "ZERO_UUID", "I8", "I16", "I32", "I64", "uvarint", "read_uvarint",
     "read_string", "read_compact_string", "read_bytes", "read_compact_bytes", "read_count",
     "read_compact_count", "write_string", "write_compact_string", "write_bytes", "write_compact_bytes",
-    "write_tagged", "skip_tagged", "null_field",
+    "write_tagged", "skip_tagged", "null_field", "uuid_bytes",
 ]

@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>ih')
@@ -306,7 +306,7 @@ class CreateTopicsResponse(WireMessage):
             is_sensitive: bool = False
 
         name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         error_code: int = 0
         error_message: str | None = ''
         topic_config_error_code: int = 0
@@ -464,7 +464,7 @@ def _d_CreateTopicsResponse_v5(b: Any, p: int) -> tuple[Any, int]:
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v7(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.name)
-    out += _S5.pack(o.topic_id.bytes, o.error_code)
+    out += _S5.pack(uuid_bytes(o.topic_id), o.error_code)
     write_compact_string(out, o.error_message)
     out += _S0.pack(o.num_partitions, o.replication_factor)
     xs0 = o.configs
@@ -556,7 +556,7 @@ class DeleteTopicsRequest(WireMessage):
     @dataclass(slots=True)
     class DeleteTopicState:
         name: str | None = None
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
 
     topics: list[DeleteTopicState] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
@@ -619,7 +619,7 @@ def _d_DeleteTopicsRequest_v4(b: Any, p: int) -> tuple[Any, int]:
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v6(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.name)
-    out += _S6.pack(o.topic_id.bytes)
+    out += _S6.pack(uuid_bytes(o.topic_id))
     out += b'\x00'
 
 
@@ -674,7 +674,7 @@ class DeleteTopicsResponse(WireMessage):
     @dataclass(slots=True)
     class DeletableTopicResult:
         name: str | None = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         error_code: int = 0
         error_message: str | None = None
 
@@ -816,7 +816,7 @@ def _d_DeleteTopicsResponse_v5(b: Any, p: int) -> tuple[Any, int]:
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v6(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.name)
-    out += _S5.pack(o.topic_id.bytes, o.error_code)
+    out += _S5.pack(uuid_bytes(o.topic_id), o.error_code)
     write_compact_string(out, o.error_message)
     out += b'\x00'
 

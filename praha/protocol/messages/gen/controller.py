@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>ii')
@@ -62,8 +62,10 @@ class LeaderAndIsrRequest(WireMessage):
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicState:
+        LeaderAndIsrPartitionState = LeaderAndIsrRequest_LeaderAndIsrPartitionState
+
         topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -692,7 +694,7 @@ def _d_LeaderAndIsrRequest_v4(b: Any, p: int) -> tuple[Any, int]:
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.topic_name)
-    out += _S6.pack(o.topic_id.bytes)
+    out += _S6.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_states
     if xs0 is None:
         out += b'\x00'
@@ -799,7 +801,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(o: Any, out: bytearray)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.topic_name)
-    out += _S6.pack(o.topic_id.bytes)
+    out += _S6.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_states
     if xs0 is None:
         out += b'\x00'
@@ -974,7 +976,9 @@ class LeaderAndIsrResponse(WireMessage):
 
     @dataclass(slots=True)
     class LeaderAndIsrTopicError:
-        topic_id: uuid.UUID = ZERO_UUID
+        LeaderAndIsrPartitionError = LeaderAndIsrResponse_LeaderAndIsrPartitionError
+
+        topic_id: uuid.UUID | None = ZERO_UUID
         partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError] = field(default_factory=list)
 
     error_code: int = 0
@@ -1072,7 +1076,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(o: Any, out: bytearray
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(o: Any, out: bytearray) -> None:
-    out += _S6.pack(o.topic_id.bytes)
+    out += _S6.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_errors
     if xs0 is None:
         out += b'\x00'
@@ -1558,8 +1562,10 @@ class UpdateMetadataRequest(WireMessage):
 
     @dataclass(slots=True)
     class UpdateMetadataTopicState:
+        UpdateMetadataPartitionState = UpdateMetadataRequest_UpdateMetadataPartitionState
+
         topic_name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -2348,7 +2354,7 @@ def _d_UpdateMetadataRequest_v6(b: Any, p: int) -> tuple[Any, int]:
 
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v7(o: Any, out: bytearray) -> None:
     write_compact_string(out, o.topic_name)
-    out += _S6.pack(o.topic_id.bytes)
+    out += _S6.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_states
     if xs0 is None:
         out += b'\x00'

@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>i')
@@ -49,7 +49,7 @@ class OffsetCommitRequest(WireMessage):
             committed_metadata: str | None = ''
 
         name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)
 
     group_id: str = ''
@@ -367,7 +367,7 @@ def _d_OffsetCommitRequest_v8(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v10(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -452,7 +452,7 @@ class OffsetCommitResponse(WireMessage):
             error_code: int = 0
 
         name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[OffsetCommitResponsePartition] = field(default_factory=list)
 
     throttle_time_ms: int = 0
@@ -613,7 +613,7 @@ def _d_OffsetCommitResponse_v8(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v10(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -689,7 +689,7 @@ class OffsetFetchRequest(WireMessage):
         @dataclass(slots=True)
         class OffsetFetchRequestTopics:
             name: str = ''
-            topic_id: uuid.UUID = ZERO_UUID
+            topic_id: uuid.UUID | None = ZERO_UUID
             partition_indexes: list[int] = field(default_factory=list)
 
         group_id: str = ''
@@ -1006,7 +1006,7 @@ def _d_OffsetFetchRequest_v9(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestGroup_OffsetFetchRequestTopics_v10(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_indexes
     if xs0 is None:
         out += b'\x00'
@@ -1130,7 +1130,7 @@ class OffsetFetchResponse(WireMessage):
                 error_code: int = 0
 
             name: str = ''
-            topic_id: uuid.UUID = ZERO_UUID
+            topic_id: uuid.UUID | None = ZERO_UUID
             partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)
 
         group_id: str = ''
@@ -1519,7 +1519,7 @@ def _d_OffsetFetchResponse_v8(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseGroup_OffsetFetchResponseTopics_v10(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -4195,7 +4195,7 @@ class ConsumerGroupHeartbeatRequest(WireMessage):
 
     @dataclass(slots=True)
     class TopicPartitions:
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[int] = field(default_factory=list)
 
     group_id: str = ''
@@ -4211,7 +4211,7 @@ class ConsumerGroupHeartbeatRequest(WireMessage):
 
 
 def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -4362,7 +4362,7 @@ ConsumerGroupHeartbeatRequest._DECODERS = (_d_ConsumerGroupHeartbeatRequest_v0, 
 
 @dataclass(slots=True)
 class ConsumerGroupHeartbeatResponse_TopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID | None = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
 
@@ -4377,6 +4377,8 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
 
     @dataclass(slots=True)
     class Assignment:
+        TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
+
         topic_partitions: list[ConsumerGroupHeartbeatResponse_TopicPartitions] = field(default_factory=list)
 
     throttle_time_ms: int = 0
@@ -4389,7 +4391,7 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
 
 
 def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -4514,13 +4516,15 @@ ConsumerGroupDescribeRequest._DECODERS = (_d_ConsumerGroupDescribeRequest_v0, _d
 
 @dataclass(slots=True)
 class ConsumerGroupDescribeResponse_TopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID | None = ZERO_UUID
     topic_name: str = ''
     partitions: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class ConsumerGroupDescribeResponse_Assignment:
+    TopicPartitions = ConsumerGroupDescribeResponse_TopicPartitions
+
     topic_partitions: list[ConsumerGroupDescribeResponse_TopicPartitions] = field(default_factory=list)
 
 
@@ -4539,6 +4543,8 @@ class ConsumerGroupDescribeResponse(WireMessage):
     class DescribedGroup:
         @dataclass(slots=True)
         class Member:
+            Assignment = ConsumerGroupDescribeResponse_Assignment
+
             member_id: str = ''
             instance_id: str | None = None
             rack_id: str | None = None
@@ -4566,7 +4572,7 @@ class ConsumerGroupDescribeResponse(WireMessage):
 
 
 def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
-    out += _S4.pack(o.topic_id.bytes)
+    out += _S4.pack(uuid_bytes(o.topic_id))
     write_compact_string(out, o.topic_name)
     xs0 = o.partitions
     if xs0 is None:

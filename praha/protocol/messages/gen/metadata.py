@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>?')
@@ -45,7 +45,7 @@ class MetadataRequest(WireMessage):
 
     @dataclass(slots=True)
     class MetadataRequestTopic:
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         name: str | None = ''
 
     topics: list[MetadataRequestTopic] | None = field(default_factory=list)
@@ -200,7 +200,7 @@ def _d_MetadataRequest_v9(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v10(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     write_compact_string(out, o.name)
     out += b'\x00'
 
@@ -301,7 +301,7 @@ class MetadataResponse(WireMessage):
 
         error_code: int = 0
         name: str | None = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         is_internal: bool = False
         partitions: list[MetadataResponsePartition] = field(default_factory=list)
         topic_authorized_operations: int = -2147483648
@@ -1133,7 +1133,7 @@ def _d_MetadataResponse_v9(b: Any, p: int) -> tuple[Any, int]:
 def _e_MetadataResponse_MetadataResponseTopic_v10(o: Any, out: bytearray) -> None:
     out += _S5.pack(o.error_code)
     write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
+    out += _S8.pack(uuid_bytes(o.topic_id), o.is_internal)
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'

@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>hi')
@@ -58,7 +58,7 @@ class ProduceRequest(WireMessage):
             records: bytes | None = None
 
         name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partition_data: list[PartitionProduceData] = field(default_factory=list)
 
     transactional_id: str | None = None
@@ -206,7 +206,7 @@ def _d_ProduceRequest_v9(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_ProduceRequest_TopicProduceData_v13(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_data
     if xs0 is None:
         out += b'\x00'
@@ -298,7 +298,7 @@ class ProduceResponse(WireMessage):
             current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
 
         name: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partition_responses: list[PartitionProduceResponse] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -802,7 +802,7 @@ def _d_ProduceResponse_v10(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_ProduceResponse_TopicProduceResponse_v13(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partition_responses
     if xs0 is None:
         out += b'\x00'
@@ -911,17 +911,17 @@ class FetchRequest(WireMessage):
             last_fetched_epoch: int = -1
             log_start_offset: int = -1
             partition_max_bytes: int = 0
-            replica_directory_id: uuid.UUID = ZERO_UUID
+            replica_directory_id: uuid.UUID | None = ZERO_UUID
             high_watermark: int = 9223372036854775807
 
         topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[FetchPartition] = field(default_factory=list)
 
     @dataclass(slots=True)
     class ForgottenTopic:
         topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[int] = field(default_factory=list)
 
     cluster_id: str | None = None
@@ -1411,7 +1411,7 @@ def _d_FetchRequest_v12(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_FetchRequest_FetchTopic_v13(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -1423,7 +1423,7 @@ def _e_FetchRequest_FetchTopic_v13(o: Any, out: bytearray) -> None:
 
 
 def _e_FetchRequest_ForgottenTopic_v13(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -1613,13 +1613,13 @@ def _e_FetchRequest_FetchTopic_FetchPartition_v17(o: Any, out: bytearray) -> Non
     tg: list[tuple[int, bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
         t = bytearray()
-        t += o.replica_directory_id.bytes
+        t += uuid_bytes(o.replica_directory_id)
         tg.append((0, t))
     write_tagged(out, tg)
 
 
 def _e_FetchRequest_FetchTopic_v17(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -1740,7 +1740,7 @@ def _e_FetchRequest_FetchTopic_FetchPartition_v18(o: Any, out: bytearray) -> Non
     tg: list[tuple[int, bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
         t = bytearray()
-        t += o.replica_directory_id.bytes
+        t += uuid_bytes(o.replica_directory_id)
         tg.append((0, t))
     if o.high_watermark != 9223372036854775807:
         t = bytearray()
@@ -1750,7 +1750,7 @@ def _e_FetchRequest_FetchTopic_FetchPartition_v18(o: Any, out: bytearray) -> Non
 
 
 def _e_FetchRequest_FetchTopic_v18(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -1917,7 +1917,7 @@ class FetchResponse(WireMessage):
             records: bytes | None = None
 
         topic: str = ''
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[PartitionData] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -2396,7 +2396,7 @@ def _d_FetchResponse_v12(b: Any, p: int) -> tuple[Any, int]:
 
 
 def _e_FetchResponse_FetchableTopicResponse_v13(o: Any, out: bytearray) -> None:
-    out += _S2.pack(o.topic_id.bytes)
+    out += _S2.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'

@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>i')
@@ -85,7 +85,7 @@ ShareGroupHeartbeatRequest._DECODERS = (_d_ShareGroupHeartbeatRequest_v0,)
 
 @dataclass(slots=True)
 class ShareGroupHeartbeatResponse_TopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID | None = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
 
@@ -100,6 +100,8 @@ class ShareGroupHeartbeatResponse(WireMessage):
 
     @dataclass(slots=True)
     class Assignment:
+        TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
+
         topic_partitions: list[ShareGroupHeartbeatResponse_TopicPartitions] = field(default_factory=list)
 
     throttle_time_ms: int = 0
@@ -112,7 +114,7 @@ class ShareGroupHeartbeatResponse(WireMessage):
 
 
 def _e_ShareGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -237,13 +239,15 @@ ShareGroupDescribeRequest._DECODERS = (_d_ShareGroupDescribeRequest_v0,)
 
 @dataclass(slots=True)
 class ShareGroupDescribeResponse_TopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID | None = ZERO_UUID
     topic_name: str = ''
     partitions: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class ShareGroupDescribeResponse_Assignment:
+    TopicPartitions = ShareGroupDescribeResponse_TopicPartitions
+
     topic_partitions: list[ShareGroupDescribeResponse_TopicPartitions] = field(default_factory=list)
 
 
@@ -262,6 +266,8 @@ class ShareGroupDescribeResponse(WireMessage):
     class DescribedGroup:
         @dataclass(slots=True)
         class Member:
+            Assignment = ShareGroupDescribeResponse_Assignment
+
             member_id: str = ''
             rack_id: str | None = None
             member_epoch: int = 0
@@ -285,7 +291,7 @@ class ShareGroupDescribeResponse(WireMessage):
 
 
 def _e_ShareGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     write_compact_string(out, o.topic_name)
     xs0 = o.partitions
     if xs0 is None:
@@ -479,12 +485,12 @@ class ShareFetchRequest(WireMessage):
             partition_max_bytes: int = 0
             acknowledgement_batches: list[AcknowledgementBatch] = field(default_factory=list)
 
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[FetchPartition] = field(default_factory=list)
 
     @dataclass(slots=True)
     class ForgottenTopic:
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[int] = field(default_factory=list)
 
     group_id: str | None = None
@@ -521,7 +527,7 @@ def _e_ShareFetchRequest_FetchTopic_FetchPartition_v0(o: Any, out: bytearray) ->
 
 
 def _e_ShareFetchRequest_FetchTopic_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -533,7 +539,7 @@ def _e_ShareFetchRequest_FetchTopic_v0(o: Any, out: bytearray) -> None:
 
 
 def _e_ShareFetchRequest_ForgottenTopic_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -682,7 +688,7 @@ class ShareFetchResponse(WireMessage):
             records: bytes | None = None
             acquired_records: list[AcquiredRecords] = field(default_factory=list)
 
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[PartitionData] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -727,7 +733,7 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_v0(o: Any, o
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -878,7 +884,7 @@ class ShareAcknowledgeRequest(WireMessage):
             partition_index: int = 0
             acknowledgement_batches: list[AcknowledgementBatch] = field(default_factory=list)
 
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[AcknowledgePartition] = field(default_factory=list)
 
     group_id: str | None = None
@@ -911,7 +917,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_AcknowledgePartition_v0(o: Any, 
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgeTopic_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'
@@ -1022,7 +1028,7 @@ class ShareAcknowledgeResponse(WireMessage):
             error_message: str | None = None
             current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
 
-        topic_id: uuid.UUID = ZERO_UUID
+        topic_id: uuid.UUID | None = ZERO_UUID
         partitions: list[PartitionData] = field(default_factory=list)
 
     @dataclass(slots=True)
@@ -1052,7 +1058,7 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_PartitionData_v0(o
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(o: Any, out: bytearray) -> None:
-    out += _S3.pack(o.topic_id.bytes)
+    out += _S3.pack(uuid_bytes(o.topic_id))
     xs0 = o.partitions
     if xs0 is None:
         out += b'\x00'

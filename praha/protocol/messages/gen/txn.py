@@ -14,7 +14,7 @@ from uuid import UUID as _uuid
 from praha.protocol.messages.runtime import (
     I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
-    uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
+    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
 
 _S0 = struct.Struct('>i')
@@ -191,6 +191,8 @@ class AddPartitionsToTxnRequest(WireMessage):
 
     @dataclass(slots=True)
     class AddPartitionsToTxnTransaction:
+        AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
+
         transactional_id: str = ''
         producer_id: int = 0
         producer_epoch: int = 0
@@ -385,6 +387,8 @@ class AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult:
 
 @dataclass(slots=True)
 class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult:
+    AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
+
     name: str = ''
     results_by_partition: list[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = field(default_factory=list)
 
@@ -402,6 +406,8 @@ class AddPartitionsToTxnResponse(WireMessage):
 
     @dataclass(slots=True)
     class AddPartitionsToTxnResult:
+        AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
+
         transactional_id: str = ''
         topic_results: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
 
