@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -38,9 +38,17 @@ $(QUIX_STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m praha.showcase
 
+# praha's message definitions (praha/protocol/messages/*.wire): `wire` regenerates the codecs
+# in praha/protocol/messages/gen/ (committed); `wire-check` compares the definitions with
+# Apache Kafka's JSON (kafka-python's bundle of Kafka 4.1, and the apache/kafka mirror if present)
+wire: $(STAMP)
+	$(PY) -m praha.protocol.messages.generate
+wire-check: $(STAMP)
+	$(PY) tools/wire_check.py
+
 # ruff (pyflakes, import order, bugbear) and mypy (strict on controller, log, protocol, zk)
 lint: $(STAMP)
-	$(VENV)/bin/ruff check praha tests bench
+	$(VENV)/bin/ruff check praha tests bench tools
 	$(VENV)/bin/mypy praha
 
 # Debian packages the tests drive (kcat; chromium and its driver for the console's browser

@@ -20,9 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import kafka.errors
-from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
-from kafka.protocol.consumer import ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 
 from praha.admin.group_plans import CONSUMER_PROTOCOL_TYPE, MemberInfo, decode_assignment
 from praha.common import TopicPartition
@@ -31,6 +28,16 @@ from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
+from praha.protocol.messages.gen.groups import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from praha.protocol.messages.gen.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest
 from praha.protocol.registry import APIS
 
 T = TypeVar("T")

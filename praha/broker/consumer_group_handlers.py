@@ -17,8 +17,8 @@ from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
 from praha.coordinator.group.consumer.model import Assignment, ConsumerGroup
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.errors import ErrorCode
-from praha.protocol.consumer_group_apis import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.groups import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class ConsumerGroupApis:
                 out.append(self._described(g, req.api_version, ops))
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
-    def _described(self, g: ConsumerGroup, version: int, ops: set[int] | None) -> Any:
+    def _described(self, g: ConsumerGroup, version: int, ops: int) -> Any:
         names = {t.topic_id: t.name for t in self.broker.consumer_group_topics().values()}
         assignor = g.preferred_assignor(self.coordinator.config.consumer.default_assignor)
         members = [_DM(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,

@@ -18,19 +18,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
-from kafka.protocol.consumer import (
-    HeartbeatResponse,
-    JoinGroupResponse,
-    LeaveGroupResponse,
-    OffsetCommitResponse,
-    OffsetDeleteResponse,
-    OffsetFetchResponse,
-    SyncGroupResponse,
-)
-from kafka.protocol.metadata import FindCoordinatorResponse
-from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
-
 from praha.broker.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, now_ms
 from praha.config import BrokerConfig
@@ -40,6 +27,20 @@ from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.groups import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from praha.protocol.messages.gen.metadata import FindCoordinatorResponse
+from praha.protocol.messages.gen.txn import TxnOffsetCommitResponse
 from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 

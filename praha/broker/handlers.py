@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
-
 from praha.broker.admin_handlers import AdminApis
 from praha.broker.config_handlers import ConfigApis
 from praha.broker.consumer_group_handlers import ConsumerGroupApis
@@ -37,6 +35,7 @@ from praha.broker.txn_marker_handlers import TxnMarkerApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.security.acl import AclOperation, ResourceType
 

@@ -15,13 +15,12 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import CreateTopicsResponse
-from kafka.protocol.metadata import MetadataResponse
-
 from praha.broker.authorization import NOT_REQUESTED
 from praha.common import NO_LEADER, topic_id_uuid
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import CreateTopicsResponse
+from praha.protocol.messages.gen.metadata import MetadataResponse
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
@@ -79,10 +78,10 @@ class MetadataApis:
                                        authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
                                        else NOT_REQUESTED) if describable[name] else
                   _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
-                       partitions=[], authorized_operations=None)
+                       partitions=[], topic_authorized_operations=NOT_REQUESTED)
                   for name in names]
         topics += [_MRT(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
-                        partitions=[], authorized_operations=None) for tid in unknown_ids]
+                        partitions=[], topic_authorized_operations=NOT_REQUESTED) for tid in unknown_ids]
         brokers = [  # each broker's endpoint on the listener the client came through (as Kafka)
             _MR.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack)
             for b, ep in cache.endpoints_on(req.session.listener)
@@ -92,7 +91,7 @@ class MetadataApis:
         return _MR(
             throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
             controller_id=cache.controller_id, topics=topics,
-            authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            cluster_authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
             if 8 <= req.api_version <= 10 and r.include_cluster_authorized_operations else NOT_REQUESTED,
         )
 
@@ -141,13 +140,13 @@ class MetadataApis:
             log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
         return created
 
-    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: set[int] | None = NOT_REQUESTED) -> Any:
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: int = NOT_REQUESTED) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
             code = auto_created if auto_created is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return _MRT(error_code=int(code), name=name, topic_id=None,
-                        is_internal=False, partitions=[], authorized_operations=ops)
+                        is_internal=False, partitions=[], topic_authorized_operations=ops)
         out = []
         for p in sorted(parts):
             s = parts[p]
@@ -159,7 +158,7 @@ class MetadataApis:
             ))
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_ids.get(name),
                     is_internal=name in INTERNAL_TOPICS,
-                    partitions=out, authorized_operations=ops)
+                    partitions=out, topic_authorized_operations=ops)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:
         """Only the active controller creates topics (clients send CreateTopics there); the

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import confluent_kafka as _confluent_kafka
 import confluent_kafka.admin as _confluent_admin
-from kafka.protocol.consumer import ListOffsetsRequest
 
 from praha.admin.group_plans import (
     GroupInputError,
@@ -45,6 +44,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import ClientSecurity, SaslAuthenticationError
+from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest
 
 #: confluent-kafka's modules, untyped here: its stubs export fewer names than it has
 ck: Any = _confluent_kafka
