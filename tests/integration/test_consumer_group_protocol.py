@@ -19,9 +19,14 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, ConsumerGroupType, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from praha.errors import ErrorCode
+from praha.protocol.client import BrokerConnection
+from praha.protocol.errors import BrokerConnectionError
+from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest
+from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 from praha.testing.cluster import bootstrap, wait_for
 
 pytestmark = pytest.mark.integration
@@ -249,3 +254,142 @@ def test_members_leave_die_and_join_without_owning_a_partition_twice_or_losing_a
     for m in members:  # a member read only what it owned at the time
         got = m.records("got")
         assert {(t, p) for t, p, _ in got} <= {tp for tp, _, _ in m.intervals()}
+
+
+# ------------------------------------------------------------------ coordinator failover
+def coordinator_of(bs: str, group: str) -> int:
+    def ask() -> int | None:
+        for addr in bs.split(","):
+            host, port = addr.split(":")
+            try:
+                with BrokerConnection(host, int(port)) as conn:
+                    r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 3)
+            except BrokerConnectionError:
+                continue
+            return r.node_id if r.error_code == 0 else None
+        return None
+    return wait_for(ask, 60, what=f"a coordinator for {group}")
+
+
+def test_coordinator_sigkilled_mid_reconciliation_keeps_the_members_epochs(cluster):
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs), f"f-{uuid.uuid4().hex[:6]}"
+    coordinator = coordinator_of(bs, group)
+    a, b = Member(bs, group, topic), Member(bs, group, topic)
+    members = [a, b]
+    try:
+        wait_for(lambda: shares(members) == [3, 3], 90, what="a and b with three partitions each")
+        seen = {id(m): len(m.events) for m in (a, b)}  # what happened before c came
+        c = Member(bs, group, topic)
+        members.append(c)
+        wait_for(lambda: any(e[1] == "revoke" for m in (a, b) for e in m.events[seen[id(m)]:]), 60,
+                 what="a or b told to revoke for c (reconciling)")
+        cluster.kill_broker(coordinator)
+        try:
+            wait_for(lambda: shares(members) == [2, 2, 2], 120, what="the group finishing at 2+2+2 after the failover")
+            assert coordinator_of(bs, group) != coordinator
+        finally:
+            cluster.start_broker(coordinator)
+        for m in (a, b):  # no member was fenced: nothing lost, and each gave up only what c took
+            with m.lock:
+                assert not [e for e in m.events if e[1] == "lost"], m.events
+                revoked = {tuple(tp) for e in m.events[seen[id(m)]:] if e[1] == "revoke" for tp in e[2]}
+            assert len(revoked) == 1, f"a full rebalance: {revoked}"
+    finally:
+        for m in members:
+            m.stop()
+    assert_never_owned_twice(members)
+
+
+# ------------------------------------------------------------------ regex
+def test_regex_subscription_picks_up_a_new_topic_and_drops_a_deleted_one(cluster):
+    bs = bootstrap(cluster)
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    first = new_topic(bs, 2, f"{prefix}-a")
+    m = Member(bs, f"{prefix}-g", f"^{prefix}-.*")
+    admin = AdminClient({"bootstrap.servers": bs})
+    try:
+        wait_for(lambda: m.owned() == {(first, 0), (first, 1)}, 90, what="the regex member on the first topic")
+        second = new_topic(bs, 3, f"{prefix}-b")
+        wait_for(lambda: {t for t, _ in m.owned()} == {first, second} and len(m.owned()) == 5, 90,
+                 what="the topic created after the member joined")
+        admin.delete_topics([first])[first].result(30)
+        wait_for(lambda: m.owned() == {(second, p) for p in range(3)}, 90, what="the deleted topic dropped")
+    finally:
+        m.stop()
+
+
+# ------------------------------------------------------------------ admin
+def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"d-{uuid.uuid4().hex[:6]}"
+    m = Member(bs, group, topic)
+    classic = Consumer({"bootstrap.servers": bs, "group.id": f"{group}-classic", "session.timeout.ms": 6000})
+    admin = AdminClient({"bootstrap.servers": bs})
+    try:
+        classic.subscribe([topic])
+        wait_for(lambda: len(m.owned()) == 2, 90, what="the member owning both partitions")
+        wait_for(lambda: classic.poll(0.2) is None and len(classic.assignment()) == 2, 60, what="the classic member")
+
+        def described():
+            d = admin.describe_consumer_groups([group])[group].result(15)
+            return d if d.members and d.state.name == "STABLE" else None
+        d = wait_for(described, 60, what="a stable described group")
+        assert d.type == ConsumerGroupType.CONSUMER and len(d.members) == 1
+        assert {(tp.topic, tp.partition) for tp in d.members[0].assignment.topic_partitions} == m.owned()
+
+        def listed(types):
+            res = admin.list_consumer_groups(types=types).result(15)
+            return {g.group_id: g.type for g in res.valid}
+        consumers = wait_for(lambda: listed({ConsumerGroupType.CONSUMER}), 30, what="consumer groups listed")
+        assert consumers.get(group) == ConsumerGroupType.CONSUMER and f"{group}-classic" not in consumers
+        wait_for(lambda: f"{group}-classic" in listed({ConsumerGroupType.CLASSIC}), 60, what="the classic group")
+        assert group not in listed({ConsumerGroupType.CLASSIC})
+    finally:
+        m.stop()
+        classic.close()
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"b-{uuid.uuid4().hex[:6]}"
+    other = f"{group}-other"
+    coordinator_of(bs, group)
+    R = ConsumerGroupHeartbeatRequest
+
+    def send(**fields):
+        base = dict(group_id=group, member_id="m-1", member_epoch=0, rebalance_timeout_ms=30000,
+                    subscribed_topic_names=[topic], topic_partitions=[])
+        base.update(fields)
+        for b in bs.split(","):
+            h, p = b.split(":")
+            with BrokerConnection(h, int(p)) as conn:
+                r = conn.send(R(**base), 1)
+            if r.error_code != ErrorCode.NOT_COORDINATOR:
+                return r
+        raise AssertionError("no broker coordinates the group")
+
+    ok = send()
+    assert ok.error_code == 0 and ok.member_epoch == 1
+    assert send(group_id=other, member_id="o-1").error_code == 0
+    before = send(member_epoch=1, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
+    assert before.error_code == 0
+    cases = [
+        (ErrorCode.UNSUPPORTED_ASSIGNOR, dict(member_id="m-2", server_assignor="sticky")),
+        (ErrorCode.INVALID_REGULAR_EXPRESSION, dict(member_id="m-2", subscribed_topic_names=None,
+                                                    subscribed_topic_regex="(?=t)")),
+        (ErrorCode.FENCED_MEMBER_EPOCH, dict(member_epoch=7, topic_partitions=None)),
+        (ErrorCode.UNKNOWN_MEMBER_ID, dict(member_id="o-1", member_epoch=1)),  # a member of the other group
+        (ErrorCode.INVALID_REQUEST, dict(member_id="m-2", rebalance_timeout_ms=-1)),  # malformed first heartbeat
+        (ErrorCode.INVALID_REQUEST, dict(member_epoch=-5)),
+        (ErrorCode.GROUP_ID_NOT_FOUND, dict(group_id=f"{group}-none", member_epoch=3)),
+    ]
+    for code, fields in cases:
+        got = send(**fields)
+        assert got.error_code == code, (code, fields, got)
+    after = send(member_epoch=1, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
+    assert (after.error_code, after.member_epoch) == (0, 1)
+    admin = AdminClient({"bootstrap.servers": bs})
+    d = admin.describe_consumer_groups([group])[group].result(15)
+    assert [mm.member_id for mm in d.members] == ["m-1"]
