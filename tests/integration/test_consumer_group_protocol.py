@@ -29,7 +29,8 @@ from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 from praha.testing.cluster import bootstrap, wait_for
 
-pytestmark = pytest.mark.integration
+# slow (a cluster and member processes, minutes): `make test-consumer-protocol`
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PARTITIONS = 6
 SETTINGS = {
