@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from praha.coordinator.group.consumer.model import Assignment, MemberState, TopicInfo, assignment_of
+from praha.coordinator.group.records import _Reader, _Writer
 from praha.errors import CorruptLogError
 from praha.protocol.varint import read_uvarint, skip_tagged_fields, write_uvarint
 
@@ -144,31 +145,11 @@ class Record:
 
 
 # ---------------------------------------------------------------- encoding
-class _Out:
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
+class _Out(_Writer):
+    """The classic writer (int16-length strings, as keys use) plus flexible values' types."""
 
     def int8(self, v: int) -> _Out:
         self.parts.append(struct.pack(">b", v))
-        return self
-
-    def int16(self, v: int) -> _Out:
-        self.parts.append(struct.pack(">h", v))
-        return self
-
-    def int32(self, v: int) -> _Out:
-        self.parts.append(struct.pack(">i", v))
-        return self
-
-    def int64(self, v: int) -> _Out:
-        self.parts.append(struct.pack(">q", v))
-        return self
-
-    def string(self, v: str) -> _Out:
-        """A classic (int16-length) string, as keys use."""
-        b = v.encode()
-        self.int16(len(b))
-        self.parts.append(b)
         return self
 
     def cstring(self, v: str | None) -> _Out:
@@ -203,8 +184,6 @@ class _Out:
             self.no_tags()
         return self
 
-    def done(self) -> bytes:
-        return b"".join(self.parts)
 
 
 def encode_key(key: Key) -> bytes:
@@ -248,33 +227,11 @@ def encode(record: Record) -> tuple[bytes, bytes | None]:
 
 
 # ---------------------------------------------------------------- decoding
-class _In:
-    def __init__(self, data: bytes):
-        self.data = bytes(data)
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptLogError(f"consumer group record truncated at byte {self.pos}")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
+class _In(_Reader):
+    """The classic reader plus flexible values' types."""
 
     def int8(self) -> int:
         return int(struct.unpack(">b", self._take(1))[0])
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(struct.unpack(">q", self._take(8))[0])
-
-    def string(self) -> str:
-        n = self.int16()
-        return self._take(n).decode() if n >= 0 else ""
 
     def _uvarint(self) -> int:
         value, self.pos = read_uvarint(self.data, self.pos)
@@ -282,16 +239,16 @@ class _In:
 
     def cstring(self) -> str | None:
         n = self._uvarint()
-        return None if n == 0 else self._take(n - 1).decode()
+        return None if n == 0 else bytes(self._take(n - 1)).decode()
 
-    def text(self) -> str:
+    def ctext(self) -> str:
         return self.cstring() or ""
 
     def count(self) -> int:
         return max(self._uvarint() - 1, 0)
 
     def uuid_(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._take(16))
+        return uuid.UUID(bytes=bytes(self._take(16)))
 
     def tags(self) -> None:
         self.pos = skip_tagged_fields(self.data, self.pos)
@@ -311,11 +268,11 @@ def decode_key(data: bytes) -> Key:
     kind = _BY_VERSION.get(version)
     if kind is None:
         raise CorruptLogError(f"not a consumer group key version: {version}")
-    group = r.string()
+    group = r.text()
     if kind in (MemberMetadataKey, TargetMemberKey, CurrentAssignmentKey):
-        return kind(group, r.string())
+        return kind(group, r.text())
     if kind is RegexKey:
-        return RegexKey(group, r.string())
+        return RegexKey(group, r.text())
     return kind(group)  # type: ignore[no-any-return]
 
 
@@ -336,7 +293,7 @@ def decode_value(key: Key, data: bytes) -> Value:
     elif isinstance(key, PartitionMetadataKey):
         topics = []
         for _ in range(r.count()):
-            tid, name, parts = r.uuid_(), r.text(), r.int32()
+            tid, name, parts = r.uuid_(), r.ctext(), r.int32()
             for _ in range(r.count()):  # racks per partition: not used since Kafka 4.0
                 r.int32()
                 for _ in range(r.count()):
@@ -346,8 +303,8 @@ def decode_value(key: Key, data: bytes) -> Value:
             topics.append(TopicInfo(name, tid, parts))
         v = PartitionMetadataValue(tuple(topics))
     elif isinstance(key, MemberMetadataKey):
-        instance, rack, client, host = r.cstring(), r.cstring(), r.text(), r.text()
-        names = tuple(r.text() for _ in range(r.count()))
+        instance, rack, client, host = r.cstring(), r.cstring(), r.ctext(), r.ctext()
+        names = tuple(r.ctext() for _ in range(r.count()))
         v = MemberMetadataValue(instance, rack, client, host, names, r.cstring(), r.int32(), r.cstring())
     elif isinstance(key, TargetMemberKey):
         v = TargetMemberValue(r.assignment())
@@ -359,7 +316,7 @@ def decode_value(key: Key, data: bytes) -> Value:
             raise CorruptLogError(f"unknown member state {state}") from None
         v = CurrentAssignmentValue(epoch, prev, member_state, r.assignment(), r.assignment())
     else:
-        topics_ = tuple(r.text() for _ in range(r.count()))
+        topics_ = tuple(r.ctext() for _ in range(r.count()))
         v = RegexValue(topics_, r.int64(), r.int64())
     r.tags()
     return v
