@@ -1076,6 +1076,9 @@ class GroupCoordinator:
         for gid, group in list(self.groups.items()):
             if self._check(gid) != ErrorCode.NONE or not group.is_(GroupState.EMPTY):
                 continue
+            cg = self.consumer_group(gid)
+            if cg is not None and cg.members:
+                continue  # the offsets of a KIP-848 group with members stay (they live in its classic holder)
             if group.protocol_type:
                 gone = list(group.offsets) if group.state_timestamp + retention <= now else []
             else:

@@ -113,3 +113,13 @@ def test_offsets_of_a_consumer_group_check_member_and_epoch_and_survive_a_failov
         assert "g" not in e.consumer.groups and e.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
         e.shutdown()
     run(go())
+
+
+def test_offsets_of_a_consumer_group_with_members_do_not_expire():
+    async def go():
+        c = await coordinator(MemoryLog())
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
+        assert await c.expire_offsets(10**15) == 0 and c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
+        c.shutdown()
+    run(go())
