@@ -8,6 +8,7 @@ into a fresh coordinator, rebuild exactly the same group (what a failover would 
 """
 from __future__ import annotations
 
+import random
 import uuid
 
 import pytest
@@ -338,3 +339,25 @@ def test_uniform_balances_heterogeneous_subscriptions():
     _check_assignment(result, members, {t: 6, u: 3})
     loads = {m: sum(len(p) for p in a.values()) for m, a in result.items()}
     assert max(loads.values()) - min(loads.values()) <= 1, loads
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_ten_members_joining_in_any_order_converge_on_900_partitions(seed):
+    """The bench's shape (10 members, 900 partitions), heartbeats in a random order while members
+    keep joining: the group ends Stable with 90 partitions each, never one owned twice."""
+    rnd = random.Random(seed)
+    big = TopicInfo("big", uuid.UUID(int=9), 900)
+    sim = Sim([big])
+    checks, sim.check = sim.check, lambda: None  # the full check (a replay of the log) once, at the end
+    joined: list[str] = []
+    for _ in range(2000):
+        if len(joined) < 10 and rnd.random() < 0.3:
+            joined.append(f"m{len(joined)}")
+            sim.hb(joined[-1], topics=("big",))
+        elif joined:
+            sim.hb(rnd.choice(joined))
+        if len(joined) == 10 and sim.groups["g"].state is ConsumerGroupState.STABLE:
+            break
+    assert sim.groups["g"].state is ConsumerGroupState.STABLE
+    assert [len(sim.owned_by(m)) for m in joined] == [90] * 10
+    checks()
