@@ -346,6 +346,11 @@ def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
         assert consumers.get(group) == ConsumerGroupType.CONSUMER and f"{group}-classic" not in consumers
         wait_for(lambda: f"{group}-classic" in listed({ConsumerGroupType.CLASSIC}), 60, what="the classic group")
         assert group not in listed({ConsumerGroupType.CLASSIC})
+        out = subprocess.run([sys.executable, "-m", "praha", "groups", "--list", "--type", "consumer", "--state",
+                              "--bootstrap-server", bs], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:]}
+        assert rows.get(group) == ["Consumer", "Stable"] and f"{group}-classic" not in rows, out.stdout
     finally:
         m.stop()
         classic.close()

@@ -189,3 +189,12 @@ def test_small_tables():
     assert delete_offsets_table({A0: None, A1: "The group is not empty."})[1:] == [
         "a                              0               Successful",
         "a                              1               Error: The group is not empty."]
+
+
+def test_group_types_for_list_type():
+    from praha.admin.group_plans import parse_types
+
+    assert parse_types(["consumer,CLASSIC", "consumer"]) == ["consumer", "classic"]
+    assert parse_states(["reconciling", "Assigning"]) == ["Reconciling", "Assigning"]  # KIP-848's states
+    with pytest.raises(GroupInputError, match="Invalid types list 'share'. Valid types are: classic, consumer"):
+        parse_types(["share"])
