@@ -46,6 +46,7 @@ class MetadataApis:
         cache = self.broker.metadata_cache
         r = req.request
         by_id: list[uuid.UUID] = []
+        asked_by_id: dict[str, uuid.UUID] = {}
         if r.topics is None:
             names = cache.topics()
         else:
@@ -58,7 +59,8 @@ class MetadataApis:
             await self.load_topic_ids(cache.topics())
             name_of = {tid: n for n, tid in cache.topic_ids.items()}
             unknown_ids = [tid for tid in by_id if tid not in name_of]
-            names += [name_of[tid] for tid in by_id if tid in name_of and name_of[tid] not in names]
+            asked_by_id = {name_of[tid]: tid for tid in by_id if tid in name_of and name_of[tid] not in names}
+            names += list(asked_by_id)
         created: dict[str, ErrorCode] = {}
         authz = self.broker.authz
         describable = {n: authz.topic_allowed(req, AclOperation.DESCRIBE, n) for n in names}
@@ -77,7 +79,8 @@ class MetadataApis:
         topics = [self._topic_metadata(name, created.get(name),
                                        authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
                                        else NOT_REQUESTED) if describable[name] else
-                  _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
+                  _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,  # a topic asked for by id keeps its name
+                       name=None if name in asked_by_id else name, topic_id=asked_by_id.get(name), is_internal=False,
                        partitions=[], topic_authorized_operations=NOT_REQUESTED)
                   for name in names]
         topics += [_MRT(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
