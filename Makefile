@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: bytecode lint run test test-unit test-integration tools test-kafka-tools test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
+	@echo "make test-consumer-protocol  KIP-848 consumer groups with confluent-kafka (group.protocol=consumer), slow"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -45,9 +46,17 @@ bytecode: $(STAMP)
 run: bytecode
 	$(PY) -m praha.showcase
 
+# praha's message definitions (praha/protocol/messages/*.wire): `wire` regenerates the codecs
+# in praha/protocol/messages/gen/ (committed); `wire-check` compares the definitions with
+# Apache Kafka's JSON (kafka-python's bundle of Kafka 4.1, and the apache/kafka mirror if present)
+wire: $(STAMP)
+	$(PY) -m praha.protocol.messages.generate
+wire-check: $(STAMP)
+	$(PY) tools/wire_check.py
+
 # ruff (pyflakes, import order, bugbear) and mypy (strict on controller, log, protocol, zk)
 lint: $(STAMP)
-	$(VENV)/bin/ruff check praha tests bench
+	$(VENV)/bin/ruff check praha tests bench tools
 	$(VENV)/bin/mypy praha
 
 # Debian packages the tests drive (kcat; chromium and its driver for the console's browser
@@ -84,6 +93,11 @@ test-integration: bytecode $(QUIX_STAMP) tools
 # `make test` runs each tool once as a process and the other forms in-process
 test-kafka-tools: bytecode
 	PRAHA_TOOLS_AS_PROCESSES=1 $(PY) -m pytest -q tests/integration/test_kafka_tools.py
+
+# Kafka 4's consumer group protocol (KIP-848, issue 22) with unmodified confluent-kafka consumers
+# on a 3-broker cluster: leave/SIGKILL/join, coordinator failover, regex, admin, bad input (~4-5 min)
+test-consumer-protocol: bytecode
+	$(PY) -m pytest -q -m slow tests/integration/test_consumer_group_protocol.py
 
 # the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
 test-registry: bytecode $(QUIX_STAMP)

@@ -27,7 +27,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest  # n
 from produce import start_cluster  # noqa: E402
 
 from praha.cluster.local import LocalCluster  # noqa: E402
-from praha.common import ReplicaAssignment, TopicAssignment  # noqa: E402
+from praha.common import ReplicaAssignment, TopicAssignment, new_topic_id  # noqa: E402
 from praha.coordinator.group.records import OFFSETS_TOPIC, partition_for  # noqa: E402
 from praha.protocol.client import BrokerConnection  # noqa: E402
 from praha.zk.store import ZkStore  # noqa: E402
@@ -130,8 +130,8 @@ def leaders(cluster: LocalCluster, topic: str, via: int | None = None) -> dict[i
     b = brokers[via] if via is not None else next(iter(brokers.values()))
     md = metadata("127.0.0.1", b.port, [topic])
     for t in md.topics:  # type: ignore[attr-defined]
-        if t[1] == topic:
-            return {p[1]: p[2] for p in t[3]}
+        if t.name == topic:
+            return {p.partition_index: p.leader_id for p in t.partitions}
     return {}
 
 
@@ -146,8 +146,9 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int = 3,
         assignment = {p: tuple(ids[(p + i) % len(ids)] for i in range(rf)) for p in range(partitions)}
     store = ZkStore(state.zookeeper).start()
     try:
-        store.create_topic(name, TopicAssignment({p: ReplicaAssignment(r) for p, r in assignment.items()}),
-                           config or {})
+        # with a topic id, as Kafka's tools write it (a KIP-848 group assigns by topic id)
+        store.create_topic(name, TopicAssignment({p: ReplicaAssignment(r) for p, r in assignment.items()},
+                                                 new_topic_id()), config or {})
     finally:
         store.stop()
     for bid in ids:

@@ -92,7 +92,6 @@ PLANNED = {
     38: "security", 39: "security", 40: "security", 41: "security",
     57: "not planned (feature flags)", 56: "not used (the controller writes ISR changes itself)",
     58: "not used (KRaft migration)", 67: "not used (KRaft migration)",
-    68: "not in ZooKeeper mode (KIP-848 is KRaft-only in 3.x)", 69: "not in ZooKeeper mode (KIP-848 is KRaft-only in 3.x)",
 }
 
 

@@ -23,8 +23,12 @@ Each trial is a new group; medians of `--repeat` trials per assignor. Published 
 this shape (librdkafka): 103 s with the classic protocol, 5 s with KIP-848. Target: (b)
 under 1 s for both assignors.
 
+`--protocol consumer` times Kafka 4's consumer group protocol (KIP-848: `group.protocol=consumer`,
+the server-side `uniform` assignor, brokers with `group.consumer.heartbeat.interval.ms=100`) as
+`consumer-uniform`; `--protocol both` times it beside the classic assignors in the same run.
+
 Usage: .venv/bin/python bench/rebalance.py [--repeat 3] [--members 10] [--partitions 900]
-       [--no-write] [--keep-dir] [--profile]
+       [--protocol classic|consumer|both] [--no-write] [--keep-dir] [--profile]
 """
 from __future__ import annotations
 
@@ -53,6 +57,8 @@ from confluent_kafka import Consumer, Producer  # noqa: E402
 
 TOPIC = "rebalance-900"
 ASSIGNORS = ("range", "cooperative-sticky")
+#: KIP-848 members: `consumer-<server assignor>`
+CONSUMER_PROTOCOL = ("consumer-uniform",)
 TARGET_B_S = 1.0
 POLL_S = 0.05
 
@@ -62,8 +68,13 @@ class Member:
 
     def __init__(self, idx: int, bs: str, group: str, assignor: str, extra: dict[str, object]):
         self.idx = idx
-        self.conf = {"bootstrap.servers": bs, "group.id": group, "partition.assignment.strategy": assignor,
-                     "heartbeat.interval.ms": 100, "session.timeout.ms": 6000, "enable.auto.commit": False,
+        if assignor.startswith("consumer-"):  # KIP-848: the broker assigns and sets the heartbeat
+            protocol: dict[str, object] = {"group.protocol": "consumer",
+                                           "group.remote.assignor": assignor.removeprefix("consumer-")}
+        else:
+            protocol = {"partition.assignment.strategy": assignor, "heartbeat.interval.ms": 100,
+                        "session.timeout.ms": 6000}
+        self.conf = {"bootstrap.servers": bs, "group.id": group, **protocol, "enable.auto.commit": False,
                      "auto.offset.reset": "earliest", "client.id": f"m{idx}", "log_level": 3, **extra}
         self.lock = threading.Lock()
         self.owned: set[int] = set()
@@ -271,7 +282,7 @@ def plot(path: Path, results: list[dict[str, object]], partitions: int) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    colours = {"range": "tab:blue", "cooperative-sticky": "tab:orange"}
+    colours = {"range": "tab:blue", "cooperative-sticky": "tab:orange", "consumer-uniform": "tab:green"}
     for key, ax, title in (("a_curve", axes[0], "(a) from the last subscribe()"),
                            ("b_curve", axes[1], "(b) from one member's close()")):
         seen: set[str] = set()
@@ -299,7 +310,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--members", type=int, default=10)
     ap.add_argument("--partitions", type=int, default=900)
-    ap.add_argument("--assignors", default=",".join(ASSIGNORS))
+    ap.add_argument("--assignors", default=None, help="default: by --protocol")
+    ap.add_argument("--protocol", choices=("classic", "consumer", "both"), default="classic",
+                    help="classic assignors, KIP-848's consumer protocol, or both in one run")
     ap.add_argument("--fetch-wait-ms", type=int, default=None,
                     help="the members' fetch.wait.max.ms (default: librdkafka's, 500)")
     ap.add_argument("--write", action=argparse.BooleanOptionalAction, default=True)
@@ -307,6 +320,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="py-spy the brokers during each (b)")
     ap.add_argument("--debug-log", help="write member 1's librdkafka debug log (cgrp, fetch) to this file")
     args = ap.parse_args()
+    if args.assignors is None:
+        args.assignors = ",".join({"classic": ASSIGNORS, "consumer": CONSUMER_PROTOCOL,
+                                   "both": ASSIGNORS + CONSUMER_PROTOCOL}[args.protocol])
     extra: dict[str, object] = {}
     if args.fetch_wait_ms is not None:
         extra["fetch.wait.max.ms"] = args.fetch_wait_ms
@@ -319,7 +335,7 @@ def main() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)
         debug = {"debug": "cgrp,fetch,topic,protocol,broker", "logger": logger}
-    with group_cluster(args.keep_dir) as cluster:
+    with group_cluster(args.keep_dir, {"group.consumer.heartbeat.interval.ms": "100"}) as cluster:
         ensure_offsets_topic(cluster)
         t = time.perf_counter()
         create_topic(cluster, TOPIC, args.partitions, 3)
@@ -372,13 +388,18 @@ def main() -> None:
         print(v)
     if args.write:
         tag = "" if args.fetch_wait_ms is None else f"-fetch-wait-{args.fetch_wait_ms}"
+        if args.protocol != "classic":
+            tag += f"-protocol-{args.protocol}"
         png = REPO / "bench" / f"rebalance{tag}.png"
         heading = ("### Rebalance (`bench/rebalance.py`)" if not tag else
+                   f"### Rebalance, protocol {args.protocol} (`bench/rebalance.py --protocol {args.protocol}`)"
+                   if args.fetch_wait_ms is None else
                    f"### Rebalance with `fetch.wait.max.ms={args.fetch_wait_ms}` (`bench/rebalance.py "
                    f"--fetch-wait-ms {args.fetch_wait_ms}`)")
         plot(png, results, args.partitions)
         cmd = f"python bench/rebalance.py --repeat {args.repeat}" + (
-            f" --fetch-wait-ms {args.fetch_wait_ms}" if args.fetch_wait_ms is not None else "")
+            f" --fetch-wait-ms {args.fetch_wait_ms}" if args.fetch_wait_ms is not None else "") + (
+            f" --protocol {args.protocol}" if args.protocol != "classic" else "")
         section = "\n".join([
             heading, "",
             f"Command: `{cmd}`", "",
@@ -387,6 +408,9 @@ def main() -> None:
             f"What is timed: {args.members} confluent-kafka members in one new group per trial over one topic of "
             f"{args.partitions} partitions (RF 3, one record each), `heartbeat.interval.ms=100`, "
             "`session.timeout.ms=6000`, brokers with `group.initial.rebalance.delay.ms=0`"
+            + ("; `consumer-uniform`: `group.protocol=consumer`, `group.remote.assignor=uniform`, brokers' "
+               "`group.consumer.heartbeat.interval.ms=100` (the session timeout is the brokers' 45 s)"
+               if args.protocol != "classic" else "")
             + (f", `fetch.wait.max.ms={args.fetch_wait_ms}`" if args.fetch_wait_ms is not None else
                ", librdkafka's other defaults (`fetch.wait.max.ms` 500)") + ". *Assigned*: the members' owned "
             "partitions (from the assign/revoke callbacks) are disjoint, cover every partition and none is empty. "

@@ -112,6 +112,28 @@ def _str(v: str) -> str:
     return v.strip()
 
 
+#: the server-side assignors of KIP-848 by name, and Kafka's class names for them
+CONSUMER_GROUP_ASSIGNORS = ("uniform", "range")
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _assignors(v: str) -> tuple[str, ...]:
+    names = tuple(_ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in v.split(",") if n.strip())
+    unknown = [n for n in names if n not in CONSUMER_GROUP_ASSIGNORS]
+    if unknown or not names:
+        raise ValueError(f"unknown assignor(s) {', '.join(unknown) or '(none given)'}; "
+                         f"known: {', '.join(CONSUMER_GROUP_ASSIGNORS)}")
+    return names
+
+
+def _migration_policy(v: str) -> str:
+    s = v.strip().lower()
+    if s not in ("disabled", "upgrade", "downgrade", "bidirectional"):
+        raise ValueError(f"expected disabled, upgrade, downgrade or bidirectional, got {v!r}")
+    return s
+
+
 def _option(kafka_name: str, default: Any, parse: Callable[[str], Any], minimum: float | None = None, doc: str = "") -> Any:
     return field(default=default, metadata={"key": kafka_name, "parse": parse, "min": minimum, "doc": doc})
 
@@ -229,6 +251,16 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = _option("group.max.session.timeout.ms", 1800000, _int, 0)
     group_initial_rebalance_delay_ms: int = _option("group.initial.rebalance.delay.ms", 3000, _int, 0)
     group_max_size: int = _option("group.max.size", 2147483647, _int, 1)
+    # KIP-848 consumer groups (Kafka 4's GroupCoordinatorConfig names and defaults)
+    group_consumer_heartbeat_interval_ms: int = _option("group.consumer.heartbeat.interval.ms", 5000, _int, 1)
+    group_consumer_session_timeout_ms: int = _option("group.consumer.session.timeout.ms", 45000, _int, 1)
+    group_consumer_max_size: int = _option("group.consumer.max.size", 2147483647, _int, 1)
+    group_consumer_assignors: tuple[str, ...] = _option(
+        "group.consumer.assignors", CONSUMER_GROUP_ASSIGNORS, _assignors, None,
+        "server-side assignors offered, the first the default: uniform, range (or Kafka's class names)")
+    group_consumer_migration_policy: str = _option(
+        "group.consumer.migration.policy", "bidirectional", _migration_policy, None,
+        "disabled, upgrade, downgrade or bidirectional (Kafka 4's ConsumerGroupMigrationPolicy)")
     offsets_topic_num_partitions: int = _option("offsets.topic.num.partitions", 50, _int, 1)
     offsets_topic_replication_factor: int = _option("offsets.topic.replication.factor", 3, _int, 1)
     offsets_topic_segment_bytes: int = _option("offsets.topic.segment.bytes", 104857600, _int, 1)

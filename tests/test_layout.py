@@ -60,7 +60,9 @@ ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
     # the Spark source and sink are clients: they speak the wire protocol (and read records) and nothing else
     ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint", "praha.protocol",
                                    # TLS and SASL of the reader's connections (kafka.security.protocol, kafka.sasl.*)
-                                   "praha.protocol.client_security"}),
+                                   "praha.protocol.client_security",
+                                   # the generated messages it sends and reads (Metadata, ListOffsets, Fetch)
+                                   "praha.protocol.messages.gen.metadata", "praha.protocol.messages.gen.produce_fetch"}),
 }
 
 #: packages whose modules must not import each other in a cycle

@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.metadata import MetadataRequest
-
 from praha.errors import PrahaError
 from praha.protocol.client import BrokerConnection, api_versions
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
+from praha.protocol.messages.gen.metadata import MetadataRequest
 
 
 def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: float = 10.0,

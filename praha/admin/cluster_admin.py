@@ -15,7 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin import (
+from praha.admin.controller_api import Locator, call_controller
+from praha.admin.groups import GroupAdmin, error_message
+from praha.common import TopicPartition
+from praha.errors import ErrorCode, PrahaError
+from praha.protocol.api_keys import ApiKey
+from praha.protocol.messages.gen.admin import (
     AlterClientQuotasRequest,
     AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest,
@@ -30,13 +35,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
-from kafka.protocol.metadata import MetadataRequest
-
-from praha.admin.controller_api import Locator, call_controller
-from praha.admin.groups import GroupAdmin, error_message
-from praha.common import TopicPartition
-from praha.errors import ErrorCode, PrahaError
-from praha.protocol.api_keys import ApiKey
+from praha.protocol.messages.gen.metadata import MetadataRequest
 
 
 def kafka_error(code: int, message: str | None) -> PrahaError:

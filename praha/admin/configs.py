@@ -166,10 +166,9 @@ def describe_all(bootstrap: str, entity_type: str, name: str, timeout: float = 1
     """Every config of a topic or broker (`name`; "" for the brokers' `<default>`) with its
     source and synonyms, as the broker's DescribeConfigs reports them: a broker's own
     settings are asked of that broker, as kafka-configs does."""
-    from kafka.protocol.admin import DescribeConfigsRequest
-
     from praha.admin.client_status import fetch_metadata
     from praha.protocol.client import BrokerConnection
+    from praha.protocol.messages.gen.admin import DescribeConfigsRequest
 
     first = bootstrap.split(",")[0]
     host, _, port = first.rpartition(":")

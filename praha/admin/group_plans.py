@@ -22,7 +22,7 @@ from praha.errors import InvalidRequestError
 MISSING = "-"
 
 #: the classic group protocol's states (Kafka's ConsumerGroupState for ZooKeeper-mode groups)
-GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
 #: states in which Kafka lets an operator reset a group's offsets
 INACTIVE_STATES = ("Empty", "Dead")
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -33,6 +33,21 @@ class GroupInputError(InvalidRequestError):
 
 
 # ----------------------------------------------------------------------------- parsing
+#: ListGroups v5's group types (`--list --type`), Kafka's names
+GROUP_TYPES = ("classic", "consumer")
+
+
+def parse_types(values: Sequence[str]) -> list[str]:
+    """`--type consumer,classic` or `--type consumer classic`, any case; unknown ones refused."""
+    out: list[str] = []
+    for item in (s.strip().lower() for v in values for s in v.split(",") if s.strip()):
+        if item not in GROUP_TYPES:
+            raise GroupInputError(f"Invalid types list '{','.join(values)}'. Valid types are: {', '.join(GROUP_TYPES)}")
+        if item not in out:
+            out.append(item)
+    return out
+
+
 def parse_states(values: Sequence[str]) -> list[str]:
     """`--state stable,empty` (Kafka's form) or `--state Stable Empty`: the canonical state
     names, matched without regard to case. Unknown names are refused with Kafka's message."""
@@ -403,20 +418,6 @@ def list_table(groups: Sequence[Sequence[str]], columns: Sequence[str] = ("STATE
     return table(("GROUP", *columns), groups, (width, *[20] * (len(columns) - 1), 0))
 
 
-#: the group types kafka-consumer-groups --type names (Kafka 3.9); every praha group is classic
-GROUP_TYPES = ("Classic", "Consumer")
-
-
-def parse_types(values: Sequence[str]) -> list[str]:
-    """`--type classic,consumer`: the type names, matched without regard to case; unknown
-    names refused with Kafka's message."""
-    items = [s.strip() for v in values for s in v.split(",") if s.strip()]
-    by_lower = {t.lower(): t for t in GROUP_TYPES}
-    unknown = [i for i in items if i.lower() not in by_lower]
-    if unknown:
-        raise GroupInputError(f"Invalid types list '{','.join(values)}'. Valid types are: "
-                              + ", ".join(t.lower() for t in GROUP_TYPES))
-    return list(dict.fromkeys(by_lower[i.lower()] for i in items))
 
 
 def reset_table(group: str, offsets: Mapping[TopicPartition, int]) -> list[str]:

@@ -20,9 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import kafka.errors
-from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
-from kafka.protocol.consumer import ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 
 from praha.admin.group_plans import CONSUMER_PROTOCOL_TYPE, MemberInfo, decode_assignment
 from praha.common import TopicPartition
@@ -31,6 +28,16 @@ from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
+from praha.protocol.messages.gen.groups import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from praha.protocol.messages.gen.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest
 from praha.protocol.registry import APIS
 
 T = TypeVar("T")
@@ -38,7 +45,7 @@ T = TypeVar("T")
 #: the versions this client speaks (the broker's ranges narrow them further)
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FIND_COORDINATOR: (0, 4),
-    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 5),  # v5: the group type (KIP-848)
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.OFFSET_COMMIT: (0, 8),
@@ -171,6 +178,8 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str | None  # None when the broker answered ListGroups below v4
+    #: "classic" or "consumer" (KIP-848); None when the broker answered ListGroups below v5
+    group_type: str | None = None
 
     @property
     def is_consumer_group(self) -> bool:
@@ -429,27 +438,38 @@ class GroupAdmin:
         return done
 
     # -- groups ------------------------------------------------------------------------------
-    def list_groups(self, states: Sequence[str] = ()) -> list[GroupListing]:
+    def list_groups(self, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[GroupListing]:
         """Every consumer group (protocol type `consumer` or empty) on every broker, sorted;
-        `states` filters on the brokers (ListGroups v4+; refused below, as Kafka's admin)."""
+        `states` filters on the brokers (ListGroups v4+), `types` too (v5+: classic, consumer);
+        refused below, as Kafka's admin."""
         brokers = self.cluster(()).brokers
         found: dict[str, GroupListing] = {}
         for node in sorted(brokers.values()):
-            for g in self._list_on(node, states):
+            for g in self._list_on(node, states, types):
                 if g.is_consumer_group:
                     found.setdefault(g.group_id, g)
         return [found[g] for g in sorted(found)]
 
-    def _list_on(self, node: Node, states: Sequence[str]) -> list[GroupListing]:
+    def _list_on(self, node: Node, states: Sequence[str], types: Sequence[str] = ()) -> list[GroupListing]:
+        versions: list[int] = []
+
         def build(version: int) -> Any:
             if states and version < 4:  # Kafka's admin refuses rather than list unfiltered
                 raise GroupApiUnsupportedError(
                     f"The broker only supports ListGroups v{version}, but we need v4 or newer to request groups "
                     "by states.")
-            return ListGroupsRequest(states_filter=list(states) if version >= 4 else [])
+            if types and version < 5:
+                raise GroupApiUnsupportedError(
+                    f"The broker only supports ListGroups v{version}, but we need v5 or newer to request groups "
+                    "by type.")
+            versions.append(version)
+            return ListGroupsRequest(states_filter=list(states) if version >= 4 else [],
+                                     types_filter=list(types) if version >= 5 else [])
 
         resp = self.listing_on(node, ApiKey.LIST_GROUPS, build, "list its groups")
-        return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None)
+        typed = bool(versions) and versions[-1] >= 5
+        return [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", None) or None,
+                             (g.group_type or None) if typed else None)
                 for g in resp.groups]
 
     def listing_on(self, node: Node, api_key: int, build: Callable[[int], Any], what: str) -> Any:

@@ -85,9 +85,8 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
                   timeout: float = 30.0, election_type: int = PREFERRED,
                   security: ClientSecurity = PLAINTEXT) -> Results:
     """ElectLeaders (preferred or unclean) to the controller; None = every partition."""
-    from kafka.protocol.admin import ElectLeadersRequest as Req
-
     from praha.admin.controller_api import call_controller
+    from praha.protocol.messages.gen.admin import ElectLeadersRequest as Req
 
     topic_partitions = None
     if partitions is not None:

@@ -424,9 +424,8 @@ def progress(store: ZkStore, tps: Iterable[TopicPartition] | None, targets: Mapp
 def _latest_offsets(info: BrokerInfo, tps: Iterable[TopicPartition], replica_id: int, timeout: float
                     ) -> dict[TopicPartition, int]:
     """ListOffsets(latest) of `tps` from one broker; {} if it does not answer."""
-    from kafka.protocol.consumer import ListOffsetsRequest
-
     from praha.protocol.client import BrokerConnection
+    from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest
 
     topic_cls = ListOffsetsRequest.ListOffsetsTopic
     part_cls = topic_cls.ListOffsetsPartition
@@ -508,9 +507,8 @@ def cancel_via_api(locate: Callable[[], tuple[str, int]], tps: Collection[TopicP
                    timeout: float = 30.0, security: ClientSecurity = PLAINTEXT
                    ) -> dict[TopicPartition, tuple[int, str | None]]:
     """AlterPartitionReassignments with a null target per partition, to the controller."""
-    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as Req
-
     from praha.admin.controller_api import call_controller
+    from praha.protocol.messages.gen.admin import AlterPartitionReassignmentsRequest as Req
 
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(tps):

@@ -24,13 +24,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin import AlterReplicaLogDirsRequest, DeleteRecordsRequest, DescribeLogDirsRequest
-
 from praha.admin.client_status import fetch_metadata
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
+from praha.protocol.messages.gen.admin import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
+from praha.protocol.messages.gen.produce_fetch import DeleteRecordsRequest
 
 DELETE_RECORDS_VERSION = 2
 DESCRIBE_LOG_DIRS_VERSION = 4

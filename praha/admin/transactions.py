@@ -21,18 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin.transactions import (
-    DescribeProducersRequest,
-    DescribeTransactionsRequest,
-    ListTransactionsRequest,
-)
-from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
-
 from praha.admin.groups import GroupAdmin, GroupAdminError, Node, error_message, group_error
 from praha.common import TopicPartition
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
+from praha.protocol.messages.gen.admin import DescribeProducersRequest
+from praha.protocol.messages.gen.txn import DescribeTransactionsRequest, ListTransactionsRequest, WriteTxnMarkersRequest
 
 KEY_TYPE_TRANSACTION = 1
 #: states in which the coordinator still ends a transaction by itself (markers sent or to come)

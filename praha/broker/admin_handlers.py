@@ -21,17 +21,16 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import (
+from praha.common import TopicPartition
+from praha.errors import ControllerMovedError, ErrorCode, PrahaError
+from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import (
     AlterPartitionReassignmentsResponse,
     CreatePartitionsResponse,
     DeleteTopicsResponse,
     ElectLeadersResponse,
     ListPartitionReassignmentsResponse,
 )
-
-from praha.common import TopicPartition
-from praha.errors import ControllerMovedError, ErrorCode, PrahaError
-from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation
 from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic

@@ -19,11 +19,10 @@ import struct
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
-
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest, Session, decode_request, encode_response
+from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
 from praha.security.listener import ListenerSecurity
 from praha.security.principal import map_dn
 from praha.security.sasl import SaslAuthenticator, SaslFailure, SaslState

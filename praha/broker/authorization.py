@@ -36,9 +36,8 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
         Op.DESCRIBE),
     X: (Op.DESCRIBE, Op.WRITE),
 }
-#: an authorised-operations field that was not asked for (kafka-python encodes None as
-#: Kafka's -2147483648; a set of operation codes as the bit field)
-NOT_REQUESTED = None
+#: an authorised-operations field that was not asked for: Kafka's -2147483648 (bit 31 alone)
+NOT_REQUESTED = -2147483648
 
 
 class RequestAuthorizer:
@@ -60,13 +59,16 @@ class RequestAuthorizer:
             self.denied += 1
         return ok
 
-    def authorized_operations(self, req: DecodedRequest, resource_type: ResourceType, name: str) -> set[int]:
-        """The operations the session may do on the resource, for the bit field (all of
-        them without an authoriser, as Kafka)."""
+    def authorized_operations(self, req: DecodedRequest, resource_type: ResourceType, name: str) -> int:
+        """The operations the session may do on the resource, as the wire's 32-bit field
+        (bit n: AclOperation n; all of them without an authoriser, as Kafka)."""
         ops = SUPPORTED_OPERATIONS[resource_type]
         if self.enabled:
             ops = tuple(op for op in ops if self._quietly_allowed(req.session, op, resource_type, name))
-        return {int(op) for op in ops}
+        bits = 0
+        for op in ops:
+            bits |= 1 << int(op)
+        return bits - (1 << 32) if bits >= 1 << 31 else bits
 
     def _quietly_allowed(self, session: Session, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
         assert self.config is not None and self.cache is not None

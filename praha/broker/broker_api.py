@@ -18,6 +18,7 @@ from praha.broker.metadata_cache import MetadataCache
 from praha.broker.replica_manager import ReplicaManager
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
+from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
@@ -77,6 +78,14 @@ class Broker(Protocol):
 
     async def registered_brokers(self, broker_ids: list[int]) -> dict[int, BrokerInfo]:
         """The registrations (`/brokers/ids/<id>`) of these brokers that exist."""
+        ...
+
+    def consumer_group_topics(self) -> dict[str, TopicInfo]:
+        """The topics KIP-848 consumer groups may subscribe to, with ids and partition counts."""
+        ...
+
+    async def load_topic_ids(self) -> None:
+        """Read the ids of topics the metadata cache has none for yet (from their znodes)."""
         ...
 
     def zk_store(self) -> ZkStore:

@@ -25,8 +25,6 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import AlterConfigsResponse, DescribeConfigsResponse, IncrementalAlterConfigsResponse
-
 from praha.configdefs import (
     DYNAMIC_BROKER_DEFAULTS,
     DYNAMIC_BROKER_KEYS,
@@ -39,6 +37,11 @@ from praha.configdefs import (
 )
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import (
+    AlterConfigsResponse,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsResponse,
+)
 from praha.security.acl import AclOperation
 from praha.zk.admin_zk import BROKERS, TOPICS, alter_config, read_config
 

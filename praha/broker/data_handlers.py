@@ -40,15 +40,6 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import (
-    AlterReplicaLogDirsResponse,
-    DeleteRecordsResponse,
-    DescribeClusterResponse,
-    DescribeLogDirsResponse,
-)
-from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
-from kafka.protocol.producer import ProduceResponse
-
 from praha.broker.authorization import NOT_REQUESTED
 from praha.broker.delayed import ProduceWait
 from praha.broker.network import Muted, SegmentedFrame
@@ -61,6 +52,14 @@ from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.log import FileRegion
 from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
+from praha.protocol.messages.gen.metadata import DescribeClusterResponse
+from praha.protocol.messages.gen.produce_fetch import (
+    DeleteRecordsResponse,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochResponse,
+    ProduceResponse,
+)
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
@@ -193,7 +192,8 @@ class DataApis:
             by_topic.setdefault(tp.topic, []).append(_PP(
                 index=tp.partition, error_code=int(code), base_offset=base,
                 log_append_time_ms=append_time,
-                log_start_offset=start, record_errors=record_errors, error_message=message))
+                log_start_offset=start, error_message=message,
+                record_errors=[_PP.BatchIndexAndErrorMessage(i, m) for i, m in record_errors]))
         response = ProduceResponse(
             responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
         return Muted(response, throttle) if throttle else response
@@ -604,7 +604,7 @@ class DataApis:
             throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
             cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
             brokers=[_DB(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack, is_fenced=False) for b, ep in brokers],
-            authorized_operations=self.broker.authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            cluster_authorized_operations=self.broker.authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
             if req.request.include_cluster_authorized_operations else NOT_REQUESTED)
 
 

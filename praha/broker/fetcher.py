@@ -36,13 +36,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
 
-from kafka.protocol.consumer import (
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-)
-
 from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
@@ -50,6 +43,12 @@ from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from praha.protocol.async_client import AsyncConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.fetch import FollowerFetch, encode_fetch_request_v12, parse_fetch_response_v12
+from praha.protocol.messages.gen.produce_fetch import (
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 
 if TYPE_CHECKING:
     from praha.broker.partition import Partition

@@ -18,19 +18,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
-from kafka.protocol.consumer import (
-    HeartbeatResponse,
-    JoinGroupResponse,
-    LeaveGroupResponse,
-    OffsetCommitResponse,
-    OffsetDeleteResponse,
-    OffsetFetchResponse,
-    SyncGroupResponse,
-)
-from kafka.protocol.metadata import FindCoordinatorResponse
-from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
-
 from praha.broker.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, now_ms
 from praha.config import BrokerConfig
@@ -40,6 +27,20 @@ from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.groups import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from praha.protocol.messages.gen.metadata import FindCoordinatorResponse
+from praha.protocol.messages.gen.txn import TxnOffsetCommitResponse
 from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 
@@ -269,7 +270,7 @@ class GroupApis:
         if offsets or not results:
             results.update(await self.coordinator.commit_offsets(
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
-                r.group_instance_id if v >= 7 else None, offsets))
+                r.group_instance_id if v >= 7 else None, offsets, api_version=v))
         by_topic: dict[str, list[Any]] = {}
         for (topic, partition), code in results.items():
             by_topic.setdefault(topic, []).append(_OCP(partition_index=partition, error_code=int(code)))
@@ -283,7 +284,8 @@ class GroupApis:
             groups = []
             for g in r.groups or []:
                 wanted = None if g.topics is None else [(t.name, p) for t in g.topics for p in t.partition_indexes]
-                code, topics = self._fetch(req, g.group_id, wanted, bool(r.require_stable))
+                member = (g.member_id, g.member_epoch) if v >= 9 and g.member_id else (None, -1)
+                code, topics = self._fetch(req, g.group_id, wanted, bool(r.require_stable), member)
                 groups.append(_OFG(group_id=g.group_id, error_code=int(code), topics=[
                     _OFGT(name=t, partitions=[_OFGP(partition_index=p, committed_offset=o, committed_leader_epoch=e,
                                                     metadata=m, error_code=int(c)) for p, o, e, m, c in ps])
@@ -301,7 +303,8 @@ class GroupApis:
         return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=int(code))
 
     def _fetch(self, req: DecodedRequest, group_id: str, wanted: list[tuple[str, int]] | None,
-               require_stable: bool = False) -> tuple[ErrorCode, dict[str, list[tuple[int, int, int, str, ErrorCode]]]]:
+               require_stable: bool = False, member: tuple[str | None, int] = (None, -1)
+               ) -> tuple[ErrorCode, dict[str, list[tuple[int, int, int, str, ErrorCode]]]]:
         """Rows (partition, offset, leader epoch, metadata, error) by topic: Describe on the
         group, and only the topics the principal may describe (the others are left out);
         with `require_stable` (KIP-447), a partition whose offset waits for a transaction is
@@ -310,7 +313,7 @@ class GroupApis:
         authz = self.broker.authz
         if not authz.group_allowed(req, AclOperation.DESCRIBE, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, topics
-        code, offsets = self.coordinator.fetch_offsets(group_id, wanted)
+        code, offsets = self.coordinator.fetch_offsets(group_id, wanted, *member)
         if code != ErrorCode.NONE:
             return code, topics
         unstable = self.coordinator.has_pending_txn_offsets(group_id, wanted) if require_stable else set()
@@ -384,15 +387,13 @@ class GroupApis:
         v = req.api_version
         states = {s.lower() for s in (r.states_filter or [])} if v >= 4 else set()
         types = {t.lower() for t in (r.types_filter or [])} if v >= 5 else set()
-        code, groups = self.coordinator.list_groups(states)
-        if types and "classic" not in types:
-            groups = []
+        code, groups = self.coordinator.list_groups(states, types)
         authz = self.broker.authz  # Describe on the cluster lists all; otherwise those the principal may describe
         if not authz.cluster_allowed(req, AclOperation.DESCRIBE):
             groups = [g for g in groups if authz.group_allowed(req, AclOperation.DESCRIBE, g.group_id)]
         return ListGroupsResponse(throttle_time_ms=0, error_code=int(code), groups=[
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                                           group_type="classic") for g in groups])
+                                           group_type=g.group_type) for g in groups])
 
     async def handle_describe_groups(self, req: DecodedRequest) -> Any:
         r = req.request

@@ -20,10 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
-
 from praha.broker.admin_handlers import AdminApis
 from praha.broker.config_handlers import ConfigApis
+from praha.broker.consumer_group_handlers import ConsumerGroupApis
 from praha.broker.controller_handlers import ControllerApis
 from praha.broker.data_handlers import DataApis
 from praha.broker.group_handlers import GroupApis
@@ -36,6 +35,7 @@ from praha.broker.txn_marker_handlers import TxnMarkerApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.security.acl import AclOperation, ResourceType
 
@@ -98,6 +98,7 @@ class RequestHandlers:
         self.admin = AdminApis(broker)
         self.producer_ids = ProducerIdApis(broker)
         self.groups = GroupApis(broker)
+        self.consumer_groups = ConsumerGroupApis(broker)
         self.configs = ConfigApis(broker)
         self.quotas = QuotaApis(broker)
         self.security = SecurityApis(broker)
@@ -105,7 +106,7 @@ class RequestHandlers:
         self.txn_markers = TxnMarkerApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.configs, self.quotas, self.security, self.transactions, self.txn_markers)}
+            self.consumer_groups, self.configs, self.quotas, self.security, self.transactions, self.txn_markers)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -191,10 +192,15 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((G, Op.READ, "group_id"))),
     Route(ApiKey.LEAVE_GROUP, (0, 5), GroupApis, GroupApis.handle_leave_group,
           acls=acls((G, Op.READ, "group_id"))),
-    # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1
-    Route(ApiKey.OFFSET_COMMIT, (2, 8), GroupApis, GroupApis.handle_offset_commit,
+    # KIP-848 consumer groups (praha's schemas of Kafka 4's APIs)
+    Route(ApiKey.CONSUMER_GROUP_HEARTBEAT, (0, 1), ConsumerGroupApis, ConsumerGroupApis.handle_consumer_group_heartbeat,
+          acls=acls((G, Op.READ, "group_id"))),
+    Route(ApiKey.CONSUMER_GROUP_DESCRIBE, (0, 1), ConsumerGroupApis, ConsumerGroupApis.handle_consumer_group_describe,
+          acls=acls((G, Op.DESCRIBE, "group_ids[]"))),
+    # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1; v9: member epochs (KIP-848)
+    Route(ApiKey.OFFSET_COMMIT, (2, 9), GroupApis, GroupApis.handle_offset_commit,
           acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].name"))),
-    Route(ApiKey.OFFSET_FETCH, (1, 8), GroupApis, GroupApis.handle_offset_fetch,
+    Route(ApiKey.OFFSET_FETCH, (1, 9), GroupApis, GroupApis.handle_offset_fetch,
           acls=acls((G, Op.DESCRIBE, "group_id | groups[].group_id"), (T, Op.DESCRIBE, "topics[].name"))),
     Route(ApiKey.LIST_GROUPS, (0, 5), GroupApis, GroupApis.handle_list_groups,
           acls=acls((C, Op.DESCRIBE, CLUSTER + ": all groups"), (G, Op.DESCRIBE, "each group: the groups listed")), refuses=False),

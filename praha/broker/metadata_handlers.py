@@ -15,13 +15,12 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import CreateTopicsResponse
-from kafka.protocol.metadata import MetadataResponse
-
 from praha.broker.authorization import NOT_REQUESTED
 from praha.common import NO_LEADER, topic_id_uuid
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import CreateTopicsResponse
+from praha.protocol.messages.gen.metadata import MetadataResponse
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
@@ -46,10 +45,22 @@ class MetadataApis:
     async def handle_metadata(self, req: DecodedRequest) -> Any:
         cache = self.broker.metadata_cache
         r = req.request
+        by_id: list[uuid.UUID] = []
+        asked_by_id: dict[str, uuid.UUID] = {}
         if r.topics is None:
             names = cache.topics()
         else:
             names = [t.name for t in r.topics if t.name is not None]
+            # v10+: topics asked for by id (a KIP-848 consumer resolving its assignment)
+            by_id = [t.topic_id for t in r.topics if t.name is None and getattr(t, "topic_id", None)
+                     and t.topic_id.int] if req.api_version >= 10 else []
+        unknown_ids: list[uuid.UUID] = []
+        if by_id:
+            await self.load_topic_ids(cache.topics())
+            name_of = {tid: n for n, tid in cache.topic_ids.items()}
+            unknown_ids = [tid for tid in by_id if tid not in name_of]
+            asked_by_id = {name_of[tid]: tid for tid in by_id if tid in name_of and name_of[tid] not in names}
+            names += list(asked_by_id)
         created: dict[str, ErrorCode] = {}
         authz = self.broker.authz
         describable = {n: authz.topic_allowed(req, AclOperation.DESCRIBE, n) for n in names}
@@ -63,14 +74,17 @@ class MetadataApis:
             created = {n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in unknown if n not in creatable}
             if creatable:
                 created.update(await self._auto_create(creatable))
-        await self._load_topic_ids([n for n in names if describable[n]])
+        await self.load_topic_ids([n for n in names if describable[n]])
         with_ops = req.api_version >= 8 and bool(r.include_topic_authorized_operations)
         topics = [self._topic_metadata(name, created.get(name),
                                        authz.authorized_operations(req, ResourceType.TOPIC, name) if with_ops
                                        else NOT_REQUESTED) if describable[name] else
-                  _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None, is_internal=False,
-                       partitions=[], authorized_operations=None)
+                  _MRT(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,  # a topic asked for by id keeps its name
+                       name=None if name in asked_by_id else name, topic_id=asked_by_id.get(name), is_internal=False,
+                       partitions=[], topic_authorized_operations=NOT_REQUESTED)
                   for name in names]
+        topics += [_MRT(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                        partitions=[], topic_authorized_operations=NOT_REQUESTED) for tid in unknown_ids]
         brokers = [  # each broker's endpoint on the listener the client came through (as Kafka)
             _MR.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack)
             for b, ep in cache.endpoints_on(req.session.listener)
@@ -80,11 +94,11 @@ class MetadataApis:
         return _MR(
             throttle_time_ms=0, brokers=brokers, cluster_id=self.broker.cluster_id,
             controller_id=cache.controller_id, topics=topics,
-            authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            cluster_authorized_operations=authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
             if 8 <= req.api_version <= 10 and r.include_cluster_authorized_operations else NOT_REQUESTED,
         )
 
-    async def _load_topic_ids(self, names: list[str]) -> None:
+    async def load_topic_ids(self, names: list[str]) -> None:
         """Read the ids of known topics not yet in the cache from their znodes (once per
         topic: a topic written without one, by an old tool, is remembered as the zero id)."""
         cache = self.broker.metadata_cache
@@ -129,13 +143,13 @@ class MetadataApis:
             log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
         return created
 
-    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: set[int] | None = NOT_REQUESTED) -> Any:
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: int = NOT_REQUESTED) -> Any:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
             code = auto_created if auto_created is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return _MRT(error_code=int(code), name=name, topic_id=None,
-                        is_internal=False, partitions=[], authorized_operations=ops)
+                        is_internal=False, partitions=[], topic_authorized_operations=ops)
         out = []
         for p in sorted(parts):
             s = parts[p]
@@ -147,7 +161,7 @@ class MetadataApis:
             ))
         return _MRT(error_code=ErrorCode.NONE, name=name, topic_id=cache.topic_ids.get(name),
                     is_internal=name in INTERNAL_TOPICS,
-                    partitions=out, authorized_operations=ops)
+                    partitions=out, topic_authorized_operations=ops)
 
     async def handle_create_topics(self, req: DecodedRequest) -> Any:
         """Only the active controller creates topics (clients send CreateTopics there); the

@@ -23,12 +23,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import DescribeProducersResponse
-from kafka.protocol.producer.transaction import InitProducerIdResponse
-
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import DescribeProducersResponse
+from praha.protocol.messages.gen.txn import InitProducerIdResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:

@@ -15,10 +15,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import AlterClientQuotasResponse, DescribeClientQuotasResponse
-
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import AlterClientQuotasResponse, DescribeClientQuotasResponse
 from praha.security.acl import AclOperation
 from praha.zk.quota_entities import QuotaOp, entity_from_wire, filter_from_wire
 from praha.zk.quota_zk import alter_client_quotas, describe_client_quotas

@@ -14,11 +14,15 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafka.protocol.admin.acl import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
-from kafka.protocol.admin.users import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
-
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.admin import (
+    AlterUserScramCredentialsResponse,
+    CreateAclsResponse,
+    DeleteAclsResponse,
+    DescribeAclsResponse,
+    DescribeUserScramCredentialsResponse,
+)
 from praha.protocol.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 from praha.security.acl import (
     AccessControlEntry,

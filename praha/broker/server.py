@@ -43,6 +43,7 @@ from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
+from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
@@ -64,6 +65,7 @@ from praha.security.credentials import read_credentials
 from praha.security.listener import inter_broker_security, listener_security
 from praha.security.zk_client import open_zookeeper_warning, zk_auth_from_properties
 from praha.statelog import StateChangeLog
+from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.quota_entities import entity_from_path, quota_values
 from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
 from praha.zk.store import ZkStore
@@ -108,7 +110,11 @@ class BrokerServer:
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
             CoordinatorLog(self.replica_manager, OFFSETS_TOPIC, config.offsets_commit_timeout_ms),
-            run_blocking=run_blocking, on_event=self._coordinator_event)
+            run_blocking=run_blocking, on_event=self._coordinator_event, topics=self.consumer_group_topics)
+        #: the topics (name, partition count) consumer groups last saw, to tell them of changes
+        self._consumer_topics_seen: frozenset[tuple[str, int]] = frozenset()
+        self._consumer_topics_task: asyncio.Task[None] | None = None
+        self._consumer_topics_dirty = False
         self.txn_coordinator = TransactionCoordinator(
             TxnConfig.from_broker_config(config),
             CoordinatorLog(self.replica_manager, TRANSACTION_STATE_TOPIC, config.request_timeout_ms),
@@ -365,8 +371,37 @@ class BrokerServer:
         return leader.id, ep.host, ep.port
 
     def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None:
-        """Deleted topics stop being served; fetchers follow moved leader endpoints."""
+        """Deleted topics stop being served; fetchers follow moved leader endpoints; KIP-848
+        consumer groups learn of topics created, deleted or grown."""
         self.replica_manager.on_metadata_update(self.metadata_cache.live_brokers, deleted)
+        if self.group_coordinator.consumer.groups:
+            self._consumer_topics_dirty = True
+            if self._consumer_topics_task is None or self._consumer_topics_task.done():
+                self._consumer_topics_task = asyncio.get_running_loop().create_task(self._tell_consumer_groups())
+
+    def consumer_group_topics(self) -> dict[str, TopicInfo]:
+        """The topics a consumer group may subscribe to: every non-internal topic whose id is known."""
+        cache = self.metadata_cache
+        return {name: TopicInfo(name, cache.topic_ids[name], len(parts)) for name, parts in cache.partitions.items()
+                if name not in INTERNAL_TOPICS and name in cache.topic_ids and cache.topic_ids[name].int}
+
+    async def load_topic_ids(self) -> None:
+        await self.handlers.metadata.load_topic_ids(self.metadata_cache.topics())
+
+    async def _tell_consumer_groups(self) -> None:
+        """Until no update came in meanwhile: topic ids read, groups told if the topics changed."""
+        while self._consumer_topics_dirty:
+            self._consumer_topics_dirty = False
+            try:
+                await self.load_topic_ids()
+                seen = frozenset((t.name, t.partitions) for t in self.consumer_group_topics().values())
+                if seen != self._consumer_topics_seen:
+                    self._consumer_topics_seen = seen
+                    n = await self.group_coordinator.consumer.on_topics_changed()
+                    if n:
+                        log.info("consumer groups: topics changed, %d groups get a new epoch", n)
+            except Exception as e:  # noqa: BLE001 - the next metadata update tries again
+                log.warning("consumer groups not told of topic changes: %r", e)
 
     def broker_figures(self) -> list[tuple[str, float, str]]:
         ss = self.socket_server

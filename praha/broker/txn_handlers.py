@@ -13,15 +13,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin.transactions import DescribeTransactionsResponse, ListTransactionsResponse
-from kafka.protocol.producer.transaction import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse
-
 from praha.common import TopicPartition
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.coordinator.transaction.metadata import Partition, TxnState
 from praha.errors import ErrorCode
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.txn import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    EndTxnResponse,
+    ListTransactionsResponse,
+)
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:

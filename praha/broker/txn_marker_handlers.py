@@ -20,12 +20,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.producer.transaction import WriteTxnMarkersResponse
-
 from praha.broker.delayed import ProduceWait
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.txn import WriteTxnMarkersResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:

@@ -26,8 +26,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
-
 from praha.common import TopicPartition
 from praha.coordinator.group.records import partition_for
 from praha.errors import ErrorCode, PrahaError
@@ -41,6 +39,7 @@ from praha.log.batch import (
     Buffer,
 )
 from praha.protocol.async_client import AsyncConnection
+from praha.protocol.messages.gen.txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker

@@ -100,9 +100,8 @@ class ConsumerGroup:
     # ------------------------------------------------------------------ the coordinator, as a client sees it
     def find_coordinator(self, brokers: list[tuple[str, int]]) -> int | None:
         """The broker id FindCoordinator names for the group (None if no broker answers)."""
-        from kafka.protocol.metadata import FindCoordinatorRequest
-
         from praha.protocol.client import BrokerConnection
+        from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 
         for host, port in brokers:
             try:

@@ -91,8 +91,8 @@ class HighWatermarkMonitor(threading.Thread):
             return None
 
     def poll_once(self) -> None:
-        from kafka.protocol.consumer import ListOffsetsRequest as L
-        from kafka.protocol.metadata import MetadataRequest as M
+        from praha.protocol.messages.gen.metadata import MetadataRequest as M
+        from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest as L
 
         ids = sorted(self.env.brokers())
         topics = sorted({t for t, _ in self.tps})

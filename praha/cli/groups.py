@@ -1,6 +1,6 @@
 """`praha groups`: Kafka's kafka-consumer-groups.sh, over the wire protocol.
 
-  praha groups --list [--state [S,S...]]
+  praha groups --list [--state [S,S...]] [--type [classic|consumer,...]]
   praha groups --describe (--group G ... | --all-groups) [--offsets | --members [--verbose] | --state]
   praha groups --reset-offsets (--group G ... | --all-groups) (--topic T[:P,P] ... | --all-topics)
         (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N
@@ -79,6 +79,8 @@ def register(sub: Any) -> None:
     d.add_argument("--offsets", action="store_true", help="per partition: offsets, lag, owner (the default)")
     d.add_argument("--members", action="store_true", help="the group's members and how many partitions each has")
     d.add_argument("--verbose", action="store_true", help="with --members: each member's partitions")
+    d.add_argument("--type", nargs="*", metavar="TYPE",
+                   help="--list: show each group's type, or only groups of these types (classic, consumer)")
     d.add_argument("--state", nargs="*", metavar="STATE",
                    help="--describe: the group's coordinator, assignor, state and member count; --list: show "
                         "each group's state, or only groups in these states (Stable,Empty or Stable Empty)")
@@ -132,6 +134,8 @@ def check_options(args: argparse.Namespace) -> None:
                 raise CliError(f"Option {flag} is only valid with --describe")
         if args.state is not None and not args.list:
             raise CliError("Option --state is only valid with --describe or --list")
+    if args.type is not None and not args.list:
+        raise CliError("Option --type is only valid with --list")
     if args.verbose and not args.members:
         raise CliError("Option --verbose goes with --describe --members")
     if args.list and (groups or args.all_groups):
@@ -239,13 +243,12 @@ def _list(admin: GroupAdmin, args: argparse.Namespace, states: list[str]) -> int
     from praha.admin.group_plans import list_table, parse_types
 
     types = parse_types(args.type) if args.type else []
-    listed = admin.list_groups(states)
-    if types and "Classic" not in types:
-        listed = []  # praha's coordinator runs classic groups only
-    payload = {"groups": [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in listed]}
-    if args.state is not None or args.type is not None:
+    listed = admin.list_groups(states, types)
+    payload = {"groups": [{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type,
+                           **({"type": g.group_type} if args.type is not None else {})} for g in listed]}
+    if args.state is not None or args.type is not None:  # Kafka's GROUP [TYPE] [STATE] table
         columns = (["TYPE"] if args.type is not None else []) + (["STATE"] if args.state is not None else [])
-        lines = list_table([(g.group_id, *(["Classic"] if args.type is not None else []),
+        lines = list_table([(g.group_id, *([(g.group_type or "unknown").capitalize()] if args.type is not None else []),
                              *([g.state or "Unknown"] if args.state is not None else [])) for g in listed], columns)
     else:
         lines = [g.group_id for g in listed]

@@ -18,9 +18,6 @@ from typing import Any, TypeVar
 
 import confluent_kafka as _confluent_kafka
 import confluent_kafka.admin as _confluent_admin
-from kafka.protocol.admin import DescribeLogDirsRequest
-from kafka.protocol.consumer import ListOffsetsRequest
-from kafka.protocol.metadata import MetadataRequest
 
 from praha.admin.group_plans import (
     GroupInputError,
@@ -47,6 +44,9 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import ClientSecurity, SaslAuthenticationError
+from praha.protocol.messages.gen.admin import DescribeLogDirsRequest
+from praha.protocol.messages.gen.metadata import MetadataRequest
+from praha.protocol.messages.gen.produce_fetch import ListOffsetsRequest
 
 #: confluent-kafka's modules, untyped here: its stubs export fewer names than it has
 ck: Any = _confluent_kafka
@@ -251,7 +251,7 @@ class WireAdmin(TransactionAdmin):
 
     def metadata_of(self, names: Sequence[str]) -> Any:
         """Metadata for these topics only (never all: a page asks for its own)."""
-        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in names],
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in names],
                                   allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
                                   include_topic_authorized_operations=False)
         return self._any_broker(lambda h, p: self._send(h, p, ApiKey.METADATA, lambda _version: request))

@@ -13,10 +13,15 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from praha.errors import ErrorCode, PrahaError
-from praha.protocol.api_keys import ApiKey
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError, sasl_tokens
-from praha.protocol.framing import encode_request
-from praha.protocol.registry import APIS
+from praha.protocol.framing import decode_response, encode_request
+from praha.protocol.messages.gen.metadata import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from praha.protocol.messages.runtime import WireMessage
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -110,15 +115,14 @@ class AsyncConnection:
     async def _authenticate(self) -> None:
         """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange ends."""
         mechanism = self.security.sasl_mechanism
-        spec, auth_spec = APIS[ApiKey.SASL_HANDSHAKE], APIS[ApiKey.SASL_AUTHENTICATE]
-        handshake = await self.send(spec.request(mechanism=mechanism), 1, spec.response)
+        handshake = await self.send(SaslHandshakeRequest(mechanism=mechanism), 1, SaslHandshakeResponse)
         if handshake.error_code != ErrorCode.NONE:
             raise SaslAuthenticationError(f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
                                           f"(error {handshake.error_code}; enabled: {handshake.mechanisms})")
         tokens = sasl_tokens(self.security)
         token = tokens(None)
         while token is not None:
-            answer = await self.send(auth_spec.request(auth_bytes=token), 1, auth_spec.response)
+            answer = await self.send(SaslAuthenticateRequest(auth_bytes=token), 1, SaslAuthenticateResponse)
             if answer.error_code != ErrorCode.NONE:
                 raise SaslAuthenticationError(f"{self.host}:{self.port}: {answer.error_message}")
             token = tokens(bytes(answer.auth_bytes or b""))
@@ -149,6 +153,8 @@ class AsyncConnection:
             raise PrahaError(f"correlation id {got} from {self.host}:{self.port}, expected {cid}")
         if raw:
             return body
+        if isinstance(response_cls, type) and issubclass(response_cls, WireMessage):
+            return decode_response(response_cls, body, version)
         return response_cls.decode(bytes(body), version=version, header=True)
 
     async def _read_frame(self, loop: asyncio.AbstractEventLoop) -> memoryview:

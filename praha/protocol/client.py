@@ -15,13 +15,12 @@ import threading
 import time
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError, sasl_tokens
 from praha.protocol.errors import BrokerConnectionError, BrokerTimeoutError, InvalidResponseError
-from praha.protocol.framing import MAX_REQUEST_BYTES, encode_request
+from praha.protocol.framing import MAX_REQUEST_BYTES, decode_response, encode_request
+from praha.protocol.messages.gen.metadata import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from praha.protocol.registry import APIS
 
 DEFAULT_TIMEOUT = 30.0
@@ -91,7 +90,7 @@ class BrokerConnection:
     def _authenticate(self) -> None:
         """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange ends."""
         mechanism = self.security.sasl_mechanism
-        handshake = self.send(APIS[ApiKey.SASL_HANDSHAKE].request(mechanism=mechanism), 1)
+        handshake = self.send(SaslHandshakeRequest(mechanism=mechanism), 1)
         if handshake.error_code != ErrorCode.NONE:
             raise SaslAuthenticationError(f"{self.host}:{self.port} refused SASL mechanism {mechanism} "
                                           f"(error {handshake.error_code}; enabled: {handshake.mechanisms})",
@@ -99,7 +98,7 @@ class BrokerConnection:
         tokens = sasl_tokens(self.security)
         token = tokens(None)
         while token is not None:
-            answer = self.send(APIS[ApiKey.SASL_AUTHENTICATE].request(auth_bytes=token), 1)
+            answer = self.send(SaslAuthenticateRequest(auth_bytes=token), 1)
             if answer.error_code != ErrorCode.NONE:
                 raise SaslAuthenticationError(f"{self.host}:{self.port}: {answer.error_message}",
                                               code=_known_code(answer.error_code))
@@ -114,7 +113,7 @@ class BrokerConnection:
                 except OSError:
                     pass
 
-    def send(self, request: ApiMessage, api_version: int, timeout: float | None = None) -> Any:
+    def send(self, request: Any, api_version: int, timeout: float | None = None) -> Any:
         """Send `request` at `api_version` and return the decoded response.
 
         Connects first if needed. Returns None for requests that get no answer (Produce
@@ -192,7 +191,7 @@ class BrokerConnection:
         if got != correlation_id:
             raise InvalidResponseError(f"response correlation id {got}, expected {correlation_id}")
         try:
-            return response_cls.decode(bytes(data), version=api_version, header=True)
+            return decode_response(response_cls, data, api_version)
         except Exception as e:
             raise InvalidResponseError(
                 f"malformed {response_cls.__name__} v{api_version} from {self.host}:{self.port}: {e!r}") from e
@@ -202,11 +201,10 @@ def api_versions(host: str, port: int, timeout: float = 5.0, client_id: str = "p
                  security: ClientSecurity = PLAINTEXT) -> dict[int, tuple[int, int]]:
     """The broker's {api_key: (min, max)}, asking at ApiVersions v3 and falling back (as
     clients do) to the highest version the broker names if it answers UNSUPPORTED_VERSION."""
-    request_cls = APIS[ApiKey.API_VERSIONS].request
     version = 3
     with BrokerConnection(host, port, timeout=timeout, client_id=client_id, security=security) as conn:
         for _ in range(2):
-            request = request_cls(client_software_name="praha", client_software_version="0.1.0")
+            request = ApiVersionsRequest(client_software_name="praha", client_software_version="0.1.0")
             response = conn.send(request, version)
             ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION and ApiKey.API_VERSIONS in ranges:

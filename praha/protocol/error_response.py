@@ -9,11 +9,14 @@ copied across, so a client sees the error where it looks for it.
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
 from praha.errors import ErrorCode
-from praha.protocol.registry import request_class, response_class
+from praha.protocol.messages.definition import Api, Field, load_all
+from praha.protocol.messages.reflect import fields_of, struct_class
+from praha.protocol.registry import response_class
 
 #: response field → the request fields that hold the same thing, in the order tried
 _SAME_AS: dict[str, tuple[str, ...]] = {
@@ -49,12 +52,18 @@ def error_response(api_key: int, api_version: int, request: Any, code: ErrorCode
                    message: str | None = None) -> Any:
     """The response object (of `api_key`, for `api_version`) saying `request` failed with `code`."""
     cls = response_class(api_key)
-    return cls(**_answer(cls._struct, request, request_class(api_key)._struct, api_version, code, message))
+    api = _definitions()[api_key]
+    return cls(**_answer(cls, cls, api.response.fields, request, api.request.fields, api_version, code, message))
 
 
-def _answer(struct: Any, request: Any, request_struct: Any, version: int, code: ErrorCode,
-            message: str | None) -> dict[str, Any]:
-    fields = [f for f in fields_of(struct) if f.for_version_q(version)]
+@functools.cache
+def _definitions() -> dict[int, Api]:
+    return load_all()
+
+
+def _answer(top: Any, cls: Any, fields: list[Field], request: Any, request_fields: list[Field] | None,
+            version: int, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    fields = [f for f in fields if version in f.versions]
     whole = any(f.name == "error_code" for f in fields)  # a top-level error answers for everything
     out: dict[str, Any] = {}
     for f in fields:
@@ -62,11 +71,13 @@ def _answer(struct: Any, request: Any, request_struct: Any, version: int, code: 
             out[f.name] = int(code)
         elif f.name == "error_message":
             out[f.name] = message
-        elif f.is_struct_array():
-            answers = not whole and _carries_errors(f)
-            items, item_struct = _request_items(f.name, request, request_struct, version) if answers else ([], None)
-            out[f.name] = [f.data_class(**_answer(f, item, item_struct, version, code, message)) for item in items]
-        elif f.is_struct() or f.is_array():
+        elif f.is_struct and f.is_array:
+            answers = not whole and _carries_errors(f.fields)
+            items, item_fields = _request_items(f.name, request, request_fields, version) if answers else ([], None)
+            sub = struct_class(cls, f, top)
+            out[f.name] = [sub(**_answer(top, sub, f.fields, item, item_fields, version, code, message))
+                           for item in items]
+        elif f.is_struct or f.is_array:
             continue  # their defaults (an empty or null array)
         elif request is not None:
             value = _copied(f, request, version)
@@ -75,11 +86,12 @@ def _answer(struct: Any, request: Any, request_struct: Any, version: int, code: 
     return out
 
 
-def _request_items(name: str, request: Any, request_struct: Any, version: int) -> tuple[list[Any], Any]:
-    """The request entries a response array answers, and their schema (None for plain values)."""
-    if request is None or request_struct is None:
+def _request_items(name: str, request: Any, request_fields: list[Field] | None,
+                   version: int) -> tuple[list[Any], list[Field] | None]:
+    """The request entries a response array answers, and their fields (None for plain values)."""
+    if request is None or request_fields is None:
         return [], None
-    arrays = [f for f in fields_of(request_struct) if f.is_array() and f.for_version_q(version)]
+    arrays = [f for f in request_fields if f.is_array and version in f.versions]
     by_name = {f.name: f for f in arrays}
     candidates = [by_name[n] for n in _ANSWERS.get(name, (name,)) if n in by_name]
     if not candidates and len(arrays) == 1:
@@ -87,22 +99,17 @@ def _request_items(name: str, request: Any, request_struct: Any, version: int) -
     for f in candidates:
         items = getattr(request, f.name, None)
         if items:
-            return list(items), (f if f.is_struct_array() else None)
+            return list(items), (f.fields if f.is_struct else None)
     return [], None
 
 
-def _carries_errors(struct: Any) -> bool:
+def _carries_errors(fields: list[Field]) -> bool:
     """The struct, or one nested in it, has an error code (brokers, say, have none)."""
-    return any(f.name.endswith("error_code") or (f.is_struct_array() and _carries_errors(f)) for f in fields_of(struct))
+    return any(f.name.endswith("error_code") or (f.is_struct and f.is_array and _carries_errors(f.fields))
+               for f in fields)
 
 
-def fields_of(struct: Any) -> list[Any]:
-    """A schema struct's fields (the ones that carry the data classes)."""
-    fields = struct.fields
-    return list(fields.values()) if isinstance(fields, dict) else list(fields or ())
-
-
-def _copied(field: Any, entry: Any, version: int) -> Any:
+def _copied(field: Field, entry: Any, version: int) -> Any:
     """The value of a response field that the request entry also holds (a name, an index);
     a plain entry (a partition index, a group id) is the value of its first matching field."""
     if isinstance(entry, (str, int, uuid.UUID)):
@@ -114,8 +121,8 @@ def _copied(field: Any, entry: Any, version: int) -> Any:
     return None
 
 
-def _fits(field: Any, value: Any) -> bool:
-    t = field.type_str
+def _fits(field: Field, value: Any) -> bool:
+    t = field.type
     if t == "bool":
         return isinstance(value, bool)
     if t in ("int8", "int16", "int32", "int64", "uint16"):
@@ -127,7 +134,7 @@ def _fits(field: Any, value: Any) -> bool:
     return False
 
 
-def _plain_matches(field: Any) -> bool:
+def _plain_matches(field: Field) -> bool:
     return "partition" in field.name or field.name in ("index", "group_id", "name", "key", "transactional_id", "topic_id")
 
 

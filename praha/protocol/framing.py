@@ -20,10 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.api_header import RequestHeader as _KafkaRequestHeader
-from kafka.protocol.api_message import ApiMessage
-
-from praha.errors import InvalidRequestError
+from praha.errors import ErrorCode, InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import (
     MalformedRequestError,
@@ -31,6 +28,7 @@ from praha.protocol.errors import (
     UnsupportedVersionError,
 )
 from praha.protocol.header import RequestHeader
+from praha.protocol.messages.runtime import WireFormatError, WireMessage
 from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
 from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
 from praha.protocol.produce import decode_produce
@@ -47,9 +45,10 @@ ANONYMOUS_PRINCIPAL = "ANONYMOUS"
 _SIZE = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
-# kafka-python's encode() stores version (and header) on the message object before
-# encoding; the lock keeps threads that encode one shared object apart. Encoding is pure
-# Python under the GIL anyway, so the lock costs no parallelism.
+_FIXED_RESPONSE_HEADER = struct.Struct(">ii")  # size, correlation id
+_FLEXIBLE_RESPONSE_HEADER = struct.Struct(">iib")  # size, correlation id, no tagged fields
+# objects in kafka-python's manner (the Fetch answer, controller_wire's) keep version and
+# header on themselves while encoding: the lock keeps threads that encode one apart
 _ENCODE_LOCK = threading.Lock()
 
 Bytes = bytes | bytearray | memoryview
@@ -154,20 +153,41 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
     return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session, size=len(body))
 
 
-def encode_response(header: RequestHeader, response: ApiMessage, api_version: int) -> bytearray:
+def encode_response(header: RequestHeader, response: Any, api_version: int) -> Any:
     """Frame a response for `header`'s request: size prefix, response header, body.
 
-    Returns the bytes-like buffer kafka-python builds (a bytearray, ready for sendall).
-    The same response object may be encoded again, even from several threads (e.g. a
-    cached ApiVersions answer): kafka-python keeps version and header on the object."""
-    with _ENCODE_LOCK:
-        # kafka-python's API_VERSION setter writes `request_api_version` into an attached
-        # header, which a ResponseHeader lacks: drop any header from an earlier encode.
-        response._header = None
-        response.API_VERSION = api_version
-        response.with_header(correlation_id=header.correlation_id)
-        encoded: bytearray = response.encode(header=True, framed=True)  # or a SegmentedFrame (fetch)
-        return encoded
+    A generated message gives a bytearray, ready for sendall; Fetch's own response
+    (`protocol/fetch.py`) frames itself, possibly as a SegmentedFrame for sendfile. The
+    same response object may be encoded again, even from several threads (a cached
+    ApiVersions answer): encoding does not touch the object."""
+    if not isinstance(response, WireMessage):
+        with _ENCODE_LOCK:
+            response._header = None
+            response.API_VERSION = api_version
+            response.with_header(correlation_id=header.correlation_id)
+            return response.encode(header=True, framed=True)
+    # response header v1 (tagged fields) when flexible; ApiVersions always answers with v0
+    flexible = response.is_flexible(api_version) and header.api_key != ApiKey.API_VERSIONS
+    packer = _FLEXIBLE_RESPONSE_HEADER if flexible else _FIXED_RESPONSE_HEADER
+    out = bytearray(packer.size)
+    response.encode_into(out, api_version)
+    if flexible:
+        packer.pack_into(out, 0, len(out) - 4, header.correlation_id, 0)
+    else:
+        packer.pack_into(out, 0, len(out) - 4, header.correlation_id)
+    return out
+
+
+def decode_response(response_cls: type[WireMessage], data: Bytes, api_version: int) -> Any:
+    """A response frame's body (after the size prefix): its header skipped, the message decoded."""
+    pos = 4  # the correlation id, checked by the caller
+    if response_cls.API_KEY == ApiKey.API_VERSIONS:
+        # KIP-511: a server without this version answers UNSUPPORTED_VERSION at v0
+        if len(data) >= pos + 2 and _INT16.unpack_from(data, pos)[0] == ErrorCode.UNSUPPORTED_VERSION:
+            api_version = 0
+    elif response_cls.is_flexible(api_version):
+        pos = skip_tagged_fields(data, pos)
+    return response_cls.decode_from(data, api_version, pos)[0]
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
@@ -184,12 +204,11 @@ def encode_request_header(api_key: int, api_version: int, correlation_id: int, c
     return fixed + cid + (b"\x00" if hv == 2 else b"")
 
 
-def encode_request(request: ApiMessage, api_version: int, correlation_id: int,
+def encode_request(request: WireMessage, api_version: int, correlation_id: int,
                    client_id: str | None = "praha") -> bytes:
-    """A complete request frame (size, header, body) without touching the request's own
-    header, so one request object may be sent on several connections."""
-    with _ENCODE_LOCK:
-        body = request.encode(version=api_version)
+    """A complete request frame (size, header, body); the request object is not touched,
+    so one request object may be sent on several connections."""
+    body = request.encode(api_version)
     header = encode_request_header(request.API_KEY, api_version, correlation_id, client_id)
     return b"".join((_SIZE.pack(len(header) + len(body)), header, body))
 
@@ -251,36 +270,21 @@ def _skip_tagged_fields(body: Bytes, pos: int, partial: RequestHeader) -> int:
 
 
 def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> Any:
-    """Decode with kafka-python's compiled decoder, which reports where it stopped
+    """Decode with the generated decoder, which checks every length against the frame
     (Produce: `praha.protocol.produce`, which leaves the records where they are).
-
-    `ApiMessage.decode` drops that position, and the compiled decoder slices strings and
-    bytes without bounds checks, so a truncated body would decode "successfully" into
-    short values. Ending past the frame is therefore checked here. Trailing bytes are
-    tolerated, as Kafka does."""
+    Trailing bytes are tolerated, as Kafka does."""
     if header.api_key == ApiKey.PRODUCE and PRODUCE_MIN <= header.api_version <= PRODUCE_MAX:
         return decode_produce(body, header)  # records stay views of the frame
-    cls: Any = spec.request
     version = header.api_version
-    flexible = cls.flexible_version_q(version)
     try:
-        decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls)
-        request, end = decode(memoryview(body), header.size)
-    except Exception as e:  # struct.error, IndexError, UnicodeDecodeError, ValueError...
-        raise MalformedRequestError(f"malformed {spec.name} v{version} body: {e!r}", header) from e
-    if end > len(body):
-        raise MalformedRequestError(f"truncated {spec.name} v{version} body "
-                                    f"({len(body)} bytes, needs {end})", header)
-    # What `ApiMessage.decode(header=True)` would attach; without it the object cannot
-    # even have its API_VERSION set (kafka-python reads the unset slot).
-    request._header = _KafkaRequestHeader(
-        request_api_key=header.api_key, request_api_version=version,
-        correlation_id=header.correlation_id, client_id=header.client_id)
+        request, _ = spec.request.decode_from(memoryview(body), version, header.size)
+    except WireFormatError as e:
+        raise MalformedRequestError(f"malformed {spec.name} v{version} body: {e}", header) from e
     return request
 
 
 __all__ = [
     "MAX_REQUEST_BYTES", "FRAME_SIZE_BYTES", "RequestHeader", "DecodedRequest",
     "parse_frame_size", "parse_request_header", "decode_request", "encode_response",
-    "encode_request_header", "encode_request",
+    "encode_request_header", "encode_request", "decode_response",
 ]

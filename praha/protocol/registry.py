@@ -5,142 +5,19 @@ may serve. Whether a broker actually serves an API, and at which versions, is th
 broker's call: it passes a `{api_key: (min, max)}` table to `decode_request` and to
 `api_versions_response`, so what it advertises and what it accepts never disagree.
 
-Version ranges here are those of the schemas (kafka-python's own, or praha's for the
-controller APIs). kafka-python ignores a schema's minimum version; the registry keeps it,
-because versions below it lack fields in those schemas and would decode wrongly.
+The classes are praha's own, generated from its message definitions
+(`praha/protocol/messages/`); version ranges are those of the definitions.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from kafka.protocol.admin import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponse,
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-    DescribeProducersRequest,
-    DescribeProducersResponse,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
-from kafka.protocol.admin.acl import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
-from kafka.protocol.admin.transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-)
-from kafka.protocol.admin.users import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-)
-from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.consumer import (
-    FetchRequest,
-    FetchResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
-from kafka.protocol.metadata import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    MetadataRequest,
-    MetadataResponse,
-)
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    EndTxnRequest,
-    EndTxnResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
-from kafka.protocol.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
-from kafka.protocol.schemas import BaseField
 
 from praha.errors import ConfigError, ErrorCode
 from praha.protocol.api_keys import ApiKey
-from praha.protocol.controller_apis import (
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-)
+from praha.protocol.messages.gen import MESSAGES
+from praha.protocol.messages.gen.metadata import ApiVersionsResponse
+from praha.protocol.messages.runtime import WireMessage
 
 #: replica ids of Fetch/ListOffsets that are not brokers: a consumer (reads below the high
 #: watermark, from the leader) and Kafka's debugging id (any replica's own log, for tools)
@@ -149,88 +26,34 @@ CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
-    """One API: its classes and the versions its schema describes."""
+    """One API: its classes and the versions its definition describes."""
 
     api_key: int
     name: str
-    request: Any  # a kafka-python ApiMessage subclass
-    response: Any
+    request: type[WireMessage]
+    response: type[WireMessage]
     min_version: int
     max_version: int
 
     def is_flexible(self, version: int) -> bool:
-        return bool(self.request.flexible_version_q(version))
+        return self.request.is_flexible(version)
 
 
-def _spec(request: Any, response: Any) -> ApiSpec:
-    lo, hi = BaseField.parse_versions(request.json["validVersions"])
-    rlo, rhi = BaseField.parse_versions(response.json["validVersions"])
-    name = request.json["name"].removesuffix("Request")
-    return ApiSpec(request.API_KEY, name, request, response, max(lo, rlo), min(hi, rhi))
+def _spec(request: type[WireMessage], response: type[WireMessage]) -> ApiSpec:
+    name = request.__name__.removesuffix("Request")
+    return ApiSpec(request.API_KEY, name, request, response,
+                   max(request.MIN_VERSION, response.MIN_VERSION), min(request.MAX_VERSION, response.MAX_VERSION))
 
 
-#: api key → ApiSpec for every API praha may serve.
-APIS: dict[int, ApiSpec] = {s.api_key: s for s in (
-    _spec(ProduceRequest, ProduceResponse),
-    _spec(FetchRequest, FetchResponse),
-    _spec(ListOffsetsRequest, ListOffsetsResponse),
-    _spec(MetadataRequest, MetadataResponse),
-    _spec(LeaderAndIsrRequest, LeaderAndIsrResponse),
-    _spec(StopReplicaRequest, StopReplicaResponse),
-    _spec(UpdateMetadataRequest, UpdateMetadataResponse),
-    _spec(ControlledShutdownRequest, ControlledShutdownResponse),
-    _spec(FindCoordinatorRequest, FindCoordinatorResponse),
-    _spec(ApiVersionsRequest, ApiVersionsResponse),
-    _spec(CreateTopicsRequest, CreateTopicsResponse),
-    _spec(DeleteTopicsRequest, DeleteTopicsResponse),
-    _spec(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
-    _spec(CreatePartitionsRequest, CreatePartitionsResponse),
-    _spec(ElectLeadersRequest, ElectLeadersResponse),
-    _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
-    _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
-    _spec(DescribeClusterRequest, DescribeClusterResponse),
-    _spec(InitProducerIdRequest, InitProducerIdResponse),
-    _spec(JoinGroupRequest, JoinGroupResponse),
-    _spec(SyncGroupRequest, SyncGroupResponse),
-    _spec(HeartbeatRequest, HeartbeatResponse),
-    _spec(LeaveGroupRequest, LeaveGroupResponse),
-    _spec(OffsetCommitRequest, OffsetCommitResponse),
-    _spec(OffsetFetchRequest, OffsetFetchResponse),
-    _spec(ListGroupsRequest, ListGroupsResponse),
-    _spec(DescribeGroupsRequest, DescribeGroupsResponse),
-    _spec(DeleteGroupsRequest, DeleteGroupsResponse),
-    _spec(OffsetDeleteRequest, OffsetDeleteResponse),
-    _spec(DescribeConfigsRequest, DescribeConfigsResponse),
-    _spec(AlterConfigsRequest, AlterConfigsResponse),
-    _spec(DeleteRecordsRequest, DeleteRecordsResponse),
-    _spec(DescribeLogDirsRequest, DescribeLogDirsResponse),
-    _spec(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
-    _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
-    _spec(DescribeProducersRequest, DescribeProducersResponse),
-    _spec(SaslHandshakeRequest, SaslHandshakeResponse),
-    _spec(SaslAuthenticateRequest, SaslAuthenticateResponse),
-    _spec(CreateAclsRequest, CreateAclsResponse),
-    _spec(DescribeAclsRequest, DescribeAclsResponse),
-    _spec(DeleteAclsRequest, DeleteAclsResponse),
-    _spec(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
-    _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
-    _spec(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
-    _spec(AlterClientQuotasRequest, AlterClientQuotasResponse),
-    _spec(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
-    _spec(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
-    _spec(EndTxnRequest, EndTxnResponse),
-    _spec(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
-    _spec(DescribeTransactionsRequest, DescribeTransactionsResponse),
-    _spec(ListTransactionsRequest, ListTransactionsResponse),
-    _spec(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
-)}
+#: api key → ApiSpec for every API praha may serve (or send: the controller's).
+APIS: dict[int, ApiSpec] = {key: _spec(req, resp) for key, (req, resp) in sorted(MESSAGES.items())}
 
 
-def request_class(api_key: int) -> Any:
+def request_class(api_key: int) -> type[WireMessage]:
     return APIS[api_key].request
 
 
-def response_class(api_key: int) -> Any:
+def response_class(api_key: int) -> type[WireMessage]:
     return APIS[api_key].response
 
 
@@ -265,7 +88,7 @@ def check_supported(supported: Mapping[int, tuple[int, int]]) -> dict[int, tuple
 
 def api_versions_response(supported: Mapping[int, tuple[int, int]],
                           error_code: int = ErrorCode.NONE,
-                          throttle_time_ms: int = 0) -> ApiMessage:
+                          throttle_time_ms: int = 0) -> ApiVersionsResponse:
     """The ApiVersions answer advertising exactly `supported` (checked by check_supported).
 
     The caller picks the encoding version (the request's, or 0 after UNSUPPORTED_VERSION)."""
@@ -276,7 +99,7 @@ def api_versions_response(supported: Mapping[int, tuple[int, int]],
                                throttle_time_ms=throttle_time_ms)
 
 
-def unsupported_version_response(supported: Mapping[int, tuple[int, int]]) -> ApiMessage:
+def unsupported_version_response(supported: Mapping[int, tuple[int, int]]) -> ApiVersionsResponse:
     """Kafka's answer to ApiVersions at a version it lacks (KIP-511): encode it at v0."""
     return api_versions_response(supported, error_code=ErrorCode.UNSUPPORTED_VERSION)
 

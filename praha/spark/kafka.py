@@ -19,13 +19,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
-from kafka.protocol.metadata import MetadataRequest
-
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthenticationError
+from praha.protocol.messages.gen.metadata import MetadataRequest
+from praha.protocol.messages.gen.produce_fetch import FetchRequest, ListOffsetsRequest
 
 log = logging.getLogger(__name__)
 

@@ -89,8 +89,7 @@ def check_topic_exists(opts: WriteOptions) -> None:
 def _may_write(client: Any, topic: str) -> bool:
     """Whether the broker's authoriser lets this user Write `topic` (Metadata v8+ answers with
     the topic's authorised operations, a bit field of Kafka's AclOperation codes)."""
-    from kafka.protocol.metadata import MetadataRequest
-
+    from praha.protocol.messages.gen.metadata import MetadataRequest
     from praha.spark.kafka import METADATA_VERSION
 
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)],
@@ -98,12 +97,10 @@ def _may_write(client: Any, topic: str) -> bool:
                           include_topic_authorized_operations=True)
     broker = next(iter(client.meta.brokers))
     resp = client.send_to(broker, req, METADATA_VERSION)
-    ops = next((t.authorized_operations for t in resp.topics if t.name == topic), None)
+    ops = next((t.topic_authorized_operations for t in resp.topics if t.name == topic), None)
     if ops is None or ops == -2147483648:  # the broker did not say: let the producer find out
         return True
-    if isinstance(ops, int):
-        return bool(ops & (1 << WRITE))
-    return WRITE in ops  # kafka-python decodes the bit field as the set of bits on
+    return bool(ops & (1 << WRITE))
 
 
 def _as_bytes(v: Any) -> bytes | None:

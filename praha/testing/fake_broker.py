@@ -14,7 +14,7 @@ from typing import Any
 
 from praha.config import BrokerConfig
 from praha.errors import ErrorCode, PrahaError
-from praha.protocol.error_response import fields_of
+from praha.protocol.messages.reflect import fields_of, struct_class
 from praha.protocol.registry import request_class
 
 _PLAIN: dict[str, Any] = {"bool": True, "string": "t", "uuid": uuid.UUID(int=7), "float64": 1.0, "bytes": b"",
@@ -26,23 +26,22 @@ def sample_request(api_key: int, version: int) -> Any:
     group and transactional id names alike), small numbers, one entry in every array of
     structs and two in plain arrays. Enough to drive a handler down its main path."""
     cls = request_class(api_key)
-    return cls(**_sample_fields(cls._struct, version))
+    return cls(**_sample_fields(cls, cls, fields_of(cls), version))
 
 
-def _sample_fields(struct: Any, version: int) -> dict[str, Any]:
+def _sample_fields(top: Any, cls: Any, fields: list[Any], version: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in fields_of(struct):
-        if not f.for_version_q(version):
+    for f in fields:
+        if version not in f.versions:
             continue
-        if f.is_struct_array():
-            out[f.name] = [f.data_class(**_sample_fields(f, version))]
-        elif f.is_struct():
-            out[f.name] = f.data_class(**_sample_fields(f, version))
-        elif f.is_array():
-            item = f.array_of.type_str
-            out[f.name] = [_PLAIN.get(item, 3), _PLAIN.get(item, 4)]
+        if f.is_struct:
+            sub = struct_class(cls, f, top)
+            item = sub(**_sample_fields(top, sub, f.fields, version))
+            out[f.name] = [item] if f.is_array else item
+        elif f.is_array:
+            out[f.name] = [_PLAIN.get(f.element, 3), _PLAIN.get(f.element, 4)]
         else:
-            out[f.name] = _PLAIN.get(f.type_str, 2)
+            out[f.name] = _PLAIN.get(f.type, 2)
     return out
 
 

@@ -311,7 +311,7 @@ CATALOGUE = [
     ("groups-empty-group", "groups --describe --group ''", 1, "error: a group id cannot be empty"),
     ("groups-list-bad-state", "groups --list --state Stable,Sleepy", 1,
      "error: Invalid state list 'Stable,Sleepy'. Valid states are: PreparingRebalance, CompletingRebalance, "
-     "Stable, Dead, Empty"),
+     "Stable, Dead, Empty, Assigning, Reconciling"),
     ("groups-bad-bootstrap", "groups --list --bootstrap-server nohost", 2,
      "praha groups: error: argument --bootstrap-server: expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
     ("zookeeper-start-no-cluster", "zookeeper start --dir {f:}/nowhere", 1,

@@ -1,7 +1,6 @@
 """Hypothesis strategies for well-formed Kafka requests of any API key and version.
 
-Built from the JSON schemas kafka-python ships (the same ones Kafka's own generator
-reads): for a (request class, version) every field present in that version gets a value
+Built from praha's message definitions (`praha/protocol/messages/`): for a (request class, version) every field present in that version gets a value
 of its type — ints over their whole range, strings, bytes, booleans, UUIDs, nested
 structs and arrays (short, so examples stay small), null where the version allows it.
 A plain module, not a conftest, so its name cannot clash with other test directories.
@@ -11,11 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-from kafka.protocol.schemas.fields.array import ArrayField
-from kafka.protocol.schemas.fields.simple import SimpleField
-from kafka.protocol.schemas.fields.struct import StructField
-from kafka.protocol.schemas.fields.struct_array import StructArrayField
 
+from praha.protocol.messages.definition import Field
+from praha.protocol.messages.reflect import fields_of, struct_class
 from praha.protocol.registry import APIS
 
 MAX_ITEMS = 3
@@ -23,8 +20,7 @@ MAX_ITEMS = 3
 _INTS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 
 
-def _simple(field: SimpleField, version: int, item: bool = False) -> st.SearchStrategy[Any]:
-    t = field.type_str
+def _simple(t: str, nullable: bool) -> st.SearchStrategy[Any]:
     if t in _INTS:
         bits = _INTS[t]
         base = st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
@@ -42,42 +38,32 @@ def _simple(field: SimpleField, version: int, item: bool = False) -> st.SearchSt
         base = st.binary(max_size=24)
     else:
         base = st.none()
-    if field.nullable_for_version_q(version) and not item:  # an array's items inherit its nullability
-        return st.none() | base
-    return base
+    return st.none() | base if nullable else base
 
 
-def field_strategy(field: Any, version: int) -> st.SearchStrategy[Any]:
-    if isinstance(field, StructArrayField):
-        items = st.lists(struct_strategy(field, version), max_size=MAX_ITEMS)
-    elif isinstance(field, ArrayField):
-        items = st.lists(_simple(field.array_of, version, item=True), max_size=MAX_ITEMS)
-    elif isinstance(field, StructField):
-        items = struct_strategy(field, version)
+def field_strategy(top: Any, owner: Any, field: Field, version: int) -> st.SearchStrategy[Any]:
+    nullable = field.nullable_at(version)
+    if field.is_struct:
+        one = struct_strategy(top, struct_class(owner, field, top), field.fields, version)
+        items = st.lists(one, max_size=MAX_ITEMS) if field.is_array else one
+    elif field.is_array:  # an array's items do not inherit its nullability
+        items = st.lists(_simple(field.element, False), max_size=MAX_ITEMS)
     else:
-        return _simple(field, version)
-    if field.nullable_for_version_q(version):
-        return st.none() | items
-    return items
+        return _simple(field.type, nullable)
+    return st.none() | items if nullable else items
 
 
-def _fields(struct: Any) -> list[Any]:
-    fields = struct.fields
-    return list(fields.values()) if isinstance(fields, dict) else list(fields or ())
-
-
-def struct_strategy(struct: Any, version: int) -> st.SearchStrategy[Any]:
-    fields = {f.name: field_strategy(f, version) for f in _fields(struct) if f.for_version_q(version)}
-    return st.fixed_dictionaries(fields).map(lambda kw: struct.data_class(**kw))
+def struct_strategy(top: Any, cls: Any, fields: list[Field], version: int) -> st.SearchStrategy[Any]:
+    strategies = {f.name: field_strategy(top, cls, f, version) for f in fields if version in f.versions}
+    return st.fixed_dictionaries(strategies).map(lambda kw: cls(**kw))
 
 
 def request_strategy(api_key: int, version: int) -> st.SearchStrategy[Any]:
     """A request object of `api_key` that encodes at `version`."""
     cls = APIS[api_key].request
-    fields = {f.name: field_strategy(f, version) for f in _fields(cls._struct) if f.for_version_q(version)}
-    return st.fixed_dictionaries(fields).map(lambda kw: cls(**kw))
+    return struct_strategy(cls, cls, fields_of(cls), version)
 
 
 def every_api_version() -> list[tuple[int, int]]:
-    """Every (api key, version) the registry knows, within the schemas' valid range."""
+    """Every (api key, version) the registry knows, within the definitions' valid range."""
     return [(k, v) for k, spec in sorted(APIS.items()) for v in range(spec.min_version, spec.max_version + 1)]

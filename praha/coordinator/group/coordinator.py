@@ -30,12 +30,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
 from praha.common import now_ms
 from praha.config import BrokerConfig
+from praha.coordinator.group.consumer import heartbeat as kip848
+from praha.coordinator.group.consumer.heartbeat import ConsumerGroupSettings, HeartbeatRequest
+from praha.coordinator.group.consumer.model import ConsumerGroup, TopicInfo
+from praha.coordinator.group.consumer.records import Record as ConsumerRecord
+from praha.coordinator.group.consumer.records import decode as decode_consumer_record
+from praha.coordinator.group.consumer.records import encode as encode_consumer_record
+from praha.coordinator.group.consumer.records import is_consumer_group_key
+from praha.coordinator.group.consumer.service import ConsumerGroupService, HeartbeatOutcome, snapshot
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState, Member
 from praha.coordinator.group.records import (
     GroupKey,
@@ -76,12 +84,16 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    #: KIP-848 consumer groups (`group.consumer.*`)
+    consumer: ConsumerGroupSettings = ConsumerGroupSettings()
 
     @classmethod
     def from_broker_config(cls, c: BrokerConfig) -> "GroupConfig":
         return cls(c.offsets_topic_num_partitions, c.group_min_session_timeout_ms, c.group_max_session_timeout_ms,
                    c.group_initial_rebalance_delay_ms, c.group_max_size, c.offsets_retention_minutes * 60_000,
-                   c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes)
+                   c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes,
+                   ConsumerGroupSettings(c.group_consumer_heartbeat_interval_ms, c.group_consumer_session_timeout_ms,
+                                         c.group_consumer_max_size, c.group_consumer_assignors))
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +147,8 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    #: "classic" or "consumer" (KIP-848), ListGroups v5's GroupType
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +199,8 @@ def map_append_error(code: ErrorCode) -> ErrorCode:
 class GroupCoordinator:
     def __init__(self, config: GroupConfig, offsets_log: OffsetsLog,
                  run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
-                 on_event: Callable[..., None] = lambda *a, **k: None):
+                 on_event: Callable[..., None] = lambda *a, **k: None,
+                 topics: Callable[[], Mapping[str, TopicInfo]] = dict):
         self.config = config
         self.log = offsets_log
         self.run_blocking = run_blocking
@@ -198,6 +213,9 @@ class GroupCoordinator:
         #: transaction markers that reached a partition while it was loading: (producer id, commit),
         #: applied once the load is done (the load read the log as it was when it began)
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
+        #: KIP-848 consumer groups: their own state and timers; offsets stay in `groups`
+        self.consumer = ConsumerGroupService(config.consumer, self._append_consumer_records, self.partition_of,
+                                             topics, map_append_error)
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
@@ -220,7 +238,7 @@ class GroupCoordinator:
         self._markers_while_loading.pop(partition, None)
         if self.owned.pop(partition, None) is not None:
             self.stats.load_time_ms.pop(partition, None)
-            n = self._unload(partition)
+            n = self._unload(partition) + self.consumer.unload(partition)
             log.info("group coordinator: resigned %s-%d, %d groups unloaded", "__consumer_offsets", partition, n)
             self.on_event("GroupCoordinatorUnloaded", partition, groups=n)
 
@@ -233,6 +251,8 @@ class GroupCoordinator:
 
     async def _load(self, partition: int, epoch: int) -> None:
         started = time.monotonic()
+
+        consumer_records: list[ConsumerRecord] = []
 
         def replay() -> tuple[dict[str, Group], int]:
             groups: dict[str, Group] = {}
@@ -247,6 +267,9 @@ class GroupCoordinator:
                     continue
                 n += 1
                 try:
+                    if is_consumer_group_key(key):
+                        consumer_records.append(decode_consumer_record(key, value))
+                        continue
                     k = decode_key(key)
                     if isinstance(k, OffsetKey):
                         g = groups.setdefault(k.group, Group(k.group))
@@ -290,6 +313,7 @@ class GroupCoordinator:
             g.state_timestamp = g.state_timestamp if g.state_timestamp > 0 else now
             self.groups[gid] = g
             n += 1
+        n += self.consumer.load(partition, consumer_records)
         self.owned[partition] = (Ownership.ACTIVE, epoch)
         for producer_id, commit in self._markers_while_loading.pop(partition, []):
             self.complete_transactional_offsets(partition, producer_id, commit)
@@ -309,6 +333,41 @@ class GroupCoordinator:
     def _still_ours(self, group: Group) -> bool:
         return self.groups.get(group.group_id) is group
 
+    # ================================================================ KIP-848 consumer groups
+    async def _append_consumer_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        return await self.log.append(partition, records)
+
+    def _has_classic_members(self, group_id: str) -> bool:
+        g = self.groups.get(group_id)
+        return g is not None and not g.is_(GroupState.DEAD) and bool(g.members or g.pending_members)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        g = self.consumer.groups.get(group_id)
+        return None if g is None or g.dead else g
+
+    def find_consumer_group(self, group_id: str) -> tuple[ErrorCode, str | None, ConsumerGroup | None]:
+        """ConsumerGroupDescribe's lookup: (error, message, group)."""
+        code = self._check(group_id)
+        if code != ErrorCode.NONE:
+            return code, None, None
+        g = self.consumer_group(group_id)
+        if g is not None:
+            return ErrorCode.NONE, None, g
+        if self._has_classic_members(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+
+    async def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatOutcome:
+        """ConsumerGroupHeartbeat: the request checked, the group's decision written, the answer."""
+        if req.group_id:
+            code = self._check(req.group_id)
+            if code != ErrorCode.NONE:
+                return HeartbeatOutcome(code)
+            if self._has_classic_members(req.group_id):
+                # a classic group with live members is not upgraded online (migration is not served)
+                return HeartbeatOutcome(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+        return await self.consumer.heartbeat(req, now_ms())
+
     # ================================================================ join
     async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
                          client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
@@ -317,6 +376,10 @@ class GroupCoordinator:
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return JoinResult(code, member_id)
+        cg = self.consumer_group(group_id)
+        if cg is not None and cg.members:
+            # classic members are not served inside a consumer group (no migration)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
@@ -685,14 +748,26 @@ class GroupCoordinator:
 
     # ================================================================ offsets
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance: str | None,
-                             offsets: dict[tuple[str, int], CommittedOffset]) -> dict[tuple[str, int], ErrorCode]:
-        """Per partition, the commit's outcome. Unknown topics are the caller's to refuse."""
+                             offsets: dict[tuple[str, int], CommittedOffset],
+                             api_version: int = 9) -> dict[tuple[str, int], ErrorCode]:
+        """Per partition, the commit's outcome. Unknown topics are the caller's to refuse.
+        In a consumer group (KIP-848) `generation` is the member epoch."""
         def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {tp: code for tp in offsets}
 
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return all_(code)
+        cg = self.consumer_group(group_id)
+        if cg is not None:
+            try:
+                kip848.validate_offset_commit(cg, member_id, generation, api_version)
+            except PrahaError as e:
+                return all_(e.code)
+            holder = self.groups.get(group_id)
+            if holder is None or holder.is_(GroupState.DEAD):
+                holder = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())
+            return await self._write_offsets(holder, offsets)
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -831,11 +906,18 @@ class GroupCoordinator:
         pending = {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
         return pending if partitions is None else pending & set(partitions)
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return code, {}
+        cg = self.consumer_group(group_id)
+        if cg is not None:
+            try:
+                kip848.validate_offset_fetch(cg, member_id, member_epoch)
+            except PrahaError as e:
+                return e.code, {}
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None and not group.is_(GroupState.DEAD) else {}
         if partitions is None:
@@ -876,16 +958,24 @@ class GroupCoordinator:
         return ErrorCode.NONE, out
 
     # ================================================================ admin
-    def list_groups(self, states: set[str] | None = None) -> tuple[ErrorCode, list[GroupOverview]]:
+    def list_groups(self, states: set[str] | None = None,
+                    types: set[str] | None = None) -> tuple[ErrorCode, list[GroupOverview]]:
+        """Groups of both protocols; `states` and `types` (lower case) filter when given."""
         loading = any(o is Ownership.LOADING for o, _ in self.owned.values())
+        consumer = self.consumer.states()
         out = [GroupOverview(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
-               if not g.is_(GroupState.DEAD) and (not states or g.state.value.lower() in states)]
+               if not g.is_(GroupState.DEAD) and g.group_id not in consumer]
+        out += [GroupOverview(gid, "consumer", state.value, "consumer") for gid, state in consumer.items()]
+        out = [o for o in out if (not states or o.state.lower() in states) and (not types or o.group_type in types)]
         return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE), out
 
     def describe_group(self, group_id: str) -> GroupDescription:
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return GroupDescription(code, group_id, state="")
+        if self.consumer_group(group_id) is not None:
+            # Kafka 4: DescribeGroups is for classic groups; clients ask ConsumerGroupDescribe
+            return GroupDescription(ErrorCode.GROUP_ID_NOT_FOUND, group_id, state="")
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return GroupDescription(ErrorCode.NONE, group_id)
@@ -903,6 +993,9 @@ class GroupCoordinator:
             code = self._check(gid)
             if code != ErrorCode.NONE:
                 out[gid] = code
+                continue
+            if self.consumer_group(gid) is not None:
+                out[gid] = await self._delete_consumer_group(gid)
                 continue
             group = self.groups.get(gid)
             if group is None or group.is_(GroupState.DEAD):
@@ -922,6 +1015,25 @@ class GroupCoordinator:
                 del self.groups[gid]
             out[gid] = ErrorCode.NONE
         return out
+
+    async def _delete_consumer_group(self, gid: str) -> ErrorCode:
+        """An empty consumer group's records and offsets, all tombstoned in one append."""
+        groups = self.consumer.groups
+        g = groups[gid]
+        if g.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        holder = self.groups.get(gid)
+        offsets = [] if holder is None else list(holder.offsets)
+        records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in offsets]
+        records += [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(g)}, gid)]
+        err = map_append_error(await self.log.append(self.partition_of(gid), records))
+        if err != ErrorCode.NONE:
+            return err
+        groups.pop(gid, None)
+        if holder is not None and self._still_ours(holder):
+            self._kill_group(holder, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            del self.groups[gid]
+        return ErrorCode.NONE
 
     def _kill_group(self, group: Group, code: ErrorCode) -> None:
         _cancel(group.join_timer)
@@ -964,6 +1076,9 @@ class GroupCoordinator:
         for gid, group in list(self.groups.items()):
             if self._check(gid) != ErrorCode.NONE or not group.is_(GroupState.EMPTY):
                 continue
+            cg = self.consumer_group(gid)
+            if cg is not None and cg.members:
+                continue  # the offsets of a KIP-848 group with members stay (they live in its classic holder)
             if group.protocol_type:
                 gone = list(group.offsets) if group.state_timestamp + retention <= now else []
             else:
@@ -1010,6 +1125,7 @@ class GroupCoordinator:
         return out
 
     def shutdown(self) -> None:
+        self.consumer.shutdown()
         for p in list(self.owned):
             self.on_resigned(p)
         for t in list(self._tasks):

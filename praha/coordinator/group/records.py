@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Self
 
 from praha.errors import CorruptLogError
 
@@ -89,19 +90,19 @@ class _Writer:
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def int16(self, v: int) -> "_Writer":
+    def int16(self, v: int) -> Self:
         self.parts.append(struct.pack(">h", v))
         return self
 
-    def int32(self, v: int) -> "_Writer":
+    def int32(self, v: int) -> Self:
         self.parts.append(struct.pack(">i", v))
         return self
 
-    def int64(self, v: int) -> "_Writer":
+    def int64(self, v: int) -> Self:
         self.parts.append(struct.pack(">q", v))
         return self
 
-    def string(self, v: str | None) -> "_Writer":
+    def string(self, v: str | None) -> Self:
         if v is None:
             return self.int16(-1)
         b = v.encode()
@@ -109,7 +110,7 @@ class _Writer:
         self.parts.append(b)
         return self
 
-    def bytes_(self, v: bytes | None) -> "_Writer":
+    def bytes_(self, v: bytes | None) -> Self:
         if v is None:
             return self.int32(-1)
         self.int32(len(v))

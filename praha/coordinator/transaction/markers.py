@@ -23,11 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-
 from praha.errors import ErrorCode
 from praha.protocol.async_client import AsyncConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
+from praha.protocol.messages.gen.txn import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 log = logging.getLogger(__name__)
 

@@ -197,22 +197,28 @@ def test_small_tables():
 def test_a_reset_file_reads_back_what_export_wrote_and_is_clamped_into_the_log():
     a0, a1 = TP("a", 0), TP("a", 1)
     one = export_csv({"g": {a1: 7, a0: 3}}, with_group=False)
-    assert one == "a,0,3\na,1,7\n"
+    assert one == "a,0,3
+a,1,7
+"
     assert parse_reset_csv(one, "g") == {"g": {a0: 3, a1: 7}}
     many = export_csv({"g": {a0: 3}, "h": {a1: 9}}, with_group=True)
     assert parse_reset_csv(many, None) == {"g": {a0: 3}, "h": {a1: 9}}
     assert parse_reset_csv(many, "g") == {"g": {a0: 3}, "h": {a1: 9}}  # four fields: the group form
     with pytest.raises(GroupInputError, match="line 2 of the reset file: partition and offset must be whole"):
-        parse_reset_csv("a,0,3\na,x,1\n", "g")
+        parse_reset_csv("a,0,3
+a,x,1
+", "g")
     with pytest.raises(GroupInputError, match="expected group,topic,partition,offset"):
-        parse_reset_csv("a,0\n", None)
+        parse_reset_csv("a,0
+", None)
     plan = plan_reset(ResetSpec(ResetMode.FROM_FILE), [a0, a1], {}, {a0: 2, a1: 0}, {a0: 10, a1: 5},
                       requested={a0: 0, a1: 9})
     assert plan.offsets == {a0: 2, a1: 5} and len(plan.warnings) == 2
 
 
-def test_group_types_parse_as_kafka_and_list_with_a_type_column():
-    assert parse_types(["classic,CONSUMER"]) == ["Classic", "Consumer"]
+def test_group_types_for_list_type():
+    assert parse_types(["consumer,CLASSIC", "consumer"]) == ["consumer", "classic"]
+    assert parse_states(["reconciling", "Assigning"]) == ["Reconciling", "Assigning"]  # KIP-848's states
     with pytest.raises(GroupInputError, match="Invalid types list 'share'. Valid types are: classic, consumer"):
         parse_types(["share"])
     assert list_table([("g1", "Classic", "Empty")], ("TYPE", "STATE")) == [

@@ -14,7 +14,7 @@ from praha.broker.handlers import OPEN_APIS, REFUSALS, ROUTES, RequestHandlers
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import fields_of
-from praha.protocol.framing import DecodedRequest, Session, encode_response
+from praha.protocol.framing import DecodedRequest, Session, decode_response, encode_response
 from praha.protocol.header import RequestHeader
 from praha.protocol.registry import response_class
 from praha.security.acl import AuthorizerConfig
@@ -32,11 +32,11 @@ def test_every_route_but_authentication_declares_its_checks():
 def codes(obj) -> set[int]:
     """Every error code in a response object (any field ending in error_code), depth first."""
     out = set()
-    for f in fields_of(obj._struct):
+    for f in fields_of(obj):
         value = getattr(obj, f.name, None)
         if f.name.endswith("error_code") and value is not None:
             out.add(int(value))
-        elif f.is_struct_array() and value:
+        elif f.is_struct and f.is_array and value:
             for item in value:
                 out |= codes(item)
     return out
@@ -53,8 +53,9 @@ class Listing:
     """A coordinator with one group and one transaction, which a principal without ACLs
     must not be shown."""
 
-    def list_groups(self, states):
-        return ErrorCode.NONE, [SimpleNamespace(group_id="t", protocol_type="consumer", state="Stable")]
+    def list_groups(self, states, types=None):
+        return ErrorCode.NONE, [SimpleNamespace(group_id="t", protocol_type="consumer", state="Stable",
+                                                group_type="classic")]
 
     def list_transactions(self, states, producer_ids, duration):
         return ErrorCode.NONE, [SimpleNamespace(transactional_id="t", producer_id=7, state="Ongoing")]
@@ -70,7 +71,7 @@ def answer(api_key: int, version: int):
     req = DecodedRequest(RequestHeader(api_key, version, 1, "c"), request, client_host="/127.0.0.1", session=NOBODY)
     response = asyncio.run(handlers.handlers[api_key](req))
     frame = bytes(encode_response(req.header, response, version))  # the answer as a client reads it
-    return response_class(api_key).decode(frame[4:], version=version, header=True), authz
+    return decode_response(response_class(api_key), frame[4:], version), authz
 
 
 REFUSING = [pytest.param(r, id=ApiKey(r.api_key).name) for r in ROUTES if r.acls and r.refuses]
@@ -90,8 +91,8 @@ def test_a_principal_without_acls_is_refused_as_declared(route):
                                    if r.acls and not r.refuses])
 def test_answers_shaped_by_acls_show_nothing_to_a_principal_without_them(route):
     response, _ = answer(route.api_key, route.versions[1])
-    listed = [getattr(response, f.name) for f in fields_of(response._struct)
-              if f.is_struct_array() and f.for_version_q(route.versions[1])]
+    listed = [getattr(response, f.name) for f in fields_of(response)
+              if f.is_struct and f.is_array and route.versions[1] in f.versions]
     ops = getattr(response, "cluster_authorized_operations", None)
     assert all(not items for items in listed) and ops in (None, 0, -2147483648, set())
 

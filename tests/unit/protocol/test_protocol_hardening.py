@@ -42,10 +42,10 @@ def leader_and_isr_with_tag(tag_bytes: bytes) -> bytes:
     return bytes(body[:-4]) + tag_bytes + b"\x00\x01\x00"
 
 
-def test_unknown_tags_are_kept_and_skipped():
+def test_unknown_tags_are_skipped():
     decoded = decode_request(leader_and_isr_with_tag(b"\x02\x07\x03xyz\x09\x00"))
     part = decoded.request.topic_states[0].partition_states[0]
-    assert part.unknown_tags == {"_7": b"xyz", "_9": b""}
+    assert (part.partition_index, part.leader, part.isr, part.is_new) == (0, 1, [1], False)
     assert decoded.request.live_leaders == []
 
 

@@ -1,0 +1,193 @@
+"""KIP-848 consumer groups on one broker: the decisions of `heartbeat.py` applied to the log
+and the clock. Runs on the broker's event loop (no locks), beside the classic coordinator,
+which hands it the records of its `__consumer_offsets` partitions on load and its appends.
+
+A heartbeat is answered only once its records are replicated (acks=all). If the append
+fails, the group is put back as it was before the decision and the client gets Kafka's
+mapped error (it retries). Timers: one session timer per member (restarted by each of its
+heartbeats) and one revocation timer while a member holds partitions it must give up; when
+either fires the member is fenced, through a decision and an append like any other change.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from praha.common import now_ms
+from praha.coordinator.group.consumer.heartbeat import (
+    ConsumerGroupSettings,
+    Decision,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    Timers,
+    heartbeat,
+    revocation_expired,
+    session_expired,
+    topics_changed,
+)
+from praha.coordinator.group.consumer.model import ConsumerGroup, ConsumerGroupState, TopicInfo
+from praha.coordinator.group.consumer.records import Record, encode
+from praha.coordinator.group.consumer.replay import replay
+from praha.errors import ErrorCode, PrahaError
+
+log = logging.getLogger(__name__)
+
+#: appends records to a `__consumer_offsets` partition as leader, acks=all; the error code
+Append = Callable[[int, list[tuple[bytes, bytes | None]]], Awaitable[ErrorCode]]
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatOutcome:
+    error: ErrorCode
+    message: str | None = None
+    answer: HeartbeatAnswer | None = None
+
+
+def snapshot(g: ConsumerGroup) -> ConsumerGroup:
+    """A copy a failed append can put back (members and assignments are immutable values)."""
+    return dataclasses.replace(g, members=dict(g.members), target=dict(g.target), static_members=dict(g.static_members),
+                               partition_epochs=dict(g.partition_epochs),
+                               subscription_metadata=dict(g.subscription_metadata),
+                               resolved_regexes=dict(g.resolved_regexes))
+
+
+class ConsumerGroupService:
+    def __init__(self, settings: ConsumerGroupSettings, append: Append, partition_of: Callable[[str], int],
+                 topics: Callable[[], Mapping[str, TopicInfo]], map_error: Callable[[ErrorCode], ErrorCode]):
+        self.settings = settings
+        self.append = append
+        self.partition_of = partition_of
+        self.topics = topics
+        self.map_error = map_error
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._timers: dict[tuple[str, str, str], asyncio.TimerHandle] = {}
+        self._pending: set[asyncio.Task[ErrorCode]] = set()
+        self.heartbeats = 0
+        self.rebalances = 0
+
+    # ------------------------------------------------------------ load / unload
+    def load(self, partition: int, records: Iterable[Record]) -> int:
+        """Replay a partition's consumer-group records (log order); start every member's session."""
+        loaded: dict[str, ConsumerGroup] = {}
+        replay(loaded, records)
+        for gid, g in loaded.items():
+            self.groups[gid] = g
+            for mid in g.members:
+                self._restart(gid, mid, "session", self.settings.session_timeout_ms,
+                              functools.partial(session_expired, self.groups, gid, mid))
+        return len(loaded)
+
+    def unload(self, partition: int) -> int:
+        gone = [gid for gid in self.groups if self.partition_of(gid) == partition]
+        for gid in gone:
+            del self.groups[gid]
+            for key in [k for k in self._timers if k[0] == gid]:
+                self._timers.pop(key).cancel()
+        return len(gone)
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        g = self.groups.get(group_id)
+        return g is not None and not g.dead
+
+    def _snapshot_of(self, group_id: str) -> ConsumerGroup | None:
+        g = self.groups.get(group_id)
+        return None if g is None else snapshot(g)
+
+    # ------------------------------------------------------------ heartbeat
+    async def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatOutcome:
+        self.heartbeats += 1
+        before = self._snapshot_of(req.group_id)
+        try:
+            d = heartbeat(self.groups, req, self.topics(), self.settings, now)
+        except PrahaError as e:
+            return HeartbeatOutcome(e.code, str(e))
+        code = await self._write(req.group_id, d.records, before)
+        if code != ErrorCode.NONE:
+            return HeartbeatOutcome(code, "the group's records could not be written")
+        self._apply_timers(req.group_id, d)
+        return HeartbeatOutcome(ErrorCode.NONE, None, d.answer)
+
+    async def _write(self, group_id: str, records: list[Record], before: ConsumerGroup | None) -> ErrorCode:
+        if not records:
+            return ErrorCode.NONE
+        g = self.groups.get(group_id)
+        epoch_before = -1 if before is None else before.group_epoch
+        code = await self.append(self.partition_of(group_id), [encode(r) for r in records])
+        if code != ErrorCode.NONE:
+            if before is None:
+                self.groups.pop(group_id, None)
+            else:
+                self.groups[group_id] = before
+            log.warning("consumer group %s: %d records not written (%s); state put back", group_id, len(records),
+                        code.name)
+            return self.map_error(code)
+        if g is not None and g.group_epoch != epoch_before:
+            self.rebalances += 1
+            log.info("consumer group %s: epoch %d, target epoch %d, %d members, state %s", group_id, g.group_epoch,
+                     g.assignment_epoch, len(g.members), g.state.value)
+        return ErrorCode.NONE
+
+    def _apply_timers(self, group_id: str, d: Decision) -> None:
+        t: Timers = d.timers
+        for mid in t.cancel:
+            for kind in ("session", "revocation"):
+                h = self._timers.pop((group_id, mid, kind), None)
+                if h is not None:
+                    h.cancel()
+        if t.session is not None:
+            mid, ms = t.session
+            self._restart(group_id, mid, "session", ms, lambda: session_expired(self.groups, group_id, mid))
+        if t.revocation is not None:
+            mid, epoch, ms = t.revocation
+            self._restart(group_id, mid, "revocation", ms,
+                          lambda: revocation_expired(self.groups, group_id, mid, epoch))
+
+    def _restart(self, group_id: str, member_id: str, kind: str, ms: int, decide: Callable[[], list[Record]]) -> None:
+        key = (group_id, member_id, kind)
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            before = self._snapshot_of(group_id)
+            records = decide()
+            if records:
+                log.info("consumer group %s: member %s fenced (%s timeout)", group_id, member_id, kind)
+                for other in ("session", "revocation"):
+                    h = self._timers.pop((group_id, member_id, other), None)
+                    if h is not None:
+                        h.cancel()
+                task = loop.create_task(self._write(group_id, records, before))
+                self._pending.add(task)
+                task.add_done_callback(self._pending.discard)
+
+        self._timers[key] = loop.call_later(ms / 1000, fire)
+
+    # ------------------------------------------------------------ topics
+    async def on_topics_changed(self) -> int:
+        """Topics were created, deleted or grew: groups whose subscriptions changed get a new epoch."""
+        topics = self.topics()
+        changed = 0
+        by_group: dict[str, list[Record]] = {}
+        befores = {gid: snapshot(g) for gid, g in self.groups.items()}
+        for r in topics_changed(self.groups, topics, now_ms=now_ms()):
+            by_group.setdefault(r.key.group, []).append(r)
+        for gid, records in by_group.items():
+            if await self._write(gid, records, befores.get(gid)) == ErrorCode.NONE:
+                changed += 1
+        return changed
+
+    # ------------------------------------------------------------ views
+    def states(self) -> dict[str, ConsumerGroupState]:
+        return {gid: g.state for gid, g in self.groups.items() if not g.dead}
+
+    def shutdown(self) -> None:
+        for h in self._timers.values():
+            h.cancel()
+        self._timers.clear()

@@ -1,0 +1,125 @@
+"""KIP-848 consumer groups inside the group coordinator, on an in-memory `__consumer_offsets`:
+answers only once written, a failed write puts the group back, a new coordinator loads
+members, epochs and assignments from the log, and the admin views and offset checks see
+both kinds of group."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
+from praha.coordinator.group.consumer.model import ConsumerGroupState, TopicInfo
+from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.group.metadata import CommittedOffset
+from praha.errors import ErrorCode
+from tests.unit.coordinator.test_group_coordinator import CONFIG, MemoryLog, blocking, join_fully, run
+
+E = ErrorCode
+TOPICS = {"orders": TopicInfo("orders", uuid.UUID(int=7), 6)}
+
+
+async def coordinator(log: MemoryLog) -> GroupCoordinator:
+    c = GroupCoordinator(CONFIG, log, run_blocking=blocking, topics=lambda: TOPICS)
+    for p in range(CONFIG.partitions):
+        c.on_elected(p, 1)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return c
+
+
+def join_req(member: str, group: str = "g") -> HeartbeatRequest:
+    return HeartbeatRequest(group, member, 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",),
+                            topic_partitions=())
+
+
+def test_heartbeats_are_written_and_a_new_coordinator_loads_the_group_as_it_was():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        b = await c.consumer_group_heartbeat(join_req("b"))
+        assert a.error == b.error == E.NONE and a.answer.member_epoch == 1 and b.answer.member_epoch == 2
+        assert sum(len(p) for p in a.answer.assignment.values()) == 6  # all of it, until b's join is reconciled
+        before = c.consumer.groups["g"]
+        c.shutdown()
+        d = await coordinator(log)  # the failover: a new leader of the partition replays the log
+        after = d.consumer.groups["g"]
+        assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch) == (2, 2)
+        assert after.members == before.members and after.target == before.target
+        assert after.partition_epochs == before.partition_epochs
+        # a's next heartbeat is accepted at the epoch it had: no rejoin, no full rebalance
+        owned = tuple((t, tuple(sorted(p))) for t, p in a.answer.assignment.items())
+        again = await d.consumer_group_heartbeat(HeartbeatRequest("g", "a", 1, topic_partitions=owned))
+        assert again.error == E.NONE and after.members["a"].pending_revocation
+        d.shutdown()
+    run(go())
+
+
+def test_a_failed_write_changes_nothing_and_maps_the_error():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        await c.consumer_group_heartbeat(join_req("a"))
+        epoch = c.consumer.groups["g"].group_epoch
+        log.fail_with = E.NOT_ENOUGH_REPLICAS
+        out = await c.consumer_group_heartbeat(join_req("b"))
+        assert out.error == E.COORDINATOR_NOT_AVAILABLE
+        assert set(c.consumer.groups["g"].members) == {"a"} and c.consumer.groups["g"].group_epoch == epoch
+        log.fail_with = None
+        assert (await c.consumer_group_heartbeat(join_req("b"))).error == E.NONE
+        c.shutdown()
+    run(go())
+
+
+def test_the_two_protocols_do_not_mix_and_admin_views_see_both():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        await join_fully(c, "classic-g")
+        refused = await c.consumer_group_heartbeat(join_req("x", "classic-g"))
+        assert refused.error == E.GROUP_ID_NOT_FOUND
+        await c.consumer_group_heartbeat(join_req("a"))
+        assert (await join_fully(c, "g")).error == E.INCONSISTENT_GROUP_PROTOCOL
+        _, groups = c.list_groups()
+        kinds = {o.group_id: (o.group_type, o.protocol_type) for o in groups}
+        assert kinds == {"classic-g": ("classic", "consumer"), "g": ("consumer", "consumer")}
+        assert [o.group_id for o in c.list_groups(types={"consumer"})[1]] == ["g"]
+        assert [o.group_id for o in c.list_groups(types={"classic"})[1]] == ["classic-g"]
+        assert c.describe_group("g").error == E.GROUP_ID_NOT_FOUND
+        c.shutdown()
+    run(go())
+
+
+def test_offsets_of_a_consumer_group_check_member_and_epoch_and_survive_a_failover():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        off = {("orders", 0): CommittedOffset(42, -1, "", 1)}
+        assert (await c.commit_offsets("g", a.answer.member_epoch - 1, "a", None, off)) == {("orders", 0): E.STALE_MEMBER_EPOCH}
+        assert (await c.commit_offsets("g", a.answer.member_epoch, "zz", None, off)) == {("orders", 0): E.UNKNOWN_MEMBER_ID}
+        assert (await c.commit_offsets("g", a.answer.member_epoch, "a", None, off)) == {("orders", 0): E.NONE}
+        assert c.fetch_offsets("g", [("orders", 0)], "a", a.answer.member_epoch + 1)[0] == E.STALE_MEMBER_EPOCH
+        c.shutdown()
+        d = await coordinator(log)
+        code, got = d.fetch_offsets("g", [("orders", 0)], "a", a.answer.member_epoch)
+        assert code == E.NONE and got[("orders", 0)].offset == 42
+        assert d.consumer.groups["g"].state is ConsumerGroupState.STABLE
+        # the last member leaves; the empty group is deleted with its offsets, and stays gone after a reload
+        await d.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
+        assert (await d.delete_groups(["g"])) == {"g": E.NONE}
+        d.shutdown()
+        e = await coordinator(log)
+        assert "g" not in e.consumer.groups and e.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
+        e.shutdown()
+    run(go())
+
+
+def test_offsets_of_a_consumer_group_with_members_do_not_expire():
+    async def go():
+        c = await coordinator(MemoryLog())
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
+        assert await c.expire_offsets(10**15) == 0 and c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
+        c.shutdown()
+    run(go())
