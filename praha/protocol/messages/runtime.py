@@ -113,11 +113,18 @@ def read_compact_count(b: Buffer, p: int) -> tuple[int, int]:
     return n - 1, p
 
 
+def _utf8(s: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except AttributeError:
+        raise WireFormatError(f"a string field holds {type(s).__name__} {s!r}") from None
+
+
 def write_string(out: bytearray, s: str | None) -> None:
     if s is None:
         out += b"\xff\xff"
         return
-    raw = s.encode("utf-8")
+    raw = _utf8(s)
     out += I16.pack(len(raw))
     out += raw
 
@@ -126,7 +133,7 @@ def write_compact_string(out: bytearray, s: str | None) -> None:
     if s is None:
         out += b"\x00"
         return
-    raw = s.encode("utf-8")
+    raw = _utf8(s)
     out += uvarint(len(raw) + 1)
     out += raw
 

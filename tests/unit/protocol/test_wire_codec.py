@@ -11,10 +11,10 @@ import uuid
 from typing import Any
 
 import kafka.protocol
+import kafka_python_controller_apis  # noqa: F401  (registers kafka-python declarations of the controller APIs)
 import pytest
 from kafka.protocol.api_message import ApiMessage
 
-from praha.protocol.controller_apis import ControlledShutdownRequest  # noqa: F401  (registers praha's JSON classes)
 from praha.protocol.messages.definition import Field, Message, load_all
 from praha.protocol.messages.gen import MESSAGES
 from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatResponse
