@@ -296,6 +296,15 @@ def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker
         return None
 
 
+def _lazy_getattr(self: Any, name: str) -> Any:
+    """`__getattr__` of the lazy messages below: Python calls it only for an unset slot, which
+    is a field not built yet (their big arrays): build them, then read it."""
+    if not name.startswith("_") and not self._materialized:
+        self._materialize()
+        return object.__getattribute__(self, name)
+    raise AttributeError(name)
+
+
 class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest):
     """A LeaderAndIsrRequest that encodes (at v4) straight from the controller's request;
     `topic_states` / `live_leaders` are built as message objects only when read (or for
@@ -320,11 +329,7 @@ class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest):
             full = _leader_and_isr_to_wire(self._data)
             self.topic_states, self.live_leaders = full.topic_states, full.live_leaders
 
-    def __getattr__(self, name: str) -> Any:  # only for unset slots
-        if name in ("topic_states", "live_leaders") and not self._materialized:
-            self._materialize()
-            return object.__getattribute__(self, name)
-        raise AttributeError(name)
+    __getattr__ = _lazy_getattr
 
     def encode(self, version: int) -> bytearray:
         if version == LEADER_AND_ISR_VERSION and not self._materialized:
@@ -415,11 +420,7 @@ class _SharedUpdateMetadataRequest(UpdateMetadataRequest):
             self._materialized = True
             self.topic_states, self.live_brokers = self._shared.wire_fields()
 
-    def __getattr__(self, name: str) -> Any:  # only for unset slots
-        if name in ("topic_states", "live_brokers") and not self._materialized:
-            self._materialize()
-            return object.__getattribute__(self, name)
-        raise AttributeError(name)
+    __getattr__ = _lazy_getattr
 
     def encode(self, version: int) -> bytearray:
         if version != UPDATE_METADATA_VERSION:

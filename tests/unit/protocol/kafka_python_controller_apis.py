@@ -3,38 +3,19 @@ StopReplica, UpdateMetadata, ControlledShutdown of Kafka 3.x, in `kafka_python_s
 an implementation independent of praha's generated codecs, to compare them with."""
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.api_message import ApiMessage
 
 _SCHEMAS = "kafka_python_schemas"
 
 
-class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS):
-    pass
+def _declare(name: str) -> Any:
+    return type(name, (ApiMessage,), {"__module__": __name__}, load_json=_SCHEMAS)
 
 
-class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
+LeaderAndIsrRequest, LeaderAndIsrResponse = _declare("LeaderAndIsrRequest"), _declare("LeaderAndIsrResponse")
+StopReplicaRequest, StopReplicaResponse = _declare("StopReplicaRequest"), _declare("StopReplicaResponse")
+UpdateMetadataRequest, UpdateMetadataResponse = _declare("UpdateMetadataRequest"), _declare("UpdateMetadataResponse")
+ControlledShutdownRequest = _declare("ControlledShutdownRequest")
+ControlledShutdownResponse = _declare("ControlledShutdownResponse")
