@@ -123,11 +123,13 @@ def run(repeat: int, trials: int) -> list[dict[str, Any]]:
         assert bytes(old_resp.encode(version=version)) == bytes(new_resp.encode(version)), f"{name}: responses differ"
         old_cls, new_cls = type(old_req), type(new_req)
 
-        def old() -> None:
+        def old(old_cls: Any = old_cls, wire_req: bytes = wire_req, version: int = version,
+                old_resp: Any = old_resp) -> None:
             old_cls.decode(wire_req, version=version)
             old_resp.encode(version=version)
 
-        def new() -> None:
+        def new(new_cls: Any = new_cls, wire_req: bytes = wire_req, version: int = version,
+                new_resp: Any = new_resp) -> None:
             new_cls.decode(wire_req, version)
             new_resp.encode(version)
 

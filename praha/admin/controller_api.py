@@ -12,12 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.client import BrokerConnection, api_versions
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.registry import APIS
 from praha.zk.store import ZkStore
 
@@ -58,7 +57,7 @@ def negotiate(host: str, port: int, api_key: int, timeout: float, security: Clie
     return version
 
 
-def call_controller(locate: Locator, request: ApiMessage, not_controller: Callable[[Any], bool],
+def call_controller(locate: Locator, request: WireMessage, not_controller: Callable[[Any], bool],
                     timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> tuple[Any, int]:
     """(response, version) from the active controller, retrying while the seat moves."""
     deadline = time.monotonic() + timeout

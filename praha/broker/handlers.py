@@ -142,13 +142,13 @@ def acls(*checks: tuple[ResourceType, AclOperation, str]) -> tuple[AclCheck, ...
 
 #: every API this broker serves (versions: what current clients negotiate, within the schemas)
 ROUTES: tuple[Route, ...] = (
-    Route(ApiKey.PRODUCE, (3, 9), DataApis, DataApis.handle_produce,
+    Route(ApiKey.PRODUCE, (3, 11), DataApis, DataApis.handle_produce,
           acls=acls((T, Op.WRITE, "topic_data[].name"), (X, Op.WRITE, "transactional_id"))),
     Route(ApiKey.FETCH, (4, 12), DataApis, DataApis.handle_fetch,
           acls=acls((T, Op.READ, "topics[].topic"), (C, Op.CLUSTER_ACTION, CLUSTER))),
     Route(ApiKey.LIST_OFFSETS, (1, 7), DataApis, DataApis.handle_list_offsets,
           acls=acls((T, Op.DESCRIBE, "topics[].name"))),
-    Route(ApiKey.METADATA, (0, 12), MetadataApis, MetadataApis.handle_metadata,
+    Route(ApiKey.METADATA, (0, 13), MetadataApis, MetadataApis.handle_metadata,
           acls=acls((T, Op.DESCRIBE, "topics[].name"), (C, Op.CREATE, CLUSTER), (T, Op.CREATE, "topics[].name"))),
     Route(ApiKey.LEADER_AND_ISR, (4, 4), ControllerApis, ControllerApis.handle_leader_and_isr,
           acls=acls((C, Op.CLUSTER_ACTION, CLUSTER))),
@@ -166,7 +166,7 @@ ROUTES: tuple[Route, ...] = (
     # DeleteTopics starts at v1 in kafka-python's schema
     Route(ApiKey.DELETE_TOPICS, (1, 6), AdminApis, AdminApis.handle_delete_topics,
           acls=acls((T, Op.DELETE, "topic_names[] | topics[].name"))),
-    Route(ApiKey.INIT_PRODUCER_ID, (0, 4), ProducerIdApis, ProducerIdApis.handle_init_producer_id,
+    Route(ApiKey.INIT_PRODUCER_ID, (0, 5), ProducerIdApis, ProducerIdApis.handle_init_producer_id,
           acls=acls((C, Op.IDEMPOTENT_WRITE, CLUSTER), (T, Op.WRITE, "any topic"), (X, Op.WRITE, "transactional_id"))),
     Route(ApiKey.DESCRIBE_PRODUCERS, (0, 0), ProducerIdApis, ProducerIdApis.handle_describe_producers,
           acls=acls((T, Op.READ, "topics[].name"))),
@@ -182,7 +182,7 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((C, Op.DESCRIBE, CLUSTER))),
     Route(ApiKey.DESCRIBE_CLUSTER, (0, 1), DataApis, DataApis.handle_describe_cluster,
           acls=acls((C, Op.DESCRIBE, CLUSTER + ": the authorised operations only")), refuses=False),
-    Route(ApiKey.FIND_COORDINATOR, (0, 4), GroupApis, GroupApis.handle_find_coordinator,
+    Route(ApiKey.FIND_COORDINATOR, (0, 6), GroupApis, GroupApis.handle_find_coordinator,
           acls=acls((G, Op.DESCRIBE, "key | coordinator_keys[]"), (X, Op.DESCRIBE, "key | coordinator_keys[]"))),
     Route(ApiKey.JOIN_GROUP, (0, 9), GroupApis, GroupApis.handle_join_group,
           acls=acls((G, Op.READ, "group_id"))),

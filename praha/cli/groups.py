@@ -85,9 +85,6 @@ def register(sub: Any) -> None:
                    help="--describe: the group's coordinator, assignor, state and member count; --list: show "
                         "each group's state, or only groups in these states (Stable,Empty or Stable Empty)")
 
-    d.add_argument("--type", nargs="*", metavar="TYPE",
-                   help="--list: show each group's type, or only groups of these types (classic,consumer); "
-                        "every praha group is classic")
 
     r = p.add_argument_group("--reset-offsets: the new offsets (exactly one)")
     modes = r.add_mutually_exclusive_group()

@@ -1,12 +1,10 @@
 """The Kafka wire protocol as praha speaks it.
 
-`controller_apis` adds the controller-to-broker messages kafka-python lacks, `registry`
-maps api keys to message classes, `framing` turns frames into requests and responses into
-frames for a server, and `client` is a blocking connection for the controller and tools.
-
-Importing the package first hardens kafka-python's generated decoders (`_hardening`).
+`messages/` holds praha's definition of every message and the codecs generated from them,
+`controller_apis` names the controller-to-broker versions praha speaks, `registry` maps api
+keys to message classes, `framing` turns frames into requests and responses into frames for
+a server, and `client` is a blocking connection for the controller and tools.
 """
-from praha.protocol import _hardening  # noqa: F401  (must run before any decoder is built)
 from praha.protocol.client import BrokerConnection, api_versions
 from praha.protocol.errors import (
     BrokerConnectionError,

@@ -1,7 +1,7 @@
 """Conversion between the controller's request dataclasses and the Kafka wire classes.
 
 The controller and the broker reason in `messages.py` terms; this is the only place that
-knows the shape of `praha.protocol.controller_apis` (LeaderAndIsr v4, StopReplica v3,
+knows the shape of the controller APIs' generated classes (LeaderAndIsr v4, StopReplica v3,
 UpdateMetadata v6, ControlledShutdown v3). Grouping by topic happens here.
 """
 from __future__ import annotations
@@ -14,14 +14,6 @@ from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
 from praha.errors import PrahaError
-from praha.protocol.controller_apis import (
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-)
 from praha.protocol.controller_requests import (
     ControllerRequest,
     ControllerResponseData,
@@ -30,6 +22,14 @@ from praha.protocol.controller_requests import (
     StopReplicaPartition,
     StopReplicaRequestData,
     UpdateMetadataRequestData,
+)
+from praha.protocol.messages.gen.controller import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
 )
 from praha.protocol.varint import write_uvarint
 
@@ -92,11 +92,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
 def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> Any:
     shared = _shared_update_metadata(req)
     if shared is not None:
-        msg = _SharedUpdateMetadataRequest(
-            controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
-        )
-        msg._shared = shared
-        return msg
+        return _SharedUpdateMetadataRequest.of(req, shared)
     return UpdateMetadataRequest(
         controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
         topic_states=_um_topic_states(req.partitions), live_brokers=_um_brokers(req.live_brokers),
@@ -138,15 +134,15 @@ def _um_brokers(live_brokers: Iterable[BrokerInfo]) -> list[Any]:
 
 
 # ---------------------------------------------------------------------- direct encoding
-# kafka-python builds one object per partition state (per broker, for LeaderAndIsr) and
-# encodes them with generic code: at 10k partitions that was most of the senders' CPU time,
+# The generic path builds one object per partition state (per broker, for LeaderAndIsr) and
+# encodes them field by field: at 10k partitions that was most of the senders' CPU time,
 # taken from the event thread (one interpreter). These encoders write the same bytes straight
 # from the controller's dataclasses: LeaderAndIsr v4 and UpdateMetadata v6 are flexible
 # versions (compact arrays and strings: unsigned varint length + 1; an empty tagged-field
 # section, one 0 byte, after every struct and the body). Integers are packed with the struct
-# formats kafka-python packs them with, so they take (and refuse) the same values; anything
+# formats the generated codec packs them with, so they take (and refuse) the same values; anything
 # else unusual (a string field that is not a str, an array without a length, 127+ entries)
-# returns None and the caller uses kafka-python, so the bytes are always kafka-python's; unit
+# returns None and the caller uses the generated codec, so the bytes are always its; unit
 # tests compare them.
 
 _I16 = struct.Struct(">h")
@@ -156,7 +152,7 @@ _SMALL_UVARINT = [bytes((i,)) for i in range(128)]
 
 
 class _NotPlain(PrahaError):
-    """A value the direct encoders leave to kafka-python."""
+    """A value the direct encoders leave to the generated codec."""
 
 
 def _uvarint(n: int) -> bytes:
@@ -226,7 +222,7 @@ def _um_shape(n_isr: int, n_replicas: int, n_offline: int) -> struct.Struct:
 
 
 def _fast_leader_and_isr_body(req: LeaderAndIsrRequestData) -> bytes | None:
-    """The LeaderAndIsr v4 body of `req`, as kafka-python encodes `_leader_and_isr_to_wire(req)`."""
+    """The LeaderAndIsr v4 body of `req`, as the generated codec encodes `_leader_and_isr_to_wire(req)`."""
     try:
         out = [_HEAD.pack(*_ints(req.controller_id, req.controller_epoch, req.broker_epoch))]
         groups = _topic_groups(req.partitions)
@@ -266,7 +262,7 @@ def _fast_leader_and_isr_body(req: LeaderAndIsrRequestData) -> bytes | None:
 
 def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker_epoch: int,
                                partitions: Sequence[Any], live_brokers: Sequence[BrokerInfo]) -> bytes | None:
-    """The UpdateMetadata v6 body, as kafka-python encodes `_um_topic_states` / `_um_brokers`."""
+    """The UpdateMetadata v6 body, as the generated codec encodes `_um_topic_states` / `_um_brokers`."""
     try:
         out = [_HEAD.pack(*_ints(controller_id, controller_epoch, broker_epoch))]
         groups = _topic_groups(partitions)
@@ -300,52 +296,51 @@ def _fast_update_metadata_body(controller_id: int, controller_epoch: int, broker
         return None
 
 
-def _is_materialized(msg: object) -> bool:
-    try:
-        return bool(object.__getattribute__(msg, "_materialized"))
-    except AttributeError:
-        return False
+def _lazy_getattr(self: Any, name: str) -> Any:
+    """`__getattr__` of the lazy messages below: Python calls it only for an unset slot, which
+    is a field not built yet (their big arrays): build them, then read it."""
+    if not name.startswith("_") and not self._materialized:
+        self._materialize()
+        return object.__getattribute__(self, name)
+    raise AttributeError(name)
 
 
-class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest, init=False):  # type: ignore[call-arg]  # metaclass keyword
+class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest):
     """A LeaderAndIsrRequest that encodes (at v4) straight from the controller's request;
-    `topic_states` / `live_leaders` are built as kafka-python objects only when read (or for
+    `topic_states` / `live_leaders` are built as message objects only when read (or for
     another version), and once built they are what gets encoded."""
 
     __slots__ = ("_data", "_materialized")
-    API_VERSION: int
+    _data: LeaderAndIsrRequestData
+    _materialized: bool
 
     @classmethod
     def of(cls, req: LeaderAndIsrRequestData) -> "_LazyLeaderAndIsrRequest":
         msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
                   broker_epoch=req.broker_epoch)
+        del msg.topic_states, msg.live_leaders  # unset slots: reading them materialises (__getattr__)
         msg._data = req
+        msg._materialized = False
         return msg
 
     def _materialize(self) -> None:
-        if not _is_materialized(self):
+        if not self._materialized:
             self._materialized = True
             full = _leader_and_isr_to_wire(self._data)
             self.topic_states, self.live_leaders = full.topic_states, full.live_leaders
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("topic_states", "live_leaders") and not _is_materialized(self):
-            self._materialize()
-            return getattr(self, name)
-        return super().__getattr__(name)
+    __getattr__ = _lazy_getattr
 
-    def encode(self, version: int | None = None, header: bool = False, framed: bool = False) -> Any:
-        v = version if version is not None else self.API_VERSION
-        if not header and not framed and v == LEADER_AND_ISR_VERSION and not _is_materialized(self):
+    def encode(self, version: int) -> bytearray:
+        if version == LEADER_AND_ISR_VERSION and not self._materialized:
             data = self._data
             if (self.controller_id, self.controller_epoch, self.broker_epoch) == (
                     data.controller_id, data.controller_epoch, data.broker_epoch):
                 body = _fast_leader_and_isr_body(data)
                 if body is not None:
-                    self.API_VERSION = v
-                    return body
+                    return bytearray(body)
         self._materialize()
-        return super().encode(version=version, header=header, framed=framed)
+        return super().encode(version)
 
 
 # ---------------------------------------------------------------------- one UpdateMetadata, many brokers
@@ -391,9 +386,9 @@ class _SharedUpdateMetadata:
             if cached is None or cached[:2] != (msg.controller_id, msg.controller_epoch):
                 body = _fast_update_metadata_body(msg.controller_id, msg.controller_epoch, msg.broker_epoch,
                                                   self.partitions, self.live_brokers)
-                if body is None:  # something the direct encoder does not take: kafka-python's own
+                if body is None:  # something the direct encoder does not take: the generated one
                     msg._materialize()
-                    body = bytes(UpdateMetadataRequest.encode(msg, version=UPDATE_METADATA_VERSION))
+                    body = bytes(UpdateMetadataRequest.encode(msg, UPDATE_METADATA_VERSION))
                 self._body = (msg.controller_id, msg.controller_epoch, body)
                 return body
         body = cached[2]
@@ -401,37 +396,42 @@ class _SharedUpdateMetadata:
         return body[:at] + _BROKER_EPOCH.pack(msg.broker_epoch) + body[at + _BROKER_EPOCH.size:]
 
 
-class _SharedUpdateMetadataRequest(UpdateMetadataRequest, init=False):  # type: ignore[call-arg]  # metaclass keyword
+class _SharedUpdateMetadataRequest(UpdateMetadataRequest):
     """An UpdateMetadataRequest whose topic states are shared with the same request to the
     other brokers of its batch; encodes through `_SharedUpdateMetadata.body`. Its
-    `topic_states` / `live_brokers` (kafka-python objects, the shared ones) are only built
-    when read: sending does not need them."""
+    `topic_states` / `live_brokers` (the shared message objects) are only built when read:
+    sending does not need them."""
 
     __slots__ = ("_shared", "_materialized")
-    API_VERSION: int
+    _shared: _SharedUpdateMetadata
+    _materialized: bool
+
+    @classmethod
+    def of(cls, req: UpdateMetadataRequestData, shared: _SharedUpdateMetadata) -> "_SharedUpdateMetadataRequest":
+        msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
+                  broker_epoch=req.broker_epoch)
+        del msg.topic_states, msg.live_brokers  # unset slots: reading them materialises (__getattr__)
+        msg._shared = shared
+        msg._materialized = False
+        return msg
 
     def _materialize(self) -> None:
-        if not getattr(self, "_materialized", False):
+        if not self._materialized:
             self._materialized = True
             self.topic_states, self.live_brokers = self._shared.wire_fields()
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("topic_states", "live_brokers") and not _is_materialized(self):
-            self._materialize()
-            return getattr(self, name)
-        return super().__getattr__(name)
+    __getattr__ = _lazy_getattr
 
-    def encode(self, version: int | None = None, header: bool = False, framed: bool = False) -> Any:
-        if header or framed or (version if version is not None else self.API_VERSION) != UPDATE_METADATA_VERSION:
+    def encode(self, version: int) -> bytearray:
+        if version != UPDATE_METADATA_VERSION:
             self._materialize()
-            return super().encode(version=version, header=header, framed=framed)
-        if _is_materialized(self):
+            return super().encode(version)
+        if self._materialized:
             # fields were read (and may have been replaced): encode what the object holds
             fields = self._shared._fields
             if fields is None or self.topic_states is not fields[0] or self.live_brokers is not fields[1]:
-                return super().encode(version=version, header=header, framed=framed)
-        self.API_VERSION = version if version is not None else self.API_VERSION
-        return self._shared.body(self)
+                return super().encode(version)
+        return bytearray(self._shared.body(self))
 
 
 _shared_lock = threading.Lock()
@@ -521,19 +521,18 @@ def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
 
 # ---------------------------------------------------------------------- responses
 def response_to_wire(api_key: int, resp: ControllerResponseData) -> Any:
-    errors = [
-        dict(topic_name=tp.topic, partition_index=tp.partition, error_code=int(code))
-        for tp, code in resp.partition_errors.items()
-    ]
+    errors = [(tp.topic, tp.partition, int(code)) for tp, code in resp.partition_errors.items()]
     if api_key == LeaderAndIsrRequestData.api_key:
         return LeaderAndIsrResponse(
             error_code=int(resp.error_code),
-            partition_errors=[LeaderAndIsrResponse.LeaderAndIsrPartitionError(**e) for e in errors],
+            partition_errors=[LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                topic_name=t, partition_index=p, error_code=c) for t, p, c in errors],
         )
     if api_key == StopReplicaRequestData.api_key:
         return StopReplicaResponse(
             error_code=int(resp.error_code),
-            partition_errors=[StopReplicaResponse.StopReplicaPartitionError(**e) for e in errors],
+            partition_errors=[StopReplicaResponse.StopReplicaPartitionError(
+                topic_name=t, partition_index=p, error_code=c) for t, p, c in errors],
         )
     if api_key == UpdateMetadataRequestData.api_key:
         return UpdateMetadataResponse(error_code=int(resp.error_code))

@@ -1,4 +1,4 @@
-"""ProduceRequest v3-v9, parsed by hand so that the record bytes are never copied.
+"""ProduceRequest v3-v11, parsed by hand so that the record bytes are never copied.
 
 kafka-python's decoder copies every `records` field into a new `bytes`; on a broker that
 is a copy of every produced byte. Here each partition's records come back as a
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from praha.protocol.header import RequestHeader
 
 FLEXIBLE_FROM = 9
-MIN_VERSION, MAX_VERSION = 3, 9
+MIN_VERSION, MAX_VERSION = 3, 11  # v10 and v11 read as v9 (they change only the response and its errors)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -10,42 +10,31 @@ import uuid
 from typing import Any, ClassVar, Self
 
 from praha.protocol.errors import MalformedRequestError
+from praha.protocol.varint import MalformedVarintError, skip_tagged_fields, write_uvarint
+from praha.protocol.varint import read_uvarint as _read_uvarint
 
 Buffer = bytes | bytearray | memoryview
 ZERO_UUID = uuid.UUID(int=0)
 
 I8, I16, I32, I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
-_VARINT_1 = [bytes((i,)) for i in range(128)]
 
 
 class WireFormatError(MalformedRequestError):
     """Bytes that do not decode as the message at that version (Kafka: INVALID_REQUEST)."""
 
 
-def uvarint(n: int) -> bytes:
-    """Kafka's unsigned varint (flexible lengths, tags)."""
-    if n < 128:
-        return _VARINT_1[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+#: Kafka's unsigned varint (flexible lengths, tags): the one writer, in praha.protocol.varint
+uvarint = write_uvarint
 
 
 def read_uvarint(b: Buffer, p: int) -> tuple[int, int]:
     x = b[p]
     if x < 128:
         return x, p + 1
-    value, shift = x & 0x7F, 7
-    for i in range(1, 5):
-        x = b[p + i]
-        value |= (x & 0x7F) << shift
-        if x < 128:
-            return value, p + i + 1
-        shift += 7
-    raise WireFormatError("varint longer than 5 bytes")
+    try:
+        return _read_uvarint(b, p)
+    except MalformedVarintError as e:
+        raise WireFormatError(str(e)) from None
 
 
 def uuid_bytes(value: uuid.UUID | str | None) -> bytes:
@@ -113,11 +102,18 @@ def read_compact_count(b: Buffer, p: int) -> tuple[int, int]:
     return n - 1, p
 
 
+def _utf8(s: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except AttributeError:
+        raise WireFormatError(f"a string field holds {type(s).__name__} {s!r}") from None
+
+
 def write_string(out: bytearray, s: str | None) -> None:
     if s is None:
         out += b"\xff\xff"
         return
-    raw = s.encode("utf-8")
+    raw = _utf8(s)
     out += I16.pack(len(raw))
     out += raw
 
@@ -126,7 +122,7 @@ def write_compact_string(out: bytearray, s: str | None) -> None:
     if s is None:
         out += b"\x00"
         return
-    raw = s.encode("utf-8")
+    raw = _utf8(s)
     out += uvarint(len(raw) + 1)
     out += raw
 
@@ -156,12 +152,10 @@ def write_tagged(out: bytearray, tagged: list[tuple[int, bytearray]]) -> None:
 
 
 def skip_tagged(b: Buffer, p: int) -> int:
-    n, p = read_uvarint(b, p)
-    for _ in range(n):
-        _, p = read_uvarint(b, p)
-        size, p = read_uvarint(b, p)
-        p = _slice(b, p, size)
-    return p
+    try:
+        return skip_tagged_fields(b, p)
+    except MalformedVarintError as e:
+        raise WireFormatError(str(e)) from None
 
 
 def null_field(name: str) -> WireFormatError:

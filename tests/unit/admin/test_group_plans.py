@@ -197,20 +197,15 @@ def test_small_tables():
 def test_a_reset_file_reads_back_what_export_wrote_and_is_clamped_into_the_log():
     a0, a1 = TP("a", 0), TP("a", 1)
     one = export_csv({"g": {a1: 7, a0: 3}}, with_group=False)
-    assert one == "a,0,3
-a,1,7
-"
+    assert one == "a,0,3\na,1,7\n"
     assert parse_reset_csv(one, "g") == {"g": {a0: 3, a1: 7}}
     many = export_csv({"g": {a0: 3}, "h": {a1: 9}}, with_group=True)
     assert parse_reset_csv(many, None) == {"g": {a0: 3}, "h": {a1: 9}}
     assert parse_reset_csv(many, "g") == {"g": {a0: 3}, "h": {a1: 9}}  # four fields: the group form
     with pytest.raises(GroupInputError, match="line 2 of the reset file: partition and offset must be whole"):
-        parse_reset_csv("a,0,3
-a,x,1
-", "g")
+        parse_reset_csv("a,0,3\na,x,1\n", "g")
     with pytest.raises(GroupInputError, match="expected group,topic,partition,offset"):
-        parse_reset_csv("a,0
-", None)
+        parse_reset_csv("a,0\n", None)
     plan = plan_reset(ResetSpec(ResetMode.FROM_FILE), [a0, a1], {}, {a0: 2, a1: 0}, {a0: 10, a1: 5},
                       requested={a0: 0, a1: 9})
     assert plan.offsets == {a0: 2, a1: 5} and len(plan.warnings) == 2

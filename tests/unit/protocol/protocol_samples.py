@@ -7,8 +7,7 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record import MemoryRecordsBuilder
-
-from praha.protocol.controller_apis import (
+from kafka_python_controller_apis import (
     ControlledShutdownRequest,
     LeaderAndIsrRequest,
     StopReplicaRequest,

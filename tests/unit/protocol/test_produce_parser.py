@@ -11,7 +11,7 @@ from kafka.protocol.producer import ProduceRequest as P
 
 from praha.protocol.errors import MalformedRequestError
 from praha.protocol.framing import decode_request, encode_request
-from praha.protocol.produce import MalformedProduceError, parse_produce_request, produce_fields
+from praha.protocol.produce import MalformedProduceError, ProduceRequestView, parse_produce_request, produce_fields
 
 VERSIONS = range(3, 10)
 
@@ -83,9 +83,14 @@ def test_lengths_that_lie_are_refused(version):
         parse_produce_request(bad, 0, 3)
 
 
-def test_versions_outside_three_to_nine_are_left_to_the_generated_codec():
+def test_v10_and_v11_parse_as_v9_and_later_versions_are_left_to_the_generated_codec():
     with pytest.raises(MalformedProduceError):
         parse_produce_request(b"", 0, 2)
-    frame = encode_request(request([("t", [(0, b"abc")])]), 10, 1)
+    for version in (10, 11):  # the same request layout as v9
+        frame = encode_request(request([("t", [(0, b"abc")])]), version, 1)
+        decoded = decode_request(frame[4:]).request
+        assert type(decoded) is ProduceRequestView
+        assert bytes(decoded.topic_data[0].partition_data[0].records) == b"abc"
+    frame = encode_request(request([("t", [(0, b"abc")])]), 12, 1)
     from praha.protocol.messages.gen.produce_fetch import ProduceRequest
     assert type(decode_request(frame[4:]).request) is ProduceRequest  # the generated codec

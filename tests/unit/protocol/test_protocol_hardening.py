@@ -1,4 +1,4 @@
-"""kafka-python's generated decoders, as hardened by praha.protocol._hardening."""
+"""The generated decoders against hostile input: bounded varints, tagged fields read in place."""
 from __future__ import annotations
 
 import struct

@@ -11,10 +11,10 @@ import uuid
 from typing import Any
 
 import kafka.protocol
+import kafka_python_controller_apis  # noqa: F401  (registers kafka-python declarations of the controller APIs)
 import pytest
 from kafka.protocol.api_message import ApiMessage
 
-from praha.protocol.controller_apis import ControlledShutdownRequest  # noqa: F401  (registers praha's JSON classes)
 from praha.protocol.messages.definition import Field, Message, load_all
 from praha.protocol.messages.gen import MESSAGES
 from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatResponse
@@ -126,21 +126,24 @@ def _build(cls: Any, fields: list[Field], tree: dict[str, Any], path: str = "", 
     return cls(**kw)
 
 
-@pytest.mark.parametrize(("name", "version"), PAIRS, ids=[f"{n}-v{v}" for n, v in PAIRS])
-def test_same_bytes_as_kafka_python_and_round_trip(name: str, version: int) -> None:
+@pytest.mark.parametrize("name", sorted({n for n, _ in PAIRS}))
+def test_same_bytes_as_kafka_python_and_round_trip(name: str) -> None:
+    """Every version both define, three random messages each (one test per message: the
+    per-version cases cost more in pytest's bookkeeping than in encoding)."""
     msg: Message = DEFS[name]
     ours_cls = MESSAGES[msg.api_key][0 if name.endswith("Request") else 1]
     theirs_cls = KAFKA_PYTHON[name]
-    rng = random.Random(f"{name}{version}")
-    for _ in range(4):
-        tree = _tree(msg.fields, version, rng)
-        ours = _build(ours_cls, msg.fields, tree, name)
-        theirs = _build(theirs_cls, msg.fields, tree, name, kafka_python=True)
-        wire = bytes(ours.encode(version))
-        assert wire == bytes(theirs.encode(version=version)), tree
-        back = ours_cls.decode(wire, version)
-        assert back == ours
-        assert bytes(back.encode(version)) == wire
+    for version in (v for n, v in PAIRS if n == name):
+        rng = random.Random(f"{name}{version}")
+        for _ in range(3):
+            tree = _tree(msg.fields, version, rng)
+            ours = _build(ours_cls, msg.fields, tree, name)
+            theirs = _build(theirs_cls, msg.fields, tree, name, kafka_python=True)
+            wire = bytes(ours.encode(version))
+            assert wire == bytes(theirs.encode(version=version)), (version, tree)
+            back = ours_cls.decode(wire, version)
+            assert back == ours, version
+            assert bytes(back.encode(version)) == wire
 
 
 def test_every_served_message_is_compared() -> None:
