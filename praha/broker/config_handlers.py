@@ -3,7 +3,7 @@
 1. Read what ZooKeeper holds (off the event loop): the topic's overrides
    (`/config/topics/<t>`), this broker's dynamic configs (`/config/brokers/<id>`) and the
    cluster-wide ones (`/config/brokers/<default>`).
-2. Resolve each config through its layers (`praha.configdefs.resolve_topic_config`): topic
+2. Resolve each config through its layers (`praha.config.resolve_topic_config`): topic
    override, dynamic broker, dynamic default, `server.properties`, Kafka's default; the
    first is reported with its source, the rest as synonyms when asked.
 3. Broker resources: every setting this broker has, read-only unless Kafka can change it
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import AlterConfigsResponse, DescribeConfigsResponse, IncrementalAlterConfigsResponse
 
-from praha.configdefs import (
-    DYNAMIC_BROKER_DEFAULTS,
+from praha.config import (
+    BROKER_CONFIG_BY_NAME,
     DYNAMIC_BROKER_KEYS,
     TOPIC_CONFIG_BY_NAME,
     TOPIC_CONFIG_DEFS,
@@ -137,10 +137,12 @@ class ConfigApis:
         cfg = self.broker.config
         static = cfg.static_values()
         out = []
-        known = {**DYNAMIC_BROKER_DEFAULTS, **cfg.all_values()}
+        known = {d.name: d.default for d in BROKER_CONFIG_BY_NAME.values()}
+        known.update({k: v for k, v in cfg.unknown.items()})
         for key, default in sorted(known.items()):
             if keys is not None and key not in keys:
                 continue
+            d = BROKER_CONFIG_BY_NAME.get(key)
             layers: list[ResolvedValue] = []
             live = key in DYNAMIC_BROKER_KEYS
             if name and live and key in dyn:
@@ -149,11 +151,14 @@ class ConfigApis:
                 layers.append(ResolvedValue(key, dyn_default[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
             if name and key in static:
                 layers.append(ResolvedValue(key, static[key], ConfigSource.STATIC_BROKER_CONFIG))
+            elif name and d is not None and key not in cfg.given_keys and cfg.value_of(key) != d.default:
+                layers.append(ResolvedValue(key, cfg.value_of(key), ConfigSource.STATIC_BROKER_CONFIG))  # set in code
             if name:
                 layers.append(ResolvedValue(key, default, ConfigSource.DEFAULT_CONFIG))
             if not layers:
                 continue  # `<default>` lists only what is set cluster-wide
-            out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers, _type_of(default), None))
+            out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers,
+                              d.type if d is not None else ConfigType.STRING, None))
         return out
 
     # ------------------------------------------------------------ AlterConfigs
@@ -254,20 +259,11 @@ def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, in
 
 def _entry(name: str, top: ResolvedValue, read_only: bool, synonyms: bool, layers: list[ResolvedValue],
            type_: ConfigType, doc: str | None) -> Any:
-    sensitive = name.endswith(_SENSITIVE_SUFFIXES)
+    d = BROKER_CONFIG_BY_NAME.get(name)
+    sensitive = name.endswith(_SENSITIVE_SUFFIXES) or (d is not None and d.sensitive)
     return _Entry(
         name=name, value=None if sensitive else top.value, read_only=read_only, config_source=int(top.source),
         is_default=top.source == ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
         synonyms=[_Syn(name=s.name, value=None if sensitive else s.value, source=int(s.source)) for s in layers]
         if synonyms else [],
         config_type=int(type_), documentation=doc)
-
-
-def _type_of(value: str) -> ConfigType:
-    if value in ("true", "false"):
-        return ConfigType.BOOLEAN
-    try:
-        int(value)
-        return ConfigType.LONG
-    except ValueError:
-        return ConfigType.STRING

@@ -47,7 +47,7 @@ from hashlib import md5
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from praha.common import TopicPartition
-from praha.configdefs import CLEANER_KEYS
+from praha.config import CLEANER_KEYS
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
 from praha.log.checkpoints import OffsetCheckpointFile

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition, new_topic_id
-from praha.configdefs import (
+from praha.config import (
     CLUSTER_LEVEL_LISTENER_CONFIGS,
     DYNAMIC_BROKER_KEYS,
     DYNAMIC_LISTENER_CONFIGS,

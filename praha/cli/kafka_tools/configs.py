@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from praha.cli.kafka_tools.base import KafkaToolParser, add_connection
-from praha.configdefs import ConfigSource
+from praha.config import ConfigSource
 from praha.errors import PrahaError
 
 DESCRIPTION = """\
