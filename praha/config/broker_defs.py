@@ -241,7 +241,7 @@ def _synonym_defs(named: tuple[ConfigDef, ...]) -> tuple[ConfigDef, ...]:
             if scaled:
                 last = i == len(t.synonyms) - 1
                 default = str(int(t.default or 0) // s.scale) if last and t.default is not None else None
-            type_ = T.LONG if s.scale != 1 else t.type
+            type_ = T.INT if s.scale != 1 else t.type  # Kafka: log.retention.hours is an int
             unit = {3_600_000: " (hours)", 60_000: " (minutes)"}.get(s.scale, "")
             out.append(ConfigDef(s.name, type_, default, f"the default of topic setting {t.name}{unit}",
                                  validator=t.validator if s.scale == 1 else Range(-1) if t.name == "retention.ms"

@@ -9,7 +9,7 @@ A new topic setting is one `_d(...)` line.
 """
 from __future__ import annotations
 
-from praha.config.model import HOUR, INT_MAX, LONG_MAX, MINUTE, ConfigDef, ConfigType, Range, Synonym, Validator
+from praha.config.model import HOUR, INT_MAX, LONG_MAX, MINUTE, ConfigDef, ConfigType, OneOf, Range, Synonym, Validator, ValidList
 
 
 def _log(name: str) -> Synonym:
@@ -24,9 +24,10 @@ def _d(name: str, type_: ConfigType, default: str | None, doc: str, *synonyms: S
 T = ConfigType
 TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("cleanup.policy", T.LIST, "delete", "delete old segments by time/size, compact to the last value per key, or both",
-       _log("cleanup.policy")),
+       _log("cleanup.policy"), validator=ValidList(("compact", "delete"))),
     _d("compression.type", T.STRING, "producer", "the codec the broker stores batches in; 'producer' keeps theirs",
-       Synonym("compression.type")),
+       Synonym("compression.type"),
+       validator=OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))),
     _d("compression.gzip.level", T.INT, "9", "gzip level when the topic recompresses", Synonym("compression.gzip.level")),
     _d("compression.lz4.level", T.INT, "9", "lz4 level when the topic recompresses", Synonym("compression.lz4.level")),
     _d("compression.zstd.level", T.INT, "3", "zstd level when the topic recompresses", Synonym("compression.zstd.level")),
@@ -60,7 +61,7 @@ TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("message.timestamp.difference.max.ms", T.LONG, str(LONG_MAX), "deprecated: the largest timestamp skew accepted",
        _log("message.timestamp.difference.max.ms"), validator=Range(0)),
     _d("message.timestamp.type", T.STRING, "CreateTime", "CreateTime keeps the producer's; LogAppendTime stamps on append",
-       _log("message.timestamp.type")),
+       _log("message.timestamp.type"), validator=OneOf(("CreateTime", "LogAppendTime"))),
     _d("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", "the dirty share of a log that makes it worth compacting",
        Synonym("log.cleaner.min.cleanable.ratio"), validator=Range(0, 1)),
     _d("min.compaction.lag.ms", T.LONG, "0", "a record stays uncompacted at least this long",
