@@ -9,7 +9,19 @@ A new topic setting is one `_d(...)` line.
 """
 from __future__ import annotations
 
-from praha.config.model import HOUR, INT_MAX, LONG_MAX, MINUTE, ConfigDef, ConfigType, OneOf, Range, Synonym, Validator, ValidList
+from praha.config.model import (
+    HOUR,
+    INT_MAX,
+    LONG_MAX,
+    MINUTE,
+    ConfigDef,
+    ConfigType,
+    OneOf,
+    Range,
+    Synonym,
+    Validator,
+    ValidList,
+)
 
 
 def _log(name: str) -> Synonym:
