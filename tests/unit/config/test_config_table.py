@@ -29,8 +29,9 @@ from praha.config import (
 )
 from praha.config.docs import render
 from praha.errors import ConfigError
+from praha.log.cleaner import CleanerConfig
 from praha.log.config import LogConfig
-from praha.zk.admin_zk import broker_dynamic_refusal
+from praha.zk.admin_zk import BROKERS, broker_dynamic_refusal, check_config_values
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181/x"}
@@ -165,3 +166,25 @@ def test_configuration_page_is_generated_from_the_tables():
     page = (ROOT / "docs" / "configuration.md").read_text()
     assert page == render(), "docs/configuration.md is stale: run `make docs`"
     assert "| `log.retention.hours` | int | 168 |" in page
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("log.cleaner.threads", "many", "Invalid value many for configuration log.cleaner.threads: Not a number"),
+    ("num.io.threads", "0", "Invalid value 0 for configuration num.io.threads: Value must be at least 1"),
+    ("listener.name.plaintext.sasl.login.refresh.buffer.seconds", "3601",
+     "configuration sasl.login.refresh.buffer.seconds: Value must be no more than 3600"),
+])
+def test_dynamic_broker_values_are_checked_by_the_table(key, value, message):
+    """AlterConfigs on a broker: a dynamic setting's value is refused (INVALID_CONFIG) by its
+    type and valid values, per listener too; a good one passes unchanged."""
+    with pytest.raises(ConfigError, match=message):
+        check_config_values(BROKERS, {key: value}, "1")
+    assert check_config_values(BROKERS, {"log.cleaner.threads": "2"}, "1") == {"log.cleaner.threads": "2"}
+
+
+def test_cleaner_defaults_are_the_tables():
+    c = CleanerConfig()
+    for key, got in zip(CLEANER_KEYS, (c.enable, c.threads, c.dedupe_buffer_size, c.io_max_bytes_per_second,
+                                       c.backoff_ms, c.io_buffer_load_factor), strict=True):
+        want = parse_value(BROKER_CONFIG_BY_NAME[key], BROKER_CONFIG_BY_NAME[key].default)
+        assert got == want or (got == float("inf") and want == 1.7976931348623157e308), key  # Double.MAX_VALUE
