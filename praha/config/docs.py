@@ -25,8 +25,10 @@ sets a listener's own value of a listener setting.
 
 *Dynamic* is where AlterConfigs may change a broker setting while brokers run, as in Kafka
 3.9: `per-broker` (a broker id or a listener prefix), `cluster-wide` (also at `<default>`),
-`read-only` (only `server.properties`). Settings marked *not acted on* are accepted and
-reported as Kafka does, but praha does not use them.
+`read-only` (only `server.properties`). Broker settings marked *not acted on* are accepted
+and reported as Kafka does, but praha does not use them; topic settings so marked (tiered
+storage, codec levels) are reported by DescribeConfigs and refused by CreateTopics and
+AlterConfigs.
 """
 
 

@@ -8,6 +8,7 @@ so a refused value is named with its key the way Kafka's ConfigDef does.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum, IntEnum
@@ -127,6 +128,21 @@ class ValidList:
         return "[" + ", ".join(self.choices) + "]"
 
 
+@dataclass(frozen=True, slots=True)
+class KafkaVersion:
+    """A Kafka release or inter-broker protocol version (`0.10.2`, `2.8`, `3.0-IV1`)."""
+
+    def check(self, name: str, value: object) -> None:
+        if not _KAFKA_VERSION.match(str(value)):
+            raise invalid(name, value, f"Version `{value}` is not a valid version")
+
+    def describe(self) -> str:
+        return "[0.8.0, ..., 3.9]"
+
+
+_KAFKA_VERSION = re.compile(r"^(0\.(8|9|10|11)(\.[0-9])?(\.[0-9])?|[1-3]\.[0-9])(-IV[0-9])?$")
+
+
 def _num(x: float | None) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
@@ -166,7 +182,8 @@ class ConfigDef:
     dynamic: Dynamic = Dynamic.READ_ONLY
     importance: Importance = Importance.MEDIUM
     synonyms: tuple[Synonym, ...] = ()
-    #: False: accepted and reported as Kafka does, but praha does not act on it
+    #: False: praha does not act on it; a broker setting is still accepted and reported as
+    #: Kafka does, a topic setting is reported but refused (tiered storage, codec levels)
     applied: bool = True
 
     def parse(self, raw: object) -> Value:

@@ -16,6 +16,7 @@ from praha.config.model import (
     MINUTE,
     ConfigDef,
     ConfigType,
+    KafkaVersion,
     OneOf,
     Range,
     Synonym,
@@ -29,8 +30,8 @@ def _log(name: str) -> Synonym:
 
 
 def _d(name: str, type_: ConfigType, default: str | None, doc: str, *synonyms: Synonym,
-       validator: Validator | None = None) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, validator=validator, synonyms=synonyms)
+       validator: Validator | None = None, applied: bool = True) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, validator=validator, synonyms=synonyms, applied=applied)
 
 
 T = ConfigType
@@ -40,9 +41,12 @@ TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("compression.type", T.STRING, "producer", "the codec the broker stores batches in; 'producer' keeps theirs",
        Synonym("compression.type"),
        validator=OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))),
-    _d("compression.gzip.level", T.INT, "9", "gzip level when the topic recompresses", Synonym("compression.gzip.level")),
-    _d("compression.lz4.level", T.INT, "9", "lz4 level when the topic recompresses", Synonym("compression.lz4.level")),
-    _d("compression.zstd.level", T.INT, "3", "zstd level when the topic recompresses", Synonym("compression.zstd.level")),
+    _d("compression.gzip.level", T.INT, "9", "gzip level when the topic recompresses", Synonym("compression.gzip.level"),
+       applied=False),
+    _d("compression.lz4.level", T.INT, "9", "lz4 level when the topic recompresses", Synonym("compression.lz4.level"),
+       applied=False),
+    _d("compression.zstd.level", T.INT, "3", "zstd level when the topic recompresses", Synonym("compression.zstd.level"),
+       applied=False),
     _d("delete.retention.ms", T.LONG, "86400000", "how long a tombstone survives compaction",
        Synonym("log.cleaner.delete.retention.ms"), validator=Range(0)),
     _d("file.delete.delay.ms", T.LONG, "60000", "wait before a deleted segment's files are removed",
@@ -55,9 +59,9 @@ TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("index.interval.bytes", T.INT, "4096", "bytes between offset index entries", _log("index.interval.bytes"), validator=Range(0)),
     _d("leader.replication.throttled.replicas", T.LIST, "", "replicas whose leader serves throttled fetches"),
     _d("local.retention.bytes", T.LONG, "-2", "tiered storage: local bytes kept (-2: as retention.bytes)",
-       _log("local.retention.bytes")),
+       _log("local.retention.bytes"), applied=False),
     _d("local.retention.ms", T.LONG, "-2", "tiered storage: local time kept (-2: as retention.ms)",
-       _log("local.retention.ms")),
+       _log("local.retention.ms"), applied=False),
     _d("max.compaction.lag.ms", T.LONG, str(LONG_MAX), "a record is compacted at the latest this long after written",
        Synonym("log.cleaner.max.compaction.lag.ms"), validator=Range(1)),
     _d("max.message.bytes", T.INT, "1048588", "the largest record batch the topic accepts",
@@ -65,7 +69,7 @@ TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("message.downconversion.enable", T.BOOLEAN, "true", "down-convert for old consumers",
        _log("message.downconversion.enable")),
     _d("message.format.version", T.STRING, "3.0-IV1", "deprecated; ignored for new message formats",
-       _log("message.format.version")),
+       _log("message.format.version"), validator=KafkaVersion()),
     _d("message.timestamp.after.max.ms", T.LONG, str(LONG_MAX), "how far in the future a record's timestamp may be",
        _log("message.timestamp.after.max.ms"), validator=Range(0)),
     _d("message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "how far in the past a record's timestamp may be",
@@ -80,9 +84,11 @@ TOPIC_CONFIG_DEFS: tuple[ConfigDef, ...] = (
        Synonym("log.cleaner.min.compaction.lag.ms"), validator=Range(0)),
     _d("min.insync.replicas", T.INT, "1", "in-sync replicas an acks=all write needs", Synonym("min.insync.replicas"), validator=Range(1)),
     _d("preallocate", T.BOOLEAN, "false", "preallocate segment files", _log("preallocate")),
-    _d("remote.log.copy.disable", T.BOOLEAN, "false", "tiered storage: stop copying segments to remote storage"),
-    _d("remote.log.delete.on.disable", T.BOOLEAN, "false", "tiered storage: delete remote data when disabled"),
-    _d("remote.storage.enable", T.BOOLEAN, "false", "tiered storage for this topic (not served by praha)"),
+    _d("remote.log.copy.disable", T.BOOLEAN, "false", "tiered storage: stop copying segments to remote storage",
+       applied=False),
+    _d("remote.log.delete.on.disable", T.BOOLEAN, "false", "tiered storage: delete remote data when disabled",
+       applied=False),
+    _d("remote.storage.enable", T.BOOLEAN, "false", "tiered storage for this topic", applied=False),
     _d("retention.bytes", T.LONG, "-1", "the size a partition may reach before old segments go (-1: no limit)",
        _log("retention.bytes")),
     _d("retention.ms", T.LONG, "604800000", "how long a record is kept (-1: forever)",
