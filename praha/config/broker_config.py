@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,10 +99,12 @@ def canonical_host_name() -> str:
     return socket.getfqdn()
 
 
-def setting(key: str) -> Any:
-    """A `BrokerConfig` field bound to the table's `key`: its default, typed, comes from there."""
+def setting(key: str, convert: Callable[[Any], Any] | None = None) -> Any:
+    """A `BrokerConfig` field bound to the table's `key`: its default, typed, comes from there.
+    `convert` turns the checked value into the field's own form (e.g. a list into a tuple)."""
     d = BROKER_CONFIG_BY_NAME[key]
-    return field(default=parse_value(d, d.default), metadata={"key": key})
+    default = parse_value(d, d.default)
+    return field(default=convert(default) if convert else default, metadata={"key": key, "convert": convert})
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:
@@ -329,7 +332,8 @@ class BrokerConfig:
             value = d.parse(raw)  # ConfigError naming the key
             f = by_key.get(key)
             if f is not None:
-                values[f.name] = value
+                convert = f.metadata["convert"]
+                values[f.name] = convert(value) if convert else value
             else:
                 settings[key] = raw.strip()
         cfg = cls(**values, settings=settings, unknown=unknown, listener_overrides=overrides,

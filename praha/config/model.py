@@ -225,10 +225,12 @@ def parse_value(d: ConfigDef, raw: object) -> Value:
     return value
 
 
-def kafka_string(value: Value) -> str:
-    """How Kafka spells a typed value (booleans lower-case)."""
+def kafka_string(value: object) -> str:
+    """How Kafka spells a typed value (booleans lower-case, lists comma-separated)."""
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(kafka_string, value))
     return "" if value is None else str(value)
 
 

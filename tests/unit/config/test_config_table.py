@@ -27,6 +27,7 @@ from praha.config import (
     parse_value,
     resolve_topic_config,
 )
+from praha.config.broker_config import setting
 from praha.config.docs import render
 from praha.errors import ConfigError
 from praha.log.cleaner import CleanerConfig
@@ -188,3 +189,15 @@ def test_cleaner_defaults_are_the_tables():
                                        c.backoff_ms, c.io_buffer_load_factor), strict=True):
         want = parse_value(BROKER_CONFIG_BY_NAME[key], BROKER_CONFIG_BY_NAME[key].default)
         assert got == want or (got == float("inf") and want == 1.7976931348623157e308), key  # Double.MAX_VALUE
+
+
+def test_a_field_may_convert_its_checked_value():
+    """How a setting with its own Python form is bound (e.g. KIP-848's assignor list)."""
+    @dataclasses.dataclass
+    class WithList(BrokerConfig):
+        super_user_list: tuple[str, ...] = setting("super.users", convert=lambda v: tuple(filter(None, v.split(";"))))
+
+    assert WithList().super_user_list == ()
+    cfg = WithList.from_dict({**BASE, "super.users": "User:a;User:b"})
+    assert cfg.super_user_list == ("User:a", "User:b")
+    assert cfg.value_of("super.users") == "User:a,User:b"
