@@ -36,6 +36,7 @@ from praha.config import (
     ResolvedValue,
     resolve_topic_config,
 )
+from praha.config.describe import resolve_broker_config
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation
@@ -137,24 +138,15 @@ class ConfigApis:
         cfg = self.broker.config
         static = cfg.static_values()
         out = []
-        known = {d.name: d.default for d in BROKER_CONFIG_BY_NAME.values()}
-        known.update({k: v for k, v in cfg.unknown.items()})
-        for key, default in sorted(known.items()):
+        in_effect = {d.name: cfg.value_of(d.name) for d in BROKER_CONFIG_BY_NAME.values()}
+        for key in sorted({*BROKER_CONFIG_BY_NAME, *cfg.unknown}):
             if keys is not None and key not in keys:
                 continue
             d = BROKER_CONFIG_BY_NAME.get(key)
-            layers: list[ResolvedValue] = []
-            live = key in DYNAMIC_BROKER_KEYS
-            if name and live and key in dyn:
-                layers.append(ResolvedValue(key, dyn[key], ConfigSource.DYNAMIC_BROKER_CONFIG))
-            if live and key in dyn_default:
-                layers.append(ResolvedValue(key, dyn_default[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-            if name and key in static:
-                layers.append(ResolvedValue(key, static[key], ConfigSource.STATIC_BROKER_CONFIG))
-            elif name and d is not None and key not in cfg.given_keys and cfg.value_of(key) != d.default:
-                layers.append(ResolvedValue(key, cfg.value_of(key), ConfigSource.STATIC_BROKER_CONFIG))  # set in code
-            if name:
-                layers.append(ResolvedValue(key, default, ConfigSource.DEFAULT_CONFIG))
+            if d is None:  # a key the table does not define, as server.properties gave it
+                layers = [ResolvedValue(key, cfg.unknown[key], ConfigSource.STATIC_BROKER_CONFIG)] if name else []
+            else:
+                layers = resolve_broker_config(key, bool(name), dyn, dyn_default, static, in_effect)
             if not layers:
                 continue  # `<default>` lists only what is set cluster-wide
             out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers,

@@ -28,6 +28,7 @@ from praha.config import (
     resolve_topic_config,
 )
 from praha.config.broker_config import setting
+from praha.config.describe import resolve_broker_config
 from praha.config.docs import render
 from praha.errors import ConfigError
 from praha.log.cleaner import CleanerConfig
@@ -201,3 +202,27 @@ def test_a_field_may_convert_its_checked_value():
     cfg = WithList.from_dict({**BASE, "super.users": "User:a;User:b"})
     assert cfg.super_user_list == ("User:a", "User:b")
     assert cfg.value_of("super.users") == "User:a,User:b"
+
+
+def test_broker_describe_lists_a_settings_synonyms_as_kafka_does():
+    """Kafka's ConfigHelper: the group's values source by source, from the setting's own first."""
+    cfg = BrokerConfig.from_dict({**BASE, "log.retention.hours": "1"})
+    in_effect = {d.name: cfg.value_of(d.name) for d in BROKER_CONFIG_DEFS}
+    static = cfg.static_values()
+
+    def layers(key: str, dyn: dict[str, str] | None = None, default: dict[str, str] | None = None,
+               per_broker: bool = True) -> list[tuple[str, str | None, ConfigSource]]:
+        return [(r.name, r.value, r.source) for r in resolve_broker_config(
+            key, per_broker, dyn or {}, default or {}, static, in_effect)]
+
+    S, D = ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG
+    assert layers("log.retention.hours") == [("log.retention.hours", "1", S), ("log.retention.hours", "168", D)]
+    assert layers("log.retention.ms") == [("log.retention.ms", None, D)]  # unset: the hours are not its own
+    assert layers("log.retention.ms", dyn={"log.retention.ms": "5"}) == [
+        ("log.retention.ms", "5", ConfigSource.DYNAMIC_BROKER_CONFIG), ("log.retention.hours", "1", S),
+        ("log.retention.hours", "168", D)]
+    assert layers("log.retention.ms", default={"log.retention.ms": "7"}, per_broker=False) == [
+        ("log.retention.ms", "7", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    assert layers("num.io.threads", dyn={"num.io.threads": "9"}) == [("num.io.threads", "8", D)]  # not applied live
+    assert layers("broker.id") == [("broker.id", "1", S), ("broker.id", "-1", D)]
+    assert layers("broker.id", per_broker=False) == []
