@@ -11,6 +11,7 @@ does, and passed on too.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -311,7 +312,9 @@ class BrokerConfig:
 
     # ---- parsing ------------------------------------------------------------------
     @classmethod
+    @functools.cache
     def keys(cls) -> dict[str, dataclasses.Field[Any]]:
+        """The fields bound to the table, by key (computed once per class: read, never changed)."""
         return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
 
     @classmethod
