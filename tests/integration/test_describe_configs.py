@@ -74,6 +74,10 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     assert (rate.value, rate.source, rate.is_read_only) == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
                                                            False)
     assert b["broker.id"].is_read_only and b["log.retention.hours"].is_read_only
+    # every setting of the table is reported, typed; log.retention.ms has no value of its own
+    # (Kafka: no default; the hours decide), as Kafka's broker answers
+    assert (b["log.retention.ms"].value, b["log.retention.ms"].source) == (None, ConfigSource.DEFAULT_CONFIG.value)
+    assert (b["log.cleaner.threads"].value, b["num.io.threads"].value) == ("1", "8")
     from kafka.protocol.admin import DescribeConfigsRequest
 
     from praha.protocol.client import BrokerConnection
