@@ -96,7 +96,7 @@ class ConfigApis:
         if rtype == RESOURCE_TOPIC:
             return await self._topic(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER:
-            return await self._broker(name, keys, synonyms)
+            return await self._broker(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER_LOGGER:
             return self._loggers(name, keys)
         raise PrahaError(f"unsupported resource type {rtype}", ErrorCode.INVALID_REQUEST)
@@ -130,7 +130,7 @@ class ConfigApis:
             out.append(_entry(d.name, layers[0], False, synonyms, layers, d.type, d.doc if docs else None))
         return out
 
-    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool) -> list[Any]:
+    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
         if name not in ("", str(self.broker.broker_id)):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id} or empty string, "
                              f"but received {name}", ErrorCode.INVALID_REQUEST)
@@ -150,7 +150,7 @@ class ConfigApis:
             if not layers:
                 continue  # `<default>` lists only what is set cluster-wide
             out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers,
-                              d.type if d is not None else ConfigType.STRING, None))
+                              d.type if d is not None else ConfigType.STRING, d.doc if docs and d else None))
         return out
 
     # ------------------------------------------------------------ AlterConfigs

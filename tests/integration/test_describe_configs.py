@@ -91,6 +91,14 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
         other = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="7",
                                                                configuration_keys=None)],
                                                  include_synonyms=False, include_documentation=False), 3)
+        hours = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="1",
+                                                               configuration_keys=["log.retention.hours"])],
+                                                 include_synonyms=True, include_documentation=True), 3)
+    # the table's doc, and Kafka's synonyms of a broker setting: its own value, then its default
+    (h,) = hours.results[0].configs
+    assert h.documentation == "the default of topic setting retention.ms (hours)"
+    assert [(x.name, x.value, x.source) for x in h.synonyms] == [("log.retention.hours", "1", 4),
+                                                                  ("log.retention.hours", "168", 5)]
     assert (other.results[0].error_code, other.results[0].error_message) == \
         (42, "Unexpected broker id, expected 1 or empty string, but received 7")  # INVALID_REQUEST
     assert [(c.name, c.value) for c in got.results[0].configs] == [("leader.replication.throttled.rate", "5000")]
