@@ -21,6 +21,7 @@ from praha.config.broker_config import (
     parse_listeners,
     parse_properties,
     parse_protocol_map,
+    unknown_keys,
 )
 from praha.config.broker_defs import BROKER_CONFIG_BY_NAME, BROKER_CONFIG_DEFS
 from praha.config.dynamic import (
@@ -67,5 +68,5 @@ __all__ = [
     "TOPIC_CONFIG_BY_NAME", "TOPIC_CONFIG_DEFS", "BrokerConfig", "ConfigDef", "ConfigSource", "ConfigType", "Dynamic",
     "Importance", "ResolvedValue", "Synonym", "TopicConfigDef", "canonical_host_name", "first_synonym",
     "kafka_string", "parse_ip_overrides", "parse_listeners", "parse_properties", "parse_protocol_map",
-    "parse_value", "resolve_topic_config",
+    "parse_value", "resolve_topic_config", "unknown_keys",
 ]

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,11 @@ def setting(key: str, convert: Callable[[Any], Any] | None = None) -> Any:
     d = BROKER_CONFIG_BY_NAME[key]
     default = parse_value(d, d.default)
     return field(default=convert(default) if convert else default, metadata={"key": key, "convert": convert})
+
+
+def unknown_keys(props: Iterable[str]) -> list[str]:
+    """The keys no setting of the table is called (listener overrides are known), sorted."""
+    return sorted(k for k in props if k not in BROKER_CONFIG_BY_NAME and not k.startswith(LISTENER_PREFIX))
 
 
 def parse_ip_overrides(text: str) -> dict[str, int]:
@@ -342,8 +347,9 @@ class BrokerConfig:
         cfg = cls(**values, settings=settings, unknown=unknown, listener_overrides=overrides,
                   given_keys=frozenset(props))
         cfg.validate()
-        if unknown:
-            log.warning("%d unknown configuration keys ignored: %s", len(unknown), ", ".join(sorted(unknown)))
+        ignored = unknown_keys(props)
+        if ignored:
+            log.warning("%d unknown configuration keys ignored: %s", len(ignored), ", ".join(ignored))
         return cfg
 
     @classmethod

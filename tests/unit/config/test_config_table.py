@@ -26,6 +26,7 @@ from praha.config import (
     Dynamic,
     parse_value,
     resolve_topic_config,
+    unknown_keys,
 )
 from praha.config.broker_config import setting
 from praha.config.describe import resolve_broker_config
@@ -233,3 +234,10 @@ def test_broker_describe_lists_a_settings_synonyms_as_kafka_does():
     assert layers("num.io.threads", dyn={"num.io.threads": "9"}) == [("num.io.threads", "8", D)]  # not applied live
     assert layers("broker.id") == [("broker.id", "1", S), ("broker.id", "-1", D)]
     assert layers("broker.id", per_broker=False) == []
+
+
+def test_unknown_keys_are_those_outside_the_table():
+    """What `praha cluster up --broker-config` warns about and a broker logs once: every key
+    praha honours (synonyms, cleaner, listener overrides) is known."""
+    assert unknown_keys(["log.retention.hours", "log.cleaner.threads", "listener.name.internal.ssl.client.auth",
+                         "num.io.threads", "zz.nope", "log.retention.hourz"]) == ["log.retention.hourz", "zz.nope"]
