@@ -241,3 +241,13 @@ def test_unknown_keys_are_those_outside_the_table():
     praha honours (synonyms, cleaner, listener overrides) is known."""
     assert unknown_keys(["log.retention.hours", "log.cleaner.threads", "listener.name.internal.ssl.client.auth",
                          "num.io.threads", "zz.nope", "log.retention.hourz"]) == ["log.retention.hourz", "zz.nope"]
+
+
+def test_the_cleaner_reads_its_settings_by_the_table(caplog):
+    """A bad (dynamic) value is logged and the table's default used: the cleaner keeps running."""
+    with caplog.at_level(logging.WARNING, logger="praha.log.cleaner"):
+        cc = CleanerConfig.from_broker_config({"log.cleaner.threads": "many", "log.cleaner.backoff.ms": "20"})
+    assert (cc.threads, cc.backoff_ms, cc.io_max_bytes_per_second) == (1, 20, float("inf"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignoring log.cleaner.threads='many': Invalid value many for configuration log.cleaner.threads: "
+        "Not a number of type INT"]
