@@ -4,13 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv, install the Debian tools the tests drive, run the test suite"
 	@echo "make tools  only install the Debian tools the tests drive (apt-get; sudo when not root)"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
+	@echo "make docs   write docs/configuration.md from the settings tables (praha/config/)"
 	@echo "make test-zk-security  the slow ZooKeeper-security tests (rolling migration under load, forged writes)"
 	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
 	@echo "make test-spark-cluster  every pipeline test on a Spark standalone cluster (master + 2 workers)"
@@ -42,6 +43,10 @@ $(QUIX_STAMP): pyproject.toml
 # writes the caches regardless and skips what is current
 bytecode: $(STAMP)
 	@$(PY) -m compileall -q -j 0 praha tests bench
+
+# docs/configuration.md is generated from the settings tables; a unit test keeps it in sync
+docs: $(STAMP)
+	$(PY) -m praha.config.docs docs/configuration.md
 
 run: bytecode
 	$(PY) -m praha.showcase

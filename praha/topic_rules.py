@@ -17,6 +17,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
+from praha.config import TOPIC_CONFIG_DEFS, ConfigDef, ConfigType
+from praha.config.model import KafkaVersion, OneOf, Range, ValidList
 from praha.errors import (
     ConfigError,
     ErrorCode,
@@ -53,66 +55,29 @@ class ConcurrentModificationError(PrahaError):
 
 CLEANUP_POLICIES = ("compact", "delete")
 
-#: a Kafka release or inter-broker protocol version (`0.10.2`, `2.8`, `3.0-IV1`): what
-#: `message.format.version` accepts
-_KAFKA_VERSION = re.compile(r"^(0\.(8|9|10|11)(\.[0-9])?(\.[0-9])?|[1-3]\.[0-9])(-IV[0-9])?$")
-
-#: Kafka's topic-level configs, with a parser that validates the value
+#: how `validate_topic_config` reads each kind of value
 _INT = int
 _BOOL = {"true", "false"}
-TOPIC_CONFIGS: dict[str, object] = {
-    "cleanup.policy": "list",
-    "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
-    "delete.retention.ms": _INT,
-    "file.delete.delay.ms": _INT,
-    "flush.messages": _INT,
-    "flush.ms": _INT,
-    "follower.replication.throttled.replicas": str,
-    "index.interval.bytes": _INT,
-    "leader.replication.throttled.replicas": str,
-    "max.compaction.lag.ms": _INT,
-    "max.message.bytes": _INT,
-    "message.downconversion.enable": _BOOL,
-    # deprecated: accepted (a Kafka version) and without effect at inter-broker protocol 3.0+
-    "message.format.version": "version",
-    "message.timestamp.after.max.ms": _INT,
-    "message.timestamp.before.max.ms": _INT,
-    "message.timestamp.difference.max.ms": _INT,
-    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
-    "min.cleanable.dirty.ratio": float,
-    "min.compaction.lag.ms": _INT,
-    "min.insync.replicas": _INT,
-    "preallocate": _BOOL,
-    "retention.bytes": _INT,
-    "retention.ms": _INT,
-    "segment.bytes": _INT,
-    "segment.index.bytes": _INT,
-    "segment.jitter.ms": _INT,
-    "segment.ms": _INT,
-    "unclean.leader.election.enable": _BOOL,
-}
 
 
-#: Kafka's bounds of the numeric topic configs (LogConfig's `atLeast` / `between`), inclusive
+def _kind(d: ConfigDef) -> object:
+    if isinstance(d.validator, ValidList):
+        return "list"
+    if isinstance(d.validator, KafkaVersion):
+        return "version"
+    if isinstance(d.validator, OneOf):
+        return set(d.validator.choices)
+    return {ConfigType.BOOLEAN: _BOOL, ConfigType.INT: _INT, ConfigType.SHORT: _INT, ConfigType.LONG: _INT,
+            ConfigType.DOUBLE: float}.get(d.type, str)
+
+
+#: the topic settings CreateTopics and AlterConfigs accept (the table's, less those praha
+#: does not serve: tiered storage, codec levels), each with the kind of its value
+TOPIC_CONFIGS: dict[str, object] = {d.name: _kind(d) for d in TOPIC_CONFIG_DEFS if d.applied}
+
+#: Kafka's bounds of the numeric topic configs (LogConfig's `atLeast` / `between`), inclusive: the table's
 TOPIC_CONFIG_BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "delete.retention.ms": (0, None),
-    "file.delete.delay.ms": (0, None),
-    "flush.messages": (1, None),
-    "flush.ms": (0, None),
-    "index.interval.bytes": (0, None),
-    "max.compaction.lag.ms": (1, None),
-    "max.message.bytes": (0, None),
-    "message.timestamp.difference.max.ms": (0, None),
-    "message.timestamp.after.max.ms": (0, None),
-    "message.timestamp.before.max.ms": (0, None),
-    "min.cleanable.dirty.ratio": (0, 1),
-    "min.compaction.lag.ms": (0, None),
-    "retention.ms": (-1, None),
-    "segment.bytes": (14, 2**31 - 1),
-    "segment.index.bytes": (4, 2**31 - 1),
-    "segment.jitter.ms": (0, None),
-    "segment.ms": (1, None),
-}
+    d.name: (d.validator.low, d.validator.high) for d in TOPIC_CONFIG_DEFS if isinstance(d.validator, Range)}
 
 
 #: Kafka's internal topics: flagged internal in Metadata, written only by their coordinators
@@ -157,9 +122,7 @@ def validate_topic_config(config: Mapping[str, str]) -> dict[str, str]:
                                   f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
             value = ",".join(dict.fromkeys(parts))
         elif kind == "version":
-            if not _KAFKA_VERSION.match(value):
-                raise ConfigError(f"Invalid value {value} for configuration {key}: Version `{value}` is not a valid "
-                                  "version")
+            KafkaVersion().check(key, value)
         elif isinstance(kind, set):
             if value not in kind and not (kind is _BOOL and value.lower() in _BOOL):
                 raise ConfigError(f"invalid value {value!r} for topic config {key}: expected one of {sorted(kind)}")

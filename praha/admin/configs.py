@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from praha.configdefs import ConfigSource
+from praha.config import ConfigSource
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.zk.admin_zk import alter_config, check_config_entity, read_config

@@ -36,8 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from praha.common import BrokerInfo, TopicAssignment, TopicPartition
-from praha.config import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
-from praha.configdefs import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+from praha.config import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS,
+)
 from praha.errors import (
     ErrorCode,
     InvalidReplicaAssignmentError,

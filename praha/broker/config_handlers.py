@@ -3,7 +3,7 @@
 1. Read what ZooKeeper holds (off the event loop): the topic's overrides
    (`/config/topics/<t>`), this broker's dynamic configs (`/config/brokers/<id>`) and the
    cluster-wide ones (`/config/brokers/<default>`).
-2. Resolve each config through its layers (`praha.configdefs.resolve_topic_config`): topic
+2. Resolve each config through its layers (`praha.config.resolve_topic_config`): topic
    override, dynamic broker, dynamic default, `server.properties`, Kafka's default; the
    first is reported with its source, the rest as synonyms when asked.
 3. Broker resources: every setting this broker has, read-only unless Kafka can change it
@@ -25,8 +25,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from praha.configdefs import (
-    DYNAMIC_BROKER_DEFAULTS,
+from praha.config import (
+    BROKER_CONFIG_BY_NAME,
     DYNAMIC_BROKER_KEYS,
     TOPIC_CONFIG_BY_NAME,
     TOPIC_CONFIG_DEFS,
@@ -35,6 +35,7 @@ from praha.configdefs import (
     ResolvedValue,
     resolve_topic_config,
 )
+from praha.config.describe import resolve_broker_config
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
@@ -105,7 +106,7 @@ class ConfigApis:
         if rtype == RESOURCE_TOPIC:
             return await self._topic(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER:
-            return await self._broker(name, keys, synonyms)
+            return await self._broker(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER_LOGGER:
             return self._loggers(name, keys)
         raise PrahaError(f"unsupported resource type {rtype}", ErrorCode.INVALID_REQUEST)
@@ -139,7 +140,7 @@ class ConfigApis:
             out.append(_entry(d.name, layers[0], False, synonyms, layers, d.type, d.doc if docs else None))
         return out
 
-    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool) -> list[Any]:
+    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
         if name not in ("", str(self.broker.broker_id)):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id} or empty string, "
                              f"but received {name}", ErrorCode.INVALID_REQUEST)
@@ -147,23 +148,19 @@ class ConfigApis:
         cfg = self.broker.config
         static = cfg.static_values()
         out = []
-        known = {**DYNAMIC_BROKER_DEFAULTS, **cfg.all_values()}
-        for key, default in sorted(known.items()):
+        in_effect = {d.name: cfg.value_of(d.name) for d in BROKER_CONFIG_BY_NAME.values()}
+        for key in sorted({*BROKER_CONFIG_BY_NAME, *cfg.unknown}):
             if keys is not None and key not in keys:
                 continue
-            layers: list[ResolvedValue] = []
-            live = key in DYNAMIC_BROKER_KEYS
-            if name and live and key in dyn:
-                layers.append(ResolvedValue(key, dyn[key], ConfigSource.DYNAMIC_BROKER_CONFIG))
-            if live and key in dyn_default:
-                layers.append(ResolvedValue(key, dyn_default[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-            if name and key in static:
-                layers.append(ResolvedValue(key, static[key], ConfigSource.STATIC_BROKER_CONFIG))
-            if name:
-                layers.append(ResolvedValue(key, default, ConfigSource.DEFAULT_CONFIG))
+            d = BROKER_CONFIG_BY_NAME.get(key)
+            if d is None:  # a key the table does not define, as server.properties gave it
+                layers = [ResolvedValue(key, cfg.unknown[key], ConfigSource.STATIC_BROKER_CONFIG)] if name else []
+            else:
+                layers = resolve_broker_config(key, bool(name), dyn, dyn_default, static, in_effect)
             if not layers:
                 continue  # `<default>` lists only what is set cluster-wide
-            out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers, _type_of(default), None))
+            out.append(_entry(key, layers[0], key not in DYNAMIC_BROKER_KEYS, synonyms, layers,
+                              d.type if d is not None else ConfigType.STRING, d.doc if docs and d else None))
         return out
 
     # ------------------------------------------------------------ AlterConfigs
@@ -313,20 +310,11 @@ def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, in
 
 def _entry(name: str, top: ResolvedValue, read_only: bool, synonyms: bool, layers: list[ResolvedValue],
            type_: ConfigType, doc: str | None) -> Any:
-    sensitive = name.endswith(_SENSITIVE_SUFFIXES)
+    d = BROKER_CONFIG_BY_NAME.get(name)
+    sensitive = name.endswith(_SENSITIVE_SUFFIXES) or (d is not None and d.sensitive)
     return _Entry(
         name=name, value=None if sensitive else top.value, read_only=read_only, config_source=int(top.source),
         is_default=top.source == ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
         synonyms=[_Syn(name=s.name, value=None if sensitive else s.value, source=int(s.source)) for s in layers]
         if synonyms else [],
         config_type=int(type_), documentation=doc)
-
-
-def _type_of(value: str) -> ConfigType:
-    if value in ("true", "false"):
-        return ConfigType.BOOLEAN
-    try:
-        int(value)
-        return ConfigType.LONG
-    except ValueError:
-        return ConfigType.STRING

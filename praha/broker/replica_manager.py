@@ -60,8 +60,7 @@ from praha.broker.quota import (
     parse_throttled_replicas,
 )
 from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
-from praha.config import FOLLOWER_THROTTLED_REPLICAS, BrokerConfig
-from praha.configdefs import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE
+from praha.config import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig
 from praha.errors import ConfigError, ErrorCode
 from praha.log import LogConfig, LogManager
 from praha.log.cleaner import CleanerConfig

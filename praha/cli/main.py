@@ -87,9 +87,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
     cluster = LocalCluster(args.dir)
     overrides = dict(args.broker_config or [])
-    from praha.config import BrokerConfig
+    from praha.config import unknown_keys
 
-    unknown = [k for k in overrides if k not in BrokerConfig.keys()]
+    unknown = unknown_keys(overrides)
     if unknown:
         print(f"warning: unknown broker config keys {unknown} (passed through)", file=sys.stderr)
     state = cluster.up(

@@ -40,15 +40,16 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from hashlib import md5
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from praha.common import TopicPartition
-from praha.configdefs import CLEANER_KEYS
-from praha.errors import ErrorCode, PrahaError
+from praha.config import BROKER_CONFIG_BY_NAME, CLEANER_KEYS, parse_value
+from praha.errors import ConfigError, ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
 from praha.log.checkpoints import OffsetCheckpointFile
 from praha.log.control import ControlType, parse_marker
@@ -83,39 +84,38 @@ class CleaningAbortedError(PrahaError):
     code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+def _cleaner_value(key: str, raw: object | None = None) -> Any:
+    """A `log.cleaner.*` setting by the table: `raw` checked (a bad one is logged and the
+    default used: a dynamic value must not stop the cleaner), else the table's default;
+    Kafka's Double.MAX_VALUE ("no limit") is infinity here."""
+    d = BROKER_CONFIG_BY_NAME[key]
+    value = None
+    if raw is not None:
+        try:
+            value = parse_value(d, raw)
+        except ConfigError as e:
+            log.warning("ignoring %s=%r: %s", key, raw, e)
+    if value is None:
+        value = parse_value(d, d.default)
+    return float("inf") if isinstance(value, float) and value >= sys.float_info.max else value
+
+
 @dataclass(frozen=True, slots=True)
 class CleanerConfig:
-    """The broker's `log.cleaner.*` settings (Kafka's names and defaults)."""
+    """The broker's `log.cleaner.*` settings (Kafka's names; defaults from the table)."""
 
-    enable: bool = True  # log.cleaner.enable
-    threads: int = 1  # log.cleaner.threads
-    dedupe_buffer_size: int = 134217728  # log.cleaner.dedupe.buffer.size (all threads)
-    io_max_bytes_per_second: float = float("inf")  # log.cleaner.io.max.bytes.per.second
-    backoff_ms: int = 15000  # log.cleaner.backoff.ms
-    io_buffer_load_factor: float = 0.9  # log.cleaner.io.buffer.load.factor (dedupe map fill)
+    enable: bool = _cleaner_value("log.cleaner.enable")
+    threads: int = _cleaner_value("log.cleaner.threads")
+    dedupe_buffer_size: int = _cleaner_value("log.cleaner.dedupe.buffer.size")  # all threads
+    io_max_bytes_per_second: float = _cleaner_value("log.cleaner.io.max.bytes.per.second")
+    backoff_ms: int = _cleaner_value("log.cleaner.backoff.ms")
+    io_buffer_load_factor: float = _cleaner_value("log.cleaner.io.buffer.load.factor")  # dedupe map fill
 
     @classmethod
     def from_broker_config(cls, props: Mapping[str, str | int]) -> "CleanerConfig":
-        def get(key: str, default: float) -> float:
-            v = props.get(key)
-            if v is None:
-                return default
-            try:
-                return float(v)
-            except (TypeError, ValueError):
-                log.warning("ignoring %s=%r: not a number", key, v)
-                return default
-
-        enable_key, threads, dedupe, io_max, backoff, load_factor = CLEANER_KEYS
-        enable = str(props.get(enable_key, "true")).strip().lower() != "false"
-        return cls(
-            enable=enable,
-            threads=max(int(get(threads, 1)), 1),
-            dedupe_buffer_size=int(get(dedupe, 134217728)),
-            io_max_bytes_per_second=get(io_max, float("inf")),
-            backoff_ms=max(int(get(backoff, 15000)), 1),
-            io_buffer_load_factor=get(load_factor, 0.9),
-        )
+        enable, threads, dedupe, io_max, backoff, load_factor = (_cleaner_value(k, props.get(k)) for k in CLEANER_KEYS)
+        return cls(enable=enable, threads=max(threads, 1), dedupe_buffer_size=dedupe, io_max_bytes_per_second=io_max,
+                   backoff_ms=max(backoff, 1), io_buffer_load_factor=load_factor)
 
 
 # -- decisions (pure) ------------------------------------------------------------------

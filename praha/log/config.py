@@ -1,7 +1,9 @@
 """Per-log settings with Kafka's names and defaults.
 
 Broker-level keys (`log.segment.bytes`, `log.roll.ms`, ...) give the defaults; topic
-overrides (`segment.bytes`, `segment.ms`, ...) replace them per topic. `cleanup.policy`
+overrides (`segment.bytes`, `segment.ms`, ...) replace them per topic. Which broker keys
+set which topic setting, in what unit and precedence, and Kafka's defaults, are the
+topic table's (`praha.config.topic_defs`). `cleanup.policy`
 and the compaction settings say whether retention deletes and whether the cleaner
 compacts (see `praha.log.cleaner`). Both parsers
 ignore keys they do not know (other modules own them) and raise `ConfigError` on bad
@@ -13,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from praha.config import TOPIC_CONFIG_BY_NAME, first_synonym, parse_value
 from praha.errors import ConfigError
 
 DAY_MS = 24 * 3600 * 1000
@@ -32,25 +35,32 @@ def parse_cleanup_policy(value: str) -> str:
     return ",".join(sorted(set(parts)))
 
 
+def _default(topic_config: str) -> Any:
+    d = TOPIC_CONFIG_BY_NAME[topic_config]
+    return parse_value(d, d.default)
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    segment_bytes: int = 1 << 30  # log.segment.bytes / segment.bytes
-    segment_ms: int = 7 * DAY_MS  # log.roll.ms / segment.ms
-    retention_ms: int = 7 * DAY_MS  # log.retention.ms / retention.ms (-1: keep forever)
-    retention_bytes: int = -1  # log.retention.bytes / retention.bytes (-1: no limit)
-    index_interval_bytes: int = 4096  # log.index.interval.bytes / index.interval.bytes
-    max_message_bytes: int = 1048588  # message.max.bytes / max.message.bytes
-    file_delete_delay_ms: int = 60_000  # log.segment.delete.delay.ms / file.delete.delay.ms
-    cleanup_policy: str = "delete"  # log.cleanup.policy / cleanup.policy
-    min_cleanable_dirty_ratio: float = 0.5  # log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio
-    min_compaction_lag_ms: int = 0  # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
-    max_compaction_lag_ms: int = LONG_MAX  # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
-    delete_retention_ms: int = DAY_MS  # log.cleaner.delete.retention.ms / delete.retention.ms
+    """A log's settings by their topic names' fields; each default is the topic table's."""
+
+    segment_bytes: int = _default("segment.bytes")
+    segment_ms: int = _default("segment.ms")
+    retention_ms: int = _default("retention.ms")
+    retention_bytes: int = _default("retention.bytes")
+    index_interval_bytes: int = _default("index.interval.bytes")
+    max_message_bytes: int = _default("max.message.bytes")
+    file_delete_delay_ms: int = _default("file.delete.delay.ms")
+    cleanup_policy: str = _default("cleanup.policy")
+    min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = _default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _default("max.compaction.lag.ms")
+    delete_retention_ms: int = _default("delete.retention.ms")
     #: how far a CreateTime record's timestamp may lie before / after the broker's clock
-    timestamp_before_max_ms: int = LONG_MAX  # log.message.timestamp.before.max.ms / message.timestamp.before.max.ms
-    timestamp_after_max_ms: int = LONG_MAX  # log.message.timestamp.after.max.ms / message.timestamp.after.max.ms
+    timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
+    timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")
     #: CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the leader's clock
-    timestamp_type: str = "CreateTime"  # log.message.timestamp.type / message.timestamp.type
+    timestamp_type: str = _default("message.timestamp.type")
 
     @property
     def log_append_time(self) -> bool:
@@ -102,16 +112,15 @@ class LogConfig:
 
     @classmethod
     def from_broker_config(cls, props: Mapping[str, str | int]) -> "LogConfig":
-        """Defaults from broker properties, honouring Kafka's ms > minutes > hours precedence."""
+        """Defaults from broker properties: for each topic setting, the broker synonym that
+        wins by Kafka's precedence (ms > minutes > hours), converted to the topic's unit."""
+        given: dict[str, str] = {}
+        for topic_key in _TOPIC_KEYS:
+            hit = first_synonym(TOPIC_CONFIG_BY_NAME[topic_key], props)  # type: ignore[arg-type]
+            if hit is not None:
+                given[topic_key] = hit[0].to_topic_value(str(hit[1]).strip())
+        changes = _parse(given, _TOPIC_KEYS)
         base = cls()
-        changes = _parse(props, _BROKER_KEYS)
-        if "log.roll.ms" not in props and "log.roll.hours" in props:
-            changes["segment_ms"] = _to_int("log.roll.hours", props["log.roll.hours"]) * 3600 * 1000
-        if "log.retention.ms" not in props:
-            if "log.retention.minutes" in props:
-                changes["retention_ms"] = _to_int("log.retention.minutes", props["log.retention.minutes"]) * 60_000
-            elif "log.retention.hours" in props:
-                changes["retention_ms"] = _to_int("log.retention.hours", props["log.retention.hours"]) * 3600 * 1000
         return dataclasses.replace(base, **changes) if changes else base
 
 
@@ -131,24 +140,6 @@ _TOPIC_KEYS = {
     "message.timestamp.before.max.ms": "timestamp_before_max_ms",
     "message.timestamp.after.max.ms": "timestamp_after_max_ms",
     "message.timestamp.type": "timestamp_type",
-}
-
-_BROKER_KEYS = {
-    "log.segment.bytes": "segment_bytes",
-    "log.roll.ms": "segment_ms",
-    "log.retention.ms": "retention_ms",
-    "log.retention.bytes": "retention_bytes",
-    "log.index.interval.bytes": "index_interval_bytes",
-    "message.max.bytes": "max_message_bytes",
-    "log.segment.delete.delay.ms": "file_delete_delay_ms",
-    "log.cleanup.policy": "cleanup_policy",
-    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
-    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
-    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
-    "log.cleaner.delete.retention.ms": "delete_retention_ms",
-    "log.message.timestamp.before.max.ms": "timestamp_before_max_ms",
-    "log.message.timestamp.after.max.ms": "timestamp_after_max_ms",
-    "log.message.timestamp.type": "timestamp_type",
 }
 
 _STR_FIELDS = {"cleanup_policy", "timestamp_type"}

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition, new_topic_id
-from praha.configdefs import (
+from praha.config import (
+    BROKER_CONFIG_BY_NAME,
     CLUSTER_LEVEL_LISTENER_CONFIGS,
     DYNAMIC_BROKER_KEYS,
     DYNAMIC_LISTENER_CONFIGS,
@@ -200,23 +201,27 @@ def check_config_values(entity_type: str, add: Mapping[str, str], name: str = "<
             continue
         if key in DYNAMIC_BROKER_KEYS and (not value.isdigit() or int(value) <= 0):
             raise ConfigError(f"invalid value {value!r} for {key}: expected a positive number of bytes/s")
+        d = BROKER_CONFIG_BY_NAME.get(_listener_base(key) or key)
+        if d is not None:
+            d.parse(value)  # the table's type and valid values (ConfigError naming the key)
         out[key] = value
     return out
+
+
+def _listener_base(key: str) -> str | None:
+    """`listener.name.<l>.<setting>` → setting (a mechanism's: its last part); None otherwise."""
+    if not key.startswith("listener.name."):
+        return None
+    rest = key[len("listener.name."):].partition(".")[2]
+    return next((m for m in LISTENER_MECHANISM_CONFIGS if rest.endswith("." + m)), rest)
 
 
 def broker_dynamic_refusal(keys: Collection[str], per_broker: bool) -> str | None:
     """Why Kafka 3.9 would refuse to change these broker settings dynamically (its
     DynamicBrokerConfig.validateConfigs), or None: a setting that is not dynamic; a TLS
     store without a listener prefix; a per-broker setting at the cluster-wide default."""
-    def base(key: str) -> str | None:
-        """`listener.name.<l>.<setting>` → setting (a mechanism's: its last part)."""
-        if not key.startswith("listener.name."):
-            return None
-        rest = key[len("listener.name."):].partition(".")[2]
-        return next((m for m in LISTENER_MECHANISM_CONFIGS if rest.endswith("." + m)), rest)
-
     def dynamic(key: str) -> bool:
-        b = base(key)
+        b = _listener_base(key)
         if b is not None:
             return b in DYNAMIC_LISTENER_CONFIGS or b in LISTENER_MECHANISM_CONFIGS
         return key in KAFKA_DYNAMIC_BROKER_CONFIGS or key in DYNAMIC_BROKER_KEYS or key in DYNAMIC_LOG_KEYS
@@ -229,8 +234,8 @@ def broker_dynamic_refusal(keys: Collection[str], per_broker: bool) -> str | Non
         return ("These security configs can be dynamically updated only per-listener using the listener prefix: "
                 + ", ".join(unprefixed))
     if not per_broker:
-        broker_only = sorted(k for k in keys if (base(k) or k) not in CLUSTER_LEVEL_LISTENER_CONFIGS
-                             and (base(k) is not None or k in DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS))
+        broker_only = sorted(k for k in keys if (_listener_base(k) or k) not in CLUSTER_LEVEL_LISTENER_CONFIGS
+                             and (_listener_base(k) is not None or k in DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS))
         if broker_only:
             return ("Cannot update these configs at default cluster level, broker id must be specified: "
                     + ", ".join(broker_only))

@@ -611,7 +611,8 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
 
 
 @pytest.mark.parametrize("line,message", [
-    ("log.cleanup.policy=shred", "error: Invalid value shred for configuration cleanup.policy: "
+    # the key as given, as Kafka's KafkaConfig names it (it was the topic setting's name)
+    ("log.cleanup.policy=shred", "error: Invalid value shred for configuration log.cleanup.policy: "
                                  "String must be one of: compact, delete"),
     ("max.connections.per.ip.overrides=nonsense",
      "error: max.connections.per.ip.overrides: expected host:count, got 'nonsense'"),

@@ -74,6 +74,10 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     assert (rate.value, rate.source, rate.is_read_only) == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
                                                            False)
     assert b["broker.id"].is_read_only and b["log.retention.hours"].is_read_only
+    # every setting of the table is reported, typed; log.retention.ms has no value of its own
+    # (Kafka: no default; the hours decide), as Kafka's broker answers
+    assert (b["log.retention.ms"].value, b["log.retention.ms"].source) == (None, ConfigSource.DEFAULT_CONFIG.value)
+    assert (b["log.cleaner.threads"].value, b["num.io.threads"].value) == ("1", "8")
     from kafka.protocol.admin import DescribeConfigsRequest
 
     from praha.protocol.client import BrokerConnection
@@ -87,6 +91,14 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
         other = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="7",
                                                                configuration_keys=None)],
                                                  include_synonyms=False, include_documentation=False), 3)
+        hours = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="1",
+                                                               configuration_keys=["log.retention.hours"])],
+                                                 include_synonyms=True, include_documentation=True), 3)
+    # the table's doc, and Kafka's synonyms of a broker setting: its own value, then its default
+    (h,) = hours.results[0].configs
+    assert h.documentation == "the default of topic setting retention.ms (hours)"
+    assert [(x.name, x.value, x.source) for x in h.synonyms] == [("log.retention.hours", "1", 4),
+                                                                  ("log.retention.hours", "168", 5)]
     assert (other.results[0].error_code, other.results[0].error_message) == \
         (42, "Unexpected broker id, expected 1 or empty string, but received 7")  # INVALID_REQUEST
     assert [(c.name, c.value) for c in got.results[0].configs] == [("leader.replication.throttled.rate", "5000")]

@@ -9,7 +9,7 @@ import os
 from decimal import Decimal
 
 from praha.cli.kafka_tools.base import KafkaToolParser, add_connection
-from praha.configdefs import ConfigSource
+from praha.config import ConfigSource
 from praha.errors import ErrorCode, PrahaError
 from praha.zk.quota_entities import CLIENT_ID, IP, QUOTA_KEYS, USER, MatchType
 

@@ -212,7 +212,7 @@ def _describe(admin: object, md: object, topics: list[str], args: argparse.Names
     from praha.admin.cluster_admin import ClusterAdmin
     from praha.admin.configs import describe_all
     from praha.common import TopicPartition, topic_id_text
-    from praha.configdefs import ConfigSource
+    from praha.config import ConfigSource
 
     assert isinstance(admin, ClusterAdmin)
     by_name = {t.name: t for t in md.topics}  # type: ignore[attr-defined]

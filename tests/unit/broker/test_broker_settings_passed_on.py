@@ -6,8 +6,7 @@ import logging
 from collections.abc import Iterator, Mapping
 
 from praha.broker.replica_manager import cleaner_config_of, log_config_of
-from praha.config import BrokerConfig
-from praha.configdefs import BROKER_KEYS_READ_ELSEWHERE
+from praha.config import BROKER_CONFIG_BY_NAME, BrokerConfig
 from praha.log.cleaner import CleanerConfig
 from praha.log.config import LogConfig
 
@@ -76,4 +75,4 @@ def test_every_key_the_logs_and_cleaner_read_is_known():
     LogConfig.from_broker_config(props)
     CleanerConfig.from_broker_config(props)
     assert {"log.retention.hours", "log.cleaner.threads", "log.segment.bytes"} <= props.asked
-    assert props.asked - BROKER_KEYS_READ_ELSEWHERE - set(BrokerConfig.keys()) == set()
+    assert props.asked - set(BROKER_CONFIG_BY_NAME) == set()
