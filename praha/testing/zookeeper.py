@@ -22,12 +22,15 @@ from praha.zk.store import ZkStore
 
 @contextmanager
 def embedded_zookeeper(data_dir: str | Path | None = None, *, port: int = 0, tick_time_ms: int = 500,
-                       min_session_timeout_ms: int = 1000, force_sync: bool = False,
-                       timeout: float = 30) -> Iterator[EmbeddedZooKeeper]:
-    """A started server; stopped (SIGTERM, then SIGKILL) on exit, even on failure."""
+                       min_session_timeout_ms: int = 1000, max_session_timeout_ms: int = 60000,
+                       force_sync: bool = False, timeout: float = 30) -> Iterator[EmbeddedZooKeeper]:
+    """A started server; stopped (SIGTERM, then SIGKILL) on exit, even on failure. Short
+    sessions are granted (a short tick), and long ones up to `max_session_timeout_ms` (ZooKeeper's
+    own cap would be 20 ticks) for tests that need a session to outlive a slow restart."""
     tmp = None if data_dir is not None else tempfile.mkdtemp(prefix="praha-zk-")
     server = EmbeddedZooKeeper(str(data_dir or tmp), port=port, tick_time_ms=tick_time_ms,
-                               min_session_timeout_ms=min_session_timeout_ms, force_sync=force_sync,
+                               min_session_timeout_ms=min_session_timeout_ms,
+                               max_session_timeout_ms=max_session_timeout_ms, force_sync=force_sync,
                                heap_mb=384, die_with_parent=True)
     try:
         server.start(timeout=timeout)

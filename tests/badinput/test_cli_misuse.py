@@ -437,7 +437,7 @@ CATALOGUE = [
     ("chaos-negative-faults", "chaos --faults -1", 2, "praha chaos: error: argument --faults: must be >= 0, got -1"),
     ("chaos-unknown-kind", "chaos --kinds kill,meteor", 2,
      "praha chaos: error: argument --kinds: unknown fault kinds ['meteor']; choose from "
-     "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,"
+     "kill,kill_controller,pause,zk_expire,controlled_restart,stutter,stale_controller,forged_controller,long_pause,"
      "member_kill,coordinator_kill,zk_member_kill,full_disk,forged_zk_write,partition,one_way,flaky_link"),
     ("chaos-bad-ensemble", "chaos --zk-ensemble 2", 2,
      "praha chaos: error: argument --zk-ensemble: invalid choice: 2 (choose from 1, 3)"),
