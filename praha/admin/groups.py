@@ -29,6 +29,7 @@ from praha.protocol.client import BrokerConnection
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.errors import BrokerConnectionError
 from praha.protocol.messages.gen.groups import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
@@ -47,6 +48,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.LIST_GROUPS: (0, 5),  # v5: the group type (KIP-848)
     ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),  # KIP-848 groups
     ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.OFFSET_COMMIT: (0, 8),
     ApiKey.DELETE_GROUPS: (0, 2),
@@ -513,6 +515,29 @@ class GroupAdmin:
                     assignment=tuple(decode_assignment(m.member_assignment)) if consumer else ()) for m in d.members)
                 out[d.group_id] = (d.error_code, GroupDescription(d.group_id, d.group_state, d.protocol_type,
                                                                   d.protocol_data, members, node))
+            return out
+
+        return self._per_group(group_ids, send)
+
+    def describe_consumer_groups(self, group_ids: Sequence[str]) -> dict[str, GroupDescription]:
+        """KIP-848 groups (ConsumerGroupDescribe): state, server assignor and members with their
+        current assignments. A group that is not a consumer-protocol group comes back Dead, as
+        a classic group is described by `describe_groups`."""
+
+        def send(node: Node, gs: list[str]) -> dict[str, tuple[int, GroupDescription]]:
+            resp = self._send(node.host, node.port, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                              lambda v: ConsumerGroupDescribeRequest(group_ids=gs))
+            out: dict[str, tuple[int, GroupDescription]] = {}
+            for d in resp.groups:
+                if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                    out[d.group_id] = (ErrorCode.NONE, GroupDescription(d.group_id, "Dead", "", "", (), node))
+                    continue
+                members = tuple(MemberInfo(
+                    member_id=m.member_id, client_id=m.client_id, host=m.client_host, group_instance_id=m.instance_id,
+                    assignment=tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
+                                     for p in sorted(t.partitions))) for m in d.members)
+                out[d.group_id] = (d.error_code, GroupDescription(d.group_id, d.group_state, CONSUMER_PROTOCOL_TYPE,
+                                                                  d.assignor_name, members, node))
             return out
 
         return self._per_group(group_ids, send)

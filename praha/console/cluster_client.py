@@ -664,7 +664,10 @@ class ClusterClient:
         try:
             listed = self.wire.list_all_groups()
             ids = [g.group_id for g in listed]
-            described = self.wire.describe_groups(ids) if ids else {}
+            modern = [g.group_id for g in listed if g.group_type == "consumer"]  # KIP-848: not DescribeGroups'
+            classic = [i for i in ids if i not in set(modern)]
+            described = {**(self.wire.describe_groups(classic) if classic else {}),
+                         **(self.wire.describe_consumer_groups(modern) if modern else {})}
             committed = self.wire.committed_offsets_of(ids) if ids else {}
         except PrahaError as e:
             raise ConsoleError(f"groups: {e}", getattr(e, "code", None)) from None
@@ -674,13 +677,18 @@ class ClusterClient:
         for g in listed:
             d = described.get(g.group_id)
             total = _total_lag(committed.get(g.group_id, {}), end)
-            rows.append(GroupRow(g.group_id, group_type(g.protocol_type), g.protocol_type or "",
+            rows.append(GroupRow(g.group_id, g.group_type or "classic", g.protocol_type or "",
                                  (d.state if d else g.state) or "Unknown", len(d.members) if d else 0, total))
         return rows
 
     def group(self, group_id: str) -> GroupDetail:
         try:
             d = self.wire.describe_groups([group_id])[group_id]
+            if not d.exists:  # Kafka 4 answers DescribeGroups with GROUP_ID_NOT_FOUND for a KIP-848 group
+                d = self.wire.describe_consumer_groups([group_id])[group_id]
+                kind = "consumer" if d.exists else "classic"
+            else:
+                kind = "classic"
             committed = {tp: c.offset for tp, c in self.wire.committed_offsets(group_id).items()}
         except PrahaError as e:
             raise ConsoleError(f"group {group_id!r}: {e}", getattr(e, "code", None)) from None
@@ -693,7 +701,7 @@ class ClusterClient:
         total = sum(r.lag for r in rows if r.lag is not None) if rows else None
         if total is not None:
             LAG_HISTORY[group_id].append((int(time.time() * 1000), total))
-        return GroupDetail(group_id, group_type(d.protocol_type), d, rows, total)
+        return GroupDetail(group_id, kind, d, rows, total)
 
     def plan_reset(self, group_id: str, topic: str | None, mode: ResetMode, value: int | None) -> ResetPlan:
         """The new offsets a reset would commit (nothing is written): Kafka's rules from
@@ -844,12 +852,6 @@ class ClusterClient:
                 if quota:
                     out.append((kind, name, quota))
         return out
-
-
-def group_type(protocol_type: str | None) -> str:
-    """The group's type. ListGroups below v5 and DescribeGroups name no type: every group they
-    report is classic (KIP-848 "consumer" and share groups are listed from v5 on)."""
-    return "classic"
 
 
 def _total_lag(committed: Mapping[TopicPartition, Any], end: Mapping[TopicPartition, int | None]) -> int | None:

@@ -346,3 +346,27 @@ def test_a_killed_broker_is_marked_offline_without_a_reload(env, browser):
     shot(browser, "broker-offline")
     _open(browser, env, "/timeline")
     assert f"broker {victim} go" in browser.find_element(By.ID, "timeline").text  # seen by the console or the logs
+
+
+def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser):
+    """Kafka 4's consumer groups are described by ConsumerGroupDescribe (DescribeGroups answers
+    GROUP_ID_NOT_FOUND for them): the list and the group page show the type, a live state
+    and the member with its assignment, not a Dead classic group."""
+    gid = f"modern-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": env.bootstrap, "group.id": gid, "group.protocol": "consumer",
+                  "client.id": "kip848-member", "enable.auto.commit": "false", "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe([TOPIC])
+        wait_for(lambda: (c.poll(0.5), len(c.assignment()) == 3)[1], timeout=60, what="the member's assignment")
+        _open(browser, env, "/groups")
+        wait_for(lambda: browser.find_elements(By.ID, f"group-{gid}"), timeout=30, what="the group in the list")
+        cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, f"#group-{gid} td")]
+        assert cells[1] == "consumer" and cells[3] == "Stable" and cells[4] == "1", cells
+        _open(browser, env, f"/groups/{gid}")
+        assert text_of(browser, "#group-state") == "Stable"
+        rows = [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#members tbody tr")]
+        assert len(rows) == 1 and "kip848-member" in rows[0]
+        assert all(f"{TOPIC}-{p}" in rows[0] for p in range(3)), rows
+        shot(browser, "group-kip848")
+    finally:
+        c.close()
