@@ -59,7 +59,7 @@ wire: $(STAMP)
 wire-check: $(STAMP)
 	$(PY) tools/wire_check.py
 
-# ruff (pyflakes, import order, bugbear) and mypy (strict on controller, log, protocol, zk)
+# ruff (pyflakes, import order, bugbear) and mypy (strict on all of praha)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check praha tests bench tools
 	$(VENV)/bin/mypy praha
