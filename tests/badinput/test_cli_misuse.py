@@ -337,7 +337,7 @@ CATALOGUE = [
      "praha: error: unrecognized arguments: --all"),
     ("groups-reset-no-scenario", "groups --reset-offsets --group g --topic orders", 1,
      "error: Option --reset-offsets requires one of the following scenarios: --to-earliest, --to-latest, "
-     "--to-current, --to-offset, --shift-by, --to-datetime, --by-duration"),
+     "--to-current, --to-offset, --shift-by, --to-datetime, --by-duration, --from-file"),
     ("groups-reset-no-scope", "groups --reset-offsets --group g --to-earliest", 1,
      "error: One of the reset scopes should be defined: --all-topics, --topic."),
     ("groups-reset-two-scopes", "groups --reset-offsets --group g --topic orders --all-topics --to-earliest", 1,
@@ -357,7 +357,7 @@ CATALOGUE = [
     ("groups-reset-bad-partition", "groups --reset-offsets --group g --topic orders:x --to-earliest", 1,
      "error: Invalid partition 'x' specified in topic arg 'orders:x'"),
     ("groups-reset-options-without-reset", "groups --describe --group g --to-earliest", 1,
-     "error: Options --to-*, --shift-by, --by-duration, --all-topics, --dry-run and --execute go with "
+     "error: Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run and --execute go with "
      "--reset-offsets"),
     ("groups-delete-with-topic", "groups --delete --group g --topic orders", 1,
      "error: The consumer does not support topic-specific offset deletion from a consumer group."),
@@ -388,12 +388,12 @@ CATALOGUE = [
      "praha transactions: error: argument --abort: not allowed with argument --list"),
     ("transactions-describe-no-id", "transactions --describe", 1, "error: --describe requires --transactional-id"),
     ("transactions-abort-no-coordinator-epoch", "transactions --abort --topic orders --partition 0 --producer-id 1 "
-     "--producer-epoch 0", 1, "error: --abort requires --coordinator-epoch"),
+     "--producer-epoch 0", 1, "error: --abort requires either --start-offset or all of --producer-id, --producer-epoch and --coordinator-epoch"),
     ("transactions-list-with-topic", "transactions --list --topic orders", 1, "error: --list does not take --topic"),
     ("transactions-negative-partition", "transactions --describe-producers --topic orders --partition -1", 2,
      "praha transactions: error: argument --partition: must be >= 0, got -1"),
     ("transactions-find-hanging-no-broker", "transactions --find-hanging", 1,
-     "error: --find-hanging requires --broker-id"),
+     "error: --find-hanging requires --broker-id or --topic"),
     # these reach the cluster
     ("transactions-describe-unknown", "transactions --describe --transactional-id nosuch", 1,
      "error: Transactional id 'nosuch' not found: The transactionalId could not be found."),

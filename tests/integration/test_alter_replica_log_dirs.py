@@ -142,8 +142,8 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
             rc = run_tool(tool_for("kafka-reassign-partitions"), [
                 "--bootstrap-server", bs, "--execute", "--reassignment-json-file", str(plan_file),
                 "--replica-alter-log-dirs-throttle", "50000000", "--timeout", "30000"])
-            out = capsys.readouterr().out
-            assert rc == 0, out
+            out, err = capsys.readouterr()
+            assert rc == 0, out + err
             assert "The replica-alter-dir throttle limit was set to 50000000 B/s" in out
             assert f"Successfully started log directory move for: placed2-0-{BROKER}" in out
             wait_for(lambda: _where(bs, 0, "placed2") == (target2, False), 30, what="placed2's replica in its dir")

@@ -64,7 +64,7 @@ def test_poison_batches_are_refused_and_consumers_read_past_the_attempt(make_clu
         assert got.error_message, name  # Produce v8+ says why
     keyless = forge_batch(record(b"a", b"1", 0) + record(None, b"2", 1), record_count=2)
     got = produce_raw(brokers[leader["table"]].port, "table", keyless)
-    assert (got.error_code, [tuple(e) for e in got.record_errors]) == (
+    assert (got.error_code, [(e.batch_index, e.batch_index_error_message) for e in got.record_errors]) == (
         ErrorCode.INVALID_RECORD, [(1, "Compacted topic cannot accept message without key")])
 
     for i in range(5):
