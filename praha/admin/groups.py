@@ -542,6 +542,19 @@ class GroupAdmin:
 
         return self._per_group(group_ids, send)
 
+    def describe_groups_of_any_type(self, group_ids: Sequence[str]) -> dict[str, GroupDescription]:
+        """`describe_groups`, and ConsumerGroupDescribe for the ones it reports Dead: a KIP-848
+        group is not described by DescribeGroups (Kafka 4 answers GROUP_ID_NOT_FOUND)."""
+        described = self.describe_groups(group_ids)
+        dead = [g for g, d in described.items() if not d.exists]
+        if dead:
+            try:
+                modern = self.describe_consumer_groups(dead)
+            except GroupApiUnsupportedError:  # a broker without KIP-848: they are Dead indeed
+                modern = {}
+            described.update({g: d for g, d in modern.items() if d.exists})
+        return described
+
     def committed_offsets(self, group: str, topics: Iterable[str] | None = None) -> dict[TopicPartition, CommittedOffset]:
         """The group's committed offsets (of `topics` only, if given)."""
         return self.committed_offsets_of([group], topics)[group]

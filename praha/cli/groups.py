@@ -265,7 +265,7 @@ def _note_state(desc: GroupDescription, args: argparse.Namespace) -> None:
 
 def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) -> int:
     from praha.admin.group_plans import members_table, offsets_table, partition_rows, state_table
-    descriptions = admin.describe_groups(groups)
+    descriptions = admin.describe_groups_of_any_type(groups)
     out: list[dict[str, Any]] = []
     lines: list[str] = []
     missing = [g for g in sorted(descriptions) if not descriptions[g].exists]

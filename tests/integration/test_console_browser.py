@@ -348,7 +348,7 @@ def test_a_killed_broker_is_marked_offline_without_a_reload(env, browser):
     assert f"broker {victim} go" in browser.find_element(By.ID, "timeline").text  # seen by the console or the logs
 
 
-def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser):
+def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser, capsys):
     """Kafka 4's consumer groups are described by ConsumerGroupDescribe (DescribeGroups answers
     GROUP_ID_NOT_FOUND for them): the list and the group page show the type, a live state
     and the member with its assignment, not a Dead classic group."""
@@ -368,5 +368,13 @@ def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser):
         assert len(rows) == 1 and "kip848-member" in rows[0]
         assert all(f"{TOPIC}-{p}" in rows[0] for p in range(3)), rows
         shot(browser, "group-kip848")
+        # `praha groups --describe` (kafka-consumer-groups) describes it too, as Kafka 4's tool does
+        from praha.cli.main import main
+
+        capsys.readouterr()
+        first = env.bootstrap.split(",")[0]
+        assert main(["groups", "--bootstrap-server", first, "--describe", "--group", gid, "--members"]) == 0
+        out = capsys.readouterr().out
+        assert "kip848-member" in out and "Consumer group" not in out, out
     finally:
         c.close()
