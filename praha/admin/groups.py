@@ -196,6 +196,8 @@ class GroupDescription:
     assignment_strategy: str
     members: tuple[MemberInfo, ...]
     coordinator: Node
+    #: "classic", or "consumer" for a KIP-848 group (described with ConsumerGroupDescribe)
+    group_type: str = "classic"
 
     @property
     def exists(self) -> bool:
@@ -537,7 +539,7 @@ class GroupAdmin:
                     assignment=tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
                                      for p in sorted(t.partitions))) for m in d.members)
                 out[d.group_id] = (d.error_code, GroupDescription(d.group_id, d.group_state, CONSUMER_PROTOCOL_TYPE,
-                                                                  d.assignor_name, members, node))
+                                                                  d.assignor_name, members, node, "consumer"))
             return out
 
         return self._per_group(group_ids, send)

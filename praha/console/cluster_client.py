@@ -683,12 +683,7 @@ class ClusterClient:
 
     def group(self, group_id: str) -> GroupDetail:
         try:
-            d = self.wire.describe_groups([group_id])[group_id]
-            if not d.exists:  # Kafka 4 answers DescribeGroups with GROUP_ID_NOT_FOUND for a KIP-848 group
-                d = self.wire.describe_consumer_groups([group_id])[group_id]
-                kind = "consumer" if d.exists else "classic"
-            else:
-                kind = "classic"
+            d = self.wire.describe_groups_of_any_type([group_id])[group_id]
             committed = {tp: c.offset for tp, c in self.wire.committed_offsets(group_id).items()}
         except PrahaError as e:
             raise ConsoleError(f"group {group_id!r}: {e}", getattr(e, "code", None)) from None
@@ -701,7 +696,7 @@ class ClusterClient:
         total = sum(r.lag for r in rows if r.lag is not None) if rows else None
         if total is not None:
             LAG_HISTORY[group_id].append((int(time.time() * 1000), total))
-        return GroupDetail(group_id, kind, d, rows, total)
+        return GroupDetail(group_id, d.group_type, d, rows, total)
 
     def plan_reset(self, group_id: str, topic: str | None, mode: ResetMode, value: int | None) -> ResetPlan:
         """The new offsets a reset would commit (nothing is written): Kafka's rules from
