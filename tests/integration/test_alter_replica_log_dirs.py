@@ -20,7 +20,7 @@ from praha.cli.kafka_tools import tool_for
 from praha.cli.kafka_tools.base import run_tool
 from praha.testing.clients import read_back
 from praha.testing.cluster import bootstrap, running_cluster, wait_for
-from praha.zk.admin_zk import create_topic
+from praha.zk.admin_zk import create_topic, reassigning_partitions
 from praha.zk.store import ZkStore
 
 pytestmark = pytest.mark.integration
@@ -134,6 +134,9 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
             assert rc == 0, err
             assert f"Successfully started log directory move for: placed-0-{BROKER}" in out
             wait_for(lambda: _where(bs, 0, "placed") == (target, False), 30, what="the new replica in the dir named")
+            # Kafka's tool refuses while any reassignment is in progress: the first one must end
+            # (its new replica in the ISR, the znode removed), which can lag the dir placement
+            wait_for(lambda: not reassigning_partitions(store), 60, what="the first reassignment to complete")
 
             # the same through Kafka's tool by name, over the admin API (AlterPartitionReassignments,
             # then AlterReplicaLogDirs to broker 1 once its new replica exists), with the dir throttle
