@@ -35,7 +35,6 @@ import logging
 import re
 import threading
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, Self, TypeVar, cast
@@ -168,14 +167,7 @@ class ZooKeeperClient:
         self._stopping = self._ready = self._lost = False
         client = self._client = self._new_client(self.connect)
         client.add_listener(self._on_state)
-        try:
-            with warnings.catch_warnings():  # a missing chroot is created just below
-                warnings.filterwarnings("ignore", message="No chroot path exists")
-                client.start(timeout=self.connection_timeout_ms / 1000.0)
-        except KazooTimeoutError:
-            self._client = None
-            raise ZkUnavailableError(
-                f"could not connect to ZooKeeper at {self.connect} within {self.connection_timeout_ms} ms") from None
+        self._connect_or_refuse(client)
         self._check_authenticated(client)
         self._session_id = client.client_id[0] if client.client_id else None
         self._connected.set()
@@ -184,6 +176,27 @@ class ZooKeeperClient:
             self._create_chroot()
         self._detect_server_version(client)
         return self
+
+    def _connect_or_refuse(self, client: KazooClient) -> None:
+        """Wait for the first session. A login refused while connecting ends kazoo's attempts
+        (AUTH_FAILED) without a session, which `KazooClient.start` would report only as a
+        time-out once the whole wait had passed: here it is the refusal, at once."""
+        connected = client.start_async()
+        deadline = time.monotonic() + self.connection_timeout_ms / 1000.0
+        while not connected.wait(0.05) and time.monotonic() < deadline:
+            if client.client_state == KeeperState.AUTH_FAILED:
+                break
+        if client.connected:
+            return
+        refused = client.client_state == KeeperState.AUTH_FAILED
+        self._client = None
+        client.stop()
+        client.close()
+        if refused:
+            raise ZkAuthenticationError(f"ZooKeeper at {self.connect} refused the login of "
+                                        f"{self.auth.sasl_user or 'this client'!r} (wrong secret?)")
+        raise ZkUnavailableError(
+            f"could not connect to ZooKeeper at {self.connect} within {self.connection_timeout_ms} ms")
 
     def _check_authenticated(self, client: KazooClient) -> None:
         """Until the SASL login's outcome is known: kazoo reports the session connected before

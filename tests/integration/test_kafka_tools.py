@@ -519,14 +519,18 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
                                                                                              "carol-secret"))
     ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--add", "--allow-principal", "User:carol", "--operation",
        "Describe", "--topic", "sec")
-    assert ok("kafka-topics", "--bootstrap-server", bs, "--command-config", carol, "--list").out == "sec\n"
+    # ACLs reach each broker's authorizer through a ZooKeeper change notification, as in Kafka
+    wait_for(lambda: ok("kafka-topics", "--bootstrap-server", bs, "--command-config", carol, "--list").out == "sec\n",
+             30, interval=0.5, what="carol to see the topic her new ACL lets her describe")
     ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--alter", "--user", "carol", "--delete-config",
        "SCRAM-SHA-512")
     gone = ok("kafka-configs", "--bootstrap-server", bs, *cfg, "--describe", "--user", "carol").out
     assert gone.startswith("Error retrieving SCRAM credential configs for user-principal 'carol': "
                            "ResourceNotFoundException: ")
-    assert "Authentication failed" in tool("kafka-topics", "--bootstrap-server", bs, "--command-config", carol,
-                                           "--list").out
+    # so do SCRAM credentials: the deleted one stops working once the brokers hear of it
+    wait_for(lambda: "Authentication failed" in tool("kafka-topics", "--bootstrap-server", bs, "--command-config",
+                                                     carol, "--list").out,
+             30, interval=0.5, what="carol's deleted credential to be refused")
 
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(props.read_text().replace(password, "not-the-password"))
