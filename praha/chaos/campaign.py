@@ -244,6 +244,10 @@ def _finish_group(group: ConsumerGroup, final: inv.FinalRead, tps: list[Tp], log
     waited = round(time.monotonic() - t0, 2)
     timeline.add("group", f"group {'caught up' if caught_up else 'did not catch up'} after {waited:.1f}s")
     progress(f"chaos: consumer group {'caught up' if caught_up else 'DID NOT catch up'} in {waited:.1f}s")
+    if not caught_up:
+        state = group.state_line()
+        timeline.add("group", f"group not caught up: {state}")
+        progress(f"chaos: group {state}")
     group.stop()
     last: dict[Tp, int] = {}
     for _attempt in range(3):

@@ -113,6 +113,25 @@ class ConsumerGroup:
                 log.debug("FindCoordinator on %s:%d: %s", host, port, e)
         return None
 
+    def state_line(self) -> str:
+        """The group as its coordinator describes it, and each member's last recorded event:
+        what a group that stopped making progress was doing."""
+        from praha.admin.groups import GroupAdmin
+
+        try:
+            with GroupAdmin(self.bootstrap, timeout=10) as admin:
+                d = admin.describe_groups([self.group_id])[self.group_id]
+            described = (f"coordinator {d.coordinator.id}: state {d.state}, {len(d.members)} members ("
+                         + ", ".join(f"{m.client_id or m.member_id[:12]} {len(m.assignment)} partitions"
+                                     for m in d.members) + ")")
+        except Exception as e:  # noqa: BLE001 - a diagnostic: say why it is missing
+            described = f"not described ({e})"
+        last = []
+        for path in sorted(self.dir.glob("*.jsonl")):
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            last.append(f"{path.stem}: {lines[-1][:120] if lines else '(nothing)'}")
+        return described + "; last events: " + "; ".join(last)
+
     def committed(self, tps: list[Tp], logger: logging.Logger, timeout: float = 15.0) -> dict[Tp, int]:
         """The group's committed offsets (OffsetFetch through a client that does not join);
         -1 where nothing is committed; partitions that answered an error are left out."""

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_term)
     out = Out(open(args.out, "a", encoding="utf-8"))  # noqa: SIM115 - kept open for the process's life
     out.write("start", pid=os.getpid(), name=args.name)
-    consumer = Consumer(member_config(args.bootstrap, args.group, args.session_timeout_ms))
+    consumer = Consumer({**member_config(args.bootstrap, args.group, args.session_timeout_ms), "client.id": args.name})
     floor: dict[tuple[str, int], int] = {}  # the highest offset seen committed for each partition
     pending_observe: list[Any] = []
 
