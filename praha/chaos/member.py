@@ -60,6 +60,9 @@ def member_config(bootstrap: str, group: str, session_timeout_ms: int) -> dict[s
         "session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": max(100, session_timeout_ms // 8),
         "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 2000, "socket.timeout.ms": 10000,
         "partition.assignment.strategy": "range",
+        # the rebalance timeout: a member SIGKILLed with its JoinGroup pending is waited for this
+        # long (as Kafka does); the default 5 minutes would outlast the campaign's catch-up bound
+        "max.poll.interval.ms": 30000,
     }
 
 
