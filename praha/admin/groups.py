@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import kafka.errors
-
 from praha.admin.group_plans import CONSUMER_PROTOCOL_TYPE, MemberInfo, decode_assignment
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError, UnknownTopicError
@@ -112,8 +110,8 @@ def error_message(code: int) -> str:
     if code in KAFKA_MESSAGES:
         return KAFKA_MESSAGES[code]
     try:
-        return f"{kafka.errors.for_code(code).message} (error code {code})"
-    except Exception:  # noqa: BLE001 - an unknown code is still reported
+        return f"{ErrorCode(code).name} (error code {code})"
+    except ValueError:  # a code this praha does not know is still reported
         return f"error code {code}"
 
 

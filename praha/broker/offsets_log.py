@@ -19,13 +19,12 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.memory_records import MemoryRecords
-
 from praha.broker.delayed import ProduceWait
 from praha.common import TopicPartition
 from praha.coordinator.group.coordinator import LogRecord
 from praha.errors import ErrorCode, PrahaError
+from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK
+from praha.log.records import complete_batches, encode_records
 
 if TYPE_CHECKING:
     from praha.broker.replica_manager import ReplicaManager
@@ -40,12 +39,9 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int, producer
                 base_sequence: int = -1) -> bytes:
     """One uncompressed v2 batch of these key/value records (base offset 0; the log sets
     it); transactional when a producer is given."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=int(producer_id >= 0),
-                                        producer_id=producer_id, producer_epoch=epoch, base_sequence=base_sequence,
-                                        batch_size=1 << 30)
-    for i, (key, value) in enumerate(records):
-        builder.append(i, timestamp=now_ms, key=key, value=value, headers=[])
-    return bytes(builder.build())
+    return encode_records(0, [(key, value, now_ms) for key, value in records], producer_id=producer_id,
+                          producer_epoch=epoch, base_sequence=base_sequence,
+                          attributes=TRANSACTIONAL_MASK if producer_id >= 0 else 0)
 
 
 class CoordinatorLog:
@@ -97,16 +93,13 @@ class CoordinatorLog:
             chunk = lg.read(offset, READ_CHUNK_BYTES, max_offset=end)
             if chunk.next_offset <= offset or not chunk.data:
                 return
-            records = MemoryRecords(bytes(chunk.data))
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
+            for batch, records in complete_batches(chunk.data):
                 pid = batch.producer_id if batch.is_transactional else -1
-                for rec in batch:
+                control = bool(batch.attributes & CONTROL_MASK)
+                for rec in records:
                     if rec.offset < offset:
                         continue
-                    if batch.is_control_batch:
+                    if control:
                         if rec.key is not None and len(rec.key) >= 4:
                             yield LogRecord(None, None, pid, commit=_CONTROL_KEY.unpack_from(rec.key)[1] == 1)
                     else:

@@ -220,20 +220,16 @@ def _check_served(ledger: Ledger, final: FinalRead, f: RecordFigures, timeline: 
 def read_segment_records(partition_dir: Path) -> tuple[dict[int, str], list[tuple[int, str]]]:
     """offset → value of every record in a partition directory's .log segments (read-only),
     and the (batch base offset, id) of any id found twice inside one batch."""
-    from kafka.record import MemoryRecords
+    from praha.log.records import complete_batches
 
     out: dict[int, str] = {}
     in_batch: list[tuple[int, str]] = []
     for seg in sorted(partition_dir.glob("*.log")):
         data = seg.read_bytes()
         try:
-            records = MemoryRecords(data)
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
+            for batch, records in complete_batches(data):
                 seen: set[str] = set()
-                for r in batch:
+                for r in records:
                     value = (r.value or b"").decode("utf-8", "replace")
                     out[r.offset] = value
                     if value in seen:

@@ -52,7 +52,7 @@ CONTROL_MASK = 0x20
 NO_TIMESTAMP = -1
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
-_OFFSET_LENGTH = struct.Struct(">qi")
+OFFSET_AND_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -133,7 +133,7 @@ def parse_header(buf: Buffer, off: int, position: int, limit: int) -> BatchHeade
     remaining = limit - position
     if remaining < LOG_OVERHEAD:
         raise CorruptBatchError(position, f"truncated: {remaining} bytes left, header needs {HEADER_SIZE}")
-    base_offset, length = _OFFSET_LENGTH.unpack_from(buf, off)
+    base_offset, length = OFFSET_AND_LENGTH.unpack_from(buf, off)
     if remaining > MAGIC_OFFSET and length > MAGIC_OFFSET - LOG_OVERHEAD:
         magic = buf[off + MAGIC_OFFSET]
         if magic != CURRENT_MAGIC:

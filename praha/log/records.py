@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -36,6 +37,7 @@ from praha.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
+    OFFSET_AND_LENGTH,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Buffer,
@@ -246,6 +248,33 @@ def decode_batch(data: Buffer, position: int = 0) -> DecodedBatch:
         payload = decompress(h.compression, payload)
     base_ts = h.base_timestamp
     return DecodedBatch(h, iter_raw_records(payload, h.record_count, h.base_offset, base_ts, position))
+
+
+class ReadRecord(NamedTuple):
+    """One record as a reader of the log sees it (the batch's timestamp for LogAppendTime)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+def complete_batches(data: Buffer) -> Iterator[tuple[BatchHeader, list[ReadRecord]]]:
+    """Each whole batch in `data` with its records. A batch cut short at the end (a read that
+    stopped at a size limit, a torn tail after a crash) ends the walk, as a client's does;
+    a malformed batch raises `CorruptBatchError`."""
+    view = memoryview(data)
+    end, pos = len(view), 0
+    while end - pos >= LOG_OVERHEAD:
+        _, length = OFFSET_AND_LENGTH.unpack_from(view, pos)
+        if pos + LOG_OVERHEAD + length > end:
+            return
+        decoded = decode_batch(view[pos:pos + LOG_OVERHEAD + length], pos)
+        h = decoded.header
+        log_append = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+        yield h, [ReadRecord(r.offset, h.max_timestamp if log_append else r.timestamp, *record_key_value(r.raw))
+                  for r in decoded.records]
+        pos += h.size
 
 
 # -- encoding ----------------------------------------------------------------------------

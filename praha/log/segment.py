@@ -36,6 +36,7 @@ from praha.log.batch import (
 )
 from praha.log.errors import CorruptBatchError, CorruptIndexError, LogStorageError
 from praha.log.index import OffsetIndex, TimeIndex
+from praha.log.records import complete_batches
 from praha.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
@@ -564,12 +565,11 @@ class LogSegment:
 
 
 def _first_record_at_or_after(data: bytes, h: BatchHeader, timestamp: int, start_offset: int) -> tuple[int, int] | None:
-    from kafka.record.default_records import DefaultRecordBatch
-
     try:
-        for rec in DefaultRecordBatch(data):
-            if rec.timestamp >= timestamp and rec.offset >= start_offset:
-                return rec.offset, rec.timestamp
+        for _, records in complete_batches(data):
+            for rec in records:
+                if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                    return rec.offset, rec.timestamp
         return None
     except Exception:  # codec missing or undecodable: answer at batch granularity
         return max(h.base_offset, start_offset), h.max_timestamp

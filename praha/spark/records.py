@@ -32,6 +32,9 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")  # base, length, epoch, magic, crc, at
 HEADER_SIZE = _HEADER.size  # 61
 _LOG_OVERHEAD = 12  # base offset + batch length
 _MAGIC_AT = 16
+#: magic v0/v1 message sets predate Kafka 0.11; praha's brokers neither accept nor store them
+_OLD_MAGIC = ("message set at offset {base} has magic {magic}: praha reads only v2 record batches "
+              "(Kafka 0.11 and later)")
 _CRC_DATA_AT = 21
 
 COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = 0, 1, 2, 3, 4
@@ -109,13 +112,8 @@ def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool 
     while pos + _LOG_OVERHEAD <= n and next_offset < end:
         base, length = struct.unpack_from(">qi", buf, pos)
         batch_end = pos + _LOG_OVERHEAD + length
-        if batch_end > n or length < HEADER_SIZE - _LOG_OVERHEAD:
+        if not _whole_v2_batch(buf, pos, base, length, batch_end):
             break  # partial batch at the end of the answer (or too short to be one)
-        magic = buf[pos + _MAGIC_AT]
-        if magic != 2:
-            next_offset = _decode_legacy(buf[pos:batch_end], next_offset, end, out)
-            pos = batch_end
-            continue
         (_, _, _, _, crc, attrs, last_delta, base_ts, max_ts, pid, _, _, count) = _HEADER.unpack_from(buf, pos)
         if check_crc and crc32c.crc32c(memoryview(buf)[pos + _CRC_DATA_AT:batch_end]) != crc:
             raise CorruptLogError(f"record batch at offset {base} failed its CRC check")
@@ -138,6 +136,16 @@ def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool 
     return next_offset
 
 
+def _whole_v2_batch(buf: bytes, pos: int, base: int, length: int, batch_end: int) -> bool:
+    """Whether a whole v2 batch lies at `pos` (False: cut short by the end of the answer, or
+    too short to be one); a whole message set of another magic is refused by name."""
+    if batch_end > len(buf):
+        return False
+    if length > _MAGIC_AT - _LOG_OVERHEAD and buf[pos + _MAGIC_AT] != 2:
+        raise CorruptLogError(_OLD_MAGIC.format(base=base, magic=buf[pos + _MAGIC_AT]))
+    return length >= HEADER_SIZE - _LOG_OVERHEAD
+
+
 def scan_next_offset(buf: bytes, start: int, end: int) -> int:
     """Where the fetch after `buf` starts: past its last complete batch (headers only,
     no record decoding), clamped to [start, end]. Agrees with `decode_into`'s result."""
@@ -147,26 +155,12 @@ def scan_next_offset(buf: bytes, start: int, end: int) -> int:
     while pos + _LOG_OVERHEAD <= n:
         base, length = struct.unpack_from(">qi", buf, pos)
         batch_end = pos + _LOG_OVERHEAD + length
-        if batch_end > n or length < HEADER_SIZE - _LOG_OVERHEAD:
+        if not _whole_v2_batch(buf, pos, base, length, batch_end):
             break
-        if buf[pos + _MAGIC_AT] == 2:
-            (last_delta,) = struct.unpack_from(">i", buf, pos + 23)
-            nxt = max(nxt, base + last_delta + 1)
-        else:
-            nxt = max(nxt, _legacy_next(buf[pos:batch_end]))
+        (last_delta,) = struct.unpack_from(">i", buf, pos + 23)
+        nxt = max(nxt, base + last_delta + 1)
         pos = batch_end
     return min(nxt, end)
-
-
-def _legacy_next(batch: bytes) -> int:
-    from kafka.record import MemoryRecords
-
-    records = MemoryRecords(batch)
-    last = -1
-    while (b := records.next_batch()) is not None:
-        for r in b:
-            last = r.offset
-    return last + 1
 
 
 def _decode_records(buf: Any, pos: int, count: int, base: int, base_ts: int, append_ts: int | None,
@@ -284,29 +278,3 @@ def _snappy_block(block: bytes) -> bytes:
 
     size, _ = _unsigned_varint(block, 0)  # a raw snappy block starts with its decompressed length
     return bytes(pa.decompress(block, decompressed_size=size, codec="snappy").to_pybytes())
-
-
-def _decode_legacy(batch: bytes, start: int, end: int, out: Columns) -> int:
-    """Magic v0/v1 message sets (praha writes v2; kept so old data never breaks a read)."""
-    from kafka.record import MemoryRecords
-
-    nxt = start
-    records = MemoryRecords(batch)
-    while True:
-        b = records.next_batch()
-        if b is None:
-            break
-        for r in b:
-            if r.offset < start:
-                continue
-            if r.offset >= end:
-                return end
-            out.keys.append(r.key)
-            out.values.append(r.value)
-            out.offsets.append(r.offset)
-            out.timestamps_ms.append(r.timestamp if r.timestamp is not None else -1)
-            out.timestamp_types.append(r.timestamp_type if r.timestamp_type is not None else -1)
-            if out.with_headers:
-                out.headers.append([])
-            nxt = r.offset + 1
-    return max(nxt, start)

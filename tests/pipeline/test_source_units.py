@@ -197,3 +197,14 @@ def test_write_options_pass_producer_settings_and_default_to_acks_all():
     assert o.producer_config["bootstrap.servers"] == "127.0.0.1:9092"
     with pytest.raises(OptionError, match="kafka.key.serializer"):
         parse_write_options({**BS, "kafka.key.serializer": "x"})
+
+
+def test_a_pre_0_11_message_set_is_refused_by_name():
+    """praha stores only v2 batches; an older message set is named, never misread."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    old = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    old.append(0, timestamp=1, key=None, value=b"hello")
+    for read in (lambda buf: decode_into(buf, 0, 100, Columns()), lambda buf: scan_next_offset(buf, 0, 100)):
+        with pytest.raises(CorruptLogError, match="has magic 1: praha reads only v2 record batches"):
+            read(batch(0, [b"new"]) + bytes(old.build()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from log_helpers import batch_meta, decode, fix_crc, make_batch, make_batches
 
@@ -16,6 +17,7 @@ from praha.log.batch import (
     validate,
 )
 from praha.log.errors import CorruptBatchError, InvalidRecordError, MessageTooLargeError, UnsupportedMagicError
+from praha.log.records import ReadRecord, complete_batches
 
 
 def test_iter_batches_reads_headers_only():
@@ -126,3 +128,26 @@ def test_assign_offsets_in_place_and_rebase():
     hs = rebase_headers(s.batches, 5, 1)
     assert [(h.base_offset, h.last_offset, h.leader_epoch) for h in hs] == [(5, 6, 1), (7, 8, 1)]
     assert [(h.base_offset, h.last_offset, h.leader_epoch) for h in iter_batches(buf)] == [(5, 6, 1), (7, 8, 1)]
+
+
+def test_complete_batches_reads_keys_values_and_stops_at_a_torn_tail():
+    """praha's own reader of stored batches (kafka-python builds the reference batches)."""
+    first = DefaultRecordBatchBuilder(magic=2, compression_type=1, is_transactional=0, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for i in range(3):
+        first.append(i, timestamp=5_000 + i, key=b"k%d" % i if i else None, value=None if i == 2 else b"v%d" % i,
+                     headers=[])
+    second = bytearray(make_batch(2, ts=9_000))
+    struct.pack_into(">q", second, 0, 3)  # base offset 3
+    struct.pack_into(">h", second, 21, struct.unpack_from(">h", second, 21)[0] | 0x08)  # LogAppendTime
+    fix_crc(second)
+    data = bytes(first.build()) + bytes(second)
+    got = [(h.base_offset, records) for h, records in complete_batches(data + data[:30])]
+    assert got == [(0, [ReadRecord(0, 5_000, None, b"v0"), ReadRecord(1, 5_001, b"k1", b"v1"),
+                        ReadRecord(2, 5_002, b"k2", None)]),
+                   # LogAppendTime: every record carries the batch's max timestamp, as clients read it
+                   (3, [ReadRecord(3, 9_001, None, b"v0-xxxxxxx"), ReadRecord(4, 9_001, None, b"v1-xxxxxxx")])]
+    corrupt = bytearray(data)
+    corrupt[16] = 7  # unknown magic
+    with pytest.raises(CorruptBatchError):
+        list(complete_batches(bytes(corrupt)))
