@@ -87,6 +87,13 @@ _LDT = _LDR.DescribeLogDirsTopic
 _LDP = _LDT.DescribeLogDirsPartition
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+#: KIP-405's: the first offset still in local storage, and the last offset tiered to remote
+#: storage (praha has no remote tier: the log start, and none)
+EARLIEST_LOCAL, LATEST_TIERED = -4, -5
+#: the ListOffsets version from which each special timestamp is understood; any other
+#: negative timestamp, or one asked for in an older version, is UNSUPPORTED_VERSION (as Kafka)
+SPECIAL_TIMESTAMP_SINCE: dict[int, int] = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8,
+                                           LATEST_TIERED: 9}
 READ_COMMITTED = 1  # Fetch and ListOffsets isolation_level
 
 #: a consumer's partition read of at least this many bytes is sent from the file with
@@ -529,6 +536,9 @@ class DataApis:
                     parts.append(_lo(tp.partition, ErrorCode.INVALID_REQUEST))
                     continue
                 seen.add(tp)
+                if lp.timestamp < 0 and req.header.api_version < SPECIAL_TIMESTAMP_SINCE.get(lp.timestamp, 1 << 15):
+                    parts.append(_lo(tp.partition, ErrorCode.UNSUPPORTED_VERSION))
+                    continue
                 parts.append(self._list_offset(tp, lp, r.replica_id, getattr(r, "isolation_level", 0) or 0))
             topics.append(_LR(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
@@ -553,7 +563,9 @@ class DataApis:
         limit = p.high_watermark if replica_id == CONSUMER_REPLICA_ID else lg.log_end_offset
         if replica_id == CONSUMER_REPLICA_ID and isolation_level == READ_COMMITTED:
             limit = lg.last_stable_offset(limit)
-        if ts == EARLIEST:
+        if ts == LATEST_TIERED:  # nothing is ever tiered
+            return _lo(tp.partition, ErrorCode.NONE, -1, -1, -1)
+        if ts in (EARLIEST, EARLIEST_LOCAL):  # every offset from the log start is local
             off = lg.log_start_offset
             return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))
         if ts == LATEST:

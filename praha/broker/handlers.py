@@ -146,7 +146,7 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((T, Op.WRITE, "topic_data[].name"), (X, Op.WRITE, "transactional_id"))),
     Route(ApiKey.FETCH, (4, 12), DataApis, DataApis.handle_fetch,
           acls=acls((T, Op.READ, "topics[].topic"), (C, Op.CLUSTER_ACTION, CLUSTER))),
-    Route(ApiKey.LIST_OFFSETS, (1, 7), DataApis, DataApis.handle_list_offsets,
+    Route(ApiKey.LIST_OFFSETS, (1, 10), DataApis, DataApis.handle_list_offsets,
           acls=acls((T, Op.DESCRIBE, "topics[].name"))),
     Route(ApiKey.METADATA, (0, 13), MetadataApis, MetadataApis.handle_metadata,
           acls=acls((T, Op.DESCRIBE, "topics[].name"), (C, Op.CREATE, CLUSTER), (T, Op.CREATE, "topics[].name"))),

@@ -523,3 +523,35 @@ def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(e
     assert {v: outcome[v] for v in after if outcome[v] != "ok"} == {}
     got = consume_confluent(bootstrap(cluster), "phoenix", [0], len(after) + sum(outcome[v] == "ok" for v in during))
     assert set(after) <= {m.value() for m in got}
+
+
+def test_list_offsets_answers_each_special_timestamp_from_the_version_that_knows_it(env):
+    """KIP-405's EARLIEST_LOCAL (-4, v8+) is the log start (praha keeps every offset local)
+    and LATEST_TIERED (-5, v9+) is none; a special timestamp asked for in an older version,
+    or one Kafka does not define, is UNSUPPORTED_VERSION, as Kafka answers. Requests are
+    kafka-python's encoding; the AdminClient's DeleteRecords moves the log start first."""
+    cluster, store, connect = env
+    topic = "offset-kinds"
+    create_topic(env, topic, {0: (1, 2, 3)})
+    bs = bootstrap(cluster)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(5):
+        p.produce(topic, value=b"r%d" % i, partition=0)
+    assert p.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.delete_records([CTP(topic, 0, 2)])[CTP(topic, 0, 2)].result(15)
+    leader = cluster_status(connect, store=store)["topics"][topic]["partitions"][0]["leader"]
+
+    def ask(version: int, timestamp: int) -> tuple[int, int]:
+        req = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                    partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])])
+        with broker_conn(env, leader) as conn:
+            (part,) = conn.send(req, version).topics[0].partitions
+        return part.error_code, part.offset
+
+    assert ask(9, -4) == (ErrorCode.NONE, 2) == ask(8, -4) == ask(10, -2)
+    assert ask(9, -5) == (ErrorCode.NONE, -1)
+    assert ask(10, -1) == (ErrorCode.NONE, 5)
+    assert ask(7, -4)[0] == ask(8, -5)[0] == ask(6, -3)[0] == ask(10, -7)[0] == ErrorCode.UNSUPPORTED_VERSION
