@@ -26,7 +26,6 @@ from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
 
 #: the id of a topic written without one (Kafka's Uuid.ZERO_UUID)
-ZERO_TOPIC_ID = uuid.UUID(int=0)
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -100,7 +99,8 @@ class MetadataApis:
 
     async def load_topic_ids(self, names: list[str]) -> None:
         """Read the ids of known topics not yet in the cache from their znodes (once per
-        topic: a topic written without one, by an old tool, is remembered as the zero id)."""
+        topic; a topic written without one, by an old tool, is answered with the zero id and
+        asked about again: the controller gives it an id as soon as it sees it)."""
         cache = self.broker.metadata_cache
         missing = [n for n in names if n not in cache.topic_ids and cache.contains_topic(n)]
         if not missing:
@@ -113,8 +113,9 @@ class MetadataApis:
             log.debug("topic ids of %d topics not read: %s", len(missing), e)
             return
         for name in missing:
-            if cache.contains_topic(name) and name in found:  # (not deleted meanwhile)
-                cache.topic_ids[name] = topic_id_uuid(found[name].topic_id) or ZERO_TOPIC_ID
+            tid = topic_id_uuid(found[name].topic_id) if name in found else None
+            if tid is not None and cache.contains_topic(name):  # (not deleted meanwhile)
+                cache.topic_ids[name] = tid
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
         """Kafka's auto topic creation (ZooKeeper mode: the broker writes the znodes itself),

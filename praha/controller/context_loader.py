@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from praha.common import BrokerInfo, LeaderIsrAndControllerEpoch, TopicPartition
 from praha.controller.context import ControllerContext
 from praha.controller.store_api import ControllerStore
+from praha.controller.topic_ids import assign_missing_ids
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def load_context(store: ControllerStore, ctx: ControllerContext, lap: Lap) -> No
         for p, a in ta.partitions.items():
             if a.is_being_reassigned:
                 ctx.partitions_being_reassigned.add(TopicPartition(t, p))
+    assign_missing_ids(store, ctx, assignments)
     lap("assignments")
     ctx.topic_configs, bad_configs = store.get_topic_configs(sorted(ctx.all_topics))
     for t, err in bad_configs.items():

@@ -56,6 +56,7 @@ from praha.controller.request_batch import ControllerRequestBatch
 from praha.controller.services import ControllerServices
 from praha.controller.states import PartitionAndReplica, PartitionState, ReplicaState
 from praha.controller.topic_deletion import TopicDeletionManager
+from praha.controller.topic_ids import assign_missing_ids
 from praha.controller.topic_watches import TopicWatches
 from praha.controller.unclean_election import elect_unclean
 from praha.errors import ControllerMovedError, ErrorCode
@@ -252,6 +253,7 @@ class ControllerFlows:
                 ctx.topic_ids[t] = ta.topic_id
             ctx.topic_configs[t] = configs.get(t, {})
             new_partitions.extend(TopicPartition(t, p) for p in sorted(ta.partitions))
+        assign_missing_ids(self.store, ctx, assignments)
         self.topic_watches.watch(sorted(assignments))
         log.info("new topics %s with %d partitions", sorted(assignments), len(new_partitions))
         self.on_new_partition_creation(new_partitions)

@@ -435,6 +435,21 @@ def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
     assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == second
 
 
+def test_a_topic_written_without_an_id_gets_one_from_the_controller(env):
+    """A topic znode written straight into ZooKeeper with no id (as an old tool writes it):
+    the controller gives it one, as Kafka 2.8+'s does, and librdkafka's describe_topics
+    answers that id, not the zero id."""
+    from confluent_kafka import TopicCollection
+
+    cluster, store, _ = env
+    create_topic(env, "idless", {0: (1, 2, 3)})  # the znode as written has no id
+    written = wait_for(lambda: store.get_topic_assignments(["idless"])[0]["idless"].topic_id, 30,
+                       what="the controller's id in the znode")
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    described = admin.describe_topics(TopicCollection(["idless"]))["idless"].result(15).topic_id
+    assert str(described).replace("+", "-").replace("/", "_") == written != "A" * 22
+
+
 def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(env):
     """Issue 21: a confluent-kafka producer producing continuously while its topic is deleted
     and created again under the same name delivers everything produced after the re-create;
