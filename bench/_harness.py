@@ -55,6 +55,7 @@ from praha.common import (  # noqa: E402
     ReplicaAssignment,
     TopicAssignment,
     TopicPartition,
+    new_topic_id,
 )
 from praha.protocol.controller_apis import (  # noqa: E402
     ControlledShutdownRequest,
@@ -319,7 +320,7 @@ def preload(store: ZkStore, topics: list[tuple[str, int]], assign: Assign = repl
             levels[3].append(CreateOp(path, zn.encode_partition_state(state)))
             state_paths.append(path)
         levels[0].append(CreateOp(zn.config_topic_path(t), zn.encode_config({})))
-        levels[0].append(CreateOp(zn.topic_path(t), zn.encode_topic_assignment(TopicAssignment(parts))))
+        levels[0].append(CreateOp(zn.topic_path(t), zn.encode_topic_assignment(TopicAssignment(parts, new_topic_id()))))
         levels[1].append(CreateOp(zn.partitions_path(t)))
     for ops in levels:
         results = store.multi(ops)

@@ -33,6 +33,7 @@ from praha.common import (
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
     TopicPartition,
+    new_topic_id,
 )
 from praha.errors import (
     BrokerIdInUseError,
@@ -552,8 +553,11 @@ class ZkStore(ZooKeeperClient):
 
     # -- topic writes ------------------------------------------------------------------------------------
     def create_topic(self, topic: str, assignment: TopicAssignment, config: Mapping[str, str] | None = None) -> None:
-        """Admin topic creation as Kafka's AdminZkClient: config first, then the assignment znode,
-        whose appearance the controller watches. TopicExistsError if present or being deleted."""
+        """Admin topic creation as Kafka's AdminZkClient: config first, then the assignment znode
+        (with a new topic id unless one is given), whose appearance the controller watches.
+        TopicExistsError if present or being deleted."""
+        if not assignment.topic_id:
+            assignment = TopicAssignment(assignment.partitions, new_topic_id())
         if self.exists(zn.delete_topic_path(topic)) is not None:
             raise TopicExistsError(f"Topic '{topic}' is marked for deletion.")
         if self.exists(zn.topic_path(topic)) is not None:

@@ -441,8 +441,13 @@ def test_a_topic_written_without_an_id_gets_one_from_the_controller(env):
     answers that id, not the zero id."""
     from confluent_kafka import TopicCollection
 
-    cluster, store, _ = env
-    create_topic(env, "idless", {0: (1, 2, 3)})  # the znode as written has no id
+    from praha.zk import znodes as zn
+    from praha.zk.ops import CreateOp
+
+    cluster, store, connect = env
+    store.set_topic_config("idless", {})
+    store.multi([CreateOp(zn.topic_path("idless"),  # the znode as an old tool writes it: no id
+                          zn.encode_topic_assignment(TopicAssignment({0: ReplicaAssignment((1, 2, 3))})))])
     written = wait_for(lambda: store.get_topic_assignments(["idless"])[0]["idless"].topic_id, 30,
                        what="the controller's id in the znode")
     admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
