@@ -451,7 +451,8 @@ def test_a_topic_written_without_an_id_gets_one_from_the_controller(env):
     written = wait_for(lambda: store.get_topic_assignments(["idless"])[0]["idless"].topic_id, 30,
                        what="the controller's id in the znode")
     admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
-    described = admin.describe_topics(TopicCollection(["idless"]))["idless"].result(15).topic_id
+    described = wait_for(lambda: admin.describe_topics(TopicCollection(["idless"]))["idless"].result(15).topic_id,
+                         30, what="the brokers to know the topic")  # UNKNOWN_TOPIC_OR_PART until then
     assert str(described).replace("+", "-").replace("/", "_") == written != "A" * 22
 
 
