@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from praha.broker.authorization import NOT_REQUESTED
@@ -50,7 +52,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.log import FileRegion
-from praha.protocol.fetch import FetchedPartition, fetch_response_pieces
+from praha.protocol.fetch import FETCH_BY_TOPIC_ID, FetchedPartition, fetch_replica_id, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 from praha.protocol.messages.gen.metadata import DescribeClusterResponse
@@ -380,11 +382,17 @@ class DataApis:
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:
         r = req.request
-        replica_id = r.replica_id
+        version = req.header.api_version
+        replica_id = fetch_replica_id(r, version)
         wanted: list[tuple[TopicPartition, Any]] = []
+        by_id = version >= FETCH_BY_TOPIC_ID
+        names, unknown = await self._names_of_topic_ids(r.topics) if by_id else ({}, [])
         for t in r.topics:
+            name = names.get(t.topic_id) if by_id else t.topic
+            if name is None:
+                continue
             for fp in t.partitions:
-                wanted.append((TopicPartition(t.topic, fp.partition), fp))
+                wanted.append((TopicPartition(name, fp.partition), fp))
         denied = self._unreadable(req, replica_id, wanted)
         if denied:
             wanted = [w for w in wanted if w[0] not in denied]
@@ -414,10 +422,22 @@ class DataApis:
         if total:
             self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str | uuid.UUID, list[Any]] = {}
+        ids = {name: tid for tid, name in names.items()}
         for tp, pdata in parts:
-            by_topic.setdefault(tp.topic, []).append(pdata)
+            by_topic.setdefault(ids[tp.topic] if by_id else tp.topic, []).append(pdata)
+        for t in unknown:  # Kafka's answer for an id it does not know, partition by partition
+            by_topic[t.topic_id] = [_error_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID) for fp in t.partitions]
         return EncodedFetchResponse(list(by_topic.items()))
+
+    async def _names_of_topic_ids(self, topics: list[Any]) -> tuple[dict[uuid.UUID, str], list[Any]]:
+        """The name of each topic a Fetch v13+ names by id, and the topics whose id no topic
+        here has (ids not in the cache yet are read from ZooKeeper first)."""
+        cache = self.broker.metadata_cache
+        if any(t.topic_id not in cache.topic_ids.values() for t in topics):
+            await self.broker.load_topic_ids()
+        names = {tid: name for name, tid in cache.topic_ids.items() if tid.int}
+        return names, [t for t in topics if t.topic_id not in names]
 
     def _unreadable(self, req: DecodedRequest, replica_id: int,
                     wanted: list[tuple[TopicPartition, Any]]) -> set[TopicPartition]:
@@ -639,7 +659,7 @@ class EncodedFetchResponse:
     `encode` gives bytes, or a `SegmentedFrame` when records stay in files (`bytes()` of
     it reads them: the same bytes); the frame owns the regions and closes them."""
 
-    def __init__(self, topics: list[tuple[str, list[FetchedPartition]]], throttle_time_ms: int = 0):
+    def __init__(self, topics: Sequence[tuple[str | uuid.UUID, list[FetchedPartition]]], throttle_time_ms: int = 0):
         self.topics = topics
         self.throttle_time_ms = throttle_time_ms
         self._header = None
@@ -655,10 +675,11 @@ class EncodedFetchResponse:
                                   throttle_time_ms=self.throttle_time_ms)
 
 
-def encode_fetch_frame(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
+def encode_fetch_frame(version: int, correlation_id: int,
+                       topics: Sequence[tuple[str | uuid.UUID, list[FetchedPartition]]],
                        error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> bytes | SegmentedFrame:
-    """A framed FetchResponse v4-v12 (size prefix, response header, body), byte-identical
-    to kafka-python's encoding. Records given as bytes are joined once into the frame;
+    """A framed FetchResponse v4-v16 (size prefix, response header, body; topics by name,
+    or by id from v13), byte-identical to kafka-python's encoding. Records given as bytes are joined once into the frame;
     records given as a `FileRegion` are not read: the answer is then a SegmentedFrame of
     the bytes around them and the regions themselves (sent with os.sendfile)."""
     out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id, throttle_time_ms)

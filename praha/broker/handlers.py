@@ -144,7 +144,7 @@ def acls(*checks: tuple[ResourceType, AclOperation, str]) -> tuple[AclCheck, ...
 ROUTES: tuple[Route, ...] = (
     Route(ApiKey.PRODUCE, (3, 11), DataApis, DataApis.handle_produce,
           acls=acls((T, Op.WRITE, "topic_data[].name"), (X, Op.WRITE, "transactional_id"))),
-    Route(ApiKey.FETCH, (4, 12), DataApis, DataApis.handle_fetch,
+    Route(ApiKey.FETCH, (4, 16), DataApis, DataApis.handle_fetch,
           acls=acls((T, Op.READ, "topics[].topic"), (C, Op.CLUSTER_ACTION, CLUSTER))),
     Route(ApiKey.LIST_OFFSETS, (1, 10), DataApis, DataApis.handle_list_offsets,
           acls=acls((T, Op.DESCRIBE, "topics[].name"))),

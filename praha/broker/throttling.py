@@ -21,6 +21,7 @@ from typing import Any
 from praha.broker.client_quota import ClientQuotas
 from praha.broker.network import Muted
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.fetch import fetch_replica_id
 from praha.protocol.framing import DecodedRequest
 
 #: Kafka's cluster actions: never throttled
@@ -79,7 +80,7 @@ class RequestQuotaThrottler:
 
     async def run(self, request: DecodedRequest, handler: Callable[[DecodedRequest], Awaitable[Any]]) -> Any:
         key = request.api_key
-        if key in EXEMPT_APIS or (key == ApiKey.FETCH and request.request.replica_id >= 0) or \
+        if key in EXEMPT_APIS or (key == ApiKey.FETCH and fetch_replica_id(request.request, request.header.api_version) >= 0) or \
                 (key == ApiKey.PRODUCE and request.request.acks == 0):  # Kafka exempts acks=0 too
             return await handler(request)
         timer = BusyTimer(handler(request))  # type: ignore[arg-type]

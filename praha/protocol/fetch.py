@@ -10,6 +10,8 @@ of its receive buffer). Each is byte-identical to kafka-python's codec (unit-tes
 from __future__ import annotations
 
 import struct
+import uuid
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 from praha.errors import PrahaError
@@ -44,6 +46,15 @@ class FetchedPartition(NamedTuple):
     aborted_transactions: "list[tuple[int, int]] | None" = None
 
 
+#: from this Fetch version on, topics are named by id (KIP-516)
+FETCH_BY_TOPIC_ID = 13
+
+
+def fetch_replica_id(request: Any, version: int) -> int:
+    """Who fetches: a broker's id (a follower) or -1 (a consumer); v15+ sends it in ReplicaState."""
+    return int(request.replica_state.replica_id if version >= 15 else request.replica_id)
+
+
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _PART_V5 = struct.Struct(">ihqqq")  # + log start offset
@@ -57,7 +68,8 @@ def encode_fetch_response(version: int, correlation_id: int, topics: list[tuple[
     return b"".join(fetch_response_pieces(version, correlation_id, topics, error_code, session_id))
 
 
-def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[str, list[FetchedPartition]]],
+def fetch_response_pieces(version: int, correlation_id: int,
+                          topics: Sequence[tuple[str | uuid.UUID, list[FetchedPartition]]],
                           error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> list[Any]:
     """The frame of `encode_fetch_response` in wire order, size prefix first; each
     partition's records are one piece as given (bytes, a view, or anything with a length
@@ -71,12 +83,15 @@ def fetch_response_pieces(version: int, correlation_id: int, topics: list[tuple[
         out.append(_I16.pack(error_code) + _I32.pack(session_id))
     _array_len(out, len(topics), flex)
     for name, parts in topics:
-        raw = name.encode()
-        if flex:
-            out.append(write_uvarint(len(raw) + 1))
+        if version >= FETCH_BY_TOPIC_ID:
+            out.append(name.bytes if isinstance(name, uuid.UUID) else bytes(16))
         else:
-            out.append(_I16.pack(len(raw)))
-        out.append(raw)
+            raw = str(name).encode()
+            if flex:
+                out.append(write_uvarint(len(raw) + 1))
+            else:
+                out.append(_I16.pack(len(raw)))
+            out.append(raw)
         _array_len(out, len(parts), flex)
         for p in parts:
             if version >= 5:

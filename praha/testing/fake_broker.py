@@ -104,7 +104,8 @@ class FakeBroker:
         self.cluster_id = "fake-cluster"
         self.config = BrokerConfig(broker_id=1, zookeeper_connect="127.0.0.1:1/fake")
         self.authz = authz
-        self.metadata_cache = FakeMetadataCache(topics)
+        # the sample requests name a topic "t" or by the sample id
+        self.metadata_cache = FakeMetadataCache(topics, topic_ids={t: _PLAIN["uuid"] for t in topics})
         self.store = None
         self.broker_info = None
         self.controller = None
@@ -113,6 +114,9 @@ class FakeBroker:
             setattr(self, part, parts.pop(part, Untouchable(part)))
         if parts:
             raise TypeError(f"no such broker part: {', '.join(parts)}")
+
+    async def load_topic_ids(self) -> None:
+        """The fake knows every id it will ever know."""
 
     def zk_store(self) -> Any:
         raise PrahaError("the fake broker has no ZooKeeper", ErrorCode.UNKNOWN_SERVER_ERROR)

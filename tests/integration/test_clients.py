@@ -576,3 +576,47 @@ def test_list_offsets_answers_each_special_timestamp_from_the_version_that_knows
     assert ask(9, -5) == (ErrorCode.NONE, -1)
     assert ask(10, -1) == (ErrorCode.NONE, 5)
     assert ask(7, -4)[0] == ask(8, -5)[0] == ask(6, -3)[0] == ask(10, -7)[0] == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_fetch_by_topic_id_serves_records_and_names_an_unknown_id(env):
+    """Fetch v13+ (KIP-516): topics named by id, answered by id; an id no topic has is
+    UNKNOWN_TOPIC_ID for each of its partitions while the known topic is served in the same
+    answer. Requests in kafka-python's encoding; librdkafka (Fetch v16) consumes by id too."""
+    import uuid
+
+    from confluent_kafka import TopicCollection
+
+    cluster, store, connect = env
+    topic = "by-id"
+    create_topic(env, topic, {0: (1, 2, 3)})
+    bs = bootstrap(cluster)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(3):
+        p.produce(topic, value=b"i%d" % i, partition=0)
+    assert p.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": bs})
+    tid = wait_for(lambda: admin.describe_topics(TopicCollection([topic]))[topic].result(15).topic_id, 30,
+                   what="the topic's id")
+    known = uuid.UUID(bytes=tid.get_most_significant_bits().to_bytes(8, "big", signed=True)
+                      + tid.get_least_significant_bits().to_bytes(8, "big", signed=True))
+    stranger = uuid.uuid4()
+    leader = cluster_status(connect, store=store)["topics"][topic]["partitions"][0]["leader"]
+
+    def partition(t: uuid.UUID, index: int = 0):
+        return FetchRequest.FetchTopic(topic_id=t, partitions=[FetchRequest.FetchTopic.FetchPartition(
+            partition=index, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+            partition_max_bytes=1 << 20)])
+
+    for version in (13, 16):
+        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                           session_id=0, session_epoch=-1, topics=[partition(known), partition(stranger, 3)],
+                           forgotten_topics_data=[], rack_id="")
+        with broker_conn(env, leader) as conn:
+            answer = conn.send(req, version).responses
+        by_id = {t.topic_id: t.partitions for t in answer}
+        assert set(by_id) == {known, stranger}
+        (served,) = by_id[known]
+        assert served.error_code == ErrorCode.NONE and served.high_watermark == 3 and served.records
+        assert [(x.partition_index, x.error_code) for x in by_id[stranger]] == [(3, ErrorCode.UNKNOWN_TOPIC_ID)]
+    got = consume_confluent(bs, topic, [0], 3)
+    assert [m.value() for m in got] == [b"i0", b"i1", b"i2"]

@@ -281,7 +281,7 @@ def test_parked_fetch_releases_the_regions_of_its_first_read(tmp_path, monkeypat
     req.min_bytes, req.max_wait_ms = 10 << 20, 100
 
     async def go():
-        resp = await apis.handle_fetch(SimpleNamespace(request=req))
+        resp = await apis.handle_fetch(SimpleNamespace(request=req, header=RequestHeader(FETCH, 12, 1)))
         return resp
 
     resp = asyncio.run(go())
@@ -298,7 +298,8 @@ def test_small_reads_stay_one_bytes_frame(tmp_path):
     tp = TopicPartition("events", 0)
     lg = filled_log(tmp_path / "events-0", batches=1, records=5, value_size=100)
     apis = DataApis(Broker({tp: leader(tp, lg)}))
-    resp = asyncio.run(apis.handle_fetch(SimpleNamespace(request=fetch_request(-1, [("events", 0, 0, 1 << 20)]))))
+    resp = asyncio.run(apis.handle_fetch(SimpleNamespace(request=fetch_request(-1, [("events", 0, 0, 1 << 20)]),
+                                                         header=RequestHeader(FETCH, 12, 1))))
     frame = encode_response(RequestHeader(FETCH, 12, 1), resp, 12)
     assert type(frame) is bytes
     assert data_handlers.ZERO_COPY_MIN_BYTES > lg.read_slice(0, 1 << 20).size
