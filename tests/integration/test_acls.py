@@ -367,8 +367,8 @@ def test_transactions_need_write_on_the_transactional_id(env, cli):
     assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--transactional-id", txn_id)
     p = Producer({**env.conf("alice"), "transactional.id": txn_id})
-    wait_for(lambda: _init_transactions(p), 15, what="alice's transactional id")
-    wait_for(lambda: _commit_one(p, topic), 15, what="a committed transaction (every broker has the ACL)")
+    wait_for(lambda: _init_transactions(p), 40, what="alice's transactional id")
+    wait_for(lambda: _commit_one(p, topic), 40, what="a committed transaction (every broker has the ACL)")
 
 
 def _commit_one(p, topic) -> bool:
