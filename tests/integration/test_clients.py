@@ -546,22 +546,27 @@ def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(e
     assert set(after) <= {m.value() for m in got}
 
 
+def one_partition_of(env, topic: str, values: list[bytes]) -> tuple[str, int]:
+    """A one-partition topic on the three brokers holding `values`: (bootstrap, its leader)."""
+    cluster, store, connect = env
+    create_topic(env, topic, {0: (1, 2, 3)})
+    bs = bootstrap(cluster)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for v in values:
+        p.produce(topic, value=v, partition=0)
+    assert p.flush(30) == 0
+    return bs, cluster_status(connect, store=store)["topics"][topic]["partitions"][0]["leader"]
+
+
 def test_list_offsets_answers_each_special_timestamp_from_the_version_that_knows_it(env):
     """KIP-405's EARLIEST_LOCAL (-4, v8+) is the log start (praha keeps every offset local)
     and LATEST_TIERED (-5, v9+) is none; a special timestamp asked for in an older version,
     or one Kafka does not define, is UNSUPPORTED_VERSION, as Kafka answers. Requests are
     kafka-python's encoding; the AdminClient's DeleteRecords moves the log start first."""
-    cluster, store, connect = env
     topic = "offset-kinds"
-    create_topic(env, topic, {0: (1, 2, 3)})
-    bs = bootstrap(cluster)
-    p = Producer({"bootstrap.servers": bs, "acks": "all"})
-    for i in range(5):
-        p.produce(topic, value=b"r%d" % i, partition=0)
-    assert p.flush(30) == 0
+    bs, leader = one_partition_of(env, topic, [b"r%d" % i for i in range(5)])
     admin = AdminClient({"bootstrap.servers": bs})
     admin.delete_records([CTP(topic, 0, 2)])[CTP(topic, 0, 2)].result(15)
-    leader = cluster_status(connect, store=store)["topics"][topic]["partitions"][0]["leader"]
 
     def ask(version: int, timestamp: int) -> tuple[int, int]:
         req = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
@@ -586,21 +591,14 @@ def test_fetch_by_topic_id_serves_records_and_names_an_unknown_id(env):
 
     from confluent_kafka import TopicCollection
 
-    cluster, store, connect = env
     topic = "by-id"
-    create_topic(env, topic, {0: (1, 2, 3)})
-    bs = bootstrap(cluster)
-    p = Producer({"bootstrap.servers": bs, "acks": "all"})
-    for i in range(3):
-        p.produce(topic, value=b"i%d" % i, partition=0)
-    assert p.flush(30) == 0
+    bs, leader = one_partition_of(env, topic, [b"i%d" % i for i in range(3)])
     admin = AdminClient({"bootstrap.servers": bs})
     tid = wait_for(lambda: admin.describe_topics(TopicCollection([topic]))[topic].result(15).topic_id, 30,
                    what="the topic's id")
     known = uuid.UUID(bytes=tid.get_most_significant_bits().to_bytes(8, "big", signed=True)
                       + tid.get_least_significant_bits().to_bytes(8, "big", signed=True))
     stranger = uuid.uuid4()
-    leader = cluster_status(connect, store=store)["topics"][topic]["partitions"][0]["leader"]
 
     def partition(t: uuid.UUID, index: int = 0):
         return FetchRequest.FetchTopic(topic_id=t, partitions=[FetchRequest.FetchTopic.FetchPartition(
