@@ -257,6 +257,88 @@ def test_members_leave_die_and_join_without_owning_a_partition_twice_or_losing_a
         assert {(t, p) for t, p, _ in got} <= {tp for tp, _, _ in m.intervals()}
 
 
+# ------------------------------------------------------------------ migration classic <-> consumer
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+
+def group_type(admin: AdminClient, group: str) -> ConsumerGroupType | None:
+    res = admin.list_consumer_groups().result(15)
+    return {g.group_id: g.type for g in res.valid}.get(group)
+
+
+def committed_total(bs: str, group: str, topic: str) -> int:
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": bs, "group.id": group})
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=15)
+        return sum(max(tp.offset, 0) for tp in got)
+    finally:
+        c.close()
+
+
+def test_a_classic_group_with_offsets_migrates_to_the_consumer_protocol_member_by_member_and_back(cluster):
+    """Classic members a and b commit; consumer-protocol members c and d replace them one by one
+    (the group upgraded online); classic members e and f join the consumer group, then c and d
+    leave (the group downgraded when the last of them goes). Every record committed exactly once
+    across all six members, no partition owned twice, the committed offsets intact at the end."""
+    bs = bootstrap(cluster)
+    topic, group, total = new_topic(bs), f"m-{uuid.uuid4().hex[:6]}", 1200
+    admin = AdminClient({"bootstrap.servers": bs})
+    members: list[Member] = []
+
+    def start(**conf: object) -> Member:
+        members.append(Member(bs, group, topic, **conf))
+        return members[-1]
+
+    def settled(live: list[Member]) -> bool:
+        owned = [m.owned() for m in live]
+        return sorted(len(o) for o in owned) == sorted(
+            PARTITIONS // len(live) + (i < PARTITIONS % len(live)) for i in range(len(live))) and \
+            len(set().union(*owned)) == PARTITIONS
+
+    try:
+        producer = produce(bs, topic, total, per_second=50)
+        a, b = start(**CLASSIC), start(**CLASSIC)
+        wait_for(lambda: settled([a, b]), 90, what="the classic members a and b sharing the topic")
+        wait_for(lambda: len(a.records("ok")) + len(b.records("ok")) >= 60, 60, what="the classic group committing")
+        assert group_type(admin, group) == ConsumerGroupType.CLASSIC
+        c = start()  # the first consumer-protocol member: the group is upgraded
+        wait_for(lambda: settled([a, b, c]), 90, what="a, b (classic) and c (consumer) sharing the topic")
+        wait_for(lambda: group_type(admin, group) == ConsumerGroupType.CONSUMER, 30, what="the group upgraded")
+        a.leave()
+        d = start()
+        wait_for(lambda: settled([b, c, d]), 90, what="b (classic), c and d sharing the topic")
+        b.leave()
+        wait_for(lambda: settled([c, d]), 90, what="c and d alone: every member on the new protocol")
+        wait_for(lambda: c.records("ok") and d.records("ok"), 60, what="the new members committing")
+        # and back: classic members join the consumer group; when the last of c and d leaves, it is classic again
+        e, f = start(**CLASSIC), start(**CLASSIC)
+        wait_for(lambda: settled([c, d, e, f]), 90, what="c, d and the classic e, f sharing the topic")
+        c.leave()
+        wait_for(lambda: settled([d, e, f]), 90, what="d, e and f sharing the topic")
+        assert group_type(admin, group) == ConsumerGroupType.CONSUMER
+        d.leave()
+        wait_for(lambda: group_type(admin, group) == ConsumerGroupType.CLASSIC, 30, what="the group downgraded")
+        wait_for(lambda: settled([e, f]), 90, what="e and f sharing the topic in the classic group")
+        producer.join(120)
+        committed = lambda: {r for m in members for r in m.records("ok")}  # noqa: E731
+        try:
+            wait_for(lambda: len(committed()) >= total, 120, what="every record consumed and committed")
+        except AssertionError as err:
+            raise AssertionError(f"{err}: {summary(members)}") from None
+        e.leave()
+        f.leave()
+    finally:
+        for m in members:
+            m.stop()
+    ok = [r for m in members for r in m.records("ok")]
+    assert len(ok) == len(set(ok)), f"a record committed twice: {summary(members)}"
+    assert {r[1:] for r in ok} == {(i % PARTITIONS, i // PARTITIONS) for i in range(total)}
+    assert_never_owned_twice(members)
+    assert all(m.records("ok") for m in members), summary(members)  # each member had its turn
+    assert committed_total(bs, group, topic) == total  # the group's offsets went through both moves intact
+
+
 # ------------------------------------------------------------------ coordinator failover
 def coordinator_of(bs: str, group: str) -> int:
     def ask() -> int | None:

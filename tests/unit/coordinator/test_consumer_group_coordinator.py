@@ -71,11 +71,11 @@ def test_a_failed_write_changes_nothing_and_maps_the_error():
     run(go())
 
 
-def test_the_two_protocols_do_not_mix_and_admin_views_see_both():
+def test_groups_whose_embedded_protocol_does_not_parse_do_not_mix_and_admin_views_see_both():
     async def go():
         log = MemoryLog()
         c = await coordinator(log)
-        await join_fully(c, "classic-g")
+        await join_fully(c, "classic-g")  # its subscription bytes are not ConsumerProtocolSubscription
         refused = await c.consumer_group_heartbeat(join_req("x", "classic-g"))
         assert refused.error == E.GROUP_ID_NOT_FOUND
         await c.consumer_group_heartbeat(join_req("a"))

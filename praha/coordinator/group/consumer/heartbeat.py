@@ -160,7 +160,7 @@ def validate(req: HeartbeatRequest, settings: ConsumerGroupSettings) -> None:
 def _member_records(group_id: str, m: ConsumerMember) -> Record:
     return Record(MemberMetadataKey(group_id, m.member_id), MemberMetadataValue(
         m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))
+        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic))
 
 
 def _current_record(group_id: str, m: ConsumerMember) -> Record:
@@ -274,9 +274,9 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
 
 def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:
     return (a.instance_id, a.rack_id, a.client_id, a.client_host, a.subscribed_topic_names, a.subscribed_topic_regex,
-            a.rebalance_timeout_ms, a.server_assignor) != \
+            a.rebalance_timeout_ms, a.server_assignor, a.classic) != \
         (b.instance_id, b.rack_id, b.client_id, b.client_host, b.subscribed_topic_names, b.subscribed_topic_regex,
-         b.rebalance_timeout_ms, b.server_assignor)
+         b.rebalance_timeout_ms, b.server_assignor, b.classic)
 
 
 def _find_member(groups: dict[str, ConsumerGroup], g: ConsumerGroup, req: HeartbeatRequest, member_id: str,
@@ -425,6 +425,11 @@ def validate_offset_commit(g: ConsumerGroup, member_id: str, member_epoch: int, 
     m = g.members.get(member_id)
     if m is None:
         raise _unknown(f"Member {member_id} is not a member of group {g.group_id}.")
+    if m.classic is not None:  # a classic member (after an upgrade) commits with its generation, any version
+        if member_epoch != m.member_epoch:
+            raise PrahaError(f"generation {member_epoch} is not the member's {m.member_epoch}",
+                             ErrorCode.ILLEGAL_GENERATION)
+        return
     if api_version < 9:
         raise PrahaError("OffsetCommit version 9 or above must be used by members using the consumer group protocol",
                          ErrorCode.UNSUPPORTED_VERSION)
