@@ -19,6 +19,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     HeartbeatRequest,
     delete_group,
     heartbeat,
+    is_steady,
     revocation_expired,
     session_expired,
     topics_changed,
@@ -142,6 +143,26 @@ def test_three_members_share_six_partitions_then_leave_fail_and_join_without_dou
     assert sim.owned_by("b") | sim.owned_by("d") == set(range(6))
     assert sorted(len(sim.owned_by(m)) for m in "bd") == [3, 3]
     assert sim.groups["g"].group_epoch == 6  # a, b, c, d joined; a left; c expired
+
+
+def test_a_steady_heartbeat_is_known_as_one_and_changes_nothing():
+    """The coordinator keeps no undo copy for these (bench/heartbeat_cpu.py): they must write nothing."""
+    sim = Sim([T])
+    sim.hb("a")
+    sim.hb("b")
+    sim.settle(["a", "b"])
+    epoch = sim.clients["a"][0]
+    plain = HeartbeatRequest("g", "a", epoch)
+    assert is_steady(sim.groups, plain)
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000).records == []
+    for changed in (HeartbeatRequest("g", "a", epoch, subscribed_topic_names=("orders", "payments")),
+                    HeartbeatRequest("g", "a", epoch, rebalance_timeout_ms=1),
+                    HeartbeatRequest("g", "a", epoch, client_id="other"),
+                    HeartbeatRequest("g", "a", epoch, topic_partitions=()),
+                    HeartbeatRequest("g", "a", epoch - 1), HeartbeatRequest("g", "zz", epoch)):
+        assert not is_steady(sim.groups, changed), changed
+    sim.hb("c")  # a new member: the group is no longer at one epoch
+    assert not is_steady(sim.groups, HeartbeatRequest("g", "b", sim.clients["b"][0]))
 
 
 def test_a_partition_is_revoked_before_another_member_gets_it():

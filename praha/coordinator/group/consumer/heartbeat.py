@@ -233,7 +233,7 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
         raise PrahaError(f"The consumer group has reached its maximum capacity of {settings.max_size} members.",
                          ErrorCode.GROUP_MAX_SIZE_REACHED)
     member = _find_member(groups, g, req, member_id, joining, out)
-    updated = member.with_(
+    updated = member if _unchanged(member, req) else member.with_(
         instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
         rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
         rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
@@ -270,6 +270,29 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
     return Decision(out, answer, Timers(session=(member_id, settings.session_timeout_ms), revocation=revocation))
+
+
+def _unchanged(m: ConsumerMember, req: HeartbeatRequest) -> bool:
+    """The request changes none of the member's fields (librdkafka's regular heartbeat sends none)."""
+    return (req.instance_id is None or req.instance_id == m.instance_id) and \
+        (req.rack_id is None or req.rack_id == m.rack_id) and \
+        (req.rebalance_timeout_ms == -1 or req.rebalance_timeout_ms == m.rebalance_timeout_ms) and \
+        (req.server_assignor is None or req.server_assignor == m.server_assignor) and \
+        (req.subscribed_topic_names is None or tuple(req.subscribed_topic_names) == m.subscribed_topic_names) and \
+        (req.subscribed_topic_regex is None or (req.subscribed_topic_regex or None) == m.subscribed_topic_regex) and \
+        req.client_id == m.client_id and req.client_host == m.client_host
+
+
+def is_steady(groups: Mapping[str, ConsumerGroup], req: HeartbeatRequest) -> bool:
+    """A heartbeat that cannot change the group: a known dynamic member at its epoch, reconciled,
+    in a group at its target epoch, changing no field and reporting nothing new. The coordinator
+    skips the copy it keeps to undo a failed write (most heartbeats of a settled group are these)."""
+    g = groups.get(req.group_id)
+    if g is None or g.dead or req.member_epoch <= 0 or req.instance_id is not None:
+        return False
+    m = g.members.get(req.member_id)
+    return m is not None and m.member_epoch == req.member_epoch == g.assignment_epoch == g.group_epoch and \
+        m.state is MemberState.STABLE and req.topic_partitions is None and _unchanged(m, req)
 
 
 def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:

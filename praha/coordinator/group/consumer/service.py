@@ -25,6 +25,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     HeartbeatRequest,
     Timers,
     heartbeat,
+    is_steady,
     revocation_expired,
     session_expired,
     topics_changed,
@@ -104,19 +105,23 @@ class ConsumerGroupService:
     async def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatOutcome:
         self.heartbeats += 1
         return await self.decide(req.group_id,
-                                 functools.partial(heartbeat, self.groups, req, self.topics(), self.settings, now))
+                                 functools.partial(heartbeat, self.groups, req, self.topics(), self.settings, now),
+                                 steady=is_steady(self.groups, req))
 
     async def decide(self, group_id: str, decision: Callable[[], Decision],
-                     extra: list[tuple[bytes, bytes | None]] | None = None) -> HeartbeatOutcome:
+                     extra: list[tuple[bytes, bytes | None]] | None = None, steady: bool = False) -> HeartbeatOutcome:
         """Run a decision on the group, write its records (with `extra` ones, already encoded, in
-        the same append), then apply its timers; the group is put back when the write fails."""
-        before = self._snapshot_of(group_id)
+        the same append), then apply its timers; the group is put back when the write fails.
+        `steady`: the decision cannot change the group (no copy is kept to put back)."""
+        before = None if steady else self._snapshot_of(group_id)
         try:
             d = decision()
         except PrahaError as e:  # decisions check before they change a group; one they created goes
             if before is None:
                 self.groups.pop(group_id, None)
             return HeartbeatOutcome(e.code, str(e))
+        if steady and d.records:
+            raise AssertionError(f"a steady heartbeat of group {group_id} changed it: {d.records}")
         code = await self._write(group_id, d.records, before, extra)
         if code != ErrorCode.NONE:
             return HeartbeatOutcome(code, "the group's records could not be written")
