@@ -1242,8 +1242,8 @@ class GroupCoordinator:
 
     async def expire_offsets(self, now: int) -> int:
         """Kafka's rule: offsets of a group that has been empty for the retention period go
-        (for a standalone group: each offset once its commit is that old); an empty group
-        without offsets goes too."""
+        (for a standalone group and an empty consumer group: each offset once its commit is that
+        old); an empty group without offsets goes too (a consumer group: its records tombstoned)."""
         retention = self.config.offsets_retention_ms
         expired_total = 0
         for gid, group in list(self.groups.items()):
@@ -1262,6 +1262,8 @@ class GroupCoordinator:
             records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in gone]
             if drop_group:
                 records.append((group_key(gid), None))
+                if cg is not None:  # an empty consumer group goes with its last offset, in the same append
+                    records += [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
             if await self.log.append(self.partition_of(gid), records) != ErrorCode.NONE:
                 continue
             for tp in gone:
@@ -1270,6 +1272,17 @@ class GroupCoordinator:
             if drop_group and self._still_ours(group) and group.is_(GroupState.EMPTY):
                 self._kill_group(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 del self.groups[gid]
+                if cg is not None and self.consumer_group(gid) is cg and not cg.members:
+                    self.consumer.forget(gid)
+        # an empty consumer group without offsets is deleted at once, as Kafka's cleanup cycle does
+        for gid, cg in list(self.consumer.groups.items()):
+            if cg.dead or cg.members or gid in self.groups or self._check(gid) != ErrorCode.NONE:
+                continue
+            records = [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
+            if await self.log.append(self.partition_of(gid), records) == ErrorCode.NONE and \
+                    self.consumer.groups.get(gid) is cg and not cg.members:
+                self.consumer.forget(gid)
+                log.info("consumer group %s: empty, without offsets: deleted", gid)
         if expired_total:
             self.stats.offsets_expired += expired_total
             log.info("group coordinator: expired %d offsets", expired_total)

@@ -123,3 +123,23 @@ def test_offsets_of_a_consumer_group_with_members_do_not_expire():
         assert await c.expire_offsets(10**15) == 0 and c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
         c.shutdown()
     run(go())
+
+
+def test_empty_consumer_groups_expire_with_their_last_offset_or_at_once_without_offsets():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
+        await c.consumer_group_heartbeat(join_req("b", "bare"))
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
+        await c.consumer_group_heartbeat(HeartbeatRequest("bare", "b", -1))
+        assert await c.expire_offsets(2) == 0  # the offset is young: g stays; bare has none: it goes
+        assert "g" in c.consumer.groups and "bare" not in c.consumer.groups
+        assert await c.expire_offsets(10**15) == 1
+        assert "g" not in c.consumer.groups and "g" not in c.groups
+        c.shutdown()
+        d = await coordinator(log)
+        assert not d.consumer.groups and d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
+        d.shutdown()
+    run(go())

@@ -32,6 +32,7 @@ from praha.coordinator.group.consumer.model import (
     ConsumerMember,
     MemberState,
     TopicInfo,
+    assignment_of,
     is_subset,
 )
 from praha.coordinator.group.consumer.reconcile import Owned, reconcile
@@ -261,15 +262,30 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
                       req.topic_partitions)
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
-    full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                       and req.topic_partitions is not None)
+    full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
+                       (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
     changed = after.assigned != member.assigned or after.member_epoch != member.member_epoch
+    if req.topic_partitions is not None:
+        g.acknowledged[member_id] = assignment_of(req.topic_partitions)
     answer = HeartbeatAnswer(member_id, after.member_epoch, settings.heartbeat_interval_ms,
-                             after.assigned if full or changed else None)
+                             after.assigned if full or changed or _unacknowledged(g, after) else None)
     revocation = None
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
     return Decision(out, answer, Timers(session=(member_id, settings.session_timeout_ms), revocation=revocation))
+
+
+def _unacknowledged(g: ConsumerGroup, m: ConsumerMember) -> bool:
+    """The member has not confirmed its assignment: the answer carries it again (praha's addition).
+
+    Kafka sends an assignment once, when it changes, and again only on a full request. librdkafka
+    times its heartbeat out after one heartbeat interval and then sends a plain heartbeat, so an
+    answer that arrives late (a slow acks=all write on a busy machine, a 100 ms interval) loses the
+    assignment for good and the member waits forever. librdkafka confirms an assignment that
+    differs from its own with the next heartbeat's owned partitions: until that report matches,
+    the assignment is repeated (a repeated one equal to its own is ignored by the client)."""
+    acked = g.acknowledged.get(m.member_id)
+    return acked is not None and acked is not m.assigned and acked != m.assigned
 
 
 def _unchanged(m: ConsumerMember, req: HeartbeatRequest) -> bool:

@@ -167,6 +167,8 @@ class ConsumerGroup:
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)
     #: regex -> the topic names it resolved to when last evaluated
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: soft state (no record): member id -> the assignment its last heartbeat reported owning
+    acknowledged: dict[str, Assignment] = field(default_factory=dict)
     dead: bool = False
 
     # ------------------------------------------------------------ state
@@ -240,6 +242,7 @@ class ConsumerGroup:
         self._own(m)
 
     def drop_member(self, member_id: str) -> None:
+        self.acknowledged.pop(member_id, None)
         m = self.members.pop(member_id, None)
         if m is None:
             return
