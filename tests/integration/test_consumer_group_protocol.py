@@ -438,6 +438,63 @@ def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
         classic.close()
 
 
+# ------------------------------------------------------------------ GROUP configs
+def test_group_configs_override_the_brokers_with_kafkas_checks(cluster):
+    """IncrementalAlterConfigs / DescribeConfigs on a GROUP resource (type 32): Kafka's errors for a
+    bad value, the override reported as GROUP_CONFIG, and the group's next heartbeat answered with
+    its own interval by whichever broker coordinates it."""
+    from praha.protocol.messages.gen.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"c-{uuid.uuid4().hex[:6]}"
+    host, port = bs.split(",")[0].split(":")
+    IA, DC = IncrementalAlterConfigsRequest, DescribeConfigsRequest
+
+    def alter(validate_only: bool = False, **values: str):
+        req = IA(resources=[IA.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            IA.AlterConfigsResource.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+            for k, v in values.items()])], validate_only=validate_only)
+        with BrokerConnection(host, int(port)) as conn:
+            r = conn.send(req, 1).responses[0]
+        return r.error_code, r.error_message
+
+    def described() -> dict[str, tuple[str, int]]:
+        with BrokerConnection(host, int(port)) as conn:
+            r = conn.send(DC(resources=[DC.DescribeConfigsResource(resource_type=32, resource_name=group,
+                                                                     configuration_keys=None)]), 4).results[0]
+        assert r.error_code == 0, r.error_message
+        return {c.name: (c.value, c.config_source) for c in r.configs}
+
+    assert described() == {"consumer.session.timeout.ms": ("6000", 5), "consumer.heartbeat.interval.ms": ("500", 5)}
+    cases = [
+        (dict(consumer_heartbeat_interval_ms="100"), "must be greater than or equal to group.consumer.min.heartbeat"),
+        (dict(consumer_session_timeout_ms="90000"), "must be less than or equal to group.consumer.max.session"),
+        (dict(consumer_heartbeat_interval_ms="7000"), "consumer.session.timeout.ms must be greater than"),
+        (dict(consumer_max_poll_records="5"), "Unknown group config name"),
+        (dict(consumer_session_timeout_ms="soon"), "Not a number"),
+    ]
+    for values, message in cases:
+        code, text = alter(**values)
+        assert code == ErrorCode.INVALID_CONFIG and message in (text or ""), (values, code, text)
+    assert alter(validate_only=True, consumer_session_timeout_ms="50000") == (0, None)
+    assert described()["consumer.session.timeout.ms"] == ("6000", 5)  # validate_only wrote nothing
+    assert alter(consumer_session_timeout_ms="50000", consumer_heartbeat_interval_ms="7000") == (0, None)
+    assert described() == {"consumer.session.timeout.ms": ("50000", 8), "consumer.heartbeat.interval.ms": ("7000", 8)}
+    coordinator_of(bs, group)
+    R = ConsumerGroupHeartbeatRequest
+
+    def interval() -> int | None:
+        for b in bs.split(","):
+            h, p = b.split(":")
+            with BrokerConnection(h, int(p)) as conn:
+                r = conn.send(R(group_id=group, member_id=f"m-{uuid.uuid4().hex[:6]}", member_epoch=0,
+                                rebalance_timeout_ms=30000, subscribed_topic_names=[topic], topic_partitions=[]), 1)
+            if r.error_code != ErrorCode.NOT_COORDINATOR:
+                assert r.error_code == 0, r
+                return r.heartbeat_interval_ms if r.heartbeat_interval_ms == 7000 else None
+        return None
+    wait_for(interval, 30, what="the coordinator answering with the group's own heartbeat interval")
+
+
 # ------------------------------------------------------------------ bad input
 def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
     bs = bootstrap(cluster)

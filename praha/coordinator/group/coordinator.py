@@ -387,6 +387,10 @@ class GroupCoordinator:
         return out
 
     # ================================================================ migration (classic <-> consumer)
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP resource's config changed (DescribeConfigs/IncrementalAlterConfigs, any broker)."""
+        self.consumer.set_group_config(group_id, values)
+
     def _may_upgrade(self, classic: Group) -> bool:
         policy = self.config.migration_policy
         ok = policy.upgrades and classic.protocol_type == migration.CONSUMER_PROTOCOL_TYPE and \
@@ -410,7 +414,7 @@ class GroupCoordinator:
 
         def decide() -> kip848.Decision:
             records = migration.upgrade(self.consumer.groups, gid, classic.generation, members, topics)
-            d = kip848.heartbeat(self.consumer.groups, req, topics, self.config.consumer, now)
+            d = kip848.heartbeat(self.consumer.groups, req, topics, self.consumer.settings_for(gid), now)
             # the classic group keeps only its offsets; its members now live in the consumer group
             self._kill_group(classic, ErrorCode.REBALANCE_IN_PROGRESS)
             classic.members.clear()
@@ -519,7 +523,8 @@ class GroupCoordinator:
                 return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, f"{req.client_id}-{uuid.uuid4()}")
         out = await self.consumer.decide(req.group_id, functools.partial(
-            migration.classic_join, self.consumer.groups, req, self.consumer.topics(), self.config.consumer))
+            migration.classic_join, self.consumer.groups, req, self.consumer.topics(),
+            self.consumer.settings_for(req.group_id)))
         if out.error != ErrorCode.NONE or out.answer is None:
             return JoinResult(out.error, req.member_id)
         a = out.answer

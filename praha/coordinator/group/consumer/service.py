@@ -69,6 +69,8 @@ class ConsumerGroupService:
         self._pending: set[asyncio.Task[ErrorCode]] = set()
         self.heartbeats = 0
         self.rebalances = 0
+        #: group id -> its GROUP config overrides (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`)
+        self.overrides: dict[str, ConsumerGroupSettings] = {}
         #: called (group id) after a timer fenced a member and its records were written: the
         #: coordinator may then move the group back to the classic protocol
         self.on_fenced: Callable[[str], None] = lambda group_id: None
@@ -81,7 +83,8 @@ class ConsumerGroupService:
         for gid, g in loaded.items():
             self.groups[gid] = g
             for mid, m in g.members.items():
-                ms = m.classic.session_timeout_ms if m.classic is not None else self.settings.session_timeout_ms
+                ms = m.classic.session_timeout_ms if m.classic is not None else \
+                    self.settings_for(gid).session_timeout_ms
                 self._restart(gid, mid, "session", ms, functools.partial(session_expired, self.groups, gid, mid))
         return len(loaded)
 
@@ -92,6 +95,20 @@ class ConsumerGroupService:
             for key in [k for k in self._timers if k[0] == gid]:
                 self._timers.pop(key).cancel()
         return len(gone)
+
+    def settings_for(self, group_id: str) -> ConsumerGroupSettings:
+        return self.overrides.get(group_id, self.settings)
+
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP config (already checked when written): its members' next answers and timers use it."""
+        session = int(values.get("consumer.session.timeout.ms", self.settings.session_timeout_ms))
+        interval = int(values.get("consumer.heartbeat.interval.ms", self.settings.heartbeat_interval_ms))
+        if (session, interval) == (self.settings.session_timeout_ms, self.settings.heartbeat_interval_ms):
+            self.overrides.pop(group_id, None)
+        else:
+            self.overrides[group_id] = dataclasses.replace(self.settings, session_timeout_ms=session,
+                                                           heartbeat_interval_ms=interval)
+        log.info("consumer group %s: session timeout %d ms, heartbeat interval %d ms", group_id, session, interval)
 
     def is_consumer_group(self, group_id: str) -> bool:
         g = self.groups.get(group_id)
@@ -105,7 +122,8 @@ class ConsumerGroupService:
     async def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatOutcome:
         self.heartbeats += 1
         return await self.decide(req.group_id,
-                                 functools.partial(heartbeat, self.groups, req, self.topics(), self.settings, now),
+                                 functools.partial(heartbeat, self.groups, req, self.topics(), self.settings_for(req.group_id),
+                                                   now),
                                  steady=is_steady(self.groups, req))
 
     async def decide(self, group_id: str, decision: Callable[[], Decision],
