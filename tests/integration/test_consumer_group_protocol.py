@@ -433,6 +433,12 @@ def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
         assert out.returncode == 0, out.stderr
         rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:]}
         assert rows.get(group) == ["Consumer", "Stable"] and f"{group}-classic" not in rows, out.stdout
+        out = subprocess.run([sys.executable, "-m", "praha", "groups", "--describe", "--group", group, "--members",
+                              "--verbose", "--bootstrap-server", bs], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        header, row = [line.split() for line in out.stdout.splitlines() if line.strip()][:2]
+        assert header[-4:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"], out.stdout
+        assert row[-4:] == [row[-4], f"{topic}(0,1)", row[-2], f"{topic}(0,1)"] and int(row[-4]) >= 1, out.stdout
     finally:
         m.stop()
         classic.close()
