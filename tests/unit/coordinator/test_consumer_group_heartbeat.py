@@ -22,6 +22,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     is_steady,
     revocation_expired,
     session_expired,
+    steady_heartbeat,
     topics_changed,
     validate_offset_commit,
     validate_offset_fetch,
@@ -146,7 +147,7 @@ def test_three_members_share_six_partitions_then_leave_fail_and_join_without_dou
 
 
 def test_a_steady_heartbeat_is_known_as_one_and_changes_nothing():
-    """The coordinator keeps no undo copy for these (bench/heartbeat_cpu.py): they must write nothing."""
+    """The coordinator answers these without deciding (bench/heartbeat_cpu.py): the same answer, no records."""
     sim = Sim([T])
     sim.hb("a")
     sim.hb("b")
@@ -154,6 +155,7 @@ def test_a_steady_heartbeat_is_known_as_one_and_changes_nothing():
     epoch = sim.clients["a"][0]
     plain = HeartbeatRequest("g", "a", epoch)
     assert is_steady(sim.groups, plain)
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000) == steady_heartbeat(sim.groups, plain, SETTINGS)
     assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000).records == []
     for changed in (HeartbeatRequest("g", "a", epoch, subscribed_topic_names=("orders", "payments")),
                     HeartbeatRequest("g", "a", epoch, rebalance_timeout_ms=1),

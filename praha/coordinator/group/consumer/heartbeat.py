@@ -311,6 +311,17 @@ def is_steady(groups: Mapping[str, ConsumerGroup], req: HeartbeatRequest) -> boo
         m.state is MemberState.STABLE and req.topic_partitions is None and _unchanged(m, req)
 
 
+def steady_heartbeat(groups: Mapping[str, ConsumerGroup], req: HeartbeatRequest,
+                     settings: ConsumerGroupSettings) -> Decision:
+    """`heartbeat`'s decision for a request `is_steady` holds for, without its steps: no records,
+    the member's session restarted, its assignment only if it has not reported it yet."""
+    g = groups[req.group_id]
+    m = g.members[req.member_id]
+    return Decision([], HeartbeatAnswer(m.member_id, m.member_epoch, settings.heartbeat_interval_ms,
+                                        m.assigned if _unacknowledged(g, m) else None),
+                    Timers(session=(m.member_id, settings.session_timeout_ms)))
+
+
 def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:
     return (a.instance_id, a.rack_id, a.client_id, a.client_host, a.subscribed_topic_names, a.subscribed_topic_regex,
             a.rebalance_timeout_ms, a.server_assignor, a.classic) != \

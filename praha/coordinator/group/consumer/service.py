@@ -28,6 +28,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     is_steady,
     revocation_expired,
     session_expired,
+    steady_heartbeat,
     topics_changed,
 )
 from praha.coordinator.group.consumer.model import ConsumerGroup, ConsumerGroupState, TopicInfo
@@ -121,25 +122,25 @@ class ConsumerGroupService:
     # ------------------------------------------------------------ heartbeat
     async def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatOutcome:
         self.heartbeats += 1
-        return await self.decide(req.group_id,
-                                 functools.partial(heartbeat, self.groups, req, self.topics(), self.settings_for(req.group_id),
-                                                   now),
-                                 steady=is_steady(self.groups, req))
+        settings = self.settings_for(req.group_id)
+        if is_steady(self.groups, req):  # most heartbeats of a settled group: nothing to decide or write
+            d = steady_heartbeat(self.groups, req, settings)
+            self._apply_timers(req.group_id, d)
+            return HeartbeatOutcome(ErrorCode.NONE, None, d.answer)
+        return await self.decide(req.group_id, functools.partial(heartbeat, self.groups, req, self.topics(), settings,
+                                                                 now))
 
     async def decide(self, group_id: str, decision: Callable[[], Decision],
-                     extra: list[tuple[bytes, bytes | None]] | None = None, steady: bool = False) -> HeartbeatOutcome:
+                     extra: list[tuple[bytes, bytes | None]] | None = None) -> HeartbeatOutcome:
         """Run a decision on the group, write its records (with `extra` ones, already encoded, in
-        the same append), then apply its timers; the group is put back when the write fails.
-        `steady`: the decision cannot change the group (no copy is kept to put back)."""
-        before = None if steady else self._snapshot_of(group_id)
+        the same append), then apply its timers; the group is put back when the write fails."""
+        before = self._snapshot_of(group_id)
         try:
             d = decision()
         except PrahaError as e:  # decisions check before they change a group; one they created goes
             if before is None:
                 self.groups.pop(group_id, None)
             return HeartbeatOutcome(e.code, str(e))
-        if steady and d.records:
-            raise AssertionError(f"a steady heartbeat of group {group_id} changed it: {d.records}")
         code = await self._write(group_id, d.records, before, extra)
         if code != ErrorCode.NONE:
             return HeartbeatOutcome(code, "the group's records could not be written")
