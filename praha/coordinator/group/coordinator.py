@@ -475,7 +475,8 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, x)
         log.info("group %s: downgraded from consumer to classic at generation %d with %d members", group_id, epoch,
                  len(group.members))
-        self._prepare_rebalance(group, "downgraded from the consumer protocol")
+        # a member may have rejoined while the append was in flight (that began the rebalance already)
+        self._prepare_or_check(group, "downgraded from the consumer protocol")
 
     # ================================================================ join
     async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
