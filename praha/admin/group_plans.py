@@ -312,6 +312,9 @@ class MemberInfo:
     host: str
     group_instance_id: str | None
     assignment: tuple[TopicPartition, ...]
+    #: a KIP-848 member's epoch and target assignment (ConsumerGroupDescribe); None for a classic member
+    member_epoch: int | None = None
+    target: tuple[TopicPartition, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -376,21 +379,28 @@ def offsets_table(rows: Sequence[PartitionRow]) -> list[str]:
     return table(header, body, (15, 15, 10, 15, 15, 15, 15, 15, 0))
 
 
-def members_table(group: str, members: Sequence[MemberInfo], verbose: bool) -> list[str]:
+def members_table(group: str, members: Sequence[MemberInfo], verbose: bool,
+                  target_epoch: int | None = None) -> list[str]:
     """Kafka's `--describe --members` (GROUP-INSTANCE-ID only when a member is static;
-    ASSIGNMENT with --verbose, as `topic(0,1)` per topic)."""
+    ASSIGNMENT with --verbose, as `topic(0,1)` per topic). A KIP-848 group's --verbose shows each
+    member's CURRENT-EPOCH and CURRENT-ASSIGNMENT beside the group's TARGET-EPOCH and the member's
+    TARGET-ASSIGNMENT, as Kafka 4's tool does."""
     static = any(m.group_instance_id for m in members)
+    modern = target_epoch is not None
     header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + ["HOST", "CLIENT-ID",
                                                                                      "#PARTITIONS"]
     widths = [15, 15] + ([17] if static else []) + [15, 15, 15]
     if verbose:
-        header.append("ASSIGNMENT")
-        widths.append(0)
+        extra = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if modern else ["ASSIGNMENT"]
+        header += extra
+        widths += [15, 25, 15, 0] if modern else [0]
     body = []
     for m in members:
         row: list[object] = [group, m.member_id] + ([m.group_instance_id or ""] if static else []) + [
             m.host, m.client_id, len(m.assignment)]
-        if verbose:
+        if verbose and modern:
+            row += [m.member_epoch, format_assignment(m.assignment), target_epoch, format_assignment(m.target or ())]
+        elif verbose:
             row.append(format_assignment(m.assignment))
         body.append(row)
     return table(header, body, widths)

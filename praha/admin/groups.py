@@ -196,6 +196,9 @@ class GroupDescription:
     coordinator: Node
     #: "classic", or "consumer" for a KIP-848 group (described with ConsumerGroupDescribe)
     group_type: str = "classic"
+    #: a KIP-848 group's epoch and target assignment epoch; None for a classic group
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -534,10 +537,11 @@ class GroupAdmin:
                     continue
                 members = tuple(MemberInfo(
                     member_id=m.member_id, client_id=m.client_id, host=m.client_host, group_instance_id=m.instance_id,
-                    assignment=tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
-                                     for p in sorted(t.partitions))) for m in d.members)
+                    assignment=_partitions(m.assignment), member_epoch=m.member_epoch,
+                    target=_partitions(m.target_assignment)) for m in d.members)
                 out[d.group_id] = (d.error_code, GroupDescription(d.group_id, d.group_state, CONSUMER_PROTOCOL_TYPE,
-                                                                  d.assignor_name, members, node, "consumer"))
+                                                                  d.assignor_name, members, node, "consumer",
+                                                                  d.group_epoch, d.assignment_epoch))
             return out
 
         return self._per_group(group_ids, send)
@@ -753,3 +757,8 @@ __all__ = [
     "InvalidGroupIdError", "GroupApiUnsupportedError", "group_error", "error_message",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "CLIENT_VERSIONS", "KAFKA_MESSAGES",
 ]
+
+
+def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+    """ConsumerGroupDescribe's Assignment (topic name, partitions) as partitions."""
+    return tuple(TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in sorted(t.partitions))

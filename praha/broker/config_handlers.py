@@ -36,6 +36,7 @@ from praha.config import (
     resolve_topic_config,
 )
 from praha.config.describe import resolve_broker_config
+from praha.config.group_defs import GROUP_CONFIG_DEFS, validate_group_config
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
@@ -44,12 +45,12 @@ from praha.protocol.messages.gen.admin import (
     IncrementalAlterConfigsResponse,
 )
 from praha.security.acl import AclOperation
-from praha.zk.admin_zk import BROKERS, TOPICS, alter_config, read_config
+from praha.zk.admin_zk import BROKERS, GROUPS, TOPICS, alter_config, read_config
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
 
-RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP = 2, 4, 8, 32
 DEFAULT_ENTITY = "<default>"
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -100,6 +101,8 @@ class ConfigApis:
         authz = self.broker.authz
         if rtype == RESOURCE_TOPIC:
             return None if authz.topic_allowed(req, op, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if rtype == RESOURCE_GROUP:
+            return None if authz.group_allowed(req, op, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
         return None if authz.cluster_allowed(req, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     async def _describe(self, rtype: int, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
@@ -109,6 +112,8 @@ class ConfigApis:
             return await self._broker(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER_LOGGER:
             return self._loggers(name, keys)
+        if rtype == RESOURCE_GROUP:
+            return await self._group(name, keys, synonyms, docs)
         raise PrahaError(f"unsupported resource type {rtype}", ErrorCode.INVALID_REQUEST)
 
     async def _zk_layers(self, topic: str | None) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -163,6 +168,28 @@ class ConfigApis:
                               d.type if d is not None else ConfigType.STRING, d.doc if docs and d else None))
         return out
 
+    def _group_bounds(self) -> dict[str, int]:
+        """The broker settings a GROUP config falls back to and is bounded by."""
+        names = {n for d in GROUP_CONFIG_DEFS for n in (d.broker_default, *d.bounds)}
+        return {n: int(self.broker.config.value_of(n) or 0) for n in names}
+
+    async def _group(self, group: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+        """A group's two consumer settings: its override (GROUP_CONFIG), else the broker's (DEFAULT_CONFIG)."""
+        if not group:
+            raise PrahaError("Group name must not be empty", ErrorCode.INVALID_REQUEST)
+        override = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: read_config(self.broker.zk_store(), GROUPS, group))
+        broker = self._group_bounds()
+        out = []
+        for d in GROUP_CONFIG_DEFS:
+            if keys is not None and d.name not in keys:
+                continue
+            layers = [ResolvedValue(d.name, override[d.name], ConfigSource.GROUP_CONFIG)] if d.name in override else []
+            layers.append(ResolvedValue(d.broker_default, str(broker[d.broker_default]), ConfigSource.DEFAULT_CONFIG))
+            top = layers[0] if d.name in override else ResolvedValue(d.name, layers[0].value, ConfigSource.DEFAULT_CONFIG)
+            out.append(_entry(d.name, top, False, synonyms, layers, ConfigType.INT, d.doc if docs else None))
+        return out
+
     # ------------------------------------------------------------ AlterConfigs
     async def handle_alter_configs(self, req: DecodedRequest) -> Any:
         return await self._alter_all(req, AlterConfigsResponse, replace=True,
@@ -200,6 +227,8 @@ class ConfigApis:
             entity = TOPICS
         elif rtype == RESOURCE_BROKER:
             entity, name = BROKERS, name or DEFAULT_ENTITY
+        elif rtype == RESOURCE_GROUP:
+            entity = GROUPS
         else:
             return ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
         keys = [k for k, _, _ in changes]
@@ -207,10 +236,15 @@ class ConfigApis:
             dup = sorted({k for k in keys if keys.count(k) > 1})
             return ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(dup)}"
 
+        bounds = self._group_bounds()
+
         def run() -> None:
             store = self.broker.zk_store()
             current = {} if replace else read_config(store, entity, name)
             add, delete = _apply_ops(entity, current, changes)
+            if entity == GROUPS:  # the whole set after the change, against this broker's bounds (Kafka's checks)
+                after = {**({} if replace else {k: v for k, v in current.items() if k not in delete}), **add}
+                validate_group_config(after, bounds)
             alter_config(store, entity, name, add, [k for k in delete if k in current], replace=replace,
                          validate_only=validate_only)
         try:

@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 _HB = ConsumerGroupHeartbeatResponse
 _DG = ConsumerGroupDescribeResponse.DescribedGroup
 _DM = _DG.Member
-#: ConsumerGroupDescribe v1's member type of a member speaking the consumer protocol
+#: ConsumerGroupDescribe v1's member types (KIP-1099): a classic member is one kept after an upgrade
 MEMBER_TYPE_CONSUMER = 1
+MEMBER_TYPE_CLASSIC = 0
 
 
 def heartbeat_request(r: Any, version: int, client_id: str, client_host: str) -> HeartbeatRequest:
@@ -94,7 +95,7 @@ class ConsumerGroupApis:
                        subscribed_topic_names=list(m.subscribed_topic_names),
                        subscribed_topic_regex=m.subscribed_topic_regex,
                        assignment=_assignment(m.assigned, names), target_assignment=_assignment(g.target_of(mid), names),
-                       member_type=MEMBER_TYPE_CONSUMER)
+                       member_type=MEMBER_TYPE_CLASSIC if m.classic is not None else MEMBER_TYPE_CONSUMER)
                    for mid, m in sorted(g.members.items())]
         return _DG(error_code=0, error_message=None, group_id=g.group_id, group_state=g.state.value,
                    group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch, assignor_name=assignor,

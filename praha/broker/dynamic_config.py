@@ -9,8 +9,8 @@ then a sequential notice `/config/changes/config_change_<seq>` naming it. Here:
    notices above the last one handled, in sequence order;
 3. per notice: "topics/<t>" → `on_topic(t)`; "brokers/<id>" or "brokers/<default>" →
    re-read our broker config and `on_broker(config)`; "clients/<id>", "users/<u>" and
-   "users/<u>/clients/<id>" (client quotas) → `on_quota(entity path)`; other entities are
-   ignored; a notice that does not decode is logged and skipped;
+   "users/<u>/clients/<id>" (client quotas) → `on_quota(entity path)`; "groups/<g>" (GROUP
+   configs) → `on_group(g)`; other entities are ignored; a notice that does not decode is logged and skipped;
 4. notices older than 15 minutes are deleted (Kafka's brokers do the same), so the
    directory does not grow without bound.
 Callbacks run on this listener's own thread: callers hop to their event loop themselves.
@@ -46,9 +46,10 @@ def notice_sequence(name: str) -> int | None:
 class ConfigChangeListener:
     def __init__(self, store: "ZkStore", broker_id: int, on_topic: Callable[[str], None],
                  on_broker: Callable[[dict[str, str]], None], expiry_ms: int = NOTICE_EXPIRY_MS,
-                 on_quota: Callable[[str], None] | None = None):
+                 on_quota: Callable[[str], None] | None = None, on_group: Callable[[str], None] | None = None):
         self.store = store
         self.on_quota = on_quota
+        self.on_group = on_group
         self.broker_id = broker_id
         self.on_topic = on_topic
         self.on_broker = on_broker
@@ -111,6 +112,7 @@ class ConfigChangeListener:
         got = self.store.get_data_bulk(paths.values())
         topics: list[str] = []
         quota_entities: list[str] = []
+        groups: list[str] = []
         broker_changed = False
         for seq, name in new:
             item = got.get(paths[name])
@@ -128,6 +130,8 @@ class ConfigChangeListener:
                 broker_changed = True
             elif entity_type in ("clients", "users"):
                 quota_entities.append(f"{entity_type}/{entity}")
+            elif entity_type == "groups":
+                groups.append(entity)
         if new:
             log.info("config change notices: %d new (%d topics, %d quota entities, broker config %s)", len(new),
                      len(set(topics)), len(set(quota_entities)), "changed" if broker_changed else "unchanged")
@@ -139,6 +143,9 @@ class ConfigChangeListener:
         if self.on_quota is not None:
             for entity_path in dict.fromkeys(quota_entities):
                 self.on_quota(entity_path)
+        if self.on_group is not None:
+            for group in dict.fromkeys(groups):
+                self.on_group(group)
         self._purge_expired(got)
         return len(new)
 

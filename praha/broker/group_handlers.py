@@ -232,7 +232,7 @@ class GroupApis:
             return LeaveGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
         leaving: list[tuple[str, str | None]] = (
             [(m.member_id, m.group_instance_id) for m in (r.members or [])] if v >= 3 else [(r.member_id, None)])
-        code, per_member = self.coordinator.leave_group(r.group_id, leaving)
+        code, per_member = await self.coordinator.leave_group(r.group_id, leaving)
         if v < 3 and code == ErrorCode.NONE and per_member:
             code = per_member[0]
         members = [LeaveGroupResponse.MemberResponse(member_id=mid, group_instance_id=inst, error_code=int(c))

@@ -66,6 +66,8 @@ from praha.security.listener import inter_broker_security, listener_security
 from praha.security.zk_client import open_zookeeper_warning, zk_auth_from_properties
 from praha.statelog import StateChangeLog
 from praha.topic_rules import INTERNAL_TOPICS
+from praha.zk import znodes as zn
+from praha.zk.admin_zk import GROUPS, read_config
 from praha.zk.quota_entities import entity_from_path, quota_values
 from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
 from praha.zk.store import ZkStore
@@ -240,13 +242,26 @@ class BrokerServer:
             on_topic=lambda topic: void(asyncio.run_coroutine_threadsafe(rm.on_topic_config_changed(topic), loop)),
             on_broker=lambda config: void(loop.call_soon_threadsafe(rm.apply_broker_config, config)),
             on_quota=self._on_quota_change,
+            on_group=self._on_group_config_change,
         )
         config = self.config_changes.start()
+        for group in self.store.get_children(zn.CONFIG_GROUPS_PATH) or []:
+            self._on_group_config_change(group)
         loop.call_soon_threadsafe(rm.apply_broker_config, config)
         quotas = {e: quota_values(c) for e, c in read_all_quota_configs(self.store).items()}
         loop.call_soon_threadsafe(self.client_quotas.replace_all, quotas)
         if quotas:
             log.info("client quotas: %d entities with quotas at start", sum(1 for v in quotas.values() if v))
+
+    def _on_group_config_change(self, group: str) -> None:
+        """A GROUP config written (on the listener's thread): read it, hand it to the coordinator."""
+        assert self.store is not None
+        try:
+            values = read_config(self.store, GROUPS, group)
+        except ZNodeDecodeError as e:
+            log.warning("ignoring the config of group %s: %s", group, e)
+            values = {}
+        self.loop.call_soon_threadsafe(self.group_coordinator.set_group_config, group, values)
 
     def _on_quota_change(self, entity_path: str) -> None:
         """A change notice for a user/client entity (on the listener's thread): re-read it,

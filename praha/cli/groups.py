@@ -280,15 +280,20 @@ def _describe(admin: GroupAdmin, args: argparse.Namespace, groups: list[str]) ->
             "id": desc.coordinator.id, "host": desc.coordinator.host, "port": desc.coordinator.port}}
         if args.state is not None:
             coordinator = f"{desc.coordinator.host}:{desc.coordinator.port}  ({desc.coordinator.id})"
-            out.append({**base, "assignment_strategy": desc.assignment_strategy, "members": len(desc.members)})
+            out.append({**base, "assignment_strategy": desc.assignment_strategy, "members": len(desc.members),
+                        **({"group_epoch": desc.group_epoch, "target_assignment_epoch": desc.assignment_epoch}
+                           if desc.group_epoch is not None else {})})
             lines += [""] + state_table(group, coordinator, desc.assignment_strategy, desc.state, len(desc.members))
         elif args.members:
             out.append({**base, "members": [{
                 "consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.host,
                 "client_id": m.client_id, "partitions": len(m.assignment),
-                "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(m.assignment)]}
+                "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(m.assignment)],
+                **({"member_epoch": m.member_epoch, "target_assignment": [
+                    {"topic": tp.topic, "partition": tp.partition} for tp in sorted(m.target or ())]}
+                   if m.member_epoch is not None else {})}
                 for m in desc.members]})
-            lines += [""] + members_table(group, desc.members, args.verbose)
+            lines += [""] + members_table(group, desc.members, args.verbose, desc.assignment_epoch)
         else:
             committed = {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
             tps = sorted(set(committed) | {tp for m in desc.members for tp in m.assignment})

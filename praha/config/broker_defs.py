@@ -128,6 +128,10 @@ _NAMED: tuple[ConfigDef, ...] = (
     # KIP-848 consumer groups (Kafka 4's GroupCoordinatorConfig names and defaults)
     _b('group.consumer.heartbeat.interval.ms', T.INT, '5000', 'how often a consumer-protocol member heartbeats', validator=Range(1), importance=HIGH),
     _b('group.consumer.session.timeout.ms', T.INT, '45000', 'how long a consumer-protocol member may go without a heartbeat', validator=Range(1), importance=HIGH),
+    _b('group.consumer.min.session.timeout.ms', T.INT, '45000', 'the shortest consumer.session.timeout.ms a group config may set', validator=Range(1)),
+    _b('group.consumer.max.session.timeout.ms', T.INT, '60000', 'the longest consumer.session.timeout.ms a group config may set', validator=Range(1)),
+    _b('group.consumer.min.heartbeat.interval.ms', T.INT, '5000', 'the shortest consumer.heartbeat.interval.ms a group config may set', validator=Range(1)),
+    _b('group.consumer.max.heartbeat.interval.ms', T.INT, '15000', 'the longest consumer.heartbeat.interval.ms a group config may set', validator=Range(1)),
     _b('group.consumer.max.size', T.INT, '2147483647', 'members a consumer group may have', validator=Range(1), importance=HIGH),
     _b('group.consumer.assignors', T.LIST, 'uniform,range', 'server-side assignors offered, the first the default: uniform, range (or Kafka\'s class names)', validator=ValidList(CONSUMER_GROUP_ASSIGNOR_NAMES), importance=HIGH),
     _b('group.consumer.migration.policy', T.STRING, 'bidirectional', 'online moves between the classic and the consumer protocol: disabled, upgrade, downgrade or bidirectional', validator=OneOf(('disabled', 'upgrade', 'downgrade', 'bidirectional'), ignore_case=True), importance=HIGH),

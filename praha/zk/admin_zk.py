@@ -32,6 +32,7 @@ from praha.config import (
     KAFKA_DYNAMIC_BROKER_CONFIGS,
     LISTENER_MECHANISM_CONFIGS,
 )
+from praha.config.group_defs import GROUP_CONFIG_BY_NAME
 from praha.errors import ConfigError, InvalidRequestError, PrahaError, TopicExistsError, UnknownTopicError
 from praha.topic_rules import (
     ConcurrentModificationError,
@@ -46,8 +47,8 @@ from praha.zk import znodes as zn
 from praha.zk.ops import CreateOp, SetDataOp, WriteOutcome
 from praha.zk.store import ZkStore
 
-TOPICS, BROKERS = "topics", "brokers"
-ENTITY_TYPES = (TOPICS, BROKERS)
+TOPICS, BROKERS, GROUPS = "topics", "brokers", "groups"
+ENTITY_TYPES = (TOPICS, BROKERS, GROUPS)
 CONFIG_CHANGE_SEQUENCE_PATH = f"{zn.CONFIG_CHANGES_PATH}/{zn.CONFIG_CHANGE_PREFIX}"
 
 
@@ -150,6 +151,8 @@ def config_path(entity_type: str, name: str) -> str:
         return zn.config_topic_path(name)
     if entity_type == BROKERS:
         return zn.config_broker_path(name)
+    if entity_type == GROUPS:
+        return zn.config_group_path(name)
     raise InvalidRequestError(f"entity type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}")
 
 
@@ -179,6 +182,9 @@ def check_config_entity(store: ZkStore, entity_type: str, name: str) -> None:
             live = sorted(store.get_live_brokers()[0])
             raise InvalidRequestError(f"broker {name} is not registered (live brokers: "
                                       f"{', '.join(map(str, live)) or 'none'}); use --entity-default for all brokers")
+    elif entity_type == GROUPS:
+        if not name or "/" in name:
+            raise InvalidRequestError(f"invalid group id {name!r}")  # any group id, existing or not, as Kafka
     else:
         config_path(entity_type, name)  # raises
 
@@ -190,6 +196,11 @@ def check_config_values(entity_type: str, add: Mapping[str, str], name: str = "<
     and the broker-wide defaults of log configs, checked as the topic config they set."""
     if entity_type == TOPICS:
         return validate_topic_config(add)
+    if entity_type == GROUPS:
+        unknown = sorted(set(add) - set(GROUP_CONFIG_BY_NAME))
+        if unknown:
+            raise ConfigError(f"Unknown group config name: {unknown[0]}")
+        return {k: str(v).strip() for k, v in add.items()}  # values: the broker checks them against its bounds
     refusal = broker_dynamic_refusal(add, per_broker=name != "<default>")
     if refusal:
         raise ConfigError(refusal)
@@ -273,6 +284,8 @@ def write_config(store: ZkStore, entity_type: str, name: str, config: Mapping[st
     path = config_path(entity_type, name)
     data = zn.encode_config(config)
     result = store.multi([SetDataOp(path, data)])[0]
+    if result.outcome is WriteOutcome.NO_NODE and entity_type == GROUPS:
+        store.multi([CreateOp(zn.CONFIG_GROUPS_PATH, b"")])  # its first group config (exists already: no matter)
     if result.outcome is WriteOutcome.NO_NODE:
         result = store.multi([CreateOp(path, data)])[0]
     if not result.ok:

@@ -50,6 +50,8 @@ CONFIG_CLIENTS_PATH = "/config/clients"
 CONFIG_USERS_PATH = "/config/users"
 CONFIG_BROKERS_PATH = "/config/brokers"
 CONFIG_IPS_PATH = "/config/ips"
+#: praha's home for GROUP config overrides (Kafka keeps them in KRaft only; ZooKeeper mode had none)
+CONFIG_GROUPS_PATH = "/config/groups"
 CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 CLUSTER_PATH = "/cluster"
@@ -125,6 +127,10 @@ def config_topic_path(topic: str) -> str:
 
 def config_broker_path(broker: int | str) -> str:
     return f"{CONFIG_BROKERS_PATH}/{broker}"
+
+
+def config_group_path(group: str) -> str:
+    return f"{CONFIG_GROUPS_PATH}/{group}"
 
 
 def isr_change_path(name: str) -> str:

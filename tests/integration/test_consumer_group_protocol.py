@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.errors import BrokerConnectionError
-from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest
+from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 from praha.testing.cluster import bootstrap, wait_for
 
@@ -257,6 +257,89 @@ def test_members_leave_die_and_join_without_owning_a_partition_twice_or_losing_a
         assert {(t, p) for t, p, _ in got} <= {tp for tp, _, _ in m.intervals()}
 
 
+# ------------------------------------------------------------------ migration classic <-> consumer
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+
+def group_type(admin: AdminClient, group: str) -> ConsumerGroupType | None:
+    res = admin.list_consumer_groups().result(15)
+    return {g.group_id: g.type for g in res.valid}.get(group)
+
+
+def committed_total(bs: str, group: str, topic: str) -> int:
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": bs, "group.id": group})
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=15)
+        return sum(max(tp.offset, 0) for tp in got)
+    finally:
+        c.close()
+
+
+def test_a_classic_group_with_offsets_migrates_to_the_consumer_protocol_member_by_member_and_back(cluster):
+    """Classic members a and b commit; consumer-protocol members c and d replace them one by one
+    (the group upgraded online); classic members e and f join the consumer group, then c and d
+    leave (the group downgraded when the last of them goes). Every record committed exactly once
+    across all six members, no partition owned twice, the committed offsets intact at the end."""
+    bs = bootstrap(cluster)
+    topic, group, total = new_topic(bs), f"m-{uuid.uuid4().hex[:6]}", 1200
+    admin = AdminClient({"bootstrap.servers": bs})
+    members: list[Member] = []
+
+    def start(**conf: object) -> Member:
+        members.append(Member(bs, group, topic, **conf))
+        return members[-1]
+
+    def settled(live: list[Member]) -> bool:
+        owned = [m.owned() for m in live]
+        return sorted(len(o) for o in owned) == sorted(
+            PARTITIONS // len(live) + (i < PARTITIONS % len(live)) for i in range(len(live))) and \
+            len(set().union(*owned)) == PARTITIONS
+
+    try:
+        producer = produce(bs, topic, total, per_second=50)
+        a, b = start(**CLASSIC), start(**CLASSIC)
+        wait_for(lambda: settled([a, b]), 90, what="the classic members a and b sharing the topic")
+        wait_for(lambda: len(a.records("ok")) + len(b.records("ok")) >= 60, 60, what="the classic group committing")
+        assert group_type(admin, group) == ConsumerGroupType.CLASSIC
+        c = start()  # the first consumer-protocol member: the group is upgraded
+        wait_for(lambda: settled([a, b, c]), 90, what="a, b (classic) and c (consumer) sharing the topic")
+        wait_for(lambda: group_type(admin, group) == ConsumerGroupType.CONSUMER, 30, what="the group upgraded")
+        a.leave()
+        d = start()
+        wait_for(lambda: settled([b, c, d]), 90, what="b (classic), c and d sharing the topic")
+        b.leave()
+        wait_for(lambda: settled([c, d]), 90, what="c and d alone: every member on the new protocol")
+        wait_for(lambda: c.records("ok") and d.records("ok"), 60, what="the new members committing")
+        # and back: classic members join the consumer group; when the last of c and d leaves, it is classic again
+        e, f = start(**CLASSIC), start(**CLASSIC)
+        wait_for(lambda: settled([c, d, e, f]), 90, what="c, d and the classic e, f sharing the topic")
+        c.leave()
+        wait_for(lambda: settled([d, e, f]), 90, what="d, e and f sharing the topic")
+        assert group_type(admin, group) == ConsumerGroupType.CONSUMER
+        d.leave()
+        wait_for(lambda: group_type(admin, group) == ConsumerGroupType.CLASSIC, 30, what="the group downgraded")
+        wait_for(lambda: settled([e, f]), 90, what="e and f sharing the topic in the classic group")
+        producer.join(120)
+        committed = lambda: {r for m in members for r in m.records("ok")}  # noqa: E731
+        try:
+            wait_for(lambda: len(committed()) >= total, 120, what="every record consumed and committed")
+        except AssertionError as err:
+            raise AssertionError(f"{err}: {summary(members)}") from None
+        e.leave()
+        f.leave()
+    finally:
+        for m in members:
+            m.stop()
+    ok = [r for m in members for r in m.records("ok")]
+    twice = {r: [i for i, m in enumerate(members) if r in m.records("ok")] for r in ok if ok.count(r) > 1}
+    assert not twice, f"records committed twice (record: members): {twice}; {summary(members)}"
+    assert {r[1:] for r in ok} == {(i % PARTITIONS, i // PARTITIONS) for i in range(total)}
+    assert_never_owned_twice(members)
+    assert all(m.records("ok") for m in members), summary(members)  # each member had its turn
+    assert committed_total(bs, group, topic) == total  # the group's offsets went through both moves intact
+
+
 # ------------------------------------------------------------------ coordinator failover
 def coordinator_of(bs: str, group: str) -> int:
     def ask() -> int | None:
@@ -351,9 +434,72 @@ def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
         assert out.returncode == 0, out.stderr
         rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:]}
         assert rows.get(group) == ["Consumer", "Stable"] and f"{group}-classic" not in rows, out.stdout
+        out = subprocess.run([sys.executable, "-m", "praha", "groups", "--describe", "--group", group, "--members",
+                              "--verbose", "--bootstrap-server", bs], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        header, row = [line.split() for line in out.stdout.splitlines() if line.strip()][:2]
+        assert header[-4:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"], out.stdout
+        assert row[-4:] == [row[-4], f"{topic}(0,1)", row[-2], f"{topic}(0,1)"] and int(row[-4]) >= 1, out.stdout
     finally:
         m.stop()
         classic.close()
+
+
+# ------------------------------------------------------------------ GROUP configs
+def test_group_configs_override_the_brokers_with_kafkas_checks(cluster):
+    """IncrementalAlterConfigs / DescribeConfigs on a GROUP resource (type 32): Kafka's errors for a
+    bad value, the override reported as GROUP_CONFIG, and the group's next heartbeat answered with
+    its own interval by whichever broker coordinates it."""
+    from praha.protocol.messages.gen.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"c-{uuid.uuid4().hex[:6]}"
+    host, port = bs.split(",")[0].split(":")
+    IA, DC = IncrementalAlterConfigsRequest, DescribeConfigsRequest
+
+    def alter(validate_only: bool = False, **values: str):
+        req = IA(resources=[IA.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            IA.AlterConfigsResource.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+            for k, v in values.items()])], validate_only=validate_only)
+        with BrokerConnection(host, int(port)) as conn:
+            r = conn.send(req, 1).responses[0]
+        return r.error_code, r.error_message
+
+    def described() -> dict[str, tuple[str, int]]:
+        with BrokerConnection(host, int(port)) as conn:
+            r = conn.send(DC(resources=[DC.DescribeConfigsResource(resource_type=32, resource_name=group,
+                                                                     configuration_keys=None)]), 4).results[0]
+        assert r.error_code == 0, r.error_message
+        return {c.name: (c.value, c.config_source) for c in r.configs}
+
+    assert described() == {"consumer.session.timeout.ms": ("6000", 5), "consumer.heartbeat.interval.ms": ("500", 5)}
+    cases = [
+        (dict(consumer_heartbeat_interval_ms="100"), "must be greater than or equal to group.consumer.min.heartbeat"),
+        (dict(consumer_session_timeout_ms="90000"), "must be less than or equal to group.consumer.max.session"),
+        (dict(consumer_heartbeat_interval_ms="7000"), "consumer.session.timeout.ms must be greater than"),
+        (dict(consumer_max_poll_records="5"), "Unknown group config name"),
+        (dict(consumer_session_timeout_ms="soon"), "Not a number"),
+    ]
+    for values, message in cases:
+        code, text = alter(**values)
+        assert code == ErrorCode.INVALID_CONFIG and message in (text or ""), (values, code, text)
+    assert alter(validate_only=True, consumer_session_timeout_ms="50000") == (0, None)
+    assert described()["consumer.session.timeout.ms"] == ("6000", 5)  # validate_only wrote nothing
+    assert alter(consumer_session_timeout_ms="50000", consumer_heartbeat_interval_ms="7000") == (0, None)
+    assert described() == {"consumer.session.timeout.ms": ("50000", 8), "consumer.heartbeat.interval.ms": ("7000", 8)}
+    coordinator_of(bs, group)
+    R = ConsumerGroupHeartbeatRequest
+
+    def interval() -> int | None:
+        for b in bs.split(","):
+            h, p = b.split(":")
+            with BrokerConnection(h, int(p)) as conn:
+                r = conn.send(R(group_id=group, member_id=f"m-{uuid.uuid4().hex[:6]}", member_epoch=0,
+                                rebalance_timeout_ms=30000, subscribed_topic_names=[topic], topic_partitions=[]), 1)
+            if r.error_code != ErrorCode.NOT_COORDINATOR:
+                assert r.error_code == 0, r
+                return r.heartbeat_interval_ms if r.heartbeat_interval_ms == 7000 else None
+        return None
+    wait_for(interval, 30, what="the coordinator answering with the group's own heartbeat interval")
 
 
 # ------------------------------------------------------------------ bad input
@@ -394,6 +540,20 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
     for code, fields in cases:
         got = send(**fields)
         assert got.error_code == code, (code, fields, got)
+    OC = OffsetCommitRequest
+    P = OC.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+
+    def commit(epoch: int) -> int:
+        req = OC(group_id=group, generation_id_or_member_epoch=epoch, member_id="m-1",
+                 topics=[OC.OffsetCommitRequestTopic(name=topic, partitions=[P(partition_index=0, committed_offset=1)])])
+        for b in bs.split(","):
+            h, p = b.split(":")
+            with BrokerConnection(h, int(p)) as conn:
+                code = conn.send(req, 9).topics[0].partitions[0].error_code
+            if code != ErrorCode.NOT_COORDINATOR:
+                return code
+        raise AssertionError("no broker coordinates the group")
+    assert commit(0) == ErrorCode.STALE_MEMBER_EPOCH  # the member is at epoch 1: a stale epoch, nothing written
     after = send(member_epoch=1, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
     assert (after.error_code, after.member_epoch) == (0, 1)
     admin = AdminClient({"bootstrap.servers": bs})

@@ -28,8 +28,10 @@ Flows:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
@@ -37,8 +39,15 @@ from typing import Any, Protocol, TypeGuard
 from praha.common import now_ms
 from praha.config import BrokerConfig
 from praha.coordinator.group.consumer import heartbeat as kip848
+from praha.coordinator.group.consumer import migration
 from praha.coordinator.group.consumer.heartbeat import ConsumerGroupSettings, HeartbeatRequest
-from praha.coordinator.group.consumer.model import ConsumerGroup, TopicInfo
+from praha.coordinator.group.consumer.migration import MigrationPolicy
+from praha.coordinator.group.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    ClassicMetadata,
+    ConsumerGroup,
+    TopicInfo,
+)
 from praha.coordinator.group.consumer.records import Record as ConsumerRecord
 from praha.coordinator.group.consumer.records import decode as decode_consumer_record
 from praha.coordinator.group.consumer.records import encode as encode_consumer_record
@@ -86,6 +95,7 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     #: KIP-848 consumer groups (`group.consumer.*`)
     consumer: ConsumerGroupSettings = ConsumerGroupSettings()
+    migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
 
     @classmethod
     def from_broker_config(cls, c: BrokerConfig) -> "GroupConfig":
@@ -93,7 +103,8 @@ class GroupConfig:
                    c.group_initial_rebalance_delay_ms, c.group_max_size, c.offsets_retention_minutes * 60_000,
                    c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes,
                    ConsumerGroupSettings(c.group_consumer_heartbeat_interval_ms, c.group_consumer_session_timeout_ms,
-                                         c.group_consumer_max_size, c.group_consumer_assignors))
+                                         c.group_consumer_max_size, c.group_consumer_assignors),
+                   MigrationPolicy(c.group_consumer_migration_policy))
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +227,7 @@ class GroupCoordinator:
         #: KIP-848 consumer groups: their own state and timers; offsets stay in `groups`
         self.consumer = ConsumerGroupService(config.consumer, self._append_consumer_records, self.partition_of,
                                              topics, map_append_error)
+        self.consumer.on_fenced = lambda gid: self._spawn(self._maybe_downgrade(gid))
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
@@ -363,10 +375,108 @@ class GroupCoordinator:
             code = self._check(req.group_id)
             if code != ErrorCode.NONE:
                 return HeartbeatOutcome(code)
-            if self._has_classic_members(req.group_id):
-                # a classic group with live members is not upgraded online (migration is not served)
-                return HeartbeatOutcome(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
-        return await self.consumer.heartbeat(req, now_ms())
+            classic = self.groups.get(req.group_id)
+            if self._has_classic_members(req.group_id) and classic is not None:
+                if req.member_epoch != 0 or not self._may_upgrade(classic):
+                    return HeartbeatOutcome(ErrorCode.GROUP_ID_NOT_FOUND,
+                                            f"Group {req.group_id} is not a consumer group.")
+                return await self._upgrade(classic, req)
+        out = await self.consumer.heartbeat(req, now_ms())
+        if out.error == ErrorCode.NONE and req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            await self._maybe_downgrade(req.group_id)
+        return out
+
+    # ================================================================ migration (classic <-> consumer)
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP resource's config changed (DescribeConfigs/IncrementalAlterConfigs, any broker)."""
+        self.consumer.set_group_config(group_id, values)
+
+    def _may_upgrade(self, classic: Group) -> bool:
+        policy = self.config.migration_policy
+        ok = policy.upgrades and classic.protocol_type == migration.CONSUMER_PROTOCOL_TYPE and \
+            len(classic.members) <= self.config.consumer.max_size
+        if not ok:
+            log.info("group %s: not upgraded to the consumer protocol (policy %s, protocol type %s, %d members)",
+                     classic.group_id, policy.value, classic.protocol_type, len(classic.members))
+        return ok
+
+    async def _upgrade(self, classic: Group, req: HeartbeatRequest) -> HeartbeatOutcome:
+        """A consumer-protocol member joins a classic group: the group becomes a consumer group
+        (its classic members kept, at epoch = generation), then the heartbeat is decided in it.
+        One append holds the classic group's tombstone and the consumer group's records."""
+        gid = classic.group_id
+        members = [migration.ClassicMemberState(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms,
+            tuple(m.protocols), m.metadata_for(classic.protocol or "") or m.metadata_for_current, m.assignment)
+            for m in classic.members.values()]
+        topics = self.consumer.topics()
+        now = now_ms()
+
+        def decide() -> kip848.Decision:
+            records = migration.upgrade(self.consumer.groups, gid, classic.generation, members, topics)
+            d = kip848.heartbeat(self.consumer.groups, req, topics, self.consumer.settings_for(gid), now)
+            # the classic group keeps only its offsets; its members now live in the consumer group
+            self._kill_group(classic, ErrorCode.REBALANCE_IN_PROGRESS)
+            classic.members.clear()
+            classic.static_members.clear()
+            classic.pending_members.clear()
+            classic.pending_sync.clear()
+            classic.state, classic.leader_id, classic.protocol = GroupState.EMPTY, None, None
+            return kip848.Decision(records + d.records, d.answer, d.timers)
+
+        out = await self.consumer.decide(gid, decide, extra=[(group_key(gid), None)])
+        if out.error == ErrorCode.NONE:
+            for m in members:
+                self.consumer.touch(gid, m.member_id, m.session_timeout_ms)
+            log.info("group %s: upgraded from classic to consumer at epoch %d with %d classic members", gid,
+                     classic.generation, len(members))
+        return out
+
+    async def _maybe_downgrade(self, group_id: str) -> None:
+        """The last consumer-protocol member is gone: the group goes back to the classic protocol
+        (its consumer-group records tombstoned, a classic group record at generation = group epoch
+        in the same append), and a classic rebalance starts so every member rejoins."""
+        cg = self.consumer_group(group_id)
+        if cg is None or self._check(group_id) != ErrorCode.NONE or \
+                not migration.may_downgrade(cg, self.config.migration_policy, self.config.max_size):
+            return
+        before = snapshot(cg)
+        records, members, epoch = migration.downgrade(self.consumer.groups, group_id)
+        holder = self.groups.get(group_id)
+        group = Group(group_id, state=GroupState.STABLE, state_timestamp=now_ms(), generation=epoch,
+                      protocol_type=migration.CONSUMER_PROTOCOL_TYPE)
+        if holder is not None:
+            group.offsets, group.pending_offset_writes = holder.offsets, holder.pending_offset_writes
+            group.pending_txn_offsets = holder.pending_txn_offsets
+        for cm in members:
+            assert cm.classic is not None
+            group.add(Member(cm.member_id, cm.instance_id, cm.client_id, cm.client_host, cm.rebalance_timeout_ms,
+                             cm.classic.session_timeout_ms, migration.CONSUMER_PROTOCOL_TYPE,
+                             list(cm.classic.protocols)))
+        group.protocol = group.select_protocol()
+        for x in group.members.values():
+            x.metadata_for_current = x.metadata_for(group.protocol)
+        self.consumer.forget(group_id)
+        self.groups[group_id] = group
+        err = map_append_error(await self.log.append(self.partition_of(group_id), [
+            *(encode_consumer_record(r) for r in records), (group_key(group_id), group_value(group.value()))]))
+        if err != ErrorCode.NONE:
+            log.warning("group %s: downgrade not written (%s); the consumer group is kept", group_id, err.name)
+            if self._still_ours(group):
+                self.groups[group_id] = holder if holder is not None else Group(group_id, offsets=group.offsets)
+                self.consumer.groups[group_id] = before
+                for cm in members:
+                    assert cm.classic is not None
+                    self.consumer.touch(group_id, cm.member_id, cm.classic.session_timeout_ms)
+            return
+        if not self._still_ours(group):
+            return
+        for x in group.members.values():
+            self._schedule_heartbeat(group, x)
+        log.info("group %s: downgraded from consumer to classic at generation %d with %d members", group_id, epoch,
+                 len(group.members))
+        # a member may have rejoined while the append was in flight (that began the rebalance already)
+        self._prepare_or_check(group, "downgraded from the consumer protocol")
 
     # ================================================================ join
     async def join_group(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
@@ -376,13 +486,18 @@ class GroupCoordinator:
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return JoinResult(code, member_id)
-        cg = self.consumer_group(group_id)
-        if cg is not None and cg.members:
-            # classic members are not served inside a consumer group (no migration)
-            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
+        cg = self.consumer_group(group_id)
+        if cg is not None and cg.members:
+            return await self._join_consumer_group(migration.ClassicJoin(
+                group_id, member_id, group_instance_id, client_id, client_host, session_timeout_ms,
+                rebalance_timeout_ms, protocol_type, tuple(protocols)), require_known_member_id)
+        if cg is not None:  # an empty consumer group gives way to a classic one (its offsets stay)
+            code = await self._drop_empty_consumer_group(group_id)
+            if code != ErrorCode.NONE:
+                return JoinResult(code, member_id)
         if rebalance_timeout_ms <= 0:
             rebalance_timeout_ms = session_timeout_ms
         group = self.groups.get(group_id)
@@ -399,6 +514,32 @@ class GroupCoordinator:
             return await self._join_unknown_member(group, group_instance_id, require_known_member_id,
                                                    supports_skip_assignment, *fields)
         return await self._join_known_member(group, member_id, group_instance_id, *fields)
+
+    async def _join_consumer_group(self, req: migration.ClassicJoin, require_known: bool) -> JoinResult:
+        """A classic member's JoinGroup in a consumer group: answered at once from the group's
+        assignment, its member epoch as the generation, never as the leader."""
+        if not req.member_id and req.instance_id is None and require_known:
+            cg = self.consumer.groups[req.group_id]
+            if len(cg.members) >= self.config.consumer.max_size:
+                return JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, f"{req.client_id}-{uuid.uuid4()}")
+        out = await self.consumer.decide(req.group_id, functools.partial(
+            migration.classic_join, self.consumer.groups, req, self.consumer.topics(),
+            self.consumer.settings_for(req.group_id)))
+        if out.error != ErrorCode.NONE or out.answer is None:
+            return JoinResult(out.error, req.member_id)
+        a = out.answer
+        return JoinResult(ErrorCode.NONE, a.member_id, a.member_epoch, migration.CONSUMER_PROTOCOL_TYPE,
+                          req.protocols[0][0], "", [])
+
+    async def _drop_empty_consumer_group(self, gid: str) -> ErrorCode:
+        g = self.consumer.groups[gid]
+        before = snapshot(g)
+        records = kip848.delete_group(self.consumer.groups, gid)
+        code = await self.consumer.write(gid, records, before)
+        if code == ErrorCode.NONE:
+            self.consumer.forget(gid)
+        return code
 
     async def _join_unknown_member(self, group: Group, instance: str | None, require_known: bool,
                                    skip_ok: bool, client_id: str, host: str, session_ms: int, rebalance_ms: int,
@@ -587,6 +728,15 @@ class GroupCoordinator:
             return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)  # Kafka's answer: rejoin once loaded
         if code != ErrorCode.NONE:
             return SyncResult(code)
+        cg = self.consumer_group(group_id)
+        if cg is not None and cg.members:
+            try:
+                assignment = migration.classic_sync(cg, member_id, instance, generation, protocol_type, protocol,
+                                                    self.consumer.topics())
+            except PrahaError as e:
+                return SyncResult(e.code)
+            classic = self._touch_classic(cg, member_id)
+            return SyncResult(ErrorCode.NONE, migration.CONSUMER_PROTOCOL_TYPE, classic.protocols[0][0], assignment)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -659,6 +809,14 @@ class GroupCoordinator:
             return ErrorCode.NONE  # Kafka answers blindly while loading: the member keeps its place
         if code != ErrorCode.NONE:
             return code
+        cg = self.consumer_group(group_id)
+        if cg is not None and cg.members:
+            try:
+                code = migration.classic_heartbeat(cg, member_id, instance, generation)
+            except PrahaError as e:
+                return e.code
+            self._touch_classic(cg, member_id)
+            return code
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -678,10 +836,31 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+    def _touch_classic(self, cg: ConsumerGroup, member_id: str) -> ClassicMetadata:
+        """A classic member in a consumer group was heard from: its session timer restarts."""
+        classic = cg.members[member_id].classic
+        assert classic is not None
+        self.consumer.touch(cg.group_id, member_id, classic.session_timeout_ms)
+        return classic
+
+    async def _leave_consumer_group(self, cg: ConsumerGroup, leaving: list[tuple[str, str | None]]
+                                    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        before = snapshot(cg)
+        records, codes, gone = migration.classic_leave(self.consumer.groups, cg, leaving, self.consumer.topics())
+        code = await self.consumer.write(cg.group_id, records, before)
+        if code != ErrorCode.NONE:
+            return code, []
+        self.consumer.cancel_timers(cg.group_id, gone)
+        return ErrorCode.NONE, codes
+
+    async def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]
+                          ) -> tuple[ErrorCode, list[ErrorCode]]:
         code = self._check(group_id)
         if code != ErrorCode.NONE:
             return code, []
+        cg = self.consumer_group(group_id)
+        if cg is not None and cg.members:
+            return await self._leave_consumer_group(cg, leaving)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
@@ -1069,8 +1248,8 @@ class GroupCoordinator:
 
     async def expire_offsets(self, now: int) -> int:
         """Kafka's rule: offsets of a group that has been empty for the retention period go
-        (for a standalone group: each offset once its commit is that old); an empty group
-        without offsets goes too."""
+        (for a standalone group and an empty consumer group: each offset once its commit is that
+        old); an empty group without offsets goes too (a consumer group: its records tombstoned)."""
         retention = self.config.offsets_retention_ms
         expired_total = 0
         for gid, group in list(self.groups.items()):
@@ -1089,6 +1268,8 @@ class GroupCoordinator:
             records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in gone]
             if drop_group:
                 records.append((group_key(gid), None))
+                if cg is not None:  # an empty consumer group goes with its last offset, in the same append
+                    records += [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
             if await self.log.append(self.partition_of(gid), records) != ErrorCode.NONE:
                 continue
             for tp in gone:
@@ -1097,6 +1278,17 @@ class GroupCoordinator:
             if drop_group and self._still_ours(group) and group.is_(GroupState.EMPTY):
                 self._kill_group(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 del self.groups[gid]
+                if cg is not None and self.consumer_group(gid) is cg and not cg.members:
+                    self.consumer.forget(gid)
+        # an empty consumer group without offsets is deleted at once, as Kafka's cleanup cycle does
+        for gid, cg in list(self.consumer.groups.items()):
+            if cg.dead or cg.members or gid in self.groups or self._check(gid) != ErrorCode.NONE:
+                continue
+            records = [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
+            if await self.log.append(self.partition_of(gid), records) == ErrorCode.NONE and \
+                    self.consumer.groups.get(gid) is cg and not cg.members:
+                self.consumer.forget(gid)
+                log.info("consumer group %s: empty, without offsets: deleted", gid)
         if expired_total:
             self.stats.offsets_expired += expired_total
             log.info("group coordinator: expired %d offsets", expired_total)

@@ -71,11 +71,11 @@ def test_a_failed_write_changes_nothing_and_maps_the_error():
     run(go())
 
 
-def test_the_two_protocols_do_not_mix_and_admin_views_see_both():
+def test_groups_whose_embedded_protocol_does_not_parse_do_not_mix_and_admin_views_see_both():
     async def go():
         log = MemoryLog()
         c = await coordinator(log)
-        await join_fully(c, "classic-g")
+        await join_fully(c, "classic-g")  # its subscription bytes are not ConsumerProtocolSubscription
         refused = await c.consumer_group_heartbeat(join_req("x", "classic-g"))
         assert refused.error == E.GROUP_ID_NOT_FOUND
         await c.consumer_group_heartbeat(join_req("a"))
@@ -122,4 +122,24 @@ def test_offsets_of_a_consumer_group_with_members_do_not_expire():
         await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
         assert await c.expire_offsets(10**15) == 0 and c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
         c.shutdown()
+    run(go())
+
+
+def test_empty_consumer_groups_expire_with_their_last_offset_or_at_once_without_offsets():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
+        await c.consumer_group_heartbeat(join_req("b", "bare"))
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
+        await c.consumer_group_heartbeat(HeartbeatRequest("bare", "b", -1))
+        assert await c.expire_offsets(2) == 0  # the offset is young: g stays; bare has none: it goes
+        assert "g" in c.consumer.groups and "bare" not in c.consumer.groups
+        assert await c.expire_offsets(10**15) == 1
+        assert "g" not in c.consumer.groups and "g" not in c.groups
+        c.shutdown()
+        d = await coordinator(log)
+        assert not d.consumer.groups and d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
+        d.shutdown()
     run(go())

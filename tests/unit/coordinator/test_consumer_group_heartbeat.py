@@ -19,8 +19,10 @@ from praha.coordinator.group.consumer.heartbeat import (
     HeartbeatRequest,
     delete_group,
     heartbeat,
+    is_steady,
     revocation_expired,
     session_expired,
+    steady_heartbeat,
     topics_changed,
     validate_offset_commit,
     validate_offset_fetch,
@@ -142,6 +144,53 @@ def test_three_members_share_six_partitions_then_leave_fail_and_join_without_dou
     assert sim.owned_by("b") | sim.owned_by("d") == set(range(6))
     assert sorted(len(sim.owned_by(m)) for m in "bd") == [3, 3]
     assert sim.groups["g"].group_epoch == 6  # a, b, c, d joined; a left; c expired
+
+
+def test_a_steady_heartbeat_is_known_as_one_and_changes_nothing():
+    """The coordinator answers these without deciding (bench/heartbeat_cpu.py): the same answer, no records."""
+    sim = Sim([T])
+    sim.hb("a")
+    sim.hb("b")
+    sim.settle(["a", "b"])
+    epoch = sim.clients["a"][0]
+    plain = HeartbeatRequest("g", "a", epoch)
+    assert is_steady(sim.groups, plain)
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000) == steady_heartbeat(sim.groups, plain, SETTINGS)
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000).records == []
+    for changed in (HeartbeatRequest("g", "a", epoch, subscribed_topic_names=("orders", "payments")),
+                    HeartbeatRequest("g", "a", epoch, rebalance_timeout_ms=1),
+                    HeartbeatRequest("g", "a", epoch, client_id="other"),
+                    HeartbeatRequest("g", "a", epoch, topic_partitions=()),
+                    HeartbeatRequest("g", "a", epoch - 1), HeartbeatRequest("g", "zz", epoch)):
+        assert not is_steady(sim.groups, changed), changed
+    sim.hb("c")  # a new member: the group is no longer at one epoch
+    assert not is_steady(sim.groups, HeartbeatRequest("g", "b", sim.clients["b"][0]))
+
+
+def test_an_assignment_whose_answer_was_lost_is_sent_again_until_the_member_reports_it():
+    """librdkafka times a heartbeat out after one interval and then sends a plain one: the
+    assignment of a late answer must come again (Kafka would send it only on a full request)."""
+    sim = Sim([T])
+    sim.hb("a")
+    sim.hb("b")
+    sim.settle(["a", "b"])
+    epoch, _ = sim.clients["b"]
+    plain = HeartbeatRequest("g", "b", epoch)
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000).answer.assignment  # not yet reported
+    sim.hb("b")  # reports what it owns
+    assert heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000).answer.assignment is None  # reported: quiet
+    sim.write(heartbeat(sim.groups, HeartbeatRequest("g", "a", -1), sim.topics, SETTINGS, 1000).records)
+    del sim.clients["a"]
+    lost = heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000)  # b is given a's partitions: answer lost
+    sim.write(lost.records)
+    new = lost.answer.assignment
+    assert new is not None and sum(len(p) for p in new.values()) == 6
+    again = heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS, 1000)
+    assert again.records == [] and again.answer.assignment == new  # sent again, nothing changed
+    acked = HeartbeatRequest("g", "b", lost.answer.member_epoch, topic_partitions=_pairs({(T.topic_id, p) for p in range(6)}))
+    assert heartbeat(sim.groups, acked, sim.topics, SETTINGS, 1000).answer.assignment is None
+    assert heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS,
+                     1000).answer.assignment is None
 
 
 def test_a_partition_is_revoked_before_another_member_gets_it():

@@ -249,7 +249,7 @@ def test_static_member_rejoining_fences_the_old_id_without_a_rebalance():
         assert c.heartbeat("g", 1, a.member_id, "i-1") == E.FENCED_INSTANCE_ID
         assert c.heartbeat("g", 1, again.member_id, "i-1") == E.NONE
         assert c.groups["g"].state is GroupState.STABLE
-        assert c.leave_group("g", [("", "i-1"), ("", "i-9")]) == (E.NONE, [E.NONE, E.UNKNOWN_MEMBER_ID])
+        assert await c.leave_group("g", [("", "i-1"), ("", "i-9")]) == (E.NONE, [E.NONE, E.UNKNOWN_MEMBER_ID])
         c.shutdown()
     run(go())
 

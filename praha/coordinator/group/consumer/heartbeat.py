@@ -32,6 +32,7 @@ from praha.coordinator.group.consumer.model import (
     ConsumerMember,
     MemberState,
     TopicInfo,
+    assignment_of,
     is_subset,
 )
 from praha.coordinator.group.consumer.reconcile import Owned, reconcile
@@ -160,7 +161,7 @@ def validate(req: HeartbeatRequest, settings: ConsumerGroupSettings) -> None:
 def _member_records(group_id: str, m: ConsumerMember) -> Record:
     return Record(MemberMetadataKey(group_id, m.member_id), MemberMetadataValue(
         m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))
+        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic))
 
 
 def _current_record(group_id: str, m: ConsumerMember) -> Record:
@@ -233,7 +234,7 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
         raise PrahaError(f"The consumer group has reached its maximum capacity of {settings.max_size} members.",
                          ErrorCode.GROUP_MAX_SIZE_REACHED)
     member = _find_member(groups, g, req, member_id, joining, out)
-    updated = member.with_(
+    updated = member if _unchanged(member, req) else member.with_(
         instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
         rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
         rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
@@ -261,22 +262,71 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
                       req.topic_partitions)
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
-    full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                       and req.topic_partitions is not None)
+    full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
+                       (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
     changed = after.assigned != member.assigned or after.member_epoch != member.member_epoch
+    if req.topic_partitions is not None:
+        g.acknowledged[member_id] = assignment_of(req.topic_partitions)
     answer = HeartbeatAnswer(member_id, after.member_epoch, settings.heartbeat_interval_ms,
-                             after.assigned if full or changed else None)
+                             after.assigned if full or changed or _unacknowledged(g, after) else None)
     revocation = None
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
     return Decision(out, answer, Timers(session=(member_id, settings.session_timeout_ms), revocation=revocation))
 
 
+def _unacknowledged(g: ConsumerGroup, m: ConsumerMember) -> bool:
+    """The member has not confirmed its assignment: the answer carries it again (praha's addition).
+
+    Kafka sends an assignment once, when it changes, and again only on a full request. librdkafka
+    times its heartbeat out after one heartbeat interval and then sends a plain heartbeat, so an
+    answer that arrives late (a slow acks=all write on a busy machine, a 100 ms interval) loses the
+    assignment for good and the member waits forever. librdkafka confirms an assignment that
+    differs from its own with the next heartbeat's owned partitions: until that report matches,
+    the assignment is repeated (a repeated one equal to its own is ignored by the client)."""
+    acked = g.acknowledged.get(m.member_id)
+    return acked is not None and acked is not m.assigned and acked != m.assigned
+
+
+def _unchanged(m: ConsumerMember, req: HeartbeatRequest) -> bool:
+    """The request changes none of the member's fields (librdkafka's regular heartbeat sends none)."""
+    return (req.instance_id is None or req.instance_id == m.instance_id) and \
+        (req.rack_id is None or req.rack_id == m.rack_id) and \
+        (req.rebalance_timeout_ms == -1 or req.rebalance_timeout_ms == m.rebalance_timeout_ms) and \
+        (req.server_assignor is None or req.server_assignor == m.server_assignor) and \
+        (req.subscribed_topic_names is None or tuple(req.subscribed_topic_names) == m.subscribed_topic_names) and \
+        (req.subscribed_topic_regex is None or (req.subscribed_topic_regex or None) == m.subscribed_topic_regex) and \
+        req.client_id == m.client_id and req.client_host == m.client_host
+
+
+def is_steady(groups: Mapping[str, ConsumerGroup], req: HeartbeatRequest) -> bool:
+    """A heartbeat that cannot change the group: a known dynamic member at its epoch, reconciled,
+    in a group at its target epoch, changing no field and reporting nothing new. The coordinator
+    skips the copy it keeps to undo a failed write (most heartbeats of a settled group are these)."""
+    g = groups.get(req.group_id)
+    if g is None or g.dead or req.member_epoch <= 0 or req.instance_id is not None:
+        return False
+    m = g.members.get(req.member_id)
+    return m is not None and m.member_epoch == req.member_epoch == g.assignment_epoch == g.group_epoch and \
+        m.state is MemberState.STABLE and req.topic_partitions is None and _unchanged(m, req)
+
+
+def steady_heartbeat(groups: Mapping[str, ConsumerGroup], req: HeartbeatRequest,
+                     settings: ConsumerGroupSettings) -> Decision:
+    """`heartbeat`'s decision for a request `is_steady` holds for, without its steps: no records,
+    the member's session restarted, its assignment only if it has not reported it yet."""
+    g = groups[req.group_id]
+    m = g.members[req.member_id]
+    return Decision([], HeartbeatAnswer(m.member_id, m.member_epoch, settings.heartbeat_interval_ms,
+                                        m.assigned if _unacknowledged(g, m) else None),
+                    Timers(session=(m.member_id, settings.session_timeout_ms)))
+
+
 def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:
     return (a.instance_id, a.rack_id, a.client_id, a.client_host, a.subscribed_topic_names, a.subscribed_topic_regex,
-            a.rebalance_timeout_ms, a.server_assignor) != \
+            a.rebalance_timeout_ms, a.server_assignor, a.classic) != \
         (b.instance_id, b.rack_id, b.client_id, b.client_host, b.subscribed_topic_names, b.subscribed_topic_regex,
-         b.rebalance_timeout_ms, b.server_assignor)
+         b.rebalance_timeout_ms, b.server_assignor, b.classic)
 
 
 def _find_member(groups: dict[str, ConsumerGroup], g: ConsumerGroup, req: HeartbeatRequest, member_id: str,
@@ -425,6 +475,11 @@ def validate_offset_commit(g: ConsumerGroup, member_id: str, member_epoch: int, 
     m = g.members.get(member_id)
     if m is None:
         raise _unknown(f"Member {member_id} is not a member of group {g.group_id}.")
+    if m.classic is not None:  # a classic member (after an upgrade) commits with its generation, any version
+        if member_epoch != m.member_epoch:
+            raise PrahaError(f"generation {member_epoch} is not the member's {m.member_epoch}",
+                             ErrorCode.ILLEGAL_GENERATION)
+        return
     if api_version < 9:
         raise PrahaError("OffsetCommit version 9 or above must be used by members using the consumer group protocol",
                          ErrorCode.UNSUPPORTED_VERSION)

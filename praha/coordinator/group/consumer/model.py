@@ -82,6 +82,17 @@ def count_partitions(a: Assignment) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member of the classic protocol sent in its JoinGroup (Kafka's ClassicMemberMetadata):
+    such a member lives in a consumer group after an online upgrade, answered through
+    JoinGroup/SyncGroup/Heartbeat from the group's assignment (`migration.py`)."""
+
+    session_timeout_ms: int
+    #: (protocol name, ConsumerProtocolSubscription bytes), in the member's order of preference
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     """One member, immutable: every change makes a new one (Kafka's `ConsumerGroupMember.Builder`)."""
 
@@ -99,6 +110,8 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: set for a member that speaks the classic protocol (None: ConsumerGroupHeartbeat)
+    classic: ClassicMetadata | None = None
 
     def with_(self, **changes: object) -> ConsumerMember:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -154,6 +167,8 @@ class ConsumerGroup:
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)
     #: regex -> the topic names it resolved to when last evaluated
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: soft state (no record): member id -> the assignment its last heartbeat reported owning
+    acknowledged: dict[str, Assignment] = field(default_factory=dict)
     dead: bool = False
 
     # ------------------------------------------------------------ state
@@ -192,6 +207,18 @@ class ConsumerGroup:
         extra = self.resolved_regexes.get(m.subscribed_topic_regex, frozenset()) if m.subscribed_topic_regex else frozenset()
         return frozenset(m.subscribed_topic_names) | extra
 
+    def all_classic(self) -> bool:
+        """Every member speaks the classic protocol (and there is one): the group may go back to classic."""
+        return bool(self.members) and all(m.classic is not None for m in self.members.values())
+
+    def waiting_on_unreleased(self, m: ConsumerMember) -> bool:
+        """Some partition of the member's target is still owned by another member (Kafka's
+        `waitingOnUnreleasedPartition`): a classic member need not rejoin yet."""
+        if m.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        return any(p not in m.assigned.get(tid, frozenset()) and self.current_partition_epoch(tid, p) != -1
+                   for tid, parts in self.target_of(m.member_id).items() for p in parts)
+
     def preferred_assignor(self, default: str) -> str:
         """The assignor most members ask for (ties: by name); the default when none asks."""
         votes: dict[str, int] = {}
@@ -215,6 +242,7 @@ class ConsumerGroup:
         self._own(m)
 
     def drop_member(self, member_id: str) -> None:
+        self.acknowledged.pop(member_id, None)
         m = self.members.pop(member_id, None)
         if m is None:
             return

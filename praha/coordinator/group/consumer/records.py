@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Union
 
-from praha.coordinator.group.consumer.model import Assignment, MemberState, TopicInfo, assignment_of
+from praha.coordinator.group.consumer.model import Assignment, ClassicMetadata, MemberState, TopicInfo, assignment_of
 from praha.coordinator.group.records import _Reader, _Writer
 from praha.errors import CorruptLogError
 from praha.protocol.varint import read_uvarint, skip_tagged_fields, write_uvarint
@@ -104,6 +104,8 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    #: tagged field 0: set for a member of the classic protocol
+    classic: ClassicMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,20 @@ class _Out(_Writer):
         self.parts.append(b"\x00")
         return self
 
+    def cbytes(self, v: bytes) -> _Out:
+        self.parts.append(write_uvarint(len(v) + 1))
+        self.parts.append(v)
+        return self
+
+    def classic_tag(self, c: ClassicMetadata) -> _Out:
+        """The tagged-field section holding tag 0, ClassicMemberMetadata (a flexible struct)."""
+        body = _Out().int32(c.session_timeout_ms).count(len(c.protocols))
+        for name, meta in c.protocols:
+            body.cstring(name).cbytes(meta).no_tags()
+        data = body.no_tags().done()
+        self.parts += [write_uvarint(1), write_uvarint(0), write_uvarint(len(data)), data]
+        return self
+
     def assignment(self, a: Assignment) -> _Out:
         self.count(len(a))
         for tid in sorted(a, key=lambda t: t.bytes):
@@ -209,6 +225,8 @@ def encode_value(v: Value) -> bytes:
         for name in v.subscribed_topic_names:
             out.cstring(name)
         out.cstring(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms).cstring(v.server_assignor)
+        if v.classic is not None:
+            return out.classic_tag(v.classic).done()
     elif isinstance(v, TargetMemberValue):
         out.assignment(v.assignment)
     elif isinstance(v, CurrentAssignmentValue):
@@ -252,6 +270,26 @@ class _In(_Reader):
 
     def tags(self) -> None:
         self.pos = skip_tagged_fields(self.data, self.pos)
+
+    def cbytes(self) -> bytes:
+        n = self._uvarint()
+        return b"" if n == 0 else bytes(self._take(n - 1))
+
+    def classic_tag(self) -> ClassicMetadata | None:
+        """The tagged fields of a member metadata value: tag 0 is ClassicMemberMetadata, others skipped."""
+        found = None
+        for _ in range(self._uvarint()):
+            tag, size = self._uvarint(), self._uvarint()
+            end = self.pos + size
+            if tag == 0:
+                session = self.int32()
+                protocols = []
+                for _ in range(self.count()):
+                    protocols.append((self.ctext(), self.cbytes()))
+                    self.tags()
+                found = ClassicMetadata(session, tuple(protocols))
+            self.pos = end
+        return found
 
     def assignment(self) -> dict[uuid.UUID, frozenset[int]]:
         pairs = []
@@ -305,7 +343,8 @@ def decode_value(key: Key, data: bytes) -> Value:
     elif isinstance(key, MemberMetadataKey):
         instance, rack, client, host = r.cstring(), r.cstring(), r.ctext(), r.ctext()
         names = tuple(r.ctext() for _ in range(r.count()))
-        v = MemberMetadataValue(instance, rack, client, host, names, r.cstring(), r.int32(), r.cstring())
+        regex, rebalance, assignor = r.cstring(), r.int32(), r.cstring()
+        return MemberMetadataValue(instance, rack, client, host, names, regex, rebalance, assignor, r.classic_tag())
     elif isinstance(key, TargetMemberKey):
         v = TargetMemberValue(r.assignment())
     elif isinstance(key, CurrentAssignmentKey):

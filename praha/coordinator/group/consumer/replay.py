@@ -79,7 +79,8 @@ def _replay_one(groups: dict[str, ConsumerGroup], r: Record) -> None:
                 instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
                 client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
                 subscribed_topic_regex=value.subscribed_topic_regex,
-                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor,
+                classic=value.classic))
         else:
             g.drop_member(key.member_id)
     elif isinstance(key, CurrentAssignmentKey):

@@ -25,8 +25,10 @@ from praha.coordinator.group.consumer.heartbeat import (
     HeartbeatRequest,
     Timers,
     heartbeat,
+    is_steady,
     revocation_expired,
     session_expired,
+    steady_heartbeat,
     topics_changed,
 )
 from praha.coordinator.group.consumer.model import ConsumerGroup, ConsumerGroupState, TopicInfo
@@ -52,7 +54,7 @@ def snapshot(g: ConsumerGroup) -> ConsumerGroup:
     return dataclasses.replace(g, members=dict(g.members), target=dict(g.target), static_members=dict(g.static_members),
                                partition_epochs=dict(g.partition_epochs),
                                subscription_metadata=dict(g.subscription_metadata),
-                               resolved_regexes=dict(g.resolved_regexes))
+                               resolved_regexes=dict(g.resolved_regexes), acknowledged=dict(g.acknowledged))
 
 
 class ConsumerGroupService:
@@ -68,6 +70,11 @@ class ConsumerGroupService:
         self._pending: set[asyncio.Task[ErrorCode]] = set()
         self.heartbeats = 0
         self.rebalances = 0
+        #: group id -> its GROUP config overrides (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`)
+        self.overrides: dict[str, ConsumerGroupSettings] = {}
+        #: called (group id) after a timer fenced a member and its records were written: the
+        #: coordinator may then move the group back to the classic protocol
+        self.on_fenced: Callable[[str], None] = lambda group_id: None
 
     # ------------------------------------------------------------ load / unload
     def load(self, partition: int, records: Iterable[Record]) -> int:
@@ -76,9 +83,10 @@ class ConsumerGroupService:
         replay(loaded, records)
         for gid, g in loaded.items():
             self.groups[gid] = g
-            for mid in g.members:
-                self._restart(gid, mid, "session", self.settings.session_timeout_ms,
-                              functools.partial(session_expired, self.groups, gid, mid))
+            for mid, m in g.members.items():
+                ms = m.classic.session_timeout_ms if m.classic is not None else \
+                    self.settings_for(gid).session_timeout_ms
+                self._restart(gid, mid, "session", ms, functools.partial(session_expired, self.groups, gid, mid))
         return len(loaded)
 
     def unload(self, partition: int) -> int:
@@ -88,6 +96,20 @@ class ConsumerGroupService:
             for key in [k for k in self._timers if k[0] == gid]:
                 self._timers.pop(key).cancel()
         return len(gone)
+
+    def settings_for(self, group_id: str) -> ConsumerGroupSettings:
+        return self.overrides.get(group_id, self.settings)
+
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP config (already checked when written): its members' next answers and timers use it."""
+        session = int(values.get("consumer.session.timeout.ms", self.settings.session_timeout_ms))
+        interval = int(values.get("consumer.heartbeat.interval.ms", self.settings.heartbeat_interval_ms))
+        if (session, interval) == (self.settings.session_timeout_ms, self.settings.heartbeat_interval_ms):
+            self.overrides.pop(group_id, None)
+        else:
+            self.overrides[group_id] = dataclasses.replace(self.settings, session_timeout_ms=session,
+                                                           heartbeat_interval_ms=interval)
+        log.info("consumer group %s: session timeout %d ms, heartbeat interval %d ms", group_id, session, interval)
 
     def is_consumer_group(self, group_id: str) -> bool:
         g = self.groups.get(group_id)
@@ -100,23 +122,60 @@ class ConsumerGroupService:
     # ------------------------------------------------------------ heartbeat
     async def heartbeat(self, req: HeartbeatRequest, now: int) -> HeartbeatOutcome:
         self.heartbeats += 1
-        before = self._snapshot_of(req.group_id)
+        settings = self.settings_for(req.group_id)
+        if is_steady(self.groups, req):  # most heartbeats of a settled group: nothing to decide or write
+            d = steady_heartbeat(self.groups, req, settings)
+            self._apply_timers(req.group_id, d)
+            return HeartbeatOutcome(ErrorCode.NONE, None, d.answer)
+        return await self.decide(req.group_id, functools.partial(heartbeat, self.groups, req, self.topics(), settings,
+                                                                 now))
+
+    async def decide(self, group_id: str, decision: Callable[[], Decision],
+                     extra: list[tuple[bytes, bytes | None]] | None = None) -> HeartbeatOutcome:
+        """Run a decision on the group, write its records (with `extra` ones, already encoded, in
+        the same append), then apply its timers; the group is put back when the write fails."""
+        before = self._snapshot_of(group_id)
         try:
-            d = heartbeat(self.groups, req, self.topics(), self.settings, now)
-        except PrahaError as e:
+            d = decision()
+        except PrahaError as e:  # decisions check before they change a group; one they created goes
+            if before is None:
+                self.groups.pop(group_id, None)
             return HeartbeatOutcome(e.code, str(e))
-        code = await self._write(req.group_id, d.records, before)
+        code = await self._write(group_id, d.records, before, extra)
         if code != ErrorCode.NONE:
             return HeartbeatOutcome(code, "the group's records could not be written")
-        self._apply_timers(req.group_id, d)
+        self._apply_timers(group_id, d)
         return HeartbeatOutcome(ErrorCode.NONE, None, d.answer)
 
-    async def _write(self, group_id: str, records: list[Record], before: ConsumerGroup | None) -> ErrorCode:
-        if not records:
+    async def write(self, group_id: str, records: list[Record], before: ConsumerGroup | None,
+                    extra: list[tuple[bytes, bytes | None]] | None = None) -> ErrorCode:
+        """Records already replayed onto the group, written; put back to `before` on failure."""
+        return await self._write(group_id, records, before, extra)
+
+    def touch(self, group_id: str, member_id: str, ms: int) -> None:
+        """A member showed it is alive (a classic Heartbeat, SyncGroup): its session timer restarts."""
+        self._restart(group_id, member_id, "session", ms, lambda: session_expired(self.groups, group_id, member_id))
+
+    def cancel_timers(self, group_id: str, member_ids: Iterable[str]) -> None:
+        for mid in member_ids:
+            for kind in ("session", "revocation"):
+                h = self._timers.pop((group_id, mid, kind), None)
+                if h is not None:
+                    h.cancel()
+
+    def forget(self, group_id: str) -> None:
+        """The group left this service (downgraded): its timers stop."""
+        self.groups.pop(group_id, None)
+        for key in [k for k in self._timers if k[0] == group_id]:
+            self._timers.pop(key).cancel()
+
+    async def _write(self, group_id: str, records: list[Record], before: ConsumerGroup | None,
+                     extra: list[tuple[bytes, bytes | None]] | None = None) -> ErrorCode:
+        if not records and not extra:
             return ErrorCode.NONE
         g = self.groups.get(group_id)
         epoch_before = -1 if before is None else before.group_epoch
-        code = await self.append(self.partition_of(group_id), [encode(r) for r in records])
+        code = await self.append(self.partition_of(group_id), [*(extra or []), *(encode(r) for r in records)])
         if code != ErrorCode.NONE:
             if before is None:
                 self.groups.pop(group_id, None)
@@ -164,6 +223,8 @@ class ConsumerGroupService:
                     if h is not None:
                         h.cancel()
                 task = loop.create_task(self._write(group_id, records, before))
+                task.add_done_callback(lambda t: self.on_fenced(group_id) if not t.cancelled() and
+                                       t.exception() is None and t.result() == ErrorCode.NONE else None)
                 self._pending.add(task)
                 task.add_done_callback(self._pending.discard)
 

@@ -1,0 +1,203 @@
+"""Online migration between the classic and the consumer protocol in the group coordinator, on an
+in-memory `__consumer_offsets`: a classic group with offsets upgraded by a consumer-protocol
+member, its classic members answered through JoinGroup/SyncGroup/Heartbeat from the consumer
+group's assignment, downgraded when that member leaves, each step surviving a reload, the
+offsets untouched throughout; and `group.consumer.migration.policy` refusing either move."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import struct
+import uuid
+
+from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
+from praha.coordinator.group.consumer.migration import (
+    MigrationPolicy,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+)
+from praha.coordinator.group.consumer.model import MemberState, TopicInfo
+from praha.coordinator.group.consumer.records import decode, encode
+from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.group.metadata import CommittedOffset, GroupState
+from praha.errors import ErrorCode
+from tests.unit.coordinator.test_group_coordinator import CONFIG, MemoryLog, blocking, run
+
+E = ErrorCode
+TOPICS = {"orders": TopicInfo("orders", uuid.UUID(int=7), 6)}
+OFFSET = {("orders", 0): CommittedOffset(42, -1, "", 1)}
+
+
+def subscription(topics: list[str], owned: list[tuple[str, list[int]]] | None = None) -> bytes:
+    """ConsumerProtocolSubscription v1 as a Java or librdkafka consumer sends it."""
+    out = bytearray(struct.pack(">hi", 1, len(topics)))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    out += struct.pack(">ii", -1, len(owned or []))
+    for t, parts in owned or []:
+        out += struct.pack(">h", len(t)) + t.encode() + struct.pack(">i", len(parts))
+        out += b"".join(struct.pack(">i", p) for p in parts)
+    return bytes(out)
+
+
+PROTOCOLS = [("range", subscription(["orders"]))]
+
+
+async def coordinator(log: MemoryLog, policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL) -> GroupCoordinator:
+    c = GroupCoordinator(dataclasses.replace(CONFIG, migration_policy=policy), log, run_blocking=blocking,
+                         topics=lambda: TOPICS)
+    for p in range(CONFIG.partitions):
+        c.on_elected(p, 1)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return c
+
+
+async def join(c: GroupCoordinator, member_id: str, protocols=PROTOCOLS):
+    return await c.join_group("g", member_id, None, "client", "/127.0.0.1", 5000, 2000, "consumer", protocols,
+                              require_known_member_id=True)
+
+
+async def classic_group(c: GroupCoordinator) -> tuple[str, str, int]:
+    """Two classic members, a owning orders 0-2 and b 3-5, and a committed offset; (a, b, generation)."""
+    a = (await join(c, "")).member_id
+    first = await join(c, a)
+    await c.sync_group("g", first.generation, a, None, "consumer", "range",
+                       {a: encode_assignment([("orders", range(6))], 1)})
+    b = (await join(c, "")).member_id
+    ja, jb = await asyncio.gather(join(c, a), join(c, b))
+    assert ja.generation == jb.generation == 2 and ja.leader == a
+    sa, sb = await asyncio.gather(
+        c.sync_group("g", 2, a, None, "consumer", "range", {a: encode_assignment([("orders", [0, 1, 2])], 1),
+                                                            b: encode_assignment([("orders", [3, 4, 5])], 1)}),
+        c.sync_group("g", 2, b, None, "consumer", "range", {}))
+    assert sa.error == sb.error == E.NONE
+    assert await c.commit_offsets("g", 2, a, None, OFFSET) == {("orders", 0): E.NONE}
+    return a, b, 2
+
+
+def owned_of(answer_assignment) -> tuple:
+    return tuple((t, tuple(sorted(p))) for t, p in answer_assignment.items())
+
+
+async def rejoin_and_sync(c: GroupCoordinator, member_id: str) -> tuple[int, list[int]]:
+    """An eager classic member's round: it revoked everything, rejoins, syncs; (generation, partitions)."""
+    j = await join(c, member_id)
+    assert j.error == E.NONE and j.leader == "" and j.members == [], j
+    s = await c.sync_group("g", j.generation, member_id, None, "consumer", j.protocol, {})
+    assert s.error == E.NONE, s
+    return j.generation, sorted(p for _, parts in decode_assignment(s.assignment) for p in parts)
+
+
+def test_a_classic_group_migrates_to_the_consumer_protocol_member_by_member_and_back_with_its_offsets():
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a, b, gen = await classic_group(c)
+        # a consumer-protocol member joins: the classic group is upgraded, its members kept at generation 2
+        x = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
+                                                              subscribed_topic_names=("orders",), topic_partitions=()))
+        assert x.error == E.NONE and x.answer.member_epoch == 3 and not x.answer.assignment  # all still owned
+        g = c.consumer.groups["g"]
+        assert {m: (g.members[m].member_epoch, g.members[m].classic is not None) for m in g.members} == \
+            {a: (2, True), b: (2, True), "x": (3, False)}
+        assert not c._has_classic_members("g") and c.groups["g"].offsets[("orders", 0)].offset == 42
+        # the classic members learn of the new epoch through Heartbeat, rejoin and sync, one at a time
+        assert c.heartbeat("g", gen, a, None) == E.REBALANCE_IN_PROGRESS
+        assert c.heartbeat("g", 1, a, None) == E.ILLEGAL_GENERATION
+        gen_a, parts_a = await rejoin_and_sync(c, a)
+        assert gen_a == 3 and len(parts_a) == 2 and c.heartbeat("g", 3, a, None) == E.NONE
+        gen_b, parts_b = await rejoin_and_sync(c, b)
+        assert gen_b == 3 and len(parts_b) == 2 and not set(parts_a) & set(parts_b)
+        x2 = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 3, topic_partitions=()))
+        parts_x = sorted(p for ps in x2.answer.assignment.values() for p in ps)
+        assert len(parts_x) == 2 and sorted(parts_a + parts_b + parts_x) == list(range(6))
+        assert g.members["x"].state is MemberState.STABLE
+        # a classic member commits with its generation (any OffsetCommit version), a stale one is refused
+        assert await c.commit_offsets("g", 3, a, None, OFFSET, api_version=8) == {("orders", 0): E.NONE}
+        assert await c.commit_offsets("g", 2, a, None, OFFSET, api_version=8) == {("orders", 0): E.ILLEGAL_GENERATION}
+        c.shutdown()
+        # a failover keeps the mixed group: classic metadata, epochs, assignments
+        d = await coordinator(log)
+        g2 = d.consumer.groups["g"]
+        assert g2.members == g.members and g2.target == g.target and d.heartbeat("g", 3, b, None) == E.NONE
+        # the last consumer-protocol member leaves: the group goes back to classic and rebalances
+        left = await d.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
+        assert left.error == E.NONE and d.consumer_group("g") is None
+        classic = d.groups["g"]
+        assert set(classic.members) == {a, b} and classic.is_(GroupState.PREPARING_REBALANCE)
+        assert classic.generation == 4 and classic.offsets[("orders", 0)].offset == 42
+        assert d.heartbeat("g", 4, a, None) == E.REBALANCE_IN_PROGRESS
+        ja, jb = await asyncio.gather(join(d, a), join(d, b))
+        assert ja.error == jb.error == E.NONE and ja.generation == 5
+        d.shutdown()
+        e = await coordinator(log)
+        assert "g" not in e.consumer.groups and set(e.groups["g"].members) == {a, b}
+        assert e.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)].offset == 42
+        e.shutdown()
+    run(go())
+
+
+def test_the_migration_policy_refuses_the_upgrade_or_keeps_classic_members_in_the_consumer_group():
+    async def go():
+        c = await coordinator(MemoryLog(), MigrationPolicy.DOWNGRADE)
+        await classic_group(c)
+        refused = await c.consumer_group_heartbeat(HeartbeatRequest(
+            "g", "x", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",), topic_partitions=()))
+        assert refused.error == E.GROUP_ID_NOT_FOUND and c._has_classic_members("g") and "g" not in c.consumer.groups
+        c.shutdown()
+        c = await coordinator(MemoryLog(), MigrationPolicy.UPGRADE)
+        a, b, _ = await classic_group(c)
+        await c.consumer_group_heartbeat(HeartbeatRequest(
+            "g", "x", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",), topic_partitions=()))
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
+        assert set(c.consumer.groups["g"].members) == {a, b} and not c._has_classic_members("g")
+        c.shutdown()
+    run(go())
+
+
+def test_classic_requests_in_a_consumer_group_get_kafkas_errors_and_change_nothing():
+    async def go():
+        c = await coordinator(MemoryLog())
+        a, b, _ = await classic_group(c)
+        await c.consumer_group_heartbeat(HeartbeatRequest(
+            "g", "x", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",), topic_partitions=()))
+        g = c.consumer.groups["g"]
+        epoch, members = g.group_epoch, dict(g.members)
+        assert (await join(c, a, [("range", b"\x00")])).error == E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await c.join_group("g", a, None, "c", "/h", 5000, 2000, "connect", PROTOCOLS, True)).error == \
+            E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await c.sync_group("g", 2, "nobody", None, None, None, {})).error == E.UNKNOWN_MEMBER_ID
+        assert (await c.sync_group("g", 2, "x", None, None, None, {})).error == E.UNKNOWN_MEMBER_ID  # not classic
+        assert (await c.sync_group("g", 2, a, None, "consumer", "roundrobin", {})).error == \
+            E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await c.sync_group("g", 2, a, None, None, None, {})).error == E.REBALANCE_IN_PROGRESS
+        assert c.heartbeat("g", 2, "x", None) == E.UNKNOWN_MEMBER_ID
+        assert await c.leave_group("g", [("nobody", None), ("x", None)]) == \
+            (E.NONE, [E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID])
+        assert g.group_epoch == epoch and g.members == members
+        # a new classic member is asked for a member id first, then joins at the next epoch
+        first = await join(c, "")
+        assert first.error == E.MEMBER_ID_REQUIRED and "g" in c.consumer.groups
+        new = await join(c, first.member_id)
+        assert new.error == E.NONE and new.generation == epoch + 1
+        assert await c.leave_group("g", [(new.member_id, None)]) == (E.NONE, [E.NONE])
+        g = c.consumer.groups["g"]
+        assert new.member_id not in g.members and g.group_epoch == epoch + 2
+        c.shutdown()
+    run(go())
+
+
+def test_the_classic_member_metadata_round_trips_as_kafkas_tagged_field():
+    sub = subscription(["orders", "audit"], [("orders", [1, 2])])
+    assert decode_subscription(sub).topics == ("orders", "audit")
+    assert decode_subscription(sub).owned == (("orders", (1, 2)),)
+    from praha.coordinator.group.consumer.model import ClassicMetadata
+    from praha.coordinator.group.consumer.records import MemberMetadataKey, MemberMetadataValue, Record
+    value = MemberMetadataValue(None, None, "c", "/h", ("orders",), None, 3000, None,
+                                ClassicMetadata(45000, (("range", sub), ("roundrobin", b""))))
+    r = Record(MemberMetadataKey("g", "m"), value)
+    assert decode(*encode(r)) == r
+    plain = Record(MemberMetadataKey("g", "m"), dataclasses.replace(value, classic=None))
+    assert decode(*encode(plain)) == plain and len(encode(plain)[1]) < len(encode(r)[1])
