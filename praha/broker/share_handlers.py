@@ -176,14 +176,14 @@ class ShareApis:
             by_topic.setdefault(ids.get(tp.topic, uuid.UUID(int=0)), []).append(_FP(
                 partition_index=tp.partition, error_code=int(code), error_message=None,
                 acknowledge_error_code=int(ack_code), acknowledge_error_message=ack_msg,
-                current_leader=self._leader(tp, code), records=records or None,
+                current_leader=self._leader(tp, code), records=records,
                 acquired_records=[_FP.AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
                                                       delivery_count=a.delivery_count) for a in ranges]))
         for tid, p in unknown:
             by_topic.setdefault(tid, []).append(_FP(
                 partition_index=p, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), error_message=None,
                 acknowledge_error_code=0, acknowledge_error_message=None,
-                current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=None, acquired_records=[]))
+                current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
         return ShareFetchResponse(
             throttle_time_ms=0, error_code=0, error_message=None,
             acquisition_lock_timeout_ms=self.broker.share_manager.config.partition.lock_duration_ms,
