@@ -41,6 +41,7 @@ from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_
 from praha.broker.share_manager import ShareConfig, SharePartitionManager
 from praha.broker.share_partition import SharePartitionSettings
 from praha.broker.share_session import ShareSessionCache
+from praha.broker.share_state import ShareStateStore
 from praha.broker.throttling import RequestQuotaThrottler
 from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.config import BrokerConfig
@@ -185,6 +186,7 @@ class BrokerServer:
             log.warning("broker %d: %s", cfg.broker_id, warning)
         self.store.start()
         self.store.ensure_persistent_paths()
+        self.share_manager.store = ShareStateStore(self.store.client)
         self.cluster_id = self.store.get_or_create_cluster_id()
         dirs = [os.path.abspath(d) for d in cfg.log_dir_list]
         stored = meta_properties.read_all(dirs)
@@ -367,7 +369,8 @@ class BrokerServer:
     def _share_tick(self) -> None:
         """Share groups' timers: acquisition locks run out, silent members leave (every SHARE_TICK_S)."""
         now = now_ms()
-        self.share_manager.expire(now)
+        for group_id, tp in self.share_manager.expire(now):
+            self.loop.create_task(self.share_manager.persist(group_id, tp))
         self.share_groups.expire(now)
         self.loop.call_later(SHARE_TICK_S, self._share_tick)
 

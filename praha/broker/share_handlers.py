@@ -99,7 +99,7 @@ class ShareApis:
     def _names(self) -> dict[uuid.UUID, str]:
         return {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
 
-    def _acks(self, req: DecodedRequest, group: str, member: str, topics: list[Any],
+    async def _acks(self, req: DecodedRequest, group: str, member: str, topics: list[Any],
               names: dict[uuid.UUID, str]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
         out: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
         sm = self.broker.share_manager
@@ -118,7 +118,7 @@ class ShareApis:
                 if not self.broker.authz.topic_allowed(req, AclOperation.READ, name):
                     out[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
                     continue
-                out[tp] = sm.acknowledge(group, member, tp, batches, now)
+                out[tp] = await sm.acknowledge(group, member, tp, batches, now)
         return out
 
     async def handle_share_fetch(self, req: DecodedRequest) -> Any:
@@ -141,10 +141,10 @@ class ShareApis:
         d: SessionDecision = self.broker.share_sessions.on_fetch(group, member, r.share_session_epoch, wanted, forgotten)
         if d.error != ErrorCode.NONE or d.session is None:
             return _fetch_error(d.error, d.message)
-        acks = self._acks(req, group, member, r.topics or [], names)
+        acks = await self._acks(req, group, member, r.topics or [], names)
         sm = self.broker.share_manager
         if d.closing:
-            sm.release(group, member, d.session.partitions)
+            await sm.release(group, member, d.session.partitions)
             return self._fetch_answer({tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
         readable = {tp for tp in d.session.partitions if self.broker.authz.topic_allowed(req, AclOperation.READ, tp.topic)}
         deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
@@ -156,7 +156,7 @@ class ShareApis:
                 if tp not in readable:
                     got[tp] = (b"", (), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     continue
-                a = sm.acquire(group, member, tp, budget, max_records, now_ms())
+                a = await sm.acquire(group, member, tp, budget, max_records, now_ms())
                 budget = max(budget - len(a.records), 0)
                 got[tp] = (a.records, a.ranges, a.error)
             if any(v[1] or v[2] != ErrorCode.NONE for v in got.values()) or acks \
@@ -208,9 +208,9 @@ class ShareApis:
         if d.error != ErrorCode.NONE or d.session is None:
             return _ack_error(d.error, d.message)
         names = self._names()
-        acks = self._acks(req, group, member, r.topics or [], names)
+        acks = await self._acks(req, group, member, r.topics or [], names)
         if d.closing:
-            self.broker.share_manager.release(group, member, d.session.partitions)
+            await self.broker.share_manager.release(group, member, d.session.partitions)
         ids = self.broker.metadata_cache.topic_ids
         by_topic: dict[uuid.UUID, list[Any]] = {}
         for tp, (code, msg) in sorted(acks.items()):

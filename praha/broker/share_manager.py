@@ -1,15 +1,19 @@
 """The share partitions a broker leads (Kafka's SharePartitionManager): reads the log for them,
-hands the offsets it read to the pure `SharePartition`, and forgets them when it stops leading.
+hands the offsets it read to the pure `SharePartition`, keeps their state durable
+(`share_state`), and forgets them when it stops leading.
 
-One share partition per (group, topic partition), created on the first ShareFetch for it: its
-start offset from `share.auto.offset.reset` (latest or earliest) when the group has no state
-there yet. A share partition belongs to the leader epoch it was created in; a new epoch on
-this broker (it lost and won the leadership back) starts it afresh.
+One share partition per (group, topic partition), loaded on the first ShareFetch for it: from
+its durable state when the group has one there, else at the offset `share.auto.offset.reset`
+names (latest or earliest). A share partition belongs to the leader epoch it was loaded in; a
+new epoch on this broker loads it again. Acknowledgements are answered only once the state
+they produced is written, so nothing acknowledged is delivered again after a failover; what
+was acquired but not acknowledged is stored as available, so nothing is lost either.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from praha.broker.replica_manager import ReplicaManager
 from praha.broker.share_partition import (
@@ -22,6 +26,7 @@ from praha.broker.share_partition import (
     committed_offsets,
     initial_start_offset,
 )
+from praha.broker.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, iter_batches
@@ -49,6 +54,10 @@ class Acquired:
 class _Held:
     partition: SharePartition
     leader_epoch: int
+    #: the durable state's znode version as last read or written (-1: none yet)
+    version: int = -1
+    written: tuple[int, tuple[object, ...]] | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class SharePartitionManager:
@@ -56,6 +65,9 @@ class SharePartitionManager:
         self.rm = rm
         self.config = config
         self.held: dict[tuple[str, TopicPartition], _Held] = {}
+        #: the durable state (None: kept in memory only, as in handler tests without ZooKeeper)
+        self.store: ShareStateStore | None = None
+        self._loading: dict[tuple[str, TopicPartition], asyncio.Future[None]] = {}
 
     def _leading(self, tp: TopicPartition) -> tuple[object | None, ErrorCode]:
         p = self.rm.partitions.get(tp)
@@ -65,24 +77,84 @@ class SharePartitionManager:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return p, ErrorCode.NONE
 
-    def share_partition(self, group_id: str, tp: TopicPartition) -> tuple[SharePartition | None, ErrorCode]:
-        p, code = self._leading(tp)
-        if p is None:
-            self.held.pop((group_id, tp), None)
-            return None, code
-        epoch = p.leader_epoch  # type: ignore[attr-defined]
-        h = self.held.get((group_id, tp))
-        if h is None or h.leader_epoch != epoch:
-            lg = p.log  # type: ignore[attr-defined]
+    async def share_partition(self, group_id: str, tp: TopicPartition) -> tuple[SharePartition | None, ErrorCode]:
+        """The share partition, loaded (from its durable state, once) if this broker leads `tp`."""
+        key = (group_id, tp)
+        while True:
+            p, code = self._leading(tp)
+            if p is None:
+                self.held.pop(key, None)
+                return None, code
+            epoch = p.leader_epoch  # type: ignore[attr-defined]
+            h = self.held.get(key)
+            if h is not None and h.leader_epoch == epoch:
+                return h.partition, ErrorCode.NONE
+            pending = self._loading.get(key)
+            if pending is not None:
+                await asyncio.shield(pending)
+                continue
+            fut = self._loading[key] = asyncio.get_running_loop().create_future()
+            try:
+                return await self._load(group_id, tp, p, epoch)
+            finally:
+                del self._loading[key]
+                fut.set_result(None)
+
+    async def _load(self, group_id: str, tp: TopicPartition, p: object, epoch: int
+                    ) -> tuple[SharePartition | None, ErrorCode]:
+        snap: ShareSnapshot | None = None
+        version = -1
+        if self.store is not None:
+            store = self.store
+            try:
+                snap, version = await asyncio.get_running_loop().run_in_executor(None, store.read, group_id, tp)
+            except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: the client retries
+                log.warning("share partition %s %s: state not read (%s)", group_id, tp, e)
+                return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        lg = p.log  # type: ignore[attr-defined]
+        if snap is not None:
+            sp = SharePartition.restore(self.config.partition, max(snap.start_offset, lg.log_start_offset), snap.batches)
+            how = f"its durable state (written in leader epoch {snap.leader_epoch})"
+        else:
             start = initial_start_offset(self.config.auto_offset_reset, lg.log_start_offset,
                                          p.high_watermark)  # type: ignore[attr-defined]
-            h = self.held[(group_id, tp)] = _Held(SharePartition(self.config.partition, start), epoch)
-            log.info("share partition %s %s: started at offset %d (leader epoch %d)", group_id, tp, start, epoch)
-        return h.partition, ErrorCode.NONE
+            sp = SharePartition(self.config.partition, start)
+            how = f"share.auto.offset.reset={self.config.auto_offset_reset}"
+        self.held[(group_id, tp)] = _Held(sp, epoch, version)
+        log.info("share partition %s %s: loaded at offset %d, %d in flight, from %s (leader epoch %d)",
+                 group_id, tp, sp.start_offset, sp.in_flight_count(), how, epoch)
+        return sp, ErrorCode.NONE
 
-    def acquire(self, group_id: str, member_id: str, tp: TopicPartition, max_bytes: int, max_records: int,
-                now_ms: int) -> Acquired:
-        sp, code = self.share_partition(group_id, tp)
+    async def persist(self, group_id: str, tp: TopicPartition) -> ErrorCode:
+        """Write the share partition's state if it changed since the last write (fenced by version)."""
+        h = self.held.get((group_id, tp))
+        if h is None or self.store is None:
+            return ErrorCode.NONE
+        store = self.store
+        async with h.lock:
+            if self.held.get((group_id, tp)) is not h:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            sp = h.partition
+            batches = tuple(sp.state_batches())
+            if h.written == (sp.start_offset, batches):
+                return ErrorCode.NONE
+            snap = ShareSnapshot(sp.start_offset, batches, h.leader_epoch)
+            try:
+                h.version = await asyncio.get_running_loop().run_in_executor(
+                    None, store.write, group_id, tp, snap, h.version)
+            except FencedStateEpoch as e:
+                log.warning("share partition %s %s: %s; unloaded", group_id, tp, e)
+                self.held.pop((group_id, tp), None)
+                return ErrorCode.FENCED_STATE_EPOCH
+            except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: not acknowledged
+                log.warning("share partition %s %s: state not written (%s)", group_id, tp, e)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            h.written = (snap.start_offset, batches)
+        return ErrorCode.NONE
+
+    async def acquire(self, group_id: str, member_id: str, tp: TopicPartition, max_bytes: int, max_records: int,
+                      now_ms: int) -> Acquired:
+        sp, code = await self.share_partition(group_id, tp)
         if sp is None:
             return Acquired(code)
         sp.expire_locks(now_ms)
@@ -116,9 +188,9 @@ class SharePartitionManager:
         ranges = sp.acquire(member_id, deliverable, sl.next_offset, now_ms, max_records)
         return Acquired(ErrorCode.NONE, data if ranges else b"", tuple(ranges))
 
-    def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
-                    batches: list[AckBatch], now_ms: int) -> tuple[ErrorCode, str | None]:
-        sp, code = self.share_partition(group_id, tp)
+    async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
+                          batches: list[AckBatch], now_ms: int) -> tuple[ErrorCode, str | None]:
+        sp, code = await self.share_partition(group_id, tp)
         if sp is None:
             return code, None
         sp.expire_locks(now_ms)
@@ -126,28 +198,34 @@ class SharePartitionManager:
             sp.acknowledge(member_id, batches)
         except InvalidRecordState as e:
             return ErrorCode.INVALID_RECORD_STATE, str(e)
-        return ErrorCode.NONE, None
+        code = await self.persist(group_id, tp)
+        return code, None
 
-    def release(self, group_id: str, member_id: str, tps: set[TopicPartition]) -> int:
+    async def release(self, group_id: str, member_id: str, tps: set[TopicPartition]) -> int:
         n = 0
         for tp in tps:
             h = self.held.get((group_id, tp))
             if h is not None:
-                n += h.partition.release_member(member_id)
+                k = h.partition.release_member(member_id)
+                if k:
+                    await self.persist(group_id, tp)
+                n += k
         if n:
             log.info("share group %s: member %s released %d records", group_id, member_id, n)
         return n
 
-    def expire(self, now_ms: int) -> int:
-        """Locks run out; share partitions this broker no longer leads are dropped."""
-        n = 0
+    def expire(self, now_ms: int) -> list[tuple[str, TopicPartition]]:
+        """Locks run out (the share partitions whose state changed, to persist); share partitions
+        this broker no longer leads are dropped."""
+        changed = []
         for key, h in list(self.held.items()):
             p = self.rm.partitions.get(key[1])
             if p is None or not p.is_leader or p.leader_epoch != h.leader_epoch:
                 del self.held[key]
                 continue
-            n += h.partition.expire_locks(now_ms)
-        return n
+            if h.partition.expire_locks(now_ms):
+                changed.append(key)
+        return changed
 
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}

@@ -75,6 +75,8 @@ MEMBER = textwrap.dedent("""
     # offsets so (every time they come); the rest accepted. "max": records per poll.
     conf = {"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit",
             "max.poll.records": plan.get("max", 500)}
+    if plan.get("debug"):
+        conf["debug"] = plan["debug"]
     def say(*parts):
         print(json.dumps(parts), flush=True)
     c = ShareConsumer(conf)
@@ -90,16 +92,13 @@ MEMBER = textwrap.dedent("""
                 say("error", str(m.error()))
                 continue
             say("got", m.partition(), m.offset(), m.delivery_count())
-            if plan.get("hold"):
+            if plan.get("hold") or m.offset() >= plan.get("accept_below", 1 << 62):
                 continue
             kind = next((k for k in kinds if m.offset() in plan.get(k, [])), "accept")
             c.acknowledge(m, kinds.get(kind, AcknowledgeType.ACCEPT))
             acked.append((m.partition(), m.offset(), kind))
             if plan.get("work_ms"):
                 time.sleep(plan["work_ms"] / 1000)
-        if plan.get("hold") and ms:
-            say("holding")
-            time.sleep(3600)
         if acked:
             res = c.commit_sync(30)
             bad = {f"{tp.partition}": str(e) for tp, e in res.items() if e is not None}
@@ -108,6 +107,9 @@ MEMBER = textwrap.dedent("""
             else:
                 for p, o, kind in acked:
                     say("acked", p, o, kind)
+        if (plan.get("hold") or "accept_below" in plan) and ms:
+            say("holding")
+            time.sleep(3600)
     c.close()
     say("closed")
 """)
@@ -119,8 +121,12 @@ class Member:
     def __init__(self, bs: str, group: str, topic: str, **plan: object):
         self.events: list[list] = []
         self.lock = threading.Lock()
+        if os.environ.get("SHARE_MEMBER_DEBUG"):
+            plan = {**plan, "debug": os.environ["SHARE_MEMBER_DEBUG"]}
         self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bs, group, topic, json.dumps(plan)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     stdout=subprocess.PIPE, text=True,
+                                     stderr=open(os.environ["SHARE_MEMBER_LOG"], "a") if os.environ.get(
+                                         "SHARE_MEMBER_LOG") else subprocess.DEVNULL,
                                      start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -181,7 +187,7 @@ def test_records_held_by_a_killed_consumer_come_to_another_after_the_lock_with_d
     group = f"g-{uuid.uuid4().hex[:6]}"
     holder = Member(bs, group, topic, hold=True, max=5)
     members.append(holder)
-    wait_for(lambda: holder.of("holding"), timeout=60, what="the holder holds records")
+    wait_for(lambda: holder.of("holding"), timeout=120, what="the holder holds records")
     held = sorted(o for _, o, _ in holder.of("got"))
     holder.kill()
     other = Member(bs, group, topic)
@@ -232,6 +238,35 @@ def test_a_share_group_and_a_classic_group_read_the_same_topic_independently(bs,
         c.close()
     wait_for(lambda: len(accepted([m])) >= 30, timeout=60, what="the share group read all")
     assert sorted(seen) == list(range(30)) and accepted([m]) == list(range(30))
+
+
+def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones_come_again(cluster, bs, members):
+    topic = new_topic(bs, 30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    holder = Member(bs, group, topic, accept_below=10, max=20)
+    members.append(holder)
+    wait_for(lambda: holder.of("holding"), timeout=120, what="the consumer accepted 10 and holds 10")
+    assert accepted([holder]) == list(range(10))
+    held = sorted(o for _, o, _ in holder.of("got") if o >= 10)
+    assert held == list(range(10, 20))
+    any_broker = BrokerConnection(*bs.split(",")[0].split(":")[:1], int(bs.split(",")[0].split(":")[1]))
+    _, leader_conn = _leader(any_broker, topic)
+    md = any_broker.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 12)
+    leader = md.topics[0].partitions[0].leader_id
+    for c in (any_broker, leader_conn):
+        c.close()
+    cluster.kill_broker(leader)
+    try:
+        other = Member(bs, group, topic)
+        members.append(other)
+        wait_for(lambda: set(accepted([other])) >= set(range(10, 30)), timeout=120,
+                 what="the other consumer accepted the rest after the election")
+        got = {o: dc for _, o, dc in other.of("got")}
+        assert not set(got) & set(range(10)), f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        assert accepted([other]) == list(range(10, 30))
+        assert all(got[o] == 2 for o in held), got  # the held ones come back, their first delivery counted
+    finally:
+        cluster.start_broker(leader, timeout=120)
 
 
 # ---------------------------------------------------------------- bad input, on the wire
