@@ -28,6 +28,7 @@ from praha.broker.share_partition import (
 )
 from praha.broker.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 from praha.common import TopicPartition
+from praha.coordinator.group.share.service import ShareGroupService
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, iter_batches
 from praha.log.errors import OffsetOutOfRangeError
@@ -226,6 +227,25 @@ class SharePartitionManager:
             if h.partition.expire_locks(now_ms):
                 changed.append(key)
         return changed
+
+    async def delete_groups(self, group_ids: list[str], groups: ShareGroupService) -> dict[str, ErrorCode]:
+        """DeleteGroups for share groups: an empty group (or one only with durable state) loses
+        its membership and every share partition's state; one with members is NON_EMPTY_GROUP."""
+        out: dict[str, ErrorCode] = {}
+        for gid in group_ids:
+            code = groups.delete(gid)
+            if code == ErrorCode.GROUP_ID_NOT_FOUND and self.store is not None and groups.check(gid) == ErrorCode.NONE:
+                store = self.store
+                has_state = bool(await asyncio.get_running_loop().run_in_executor(None, store.of_group, gid))
+                code = ErrorCode.NONE if has_state else code
+            if code == ErrorCode.NONE:
+                for key in [k for k in self.held if k[0] == gid]:
+                    del self.held[key]
+                if self.store is not None:
+                    await asyncio.get_running_loop().run_in_executor(None, self.store.delete_group, gid)
+                log.info("share group %s deleted with its share state", gid)
+            out[gid] = code
+        return out
 
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}

@@ -15,6 +15,14 @@ from praha.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ShareListing:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
 @dataclass
 class _Held:
     group: ShareGroup
@@ -71,6 +79,13 @@ class ShareGroupService:
                          len(held.group.members))
             n += len(gone)
         return n
+
+    def listed(self, states: set[str], types: set[str]) -> list[ShareListing]:
+        """ListGroups' rows for the share groups held here (filters lower-case, empty: all)."""
+        if types and "share" not in types:
+            return []
+        return [ShareListing(gid, "share", h.group.state.value, "share") for gid, h in sorted(self.groups.items())
+                if self.check(gid) == ErrorCode.NONE and (not states or h.group.state.value.lower() in states)]
 
     def delete(self, group_id: str) -> ErrorCode:
         code, g = self.find(group_id)
