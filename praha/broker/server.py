@@ -41,7 +41,6 @@ from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_
 from praha.broker.share_manager import ShareConfig, SharePartitionManager
 from praha.broker.share_partition import SharePartitionSettings
 from praha.broker.share_session import ShareSessionCache
-from praha.broker.share_state import ShareStateStore
 from praha.broker.throttling import RequestQuotaThrottler
 from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.config import BrokerConfig
@@ -76,6 +75,7 @@ from praha.statelog import StateChangeLog
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.quota_entities import entity_from_path, quota_values
 from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
+from praha.zk.share_state import ShareStateStore
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)

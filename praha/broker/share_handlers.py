@@ -96,8 +96,14 @@ class ShareApis:
                    members=members, authorized_operations=ops)
 
     # ---------------------------------------------------------------- the partition leaders'
-    def _names(self) -> dict[uuid.UUID, str]:
-        return {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+    async def _names(self, topic_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """Topic names by id; ids are read from ZooKeeper lazily, so an id not known yet (a topic
+        created a moment ago) makes this broker read them before it answers UNKNOWN_TOPIC_ID."""
+        names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+        if any(t not in names for t in topic_ids):
+            await self.broker.load_topic_ids()
+            names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+        return names
 
     async def _acks(self, req: DecodedRequest, group: str, member: str, topics: list[Any],
               names: dict[uuid.UUID, str]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
@@ -128,7 +134,7 @@ class ShareApis:
             return _fetch_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         if not group or not member:
             return _fetch_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
-        names = self._names()
+        names = await self._names([t.topic_id for t in [*(r.topics or []), *(r.forgotten_topics_data or [])]])
         wanted = [TopicPartition(names[t.topic_id], p.partition_index)
                   for t in r.topics or [] for p in t.partitions or [] if t.topic_id in names]
         forgotten = [TopicPartition(names[t.topic_id], p) for t in r.forgotten_topics_data or []
@@ -207,7 +213,7 @@ class ShareApis:
         d = self.broker.share_sessions.on_acknowledge(group, member, r.share_session_epoch)
         if d.error != ErrorCode.NONE or d.session is None:
             return _ack_error(d.error, d.message)
-        names = self._names()
+        names = await self._names([t.topic_id for t in r.topics or []])
         acks = await self._acks(req, group, member, r.topics or [], names)
         if d.closing:
             await self.broker.share_manager.release(group, member, d.session.partitions)

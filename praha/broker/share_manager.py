@@ -21,17 +21,19 @@ from praha.broker.share_partition import (
     AcquiredRange,
     InvalidRecordState,
     LogRecord,
+    RecordState,
     SharePartition,
     SharePartitionSettings,
+    StateBatch,
     committed_offsets,
     initial_start_offset,
 )
-from praha.broker.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 from praha.common import TopicPartition
 from praha.coordinator.group.share.service import ShareGroupService
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, iter_batches
 from praha.log.errors import OffsetOutOfRangeError
+from praha.zk.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +116,8 @@ class SharePartitionManager:
                 return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
         lg = p.log  # type: ignore[attr-defined]
         if snap is not None:
-            sp = SharePartition.restore(self.config.partition, max(snap.start_offset, lg.log_start_offset), snap.batches)
+            sp = SharePartition.restore(self.config.partition, max(snap.start_offset, lg.log_start_offset),
+                                        [StateBatch(a, b, RecordState(st), dc) for a, b, st, dc in snap.batches])
             how = f"its durable state (written in leader epoch {snap.leader_epoch})"
         else:
             start = initial_start_offset(self.config.auto_offset_reset, lg.log_start_offset,
@@ -136,7 +139,7 @@ class SharePartitionManager:
             if self.held.get((group_id, tp)) is not h:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             sp = h.partition
-            batches = tuple(sp.state_batches())
+            batches = tuple((b.first_offset, b.last_offset, int(b.state), b.delivery_count) for b in sp.state_batches())
             if h.written == (sp.start_offset, batches):
                 return ErrorCode.NONE
             snap = ShareSnapshot(sp.start_offset, batches, h.leader_epoch)

@@ -26,7 +26,10 @@ from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest, MetadataRequest
 from praha.protocol.messages.gen.share import (
-    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
 )
 from praha.testing.cluster import bootstrap, wait_for
 
@@ -267,6 +270,26 @@ def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones
         assert all(got[o] == 2 for o in held), got  # the held ones come back, their first delivery counted
     finally:
         cluster.start_broker(leader, timeout=120)
+
+
+def test_praha_groups_share_describe_shows_members_start_offsets_and_in_flight_records(cluster, bs, members, cli):
+    topic = new_topic(bs, 12)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    holder = Member(bs, group, topic, accept_below=4, max=8)
+    members.append(holder)
+    wait_for(lambda: holder.of("holding"), timeout=120, what="4 accepted, 4 held")
+    rc, out, err = cli("groups", "--share", "--list", "--dir", cluster.root)
+    assert rc == 0 and group in out.split()
+    rc, out, err = cli("groups", "--share", "--describe", "--group", group, "--dir", cluster.root, "--json")
+    assert rc == 0, err
+    g = json.loads(out)["groups"][0]
+    assert g["state"] == "Stable" and len(g["members"]) == 1
+    assert g["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
+    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "in_flight": 4}]
+    rc, out, err = cli("groups", "--share", "--describe", "--group", "no-such-" + group, "--dir", cluster.root)
+    assert rc == 1 and "does not exist" in err
+    rc, out, err = cli("groups", "--share", "--delete", "--group", group, "--dir", cluster.root)
+    assert rc != 0
 
 
 # ---------------------------------------------------------------- bad input, on the wire

@@ -18,7 +18,6 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from praha.broker.share_partition import RecordState, StateBatch
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.zk.znodes import SHARE_GROUP_STATE_PATH
@@ -28,11 +27,21 @@ class FencedStateEpoch(PrahaError):
     code = ErrorCode.FENCED_STATE_EPOCH
 
 
+#: (first offset, last offset, record state, delivery count): Kafka's state batch fields
+Batch = tuple[int, int, int, int]
+#: the record states a state batch may hold (Kafka's values): available, acknowledged, archived
+AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
+
+
 @dataclass(frozen=True)
 class ShareSnapshot:
     start_offset: int
-    batches: tuple[StateBatch, ...]
+    batches: tuple[Batch, ...]
     leader_epoch: int
+
+    def in_flight(self) -> int:
+        """Records of the window not yet done (acquired ones are stored as available)."""
+        return sum(b[1] - b[0] + 1 for b in self.batches if b[2] == AVAILABLE)
 
 
 def group_path(group_id: str) -> str:
@@ -45,13 +54,12 @@ def state_path(group_id: str, tp: TopicPartition) -> str:
 
 def encode(s: ShareSnapshot) -> bytes:
     return json.dumps({"version": 1, "leader_epoch": s.leader_epoch, "start_offset": s.start_offset,
-                       "state_batches": [[b.first_offset, b.last_offset, int(b.state), b.delivery_count]
-                                         for b in s.batches]}, separators=(",", ":")).encode()
+                       "state_batches": [list(b) for b in s.batches]}, separators=(",", ":")).encode()
 
 
 def decode(data: bytes) -> ShareSnapshot:
     d = json.loads(data)
-    return ShareSnapshot(int(d["start_offset"]), tuple(StateBatch(int(a), int(b), RecordState(int(st)), int(dc))
+    return ShareSnapshot(int(d["start_offset"]), tuple((int(a), int(b), int(st), int(dc))
                                                        for a, b, st, dc in d["state_batches"]),
                          int(d["leader_epoch"]))
 
