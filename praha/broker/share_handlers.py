@@ -127,13 +127,20 @@ class ShareApis:
                 out[tp] = await sm.acknowledge(group, member, tp, batches, now)
         return out
 
+    def _refusal(self, req: DecodedRequest, group: str, member: str) -> tuple[ErrorCode, str | None] | None:
+        """What a ShareFetch or ShareAcknowledge is refused with before its session is looked at."""
+        if not self.broker.authz.group_allowed(req, AclOperation.READ, group):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        if not group or not member:
+            return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
+        return None
+
     async def handle_share_fetch(self, req: DecodedRequest) -> Any:
         r = req.request
         group, member = r.group_id or "", r.member_id or ""
-        if not self.broker.authz.group_allowed(req, AclOperation.READ, group):
-            return _fetch_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-        if not group or not member:
-            return _fetch_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+        refused = self._refusal(req, group, member)
+        if refused is not None:
+            return _fetch_error(*refused)
         names = await self._names([t.topic_id for t in [*(r.topics or []), *(r.forgotten_topics_data or [])]])
         wanted = [TopicPartition(names[t.topic_id], p.partition_index)
                   for t in r.topics or [] for p in t.partitions or [] if t.topic_id in names]
@@ -206,10 +213,9 @@ class ShareApis:
     async def handle_share_acknowledge(self, req: DecodedRequest) -> Any:
         r = req.request
         group, member = r.group_id or "", r.member_id or ""
-        if not self.broker.authz.group_allowed(req, AclOperation.READ, group):
-            return _ack_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-        if not group or not member:
-            return _ack_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+        refused = self._refusal(req, group, member)
+        if refused is not None:
+            return _ack_error(*refused)
         d = self.broker.share_sessions.on_acknowledge(group, member, r.share_session_epoch)
         if d.error != ErrorCode.NONE or d.session is None:
             return _ack_error(d.error, d.message)
