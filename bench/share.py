@@ -29,15 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from praha.cluster.local import LocalCluster
-from praha.zk.store import ZkStore
 
 try:  # run as a script from the repo root or from bench/
     from bench._harness import machine_line, write_section
-    from bench.produce import RECORD, bootstrap, create_topic, start_cluster
+    from bench.produce import RECORD, bootstrap, start_cluster
 except ImportError:  # pragma: no cover
     from _harness import machine_line, write_section  # type: ignore[no-redef]
-    from produce import RECORD, bootstrap, create_topic, start_cluster  # type: ignore[no-redef]
+    from produce import RECORD, bootstrap, start_cluster  # type: ignore[no-redef]
 
 SETTINGS = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500",
             "share.auto.offset.reset": "earliest", "group.share.heartbeat.interval.ms": "500",
@@ -138,13 +139,10 @@ def main() -> None:
     cluster = LocalCluster(root)
     rows = []
     try:
-        state = start_cluster(cluster, SETTINGS)
-        store = ZkStore(state.zookeeper).start()
-        try:
-            create_topic(cluster, store, state.zookeeper, "share-bench", 1, 3, {})
-        finally:
-            store.stop()
+        start_cluster(cluster, SETTINGS)
         bs = bootstrap(cluster)
+        admin = AdminClient({"bootstrap.servers": bs})  # a topic id, as share groups assign by id
+        admin.create_topics([NewTopic("share-bench", 1, 3)])["share-bench"].result(60)
         fill(bs, "share-bench", args.records)
         work_s = args.work_ms / 1000
         rows.append(run(bs, "share-bench", args.records, 1, False, work_s, args.max_poll))

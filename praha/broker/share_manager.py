@@ -31,7 +31,7 @@ from praha.broker.share_partition import (
 from praha.common import TopicPartition
 from praha.coordinator.group.share.service import ShareGroupService
 from praha.errors import ErrorCode, PrahaError
-from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, iter_batches
+from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, BatchHeader, iter_batches
 from praha.log.errors import OffsetOutOfRangeError
 from praha.zk.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 
@@ -180,7 +180,8 @@ class SharePartitionManager:
         if not data:
             return Acquired(ErrorCode.NONE)
         records = []
-        for h in iter_batches(data):
+        headers = list(iter_batches(data))
+        for h in headers:
             control = bool(h.attributes & CONTROL_MASK)
             txn = bool(h.attributes & TRANSACTIONAL_MASK)
             records += [LogRecord(o, h.producer_id, txn, control) for o in range(h.base_offset, h.last_offset + 1)]
@@ -190,7 +191,7 @@ class SharePartitionManager:
         else:
             deliverable = [r.offset for r in records if not r.control]
         ranges = sp.acquire(member_id, deliverable, sl.next_offset, now_ms, max_records)
-        return Acquired(ErrorCode.NONE, data if ranges else b"", tuple(ranges))
+        return Acquired(ErrorCode.NONE, covering(data, headers, ranges), tuple(ranges))
 
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
                           batches: list[AckBatch], now_ms: int) -> tuple[ErrorCode, str | None]:
@@ -252,3 +253,15 @@ class SharePartitionManager:
 
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}
+
+
+def covering(data: bytes, headers: list[BatchHeader], ranges: list[AcquiredRange]) -> bytes:
+    """The bytes of the batches from the first to the last holding an acquired offset: what the
+    member needs, not the whole read (a fetch of 50 records must not ship megabytes)."""
+    if not ranges:
+        return b""
+    first, last = ranges[0].first_offset, ranges[-1].last_offset
+    held = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
+    if not held:
+        return b""
+    return data[held[0].position:held[-1].position + held[-1].size]

@@ -131,7 +131,9 @@ class SharePartition:
         taken: list[tuple[int, int]] = []
         limit = max_records if max_records and max_records > 0 else None
         for o in deliverable:
-            if o < self.start_offset or (limit is not None and len(taken) >= limit):
+            if limit is not None and len(taken) >= limit:
+                break
+            if o < self.start_offset:
                 continue
             r = self.records.get(o)
             if r is None:

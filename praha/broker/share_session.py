@@ -41,8 +41,10 @@ def _next(epoch: int) -> int:
 
 
 class ShareSessionCache:
-    def __init__(self, max_sessions: int = 1000) -> None:
-        self.max_sessions = max_sessions
+    """The sessions of one leader (not evicted: a session of a consumer that died stays until
+    the member opens a new one with epoch 0; its records come back when their locks expire)."""
+
+    def __init__(self) -> None:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     def on_fetch(self, group_id: str, member_id: str, epoch: int, added: Iterable[TopicPartition],
