@@ -166,3 +166,18 @@ def test_share_auto_offset_reset():
     assert initial_start_offset("earliest", 5, 20) == 5
     with pytest.raises(PrahaError):
         initial_start_offset("none", 5, 20)
+
+
+def test_a_share_fetch_ships_only_the_batches_holding_what_was_acquired():
+    from praha.broker.share_manager import covering
+    from praha.log.batch import iter_batches
+    from praha.log.records import encode_records
+
+    first = bytes(encode_records(0, [(None, b"a", 0)] * 3))
+    second = bytes(encode_records(3, [(None, b"b", 0)] * 3))
+    third = bytes(encode_records(6, [(None, b"c", 0)] * 3))
+    data = first + second + third
+    headers = list(iter_batches(data))
+    assert covering(data, headers, [AcquiredRange(4, 5, 1)]) == second
+    assert covering(data, headers, [AcquiredRange(2, 3, 1), AcquiredRange(5, 6, 2)]) == data
+    assert covering(data, headers, []) == b""
