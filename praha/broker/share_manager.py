@@ -26,12 +26,13 @@ from praha.broker.share_partition import (
     SharePartitionSettings,
     StateBatch,
     committed_offsets,
+    covering,
     initial_start_offset,
 )
 from praha.common import TopicPartition
 from praha.coordinator.group.share.service import ShareGroupService
 from praha.errors import ErrorCode, PrahaError
-from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, BatchHeader, iter_batches
+from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK, iter_batches
 from praha.log.errors import OffsetOutOfRangeError
 from praha.zk.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStore
 
@@ -254,14 +255,3 @@ class SharePartitionManager:
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}
 
-
-def covering(data: bytes, headers: list[BatchHeader], ranges: list[AcquiredRange]) -> bytes:
-    """The bytes of the batches from the first to the last holding an acquired offset: what the
-    member needs, not the whole read (a fetch of 50 records must not ship megabytes)."""
-    if not ranges:
-        return b""
-    first, last = ranges[0].first_offset, ranges[-1].last_offset
-    held = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
-    if not held:
-        return b""
-    return data[held[0].position:held[-1].position + held[-1].size]

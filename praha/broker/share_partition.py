@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from praha.errors import ErrorCode, PrahaError
+from praha.log.batch import BatchHeader
 
 
 class RecordState(enum.IntEnum):
@@ -320,3 +321,15 @@ def initial_start_offset(reset: str, log_start: int, high_watermark: int) -> int
     if reset == "latest":
         return high_watermark
     raise PrahaError(f"share.auto.offset.reset must be earliest or latest, not {reset!r}", ErrorCode.INVALID_CONFIG)
+
+
+def covering(data: bytes, headers: list[BatchHeader], ranges: list[AcquiredRange]) -> bytes:
+    """The bytes of the batches from the first to the last holding an acquired offset: what the
+    member needs, not the whole read (a fetch of 50 records must not ship megabytes)."""
+    if not ranges:
+        return b""
+    first, last = ranges[0].first_offset, ranges[-1].last_offset
+    held = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
+    if not held:
+        return b""
+    return data[held[0].position:held[-1].position + held[-1].size]

@@ -169,7 +169,7 @@ def test_share_auto_offset_reset():
 
 
 def test_a_share_fetch_ships_only_the_batches_holding_what_was_acquired():
-    from praha.broker.share_manager import covering
+    from praha.broker.share_partition import covering
     from praha.log.batch import iter_batches
     from praha.log.records import encode_records
 
