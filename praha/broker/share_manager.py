@@ -39,6 +39,12 @@ from praha.zk.share_state import FencedStateEpoch, ShareSnapshot, ShareStateStor
 log = logging.getLogger(__name__)
 
 
+#: the most one share partition reads from its log for one ShareFetch (whole batches, at least
+#: one): what is acquired comes from the front of the read, so reading megabytes for a member
+#: that takes `max_records` at a time only costs CPU (Kafka's max.partition.fetch.bytes default)
+READ_CAP_BYTES = 1 << 20
+
+
 @dataclass(frozen=True)
 class ShareConfig:
     partition: SharePartitionSettings
@@ -172,7 +178,7 @@ class SharePartitionManager:
             return Acquired(ErrorCode.NONE)
         offset = sp.fetch_offset()
         try:
-            sl = lg.read_slice(offset, max(max_bytes, 1), upper, min_one_batch=True)
+            sl = lg.read_slice(offset, max(min(max_bytes, READ_CAP_BYTES), 1), upper, min_one_batch=True)
             data = sl.read()
         except OffsetOutOfRangeError:
             return Acquired(ErrorCode.OFFSET_OUT_OF_RANGE)
