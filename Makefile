@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: docs bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
 	@echo "make test-consumer-protocol  KIP-848 consumer groups with confluent-kafka (group.protocol=consumer), slow"
+	@echo "make test-share-groups  KIP-932 share groups with confluent-kafka's ShareConsumer, slow"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -103,6 +104,10 @@ test-kafka-tools: bytecode
 # on a 3-broker cluster: leave/SIGKILL/join, coordinator failover, regex, admin, bad input (~4-5 min)
 test-consumer-protocol: bytecode
 	$(PY) -m pytest -q -m slow tests/integration/test_consumer_group_protocol.py
+
+# KIP-932 share groups against a real cluster (ShareConsumer processes, a leader SIGKILLed): minutes
+test-share-groups: bytecode
+	$(PY) -m pytest -q -m slow tests/integration/test_share_groups.py
 
 # the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
 test-registry: bytecode $(QUIX_STAMP)

@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
             "log", "config", "statelog", "topic_rules"} | _BASE,
     "console": {"analytics", "cluster", "admin", "zk", "protocol"} | _BASE,
     "showcase": {"cluster", "admin", "spark", "zk", "protocol", "config"} | _BASE,
-    "chaos": {"testing", "cluster", "admin", "zk", "protocol", "config", "statelog"} | _BASE,
+    "chaos": {"testing", "cluster", "admin", "zk", "protocol", "log", "config", "statelog"} | _BASE,
     "analytics": {"spark"} | _BASE,
     "testing": {"cluster", "admin", "zk", "protocol", "config"} | _BASE,
     "cluster": {"admin", "security", "zk", "protocol", "config"} | _BASE,

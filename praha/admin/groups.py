@@ -47,6 +47,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 5),  # v5: the group type (KIP-848)
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),  # KIP-848 groups
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),  # KIP-932 share groups (praha.admin.share_groups)
     ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.OFFSET_COMMIT: (0, 8),
     ApiKey.DELETE_GROUPS: (0, 2),

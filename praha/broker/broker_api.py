@@ -16,10 +16,13 @@ from praha.broker.client_quota import ClientQuotas
 from praha.broker.fencing import ControllerFence
 from praha.broker.metadata_cache import MetadataCache
 from praha.broker.replica_manager import ReplicaManager
+from praha.broker.share_manager import SharePartitionManager
+from praha.broker.share_session import ShareSessionCache
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
 from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.coordinator import GroupCoordinator
+from praha.coordinator.group.share.service import ShareGroupService
 from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
@@ -58,6 +61,9 @@ class Broker(Protocol):
     store: ZkStore | None
     broker_info: BrokerInfo | None
     group_coordinator: GroupCoordinator
+    share_groups: ShareGroupService
+    share_sessions: ShareSessionCache
+    share_manager: SharePartitionManager
     authz: RequestAuthorizer
     client_quotas: ClientQuotas
     txn_coordinator: TransactionCoordinator

@@ -388,12 +388,13 @@ class GroupApis:
         states = {s.lower() for s in (r.states_filter or [])} if v >= 4 else set()
         types = {t.lower() for t in (r.types_filter or [])} if v >= 5 else set()
         code, groups = self.coordinator.list_groups(states, types)
+        listed: list[Any] = [*groups, *self.broker.share_groups.listed(states, types)]
         authz = self.broker.authz  # Describe on the cluster lists all; otherwise those the principal may describe
         if not authz.cluster_allowed(req, AclOperation.DESCRIBE):
-            groups = [g for g in groups if authz.group_allowed(req, AclOperation.DESCRIBE, g.group_id)]
+            listed = [g for g in listed if authz.group_allowed(req, AclOperation.DESCRIBE, g.group_id)]
         return ListGroupsResponse(throttle_time_ms=0, error_code=int(code), groups=[
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                                           group_type=g.group_type) for g in groups])
+                                           group_type=g.group_type) for g in listed])
 
     async def handle_describe_groups(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -424,6 +425,9 @@ class GroupApis:
         authz = self.broker.authz
         allowed = [g for g in ids if authz.group_allowed(req, AclOperation.DELETE, g)]
         results: dict[str, Any] = dict(await self.coordinator.delete_groups(allowed)) if allowed else {}
+        shares = [g for g, code in results.items() if code == ErrorCode.GROUP_ID_NOT_FOUND]
+        if shares:  # not a classic or consumer group: perhaps a share group (KIP-932)
+            results.update(await self.broker.share_manager.delete_groups(shares, self.broker.share_groups))
         results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in ids if g not in allowed})
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(results[g])) for g in ids])

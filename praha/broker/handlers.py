@@ -30,6 +30,7 @@ from praha.broker.metadata_handlers import MetadataApis
 from praha.broker.producer_ids import ProducerIdApis
 from praha.broker.quota_handlers import QuotaApis
 from praha.broker.security_handlers import SecurityApis
+from praha.broker.share_handlers import ShareApis
 from praha.broker.txn_handlers import TransactionApis
 from praha.broker.txn_marker_handlers import TxnMarkerApis
 from praha.errors import ErrorCode
@@ -104,9 +105,10 @@ class RequestHandlers:
         self.security = SecurityApis(broker)
         self.transactions = TransactionApis(broker)
         self.txn_markers = TxnMarkerApis(broker)
+        self.share = ShareApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.consumer_groups, self.configs, self.quotas, self.security, self.transactions, self.txn_markers)}
+            self.consumer_groups, self.configs, self.quotas, self.security, self.transactions, self.txn_markers, self.share)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -197,6 +199,15 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((G, Op.READ, "group_id"))),
     Route(ApiKey.CONSUMER_GROUP_DESCRIBE, (0, 1), ConsumerGroupApis, ConsumerGroupApis.handle_consumer_group_describe,
           acls=acls((G, Op.DESCRIBE, "group_ids[]"))),
+    # KIP-932 share groups: v1 is what Kafka 4.1+ and librdkafka 2.15+ speak (v0 was early access)
+    Route(ApiKey.SHARE_GROUP_HEARTBEAT, (1, 1), ShareApis, ShareApis.handle_share_group_heartbeat,
+          acls=acls((G, Op.READ, "group_id"))),
+    Route(ApiKey.SHARE_GROUP_DESCRIBE, (1, 1), ShareApis, ShareApis.handle_share_group_describe,
+          acls=acls((G, Op.DESCRIBE, "group_ids[]"))),
+    Route(ApiKey.SHARE_FETCH, (1, 1), ShareApis, ShareApis.handle_share_fetch,
+          acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].topic_id"))),
+    Route(ApiKey.SHARE_ACKNOWLEDGE, (1, 1), ShareApis, ShareApis.handle_share_acknowledge,
+          acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].topic_id"))),
     # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1; v9: member epochs (KIP-848)
     Route(ApiKey.OFFSET_COMMIT, (2, 9), GroupApis, GroupApis.handle_offset_commit,
           acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].name"))),

@@ -38,14 +38,21 @@ from praha.broker.metrics import start_metrics_server
 from praha.broker.network import SocketServer
 from praha.broker.offsets_log import CoordinatorLog
 from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
+from praha.broker.share_manager import ShareConfig, SharePartitionManager
+from praha.broker.share_partition import SharePartitionSettings
+from praha.broker.share_session import ShareSessionCache
 from praha.broker.throttling import RequestQuotaThrottler
-from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from praha.coordinator.group.metadata import GroupState
 from praha.coordinator.group.records import OFFSETS_TOPIC
+from praha.coordinator.group.share.heartbeat import ShareSettings
+from praha.coordinator.group.share.service import ShareGroupService
+from praha.coordinator.ownership import ownership_error
 from praha.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
 from praha.coordinator.transaction.markers import Leader, MarkerChannel
 from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
@@ -70,9 +77,12 @@ from praha.zk import znodes as zn
 from praha.zk.admin_zk import GROUPS, read_config
 from praha.zk.quota_entities import entity_from_path, quota_values
 from praha.zk.quota_zk import read_all_quota_configs, read_entity_config
+from praha.zk.share_state import ShareStateStore
 from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)
+#: how often share groups' timers run (locks expiring, members timing out)
+SHARE_TICK_S = 0.2
 
 
 def inter_broker_connection(broker: BrokerInfo, security: ClientSecurity, timeout_s: float) -> BrokerConnection:
@@ -113,6 +123,16 @@ class BrokerServer:
             GroupConfig.from_broker_config(config),
             CoordinatorLog(self.replica_manager, OFFSETS_TOPIC, config.offsets_commit_timeout_ms),
             run_blocking=run_blocking, on_event=self._coordinator_event, topics=self.consumer_group_topics)
+        #: KIP-932: share groups on the coordinator, share sessions and partitions on the leaders
+        self.share_groups = ShareGroupService(
+            ShareSettings(config.group_share_heartbeat_interval_ms, config.group_share_session_timeout_ms,
+                          config.group_share_max_size),
+            self._owns_group, self._is_other_group_type, self.consumer_group_topics)
+        self.share_sessions = ShareSessionCache()
+        self.share_manager = SharePartitionManager(self.replica_manager, ShareConfig(
+            SharePartitionSettings(config.group_share_partition_max_record_locks,
+                                   config.group_share_record_lock_duration_ms, config.group_share_delivery_count_limit),
+            config.share_auto_offset_reset.lower(), config.share_isolation_level.lower() == "read_committed"))
         #: the topics (name, partition count) consumer groups last saw, to tell them of changes
         self._consumer_topics_seen: frozenset[tuple[str, int]] = frozenset()
         self._consumer_topics_task: asyncio.Task[None] | None = None
@@ -168,6 +188,7 @@ class BrokerServer:
             log.warning("broker %d: %s", cfg.broker_id, warning)
         self.store.start()
         self.store.ensure_persistent_paths()
+        self.share_manager.store = ShareStateStore(self.store.client)
         self.cluster_id = self.store.get_or_create_cluster_id()
         dirs = [os.path.abspath(d) for d in cfg.log_dir_list]
         stored = meta_properties.read_all(dirs)
@@ -185,6 +206,7 @@ class BrokerServer:
                 AuthorizerConfig.parse(cfg.super_users, cfg.allow_everyone_if_no_acl_found), self.acl_cache)
         self._loop_thread.start()
         self.run_on_loop(self.replica_manager.start())
+        self.loop.call_soon_threadsafe(self._share_tick)
         quotas = ConnectionQuotas(ConnectionLimits.from_broker_config(cfg))  # broker-wide, as Kafka's
         throttler = RequestQuotaThrottler(self.client_quotas)
         for ep, security in zip(cfg.endpoints, self.listener_securities):
@@ -349,6 +371,23 @@ class BrokerServer:
             return {i: b for i, b in found.items() if b is not None}
 
         return await asyncio.get_running_loop().run_in_executor(None, _zk_call(read))
+
+    def _owns_group(self, group_id: str) -> ErrorCode:
+        gc = self.group_coordinator
+        return ownership_error(gc.owned.get(gc.partition_of(group_id)))
+
+    def _is_other_group_type(self, group_id: str) -> bool:
+        gc = self.group_coordinator
+        classic = gc.groups.get(group_id)
+        return group_id in gc.consumer.groups or (classic is not None and not classic.is_(GroupState.DEAD))
+
+    def _share_tick(self) -> None:
+        """Share groups' timers: acquisition locks run out, silent members leave (every SHARE_TICK_S)."""
+        now = now_ms()
+        for group_id, tp in self.share_manager.expire(now):
+            self.loop.create_task(self.share_manager.persist(group_id, tp))
+        self.share_groups.expire(now)
+        self.loop.call_later(SHARE_TICK_S, self._share_tick)
 
     def run_on_loop(self, coro: Any, timeout: float | None = 30.0) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)

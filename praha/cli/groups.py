@@ -7,6 +7,7 @@
          | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --by-duration PnDTnHnMnS) [--dry-run | --execute]
   praha groups --delete (--group G ... | --all-groups)
   praha groups --delete-offsets --group G --topic T[:P,P] ...
+  praha groups --share (--list | --describe (--group G ... | --all-groups))
   every form takes --json, and --bootstrap-server, --zookeeper or --dir to name the cluster
 
 One action per run, as Kafka's tool. Offsets are reset only while the group has no members
@@ -22,7 +23,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from praha.cli.options import CliError, add_cluster_options, bootstrap_of, security_of
+from praha.cli.options import CliError, add_cluster_options, bootstrap_of, security_of, zk_session_of
 
 if TYPE_CHECKING:
     from praha.admin.group_plans import ResetSpec
@@ -106,6 +107,10 @@ def register(sub: Any) -> None:
     run.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     run.add_argument("--execute", action="store_true", help="commit the new offsets")
 
+    p.add_argument("--share", action="store_true",
+                   help="share groups (KIP-932): --list lists only them; --describe shows their members and "
+                        "assignments and, per share partition, the start offset and the records in flight "
+                        "(from the durable share state in ZooKeeper: --zookeeper or --dir)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     add_cluster_options(p)
@@ -133,6 +138,8 @@ def check_options(args: argparse.Namespace) -> None:
             raise CliError("Option --state is only valid with --describe or --list")
     if args.type is not None and not args.list:
         raise CliError("Option --type is only valid with --list")
+    if args.share and not (args.list or args.describe):
+        raise CliError("Option --share is only valid with --list or --describe")
     if args.verbose and not args.members:
         raise CliError("Option --verbose goes with --describe --members")
     if args.list and (groups or args.all_groups):
@@ -208,6 +215,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.reset_offsets and not args.dry_run and not args.execute and not args.json:
         print("WARN: No action will be performed as the --execute option is missing. Add --dry-run to say "
               "that a dry run is meant, or --execute to reset the offsets.", file=sys.stderr)
+    if args.share:
+        return _share(args, states)
     with GroupAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
         if args.list:
             return _list(admin, args, states)
@@ -220,6 +229,47 @@ def cmd_groups(args: argparse.Namespace) -> int:
         if args.delete:
             return _delete(admin, args, groups)
         return _delete_offsets(admin, args, groups[0], scope)
+
+
+def _share(args: argparse.Namespace, states: list[str]) -> int:
+    """--share --list | --describe: share groups, their members and share partitions."""
+    from praha.admin.share_groups import ShareGroupAdmin, share_state
+
+    with ShareGroupAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
+        if args.list:
+            listed = admin.list_share_groups(states)
+            _emit(args, {"groups": [{"group": g.group_id, "state": g.state, "type": "share"} for g in listed]},
+                  [g.group_id for g in listed])
+            return 0
+        groups = [g.group_id for g in admin.list_share_groups()] if args.all_groups else list(args.group)
+        described = admin.describe_share_groups(groups)
+    with zk_session_of(args) as zk:
+        states_of = {g: share_state(zk.client, g) for g in groups}
+    out: list[dict[str, Any]] = []
+    lines: list[str] = []
+    missing: list[str] = []
+    for g in groups:
+        d, snaps = described[g], states_of[g]
+        if not d.exists and not snaps:
+            missing.append(g)
+            print(f"Error: Share group '{g}' does not exist.", file=sys.stderr)
+            continue
+        parts = [{"topic": tp.topic, "partition": tp.partition, "start_offset": s.start_offset,
+                  "in_flight": s.in_flight()} for tp, s in sorted(snaps.items())]
+        members: list[dict[str, Any]] = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                                          "member_epoch": m.member_epoch,
+                    "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
+                   for m in d.members]
+        out.append({"group": g, "state": d.state if d.exists else "Empty", "group_epoch": d.group_epoch,
+                    "members": members, "partitions": parts})
+        lines += ["", f"GROUP {g}  STATE {d.state if d.exists else 'Empty'}  MEMBERS {len(members)}",
+                  f"{'TOPIC':<24} {'PARTITION':>9} {'START-OFFSET':>12} {'IN-FLIGHT':>9}"]
+        lines += [f"{p['topic']:<24} {p['partition']:>9} {p['start_offset']:>12} {p['in_flight']:>9}" for p in parts]
+        lines += [f"{'MEMBER':<24} {'CLIENT-ID':<20} {'HOST':<16} {'EPOCH':>5}  PARTITIONS"]
+        lines += [f"{m['member_id']:<24} {m['client_id']:<20} {m['host']:<16} {m['member_epoch']:>5}  "
+                  + ",".join(f"{a['topic']}-{a['partition']}" for a in m["assignment"]) for m in members]
+    _emit(args, {"groups": out}, lines)
+    return 1 if missing else 0
 
 
 def _groups(admin: GroupAdmin, args: argparse.Namespace) -> list[str]:

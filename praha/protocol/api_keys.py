@@ -86,6 +86,10 @@ class ApiKey(IntEnum):
     ASSIGN_REPLICAS_TO_DIRS = 73
     LIST_CLIENT_METRICS_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
     @property
     def api_name(self) -> str:

@@ -95,6 +95,13 @@ class NoQuotas:
         self.request = _NoQuota()
 
 
+class NoShareGroups:
+    """A group coordinator holding no share group (ListGroups lists none)."""
+
+    def listed(self, states: Any, types: Any) -> list[Any]:
+        return []
+
+
 class FakeBroker:
     """The `praha.broker.broker_api.Broker` the handlers see, with `authz` as given."""
 
@@ -110,7 +117,9 @@ class FakeBroker:
         self.broker_info = None
         self.controller = None
         self.client_quotas = NoQuotas()
-        for part in ("fence", "replica_manager", "state_log", "group_coordinator", "txn_coordinator"):
+        self.share_groups = parts.pop("share_groups", NoShareGroups())
+        for part in ("fence", "replica_manager", "state_log", "group_coordinator", "txn_coordinator", "share_sessions",
+                     "share_manager"):
             setattr(self, part, parts.pop(part, Untouchable(part)))
         if parts:
             raise TypeError(f"no such broker part: {', '.join(parts)}")

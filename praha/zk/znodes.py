@@ -62,6 +62,8 @@ PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 #: same name starts above it (librdkafka ignores metadata whose leader epoch went backwards,
 #: topic id or not, and would keep producing to the old leader: librdkafka issue 4898)
 RETIRED_LEADER_EPOCHS_PATH = "/praha/retired_leader_epochs"
+#: praha's own: each share partition's durable state (KIP-932), one znode per (group, topic, partition)
+SHARE_GROUP_STATE_PATH = "/praha/share_group_state"
 #: the config entity `/config/brokers/<default>`: settings for every broker without its own
 DEFAULT_BROKER_ENTITY = "<default>"
 

@@ -25,14 +25,15 @@ _S4 = struct.Struct('>?')
 _S5 = struct.Struct('>h')
 _S6 = struct.Struct('>iiii')
 _S7 = struct.Struct('>qq')
-_S8 = struct.Struct('>qqh')
+_S8 = struct.Struct('>iiiiii')
+_S9 = struct.Struct('>qqh')
 
 
 @dataclass(slots=True)
 class ShareGroupHeartbeatRequest(WireMessage):
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     group_id: str = ''
@@ -79,8 +80,8 @@ def _d_ShareGroupHeartbeatRequest_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareGroupHeartbeatRequest(f0, f1, f2, f3, f4), p
 
 
-ShareGroupHeartbeatRequest._ENCODERS = (_e_ShareGroupHeartbeatRequest_v0,)
-ShareGroupHeartbeatRequest._DECODERS = (_d_ShareGroupHeartbeatRequest_v0,)
+ShareGroupHeartbeatRequest._ENCODERS = (_e_ShareGroupHeartbeatRequest_v0, _e_ShareGroupHeartbeatRequest_v0,)
+ShareGroupHeartbeatRequest._DECODERS = (_d_ShareGroupHeartbeatRequest_v0, _d_ShareGroupHeartbeatRequest_v0,)
 
 
 @dataclass(slots=True)
@@ -93,7 +94,7 @@ class ShareGroupHeartbeatResponse_TopicPartitions:
 class ShareGroupHeartbeatResponse(WireMessage):
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
@@ -191,15 +192,15 @@ def _d_ShareGroupHeartbeatResponse_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareGroupHeartbeatResponse(f0, f1, f2, f3, f4, f5, f6), p
 
 
-ShareGroupHeartbeatResponse._ENCODERS = (_e_ShareGroupHeartbeatResponse_v0,)
-ShareGroupHeartbeatResponse._DECODERS = (_d_ShareGroupHeartbeatResponse_v0,)
+ShareGroupHeartbeatResponse._ENCODERS = (_e_ShareGroupHeartbeatResponse_v0, _e_ShareGroupHeartbeatResponse_v0,)
+ShareGroupHeartbeatResponse._DECODERS = (_d_ShareGroupHeartbeatResponse_v0, _d_ShareGroupHeartbeatResponse_v0,)
 
 
 @dataclass(slots=True)
 class ShareGroupDescribeRequest(WireMessage):
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     group_ids: list[str] = field(default_factory=list)
@@ -233,8 +234,8 @@ def _d_ShareGroupDescribeRequest_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareGroupDescribeRequest(f0, f1), p
 
 
-ShareGroupDescribeRequest._ENCODERS = (_e_ShareGroupDescribeRequest_v0,)
-ShareGroupDescribeRequest._DECODERS = (_d_ShareGroupDescribeRequest_v0,)
+ShareGroupDescribeRequest._ENCODERS = (_e_ShareGroupDescribeRequest_v0, _e_ShareGroupDescribeRequest_v0,)
+ShareGroupDescribeRequest._DECODERS = (_d_ShareGroupDescribeRequest_v0, _d_ShareGroupDescribeRequest_v0,)
 
 
 @dataclass(slots=True)
@@ -255,7 +256,7 @@ class ShareGroupDescribeResponse_Assignment:
 class ShareGroupDescribeResponse(WireMessage):
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     TopicPartitions = ShareGroupDescribeResponse_TopicPartitions
@@ -460,15 +461,15 @@ def _d_ShareGroupDescribeResponse_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareGroupDescribeResponse(f0, f1), p
 
 
-ShareGroupDescribeResponse._ENCODERS = (_e_ShareGroupDescribeResponse_v0,)
-ShareGroupDescribeResponse._DECODERS = (_d_ShareGroupDescribeResponse_v0,)
+ShareGroupDescribeResponse._ENCODERS = (_e_ShareGroupDescribeResponse_v0, _e_ShareGroupDescribeResponse_v0,)
+ShareGroupDescribeResponse._DECODERS = (_d_ShareGroupDescribeResponse_v0, _d_ShareGroupDescribeResponse_v0,)
 
 
 @dataclass(slots=True)
 class ShareFetchRequest(WireMessage):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     @dataclass(slots=True)
@@ -499,6 +500,8 @@ class ShareFetchRequest(WireMessage):
     max_wait_ms: int = 0
     min_bytes: int = 0
     max_bytes: int = 2147483647
+    max_records: int = 0
+    batch_size: int = 0
     topics: list[FetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
 
@@ -631,37 +634,141 @@ def _d_ShareFetchRequest_ForgottenTopic_v0(b: Any, p: int) -> tuple[Any, int]:
 def _d_ShareFetchRequest_v0(b: Any, p: int) -> tuple[Any, int]:
     f0, p = read_compact_string(b, p)
     f1, p = read_compact_string(b, p)
+    f6 = 0
+    f7 = 0
     f2, f3, f4, f5 = _S6.unpack_from(b, p)
     p += 16
     n0, p = read_compact_count(b, p)
     if n0 < 0:
         raise null_field('topics')
     else:
-        f6 = []
+        f8 = []
         for _ in range(n0):
             e0, p = _d_ShareFetchRequest_FetchTopic_v0(b, p)
-            f6.append(e0)
+            f8.append(e0)
     n0, p = read_compact_count(b, p)
     if n0 < 0:
         raise null_field('forgotten_topics_data')
     else:
-        f7 = []
+        f9 = []
         for _ in range(n0):
             e0, p = _d_ShareFetchRequest_ForgottenTopic_v0(b, p)
-            f7.append(e0)
+            f9.append(e0)
     p = skip_tagged(b, p)
-    return ShareFetchRequest(f0, f1, f2, f3, f4, f5, f6, f7), p
+    return ShareFetchRequest(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9), p
 
 
-ShareFetchRequest._ENCODERS = (_e_ShareFetchRequest_v0,)
-ShareFetchRequest._DECODERS = (_d_ShareFetchRequest_v0,)
+def _e_ShareFetchRequest_FetchTopic_FetchPartition_v1(o: Any, out: bytearray) -> None:
+    out += _S0.pack(o.partition_index)
+    xs0 = o.acknowledgement_batches
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchRequest_FetchTopic_FetchPartition_AcknowledgementBatch_v0(e0 if e0.__class__ is ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch else ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch(*e0), out)
+    out += b'\x00'
+
+
+def _e_ShareFetchRequest_FetchTopic_v1(o: Any, out: bytearray) -> None:
+    out += _S3.pack(uuid_bytes(o.topic_id))
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchRequest_FetchTopic_FetchPartition_v1(e0 if e0.__class__ is ShareFetchRequest.FetchTopic.FetchPartition else ShareFetchRequest.FetchTopic.FetchPartition(*e0), out)
+    out += b'\x00'
+
+
+def _e_ShareFetchRequest_v1(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    write_compact_string(out, o.member_id)
+    out += _S8.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchRequest_FetchTopic_v1(e0 if e0.__class__ is ShareFetchRequest.FetchTopic else ShareFetchRequest.FetchTopic(*e0), out)
+    xs0 = o.forgotten_topics_data
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchRequest_ForgottenTopic_v0(e0 if e0.__class__ is ShareFetchRequest.ForgottenTopic else ShareFetchRequest.ForgottenTopic(*e0), out)
+    out += b'\x00'
+
+
+def _d_ShareFetchRequest_FetchTopic_FetchPartition_v1(b: Any, p: int) -> tuple[Any, int]:
+    f1 = 0
+    f0, = _S0.unpack_from(b, p)
+    p += 4
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('acknowledgement_batches')
+    else:
+        f2 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchRequest_FetchTopic_FetchPartition_AcknowledgementBatch_v0(b, p)
+            f2.append(e0)
+    p = skip_tagged(b, p)
+    return ShareFetchRequest.FetchTopic.FetchPartition(f0, f1, f2), p
+
+
+def _d_ShareFetchRequest_FetchTopic_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, = _S3.unpack_from(b, p)
+    p += 16
+    f0 = _uuid(bytes=f0)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchRequest_FetchTopic_FetchPartition_v1(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return ShareFetchRequest.FetchTopic(f0, f1), p
+
+
+def _d_ShareFetchRequest_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    f1, p = read_compact_string(b, p)
+    f2, f3, f4, f5, f6, f7 = _S8.unpack_from(b, p)
+    p += 24
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('topics')
+    else:
+        f8 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchRequest_FetchTopic_v1(b, p)
+            f8.append(e0)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('forgotten_topics_data')
+    else:
+        f9 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchRequest_ForgottenTopic_v0(b, p)
+            f9.append(e0)
+    p = skip_tagged(b, p)
+    return ShareFetchRequest(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9), p
+
+
+ShareFetchRequest._ENCODERS = (_e_ShareFetchRequest_v0, _e_ShareFetchRequest_v1,)
+ShareFetchRequest._DECODERS = (_d_ShareFetchRequest_v0, _d_ShareFetchRequest_v1,)
 
 
 @dataclass(slots=True)
 class ShareFetchResponse(WireMessage):
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     @dataclass(slots=True)
@@ -701,6 +808,7 @@ class ShareFetchResponse(WireMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
+    acquisition_lock_timeout_ms: int = 0
     responses: list[ShareFetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
 
@@ -711,7 +819,7 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_LeaderIdAndE
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_AcquiredRecords_v0(o: Any, out: bytearray) -> None:
-    out += _S8.pack(o.first_offset, o.last_offset, o.delivery_count)
+    out += _S9.pack(o.first_offset, o.last_offset, o.delivery_count)
     out += b'\x00'
 
 
@@ -780,7 +888,7 @@ def _d_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_LeaderIdAndE
 
 
 def _d_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_AcquiredRecords_v0(b: Any, p: int) -> tuple[Any, int]:
-    f0, f1, f2 = _S8.unpack_from(b, p)
+    f0, f1, f2 = _S9.unpack_from(b, p)
     p += 18
     p = skip_tagged(b, p)
     return ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords(f0, f1, f2), p
@@ -840,35 +948,83 @@ def _d_ShareFetchResponse_v0(b: Any, p: int) -> tuple[Any, int]:
     f0, f1 = _S1.unpack_from(b, p)
     p += 6
     f2, p = read_compact_string(b, p)
+    f3 = 0
     n0, p = read_compact_count(b, p)
     if n0 < 0:
         raise null_field('responses')
     else:
-        f3 = []
+        f4 = []
         for _ in range(n0):
             e0, p = _d_ShareFetchResponse_ShareFetchableTopicResponse_v0(b, p)
-            f3.append(e0)
+            f4.append(e0)
     n0, p = read_compact_count(b, p)
     if n0 < 0:
         raise null_field('node_endpoints')
     else:
-        f4 = []
+        f5 = []
         for _ in range(n0):
             e0, p = _d_ShareFetchResponse_NodeEndpoint_v0(b, p)
-            f4.append(e0)
+            f5.append(e0)
     p = skip_tagged(b, p)
-    return ShareFetchResponse(f0, f1, f2, f3, f4), p
+    return ShareFetchResponse(f0, f1, f2, f3, f4, f5), p
 
 
-ShareFetchResponse._ENCODERS = (_e_ShareFetchResponse_v0,)
-ShareFetchResponse._DECODERS = (_d_ShareFetchResponse_v0,)
+def _e_ShareFetchResponse_v1(o: Any, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += _S0.pack(o.acquisition_lock_timeout_ms)
+    xs0 = o.responses
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchResponse_ShareFetchableTopicResponse_v0(e0 if e0.__class__ is ShareFetchResponse.ShareFetchableTopicResponse else ShareFetchResponse.ShareFetchableTopicResponse(*e0), out)
+    xs0 = o.node_endpoints
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_ShareFetchResponse_NodeEndpoint_v0(e0 if e0.__class__ is ShareFetchResponse.NodeEndpoint else ShareFetchResponse.NodeEndpoint(*e0), out)
+    out += b'\x00'
+
+
+def _d_ShareFetchResponse_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1 = _S1.unpack_from(b, p)
+    p += 6
+    f2, p = read_compact_string(b, p)
+    f3, = _S0.unpack_from(b, p)
+    p += 4
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('responses')
+    else:
+        f4 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchResponse_ShareFetchableTopicResponse_v0(b, p)
+            f4.append(e0)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('node_endpoints')
+    else:
+        f5 = []
+        for _ in range(n0):
+            e0, p = _d_ShareFetchResponse_NodeEndpoint_v0(b, p)
+            f5.append(e0)
+    p = skip_tagged(b, p)
+    return ShareFetchResponse(f0, f1, f2, f3, f4, f5), p
+
+
+ShareFetchResponse._ENCODERS = (_e_ShareFetchResponse_v0, _e_ShareFetchResponse_v1,)
+ShareFetchResponse._DECODERS = (_d_ShareFetchResponse_v0, _d_ShareFetchResponse_v1,)
 
 
 @dataclass(slots=True)
 class ShareAcknowledgeRequest(WireMessage):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     @dataclass(slots=True)
@@ -1003,15 +1159,15 @@ def _d_ShareAcknowledgeRequest_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareAcknowledgeRequest(f0, f1, f2, f3), p
 
 
-ShareAcknowledgeRequest._ENCODERS = (_e_ShareAcknowledgeRequest_v0,)
-ShareAcknowledgeRequest._DECODERS = (_d_ShareAcknowledgeRequest_v0,)
+ShareAcknowledgeRequest._ENCODERS = (_e_ShareAcknowledgeRequest_v0, _e_ShareAcknowledgeRequest_v0,)
+ShareAcknowledgeRequest._DECODERS = (_d_ShareAcknowledgeRequest_v0, _d_ShareAcknowledgeRequest_v0,)
 
 
 @dataclass(slots=True)
 class ShareAcknowledgeResponse(WireMessage):
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
     @dataclass(slots=True)
@@ -1166,8 +1322,8 @@ def _d_ShareAcknowledgeResponse_v0(b: Any, p: int) -> tuple[Any, int]:
     return ShareAcknowledgeResponse(f0, f1, f2, f3, f4), p
 
 
-ShareAcknowledgeResponse._ENCODERS = (_e_ShareAcknowledgeResponse_v0,)
-ShareAcknowledgeResponse._DECODERS = (_d_ShareAcknowledgeResponse_v0,)
+ShareAcknowledgeResponse._ENCODERS = (_e_ShareAcknowledgeResponse_v0, _e_ShareAcknowledgeResponse_v0,)
+ShareAcknowledgeResponse._DECODERS = (_d_ShareAcknowledgeResponse_v0, _d_ShareAcknowledgeResponse_v0,)
 
 
 __all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareFetchRequest', 'ShareFetchResponse', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']

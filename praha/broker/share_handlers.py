@@ -1,0 +1,260 @@
+"""KIP-932's share-group APIs on the wire: ShareGroupHeartbeat and ShareGroupDescribe (the group
+coordinator's), ShareFetch and ShareAcknowledge (each partition leader's).
+
+ShareFetch first applies the acknowledgements it carries, then acquires records for the
+member from every partition of its share session, waiting up to max_wait_ms when none is
+there; ShareAcknowledge only acknowledges. Both check the share session's epoch first, and a
+request that fails that check changes nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.share_partition import AckBatch
+from praha.broker.share_session import SessionDecision
+from praha.common import TopicPartition, now_ms
+from praha.coordinator.group.share.heartbeat import ShareHeartbeat
+from praha.coordinator.group.share.model import Assignment, ShareGroup
+from praha.errors import ErrorCode
+from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.share import (
+    ShareAcknowledgeResponse,
+    ShareFetchResponse,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse,
+)
+from praha.security.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from praha.broker.broker_api import Broker
+
+log = logging.getLogger(__name__)
+
+_HB = ShareGroupHeartbeatResponse
+_DG = ShareGroupDescribeResponse.DescribedGroup
+_DM = _DG.Member
+_FT = ShareFetchResponse.ShareFetchableTopicResponse
+_FP = _FT.PartitionData
+_AT = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+_AP = _AT.PartitionData
+#: how long a ShareFetch that found nothing looks again, while it waits (up to its max_wait_ms)
+RECHECK_S = 0.05
+
+
+class ShareApis:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+
+    # ---------------------------------------------------------------- the coordinator's
+    async def handle_share_group_heartbeat(self, req: DecodedRequest) -> Any:
+        r = req.request
+        if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
+            return _hb_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+        await self.broker.load_topic_ids()
+        a = self.broker.share_groups.heartbeat(ShareHeartbeat(
+            r.group_id or "", r.member_id or "", r.member_epoch, r.rack_id,
+            None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
+            req.header.client_id or "", req.client_host), now_ms())
+        if a.error != ErrorCode.NONE:
+            return _hb_error(a.error, a.message)
+        assignment = None if a.assignment is None else _HB.Assignment(topic_partitions=[
+            _HB.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(parts))
+            for tid, parts in sorted(a.assignment.items(), key=lambda kv: kv[0].bytes)])
+        return _HB(throttle_time_ms=0, error_code=0, error_message=None, member_id=a.member_id,
+                   member_epoch=a.member_epoch, heartbeat_interval_ms=a.heartbeat_interval_ms, assignment=assignment)
+
+    async def handle_share_group_describe(self, req: DecodedRequest) -> Any:
+        r = req.request
+        authz = self.broker.authz
+        out = []
+        for gid in r.group_ids or []:
+            if not authz.group_allowed(req, AclOperation.DESCRIBE, gid):
+                out.append(_empty(gid, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+                continue
+            code, g = self.broker.share_groups.find(gid)
+            if g is None:
+                out.append(_empty(gid, code, f"Group {gid} not found." if code == ErrorCode.GROUP_ID_NOT_FOUND
+                                  else None))
+                continue
+            ops = authz.authorized_operations(req, ResourceType.GROUP, gid) \
+                if r.include_authorized_operations else NOT_REQUESTED
+            out.append(self._described(g, ops))
+        return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
+
+    def _described(self, g: ShareGroup, ops: int) -> Any:
+        names = {t.topic_id: t.name for t in self.broker.consumer_group_topics().values()}
+        members = [_DM(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                       client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+                       assignment=_assignment(m.assigned, names))
+                   for _, m in sorted(g.members.items())]
+        return _DG(error_code=0, error_message=None, group_id=g.group_id, group_state=g.state.value,
+                   group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch, assignor_name="simple",
+                   members=members, authorized_operations=ops)
+
+    # ---------------------------------------------------------------- the partition leaders'
+    async def _names(self, topic_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """Topic names by id; ids are read from ZooKeeper lazily, so an id not known yet (a topic
+        created a moment ago) makes this broker read them before it answers UNKNOWN_TOPIC_ID."""
+        names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+        if any(t not in names for t in topic_ids):
+            await self.broker.load_topic_ids()
+            names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+        return names
+
+    async def _acks(self, req: DecodedRequest, group: str, member: str, topics: list[Any],
+              names: dict[uuid.UUID, str]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        out: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+        sm = self.broker.share_manager
+        now = now_ms()
+        for t in topics:
+            name = names.get(t.topic_id)
+            for p in t.partitions:
+                batches = [AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                           for b in p.acknowledgement_batches or []]
+                if not batches:
+                    continue
+                if name is None:
+                    out[TopicPartition("", p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_ID, None)
+                    continue
+                tp = TopicPartition(name, p.partition_index)
+                if not self.broker.authz.topic_allowed(req, AclOperation.READ, name):
+                    out[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                    continue
+                out[tp] = await sm.acknowledge(group, member, tp, batches, now)
+        return out
+
+    def _refusal(self, req: DecodedRequest, group: str, member: str) -> tuple[ErrorCode, str | None] | None:
+        """What a ShareFetch or ShareAcknowledge is refused with before its session is looked at."""
+        if not self.broker.authz.group_allowed(req, AclOperation.READ, group):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        if not group or not member:
+            return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
+        return None
+
+    async def handle_share_fetch(self, req: DecodedRequest) -> Any:
+        r = req.request
+        group, member = r.group_id or "", r.member_id or ""
+        refused = self._refusal(req, group, member)
+        if refused is not None:
+            return _fetch_error(*refused)
+        names = await self._names([t.topic_id for t in [*(r.topics or []), *(r.forgotten_topics_data or [])]])
+        wanted = [TopicPartition(names[t.topic_id], p.partition_index)
+                  for t in r.topics or [] for p in t.partitions or [] if t.topic_id in names]
+        forgotten = [TopicPartition(names[t.topic_id], p) for t in r.forgotten_topics_data or []
+                     for p in t.partitions or [] if t.topic_id in names]
+        unknown = [(t.topic_id, p.partition_index) for t in r.topics or [] for p in t.partitions or []
+                   if t.topic_id not in names]
+        has_acks = any(p.acknowledgement_batches for t in r.topics or [] for p in t.partitions or [])
+        if r.share_session_epoch == 0 and has_acks:
+            return _fetch_error(ErrorCode.INVALID_REQUEST, "Acknowledgements on the request opening a share session.")
+        d: SessionDecision = self.broker.share_sessions.on_fetch(group, member, r.share_session_epoch, wanted, forgotten)
+        if d.error != ErrorCode.NONE or d.session is None:
+            return _fetch_error(d.error, d.message)
+        acks = await self._acks(req, group, member, r.topics or [], names)
+        sm = self.broker.share_manager
+        if d.closing:
+            await sm.release(group, member, d.session.partitions)
+            return self._fetch_answer({tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
+        readable = {tp for tp in d.session.partitions if self.broker.authz.topic_allowed(req, AclOperation.READ, tp.topic)}
+        deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
+        max_records = r.max_records if req.api_version >= 1 and r.max_records > 0 else 0
+        while True:
+            got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]] = {}
+            budget = r.max_bytes if r.max_bytes > 0 else 2**31 - 1
+            for tp in sorted(d.session.partitions):
+                if tp not in readable:
+                    got[tp] = (b"", (), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    continue
+                a = await sm.acquire(group, member, tp, budget, max_records, now_ms())
+                budget = max(budget - len(a.records), 0)
+                got[tp] = (a.records, a.ranges, a.error)
+            if any(v[1] or v[2] != ErrorCode.NONE for v in got.values()) or acks \
+                    or asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(RECHECK_S)
+        return self._fetch_answer(got, acks, unknown)
+
+    def _fetch_answer(self, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
+                      acks: dict[TopicPartition, tuple[ErrorCode, str | None]],
+                      unknown: list[tuple[uuid.UUID, int]]) -> Any:
+        ids = self.broker.metadata_cache.topic_ids
+        by_topic: dict[uuid.UUID, list[Any]] = {}
+        for tp in sorted(set(got) | set(acks)):
+            records, ranges, code = got.get(tp, (b"", (), ErrorCode.NONE))
+            ack_code, ack_msg = acks.get(tp, (ErrorCode.NONE, None))
+            by_topic.setdefault(ids.get(tp.topic, uuid.UUID(int=0)), []).append(_FP(
+                partition_index=tp.partition, error_code=int(code), error_message=None,
+                acknowledge_error_code=int(ack_code), acknowledge_error_message=ack_msg,
+                current_leader=self._leader(tp, code), records=records,
+                acquired_records=[_FP.AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
+                                                      delivery_count=a.delivery_count) for a in ranges]))
+        for tid, p in unknown:
+            by_topic.setdefault(tid, []).append(_FP(
+                partition_index=p, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), error_message=None,
+                acknowledge_error_code=0, acknowledge_error_message=None,
+                current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
+        return ShareFetchResponse(
+            throttle_time_ms=0, error_code=0, error_message=None,
+            acquisition_lock_timeout_ms=self.broker.share_manager.config.partition.lock_duration_ms,
+            responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()], node_endpoints=[])
+
+    def _leader(self, tp: TopicPartition, code: ErrorCode) -> Any:
+        if code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return _FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+        state = self.broker.metadata_cache.partition(tp)
+        if state is None:
+            return _FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+        return _FP.LeaderIdAndEpoch(leader_id=state.leader, leader_epoch=state.leader_epoch)
+
+    async def handle_share_acknowledge(self, req: DecodedRequest) -> Any:
+        r = req.request
+        group, member = r.group_id or "", r.member_id or ""
+        refused = self._refusal(req, group, member)
+        if refused is not None:
+            return _ack_error(*refused)
+        d = self.broker.share_sessions.on_acknowledge(group, member, r.share_session_epoch)
+        if d.error != ErrorCode.NONE or d.session is None:
+            return _ack_error(d.error, d.message)
+        names = await self._names([t.topic_id for t in r.topics or []])
+        acks = await self._acks(req, group, member, r.topics or [], names)
+        if d.closing:
+            await self.broker.share_manager.release(group, member, d.session.partitions)
+        ids = self.broker.metadata_cache.topic_ids
+        by_topic: dict[uuid.UUID, list[Any]] = {}
+        for tp, (code, msg) in sorted(acks.items()):
+            by_topic.setdefault(ids.get(tp.topic, uuid.UUID(int=0)), []).append(_AP(
+                partition_index=tp.partition, error_code=int(code), error_message=msg,
+                current_leader=_AP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+        return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                        responses=[_AT(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+                                        node_endpoints=[])
+
+
+def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
+    return ShareGroupDescribeResponse.Assignment(topic_partitions=[
+        ShareGroupDescribeResponse.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""), partitions=sorted(parts))
+        for tid, parts in sorted(a.items(), key=lambda kv: kv[0].bytes)])
+
+
+def _empty(gid: str, code: ErrorCode, message: str | None) -> Any:
+    return _DG(error_code=int(code), error_message=message, group_id=gid, group_state="Dead", group_epoch=-1,
+               assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NOT_REQUESTED)
+
+
+def _hb_error(code: ErrorCode, message: str | None) -> Any:
+    return _HB(throttle_time_ms=0, error_code=int(code), error_message=message, member_id=None, member_epoch=-1,
+               heartbeat_interval_ms=-1, assignment=None)
+
+
+def _fetch_error(code: ErrorCode, message: str | None) -> Any:
+    return ShareFetchResponse(throttle_time_ms=0, error_code=int(code), error_message=message,
+                              acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
+
+
+def _ack_error(code: ErrorCode, message: str | None) -> Any:
+    return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[],
+                                    node_endpoints=[])

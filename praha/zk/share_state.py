@@ -1,0 +1,115 @@
+"""Durable share-partition state (KIP-932), in ZooKeeper: what each share partition has
+acknowledged survives a leader failover and a restart.
+
+Kafka keeps this state in `__share_group_state` through a share coordinator; praha, a
+ZooKeeper-mode cluster, keeps it in one znode per (group, topic, partition):
+`/praha/share_group_state/<group>/<topic>/<partition>` (the group id percent-encoded), JSON
+of the start offset and the in-flight window's state batches (Kafka's ShareSnapshot
+fields), with the leader epoch that wrote it. Writes are conditional on the znode version
+the leader read or last wrote, so a deposed leader's late write fails (Kafka's
+FENCED_STATE_EPOCH) instead of overwriting its successor's state.
+"""
+from __future__ import annotations
+
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from praha.common import TopicPartition
+from praha.errors import ErrorCode, PrahaError
+from praha.zk.znodes import SHARE_GROUP_STATE_PATH
+
+
+class FencedStateEpoch(PrahaError):
+    code = ErrorCode.FENCED_STATE_EPOCH
+
+
+#: (first offset, last offset, record state, delivery count): Kafka's state batch fields
+Batch = tuple[int, int, int, int]
+#: the record states a state batch may hold (Kafka's values): available, acknowledged, archived
+AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
+
+
+@dataclass(frozen=True)
+class ShareSnapshot:
+    start_offset: int
+    batches: tuple[Batch, ...]
+    leader_epoch: int
+
+    def in_flight(self) -> int:
+        """Records of the window not yet done (acquired ones are stored as available)."""
+        return sum(b[1] - b[0] + 1 for b in self.batches if b[2] == AVAILABLE)
+
+
+def group_path(group_id: str) -> str:
+    return f"{SHARE_GROUP_STATE_PATH}/{urllib.parse.quote(group_id, safe='')}"
+
+
+def state_path(group_id: str, tp: TopicPartition) -> str:
+    return f"{group_path(group_id)}/{tp.topic}/{tp.partition}"
+
+
+def encode(s: ShareSnapshot) -> bytes:
+    return json.dumps({"version": 1, "leader_epoch": s.leader_epoch, "start_offset": s.start_offset,
+                       "state_batches": [list(b) for b in s.batches]}, separators=(",", ":")).encode()
+
+
+def decode(data: bytes) -> ShareSnapshot:
+    d = json.loads(data)
+    return ShareSnapshot(int(d["start_offset"]), tuple((int(a), int(b), int(st), int(dc))
+                                                       for a, b, st, dc in d["state_batches"]),
+                         int(d["leader_epoch"]))
+
+
+class ShareStateStore:
+    """Blocking reads and fenced writes of share-partition state (call from an executor)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client  # a started kazoo client (the broker's ZkStore.client)
+
+    def read(self, group_id: str, tp: TopicPartition) -> tuple[ShareSnapshot | None, int]:
+        """The state and its znode version; (None, -1) when the group has none on this partition."""
+        try:
+            data, stat = self.client.get(state_path(group_id, tp))
+        except NoNodeError:
+            return None, -1
+        return decode(data), stat.version
+
+    def write(self, group_id: str, tp: TopicPartition, snap: ShareSnapshot, version: int) -> int:
+        """Store `snap` if the znode is still at `version` (-1: must not exist yet); its new version."""
+        path = state_path(group_id, tp)
+        try:
+            if version < 0:
+                self.client.create(path, encode(snap), makepath=True)
+                return 0
+            return int(self.client.set(path, encode(snap), version=version).version)
+        except (BadVersionError, NodeExistsError):
+            raise FencedStateEpoch(f"share state of {group_id} {tp} was written by a newer leader") from None
+
+    def groups(self) -> list[str]:
+        try:
+            return sorted(urllib.parse.unquote(g) for g in self.client.get_children(SHARE_GROUP_STATE_PATH))
+        except NoNodeError:
+            return []
+
+    def of_group(self, group_id: str) -> dict[TopicPartition, ShareSnapshot]:
+        out: dict[TopicPartition, ShareSnapshot] = {}
+        try:
+            topics = self.client.get_children(group_path(group_id))
+        except NoNodeError:
+            return out
+        for t in topics:
+            for p in self.client.get_children(f"{group_path(group_id)}/{t}"):
+                snap, _ = self.read(group_id, TopicPartition(t, int(p)))
+                if snap is not None:
+                    out[TopicPartition(t, int(p))] = snap
+        return out
+
+    def delete_group(self, group_id: str) -> None:
+        try:
+            self.client.delete(group_path(group_id), recursive=True)
+        except NoNodeError:
+            pass

@@ -1,0 +1,369 @@
+"""Queues for Kafka (KIP-932 share groups, issue 23) with confluent-kafka's own `ShareConsumer`
+on a 3-broker cluster, one cluster for the module.
+
+Members run as separate processes (so one can be SIGKILLed) and report, one JSON line each,
+every record they received (offset, delivery count) and every acknowledgement the broker
+confirmed (`commit_sync` answered without error). The checks are on those reports; the bad
+input checks speak the wire protocol directly.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from praha.errors import ErrorCode
+from praha.protocol.client import BrokerConnection
+from praha.protocol.messages.gen.metadata import FindCoordinatorRequest, MetadataRequest
+from praha.protocol.messages.gen.share import (
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
+from praha.testing.cluster import bootstrap, wait_for
+
+# slow (a cluster and member processes, minutes): `make test-share-groups`
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+LOCK_MS = 4000
+LIMIT = 3
+SETTINGS = {
+    "share.auto.offset.reset": "earliest",
+    "group.share.record.lock.duration.ms": str(LOCK_MS),
+    "group.share.delivery.count.limit": str(LIMIT),
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.session.timeout.ms": "6000",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(module_cluster):
+    return module_cluster(3, SETTINGS, store=False).cluster
+
+
+@pytest.fixture(scope="module")
+def bs(cluster) -> str:
+    return bootstrap(cluster)
+
+
+def new_topic(bs: str, records: int, partitions: int = 1) -> str:
+    name = f"q-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5})
+    for i in range(records):
+        p.produce(name, value=str(i).encode(), partition=i % partitions)
+    assert p.flush(60) == 0
+    return name
+
+
+MEMBER = textwrap.dedent("""
+    import json, sys, time
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    bs, group, topic, plan = sys.argv[1:5]
+    plan = json.loads(plan)
+    # plan: {"hold": true} never acknowledges; {"release": [offsets]}, {"reject": [offsets]}: those
+    # offsets so (every time they come); the rest accepted. "max": records per poll.
+    conf = {"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit",
+            "max.poll.records": plan.get("max", 500)}
+    if plan.get("debug"):
+        conf["debug"] = plan["debug"]
+    def say(*parts):
+        print(json.dumps(parts), flush=True)
+    c = ShareConsumer(conf)
+    c.subscribe([topic])
+    say("started")
+    deadline = time.monotonic() + plan.get("seconds", 120)
+    kinds = {"release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
+    while time.monotonic() < deadline:
+        ms = c.poll(0.5)
+        acked = []
+        for m in ms:
+            if m.error() is not None:
+                say("error", str(m.error()))
+                continue
+            say("got", m.partition(), m.offset(), m.delivery_count())
+            if plan.get("hold") or m.offset() >= plan.get("accept_below", 1 << 62):
+                continue
+            kind = next((k for k in kinds if m.offset() in plan.get(k, [])), "accept")
+            c.acknowledge(m, kinds.get(kind, AcknowledgeType.ACCEPT))
+            acked.append((m.partition(), m.offset(), kind))
+            if plan.get("work_ms"):
+                time.sleep(plan["work_ms"] / 1000)
+        if acked:
+            res = c.commit_sync(30)
+            bad = {f"{tp.partition}": str(e) for tp, e in res.items() if e is not None}
+            if bad:
+                say("commit-failed", bad, acked)
+            else:
+                for p, o, kind in acked:
+                    say("acked", p, o, kind)
+        if (plan.get("hold") or "accept_below" in plan) and ms:
+            say("holding")
+            time.sleep(3600)
+    c.close()
+    say("closed")
+""")
+
+
+class Member:
+    """One ShareConsumer process and what it reported."""
+
+    def __init__(self, bs: str, group: str, topic: str, **plan: object):
+        self.events: list[list] = []
+        self.lock = threading.Lock()
+        if os.environ.get("SHARE_MEMBER_DEBUG"):
+            plan = {**plan, "debug": os.environ["SHARE_MEMBER_DEBUG"]}
+        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bs, group, topic, json.dumps(plan)],
+                                     stdout=subprocess.PIPE, text=True,
+                                     stderr=open(os.environ["SHARE_MEMBER_LOG"], "a") if os.environ.get(
+                                         "SHARE_MEMBER_LOG") else subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.lock:
+                self.events.append(event)
+
+    def of(self, kind: str) -> list[list]:
+        with self.lock:
+            return [e[1:] for e in self.events if e[0] == kind]
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def members():
+    started: list[Member] = []
+    yield started
+    for m in started:
+        m.stop()
+
+
+def accepted(ms: list[Member]) -> list[int]:
+    return sorted(o for m in ms for _, o, kind in m.of("acked") if kind == "accept")
+
+
+def test_four_share_consumers_on_one_partition_take_disjoint_records_and_accept_each_once(bs, members):
+    n = 400
+    topic = new_topic(bs, n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    members += [Member(bs, group, topic, max=10, work_ms=5) for _ in range(4)]
+    wait_for(lambda: len(accepted(members)) >= n, timeout=120, what="every record accepted")
+    assert accepted(members) == list(range(n))  # each exactly once
+    got = [set(o for _, o, _ in m.of("got")) for m in members]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert not got[i] & got[j], f"members {i} and {j} both received {sorted(got[i] & got[j])[:5]}"
+    assert sum(1 for g in got if g) >= 2, "the partition's records were not shared"
+    assert all(dc == 1 for m in members for _, _, dc in m.of("got"))
+
+
+def test_records_held_by_a_killed_consumer_come_to_another_after_the_lock_with_delivery_count_two(bs, members):
+    topic = new_topic(bs, 20)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    holder = Member(bs, group, topic, hold=True, max=5)
+    members.append(holder)
+    wait_for(lambda: holder.of("holding"), timeout=120, what="the holder holds records")
+    held = sorted(o for _, o, _ in holder.of("got"))
+    holder.kill()
+    other = Member(bs, group, topic)
+    members.append(other)
+    wait_for(lambda: len(accepted([other])) >= 20, timeout=90, what="the other consumer accepted all")
+    counts = {o: dc for _, o, dc in other.of("got")}
+    assert accepted([other]) == list(range(20))
+    assert held and all(counts[o] == 2 for o in held), (held, counts)
+    assert all(counts[o] == 1 for o in counts if o not in held)
+
+
+def test_release_redelivers_reject_archives_and_a_poison_record_is_archived_at_the_limit(bs, members):
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    m = Member(bs, group, topic, release=[3], reject=[5])
+    members.append(m)
+    # 3 is released every time: delivered LIMIT times, then archived; 5 rejected once, never again
+    wait_for(lambda: len(accepted([m])) >= 8 and len([1 for _, o, _ in m.of("acked") if o == 3]) >= LIMIT,
+             timeout=60, what="the poison record released to the limit")
+    deliveries = [dc for _, o, dc in m.of("got") if o == 3]
+    assert deliveries == list(range(1, LIMIT + 1))
+    assert [dc for _, o, dc in m.of("got") if o == 5] == [1]
+    assert accepted([m]) == [o for o in range(10) if o not in (3, 5)]
+    # more records after it: the window moved past the archived ones, nothing comes back
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    p.produce(topic, value=b"late")
+    assert p.flush(30) == 0
+    wait_for(lambda: 10 in accepted([m]), timeout=60, what="the late record")
+    assert [dc for _, o, dc in m.of("got") if o == 3] == list(range(1, LIMIT + 1))
+    assert [dc for _, o, dc in m.of("got") if o == 5] == [1]
+
+
+def test_a_share_group_and_a_classic_group_read_the_same_topic_independently(bs, members):
+    topic = new_topic(bs, 30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    m = Member(bs, group, topic)
+    members.append(m)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group + "-classic", "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe([topic])
+        seen: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 30 and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.append(msg.offset())
+    finally:
+        c.close()
+    wait_for(lambda: len(accepted([m])) >= 30, timeout=60, what="the share group read all")
+    assert sorted(seen) == list(range(30)) and accepted([m]) == list(range(30))
+
+
+def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones_come_again(cluster, bs, members):
+    topic = new_topic(bs, 30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    holder = Member(bs, group, topic, accept_below=10, max=20)
+    members.append(holder)
+    wait_for(lambda: holder.of("holding"), timeout=120, what="the consumer accepted 10 and holds 10")
+    assert accepted([holder]) == list(range(10))
+    held = sorted(o for _, o, _ in holder.of("got") if o >= 10)
+    assert held == list(range(10, 20))
+    any_broker = BrokerConnection(*bs.split(",")[0].split(":")[:1], int(bs.split(",")[0].split(":")[1]))
+    _, leader_conn = _leader(any_broker, topic)
+    md = any_broker.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 12)
+    leader = md.topics[0].partitions[0].leader_id
+    for c in (any_broker, leader_conn):
+        c.close()
+    cluster.kill_broker(leader)
+    try:
+        other = Member(bs, group, topic)
+        members.append(other)
+        wait_for(lambda: set(accepted([other])) >= set(range(10, 30)), timeout=120,
+                 what="the other consumer accepted the rest after the election")
+        got = {o: dc for _, o, dc in other.of("got")}
+        assert not set(got) & set(range(10)), f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        assert accepted([other]) == list(range(10, 30))
+        assert all(got[o] == 2 for o in held), got  # the held ones come back, their first delivery counted
+    finally:
+        cluster.start_broker(leader, timeout=120)
+
+
+def test_praha_groups_share_describe_shows_members_start_offsets_and_in_flight_records(cluster, bs, members, cli):
+    topic = new_topic(bs, 12)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    holder = Member(bs, group, topic, accept_below=4, max=8)
+    members.append(holder)
+    wait_for(lambda: holder.of("holding"), timeout=120, what="4 accepted, 4 held")
+    rc, out, err = cli("groups", "--share", "--list", "--dir", cluster.root)
+    assert rc == 0 and group in out.split()
+    rc, out, err = cli("groups", "--share", "--describe", "--group", group, "--dir", cluster.root, "--json")
+    assert rc == 0, err
+    g = json.loads(out)["groups"][0]
+    assert g["state"] == "Stable" and len(g["members"]) == 1
+    assert g["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
+    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "in_flight": 4}]
+    rc, out, err = cli("groups", "--share", "--describe", "--group", "no-such-" + group, "--dir", cluster.root)
+    assert rc == 1 and "does not exist" in err
+    rc, out, err = cli("groups", "--share", "--delete", "--group", group, "--dir", cluster.root)
+    assert rc != 0
+
+
+# ---------------------------------------------------------------- bad input, on the wire
+def _connect(bs: str, group: str) -> tuple[BrokerConnection, BrokerConnection, uuid.UUID]:
+    host, port = bs.split(",")[0].split(":")
+    any_broker = BrokerConnection(host, int(port))
+    coord = wait_for(lambda: _coordinator(any_broker, group), timeout=30, what="a coordinator")
+    return any_broker, BrokerConnection(*coord), uuid.UUID(int=0)
+
+
+def _coordinator(conn: BrokerConnection, group: str):
+    r = conn.send(FindCoordinatorRequest(key=group, key_type=0), 2)
+    return (r.host, r.port) if r.error_code == 0 else None
+
+
+def _leader(conn: BrokerConnection, topic: str):
+    md = conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 12)
+    t = md.topics[0]
+    leader = t.partitions[0].leader_id
+    b = next(b for b in md.brokers if b.node_id == leader)
+    return t.topic_id, BrokerConnection(b.host, b.port)
+
+
+def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
+    topic = new_topic(bs, 5)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    member = uuid.uuid4().hex
+    hb = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                               subscribed_topic_names=[topic]), 1)
+    assert hb.error_code == 0 and hb.member_epoch >= 1
+    # a stale member epoch is fenced; an unknown group is not found
+    fenced = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=member,
+                                                   member_epoch=hb.member_epoch + 5), 1)
+    assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    d = coord.send(ShareGroupDescribeRequest(group_ids=["no-such-" + group]), 1)
+    assert d.groups[0].error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
+    topic_id, leader = _leader(any_broker, topic)
+    F = ShareFetchRequest
+    part = F.FetchTopic.FetchPartition
+
+    def fetch(epoch: int, acks=()):
+        return leader.send(F(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=2000,
+                             min_bytes=1, max_bytes=1 << 20, max_records=2, batch_size=2, topics=[F.FetchTopic(
+                                 topic_id=topic_id, partitions=[part(partition_index=0, acknowledgement_batches=[
+                                     part.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=[t])
+                                     for a, b, t in acks])])], forgotten_topics_data=[]), 1)
+
+    # no session yet: epoch 1 is SHARE_SESSION_NOT_FOUND
+    assert fetch(1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    first = fetch(0)
+    assert first.error_code == 0
+    acquired = [(a.first_offset, a.last_offset) for t in first.responses for p in t.partitions
+                for a in p.acquired_records]
+    assert acquired == [(0, 1)]
+    # a stale session epoch: INVALID_SHARE_SESSION_EPOCH, the acknowledgement in it not applied
+    assert fetch(0 + 5, acks=[(0, 0, 1)]).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    A = ShareAcknowledgeRequest
+    apart = A.AcknowledgeTopic.AcknowledgePartition
+
+    def ack(epoch: int, first_offset: int, last_offset: int, kind: int = 1):
+        return leader.send(A(group_id=group, member_id=member, share_session_epoch=epoch, topics=[A.AcknowledgeTopic(
+            topic_id=topic_id, partitions=[apart(partition_index=0, acknowledgement_batches=[
+                apart.AcknowledgementBatch(first_offset=first_offset, last_offset=last_offset,
+                                           acknowledge_types=[kind])])])]), 1)
+
+    assert ack(0, 0, 0).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    # acknowledging records never acquired (2-3): INVALID_RECORD_STATE for the partition, nothing changed
+    r = ack(1, 0, 3)
+    assert r.error_code == 0 and r.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+    r = ack(2, 0, 1)  # 0 and 1 are still ours: accepted now
+    assert r.error_code == 0 and r.responses[0].partitions[0].error_code == 0
+    nxt = fetch(3)
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for t in nxt.responses for p in t.partitions
+            for a in p.acquired_records] == [(2, 3, 1)]
+    for c in (any_broker, coord, leader):
+        c.close()
