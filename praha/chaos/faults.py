@@ -288,7 +288,8 @@ class FaultInjector:
         refused, answers = 0, {}
         for target in sorted(live):
             info = live[target]
-            with BrokerConnection(info.host, info.port, timeout=5.0) as conn:
+            b = self.env.brokers()[target]  # its client listener (a secure broker registers two)
+            with BrokerConnection(b.host, b.port, timeout=5.0, security=self.env.admin_security()) as conn:
                 for i, req in enumerate(requests_for(info)):
                     obj, version = wire.request_to_wire(req)
                     code = wire.response_from_wire(conn.send(obj, version)).error_code
@@ -399,7 +400,7 @@ class FaultInjector:
         address = env.brokers()[bid].address
 
         def offline() -> bool:
-            (b,) = describe_log_dirs(address, [bid], timeout=5)
+            (b,) = describe_log_dirs(address, [bid], timeout=5, security=env.admin_security())
             return any(d.path == str(disk.path) and d.error == "KAFKA_STORAGE_ERROR" for d in b.dirs)
 
         try:

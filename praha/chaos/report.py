@@ -51,6 +51,7 @@ def _default_kinds(cfg: dict[str, Any]) -> bool:
 
     return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"],
                                                      secure_zookeeper=cfg.get("secure_zookeeper", False),
+                                                     secure=cfg.get("secure", False),
                                                      netns=cfg.get("netns", False),
                                                      workload=cfg.get("workload", "queue")).effective_kinds())
 
@@ -87,7 +88,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"chaos campaign, seed {report['seed']} (replay: praha chaos --brokers {cfg['brokers']} "
         f"--faults {cfg['faults']} --seed {report['seed']}"
         + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "")
-        + (" --netns" if cfg.get("netns") else "")
+        + (" --netns" if cfg.get("netns") else "") + (" --secure" if cfg.get("secure") else "")
         + (f" --workload {cfg['workload']}" if cfg.get("workload", "queue") != "queue" else "")
         + ("" if _default_kinds(cfg) else f" --kinds {','.join(cfg['kinds'])}") + ")",
         f"  duration {report['duration_s']:.0f}s, {cfg['brokers']} brokers, ZooKeeper "
