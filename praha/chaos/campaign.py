@@ -276,6 +276,9 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         for anomaly, n in verdict.counts.items():
             if n:
                 timeline.violate(anomaly, f"{n} in the transactional history", examples=verdict.examples[anomaly][:3])
+    for what, ok in env.refusals.items():
+        if not ok:
+            timeline.violate("security_probe_accepted", f"a secure broker let in what it must refuse: {what}")
     records = inv.check_records(ledger, final, hw, timeline)
     group = inv.check_group(group_ledger, ledger, timeline) if group_ledger is not None else None
     if replica_divergent < 0:
@@ -340,6 +343,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "faults": [f.to_json() for f in faults],
         "admin": admin.outcomes if admin else {},
         "health": asdict(health),
+        "security_refusals": env.refusals,
         "controller_elections": controllers.elections,
         "violations": [{**violation_json(v), "seed": cfg.seed} for v in timeline.violations],
         "events": [asdict(e) for e in timeline.events],

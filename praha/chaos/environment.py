@@ -87,6 +87,8 @@ class ChaosEnvironment:
         #: with cfg.secure: each principal's password, and the cluster's CA
         self.passwords: dict[Role, str] = {}
         self.ca = ""
+        #: with cfg.secure: what the cluster must refuse (`probe_security`) → whether it did
+        self.refusals: dict[str, bool] = {}
 
     @property
     def store(self) -> ZkStore:
@@ -176,6 +178,31 @@ class ChaosEnvironment:
 
         if not wait_until(everyone_in, 60, interval=0.5):
             raise PrahaError("the workload principals could not log in to every broker within 60s")
+        self.refusals = self.probe_security()
+
+    def probe_security(self) -> dict[str, bool]:
+        """Once, before the workload: a plain-TCP client, a wrong password, and the reader
+        describing a topic outside its grants must each be refused by every broker (so that
+        every client that works through the campaign is known to have logged in)."""
+        from praha.admin.client_status import fetch_metadata
+        from praha.errors import ErrorCode
+        from praha.protocol.client_security import PLAINTEXT
+
+        def refused(address: str, security: ClientSecurity, topic: str = "") -> bool:
+            try:
+                md = fetch_metadata(address, topics=[topic] if topic else [], timeout=5.0, security=security)
+            except Exception:  # noqa: BLE001 - a closed connection or a failed login: refused
+                return not topic
+            return bool(topic) and all(t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in md.topics)
+
+        reader = self.access(Role.READER)
+        wrong = ClientAccess(reader.bootstrap, reader.username, reader.password + "x", reader.ca)
+        addresses = [b.address for b in self.brokers().values()]
+        return {
+            "plaintext_client": all(refused(a, PLAINTEXT) for a in addresses),
+            "wrong_password": all(refused(a, wrong.security()) for a in addresses),
+            "reader_outside_its_grants": all(refused(a, reader.security(), "__consumer_offsets") for a in addresses),
+        }
 
     # ------------------------------------------------------------------ queries
     def brokers(self) -> dict[int, BrokerProcess]:
