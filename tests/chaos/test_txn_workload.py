@@ -173,10 +173,9 @@ def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_the
 def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):
     """A workload that proved nothing must not pass: clients idle before the faults are listed
     (and judged as a `txn_workload` violation by the campaign)."""
+    from praha.chaos.access import ClientAccess
     from praha.chaos.timeline import Timeline
     from praha.chaos.txn import TxnWorkload
-
-    from praha.chaos.access import ClientAccess
 
     w = TxnWorkload(tmp_path, lambda _role: ClientAccess("127.0.0.1:1"), Timeline(), 1)
     for spec in CLIENTS:
