@@ -61,6 +61,9 @@ def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
         # aborted within 2 s of their timeout (Kafka checks every 10 s)
         "transaction.state.log.num.partitions": "10",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(TXN_ABORT_CHECK_MS),
+        # no Schema Registry: no campaign client uses it, and a broker (re)started by a fault
+        # would otherwise import it, start its reader and be waited for until it listens
+        "schema.registry.listeners": "",
         **cfg.extra_broker_config,
     }
 

@@ -415,3 +415,16 @@ def test_the_plot_has_a_latency_panel_with_the_transactional_workload(tmp_path):
     from matplotlib.image import imread
 
     assert imread(with_txn).shape[0] == (11 + 2) * 90  # one panel more than the 11-inch plot, at 90 dpi
+
+
+def test_campaign_brokers_run_no_schema_registry_so_a_restart_waits_for_none():
+    """A cheaper fault cycle: a broker a fault restarts neither imports nor starts the registry,
+    and `wait_until_ready` (which waits for a running registry to listen) waits for none."""
+    from praha.chaos.environment import broker_overrides
+    from praha.cluster.local import BrokerProcess
+
+    overrides = broker_overrides(CampaignConfig())
+    assert overrides["schema.registry.listeners"] == ""
+    b = BrokerProcess(id=1, port=9092, metrics_port=9404, dir="/x",
+                      overrides={"schema.registry.listeners": "http://127.0.0.1:1", **overrides})
+    assert b.schema_registry == ""
