@@ -63,7 +63,9 @@ def plot(reports: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    names = [f"{r['seed']}{' sec' if r['config'].get('secure') else ''}" for r in reports]
+    # in the order given, each named by seed, options and wall time (a seed may be run twice)
+    names = [f"{i + 1}. {r['seed']}{' secure' if r['config'].get('secure') else ''} ({r['duration_s']:.0f} s)"
+             for i, r in enumerate(reports)]
     left = [0.0] * len(reports)
     for key, color in (("setup", "#999"), ("faults", "#d62728"), ("between", "#ff9896"), ("end", "#1f77b4")):
         vals = [phases(r)[key] for r in reports]
@@ -78,7 +80,7 @@ def plot(reports: list[dict[str, Any]], path: Path) -> None:
     for i, k in enumerate(order):
         b.text(statistics.mean(kinds[k]), i, f" n={len(kinds[k])}", va="center", fontsize=7)
     b.set_xlabel("mean seconds from injection to heal")
-    b.set_title("per fault kind")
+    b.set_title("per fault kind, over all these campaigns")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
