@@ -10,12 +10,16 @@ the leader asks the transaction coordinator:
    COORDINATOR_NOT_AVAILABLE;
 2. one AddPartitionsToTxn v4 with `verify_only`, every partition of the request in it,
    on a connection kept per coordinator broker (one request at a time on it);
-3. each partition's answer becomes the produce's error (`produce_error`, Kafka 3.7's
-   translation): the coordinator's "not available / loading / not coordinator / concurrent
-   transactions" become NOT_ENOUGH_REPLICAS, which every client retries; PRODUCER_FENCED
-   becomes INVALID_PRODUCER_EPOCH; a partition not in the transaction is
-   INVALID_TXN_STATE (so is a top-level CLUSTER_AUTHORIZATION_FAILED); a lost connection
-   is NETWORK_EXCEPTION.
+3. each partition's answer becomes the produce's error (`produce_error`, Kafka 3.8+'s
+   translation, KAFKA-16386): the coordinator's "not available / loading / not coordinator /
+   concurrent transactions", and a coordinator that could not be reached (NETWORK_EXCEPTION),
+   become NOT_ENOUGH_REPLICAS, which every client retries; PRODUCER_FENCED becomes
+   INVALID_PRODUCER_EPOCH; a partition not in the transaction is INVALID_TXN_STATE (so is a
+   top-level CLUSTER_AUTHORIZATION_FAILED). A NETWORK_EXCEPTION answered as such made
+   librdkafka abort the transaction (chaos seed 201: with a batch of it possibly persisted
+   on a leader killed meanwhile, the abort kept the producer epoch, the next transaction
+   reused that batch's sequence number, and the new leader answered its write as a
+   duplicate of the aborted one: a committed value lost).
 Nothing is cached: every partition that would open a transaction asks again. The log's
 verification token (`Log.begin_verification`) makes the append fail if a marker landed
 while the leader waited for the answer.
@@ -55,7 +59,8 @@ _TOPIC = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 
 #: coordinator answers a producer can only wait out: retriable for every client as NOT_ENOUGH_REPLICAS
 _RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS})
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
+                        ErrorCode.NETWORK_EXCEPTION})
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 
@@ -161,11 +166,11 @@ class TxnVerifier:
                     response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
         except (OSError, asyncio.TimeoutError, PrahaError) as e:
             log.info("Transaction verification for %s at broker %d failed: %s", transactional_id, coordinator.id, e)
-            return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
+            return {tp: produce_error(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
         except Exception as e:  # noqa: BLE001 - an undecodable answer must fail this produce, not the connection
             conn.close()
             log.warning("Undecodable AddPartitionsToTxn answer from broker %d: %r", coordinator.id, e)
-            return {tp: int(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
+            return {tp: produce_error(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
         return {tp: produce_error(code) for tp, code in partition_errors(response, transactional_id, partitions).items()}
 
     def _connection(self, broker_id: int, host: str, port: int) -> tuple[AsyncConnection, asyncio.Lock]:

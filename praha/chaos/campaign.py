@@ -33,6 +33,7 @@ from praha.chaos.history import Verdict
 from praha.chaos.ledger import GroupLedger, Ledger, Tp
 from praha.chaos.observers import ClusterObserver, HighWatermarkMonitor, HwState
 from praha.chaos.plot import plot_timeline
+from praha.chaos.principals import Role
 from praha.chaos.report import headline, summary_text, violation_json
 from praha.chaos.schedule import build_schedule
 from praha.chaos.timeline import Timeline
@@ -89,7 +90,7 @@ def _create_topics(env: ChaosEnvironment, cfg: CampaignConfig, partitions: dict[
 
     def served_everywhere() -> bool:
         for b in env.brokers().values():
-            md = fetch_metadata(b.address, topics=topics, timeout=2.0)
+            md = fetch_metadata(b.address, topics=topics, timeout=2.0, security=env.admin_security())
             led = sum(1 for t in md.topics for p in t.partitions if p.error_code == 0 and p.leader_id >= 0)
             if led != len(tps):
                 return False
@@ -142,10 +143,10 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         tps = _create_data_topics(env, cfg)
         timeline.add("note", "data topics ready", partitions=len(tps))
         clients_log = _client_logger(root / "clients.log")
-        bootstrap = env.bootstrap()
-        consumers = [ConsumerWorker(f"c{i}", bootstrap, tps, ledger, stop_watch, clients_log)
+        consumers = [ConsumerWorker(f"c{i}", env.access(Role.READER), tps, ledger, stop_watch, clients_log)
                      for i in range(cfg.consumers)]
-        producers = [ProducerWorker(f"p{i}", bootstrap, tps, ledger, cfg.records_per_second, stop_clients, clients_log)
+        producers = [ProducerWorker(f"p{i}", env.access(Role.PRODUCER), tps, ledger, cfg.records_per_second,
+                                    stop_clients, clients_log)
                      for i in range(cfg.producers)]
         hw_monitor = HighWatermarkMonitor(env, tps, timeline, stop_watch)
         observer = ClusterObserver(env, set(_data_topics(cfg)), timeline, stop_watch)
@@ -155,10 +156,10 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             t.start()
         if cfg.workload == "txn":
             _create_topics(env, cfg, TOPIC_PARTITIONS)
-            txn = TxnWorkload(root, bootstrap, timeline, cfg.seed)
+            txn = TxnWorkload(root, env.access, timeline, cfg.seed)
             txn.start()
         if cfg.group_members > 0:
-            group = ConsumerGroup(root, bootstrap, _data_topics(cfg), timeline, cfg.group_members)
+            group = ConsumerGroup(root, env.access(Role.READER), _data_topics(cfg), timeline, cfg.group_members)
             group.start()
         time.sleep(3.0)
         if txn is not None:
@@ -186,7 +187,7 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             p.join(timeout=60)
         progress(f"chaos: healed={health.healthy} in {health.waited_s:.1f}s; reading every record back")
         assignments = _assignments(env, _data_topics(cfg))
-        final = inv.read_everything(env.bootstrap(), tps, clients_log)
+        final = inv.read_everything(env.access(Role.READER), tps, clients_log)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and any(
                 max(ledger.served.get(tp, {-1: ""}), default=-1) + 1 < final.high_watermarks.get(tp, 0) for tp in tps):
@@ -279,6 +280,9 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         for anomaly, n in verdict.counts.items():
             if n:
                 timeline.violate(anomaly, f"{n} in the transactional history", examples=verdict.examples[anomaly][:3])
+    for what, ok in env.refusals.items():
+        if not ok:
+            timeline.violate("security_probe_accepted", f"a secure broker let in what it must refuse: {what}")
     records = inv.check_records(ledger, final, hw, timeline)
     group = inv.check_group(group_ledger, ledger, timeline) if group_ledger is not None else None
     if replica_divergent < 0:
@@ -343,6 +347,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "faults": [f.to_json() for f in faults],
         "admin": admin.outcomes if admin else {},
         "health": asdict(health),
+        "security_refusals": env.refusals,
         "controller_elections": controllers.elections,
         "violations": [{**violation_json(v), "seed": cfg.seed} for v in timeline.violations],
         "events": [asdict(e) for e in timeline.events],

@@ -41,6 +41,9 @@ class CampaignConfig:
     zk_ensemble: int = 1  # 1: one embedded server; 3: a 3-node ensemble on loopback
     #: brokers log in to ZooKeeper (digest) with zookeeper.set.acl=true, the tree secured as docs/security.md says
     secure_zookeeper: bool = False
+    #: clients on SASL_SSL with SCRAM, each workload principal with its own ACLs (praha/chaos/access.py),
+    #: brokers among themselves on mutual TLS, ZooKeeper secured as with secure_zookeeper
+    secure: bool = False
     netns: bool = False  # every ZooKeeper server and broker in a network namespace of its own
     workdir: Path = Path(".praha/chaos")
     kinds: tuple[str, ...] = ALL_KINDS
@@ -75,12 +78,17 @@ class CampaignConfig:
             "zk_member_kill": "--zk-ensemble 3" if self.zk_ensemble < 3 else "",
             "member_kill": "--group-members 1 or more" if self.group_members < 1 else "",
             "coordinator_kill": "--group-members 1 or more" if self.group_members < 1 else "",
-            "forged_zk_write": "--secure-zookeeper" if not self.secure_zookeeper else "",
+            "forged_zk_write": "--secure-zookeeper (or --secure)" if not self.zk_acls else "",
             # its point is the transactional producer paused with the broker
             "long_pause": "--workload txn" if self.workload != "txn" else "",
             **{k: "--netns" for k in NETWORK_KINDS if not self.netns},
         }
         return {k: why for k, why in lacks.items() if why}
+
+    @property
+    def zk_acls(self) -> bool:
+        """Do the brokers and the harness log in to ZooKeeper, the tree protected by ACLs?"""
+        return self.secure or self.secure_zookeeper
 
     def effective_kinds(self) -> tuple[str, ...]:
         """The kinds that make sense for this cluster (no ensemble → no member kills)."""
@@ -101,6 +109,8 @@ class CampaignConfig:
             raise ValueError(f"unknown workload {self.workload!r}; known: {', '.join(WORKLOADS)}")
         if self.zk_ensemble not in (1, 3):
             raise ValueError("--zk-ensemble must be 1 or 3")
+        if self.secure and self.secure_zookeeper:
+            raise ValueError("--secure already secures ZooKeeper; drop --secure-zookeeper")
         unknown = [k for k in self.kinds if k not in ALL_KINDS]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(ALL_KINDS)}")

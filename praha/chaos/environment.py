@@ -19,10 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from praha.admin.zk_security_migration import AclMode, migrate
+from praha.chaos.access import ClientAccess
 from praha.chaos.config import CampaignConfig
+from praha.chaos.principals import GRANTS, Role
 from praha.cluster import netns
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.errors import PrahaError
+from praha.protocol.client_security import ClientSecurity
 from praha.testing import disks
 from praha.testing.proxy import TcpProxy
 from praha.zk.auth import ZkAuth
@@ -58,6 +61,9 @@ def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
         # aborted within 2 s of their timeout (Kafka checks every 10 s)
         "transaction.state.log.num.partitions": "10",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(TXN_ABORT_CHECK_MS),
+        # no Schema Registry: no campaign client uses it, and a broker (re)started by a fault
+        # would otherwise import it, start its reader and be waited for until it listens
+        "schema.registry.listeners": "",
         **cfg.extra_broker_config,
     }
 
@@ -81,6 +87,11 @@ class ChaosEnvironment:
         self._cluster_stopped = False
         #: with cfg.netns: the namespaces, addresses and bridge of every node
         self.layout: netns.NetnsLayout | None = None
+        #: with cfg.secure: each principal's password, and the cluster's CA
+        self.passwords: dict[Role, str] = {}
+        self.ca = ""
+        #: with cfg.secure: what the cluster must refuse (`probe_security`) → whether it did
+        self.refusals: dict[str, bool] = {}
 
     @property
     def store(self) -> ZkStore:
@@ -137,12 +148,64 @@ class ChaosEnvironment:
         overrides = broker_overrides(cfg)
         if self.zk_auth is not None:
             overrides |= {"zookeeper.set.acl": "true", "praha.zookeeper.digest": self.zk_auth.digest}
-        self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=overrides, per_broker=per_broker,
-                        timeout=120, netns_layout=lay)
+        state = self.cluster.up(cfg.brokers, zookeeper=self.zk_connect, overrides=overrides, per_broker=per_broker,
+                                timeout=120, netns_layout=lay, secure=cfg.secure)
+        if cfg.secure:  # the cluster's own ZooKeeper identity (a digest one: this ZooKeeper is external to it)
+            from praha.cluster.secure import SecureSetup
+
+            setup = SecureSetup.load(Path(state.security_dir))
+            self.zk_auth, self.ca = setup.zk_auth(), str(setup.ca)
+            self.passwords[Role.ADMIN] = setup.admin_password
         self._store = ZkStore(self.zk_connect, session_timeout_ms=10000, connection_timeout_ms=10000,
                               auth=self.zk_auth).start()
-        if cfg.secure_zookeeper:  # what the brokers created before the first ACL'd write, and the root
+        if cfg.zk_acls:  # what the brokers created before the first ACL'd write, and the root
             migrate(self._store, AclMode.SECURE)
+        if cfg.secure:
+            self._add_principals()
+
+    def _add_principals(self) -> None:
+        """Each workload principal with its ACLs (GRANTS), then a bounded wait until every broker
+        lets each of them in (the brokers learn users and ACLs from ZooKeeper's change notices)."""
+        from praha.admin.client_status import fetch_metadata
+        from praha.cluster.secure import add_client
+
+        for role, grants in GRANTS.items():
+            self.passwords[role] = add_client(self.store, role.value, grants)
+        topics = sorted(self.store.get_all_topics())
+
+        def everyone_in() -> bool:
+            for role in self.passwords:
+                for b in self.brokers().values():
+                    fetch_metadata(b.address, topics=topics, timeout=3.0, security=self.access(role).security())
+            return True
+
+        if not wait_until(everyone_in, 60, interval=0.5):
+            raise PrahaError("the workload principals could not log in to every broker within 60s")
+        self.refusals = self.probe_security()
+
+    def probe_security(self) -> dict[str, bool]:
+        """Once, before the workload: a plain-TCP client, a wrong password, and the reader
+        describing a topic outside its grants must each be refused by every broker (so that
+        every client that works through the campaign is known to have logged in)."""
+        from praha.admin.client_status import fetch_metadata
+        from praha.errors import ErrorCode
+        from praha.protocol.client_security import PLAINTEXT
+
+        def refused(address: str, security: ClientSecurity, topic: str = "") -> bool:
+            try:
+                md = fetch_metadata(address, topics=[topic] if topic else [], timeout=5.0, security=security)
+            except Exception:  # noqa: BLE001 - a closed connection or a failed login: refused
+                return not topic
+            return bool(topic) and all(t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in md.topics)
+
+        reader = self.access(Role.READER)
+        wrong = ClientAccess(reader.bootstrap, reader.username, reader.password + "x", reader.ca)
+        addresses = [b.address for b in self.brokers().values()]
+        return {
+            "plaintext_client": all(refused(a, PLAINTEXT) for a in addresses),
+            "wrong_password": all(refused(a, wrong.security()) for a in addresses),
+            "reader_outside_its_grants": all(refused(a, reader.security(), "__consumer_offsets") for a in addresses),
+        }
 
     # ------------------------------------------------------------------ queries
     def brokers(self) -> dict[int, BrokerProcess]:
@@ -171,6 +234,16 @@ class ChaosEnvironment:
 
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers().values())
+
+    def access(self, role: Role) -> ClientAccess:
+        """How a client of `role` connects (plain TCP unless the campaign is secure)."""
+        if not self.cfg.secure:
+            return ClientAccess(self.bootstrap())
+        return ClientAccess(self.bootstrap(), role.value, self.passwords[role], self.ca)
+
+    def admin_security(self) -> ClientSecurity:
+        """The harness's own connections to the brokers (the admin's when secure)."""
+        return self.access(Role.ADMIN).security()
 
     def zk_nodes(self) -> list[netns.NetnsNode]:
         """The ZooKeeper servers' hosts (with `netns`)."""

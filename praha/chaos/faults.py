@@ -288,7 +288,8 @@ class FaultInjector:
         refused, answers = 0, {}
         for target in sorted(live):
             info = live[target]
-            with BrokerConnection(info.host, info.port, timeout=5.0) as conn:
+            b = self.env.brokers()[target]  # its client listener (a secure broker registers two)
+            with BrokerConnection(b.host, b.port, timeout=5.0, security=self.env.admin_security()) as conn:
                 for i, req in enumerate(requests_for(info)):
                     obj, version = wire.request_to_wire(req)
                     code = wire.response_from_wire(conn.send(obj, version)).error_code
@@ -399,7 +400,7 @@ class FaultInjector:
         address = env.brokers()[bid].address
 
         def offline() -> bool:
-            (b,) = describe_log_dirs(address, [bid], timeout=5)
+            (b,) = describe_log_dirs(address, [bid], timeout=5, security=env.admin_security())
             return any(d.path == str(disk.path) and d.error == "KAFKA_STORAGE_ERROR" for d in b.dirs)
 
         try:
@@ -475,45 +476,53 @@ class FaultInjector:
         # replica lag otherwise (ISR shrink)
         lag_s = env.cfg.replica_lag_time_max_ms / 1000.0
         hold = (self.session_s if net.cuts_zookeeper else lag_s) * 1.5 + plan.hold_s
-        proxy: subprocess.Popen[str] | None = None
+        proxies: list[subprocess.Popen[str]] = []
         try:
             for name, drops in net.drops.items():
                 netns.apply_drops(nodes[name], drops)
             if net.detour is not None:
-                proxy = self._detour(net.detour, plan.index)
+                proxies = self._detour(net.detour, plan.index)
             time.sleep(hold)
         finally:
             for name in [*net.drops, *([net.detour.node] if net.detour else [])]:
                 netns.heal(nodes[name])
-            if proxy is not None:
-                rec.details["proxy"] = _stop_proxy(proxy)
+            # the client port's proxy, then (secure) the inter-broker port's
+            for key, proc in zip(("proxy", "proxy_internal"), proxies):
+                rec.details[key] = _stop_proxy(proc)
         rec.details["held_s"] = round(hold, 2)
         rec.details["all_registered"] = wait_until(lambda: env.live_broker_ids() == set(env.brokers()),
                                                    self.session_s * 4 + 30)
 
-    def _detour(self, detour: netfaults.Detour, index: int) -> subprocess.Popen[str]:
-        """Start the delaying proxy in the broker's namespace, then send the peers' connections
-        to its Kafka port through it."""
+    def _detour(self, detour: netfaults.Detour, index: int) -> list[subprocess.Popen[str]]:
+        """Start a delaying proxy in the broker's namespace in front of each of its Kafka ports
+        (the client port; on a secure cluster the inter-broker TLS port too), then send the
+        peers' connections to those ports through them."""
+        from praha.cluster.local import NETNS_INTERNAL_PORT
+
         node = self.env.network().node(detour.node)
-        port = self.env.brokers()[int(detour.node[1:])].port
-        with open(self.env.root / f"proxy-{index}.stderr", "wb") as err:
-            proc = subprocess.Popen(
-                ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
-                 "--listen", f"0.0.0.0:{DETOUR_PORT}", "--target", f"{node.address}:{port}",
-                 "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
-                 "--seed", f"{self.env.cfg.seed + index}"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
+        ports = [self.env.brokers()[int(detour.node[1:])].port, *([NETNS_INTERNAL_PORT] if self.env.cfg.secure else [])]
+        procs: list[subprocess.Popen[str]] = []
         try:
-            assert proc.stdout is not None
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            line = proc.stdout.readline() if ready else ""
-            if "listening" not in line:
-                raise RuntimeError(f"the delaying proxy did not start: {line.strip()!r}")
-            netns.apply_detour(node, detour.peers, port, DETOUR_PORT)
+            for i, port in enumerate(ports):
+                with open(self.env.root / f"proxy-{index}-{port}.stderr", "wb") as err:
+                    procs.append(subprocess.Popen(
+                        ["ip", "netns", "exec", node.netns, sys.executable, "-m", "praha.testing.proxy",
+                         "--listen", f"0.0.0.0:{DETOUR_PORT + i}", "--target", f"{node.address}:{port}",
+                         "--delay-ms", str(detour.delay_ms), "--jitter-ms", str(detour.jitter_ms),
+                         "--seed", f"{self.env.cfg.seed + index + i}"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True))
+            for proc in procs:
+                assert proc.stdout is not None
+                ready, _, _ = select.select([proc.stdout], [], [], 30)
+                line = proc.stdout.readline() if ready else ""
+                if "listening" not in line:
+                    raise RuntimeError(f"the delaying proxy did not start: {line.strip()!r}")
+            netns.apply_detour(node, detour.peers, {port: DETOUR_PORT + i for i, port in enumerate(ports)})
         except BaseException:
-            _stop_proxy(proc)
+            for proc in procs:
+                _stop_proxy(proc)
             raise
-        return proc
+        return procs
 
     # ------------------------------------------------------------------ healing
     def _restart(self, bid: int, rec: FaultRecord) -> None:

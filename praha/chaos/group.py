@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from praha.chaos.access import ClientAccess, process_arguments
 from praha.chaos.ledger import GroupLedger, Tp
 from praha.chaos.timeline import Timeline
 
@@ -31,12 +32,12 @@ MEMBER_SESSION_TIMEOUT_MS = 4000
 
 
 class ConsumerGroup:
-    def __init__(self, root: Path, bootstrap: str, topics: list[str], timeline: Timeline,
+    def __init__(self, root: Path, access: ClientAccess, topics: list[str], timeline: Timeline,
                  members: int = MEMBERS, group_id: str = GROUP_ID,
                  session_timeout_ms: int = MEMBER_SESSION_TIMEOUT_MS):
         self.dir = root / "group"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.bootstrap = bootstrap
+        self.access = access
         self.topics = topics
         self.timeline = timeline
         self.size = members
@@ -61,7 +62,8 @@ class ConsumerGroup:
         stderr = open(self.dir / f"{name}.stderr", "wb")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "praha.chaos.member", "--bootstrap", self.bootstrap, "--group", self.group_id,
+                [sys.executable, "-m", "praha.chaos.member", *process_arguments(self.access, self.dir / "access.json"),
+                 "--group", self.group_id,
                  "--topics", ",".join(self.topics), "--name", name, "--out", str(out),
                  "--session-timeout-ms", str(self.session_timeout_ms)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -105,7 +107,7 @@ class ConsumerGroup:
 
         for host, port in brokers:
             try:
-                with BrokerConnection(host, port, timeout=3.0) as conn:
+                with BrokerConnection(host, port, timeout=3.0, security=self.access.security()) as conn:
                     r = conn.send(FindCoordinatorRequest(key=self.group_id, key_type=0), 3)
                 if r.error_code == 0:
                     return int(r.node_id)
@@ -119,7 +121,7 @@ class ConsumerGroup:
         from praha.admin.groups import GroupAdmin
 
         try:
-            with GroupAdmin(self.bootstrap, timeout=10) as admin:
+            with GroupAdmin(self.access.bootstrap, timeout=10, security=self.access.security()) as admin:
                 d = admin.describe_groups([self.group_id])[self.group_id]
             described = (f"coordinator {d.coordinator.id}: state {d.state}, {len(d.members)} members ("
                          + ", ".join(f"{m.client_id or m.member_id[:12]} {len(m.assignment)} partitions"
@@ -138,7 +140,7 @@ class ConsumerGroup:
         from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as CTP
 
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id,
+        c = Consumer({**self.access.librdkafka(), "group.id": self.group_id,
                       "enable.auto.commit": False, "logger": logger})
         try:
             got = c.committed([CTP(t, p) for t, p in tps], timeout=timeout)

@@ -38,6 +38,7 @@ Anomalies (name → what it means):
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,7 +179,9 @@ def _reads(polls: list[dict[str, Any]], writer: dict[str, dict[str, Any]], v: Ve
 
 def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
                writer: dict[str, dict[str, Any]], v: Verdict) -> None:
-    """Per process and partition, across polls: no going back, no skipping visible records."""
+    """Per process and partition, across polls: no going back, no skipping visible records.
+    (The offsets between two polled ones are found by bisection: scanning the partition's
+    offsets for each record polled took 80 s of a 40-fault campaign's end.)"""
     offsets: dict[str, list[int]] = defaultdict(list)
     for (part, off) in sorted(at):
         offsets[part].append(off)
@@ -200,7 +203,8 @@ def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
                 if prev is not None and off <= prev:
                     v.add("nonmonotonic_poll", {"process": proc, "partition": part, "after": prev, "got": off})
                 elif prev is not None:
-                    skipped = [x for x in offsets[part] if prev < x < off and (
+                    known = offsets[part]  # sorted: only the offsets strictly between, found by bisection
+                    skipped = [x for x in known[bisect_right(known, prev):bisect_left(known, off)] if (
                         not committed_only or all(_visible(val, writer, committed_reads) for val in at[(part, x)]))]
                     if skipped:
                         v.add("poll_skip", {"process": proc, "partition": part, "after": prev, "got": off,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from praha.chaos.access import ClientAccess
 from praha.chaos.environment import ChaosEnvironment
 from praha.chaos.ledger import GroupLedger, Ledger, Tp
 from praha.chaos.observers import HwState, Incarnation
@@ -53,13 +54,13 @@ class FinalRead:
     incomplete: list[Tp] = field(default_factory=list)
 
 
-def read_everything(bootstrap: str, tps: list[Tp], logger: logging.Logger, timeout: float = 90.0) -> FinalRead:
+def read_everything(access: ClientAccess, tps: list[Tp], logger: logging.Logger, timeout: float = 90.0) -> FinalRead:
     """Every record of `tps` from the start to the high watermark, with a real client."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
     from confluent_kafka import TopicPartition as CTP
 
     out = FinalRead()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-verifier", "enable.auto.commit": False,
+    c = Consumer({**access.librdkafka(), "group.id": "chaos-verifier", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "enable.partition.eof": False, "fetch.wait.max.ms": 100,
                   "logger": logger})
     try:

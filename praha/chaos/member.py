@@ -1,6 +1,6 @@
 """One member of the campaign's consumer group, as its own process (so a fault can SIGKILL it).
 
-  python -m praha.chaos.member --bootstrap B --group G --topics t1,t2 --name m0.1 --out FILE
+  python -m praha.chaos.member --bootstrap B [--access FILE] --group G --topics t1,t2 --name m0.1 --out FILE
 
 A confluent-kafka consumer that `subscribe`s, records what it is served, then commits
 the offsets after what it processed (manual, synchronous: at-least-once). Every fact
@@ -32,6 +32,8 @@ import sys
 import time
 from typing import Any, TextIO, cast
 
+from praha.chaos.access import ClientAccess, from_arguments
+
 _stop = False
 
 
@@ -53,9 +55,9 @@ class Out:
         self.f.flush()
 
 
-def member_config(bootstrap: str, group: str, session_timeout_ms: int) -> dict[str, Any]:
+def member_config(access: ClientAccess, group: str, session_timeout_ms: int) -> dict[str, Any]:
     return {
-        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        **access.librdkafka(), "group.id": group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "enable.partition.eof": False,
         "session.timeout.ms": session_timeout_ms, "heartbeat.interval.ms": max(100, session_timeout_ms // 8),
         "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 2000, "socket.timeout.ms": 10000,
@@ -73,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_term)
     out = Out(open(args.out, "a", encoding="utf-8"))  # noqa: SIM115 - kept open for the process's life
     out.write("start", pid=os.getpid(), name=args.name)
-    consumer = Consumer({**member_config(args.bootstrap, args.group, args.session_timeout_ms), "client.id": args.name})
+    consumer = Consumer({**member_config(from_arguments(args.bootstrap, args.access), args.group,
+                                         args.session_timeout_ms), "client.id": args.name})
     floor: dict[tuple[str, int], int] = {}  # the highest offset seen committed for each partition
     pending_observe: list[Any] = []
 
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m praha.chaos.member")
     p.add_argument("--bootstrap", required=True)
+    p.add_argument("--access", default="", help="a secure principal's credentials (JSON, praha/chaos/access.py)")
     p.add_argument("--group", required=True)
     p.add_argument("--topics", required=True)
     p.add_argument("--name", required=True)

@@ -77,7 +77,7 @@ class HighWatermarkMonitor(threading.Thread):
             b = env.brokers().get(bid)
             if b is None:
                 return None
-            c = self._conns[bid] = BrokerConnection(b.host, b.port, timeout=1.0)
+            c = self._conns[bid] = BrokerConnection(b.host, b.port, timeout=1.0, security=env.admin_security())
         return c
 
     def _send(self, bid: int, request: Any, version: int) -> Any:

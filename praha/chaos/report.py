@@ -26,6 +26,8 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
         "group_commit_regressions": fig.get("group_commit_regressions", 0),
         "group_undelivered": fig.get("group_undelivered", 0),
         **_txn_headline(fig.get("txn")),
+        **({"secure": True, "security_refusals": report["security_refusals"]}
+           if report.get("config", {}).get("secure") else {}),
         "violation_kinds": sorted({v["invariant"] for v in report["violations"]}),
         "duration_s": report["duration_s"],
         "report": report.get("paths", {}).get("json", ""),
@@ -51,6 +53,7 @@ def _default_kinds(cfg: dict[str, Any]) -> bool:
 
     return list(cfg["kinds"]) == list(CampaignConfig(zk_ensemble=cfg["zk_ensemble"],
                                                      secure_zookeeper=cfg.get("secure_zookeeper", False),
+                                                     secure=cfg.get("secure", False),
                                                      netns=cfg.get("netns", False),
                                                      workload=cfg.get("workload", "queue")).effective_kinds())
 
@@ -80,6 +83,11 @@ def _txn_line(t: dict[str, Any]) -> str:
             f"(G0 cycles, allowed: {t['g0_cycles']})")
 
 
+def _security_line(refusals: dict[str, bool]) -> str:
+    return ("  security: clients on SASL_SSL (SCRAM-SHA-512) as principals of their own, ACLs on; refused: "
+            + ", ".join(f"{what} {'yes' if ok else 'NO'}" for what, ok in refusals.items()))
+
+
 def summary_text(report: dict[str, Any]) -> str:
     f = report["figures"]
     cfg = report["config"]
@@ -87,7 +95,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"chaos campaign, seed {report['seed']} (replay: praha chaos --brokers {cfg['brokers']} "
         f"--faults {cfg['faults']} --seed {report['seed']}"
         + (f" --zk-ensemble {cfg['zk_ensemble']}" if cfg["zk_ensemble"] > 1 else "")
-        + (" --netns" if cfg.get("netns") else "")
+        + (" --netns" if cfg.get("netns") else "") + (" --secure" if cfg.get("secure") else "")
         + (f" --workload {cfg['workload']}" if cfg.get("workload", "queue") != "queue" else "")
         + ("" if _default_kinds(cfg) else f" --kinds {','.join(cfg['kinds'])}") + ")",
         f"  duration {report['duration_s']:.0f}s, {cfg['brokers']} brokers, ZooKeeper "
@@ -112,6 +120,7 @@ def summary_text(report: dict[str, Any]) -> str:
         *([_txn_line(f["txn"])] if f.get("txn") else []),
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",
+        *([_security_line(report["security_refusals"])] if report.get("security_refusals") else []),
         f"  memory: peak RSS {f['rss_peak_mb']:.0f} MB (bound {cfg['rss_bound_mb']:.0f} MB)",
         "  admin: " + ", ".join(f"{op} {o['ok']} ok/{o['refused']} refused" for op, o in report["admin"].items()),
         f"  healed in {report['health']['waited_s']:.1f}s: "

@@ -19,11 +19,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from praha.chaos.access import ClientAccess, process_arguments
 from praha.chaos.environment import wait_until
 from praha.chaos.group import stop_processes
 from praha.chaos.history import Verdict, check, load
+from praha.chaos.principals import Role
 from praha.chaos.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,11 @@ class ClientSpec:
     def writes(self) -> bool:
         return self.role in ("producer", "ctp")
 
+    @property
+    def principal(self) -> Role:
+        """Who it is on a secure cluster."""
+        return {"producer": Role.PRODUCER, "consumer": Role.READER, "ctp": Role.TRANSFORMER}[self.role]
+
 
 #: every client of the workload (a test checks that both libraries, both modes and both isolation levels are here)
 CLIENTS = (
@@ -67,11 +74,11 @@ CLIENTS = (
 )
 
 
-def command(spec: ClientSpec, bootstrap: str, out: Path, seed: int) -> list[str]:
-    """The client's command line (pure)."""
+def command(spec: ClientSpec, connect: list[str], out: Path, seed: int) -> list[str]:
+    """The client's command line (pure); `connect`: its --bootstrap (and --access) options."""
     topics = INPUT_TOPICS if spec.role in ("producer", "ctp") else (*INPUT_TOPICS, OUTPUT_TOPIC)
     cmd = [sys.executable, "-m", "praha.chaos.txnclient", "--role", spec.role, "--lib", spec.lib,
-           "--bootstrap", bootstrap, "--topics", ",".join(topics), "--name", spec.name, "--out", str(out),
+           *connect, "--topics", ",".join(topics), "--name", spec.name, "--out", str(out),
            "--isolation", spec.isolation, "--mode", spec.mode, "--seed", str(seed)]
     if spec.group:
         cmd += ["--group", spec.group]
@@ -112,11 +119,12 @@ def merge(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 class TxnWorkload:
-    def __init__(self, root: Path, bootstrap: str, timeline: Timeline, seed: int):
+    def __init__(self, root: Path, access: Callable[[Role], ClientAccess], timeline: Timeline, seed: int):
         self.dir = root / "txn"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.history_path = root / "history.jsonl"
-        self.bootstrap = bootstrap
+        #: each principal's way in (`ChaosEnvironment.access`)
+        self.access = access
         self.timeline = timeline
         self.seed = seed
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -127,7 +135,8 @@ class TxnWorkload:
     def start(self) -> None:
         for i, spec in enumerate(CLIENTS):
             with open(self.dir / f"{spec.name}.stderr", "wb") as err:
-                proc = subprocess.Popen(command(spec, self.bootstrap, self.dir / f"{spec.name}.jsonl", self.seed + i),
+                connect = process_arguments(self.access(spec.principal), self.dir / f"access-{spec.principal.value}.json")
+                proc = subprocess.Popen(command(spec, connect, self.dir / f"{spec.name}.jsonl", self.seed + i),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
             self.procs[spec.name] = proc
             self.timeline.add("txn", f"{spec.role} {spec.name} started ({spec.lib}, {spec.mode}, {spec.isolation})",
@@ -191,7 +200,7 @@ class TxnWorkload:
         from confluent_kafka import TopicPartition as CTP
 
         tps = [(t, p) for t, n in TOPIC_PARTITIONS.items() for p in range(n)]
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "chaos-txn-final", "enable.auto.commit": False,
+        c = Consumer({**self.access(Role.READER).librdkafka(), "group.id": "chaos-txn-final", "enable.auto.commit": False,
                       "isolation.level": "read_committed", "enable.partition.eof": False, "logger": logger})
         out = open(self.dir / "final.jsonl", "w", encoding="utf-8")  # noqa: SIM115 - closed below
         reached = False

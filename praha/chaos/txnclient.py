@@ -1,7 +1,7 @@
 """One client of the transactional workload, as its own process (so a fault can SIGSTOP or SIGKILL it).
 
   python -m praha.chaos.txnclient --role producer|consumer|ctp --lib confluent|kafka-python
-      --bootstrap B --topics t1,t2 --name p0 --out FILE [--isolation read_committed]
+      --bootstrap B [--access FILE] --topics t1,t2 --name p0 --out FILE [--isolation read_committed]
       [--mode assign|subscribe] [--group G] [--output-topic T] [--seed S]
 
 Roles:
@@ -31,6 +31,8 @@ import sys
 import threading
 import time
 from typing import Any, TextIO
+
+from praha.chaos.access import ClientAccess, from_arguments
 
 #: a transaction is aborted by its coordinator after this long (the long_pause fault outlives it)
 TRANSACTION_TIMEOUT_MS = 10_000
@@ -68,10 +70,10 @@ def _part(topic: str, partition: int) -> str:
 class ConfluentTxn:
     """confluent-kafka's transactional producer behind the small interface the loop needs."""
 
-    def __init__(self, bootstrap: str, tid: str):
+    def __init__(self, access: ClientAccess, tid: str):
         from confluent_kafka import Producer
 
-        self.p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
+        self.p = Producer({**access.librdkafka(), "transactional.id": tid,
                            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                            "message.timeout.ms": TRANSACTION_TIMEOUT_MS - 1000, "request.timeout.ms": 5000,
                            "socket.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 2000,
@@ -128,10 +130,10 @@ class ConfluentTxn:
 class KafkaPythonTxn:
     """kafka-python's transactional producer (the second client implementation)."""
 
-    def __init__(self, bootstrap: str, tid: str):
+    def __init__(self, access: ClientAccess, tid: str):
         from kafka import KafkaProducer
 
-        self.p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid,
+        self.p = KafkaProducer(**access.kafka_python(), transactional_id=tid,
                                transaction_timeout_ms=TRANSACTION_TIMEOUT_MS, request_timeout_ms=10000,
                                linger_ms=5, metadata_max_age_ms=2000)
         self.p.init_transactions()
@@ -191,21 +193,21 @@ def _bounded(call: Any) -> bool | None:
     return result[0] if result else None
 
 
-def _new_txn_producer(lib: str, bootstrap: str, tid: str) -> Any:
-    return ConfluentTxn(bootstrap, tid) if lib == "confluent" else KafkaPythonTxn(bootstrap, tid)
+def _new_txn_producer(lib: str, access: ClientAccess, tid: str) -> Any:
+    return ConfluentTxn(access, tid) if lib == "confluent" else KafkaPythonTxn(access, tid)
 
 
 def run_producer(args: argparse.Namespace, out: History, parent: int) -> None:
     from confluent_kafka.admin import AdminClient
 
     rng = random.Random(args.seed)
-    tps = _partitions(AdminClient({"bootstrap.servers": args.bootstrap}), args.topics.split(","))
+    tps = _partitions(AdminClient(_access(args).librdkafka()), args.topics.split(","))
     producer: Any = None
     n = 0
     while _running(parent):
         if producer is None:
             try:
-                producer = _new_txn_producer(args.lib, args.bootstrap, f"chaos-txn-{args.name}")
+                producer = _new_txn_producer(args.lib, _access(args), f"chaos-txn-{args.name}")
             except Exception as e:  # noqa: BLE001 - the coordinator may be down: try again
                 print(f"init_transactions: {e}", file=sys.stderr, flush=True)
                 time.sleep(1.0)
@@ -276,7 +278,7 @@ def run_consumer(args: argparse.Namespace, out: History, parent: int) -> None:
     from confluent_kafka.admin import AdminClient
 
     group = args.group or f"chaos-txn-{args.name}"
-    c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": group, "enable.auto.commit": False,
+    c = Consumer({**_access(args).librdkafka(), "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "isolation.level": args.isolation, "fetch.wait.max.ms": 200,
                   "topic.metadata.refresh.interval.ms": 2000, "socket.timeout.ms": 10000,
                   "session.timeout.ms": 6000, "heartbeat.interval.ms": 750})
@@ -286,7 +288,7 @@ def run_consumer(args: argparse.Namespace, out: History, parent: int) -> None:
         out.write({"op": "assign", "process": args.name, "t": time.time()})
 
     if args.mode == "assign":
-        tps = _partitions(AdminClient({"bootstrap.servers": args.bootstrap}), topics)
+        tps = _partitions(AdminClient(_access(args).librdkafka()), topics)
         c.assign([CTP(t, p, OFFSET_BEGINNING) for t, p in tps])
         out.write({"op": "assign", "process": args.name, "t": time.time()})
     else:
@@ -330,7 +332,7 @@ def _commit(c: Any, group: str, name: str, nxt: dict[tuple[str, int], int], out:
 def _run_kafka_python_consumer(args: argparse.Namespace, out: History, parent: int) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
-    c = KafkaConsumer(bootstrap_servers=args.bootstrap, isolation_level=args.isolation, enable_auto_commit=False,
+    c = KafkaConsumer(**_access(args).kafka_python(), isolation_level=args.isolation, enable_auto_commit=False,
                       auto_offset_reset="earliest", group_id=None, metadata_max_age_ms=2000,
                       request_timeout_ms=15000, fetch_max_wait_ms=200)
     deadline = time.monotonic() + 60
@@ -361,7 +363,7 @@ def run_ctp(args: argparse.Namespace, out: History, parent: int) -> None:
 
     rng = random.Random(args.seed)
     group = args.group or f"chaos-ctp-{args.name}"
-    c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": group, "enable.auto.commit": False,
+    c = Consumer({**_access(args).librdkafka(), "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "isolation.level": "read_committed", "fetch.wait.max.ms": 200,
                   "topic.metadata.refresh.interval.ms": 2000, "session.timeout.ms": 6000,
                   "heartbeat.interval.ms": 750})
@@ -373,7 +375,7 @@ def run_ctp(args: argparse.Namespace, out: History, parent: int) -> None:
         while _running(parent):
             if producer is None:
                 try:
-                    producer = ConfluentTxn(args.bootstrap, f"chaos-txn-{args.name}")
+                    producer = ConfluentTxn(_access(args), f"chaos-txn-{args.name}")
                 except KafkaException as e:
                     print(f"init_transactions: {e}", file=sys.stderr, flush=True)
                     time.sleep(1.0)
@@ -428,6 +430,10 @@ def _by_partition(batch: list[Any]) -> dict[str, list[list[Any]]]:
     return records
 
 
+def _access(args: argparse.Namespace) -> ClientAccess:
+    return from_arguments(args.bootstrap, args.access)
+
+
 def _rewind(c: Any, beginning: int) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka import TopicPartition as CTP
@@ -445,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--role", choices=("producer", "consumer", "ctp"), required=True)
     p.add_argument("--lib", choices=("confluent", "kafka-python"), default="confluent")
     p.add_argument("--bootstrap", required=True)
+    p.add_argument("--access", default="", help="a secure principal's credentials (JSON, praha/chaos/access.py)")
     p.add_argument("--topics", required=True, help="comma-separated topics to write (producer) or read")
     p.add_argument("--name", required=True, help="the process name in the history")
     p.add_argument("--out", required=True, help="the history file (JSON lines, appended)")

@@ -22,6 +22,7 @@ import time
 from functools import partial
 from typing import Any, cast
 
+from praha.chaos.access import ClientAccess
 from praha.chaos.environment import ChaosEnvironment
 from praha.chaos.ledger import Ledger, Tp
 from praha.chaos.timeline import Timeline
@@ -33,11 +34,11 @@ MAX_QUEUED = 2000  # per producer: above this, wait for acknowledgements first
 MESSAGE_TIMEOUT_MS = 180_000  # longer than any fault is held (the heal waits are bounded by 120 s)
 
 
-def producer_config(bootstrap: str, logger: logging.Logger) -> dict[str, Any]:
+def producer_config(access: ClientAccess, logger: logging.Logger) -> dict[str, Any]:
     """PRAHA_CHAOS_CLIENT_DEBUG=msg,protocol puts librdkafka's debug lines in clients.log."""
     debug = os.environ.get("PRAHA_CHAOS_CLIENT_DEBUG")
     return {**({"debug": debug} if debug else {}),
-        "bootstrap.servers": bootstrap,
+        **access.librdkafka(),
         "acks": "all",
         "enable.idempotence": True,
         "max.in.flight.requests.per.connection": 5,  # idempotence keeps order with up to 5
@@ -55,11 +56,11 @@ def producer_config(bootstrap: str, logger: logging.Logger) -> dict[str, Any]:
 
 
 class ProducerWorker(threading.Thread):
-    def __init__(self, name: str, bootstrap: str, tps: list[Tp], ledger: Ledger, rate: int,
+    def __init__(self, name: str, access: ClientAccess, tps: list[Tp], ledger: Ledger, rate: int,
                  stop: threading.Event, logger: logging.Logger):
         super().__init__(name=f"chaos-{name}", daemon=True)
         self.pname = name
-        self.bootstrap = bootstrap
+        self.access = access
         self.tps = tps
         self.ledger = ledger
         self.rate = max(1, rate)
@@ -72,7 +73,7 @@ class ProducerWorker(threading.Thread):
         from confluent_kafka import KafkaException, Producer
 
         try:
-            producer = Producer(producer_config(self.bootstrap, self.logger))
+            producer = Producer(producer_config(self.access, self.logger))
         except Exception as e:  # noqa: BLE001
             self.error = repr(e)
             return
@@ -119,11 +120,11 @@ class ProducerWorker(threading.Thread):
 
 
 class ConsumerWorker(threading.Thread):
-    def __init__(self, name: str, bootstrap: str, tps: list[Tp], ledger: Ledger, stop: threading.Event,
+    def __init__(self, name: str, access: ClientAccess, tps: list[Tp], ledger: Ledger, stop: threading.Event,
                  logger: logging.Logger):
         super().__init__(name=f"chaos-{name}", daemon=True)
         self.cname = name
-        self.bootstrap = bootstrap
+        self.access = access
         self.tps = tps
         self.ledger = ledger
         self.stop_event = stop
@@ -135,7 +136,7 @@ class ConsumerWorker(threading.Thread):
         from confluent_kafka import TopicPartition as CTP
 
         consumer = Consumer({
-            "bootstrap.servers": self.bootstrap, "group.id": f"chaos-{self.cname}",
+            **self.access.librdkafka(), "group.id": f"chaos-{self.cname}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "enable.partition.eof": False,
             "fetch.wait.max.ms": 200, "topic.metadata.refresh.interval.ms": 2000, "socket.timeout.ms": 10000,
             "logger": self.logger,

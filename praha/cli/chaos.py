@@ -1,7 +1,7 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--group-members 3] [--netns] [--workload queue|txn] [--dir D] [--json]
+              [--group-members 3] [--netns] [--secure] [--workload queue|txn] [--dir D] [--json]
   praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
                                 anomalies in praha/chaos/history.py); exit 1 on any anomaly
 
@@ -12,7 +12,12 @@ and kafka-python processes: producers committing and aborting, read_committed an
 read_uncommitted consumers, a consume-transform-produce stage) run beside the queue workload,
 their history (history.jsonl) is checked for Jepsen's anomalies, and long_pause (a broker and
 a transactional producer SIGSTOPped past the transaction timeout) joins the faults; the JSON
-line then also has committed_txns, aborted_txns, polled and anomalies.
+line then also has committed_txns, aborted_txns, polled and anomalies. With --secure the
+cluster is a secure one (as `praha cluster up --secure`: SASL_SSL with SCRAM-SHA-512 for
+clients, mutual TLS between brokers, ACLs on, ZooKeeper logged in to and its tree protected)
+and every client of the campaign logs in: producers, readers and the consume-transform-produce
+stage as principals of their own with only the ACLs they need (praha/chaos/principals.py), the
+harness's checks as the cluster's admin.
 
 Progress goes to stderr, the readable summary to stdout; with --json the last line of
 stdout is one JSON object (faults, acked, lost, duplicated, divergent_offsets,
@@ -62,6 +67,9 @@ def register(sub: Any) -> None:
     p.add_argument("--session-timeout-ms", type=int, default=4000, help="brokers' ZooKeeper session timeout")
     p.add_argument("--secure-zookeeper", action="store_true",
                    help="brokers log in to ZooKeeper with znode ACLs on (adds forged_zk_write faults)")
+    p.add_argument("--secure", action="store_true",
+                   help="SASL_SSL (SCRAM-SHA-512) for every client, each workload principal with its own ACLs, "
+                        "mutual TLS between brokers, ZooKeeper secured too (adds forged_zk_write faults)")
     p.add_argument("--netns", action="store_true",
                    help="every node on a host of its own (network namespaces; needs root): adds the network faults")
     p.add_argument("--workload", choices=WORKLOADS, default="queue",
@@ -83,7 +91,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         brokers=args.brokers, faults=args.faults, seed=args.seed if args.seed is not None else new_seed(),
         zk_ensemble=args.zk_ensemble, workdir=args.dir, kinds=args.kinds, records_per_second=args.rate,
         session_timeout_ms=args.session_timeout_ms, group_members=args.group_members,
-        secure_zookeeper=args.secure_zookeeper,
+        secure_zookeeper=args.secure_zookeeper, secure=args.secure,
         netns=args.netns, workload=args.workload,
     )
     try:

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -340,21 +341,22 @@ def heal(node: NetnsNode) -> None:
 DETOUR_TABLE = "praha_detour"
 
 
-def detour_script(peers: tuple[str, ...], port: int, proxy_port: int) -> str:
-    """nftables: new TCP connections from `peers` to `port` go to `proxy_port` of the same
-    node instead (a redirect); packets of connections opened before are answered with a
-    reset, so their clients reconnect — through the proxy (pure)."""
-    match = f"ip saddr {{ {', '.join(peers)} }} tcp dport {port}"
+def detour_script(peers: tuple[str, ...], routes: Mapping[int, int]) -> str:
+    """nftables: new TCP connections from `peers` to each port of `routes` go to that port's
+    proxy port on the same node instead (a redirect); packets of connections opened before
+    are answered with a reset, so their clients reconnect — through the proxy (pure)."""
+    source = f"ip saddr {{ {', '.join(peers)} }}"
+    redirects = [f"    {source} tcp dport {port} redirect to :{proxy}" for port, proxy in routes.items()]
+    resets = [f"    {source} tcp dport {port} reject with tcp reset" for port in routes]
     return "\n".join([
         f"table ip {DETOUR_TABLE}", f"delete table ip {DETOUR_TABLE}", f"table ip {DETOUR_TABLE} {{",
-        "  chain prerouting {", "    type nat hook prerouting priority -100; policy accept;",
-        f"    {match} redirect to :{proxy_port}", "  }",
-        "  chain input {", "    type filter hook input priority 0; policy accept;",
-        f"    {match} reject with tcp reset", "  }",
+        "  chain prerouting {", "    type nat hook prerouting priority -100; policy accept;", *redirects, "  }",
+        "  chain input {", "    type filter hook input priority 0; policy accept;", *resets, "  }",
         "}", ""])
 
 
-def apply_detour(node: NetnsNode, peers: tuple[str, ...], port: int, proxy_port: int) -> None:
+def apply_detour(node: NetnsNode, peers: tuple[str, ...], routes: Mapping[int, int]) -> None:
+    """`routes`: the node's port -> the port of the proxy in front of it."""
     if shutil.which("nft") is None:
         raise NetnsError("nftables' `nft` is not installed (make tools installs it)")
-    run_in(node.netns, ["nft", "-f", "-"], stdin=detour_script(peers, port, proxy_port))
+    run_in(node.netns, ["nft", "-f", "-"], stdin=detour_script(peers, routes))

@@ -20,12 +20,22 @@ from __future__ import annotations
 import json
 import secrets
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from praha.cluster.certs import CertificateAuthority, issue, make_ca
 from praha.protocol.client_security import ClientSecurity
 from praha.protocol.scram import ScramCredential, ScramMechanism
+from praha.security.acl import (
+    AccessControlEntry,
+    AclOperation,
+    PatternType,
+    PermissionType,
+    ResourcePattern,
+    ResourceType,
+)
+from praha.security.acl_store import add_acls
 from praha.security.credentials import alter_credentials
 from praha.security.zk_client import (
     DIGEST_MODULE,
@@ -163,3 +173,32 @@ def prepare(setup: SecureSetup, ca: CertificateAuthority, zookeeper: str, broker
             **setup.zk_client_settings(),
         }
     return per_broker
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One ACL a client principal gets: `operations` on a resource named `name` (with `prefixed`,
+    every name that starts so), allowed from any host. Kafka's names: Topic, Group,
+    TransactionalId, Cluster; Read, Write, Describe, IdempotentWrite, ..."""
+    resource: str
+    name: str
+    operations: tuple[str, ...]
+    prefixed: bool = True
+
+    def pattern(self) -> ResourcePattern:
+        return ResourcePattern(ResourceType.from_name(self.resource), self.name,
+                               PatternType.PREFIXED if self.prefixed else PatternType.LITERAL)
+
+    def entries(self, user: str) -> list[AccessControlEntry]:
+        return [AccessControlEntry(f"User:{user}", "*", AclOperation.from_name(op), PermissionType.ALLOW)
+                for op in self.operations]
+
+
+def add_client(store: ZkStore, user: str, grants: Iterable[Grant]) -> str:
+    """A SCRAM-SHA-512 user with a random password and its ACLs, written to a secure cluster's
+    ZooKeeper (the brokers pick both up from the change notices); returns the password."""
+    password = secrets.token_urlsafe(18)
+    alter_credentials(store, user, {MECHANISM: ScramCredential.from_password(MECHANISM, password, 8192)}, [])
+    for grant in grants:
+        add_acls(store, grant.pattern(), grant.entries(user))
+    return password

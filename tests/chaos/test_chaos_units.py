@@ -7,6 +7,7 @@ import json
 import pytest
 
 from praha.chaos import invariants as inv
+from praha.chaos.access import ClientAccess
 from praha.chaos.config import ALL_KINDS, CampaignConfig
 from praha.chaos.ledger import GroupLedger, Ledger
 from praha.chaos.observers import HighWatermarkMonitor, HwState, Incarnation
@@ -95,7 +96,7 @@ def test_the_campaign_producers_are_idempotent():
 
     from praha.chaos.workload import producer_config
 
-    cfg = producer_config("127.0.0.1:1", logging.getLogger("t"))
+    cfg = producer_config(ClientAccess("127.0.0.1:1"), logging.getLogger("t"))
     assert cfg["enable.idempotence"] is True and cfg["acks"] == "all"
 
 
@@ -347,7 +348,7 @@ def test_group_ledger_from_member_files_skips_a_torn_line(tmp_path):
     from praha.chaos.group import ConsumerGroup
 
     tl = Timeline()
-    group = ConsumerGroup(tmp_path, "127.0.0.1:1", ["t"], tl)
+    group = ConsumerGroup(tmp_path, ClientAccess("127.0.0.1:1"), ["t"], tl)
     w = tl.start_wall_ms
     lines = [{"ev": "assign", "w": w, "tps": [["t", 0]]}, {"ev": "observed", "w": w + 10, "tp": ["t", 0], "o": -1},
              {"ev": "served", "w": w + 20, "tp": ["t", 0], "recs": [[0, "p0-0"], [1, "p0-1"]]},
@@ -384,7 +385,7 @@ def test_duplicated_after_an_epoch_bump_seed_7_netns():
 
     from praha.chaos.workload import producer_config
 
-    cfg = producer_config("127.0.0.1:1", logging.getLogger("t"))
+    cfg = producer_config(ClientAccess("127.0.0.1:1"), logging.getLogger("t"))
     assert cfg["message.timeout.ms"] > CampaignConfig().heal_timeout_s * 1000
 
 
@@ -414,3 +415,16 @@ def test_the_plot_has_a_latency_panel_with_the_transactional_workload(tmp_path):
     from matplotlib.image import imread
 
     assert imread(with_txn).shape[0] == (11 + 2) * 90  # one panel more than the 11-inch plot, at 90 dpi
+
+
+def test_campaign_brokers_run_no_schema_registry_so_a_restart_waits_for_none():
+    """A cheaper fault cycle: a broker a fault restarts neither imports nor starts the registry,
+    and `wait_until_ready` (which waits for a running registry to listen) waits for none."""
+    from praha.chaos.environment import broker_overrides
+    from praha.cluster.local import BrokerProcess
+
+    overrides = broker_overrides(CampaignConfig())
+    assert overrides["schema.registry.listeners"] == ""
+    b = BrokerProcess(id=1, port=9092, metrics_port=9404, dir="/x",
+                      overrides={"schema.registry.listeners": "http://127.0.0.1:1", **overrides})
+    assert b.schema_registry == ""

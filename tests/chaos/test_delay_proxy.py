@@ -87,9 +87,14 @@ def test_the_proxy_process_explains_itself():
 
 
 def test_detour_script_redirects_new_connections_and_resets_old_ones():
-    script = netns.detour_script(("10.0.0.1", "10.0.0.2"), 9092, 19092)
+    script = netns.detour_script(("10.0.0.1", "10.0.0.2"), {9092: 19092})
     assert "ip saddr { 10.0.0.1, 10.0.0.2 } tcp dport 9092 redirect to :19092" in script
     assert "ip saddr { 10.0.0.1, 10.0.0.2 } tcp dport 9092 reject with tcp reset" in script
+    # a secure broker: its inter-broker TLS port behind a proxy of its own too
+    both = netns.detour_script(("10.0.0.1",), {9092: 19092, 9093: 19093})
+    assert "ip saddr { 10.0.0.1 } tcp dport 9093 redirect to :19093" in both
+    assert "ip saddr { 10.0.0.1 } tcp dport 9093 reject with tcp reset" in both
+    assert "tcp dport 9092 redirect to :19092" in both
 
 
 @pytest.mark.integration
@@ -120,7 +125,7 @@ def test_a_peers_connections_go_through_the_proxy_in_the_namespace(tmp_path):
 
         direct, _ = ask()
         assert direct == f"x@{a1.address}"  # straight from a1
-        netns.apply_detour(a2, (a1.address,), 9092, 19092)
+        netns.apply_detour(a2, (a1.address,), {9092: 19092})
         detoured, took = ask()
         assert detoured == f"x@{a2.address}" and took >= 0.3  # through a2's own proxy, held 300 ms
         netns.heal(a2)

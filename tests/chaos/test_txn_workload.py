@@ -30,12 +30,12 @@ def test_the_clients_cover_both_libraries_modes_isolation_levels_and_a_ctp_stage
 
 def test_command_lines():
     by_name = {c.name: c for c in CLIENTS}
-    p = command(by_name["p2"], "h:1", "/x/p2.jsonl", 7)  # type: ignore[arg-type]
+    p = command(by_name["p2"], ["--bootstrap", "h:1"], "/x/p2.jsonl", 7)  # type: ignore[arg-type]
     assert p[1:3] == ["-m", "praha.chaos.txnclient"]
     assert p[p.index("--lib") + 1] == "kafka-python" and p[p.index("--topics") + 1] == ",".join(INPUT_TOPICS)
-    c = command(by_name["c1"], "h:1", "/x/c1.jsonl", 7)  # type: ignore[arg-type]
+    c = command(by_name["c1"], ["--bootstrap", "h:1"], "/x/c1.jsonl", 7)  # type: ignore[arg-type]
     assert OUTPUT_TOPIC in c[c.index("--topics") + 1] and c[c.index("--isolation") + 1] == "read_uncommitted"
-    x = command(by_name["x0"], "h:1", "/x/x0.jsonl", 7)  # type: ignore[arg-type]
+    x = command(by_name["x0"], ["--bootstrap", "h:1"], "/x/x0.jsonl", 7)  # type: ignore[arg-type]
     assert x[x.index("--output-topic") + 1] == OUTPUT_TOPIC and "--group" in x
 
 
@@ -167,16 +167,17 @@ def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_the
     assert out.returncode != 0 and not out.stdout
     assert "long_pause needs --workload txn" in out.stderr and "partition needs --netns" in out.stderr
     assert CampaignConfig(workload="txn", netns=True).missing() == {"zk_member_kill": "--zk-ensemble 3",
-                                                                   "forged_zk_write": "--secure-zookeeper"}
+                                                                   "forged_zk_write": "--secure-zookeeper (or --secure)"}
 
 
 def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):
     """A workload that proved nothing must not pass: clients idle before the faults are listed
     (and judged as a `txn_workload` violation by the campaign)."""
+    from praha.chaos.access import ClientAccess
     from praha.chaos.timeline import Timeline
     from praha.chaos.txn import TxnWorkload
 
-    w = TxnWorkload(tmp_path, "127.0.0.1:1", Timeline(), 1)
+    w = TxnWorkload(tmp_path, lambda _role: ClientAccess("127.0.0.1:1"), Timeline(), 1)
     for spec in CLIENTS:
         if spec.name == "c2":
             continue

@@ -1,6 +1,6 @@
 """KIP-890's pure parts on the leader: which produce needs verifying (the first batch's
 header), the broker-to-broker AddPartitionsToTxn v4 request it sends, and how the
-coordinator's answer becomes the produce's error (Kafka 3.7's translation)."""
+coordinator's answer becomes the produce's error (Kafka 3.8+'s translation)."""
 from __future__ import annotations
 
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
@@ -59,3 +59,34 @@ def test_answers_become_kafkas_produce_errors():
     assert partition_errors(resp, "tx", tps) == {TP("a", 0): 0, TP("a", 1): ErrorCode.INVALID_TXN_STATE}
     top = R(throttle_time_ms=0, error_code=31, results_by_transaction=[])  # CLUSTER_AUTHORIZATION_FAILED
     assert partition_errors(top, "tx", tps) == {tp: ErrorCode.INVALID_TXN_STATE for tp in tps}
+
+
+def test_seed_201_a_coordinator_that_cannot_be_reached_is_a_retriable_produce_error():
+    """Chaos seed 201 (`--netns --brokers 5 --faults 40 --workload txn`): a leader's verification
+    call found the transaction coordinator's broker just killed, and the produce was answered
+    NETWORK_EXCEPTION, which librdkafka turns into an aborted transaction; Kafka 3.8+ answers
+    NOT_ENOUGH_REPLICAS (KAFKA-16386), which every client retries. Here the coordinator's port
+    refuses connections: a real failed connect, the produce error is the retriable one."""
+    import asyncio
+    import socket
+    from types import SimpleNamespace
+
+    from praha.broker.txn_verification import TxnVerifier
+    from praha.common import BrokerInfo, EndPoint
+    from praha.protocol.client_security import PLAINTEXT
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    coordinator = BrokerInfo(3, (EndPoint("127.0.0.1", port, "PLAINTEXT", "PLAINTEXT"),))
+    broker = SimpleNamespace(
+        broker_id=1, config=SimpleNamespace(transaction_state_log_num_partitions=10),
+        metadata_cache=SimpleNamespace(leader_of=lambda _tp: coordinator, topic_partitions=lambda _t: []),
+        replica_manager=SimpleNamespace(inter_broker_security=PLAINTEXT))
+    verifier = TxnVerifier(broker)  # type: ignore[arg-type]
+    try:
+        codes = asyncio.run(verifier.verify("chaos-txn-p1", 1001, 0, [TP("chaos-txn-1", 2)]))
+    finally:
+        verifier.close()
+    assert codes == {TP("chaos-txn-1", 2): ErrorCode.NOT_ENOUGH_REPLICAS}
+    assert produce_error(ErrorCode.NETWORK_EXCEPTION) == ErrorCode.NOT_ENOUGH_REPLICAS
