@@ -141,8 +141,9 @@ SPARK_MASTER_ENV = "PRAHA_SPARK_MASTER"
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> Iterator[Any]:
     import os
+    import sys
 
-    from praha.spark import local_session, package_zip, session
+    from praha.spark import local_session, package_zip, session, worker_python
 
     # a Python worker (the streaming planner's included) gets two minutes to connect back to
     # the JVM, not 15 s: on the shared 2-core machine they can take longer to start
@@ -161,6 +162,7 @@ def spark(tmp_path_factory) -> Iterator[Any]:
     root = tmp_path_factory.mktemp("spark-standalone")
     with standalone_cluster(root / "cluster", workers=2, cores=1, memory="1g") as cluster:
         s = session(cluster.master_url, "praha-pipeline-tests", py_files=[package_zip(str(root))],
+                    python=worker_python(sys.executable),  # the cluster is on this machine
                     conf={**conf, "spark.task.maxFailures": "4", "spark.executor.memory": "512m",
                           "spark.cores.max": "2"})
         try:

@@ -25,9 +25,10 @@ def main(url: str, bootstrap: str, source: str, target: str, work: str) -> None:
         assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
         spark.dataSource.register(PrahaDataSource)
     else:
-        from praha.spark import package_zip, session
+        from praha.spark import package_zip, session, worker_python
 
         spark = session(url, "praha-pipeline-job", py_files=[package_zip(work)],
+                        python=worker_python(sys.executable),  # the cluster is on this machine
                         conf={"spark.cores.max": "2", "spark.executor.memory": "512m"})
         sc = spark.sparkContext
         import time
