@@ -98,10 +98,11 @@ def session(master: str, app_name: str = "praha", quiet: bool = False, py_files:
     return spark
 
 
-#: Spark starts these Python processes itself and waits a fixed 10 s (not configurable in
-#: Spark 4.3: `PythonWorkerFactory.createSimpleWorker`) for each to connect back: the
-#: planners of Python data sources, the streaming source's runner, the sink's committer.
-#: Executors' workers are forked by `pyspark.daemon`, which gets 60 s.
+#: Python processes Spark may start directly (`python -m MODULE`) and then wait a fixed 10 s
+#: for (not configurable in Spark 4.3: `PythonWorkerFactory.createSimpleWorker`): in 4.3
+#: the streaming source's runner (`...python_streaming_source_runner`, at a query's start);
+#: the data source planners (`pyspark.sql.worker.*`) come from `pyspark.daemon`, whose
+#: forks get 60 s, unless a configuration turns the daemon off.
 PLANNER_MODULES = ("pyspark.sql.worker.", "pyspark.sql.streaming.python_streaming_")
 
 #: how much CPU priority the planners get over the machine's other processes (`nice -n`)
