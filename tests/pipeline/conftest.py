@@ -182,3 +182,20 @@ def pipeline(zookeeper, tmp_path_factory) -> Iterator[PipelineCluster]:
 def topic_name(request) -> str:
     """A topic name unique to the test."""
     return f"{request.node.name.replace('test_', '').replace('_', '-')[:40]}-{int(time.time() * 1000) % 100000}"
+
+
+#: per-test bound on a standalone cluster (the suite's 300 s default covers neither the
+#: first test's share of the cluster's and the session's start, 280 s on the shared
+#: machine, nor executors in JVMs of their own); a timeout's interrupt also breaks the
+#: session's py4j connection for every test after it
+STANDALONE_TIMEOUT = 1800
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    import os
+
+    if os.environ.get(SPARK_MASTER_ENV, "local") != "standalone":
+        return
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(STANDALONE_TIMEOUT))
