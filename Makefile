@@ -126,7 +126,8 @@ test-spark: bytecode
 	$(PY) -m pytest -q -m slow tests/pipeline
 
 # every pipeline test with the shared SparkSession on a standalone cluster (two 1-core
-# workers started from the pyspark wheel on loopback) instead of local[2]
+# workers started from the pyspark wheel on loopback) instead of local[2]; 30 minutes a
+# test (tests/pipeline/conftest.py); ~45 min on the shared 2-core machine at load 13-39
 test-spark-cluster: bytecode
 	PRAHA_SPARK_MASTER=standalone $(PY) -m pytest -q -m "not slow" tests/pipeline
 

@@ -219,12 +219,13 @@ def measure_sink(spark, bs: str, rows: int, repeat: int) -> dict:
 
 def standalone_session(root: Path):
     """A session on a fresh standalone cluster of two 1-core workers; (session, cluster context)."""
-    from praha.spark import package_zip, session
+    from praha.spark import package_zip, session, worker_python
     from praha.spark.standalone import standalone_cluster
 
     ctx = standalone_cluster(root / "spark-standalone", workers=2, cores=1, memory="1g", timeout=300)
     cl = ctx.__enter__()
     spark = session(cl.master_url, "praha-bench", quiet=True, py_files=[package_zip(str(root))],
+                    python=worker_python(sys.executable),  # the cluster is on this machine
                     conf={"spark.cores.max": "2", "spark.executor.memory": "768m", **SESSION_CONF})
     return spark, ctx, cl.master_url
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from praha.spark.source import PrahaDataSource
 
-__all__ = ["PrahaDataSource", "register", "local_session", "session", "package_zip"]
+__all__ = ["PrahaDataSource", "register", "local_session", "session", "package_zip", "worker_python"]
 
 
 def register(spark: Any) -> None:
@@ -52,15 +52,19 @@ LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def session(master: str, app_name: str = "praha", quiet: bool = False, py_files: list[str] | None = None,
-            conf: dict[str, str] | None = None) -> Any:
+            conf: dict[str, str] | None = None, python: str | None = None) -> Any:
     """A SparkSession on `master` (`local[...]`, `spark://HOST:PORT`) with the praha source
     registered. `py_files` (a praha wheel or zip) are shipped to the executors, as
-    `spark-submit --py-files` does, for clusters whose Python lacks praha."""
+    `spark-submit --py-files` does, for clusters whose Python lacks praha. `python` is the
+    workers' interpreter (PYSPARK_PYTHON, unless set): by default, for a local master,
+    this one through `worker_python`; for a cluster, this interpreter's path."""
     import os
     import sys
     import tempfile
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if python is None:
+        python = worker_python(sys.executable) if master.startswith("local") else sys.executable
+    os.environ.setdefault("PYSPARK_PYTHON", python)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
@@ -92,6 +96,69 @@ def session(master: str, app_name: str = "praha", quiet: bool = False, py_files:
     spark.sparkContext.setLogLevel("FATAL" if quiet else "ERROR")
     register(spark)
     return spark
+
+
+#: Python processes Spark may start directly (`python -m MODULE`) and then wait a fixed 10 s
+#: for (not configurable in Spark 4.3: `PythonWorkerFactory.createSimpleWorker`): in 4.3
+#: the streaming source's runner (`...python_streaming_source_runner`, at a query's start);
+#: the data source planners (`pyspark.sql.worker.*`) come from `pyspark.daemon`, whose
+#: forks get 60 s, unless a configuration turns the daemon off.
+PLANNER_MODULES = ("pyspark.sql.worker.", "pyspark.sql.streaming.python_streaming_")
+
+#: how much CPU priority the planners get over the machine's other processes (`nice -n`)
+PLANNER_NICENESS = -10
+
+_LAUNCHER = """#!/bin/sh
+# praha's PYSPARK_PYTHON for {python}. Spark puts its wheel's python/lib/pyspark.zip first
+# on a worker's path: it holds no compiled bytecode, so every worker compiled pyspark's
+# sources again (2 CPU-s; 16 s at a load of 30 on 2 cores, past Spark's 10 s connect-back
+# wait). The same wheel is installed for this interpreter, compiled, so its zips are
+# dropped from the path. Spark's planner workers also start at a higher CPU priority
+# (without the right to raise it, nice warns and runs the command unchanged).
+set -f
+kept=""
+IFS=:
+for entry in $PYTHONPATH; do
+  case "$entry" in
+    {zips}) ;;
+    *) kept="${{kept:+$kept:}}$entry" ;;
+  esac
+done
+unset IFS
+export PYTHONPATH="$kept"
+case "$*" in
+  {cases}) exec nice -n {niceness} "{python}" "$@" ;;
+esac
+exec "{python}" "$@"
+"""
+
+
+def worker_python(python: str) -> str:
+    """A launcher to use as PYSPARK_PYTHON on this machine: runs `python` (which must have
+    this pyspark installed) with pyspark imported from its installed, compiled copy instead
+    of the wheel's zip, and Spark's planner workers (PLANNER_MODULES) at PLANNER_NICENESS.
+    Without it, a Python worker on a loaded 2-core machine can take more than the 10 s
+    Spark gives it, which fails a streaming query at its start ("Python worker failed to
+    connect back"). Written once per interpreter and pyspark; returns its path."""
+    import hashlib
+    import os
+    import tempfile
+
+    import pyspark
+
+    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    libs = sorted({lib, os.path.realpath(lib)})  # Spark may name it by its real path
+    text = _LAUNCHER.format(cases="|".join(f"*-m\\ {m}*" for m in PLANNER_MODULES), niceness=PLANNER_NICENESS,
+                            python=python, zips="|".join(f'"{d}/pyspark.zip"|"{d}"/py4j-*-src.zip' for d in libs))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = os.path.join(tempfile.gettempdir(), f"praha-spark-python-{digest}")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".praha-spark-python-")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)  # atomic: concurrent sessions see a whole file or none
+    return path
 
 
 def package_zip(directory: str) -> str:

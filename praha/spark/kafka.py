@@ -86,6 +86,8 @@ class Metadata:
     partitions: dict[TopicPartition, PartitionMeta] = field(default_factory=dict)
     topic_errors: dict[str, int] = field(default_factory=dict)
     controller_id: int = -1
+    #: Kafka's AclOperation bit field per topic, when asked for (`refresh(authorized_operations=True)`)
+    topic_operations: dict[str, int] = field(default_factory=dict)
 
     def topics(self) -> set[str]:
         return {tp.topic for tp in self.partitions}
@@ -156,15 +158,16 @@ class ClusterClient:
         return self._conn(addr).send(request, version, timeout=timeout)
 
     # ------------------------------------------------------------------ metadata
-    def refresh(self, topics: list[str] | None = None) -> Metadata:
+    def refresh(self, topics: list[str] | None = None, authorized_operations: bool = False) -> Metadata:
         """Metadata from any reachable broker (known ones first, then the bootstrap list).
 
-        `topics=None` asks for every topic. Raises SourceError if no broker answers."""
+        `topics=None` asks for every topic; `authorized_operations` asks the broker what this
+        user may do with each (Metadata v8+). Raises SourceError if no broker answers."""
         req = MetadataRequest(
             topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t, topic_id=None)
                                                 for t in topics],
             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False)
+            include_topic_authorized_operations=authorized_operations)
         candidates = list(dict.fromkeys(list(self.meta.brokers.values()) + list(self.bootstrap)))
         random.shuffle(candidates)
         errors = []
@@ -184,6 +187,8 @@ class ClusterClient:
                 if t.error_code != ErrorCode.NONE:
                     md.topic_errors[t.name] = t.error_code
                     continue
+                if authorized_operations:
+                    md.topic_operations[t.name] = t.topic_authorized_operations
                 for p in t.partitions:
                     md.partitions[TopicPartition(t.name, p.partition_index)] = PartitionMeta(
                         p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(p.isr_nodes))

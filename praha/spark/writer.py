@@ -77,30 +77,23 @@ def check_topic_exists(opts: WriteOptions) -> None:
 
     with ClusterClient(opts.bootstrap, client_id="praha-spark-sink", security=opts.security.client_security()) \
             as client:
-        md = client.refresh([opts.topic] if opts.topic else [])
+        # from any broker that answers: Spark plans a streaming write again for every
+        # micro-batch, and a broker of the last metadata may just have died
+        md = client.refresh([opts.topic] if opts.topic else [], authorized_operations=opts.security.sasl)
         if opts.topic is None:
             return
         if not md.partitions_of(opts.topic):
             raise OptionError("topic", f"unknown topic {opts.topic!r} in the cluster; create it first")
-        if opts.security.sasl and not _may_write(client, opts.topic):
+        if opts.security.sasl and not may_write(md.topic_operations.get(opts.topic)):
             raise not_authorized("Write", opts.topic, client)
 
 
-def _may_write(client: Any, topic: str) -> bool:
-    """Whether the broker's authoriser lets this user Write `topic` (Metadata v8+ answers with
-    the topic's authorised operations, a bit field of Kafka's AclOperation codes)."""
-    from praha.protocol.messages.gen.metadata import MetadataRequest
-    from praha.spark.kafka import METADATA_VERSION
-
-    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)],
-                          allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-                          include_topic_authorized_operations=True)
-    broker = next(iter(client.meta.brokers))
-    resp = client.send_to(broker, req, METADATA_VERSION)
-    ops = next((t.topic_authorized_operations for t in resp.topics if t.name == topic), None)
-    if ops is None or ops == -2147483648:  # the broker did not say: let the producer find out
+def may_write(operations: int | None) -> bool:
+    """Whether a topic's authorised operations (Metadata v8+: a bit field of Kafka's
+    AclOperation codes) include Write; a broker that did not say lets the producer find out."""
+    if operations is None or operations == -2147483648:
         return True
-    return bool(ops & (1 << WRITE))
+    return bool(operations & (1 << WRITE))
 
 
 def _as_bytes(v: Any) -> bytes | None:

@@ -141,8 +141,9 @@ SPARK_MASTER_ENV = "PRAHA_SPARK_MASTER"
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> Iterator[Any]:
     import os
+    import sys
 
-    from praha.spark import local_session, package_zip, session
+    from praha.spark import local_session, package_zip, session, worker_python
 
     # a Python worker (the streaming planner's included) gets two minutes to connect back to
     # the JVM, not 15 s: on the shared 2-core machine they can take longer to start
@@ -161,6 +162,7 @@ def spark(tmp_path_factory) -> Iterator[Any]:
     root = tmp_path_factory.mktemp("spark-standalone")
     with standalone_cluster(root / "cluster", workers=2, cores=1, memory="1g") as cluster:
         s = session(cluster.master_url, "praha-pipeline-tests", py_files=[package_zip(str(root))],
+                    python=worker_python(sys.executable),  # the cluster is on this machine
                     conf={**conf, "spark.task.maxFailures": "4", "spark.executor.memory": "512m",
                           "spark.cores.max": "2"})
         try:
@@ -180,3 +182,20 @@ def pipeline(zookeeper, tmp_path_factory) -> Iterator[PipelineCluster]:
 def topic_name(request) -> str:
     """A topic name unique to the test."""
     return f"{request.node.name.replace('test_', '').replace('_', '-')[:40]}-{int(time.time() * 1000) % 100000}"
+
+
+#: per-test bound on a standalone cluster (the suite's 300 s default covers neither the
+#: first test's share of the cluster's and the session's start, 280 s on the shared
+#: machine, nor executors in JVMs of their own); a timeout's interrupt also breaks the
+#: session's py4j connection for every test after it
+STANDALONE_TIMEOUT = 1800
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    import os
+
+    if os.environ.get(SPARK_MASTER_ENV, "local") != "standalone":
+        return
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(STANDALONE_TIMEOUT))

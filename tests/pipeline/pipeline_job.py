@@ -4,7 +4,8 @@ stream, writes what it read, upper-cased, to another topic; prints what it read 
 
 `sc://HOST:PORT`: a Spark Connect client. `spark://HOST:PORT`: a driver on a standalone
 cluster, praha shipped to the executors as a zip (`spark.submit.pyFiles`, what
-`--py-files` sets); it also reports where the executors imported praha from.
+`--py-files` sets). `submitted`: started by `spark-submit --master ... --py-files ...`,
+as a user runs a job. Both report where the driver and the executors imported praha from.
 
 Usage: python pipeline_job.py URL BOOTSTRAP SOURCE_TOPIC TARGET_TOPIC WORK_DIR
 """
@@ -25,11 +26,17 @@ def main(url: str, bootstrap: str, source: str, target: str, work: str) -> None:
         assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
         spark.dataSource.register(PrahaDataSource)
     else:
-        from praha.spark import package_zip, session
+        if url == "submitted":  # by spark-submit, which gave the master, the conf and --py-files
+            spark = SparkSession.builder.getOrCreate()
+            spark.dataSource.register(PrahaDataSource)
+        else:
+            from praha.spark import package_zip, session, worker_python
 
-        spark = session(url, "praha-pipeline-job", py_files=[package_zip(work)],
-                        conf={"spark.cores.max": "2", "spark.executor.memory": "512m"})
+            spark = session(url, "praha-pipeline-job", py_files=[package_zip(work)],
+                            python=worker_python(sys.executable),  # the cluster is on this machine
+                            conf={"spark.cores.max": "2", "spark.executor.memory": "512m"})
         sc = spark.sparkContext
+        report["driver_praha"] = __import__("praha").__file__
         import time
 
         deadline = time.monotonic() + 300  # both workers' executors registered (they start in parallel)

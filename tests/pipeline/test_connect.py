@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from praha.spark import worker_python
 from praha.spark.standalone import spark_home
 from praha.testing.cluster import wait_for
 
@@ -43,7 +44,7 @@ def connect_server(tmp_path_factory) -> Iterator[str]:
     port = _free_port()
     root = tmp_path_factory.mktemp("spark-connect")
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+           "PYSPARK_PYTHON": worker_python(sys.executable), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     log = open(root / "server.log", "wb")  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from praha.spark import worker_python
 from praha.spark.standalone import spark_home
 
 # a Spark job in a process of its own: its bounds are longer than the suite's 300 s default
@@ -45,7 +46,7 @@ def test_streaming_table_and_materialized_view_from_a_topic(pipeline, topic_name
             .replace("127.0.0.1:9092", pipeline.bootstrap).replace("praha.topic: pageviews", f"praha.topic: {topic_name}"))
     (project / "spark-pipeline.yml").write_text(spec)
     home = spark_home()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": worker_python(sys.executable),
            "PYTHONPATH": str(ROOT)}
 
     def run() -> None:

@@ -208,3 +208,40 @@ def test_a_pre_0_11_message_set_is_refused_by_name():
     for read in (lambda buf: decode_into(buf, 0, 100, Columns()), lambda buf: scan_next_offset(buf, 0, 100)):
         with pytest.raises(CorruptLogError, match="has magic 1: praha reads only v2 record batches"):
             read(batch(0, [b"new"]) + bytes(old.build()))
+
+
+def test_worker_python_drops_the_uncompiled_zips_and_raises_the_planners_priority(tmp_path):
+    """The PYSPARK_PYTHON launcher: the wheel's pyspark.zip and py4j zip leave the path
+    (the installed, compiled pyspark is imported instead), everything else on it stays;
+    Spark's planner workers (the modules Spark gives a fixed 10 s to connect back) run at
+    PLANNER_NICENESS, every other Python command at the caller's priority."""
+    import os
+    import subprocess
+    import sys
+
+    import pyspark
+
+    from praha.spark import PLANNER_MODULES, PLANNER_NICENESS, worker_python
+
+    launcher = worker_python(sys.executable)
+    probe = "import os, sys; print(os.nice(0), os.environ['PYTHONPATH'], sys.argv[1:])"
+    stand_ins = ["pyspark.sql.worker.probe", "pyspark.sql.streaming.python_streaming_probe"]  # named as Spark's
+    assert all(any(m.startswith(p) for p in PLANNER_MODULES) for m in stand_ins)
+    for module in stand_ins:
+        *packages, name = module.split(".")
+        for i in range(1, len(packages) + 1):
+            tmp_path.joinpath(*packages[:i]).mkdir(exist_ok=True)
+            tmp_path.joinpath(*packages[:i], "__init__.py").touch()
+        tmp_path.joinpath(*packages, f"{name}.py").write_text(probe)
+    lib = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "python", "lib"))
+    zips = [os.path.join(lib, z) for z in sorted(os.listdir(lib)) if z.endswith(".zip")]
+    assert len(zips) == 2  # pyspark.zip and py4j's
+    env = {**os.environ, "PYTHONPATH": ":".join([*zips, str(tmp_path)])}  # as Spark sets it: its zips first
+    base = os.nice(0)
+    boosted = max(-20, base + PLANNER_NICENESS) if os.geteuid() == 0 else base
+    for command, niceness in [(["-m", stand_ins[0]], boosted), (["-m", stand_ins[1]], boosted),
+                              (["-c", probe], base)]:
+        out = subprocess.run([launcher, *command, "arg"], env=env, capture_output=True, text=True, timeout=60,
+                             check=True)
+        nice, path, args = out.stdout.split(maxsplit=2)
+        assert (int(nice), path, args.strip()) == (niceness, str(tmp_path), "['arg']"), out
