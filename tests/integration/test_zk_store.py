@@ -240,7 +240,10 @@ def test_topic_admin_and_notifications(zk_store):
     zk_store.create_topic("orders", assignment, {"cleanup.policy": "compact"})
     with pytest.raises(TopicExistsError):
         zk_store.create_topic("orders", assignment)
-    assert zk_store.get_data(zn.topic_path("orders"))[0] == zn.encode_topic_assignment(assignment)
+    # written with a new topic id (version 3), as Kafka's AdminZkClient writes it
+    written = zk_store.get_topic_assignments(["orders"])[0]["orders"]
+    assert written.partitions == assignment.partitions and written.topic_id and len(written.topic_id) == 22
+    assert zk_store.get_data(zn.topic_path("orders"))[0] == zn.encode_topic_assignment(written)
 
     grown = TopicAssignment({**assignment.partitions, 2: ReplicaAssignment((1, 2))})
     assert zk_store.set_topic_assignment("orders", grown, ev).ok
