@@ -334,11 +334,17 @@ def test_configs_groups_and_idempotent_producers(env, cli):
     # an idempotent producer needs IdempotentWrite on the cluster or Write on some topic
     acls(cli, env, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
     wait_for(lambda: topic in visible_topics(env, "alice"), 10, what="alice's Write")
-    errors: list = []
-    p = Producer({**env.conf("alice"), "enable.idempotence": True, "message.timeout.ms": 10000})
-    p.produce(topic, b"once", on_delivery=lambda err, _m: errors.append(err))
-    p.flush(20)
-    assert errors == [None]
+
+    def delivered() -> bool:
+        """The ACL reaches each broker by a ZooKeeper notification: the broker answering
+        InitProducerId may hear of it later than the one that answered Metadata."""
+        errors: list = []
+        p = Producer({**env.conf("alice"), "enable.idempotence": True, "message.timeout.ms": 10000})
+        p.produce(topic, b"once", on_delivery=lambda err, _m: errors.append(err))
+        p.flush(20)
+        return errors == [None]
+
+    wait_for(delivered, 60, interval=1, what="alice's idempotent produce")
     # groups: bob may not delete a group he cannot Delete, nor list it
     group = f"g-{uuid.uuid4().hex[:6]}"
     acls(cli, env, "--add", "--allow-principal", "User:admin", "--operation", "Read", "--group", group)

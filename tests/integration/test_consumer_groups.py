@@ -142,16 +142,16 @@ def test_kafka_python_group_shares_and_commits(cluster):
     seen: set[tuple[int, int]] = set()
     assignments: list[set[int]] = [set(), set(), set()]
     lock = threading.Lock()
-    ready = threading.Barrier(3, timeout=60)
+    ready = threading.Barrier(3, timeout=90)
 
     def member(i: int) -> None:
         c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200,
+                          enable_auto_commit=False, session_timeout_ms=15000, heartbeat_interval_ms=200,
                           # a leader whose first Metadata lacked the new topic assigns nothing until its
                           # next refresh (default 5 min): refresh often so the group rebalances onto it
                           metadata_max_age_ms=2000)
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 75  # a member whose heartbeats starve rejoins late
             while time.monotonic() < deadline:
                 for tp, msgs in c.poll(timeout_ms=200).items():
                     with lock:
@@ -169,7 +169,7 @@ def test_kafka_python_group_shares_and_commits(cluster):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(90)
+        t.join(120)
     assert len(seen) == RECORDS
     check_shares(assignments)
     reader = KafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
