@@ -434,9 +434,10 @@ class DataApis:
         """The name of each topic a Fetch v13+ names by id, and the topics whose id no topic
         here has (ids not in the cache yet are read from ZooKeeper first)."""
         cache = self.broker.metadata_cache
-        if any(t.topic_id not in cache.topic_ids.values() for t in topics):
+        if any(t.topic_id not in cache.names_by_id for t in topics):
             await self.broker.load_topic_ids()
-        names = {tid: name for name, tid in cache.topic_ids.items() if tid.int}
+        names = {t.topic_id: cache.names_by_id[t.topic_id] for t in topics
+                 if t.topic_id.int and t.topic_id in cache.names_by_id}  # the zero id names no topic
         return names, [t for t in topics if t.topic_id not in names]
 
     def _unreadable(self, req: DecodedRequest, replica_id: int,

@@ -24,7 +24,19 @@ class MetadataCache:
     #: topic ids read from the topic znodes (`MetadataApis`); forgotten with the topic, so a
     #: topic deleted and created again under its name is answered with its new id
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    #: the same by id, for requests that name topics by id (Fetch v13+); kept by `set_topic_id`
+    names_by_id: dict[uuid.UUID, str] = field(default_factory=dict)
     updates: int = 0
+
+    def set_topic_id(self, name: str, topic_id: uuid.UUID) -> None:
+        self._forget_topic_id(name)
+        self.topic_ids[name] = topic_id
+        self.names_by_id[topic_id] = name
+
+    def _forget_topic_id(self, name: str) -> None:
+        old = self.topic_ids.pop(name, None)
+        if old is not None:
+            self.names_by_id.pop(old, None)
 
     def update(self, req: UpdateMetadataRequestData) -> list[TopicPartition]:
         """Apply an UpdateMetadata (epoch already checked); returns the partitions deleted."""
@@ -39,7 +51,7 @@ class MetadataCache:
                     parts.pop(s.tp.partition, None)
                     if not parts:
                         del self.partitions[s.tp.topic]
-                        self.topic_ids.pop(s.tp.topic, None)
+                        self._forget_topic_id(s.tp.topic)
                 deleted.append(s.tp)
             else:
                 self.partitions.setdefault(s.tp.topic, {})[s.tp.partition] = s

@@ -115,7 +115,7 @@ class MetadataApis:
         for name in missing:
             tid = topic_id_uuid(found[name].topic_id) if name in found else None
             if tid is not None and cache.contains_topic(name):  # (not deleted meanwhile)
-                cache.topic_ids[name] = tid
+                cache.set_topic_id(name, tid)
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
         """Kafka's auto topic creation (ZooKeeper mode: the broker writes the znodes itself),

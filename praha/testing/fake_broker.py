@@ -63,6 +63,10 @@ class FakeMetadataCache:
     controller_id: int = 1
     topic_ids: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def names_by_id(self) -> dict[Any, str]:
+        return {tid: name for name, tid in self.topic_ids.items()}
+
     def topics(self) -> list[str]:
         return sorted(self.topic_names)
 
