@@ -271,9 +271,9 @@ class Controller:
         except ZNodeDecodeError as e:
             broken, why = True, str(e)
         if broken:
-            log.error("%s; repairing /controller_epoch to %d before electing", why, seen)
-            self.state_log.record("ControllerEpochRepaired", repaired_to=seen, reason=why)
-            self.store.repair_controller_epoch(seen)
+            repaired = self.store.repair_controller_epoch(seen)
+            log.error("%s; repaired /controller_epoch to %s before electing", why, repaired)
+            self.state_log.record("ControllerEpochRepaired", repaired_to=repaired, reason=why)
         return self.store.register_controller_and_increment_epoch(self.broker_id)
 
     def _trigger_controller_move(self) -> None:

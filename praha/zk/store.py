@@ -185,21 +185,25 @@ class ZkStore(ZooKeeperClient):
         except KazooException as e:
             raise self._wrap(e, "delete /controller") from None
 
-    def repair_controller_epoch(self, epoch: int) -> bool:
+    def repair_controller_epoch(self, epoch: int) -> int | None:
         """Make `/controller_epoch` at least `epoch`: create it if absent, overwrite it if corrupt
         or lower (conditional on the version read, so a concurrent election is never undone).
-        A value of `epoch` or more is left alone. Returns whether it wrote."""
+        An overwrite is also raised to the znode's data version: every election bumps value and
+        version together from 0, so the version bounds the epochs elected through this znode even
+        when no live broker has seen the newest. A value of `epoch` or more is left alone.
+        Returns the epoch written, None when nothing was."""
         got = self.get_data(zn.CONTROLLER_EPOCH_PATH)
         if got is None:
             ops: list[ZkOp] = [CreateOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch))]
         else:
             try:
                 if zn.decode_controller_epoch(got[0]) >= epoch:
-                    return False
+                    return None
             except ZNodeDecodeError:
                 pass
+            epoch = max(epoch, got[1].version)
             ops = [SetDataOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch), got[1].version)]
-        return self.multi(ops)[0].ok
+        return epoch if self.multi(ops)[0].ok else None
 
     def delete_if_unchanged_corrupt(self, path: str) -> bool:
         """Delete `path` if its data still fails to decode, conditional on the version read (so a

@@ -134,9 +134,12 @@ def test_confluent_kafka_group_shares_and_commits(cluster):
     assert committed_ck(bs, group, topic) == ends
 
 
-def test_kafka_python_group_shares_and_commits(cluster):
+def test_kafka_python_group_shares_and_commits(cluster, caplog):
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KpTopicPartition
+
+    # the members' joins, heartbeats and assignments, so a member left out says why
+    caplog.set_level("INFO", logger="kafka.coordinator")
 
     bs, topic, group = bootstrap(cluster), new_topic(cluster), "kp-group"
     seen: set[tuple[int, int]] = set()

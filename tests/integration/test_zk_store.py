@@ -409,11 +409,21 @@ def test_ensemble_survives_one_server_loss(tmp_path):
 
 def test_repairs_of_corrupt_znodes(zk_store, other_store):
     zk_store.client.create(zn.CONTROLLER_EPOCH_PATH, b"garbage")
-    assert zk_store.repair_controller_epoch(4)  # corrupt: overwritten
-    assert not zk_store.repair_controller_epoch(3)  # readable and not lower: left alone
-    assert not zk_store.repair_controller_epoch(4)
-    assert zk_store.repair_controller_epoch(6)  # lower than a seen epoch: raised
+    assert zk_store.repair_controller_epoch(4) == 4  # corrupt: overwritten
+    assert zk_store.repair_controller_epoch(3) is None  # readable and not lower: left alone
+    assert zk_store.repair_controller_epoch(4) is None
+    assert zk_store.repair_controller_epoch(6) == 6  # lower than a seen epoch: raised
     assert zk_store.register_controller_and_increment_epoch(1)[0] == 7
+    # elections bump value and data version together, so after garbage a repair that knows no
+    # seen epoch still lands above every elected one
+    zk_store.client.delete(zn.CONTROLLER_EPOCH_PATH)
+    for _ in range(3):
+        zk_store.client.delete(zn.CONTROLLER_PATH)
+        zk_store.register_controller_and_increment_epoch(1)
+    zk_store.client.set(zn.CONTROLLER_EPOCH_PATH, b"banana")
+    assert zk_store.repair_controller_epoch(0) == 4
+    zk_store.client.delete(zn.CONTROLLER_PATH)
+    assert zk_store.register_controller_and_increment_epoch(1)[0] == 5
 
     zk_store.client.create("/brokers/topics/bad", b"{")
     zk_store.client.create("/brokers/topics/good", zn.encode_topic_assignment(TopicAssignment()))

@@ -130,8 +130,9 @@ class Module:
 
     def class_lines(self, node: Node, indent: str, msg: Message | None, qual: str) -> list[str]:
         base = "(WireMessage)" if msg is not None else ""
-        out = [f"{indent}@dataclass(slots=True)", f"{indent}class {node.cls}{base}:"]
+        out = [f"{indent}class {node.cls}{base}:"]
         inner = indent + "    "
+        out.append(f"{inner}__slots__ = ({''.join(repr(f.name) + ', ' for f in node.fields)})")
         if msg is not None:
             flex = msg.flexible.lo if msg.flexible.lo <= msg.flexible.hi else 32767
             out += [f"{inner}API_KEY: ClassVar[int] = {msg.api_key}",
@@ -149,14 +150,38 @@ class Module:
         aliased = {c.ident: c for c in node.child_of.values() if c.ident in self._module_level and c.ident not in own}
         for used in aliased.values():
             out += [f"{inner}{used.cls} = {self._quals[used.ident]}", ""]
-        if not node.fields:
-            out.append(f"{inner}pass")
+        params, assigns = ["self"], []
         for f in node.fields:
-            ref = ""
+            ref, full = "", ""
             if f.is_struct:
                 child = node.child_of[f.name]
                 ref = self._quals[child.ident] if child.ident in self._module_level else child.cls
-            out.append(f"{inner}{f.name}: {_annotation(f, ref)} = {_default(f, ref)}")
+                full = self._quals[child.ident] if child.ident in self._module_level else f"{qual}.{child.cls}"
+            out.append(f"{inner}{f.name}: {_annotation(f, ref)}")
+            dflt = _default(f, full)
+            if dflt.startswith("field(default_factory="):
+                make = dflt.removeprefix("field(default_factory=").removesuffix(")")
+                params.append(f"{f.name}: {_annotation(f, ref)} = _FACTORY")
+                assigns.append(f"self.{f.name} = {make}() if {f.name} is _FACTORY else {f.name}")
+            else:
+                params.append(f"{f.name}: {_annotation(f, ref)} = {dflt}")
+                assigns.append(f"self.{f.name} = {f.name}")
+        # written out rather than made by @dataclass at import: every broker, tool and client
+        # process imports every message class, and the decorator's runtime code generation
+        # cost about 0.5 CPU-seconds per process
+        names = [f.name for f in node.fields]
+        mine = "(" + "".join(f"self.{n}, " for n in names) + ")"
+        theirs = "(" + "".join(f"other.{n}, " for n in names) + ")"
+        shown = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
+        out += ["", f"{inner}def __init__({', '.join(params)}) -> None:"]
+        out += [f"{inner}    {a}" for a in assigns] or [f"{inner}    pass"]
+        out += ["", f"{inner}def __eq__(self, other: object) -> bool:",
+                f"{inner}    if other.__class__ is not self.__class__:",
+                f"{inner}        return NotImplemented",
+                f"{inner}    return {mine} == {theirs}",
+                "", f"{inner}__hash__ = None  # mutable, as a dataclass with eq",
+                "", f"{inner}def __repr__(self) -> str:",
+                f'{inner}    return f"{{self.__class__.__qualname__}}({shown})"']
         return out
 
     # --- encoders ------------------------------------------------------------------------
@@ -382,7 +407,7 @@ class Module:
             "",
             "import struct",
             "import uuid",
-            "from dataclasses import dataclass, field",
+            "from praha.protocol.messages.runtime import FACTORY as _FACTORY",
             "from struct import pack as _pack",
             "from struct import unpack_from as _unpack_from",
             "from typing import Any, ClassVar",

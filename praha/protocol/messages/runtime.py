@@ -165,6 +165,10 @@ def null_field(name: str) -> WireFormatError:
 _DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, RecursionError)
 
 
+#: the default of a list or struct field in a generated `__init__`: a fresh value per instance
+FACTORY: Any = object()
+
+
 class WireMessage:
     """A request or response: `encode(version)` and `decode(data, version)`, one compiled
     function per version (indexed by `version - MIN_VERSION`)."""

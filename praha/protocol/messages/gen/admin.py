@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -38,34 +38,94 @@ _S17 = struct.Struct('>bb')
 _S18 = struct.Struct('>bi')
 
 
-@dataclass(slots=True)
 class CreateTopicsRequest(WireMessage):
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', )
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class CreatableTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', )
         class CreatableReplicaAssignment:
-            partition_index: int = 0
-            broker_ids: list[int] = field(default_factory=list)
+            __slots__ = ('partition_index', 'broker_ids', )
+            partition_index: int
+            broker_ids: list[int]
 
-        @dataclass(slots=True)
+            def __init__(self, partition_index: int = 0, broker_ids: list[int] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.broker_ids = list() if broker_ids is _FACTORY else broker_ids
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.broker_ids, ) == (other.partition_index, other.broker_ids, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, broker_ids={self.broker_ids!r})"
+
         class CreatableTopicConfig:
-            name: str = ''
-            value: str | None = ''
+            __slots__ = ('name', 'value', )
+            name: str
+            value: str | None
 
-        name: str = ''
-        num_partitions: int = 0
-        replication_factor: int = 0
-        assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
-        configs: list[CreatableTopicConfig] = field(default_factory=list)
+            def __init__(self, name: str = '', value: str | None = '') -> None:
+                self.name = name
+                self.value = value
 
-    topics: list[CreatableTopic] = field(default_factory=list)
-    timeout_ms: int = 60000
-    validate_only: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.value, ) == (other.name, other.value, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreatableReplicaAssignment]
+        configs: list[CreatableTopicConfig]
+
+        def __init__(self, name: str = '', num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreatableReplicaAssignment] = _FACTORY, configs: list[CreatableTopicConfig] = _FACTORY) -> None:
+            self.name = name
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.assignments = list() if assignments is _FACTORY else assignments
+            self.configs = list() if configs is _FACTORY else configs
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.num_partitions, self.replication_factor, self.assignments, self.configs, ) == (other.name, other.num_partitions, other.replication_factor, other.assignments, other.configs, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, assignments={self.assignments!r}, configs={self.configs!r})"
+
+    topics: list[CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
+
+    def __init__(self, topics: list[CreatableTopic] = _FACTORY, timeout_ms: int = 60000, validate_only: bool = False) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.timeout_ms, self.validate_only, ) == (other.topics, other.timeout_ms, other.validate_only, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 def _e_CreateTopicsRequest_CreatableTopic_CreatableReplicaAssignment_v2(o: Any, out: bytearray) -> None:
@@ -288,34 +348,85 @@ CreateTopicsRequest._ENCODERS = (_e_CreateTopicsRequest_v2, _e_CreateTopicsReque
 CreateTopicsRequest._DECODERS = (_d_CreateTopicsRequest_v2, _d_CreateTopicsRequest_v2, _d_CreateTopicsRequest_v2, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5,)
 
 
-@dataclass(slots=True)
 class CreateTopicsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 19
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class CreatableTopicResult:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', )
         class CreatableTopicConfigs:
-            name: str = ''
-            value: str | None = ''
-            read_only: bool = False
-            config_source: int = -1
-            is_sensitive: bool = False
+            __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', )
+            name: str
+            value: str | None
+            read_only: bool
+            config_source: int
+            is_sensitive: bool
 
-        name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = ''
-        topic_config_error_code: int = 0
-        num_partitions: int = -1
-        replication_factor: int = -1
-        configs: list[CreatableTopicConfigs] | None = field(default_factory=list)
+            def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_sensitive: bool = False) -> None:
+                self.name = name
+                self.value = value
+                self.read_only = read_only
+                self.config_source = config_source
+                self.is_sensitive = is_sensitive
 
-    throttle_time_ms: int = 0
-    topics: list[CreatableTopicResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive, ) == (other.name, other.value, other.read_only, other.config_source, other.is_sensitive, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_sensitive={self.is_sensitive!r})"
+
+        name: str
+        topic_id: uuid.UUID | None
+        error_code: int
+        error_message: str | None
+        topic_config_error_code: int
+        num_partitions: int
+        replication_factor: int
+        configs: list[CreatableTopicConfigs] | None
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, error_code: int = 0, error_message: str | None = '', topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: list[CreatableTopicConfigs] | None = _FACTORY) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+            self.topic_config_error_code = topic_config_error_code
+            self.num_partitions = num_partitions
+            self.replication_factor = replication_factor
+            self.configs = list() if configs is _FACTORY else configs
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.error_code, self.error_message, self.topic_config_error_code, self.num_partitions, self.replication_factor, self.configs, ) == (other.name, other.topic_id, other.error_code, other.error_message, other.topic_config_error_code, other.num_partitions, other.replication_factor, other.configs, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topic_config_error_code={self.topic_config_error_code!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, configs={self.configs!r})"
+
+    throttle_time_ms: int
+    topics: list[CreatableTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v2(o: Any, out: bytearray) -> None:
@@ -546,21 +657,50 @@ CreateTopicsResponse._ENCODERS = (_e_CreateTopicsResponse_v2, _e_CreateTopicsRes
 CreateTopicsResponse._DECODERS = (_d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v7,)
 
 
-@dataclass(slots=True)
 class DeleteTopicsRequest(WireMessage):
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', )
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DeleteTopicState:
-        name: str | None = None
-        topic_id: uuid.UUID | None = ZERO_UUID
+        __slots__ = ('name', 'topic_id', )
+        name: str | None
+        topic_id: uuid.UUID | None
 
-    topics: list[DeleteTopicState] = field(default_factory=list)
-    topic_names: list[str] = field(default_factory=list)
-    timeout_ms: int = 0
+        def __init__(self, name: str | None = None, topic_id: uuid.UUID | None = ZERO_UUID) -> None:
+            self.name = name
+            self.topic_id = topic_id
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, ) == (other.name, other.topic_id, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r})"
+
+    topics: list[DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
+
+    def __init__(self, topics: list[DeleteTopicState] = _FACTORY, topic_names: list[str] = _FACTORY, timeout_ms: int = 0) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+        self.topic_names = list() if topic_names is _FACTORY else topic_names
+        self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.topic_names, self.timeout_ms, ) == (other.topics, other.topic_names, other.timeout_ms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, topic_names={self.topic_names!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_DeleteTopicsRequest_v1(o: Any, out: bytearray) -> None:
@@ -664,22 +804,52 @@ DeleteTopicsRequest._ENCODERS = (_e_DeleteTopicsRequest_v1, _e_DeleteTopicsReque
 DeleteTopicsRequest._DECODERS = (_d_DeleteTopicsRequest_v1, _d_DeleteTopicsRequest_v1, _d_DeleteTopicsRequest_v1, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v6,)
 
 
-@dataclass(slots=True)
 class DeleteTopicsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'responses', )
     API_KEY: ClassVar[int] = 20
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DeletableTopicResult:
-        name: str | None = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = None
+        __slots__ = ('name', 'topic_id', 'error_code', 'error_message', )
+        name: str | None
+        topic_id: uuid.UUID | None
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    responses: list[DeletableTopicResult] = field(default_factory=list)
+        def __init__(self, name: str | None = '', topic_id: uuid.UUID | None = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.error_code, self.error_message, ) == (other.name, other.topic_id, other.error_code, other.error_message, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+    throttle_time_ms: int
+    responses: list[DeletableTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = list() if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v1(o: Any, out: bytearray) -> None:
@@ -862,26 +1032,69 @@ DeleteTopicsResponse._ENCODERS = (_e_DeleteTopicsResponse_v1, _e_DeleteTopicsRes
 DeleteTopicsResponse._DECODERS = (_d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v4, _d_DeleteTopicsResponse_v5, _d_DeleteTopicsResponse_v6,)
 
 
-@dataclass(slots=True)
 class CreatePartitionsRequest(WireMessage):
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', )
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'count', 'assignments', )
         class CreatePartitionsAssignment:
-            broker_ids: list[int] = field(default_factory=list)
+            __slots__ = ('broker_ids', )
+            broker_ids: list[int]
 
-        name: str = ''
-        count: int = 0
-        assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)
+            def __init__(self, broker_ids: list[int] = _FACTORY) -> None:
+                self.broker_ids = list() if broker_ids is _FACTORY else broker_ids
 
-    topics: list[CreatePartitionsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
-    validate_only: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.broker_ids, ) == (other.broker_ids, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(broker_ids={self.broker_ids!r})"
+
+        name: str
+        count: int
+        assignments: list[CreatePartitionsAssignment] | None
+
+        def __init__(self, name: str = '', count: int = 0, assignments: list[CreatePartitionsAssignment] | None = _FACTORY) -> None:
+            self.name = name
+            self.count = count
+            self.assignments = list() if assignments is _FACTORY else assignments
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.count, self.assignments, ) == (other.name, other.count, other.assignments, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, count={self.count!r}, assignments={self.assignments!r})"
+
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
+
+    def __init__(self, topics: list[CreatePartitionsTopic] = _FACTORY, timeout_ms: int = 0, validate_only: bool = False) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.timeout_ms, self.validate_only, ) == (other.topics, other.timeout_ms, other.validate_only, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_CreatePartitionsAssignment_v0(o: Any, out: bytearray) -> None:
@@ -1040,21 +1253,50 @@ CreatePartitionsRequest._ENCODERS = (_e_CreatePartitionsRequest_v0, _e_CreatePar
 CreatePartitionsRequest._DECODERS = (_d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v2, _d_CreatePartitionsRequest_v2,)
 
 
-@dataclass(slots=True)
 class CreatePartitionsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class CreatePartitionsTopicResult:
-        name: str = ''
-        error_code: int = 0
-        error_message: str | None = None
+        __slots__ = ('name', 'error_code', 'error_message', )
+        name: str
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+        def __init__(self, name: str = '', error_code: int = 0, error_message: str | None = None) -> None:
+            self.name = name
+            self.error_code = error_code
+            self.error_message = error_message
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.error_code, self.error_message, ) == (other.name, other.error_code, other.error_message, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+    throttle_time_ms: int
+    results: list[CreatePartitionsTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(o: Any, out: bytearray) -> None:
@@ -1147,21 +1389,50 @@ CreatePartitionsResponse._ENCODERS = (_e_CreatePartitionsResponse_v0, _e_CreateP
 CreatePartitionsResponse._DECODERS = (_d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v2, _d_CreatePartitionsResponse_v2,)
 
 
-@dataclass(slots=True)
 class ElectLeadersRequest(WireMessage):
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', )
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class TopicPartitions:
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic', 'partitions', )
+        topic: str
+        partitions: list[int]
 
-    election_type: int = 0
-    topic_partitions: list[TopicPartitions] | None = field(default_factory=list)
-    timeout_ms: int = 60000
+        def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
+            self.topic = topic
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+    election_type: int
+    topic_partitions: list[TopicPartitions] | None
+    timeout_ms: int
+
+    def __init__(self, election_type: int = 0, topic_partitions: list[TopicPartitions] | None = _FACTORY, timeout_ms: int = 60000) -> None:
+        self.election_type = election_type
+        self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
+        self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.election_type, self.topic_partitions, self.timeout_ms, ) == (other.election_type, other.topic_partitions, other.timeout_ms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(election_type={self.election_type!r}, topic_partitions={self.topic_partitions!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_ElectLeadersRequest_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -1300,27 +1571,71 @@ ElectLeadersRequest._ENCODERS = (_e_ElectLeadersRequest_v0, _e_ElectLeadersReque
 ElectLeadersRequest._DECODERS = (_d_ElectLeadersRequest_v0, _d_ElectLeadersRequest_v1, _d_ElectLeadersRequest_v2,)
 
 
-@dataclass(slots=True)
 class ElectLeadersResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', )
     API_KEY: ClassVar[int] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class ReplicaElectionResult:
-        @dataclass(slots=True)
+        __slots__ = ('topic', 'partition_result', )
         class PartitionResult:
-            partition_id: int = 0
-            error_code: int = 0
-            error_message: str | None = ''
+            __slots__ = ('partition_id', 'error_code', 'error_message', )
+            partition_id: int
+            error_code: int
+            error_message: str | None
 
-        topic: str = ''
-        partition_result: list[PartitionResult] = field(default_factory=list)
+            def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
+                self.partition_id = partition_id
+                self.error_code = error_code
+                self.error_message = error_message
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_id, self.error_code, self.error_message, ) == (other.partition_id, other.error_code, other.error_message, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_id={self.partition_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+        topic: str
+        partition_result: list[PartitionResult]
+
+        def __init__(self, topic: str = '', partition_result: list[PartitionResult] = _FACTORY) -> None:
+            self.topic = topic
+            self.partition_result = list() if partition_result is _FACTORY else partition_result
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.partition_result, ) == (other.topic, other.partition_result, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partition_result={self.partition_result!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ReplicaElectionResult]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = list() if replica_election_results is _FACTORY else replica_election_results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.replica_election_results, ) == (other.throttle_time_ms, other.error_code, other.replica_election_results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, replica_election_results={self.replica_election_results!r})"
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_PartitionResult_v0(o: Any, out: bytearray) -> None:
@@ -1485,26 +1800,69 @@ ElectLeadersResponse._ENCODERS = (_e_ElectLeadersResponse_v0, _e_ElectLeadersRes
 ElectLeadersResponse._DECODERS = (_d_ElectLeadersResponse_v0, _d_ElectLeadersResponse_v1, _d_ElectLeadersResponse_v2,)
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsRequest(WireMessage):
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics', )
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ReassignableTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class ReassignablePartition:
-            partition_index: int = 0
-            replicas: list[int] | None = None
+            __slots__ = ('partition_index', 'replicas', )
+            partition_index: int
+            replicas: list[int] | None
 
-        name: str = ''
-        partitions: list[ReassignablePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, replicas: list[int] | None = None) -> None:
+                self.partition_index = partition_index
+                self.replicas = replicas
 
-    timeout_ms: int = 60000
-    allow_replication_factor_change: bool = True
-    topics: list[ReassignableTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.replicas, ) == (other.partition_index, other.replicas, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r})"
+
+        name: str
+        partitions: list[ReassignablePartition]
+
+        def __init__(self, name: str = '', partitions: list[ReassignablePartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    timeout_ms: int
+    allow_replication_factor_change: bool
+    topics: list[ReassignableTopic]
+
+    def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[ReassignableTopic] = _FACTORY) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.timeout_ms, self.allow_replication_factor_change, self.topics, ) == (other.timeout_ms, other.allow_replication_factor_change, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, topics={self.topics!r})"
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_ReassignablePartition_v0(o: Any, out: bytearray) -> None:
@@ -1618,29 +1976,75 @@ AlterPartitionReassignmentsRequest._ENCODERS = (_e_AlterPartitionReassignmentsRe
 AlterPartitionReassignmentsRequest._DECODERS = (_d_AlterPartitionReassignmentsRequest_v0, _d_AlterPartitionReassignmentsRequest_v1,)
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses', )
     API_KEY: ClassVar[int] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ReassignableTopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class ReassignablePartitionResponse:
-            partition_index: int = 0
-            error_code: int = 0
-            error_message: str | None = ''
+            __slots__ = ('partition_index', 'error_code', 'error_message', )
+            partition_index: int
+            error_code: int
+            error_message: str | None
 
-        name: str = ''
-        partitions: list[ReassignablePartitionResponse] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.error_message = error_message
 
-    throttle_time_ms: int = 0
-    allow_replication_factor_change: bool = True
-    error_code: int = 0
-    error_message: str | None = ''
-    responses: list[ReassignableTopicResponse] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.error_message, ) == (other.partition_index, other.error_code, other.error_message, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+        name: str
+        partitions: list[ReassignablePartitionResponse]
+
+        def __init__(self, name: str = '', partitions: list[ReassignablePartitionResponse] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    allow_replication_factor_change: bool
+    error_code: int
+    error_message: str | None
+    responses: list[ReassignableTopicResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = '', responses: list[ReassignableTopicResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = list() if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.allow_replication_factor_change, self.error_code, self.error_message, self.responses, ) == (other.throttle_time_ms, other.allow_replication_factor_change, other.error_code, other.error_message, other.responses, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r})"
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_ReassignablePartitionResponse_v0(o: Any, out: bytearray) -> None:
@@ -1748,20 +2152,48 @@ AlterPartitionReassignmentsResponse._ENCODERS = (_e_AlterPartitionReassignmentsR
 AlterPartitionReassignmentsResponse._DECODERS = (_d_AlterPartitionReassignmentsResponse_v0, _d_AlterPartitionReassignmentsResponse_v1,)
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsRequest(WireMessage):
+    __slots__ = ('timeout_ms', 'topics', )
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ListPartitionReassignmentsTopics:
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
+        __slots__ = ('name', 'partition_indexes', )
+        name: str
+        partition_indexes: list[int]
 
-    timeout_ms: int = 60000
-    topics: list[ListPartitionReassignmentsTopics] | None = None
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+            self.name = name
+            self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsTopics] | None
+
+    def __init__(self, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsTopics] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.timeout_ms, self.topics, ) == (other.timeout_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, topics={self.topics!r})"
 
 
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(o: Any, out: bytearray) -> None:
@@ -1820,29 +2252,75 @@ ListPartitionReassignmentsRequest._ENCODERS = (_e_ListPartitionReassignmentsRequ
 ListPartitionReassignmentsRequest._DECODERS = (_d_ListPartitionReassignmentsRequest_v0,)
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', )
     API_KEY: ClassVar[int] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class OngoingTopicReassignment:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class OngoingPartitionReassignment:
-            partition_index: int = 0
-            replicas: list[int] = field(default_factory=list)
-            adding_replicas: list[int] = field(default_factory=list)
-            removing_replicas: list[int] = field(default_factory=list)
+            __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', )
+            partition_index: int
+            replicas: list[int]
+            adding_replicas: list[int]
+            removing_replicas: list[int]
 
-        name: str = ''
-        partitions: list[OngoingPartitionReassignment] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, replicas: list[int] = _FACTORY, adding_replicas: list[int] = _FACTORY, removing_replicas: list[int] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.replicas = list() if replicas is _FACTORY else replicas
+                self.adding_replicas = list() if adding_replicas is _FACTORY else adding_replicas
+                self.removing_replicas = list() if removing_replicas is _FACTORY else removing_replicas
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    topics: list[OngoingTopicReassignment] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, ) == (other.partition_index, other.replicas, other.adding_replicas, other.removing_replicas, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r})"
+
+        name: str
+        partitions: list[OngoingPartitionReassignment]
+
+        def __init__(self, name: str = '', partitions: list[OngoingPartitionReassignment] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    topics: list[OngoingTopicReassignment]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', topics: list[OngoingTopicReassignment] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.topics, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r})"
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_OngoingPartitionReassignment_v0(o: Any, out: bytearray) -> None:
@@ -1954,22 +2432,52 @@ ListPartitionReassignmentsResponse._ENCODERS = (_e_ListPartitionReassignmentsRes
 ListPartitionReassignmentsResponse._DECODERS = (_d_ListPartitionReassignmentsResponse_v0,)
 
 
-@dataclass(slots=True)
 class DescribeConfigsRequest(WireMessage):
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', )
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsResource:
-        resource_type: int = 0
-        resource_name: str = ''
-        configuration_keys: list[str] | None = field(default_factory=list)
+        __slots__ = ('resource_type', 'resource_name', 'configuration_keys', )
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
 
-    resources: list[DescribeConfigsResource] = field(default_factory=list)
-    include_synonyms: bool = False
-    include_documentation: bool = False
+        def __init__(self, resource_type: int = 0, resource_name: str = '', configuration_keys: list[str] | None = _FACTORY) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configuration_keys = list() if configuration_keys is _FACTORY else configuration_keys
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type, self.resource_name, self.configuration_keys, ) == (other.resource_type, other.resource_name, other.configuration_keys, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configuration_keys={self.configuration_keys!r})"
+
+    resources: list[DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
+
+    def __init__(self, resources: list[DescribeConfigsResource] = _FACTORY, include_synonyms: bool = False, include_documentation: bool = False) -> None:
+        self.resources = list() if resources is _FACTORY else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.resources, self.include_synonyms, self.include_documentation, ) == (other.resources, other.include_synonyms, other.include_documentation, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, include_synonyms={self.include_synonyms!r}, include_documentation={self.include_documentation!r})"
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v1(o: Any, out: bytearray) -> None:
@@ -2114,41 +2622,108 @@ DescribeConfigsRequest._ENCODERS = (_e_DescribeConfigsRequest_v1, _e_DescribeCon
 DescribeConfigsRequest._DECODERS = (_d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v3, _d_DescribeConfigsRequest_v4,)
 
 
-@dataclass(slots=True)
 class DescribeConfigsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 32
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class DescribeConfigsResult:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', )
         class DescribeConfigsResourceResult:
-            @dataclass(slots=True)
+            __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation', )
             class DescribeConfigsSynonym:
-                name: str = ''
-                value: str | None = ''
-                source: int = 0
+                __slots__ = ('name', 'value', 'source', )
+                name: str
+                value: str | None
+                source: int
 
-            name: str = ''
-            value: str | None = ''
-            read_only: bool = False
-            config_source: int = -1
-            is_default: bool = False
-            is_sensitive: bool = False
-            synonyms: list[DescribeConfigsSynonym] = field(default_factory=list)
-            config_type: int = 0
-            documentation: str | None = ''
+                def __init__(self, name: str = '', value: str | None = '', source: int = 0) -> None:
+                    self.name = name
+                    self.value = value
+                    self.source = source
 
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[DescribeConfigsResourceResult] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.name, self.value, self.source, ) == (other.name, other.value, other.source, )
 
-    throttle_time_ms: int = 0
-    results: list[DescribeConfigsResult] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, source={self.source!r})"
+
+            name: str
+            value: str | None
+            read_only: bool
+            config_source: int
+            is_default: bool
+            is_sensitive: bool
+            synonyms: list[DescribeConfigsSynonym]
+            config_type: int
+            documentation: str | None
+
+            def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_default: bool = False, is_sensitive: bool = False, synonyms: list[DescribeConfigsSynonym] = _FACTORY, config_type: int = 0, documentation: str | None = '') -> None:
+                self.name = name
+                self.value = value
+                self.read_only = read_only
+                self.config_source = config_source
+                self.is_default = is_default
+                self.is_sensitive = is_sensitive
+                self.synonyms = list() if synonyms is _FACTORY else synonyms
+                self.config_type = config_type
+                self.documentation = documentation
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.value, self.read_only, self.config_source, self.is_default, self.is_sensitive, self.synonyms, self.config_type, self.documentation, ) == (other.name, other.value, other.read_only, other.config_source, other.is_default, other.is_sensitive, other.synonyms, other.config_type, other.documentation, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_default={self.is_default!r}, is_sensitive={self.is_sensitive!r}, synonyms={self.synonyms!r}, config_type={self.config_type!r}, documentation={self.documentation!r})"
+
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        configs: list[DescribeConfigsResourceResult]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', configs: list[DescribeConfigsResourceResult] = _FACTORY) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = list() if configs is _FACTORY else configs
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.configs, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, other.configs, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
+
+    throttle_time_ms: int
+    results: list[DescribeConfigsResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_DescribeConfigsResourceResult_DescribeConfigsSynonym_v1(o: Any, out: bytearray) -> None:
@@ -2480,26 +3055,69 @@ DescribeConfigsResponse._ENCODERS = (_e_DescribeConfigsResponse_v1, _e_DescribeC
 DescribeConfigsResponse._DECODERS = (_d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v3, _d_DescribeConfigsResponse_v4,)
 
 
-@dataclass(slots=True)
 class AlterConfigsRequest(WireMessage):
+    __slots__ = ('resources', 'validate_only', )
     API_KEY: ClassVar[int] = 33
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterConfigsResource:
-        @dataclass(slots=True)
+        __slots__ = ('resource_type', 'resource_name', 'configs', )
         class AlterableConfig:
-            name: str = ''
-            value: str | None = ''
+            __slots__ = ('name', 'value', )
+            name: str
+            value: str | None
 
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[AlterableConfig] = field(default_factory=list)
+            def __init__(self, name: str = '', value: str | None = '') -> None:
+                self.name = name
+                self.value = value
 
-    resources: list[AlterConfigsResource] = field(default_factory=list)
-    validate_only: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.value, ) == (other.name, other.value, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+        resource_type: int
+        resource_name: str
+        configs: list[AlterableConfig]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = _FACTORY) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = list() if configs is _FACTORY else configs
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type, self.resource_name, self.configs, ) == (other.resource_type, other.resource_name, other.configs, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
+
+    resources: list[AlterConfigsResource]
+    validate_only: bool
+
+    def __init__(self, resources: list[AlterConfigsResource] = _FACTORY, validate_only: bool = False) -> None:
+        self.resources = list() if resources is _FACTORY else resources
+        self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.resources, self.validate_only, ) == (other.resources, other.validate_only, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r})"
 
 
 def _e_AlterConfigsRequest_AlterConfigsResource_AlterableConfig_v0(o: Any, out: bytearray) -> None:
@@ -2646,22 +3264,52 @@ AlterConfigsRequest._ENCODERS = (_e_AlterConfigsRequest_v0, _e_AlterConfigsReque
 AlterConfigsRequest._DECODERS = (_d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v2,)
 
 
-@dataclass(slots=True)
 class AlterConfigsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'responses', )
     API_KEY: ClassVar[int] = 33
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterConfigsResourceResponse:
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', )
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
 
-    throttle_time_ms: int = 0
-    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '') -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r})"
+
+    throttle_time_ms: int
+    responses: list[AlterConfigsResourceResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = list() if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v0(o: Any, out: bytearray) -> None:
@@ -2760,27 +3408,71 @@ AlterConfigsResponse._ENCODERS = (_e_AlterConfigsResponse_v0, _e_AlterConfigsRes
 AlterConfigsResponse._DECODERS = (_d_AlterConfigsResponse_v0, _d_AlterConfigsResponse_v0, _d_AlterConfigsResponse_v2,)
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsRequest(WireMessage):
+    __slots__ = ('resources', 'validate_only', )
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class AlterConfigsResource:
-        @dataclass(slots=True)
+        __slots__ = ('resource_type', 'resource_name', 'configs', )
         class AlterableConfig:
-            name: str = ''
-            config_operation: int = 0
-            value: str | None = ''
+            __slots__ = ('name', 'config_operation', 'value', )
+            name: str
+            config_operation: int
+            value: str | None
 
-        resource_type: int = 0
-        resource_name: str = ''
-        configs: list[AlterableConfig] = field(default_factory=list)
+            def __init__(self, name: str = '', config_operation: int = 0, value: str | None = '') -> None:
+                self.name = name
+                self.config_operation = config_operation
+                self.value = value
 
-    resources: list[AlterConfigsResource] = field(default_factory=list)
-    validate_only: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.config_operation, self.value, ) == (other.name, other.config_operation, other.value, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, config_operation={self.config_operation!r}, value={self.value!r})"
+
+        resource_type: int
+        resource_name: str
+        configs: list[AlterableConfig]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = _FACTORY) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.configs = list() if configs is _FACTORY else configs
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type, self.resource_name, self.configs, ) == (other.resource_type, other.resource_name, other.configs, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
+
+    resources: list[AlterConfigsResource]
+    validate_only: bool
+
+    def __init__(self, resources: list[AlterConfigsResource] = _FACTORY, validate_only: bool = False) -> None:
+        self.resources = list() if resources is _FACTORY else resources
+        self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.resources, self.validate_only, ) == (other.resources, other.validate_only, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r})"
 
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_AlterableConfig_v0(o: Any, out: bytearray) -> None:
@@ -2933,22 +3625,52 @@ IncrementalAlterConfigsRequest._ENCODERS = (_e_IncrementalAlterConfigsRequest_v0
 IncrementalAlterConfigsRequest._DECODERS = (_d_IncrementalAlterConfigsRequest_v0, _d_IncrementalAlterConfigsRequest_v1,)
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'responses', )
     API_KEY: ClassVar[int] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class AlterConfigsResourceResponse:
-        error_code: int = 0
-        error_message: str | None = ''
-        resource_type: int = 0
-        resource_name: str = ''
+        __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', )
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
 
-    throttle_time_ms: int = 0
-    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+        def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '') -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.resource_type, self.resource_name, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r})"
+
+    throttle_time_ms: int
+    responses: list[AlterConfigsResourceResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = list() if responses is _FACTORY else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(o: Any, out: bytearray) -> None:
@@ -3047,19 +3769,46 @@ IncrementalAlterConfigsResponse._ENCODERS = (_e_IncrementalAlterConfigsResponse_
 IncrementalAlterConfigsResponse._DECODERS = (_d_IncrementalAlterConfigsResponse_v0, _d_IncrementalAlterConfigsResponse_v1,)
 
 
-@dataclass(slots=True)
 class DescribeLogDirsRequest(WireMessage):
+    __slots__ = ('topics', )
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribableLogDirTopic:
-        topic: str = ''
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic', 'partitions', )
+        topic: str
+        partitions: list[int]
 
-    topics: list[DescribableLogDirTopic] | None = field(default_factory=list)
+        def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
+            self.topic = topic
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+    topics: list[DescribableLogDirTopic] | None
+
+    def __init__(self, topics: list[DescribableLogDirTopic] | None = _FACTORY) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, ) == (other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v1(o: Any, out: bytearray) -> None:
@@ -3160,37 +3909,100 @@ DescribeLogDirsRequest._ENCODERS = (_e_DescribeLogDirsRequest_v1, _e_DescribeLog
 DescribeLogDirsRequest._DECODERS = (_d_DescribeLogDirsRequest_v1, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2,)
 
 
-@dataclass(slots=True)
 class DescribeLogDirsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'results', )
     API_KEY: ClassVar[int] = 35
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribeLogDirsResult:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned', )
         class DescribeLogDirsTopic:
-            @dataclass(slots=True)
+            __slots__ = ('name', 'partitions', )
             class DescribeLogDirsPartition:
-                partition_index: int = 0
-                partition_size: int = 0
-                offset_lag: int = 0
-                is_future_key: bool = False
+                __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', )
+                partition_index: int
+                partition_size: int
+                offset_lag: int
+                is_future_key: bool
 
-            name: str = ''
-            partitions: list[DescribeLogDirsPartition] = field(default_factory=list)
+                def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False) -> None:
+                    self.partition_index = partition_index
+                    self.partition_size = partition_size
+                    self.offset_lag = offset_lag
+                    self.is_future_key = is_future_key
 
-        error_code: int = 0
-        log_dir: str = ''
-        topics: list[DescribeLogDirsTopic] = field(default_factory=list)
-        total_bytes: int = -1
-        usable_bytes: int = -1
-        is_cordoned: bool = False
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.partition_index, self.partition_size, self.offset_lag, self.is_future_key, ) == (other.partition_index, other.partition_size, other.offset_lag, other.is_future_key, )
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results: list[DescribeLogDirsResult] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_size={self.partition_size!r}, offset_lag={self.offset_lag!r}, is_future_key={self.is_future_key!r})"
+
+            name: str
+            partitions: list[DescribeLogDirsPartition]
+
+            def __init__(self, name: str = '', partitions: list[DescribeLogDirsPartition] = _FACTORY) -> None:
+                self.name = name
+                self.partitions = list() if partitions is _FACTORY else partitions
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+        error_code: int
+        log_dir: str
+        topics: list[DescribeLogDirsTopic]
+        total_bytes: int
+        usable_bytes: int
+        is_cordoned: bool
+
+        def __init__(self, error_code: int = 0, log_dir: str = '', topics: list[DescribeLogDirsTopic] = _FACTORY, total_bytes: int = -1, usable_bytes: int = -1, is_cordoned: bool = False) -> None:
+            self.error_code = error_code
+            self.log_dir = log_dir
+            self.topics = list() if topics is _FACTORY else topics
+            self.total_bytes = total_bytes
+            self.usable_bytes = usable_bytes
+            self.is_cordoned = is_cordoned
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes, self.is_cordoned, ) == (other.error_code, other.log_dir, other.topics, other.total_bytes, other.usable_bytes, other.is_cordoned, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, log_dir={self.log_dir!r}, topics={self.topics!r}, total_bytes={self.total_bytes!r}, usable_bytes={self.usable_bytes!r}, is_cordoned={self.is_cordoned!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    results: list[DescribeLogDirsResult]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.results, ) == (other.throttle_time_ms, other.error_code, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results={self.results!r})"
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_DescribeLogDirsTopic_DescribeLogDirsPartition_v1(o: Any, out: bytearray) -> None:
@@ -3543,24 +4355,65 @@ DescribeLogDirsResponse._ENCODERS = (_e_DescribeLogDirsResponse_v1, _e_DescribeL
 DescribeLogDirsResponse._DECODERS = (_d_DescribeLogDirsResponse_v1, _d_DescribeLogDirsResponse_v2, _d_DescribeLogDirsResponse_v3, _d_DescribeLogDirsResponse_v4, _d_DescribeLogDirsResponse_v5,)
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsRequest(WireMessage):
+    __slots__ = ('dirs', )
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDir:
-        @dataclass(slots=True)
+        __slots__ = ('path', 'topics', )
         class AlterReplicaLogDirTopic:
-            name: str = ''
-            partitions: list[int] = field(default_factory=list)
+            __slots__ = ('name', 'partitions', )
+            name: str
+            partitions: list[int]
 
-        path: str = ''
-        topics: list[AlterReplicaLogDirTopic] = field(default_factory=list)
+            def __init__(self, name: str = '', partitions: list[int] = _FACTORY) -> None:
+                self.name = name
+                self.partitions = list() if partitions is _FACTORY else partitions
 
-    dirs: list[AlterReplicaLogDir] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+        path: str
+        topics: list[AlterReplicaLogDirTopic]
+
+        def __init__(self, path: str = '', topics: list[AlterReplicaLogDirTopic] = _FACTORY) -> None:
+            self.path = path
+            self.topics = list() if topics is _FACTORY else topics
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.path, self.topics, ) == (other.path, other.topics, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(path={self.path!r}, topics={self.topics!r})"
+
+    dirs: list[AlterReplicaLogDir]
+
+    def __init__(self, dirs: list[AlterReplicaLogDir] = _FACTORY) -> None:
+        self.dirs = list() if dirs is _FACTORY else dirs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.dirs, ) == (other.dirs, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dirs={self.dirs!r})"
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_AlterReplicaLogDirTopic_v1(o: Any, out: bytearray) -> None:
@@ -3715,25 +4568,67 @@ AlterReplicaLogDirsRequest._ENCODERS = (_e_AlterReplicaLogDirsRequest_v1, _e_Alt
 AlterReplicaLogDirsRequest._DECODERS = (_d_AlterReplicaLogDirsRequest_v1, _d_AlterReplicaLogDirsRequest_v2,)
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 34
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AlterReplicaLogDirTopicResult:
-        @dataclass(slots=True)
+        __slots__ = ('topic_name', 'partitions', )
         class AlterReplicaLogDirPartitionResult:
-            partition_index: int = 0
-            error_code: int = 0
+            __slots__ = ('partition_index', 'error_code', )
+            partition_index: int
+            error_code: int
 
-        topic_name: str = ''
-        partitions: list[AlterReplicaLogDirPartitionResult] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
 
-    throttle_time_ms: int = 0
-    results: list[AlterReplicaLogDirTopicResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+        topic_name: str
+        partitions: list[AlterReplicaLogDirPartitionResult]
+
+        def __init__(self, topic_name: str = '', partitions: list[AlterReplicaLogDirPartitionResult] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.partitions, ) == (other.topic_name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    results: list[AlterReplicaLogDirTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_AlterReplicaLogDirPartitionResult_v1(o: Any, out: bytearray) -> None:
@@ -3868,19 +4763,46 @@ AlterReplicaLogDirsResponse._ENCODERS = (_e_AlterReplicaLogDirsResponse_v1, _e_A
 AlterReplicaLogDirsResponse._DECODERS = (_d_AlterReplicaLogDirsResponse_v1, _d_AlterReplicaLogDirsResponse_v2,)
 
 
-@dataclass(slots=True)
 class DescribeProducersRequest(WireMessage):
+    __slots__ = ('topics', )
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicRequest:
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
+        __slots__ = ('name', 'partition_indexes', )
+        name: str
+        partition_indexes: list[int]
 
-    topics: list[TopicRequest] = field(default_factory=list)
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+            self.name = name
+            self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+    topics: list[TopicRequest]
+
+    def __init__(self, topics: list[TopicRequest] = _FACTORY) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, ) == (other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 def _e_DescribeProducersRequest_TopicRequest_v0(o: Any, out: bytearray) -> None:
@@ -3936,36 +4858,98 @@ DescribeProducersRequest._ENCODERS = (_e_DescribeProducersRequest_v0,)
 DescribeProducersRequest._DECODERS = (_d_DescribeProducersRequest_v0,)
 
 
-@dataclass(slots=True)
 class DescribeProducersResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class PartitionResponse:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', )
             class ProducerState:
-                producer_id: int = 0
-                producer_epoch: int = 0
-                last_sequence: int = -1
-                last_timestamp: int = -1
-                coordinator_epoch: int = 0
-                current_txn_start_offset: int = -1
+                __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', )
+                producer_id: int
+                producer_epoch: int
+                last_sequence: int
+                last_timestamp: int
+                coordinator_epoch: int
+                current_txn_start_offset: int
 
-            partition_index: int = 0
-            error_code: int = 0
-            error_message: str | None = None
-            active_producers: list[ProducerState] = field(default_factory=list)
+                def __init__(self, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1) -> None:
+                    self.producer_id = producer_id
+                    self.producer_epoch = producer_epoch
+                    self.last_sequence = last_sequence
+                    self.last_timestamp = last_timestamp
+                    self.coordinator_epoch = coordinator_epoch
+                    self.current_txn_start_offset = current_txn_start_offset
 
-        name: str = ''
-        partitions: list[PartitionResponse] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset, ) == (other.producer_id, other.producer_epoch, other.last_sequence, other.last_timestamp, other.coordinator_epoch, other.current_txn_start_offset, )
 
-    throttle_time_ms: int = 0
-    topics: list[TopicResponse] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, last_sequence={self.last_sequence!r}, last_timestamp={self.last_timestamp!r}, coordinator_epoch={self.coordinator_epoch!r}, current_txn_start_offset={self.current_txn_start_offset!r})"
+
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            active_producers: list[ProducerState]
+
+            def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[ProducerState] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.error_message = error_message
+                self.active_producers = list() if active_producers is _FACTORY else active_producers
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.error_message, self.active_producers, ) == (other.partition_index, other.error_code, other.error_message, other.active_producers, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, active_producers={self.active_producers!r})"
+
+        name: str
+        partitions: list[PartitionResponse]
+
+        def __init__(self, name: str = '', partitions: list[PartitionResponse] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[TopicResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TopicResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_DescribeProducersResponse_TopicResponse_PartitionResponse_ProducerState_v0(o: Any, out: bytearray) -> None:
@@ -4068,21 +5052,50 @@ DescribeProducersResponse._ENCODERS = (_e_DescribeProducersResponse_v0,)
 DescribeProducersResponse._DECODERS = (_d_DescribeProducersResponse_v0,)
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasRequest(WireMessage):
+    __slots__ = ('components', 'strict', )
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class ComponentData:
-        entity_type: str = ''
-        match_type: int = 0
-        match: str | None = ''
+        __slots__ = ('entity_type', 'match_type', 'match', )
+        entity_type: str
+        match_type: int
+        match: str | None
 
-    components: list[ComponentData] = field(default_factory=list)
-    strict: bool = False
+        def __init__(self, entity_type: str = '', match_type: int = 0, match: str | None = '') -> None:
+            self.entity_type = entity_type
+            self.match_type = match_type
+            self.match = match
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.entity_type, self.match_type, self.match, ) == (other.entity_type, other.match_type, other.match, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, match_type={self.match_type!r}, match={self.match!r})"
+
+    components: list[ComponentData]
+    strict: bool
+
+    def __init__(self, components: list[ComponentData] = _FACTORY, strict: bool = False) -> None:
+        self.components = list() if components is _FACTORY else components
+        self.strict = strict
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.components, self.strict, ) == (other.components, other.strict, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(components={self.components!r}, strict={self.strict!r})"
 
 
 def _e_DescribeClientQuotasRequest_ComponentData_v0(o: Any, out: bytearray) -> None:
@@ -4175,32 +5188,90 @@ DescribeClientQuotasRequest._ENCODERS = (_e_DescribeClientQuotasRequest_v0, _e_D
 DescribeClientQuotasRequest._DECODERS = (_d_DescribeClientQuotasRequest_v0, _d_DescribeClientQuotasRequest_v1,)
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', )
     API_KEY: ClassVar[int] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntryData:
-        @dataclass(slots=True)
+        __slots__ = ('entity', 'values', )
         class EntityData:
-            entity_type: str = ''
-            entity_name: str | None = ''
+            __slots__ = ('entity_type', 'entity_name', )
+            entity_type: str
+            entity_name: str | None
 
-        @dataclass(slots=True)
+            def __init__(self, entity_type: str = '', entity_name: str | None = '') -> None:
+                self.entity_type = entity_type
+                self.entity_name = entity_name
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
         class ValueData:
-            key: str = ''
-            value: float = 0.0
+            __slots__ = ('key', 'value', )
+            key: str
+            value: float
 
-        entity: list[EntityData] = field(default_factory=list)
-        values: list[ValueData] = field(default_factory=list)
+            def __init__(self, key: str = '', value: float = 0.0) -> None:
+                self.key = key
+                self.value = value
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    entries: list[EntryData] | None = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.key, self.value, ) == (other.key, other.value, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+        entity: list[EntityData]
+        values: list[ValueData]
+
+        def __init__(self, entity: list[EntityData] = _FACTORY, values: list[ValueData] = _FACTORY) -> None:
+            self.entity = list() if entity is _FACTORY else entity
+            self.values = list() if values is _FACTORY else values
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.entity, self.values, ) == (other.entity, other.values, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity={self.entity!r}, values={self.values!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    entries: list[EntryData] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', entries: list[EntryData] | None = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = list() if entries is _FACTORY else entries
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.entries, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.entries, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, entries={self.entries!r})"
 
 
 def _e_DescribeClientQuotasResponse_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -4397,31 +5468,88 @@ DescribeClientQuotasResponse._ENCODERS = (_e_DescribeClientQuotasResponse_v0, _e
 DescribeClientQuotasResponse._DECODERS = (_d_DescribeClientQuotasResponse_v0, _d_DescribeClientQuotasResponse_v1,)
 
 
-@dataclass(slots=True)
 class AlterClientQuotasRequest(WireMessage):
+    __slots__ = ('entries', 'validate_only', )
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntryData:
-        @dataclass(slots=True)
+        __slots__ = ('entity', 'ops', )
         class EntityData:
-            entity_type: str = ''
-            entity_name: str | None = ''
+            __slots__ = ('entity_type', 'entity_name', )
+            entity_type: str
+            entity_name: str | None
 
-        @dataclass(slots=True)
+            def __init__(self, entity_type: str = '', entity_name: str | None = '') -> None:
+                self.entity_type = entity_type
+                self.entity_name = entity_name
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
         class OpData:
-            key: str = ''
-            value: float = 0.0
-            remove: bool = False
+            __slots__ = ('key', 'value', 'remove', )
+            key: str
+            value: float
+            remove: bool
 
-        entity: list[EntityData] = field(default_factory=list)
-        ops: list[OpData] = field(default_factory=list)
+            def __init__(self, key: str = '', value: float = 0.0, remove: bool = False) -> None:
+                self.key = key
+                self.value = value
+                self.remove = remove
 
-    entries: list[EntryData] = field(default_factory=list)
-    validate_only: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.key, self.value, self.remove, ) == (other.key, other.value, other.remove, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r}, remove={self.remove!r})"
+
+        entity: list[EntityData]
+        ops: list[OpData]
+
+        def __init__(self, entity: list[EntityData] = _FACTORY, ops: list[OpData] = _FACTORY) -> None:
+            self.entity = list() if entity is _FACTORY else entity
+            self.ops = list() if ops is _FACTORY else ops
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.entity, self.ops, ) == (other.entity, other.ops, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(entity={self.entity!r}, ops={self.ops!r})"
+
+    entries: list[EntryData]
+    validate_only: bool
+
+    def __init__(self, entries: list[EntryData] = _FACTORY, validate_only: bool = False) -> None:
+        self.entries = list() if entries is _FACTORY else entries
+        self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.entries, self.validate_only, ) == (other.entries, other.validate_only, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entries={self.entries!r}, validate_only={self.validate_only!r})"
 
 
 def _e_AlterClientQuotasRequest_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -4614,26 +5742,69 @@ AlterClientQuotasRequest._ENCODERS = (_e_AlterClientQuotasRequest_v0, _e_AlterCl
 AlterClientQuotasRequest._DECODERS = (_d_AlterClientQuotasRequest_v0, _d_AlterClientQuotasRequest_v1,)
 
 
-@dataclass(slots=True)
 class AlterClientQuotasResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'entries', )
     API_KEY: ClassVar[int] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class EntryData:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'entity', )
         class EntityData:
-            entity_type: str = ''
-            entity_name: str | None = ''
+            __slots__ = ('entity_type', 'entity_name', )
+            entity_type: str
+            entity_name: str | None
 
-        error_code: int = 0
-        error_message: str | None = ''
-        entity: list[EntityData] = field(default_factory=list)
+            def __init__(self, entity_type: str = '', entity_name: str | None = '') -> None:
+                self.entity_type = entity_type
+                self.entity_name = entity_name
 
-    throttle_time_ms: int = 0
-    entries: list[EntryData] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
+        error_code: int
+        error_message: str | None
+        entity: list[EntityData]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', entity: list[EntityData] = _FACTORY) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.entity = list() if entity is _FACTORY else entity
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.entity, ) == (other.error_code, other.error_message, other.entity, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, entity={self.entity!r})"
+
+    throttle_time_ms: int
+    entries: list[EntryData]
+
+    def __init__(self, throttle_time_ms: int = 0, entries: list[EntryData] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = list() if entries is _FACTORY else entries
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.entries, ) == (other.throttle_time_ms, other.entries, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, entries={self.entries!r})"
 
 
 def _e_AlterClientQuotasResponse_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -4776,24 +5947,56 @@ AlterClientQuotasResponse._ENCODERS = (_e_AlterClientQuotasResponse_v0, _e_Alter
 AlterClientQuotasResponse._DECODERS = (_d_AlterClientQuotasResponse_v0, _d_AlterClientQuotasResponse_v1,)
 
 
-@dataclass(slots=True)
 class CreateAclsRequest(WireMessage):
+    __slots__ = ('creations', )
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AclCreation:
-        resource_type: int = 0
-        resource_name: str = ''
-        resource_pattern_type: int = 3
-        principal: str = ''
-        host: str = ''
-        operation: int = 0
-        permission_type: int = 0
+        __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', )
+        resource_type: int
+        resource_name: str
+        resource_pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
 
-    creations: list[AclCreation] = field(default_factory=list)
+        def __init__(self, resource_type: int = 0, resource_name: str = '', resource_pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.resource_pattern_type = resource_pattern_type
+            self.principal = principal
+            self.host = host
+            self.operation = operation
+            self.permission_type = permission_type
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type, self.resource_name, self.resource_pattern_type, self.principal, self.host, self.operation, self.permission_type, ) == (other.resource_type, other.resource_name, other.resource_pattern_type, other.principal, other.host, other.operation, other.permission_type, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, resource_pattern_type={self.resource_pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+    creations: list[AclCreation]
+
+    def __init__(self, creations: list[AclCreation] = _FACTORY) -> None:
+        self.creations = list() if creations is _FACTORY else creations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.creations, ) == (other.creations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(creations={self.creations!r})"
 
 
 def _e_CreateAclsRequest_AclCreation_v1(o: Any, out: bytearray) -> None:
@@ -4904,20 +6107,48 @@ CreateAclsRequest._ENCODERS = (_e_CreateAclsRequest_v1, _e_CreateAclsRequest_v2,
 CreateAclsRequest._DECODERS = (_d_CreateAclsRequest_v1, _d_CreateAclsRequest_v2, _d_CreateAclsRequest_v2,)
 
 
-@dataclass(slots=True)
 class CreateAclsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 30
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class AclCreationResult:
-        error_code: int = 0
-        error_message: str | None = ''
+        __slots__ = ('error_code', 'error_message', )
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    results: list[AclCreationResult] = field(default_factory=list)
+        def __init__(self, error_code: int = 0, error_message: str | None = '') -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, ) == (other.error_code, other.error_message, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+    throttle_time_ms: int
+    results: list[AclCreationResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AclCreationResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_CreateAclsResponse_AclCreationResult_v1(o: Any, out: bytearray) -> None:
@@ -5002,20 +6233,39 @@ CreateAclsResponse._ENCODERS = (_e_CreateAclsResponse_v1, _e_CreateAclsResponse_
 CreateAclsResponse._DECODERS = (_d_CreateAclsResponse_v1, _d_CreateAclsResponse_v2, _d_CreateAclsResponse_v2,)
 
 
-@dataclass(slots=True)
 class DescribeAclsRequest(WireMessage):
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', )
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = ''
-    pattern_type_filter: int = 3
-    principal_filter: str | None = ''
-    host_filter: str | None = ''
-    operation: int = 0
-    permission_type: int = 0
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, ) == (other.resource_type_filter, other.resource_name_filter, other.pattern_type_filter, other.principal_filter, other.host_filter, other.operation, other.permission_type, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
 
 
 def _e_DescribeAclsRequest_v1(o: Any, out: bytearray) -> None:
@@ -5068,31 +6318,79 @@ DescribeAclsRequest._ENCODERS = (_e_DescribeAclsRequest_v1, _e_DescribeAclsReque
 DescribeAclsRequest._DECODERS = (_d_DescribeAclsRequest_v1, _d_DescribeAclsRequest_v2, _d_DescribeAclsRequest_v2,)
 
 
-@dataclass(slots=True)
 class DescribeAclsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', )
     API_KEY: ClassVar[int] = 29
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DescribeAclsResource:
-        @dataclass(slots=True)
+        __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', )
         class AclDescription:
-            principal: str = ''
-            host: str = ''
-            operation: int = 0
-            permission_type: int = 0
+            __slots__ = ('principal', 'host', 'operation', 'permission_type', )
+            principal: str
+            host: str
+            operation: int
+            permission_type: int
 
-        resource_type: int = 0
-        resource_name: str = ''
-        pattern_type: int = 3
-        acls: list[AclDescription] = field(default_factory=list)
+            def __init__(self, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0) -> None:
+                self.principal = principal
+                self.host = host
+                self.operation = operation
+                self.permission_type = permission_type
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    resources: list[DescribeAclsResource] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.principal, self.host, self.operation, self.permission_type, ) == (other.principal, other.host, other.operation, other.permission_type, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        acls: list[AclDescription]
+
+        def __init__(self, resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, acls: list[AclDescription] = _FACTORY) -> None:
+            self.resource_type = resource_type
+            self.resource_name = resource_name
+            self.pattern_type = pattern_type
+            self.acls = list() if acls is _FACTORY else acls
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type, self.resource_name, self.pattern_type, self.acls, ) == (other.resource_type, other.resource_name, other.pattern_type, other.acls, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, acls={self.acls!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResource]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', resources: list[DescribeAclsResource] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = list() if resources is _FACTORY else resources
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.resources, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.resources, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, resources={self.resources!r})"
 
 
 def _e_DescribeAclsResponse_DescribeAclsResource_AclDescription_v1(o: Any, out: bytearray) -> None:
@@ -5259,24 +6557,56 @@ DescribeAclsResponse._ENCODERS = (_e_DescribeAclsResponse_v1, _e_DescribeAclsRes
 DescribeAclsResponse._DECODERS = (_d_DescribeAclsResponse_v1, _d_DescribeAclsResponse_v2, _d_DescribeAclsResponse_v2,)
 
 
-@dataclass(slots=True)
 class DeleteAclsRequest(WireMessage):
+    __slots__ = ('filters', )
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsFilter:
-        resource_type_filter: int = 0
-        resource_name_filter: str | None = ''
-        pattern_type_filter: int = 3
-        principal_filter: str | None = ''
-        host_filter: str | None = ''
-        operation: int = 0
-        permission_type: int = 0
+        __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', )
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
 
-    filters: list[DeleteAclsFilter] = field(default_factory=list)
+        def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0) -> None:
+            self.resource_type_filter = resource_type_filter
+            self.resource_name_filter = resource_name_filter
+            self.pattern_type_filter = pattern_type_filter
+            self.principal_filter = principal_filter
+            self.host_filter = host_filter
+            self.operation = operation
+            self.permission_type = permission_type
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, ) == (other.resource_type_filter, other.resource_name_filter, other.pattern_type_filter, other.principal_filter, other.host_filter, other.operation, other.permission_type, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+    filters: list[DeleteAclsFilter]
+
+    def __init__(self, filters: list[DeleteAclsFilter] = _FACTORY) -> None:
+        self.filters = list() if filters is _FACTORY else filters
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.filters, ) == (other.filters, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(filters={self.filters!r})"
 
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_v1(o: Any, out: bytearray) -> None:
@@ -5375,33 +6705,83 @@ DeleteAclsRequest._ENCODERS = (_e_DeleteAclsRequest_v1, _e_DeleteAclsRequest_v2,
 DeleteAclsRequest._DECODERS = (_d_DeleteAclsRequest_v1, _d_DeleteAclsRequest_v2, _d_DeleteAclsRequest_v2,)
 
 
-@dataclass(slots=True)
 class DeleteAclsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'filter_results', )
     API_KEY: ClassVar[int] = 31
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteAclsFilterResult:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'matching_acls', )
         class DeleteAclsMatchingAcl:
-            error_code: int = 0
-            error_message: str | None = ''
-            resource_type: int = 0
-            resource_name: str = ''
-            pattern_type: int = 3
-            principal: str = ''
-            host: str = ''
-            operation: int = 0
-            permission_type: int = 0
+            __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', )
+            error_code: int
+            error_message: str | None
+            resource_type: int
+            resource_name: str
+            pattern_type: int
+            principal: str
+            host: str
+            operation: int
+            permission_type: int
 
-        error_code: int = 0
-        error_message: str | None = ''
-        matching_acls: list[DeleteAclsMatchingAcl] = field(default_factory=list)
+            def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0) -> None:
+                self.error_code = error_code
+                self.error_message = error_message
+                self.resource_type = resource_type
+                self.resource_name = resource_name
+                self.pattern_type = pattern_type
+                self.principal = principal
+                self.host = host
+                self.operation = operation
+                self.permission_type = permission_type
 
-    throttle_time_ms: int = 0
-    filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, other.pattern_type, other.principal, other.host, other.operation, other.permission_type, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+        error_code: int
+        error_message: str | None
+        matching_acls: list[DeleteAclsMatchingAcl]
+
+        def __init__(self, error_code: int = 0, error_message: str | None = '', matching_acls: list[DeleteAclsMatchingAcl] = _FACTORY) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.matching_acls = list() if matching_acls is _FACTORY else matching_acls
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.matching_acls, ) == (other.error_code, other.error_message, other.matching_acls, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, matching_acls={self.matching_acls!r})"
+
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsFilterResult]
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = list() if filter_results is _FACTORY else filter_results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.filter_results, ) == (other.throttle_time_ms, other.filter_results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, filter_results={self.filter_results!r})"
 
 
 def _e_DeleteAclsResponse_DeleteAclsFilterResult_DeleteAclsMatchingAcl_v1(o: Any, out: bytearray) -> None:
@@ -5584,18 +6964,44 @@ DeleteAclsResponse._ENCODERS = (_e_DeleteAclsResponse_v1, _e_DeleteAclsResponse_
 DeleteAclsResponse._DECODERS = (_d_DeleteAclsResponse_v1, _d_DeleteAclsResponse_v2, _d_DeleteAclsResponse_v2,)
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsRequest(WireMessage):
+    __slots__ = ('users', )
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class UserName:
-        name: str = ''
+        __slots__ = ('name', )
+        name: str
 
-    users: list[UserName] | None = field(default_factory=list)
+        def __init__(self, name: str = '') -> None:
+            self.name = name
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, ) == (other.name, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r})"
+
+    users: list[UserName] | None
+
+    def __init__(self, users: list[UserName] | None = _FACTORY) -> None:
+        self.users = list() if users is _FACTORY else users
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.users, ) == (other.users, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(users={self.users!r})"
 
 
 def _e_DescribeUserScramCredentialsRequest_UserName_v0(o: Any, out: bytearray) -> None:
@@ -5639,29 +7045,75 @@ DescribeUserScramCredentialsRequest._ENCODERS = (_e_DescribeUserScramCredentials
 DescribeUserScramCredentialsRequest._DECODERS = (_d_DescribeUserScramCredentialsRequest_v0,)
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', )
     API_KEY: ClassVar[int] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class DescribeUserScramCredentialsResult:
-        @dataclass(slots=True)
+        __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', )
         class CredentialInfo:
-            mechanism: int = 0
-            iterations: int = 0
+            __slots__ = ('mechanism', 'iterations', )
+            mechanism: int
+            iterations: int
 
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
-        credential_infos: list[CredentialInfo] = field(default_factory=list)
+            def __init__(self, mechanism: int = 0, iterations: int = 0) -> None:
+                self.mechanism = mechanism
+                self.iterations = iterations
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    results: list[DescribeUserScramCredentialsResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.mechanism, self.iterations, ) == (other.mechanism, other.iterations, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, iterations={self.iterations!r})"
+
+        user: str
+        error_code: int
+        error_message: str | None
+        credential_infos: list[CredentialInfo]
+
+        def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', credential_infos: list[CredentialInfo] = _FACTORY) -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+            self.credential_infos = list() if credential_infos is _FACTORY else credential_infos
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.user, self.error_code, self.error_message, self.credential_infos, ) == (other.user, other.error_code, other.error_message, other.credential_infos, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, credential_infos={self.credential_infos!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResult]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[DescribeUserScramCredentialsResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.results, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, results={self.results!r})"
 
 
 def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_CredentialInfo_v0(o: Any, out: bytearray) -> None:
@@ -5742,28 +7194,73 @@ DescribeUserScramCredentialsResponse._ENCODERS = (_e_DescribeUserScramCredential
 DescribeUserScramCredentialsResponse._DECODERS = (_d_DescribeUserScramCredentialsResponse_v0,)
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsRequest(WireMessage):
+    __slots__ = ('deletions', 'upsertions', )
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ScramCredentialDeletion:
-        name: str = ''
-        mechanism: int = 0
+        __slots__ = ('name', 'mechanism', )
+        name: str
+        mechanism: int
 
-    @dataclass(slots=True)
+        def __init__(self, name: str = '', mechanism: int = 0) -> None:
+            self.name = name
+            self.mechanism = mechanism
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.mechanism, ) == (other.name, other.mechanism, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r})"
+
     class ScramCredentialUpsertion:
-        name: str = ''
-        mechanism: int = 0
-        iterations: int = 0
-        salt: bytes = b''
-        salted_password: bytes = b''
+        __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', )
+        name: str
+        mechanism: int
+        iterations: int
+        salt: bytes
+        salted_password: bytes
 
-    deletions: list[ScramCredentialDeletion] = field(default_factory=list)
-    upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)
+        def __init__(self, name: str = '', mechanism: int = 0, iterations: int = 0, salt: bytes = b'', salted_password: bytes = b'') -> None:
+            self.name = name
+            self.mechanism = mechanism
+            self.iterations = iterations
+            self.salt = salt
+            self.salted_password = salted_password
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.mechanism, self.iterations, self.salt, self.salted_password, ) == (other.name, other.mechanism, other.iterations, other.salt, other.salted_password, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r}, iterations={self.iterations!r}, salt={self.salt!r}, salted_password={self.salted_password!r})"
+
+    deletions: list[ScramCredentialDeletion]
+    upsertions: list[ScramCredentialUpsertion]
+
+    def __init__(self, deletions: list[ScramCredentialDeletion] = _FACTORY, upsertions: list[ScramCredentialUpsertion] = _FACTORY) -> None:
+        self.deletions = list() if deletions is _FACTORY else deletions
+        self.upsertions = list() if upsertions is _FACTORY else upsertions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.deletions, self.upsertions, ) == (other.deletions, other.upsertions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(deletions={self.deletions!r}, upsertions={self.upsertions!r})"
 
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(o: Any, out: bytearray) -> None:
@@ -5849,21 +7346,50 @@ AlterUserScramCredentialsRequest._ENCODERS = (_e_AlterUserScramCredentialsReques
 AlterUserScramCredentialsRequest._DECODERS = (_d_AlterUserScramCredentialsRequest_v0,)
 
 
-@dataclass(slots=True)
 class AlterUserScramCredentialsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 51
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class AlterUserScramCredentialsResult:
-        user: str = ''
-        error_code: int = 0
-        error_message: str | None = ''
+        __slots__ = ('user', 'error_code', 'error_message', )
+        user: str
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    results: list[AlterUserScramCredentialsResult] = field(default_factory=list)
+        def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '') -> None:
+            self.user = user
+            self.error_code = error_code
+            self.error_message = error_message
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.user, self.error_code, self.error_message, ) == (other.user, other.error_code, other.error_message, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(o: Any, out: bytearray) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -35,24 +35,48 @@ _S14 = struct.Struct('>b')
 _S15 = struct.Struct('>iq')
 
 
-@dataclass(slots=True)
 class LeaderAndIsrRequest_LeaderAndIsrPartitionState:
-    topic_name: str = ''
-    partition_index: int = 0
-    controller_epoch: int = 0
-    leader: int = 0
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = 0
-    replicas: list[int] = field(default_factory=list)
-    adding_replicas: list[int] = field(default_factory=list)
-    removing_replicas: list[int] = field(default_factory=list)
-    is_new: bool = False
-    leader_recovery_state: int = 0
+    __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', )
+    topic_name: str
+    partition_index: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    partition_epoch: int
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+    is_new: bool
+    leader_recovery_state: int
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = _FACTORY, partition_epoch: int = 0, replicas: list[int] = _FACTORY, adding_replicas: list[int] = _FACTORY, removing_replicas: list[int] = _FACTORY, is_new: bool = False, leader_recovery_state: int = 0) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = list() if isr is _FACTORY else isr
+        self.partition_epoch = partition_epoch
+        self.replicas = list() if replicas is _FACTORY else replicas
+        self.adding_replicas = list() if adding_replicas is _FACTORY else adding_replicas
+        self.removing_replicas = list() if removing_replicas is _FACTORY else removing_replicas
+        self.is_new = is_new
+        self.leader_recovery_state = leader_recovery_state
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas, self.adding_replicas, self.removing_replicas, self.is_new, self.leader_recovery_state, ) == (other.topic_name, other.partition_index, other.controller_epoch, other.leader, other.leader_epoch, other.isr, other.partition_epoch, other.replicas, other.adding_replicas, other.removing_replicas, other.is_new, other.leader_recovery_state, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, partition_epoch={self.partition_epoch!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r}, is_new={self.is_new!r}, leader_recovery_state={self.leader_recovery_state!r})"
 
 
-@dataclass(slots=True)
 class LeaderAndIsrRequest(WireMessage):
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', )
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -60,28 +84,78 @@ class LeaderAndIsrRequest(WireMessage):
 
     LeaderAndIsrPartitionState = LeaderAndIsrRequest_LeaderAndIsrPartitionState
 
-    @dataclass(slots=True)
     class LeaderAndIsrTopicState:
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', )
         LeaderAndIsrPartitionState = LeaderAndIsrRequest_LeaderAndIsrPartitionState
 
-        topic_name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState] = field(default_factory=list)
+        topic_name: str
+        topic_id: uuid.UUID | None
+        partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState]
 
-    @dataclass(slots=True)
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = list() if partition_states is _FACTORY else partition_states
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.topic_id, self.partition_states, ) == (other.topic_name, other.topic_id, other.partition_states, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r})"
+
     class LeaderAndIsrLiveLeader:
-        broker_id: int = 0
-        host_name: str = ''
-        port: int = 0
+        __slots__ = ('broker_id', 'host_name', 'port', )
+        broker_id: int
+        host_name: str
+        port: int
 
-    controller_id: int = 0
-    is_k_raft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    type: int = 0
-    ungrouped_partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState] = field(default_factory=list)
-    topic_states: list[LeaderAndIsrTopicState] = field(default_factory=list)
-    live_leaders: list[LeaderAndIsrLiveLeader] = field(default_factory=list)
+        def __init__(self, broker_id: int = 0, host_name: str = '', port: int = 0) -> None:
+            self.broker_id = broker_id
+            self.host_name = host_name
+            self.port = port
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.broker_id, self.host_name, self.port, ) == (other.broker_id, other.host_name, other.port, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host_name={self.host_name!r}, port={self.port!r})"
+
+    controller_id: int
+    is_k_raft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    type: int
+    ungrouped_partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState]
+    topic_states: list[LeaderAndIsrTopicState]
+    live_leaders: list[LeaderAndIsrLiveLeader]
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: list[LeaderAndIsrRequest_LeaderAndIsrPartitionState] = _FACTORY, topic_states: list[LeaderAndIsrTopicState] = _FACTORY, live_leaders: list[LeaderAndIsrLiveLeader] = _FACTORY) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.type = type
+        self.ungrouped_partition_states = list() if ungrouped_partition_states is _FACTORY else ungrouped_partition_states
+        self.topic_states = list() if topic_states is _FACTORY else topic_states
+        self.live_leaders = list() if live_leaders is _FACTORY else live_leaders
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type, self.ungrouped_partition_states, self.topic_states, self.live_leaders, ) == (other.controller_id, other.is_k_raft_controller, other.controller_epoch, other.broker_epoch, other.type, other.ungrouped_partition_states, other.topic_states, other.live_leaders, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, type={self.type!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_leaders={self.live_leaders!r})"
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(o: Any, out: bytearray) -> None:
@@ -958,15 +1032,30 @@ LeaderAndIsrRequest._ENCODERS = (_e_LeaderAndIsrRequest_v0, _e_LeaderAndIsrReque
 LeaderAndIsrRequest._DECODERS = (_d_LeaderAndIsrRequest_v0, _d_LeaderAndIsrRequest_v1, _d_LeaderAndIsrRequest_v2, _d_LeaderAndIsrRequest_v3, _d_LeaderAndIsrRequest_v4, _d_LeaderAndIsrRequest_v5, _d_LeaderAndIsrRequest_v6, _d_LeaderAndIsrRequest_v7,)
 
 
-@dataclass(slots=True)
 class LeaderAndIsrResponse_LeaderAndIsrPartitionError:
-    topic_name: str = ''
-    partition_index: int = 0
-    error_code: int = 0
+    __slots__ = ('topic_name', 'partition_index', 'error_code', )
+    topic_name: str
+    partition_index: int
+    error_code: int
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.partition_index, self.error_code, ) == (other.topic_name, other.partition_index, other.error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r})"
 
 
-@dataclass(slots=True)
 class LeaderAndIsrResponse(WireMessage):
+    __slots__ = ('error_code', 'partition_errors', 'topics', )
     API_KEY: ClassVar[int] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -974,16 +1063,45 @@ class LeaderAndIsrResponse(WireMessage):
 
     LeaderAndIsrPartitionError = LeaderAndIsrResponse_LeaderAndIsrPartitionError
 
-    @dataclass(slots=True)
     class LeaderAndIsrTopicError:
+        __slots__ = ('topic_id', 'partition_errors', )
         LeaderAndIsrPartitionError = LeaderAndIsrResponse_LeaderAndIsrPartitionError
 
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError] = field(default_factory=list)
+        topic_id: uuid.UUID | None
+        partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError]
 
-    error_code: int = 0
-    partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError] = field(default_factory=list)
-    topics: list[LeaderAndIsrTopicError] = field(default_factory=list)
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partition_errors, ) == (other.topic_id, other.partition_errors, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partition_errors={self.partition_errors!r})"
+
+    error_code: int
+    partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError]
+    topics: list[LeaderAndIsrTopicError]
+
+    def __init__(self, error_code: int = 0, partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError] = _FACTORY, topics: list[LeaderAndIsrTopicError] = _FACTORY) -> None:
+        self.error_code = error_code
+        self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.partition_errors, self.topics, ) == (other.error_code, other.partition_errors, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r}, topics={self.topics!r})"
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(o: Any, out: bytearray) -> None:
@@ -1143,42 +1261,119 @@ LeaderAndIsrResponse._ENCODERS = (_e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrRes
 LeaderAndIsrResponse._DECODERS = (_d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v4, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5,)
 
 
-@dataclass(slots=True)
 class StopReplicaRequest(WireMessage):
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', )
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionV0:
-        topic_name: str = ''
-        partition_index: int = 0
+        __slots__ = ('topic_name', 'partition_index', )
+        topic_name: str
+        partition_index: int
 
-    @dataclass(slots=True)
+        def __init__(self, topic_name: str = '', partition_index: int = 0) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.partition_index, ) == (other.topic_name, other.partition_index, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
+
     class StopReplicaTopicV1:
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
+        __slots__ = ('name', 'partition_indexes', )
+        name: str
+        partition_indexes: list[int]
 
-    @dataclass(slots=True)
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+            self.name = name
+            self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
     class StopReplicaTopicState:
-        @dataclass(slots=True)
+        __slots__ = ('topic_name', 'partition_states', )
         class StopReplicaPartitionState:
-            partition_index: int = 0
-            leader_epoch: int = -1
-            delete_partition: bool = False
+            __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', )
+            partition_index: int
+            leader_epoch: int
+            delete_partition: bool
 
-        topic_name: str = ''
-        partition_states: list[StopReplicaPartitionState] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False) -> None:
+                self.partition_index = partition_index
+                self.leader_epoch = leader_epoch
+                self.delete_partition = delete_partition
 
-    controller_id: int = 0
-    is_k_raft_controller: bool = False
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    delete_partitions: bool = False
-    ungrouped_partitions: list[StopReplicaPartitionV0] = field(default_factory=list)
-    topics: list[StopReplicaTopicV1] = field(default_factory=list)
-    topic_states: list[StopReplicaTopicState] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.leader_epoch, self.delete_partition, ) == (other.partition_index, other.leader_epoch, other.delete_partition, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, leader_epoch={self.leader_epoch!r}, delete_partition={self.delete_partition!r})"
+
+        topic_name: str
+        partition_states: list[StopReplicaPartitionState]
+
+        def __init__(self, topic_name: str = '', partition_states: list[StopReplicaPartitionState] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.partition_states = list() if partition_states is _FACTORY else partition_states
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.partition_states, ) == (other.topic_name, other.partition_states, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_states={self.partition_states!r})"
+
+    controller_id: int
+    is_k_raft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    delete_partitions: bool
+    ungrouped_partitions: list[StopReplicaPartitionV0]
+    topics: list[StopReplicaTopicV1]
+    topic_states: list[StopReplicaTopicState]
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[StopReplicaPartitionV0] = _FACTORY, topics: list[StopReplicaTopicV1] = _FACTORY, topic_states: list[StopReplicaTopicState] = _FACTORY) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.delete_partitions = delete_partitions
+        self.ungrouped_partitions = list() if ungrouped_partitions is _FACTORY else ungrouped_partitions
+        self.topics = list() if topics is _FACTORY else topics
+        self.topic_states = list() if topic_states is _FACTORY else topic_states
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.delete_partitions, self.ungrouped_partitions, self.topics, self.topic_states, ) == (other.controller_id, other.is_k_raft_controller, other.controller_epoch, other.broker_epoch, other.delete_partitions, other.ungrouped_partitions, other.topics, other.topic_states, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, delete_partitions={self.delete_partitions!r}, ungrouped_partitions={self.ungrouped_partitions!r}, topics={self.topics!r}, topic_states={self.topic_states!r})"
 
 
 def _e_StopReplicaRequest_StopReplicaPartitionV0_v0(o: Any, out: bytearray) -> None:
@@ -1435,21 +1630,50 @@ StopReplicaRequest._ENCODERS = (_e_StopReplicaRequest_v0, _e_StopReplicaRequest_
 StopReplicaRequest._DECODERS = (_d_StopReplicaRequest_v0, _d_StopReplicaRequest_v1, _d_StopReplicaRequest_v2, _d_StopReplicaRequest_v3, _d_StopReplicaRequest_v4,)
 
 
-@dataclass(slots=True)
 class StopReplicaResponse(WireMessage):
+    __slots__ = ('error_code', 'partition_errors', )
     API_KEY: ClassVar[int] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class StopReplicaPartitionError:
-        topic_name: str = ''
-        partition_index: int = 0
-        error_code: int = 0
+        __slots__ = ('topic_name', 'partition_index', 'error_code', )
+        topic_name: str
+        partition_index: int
+        error_code: int
 
-    error_code: int = 0
-    partition_errors: list[StopReplicaPartitionError] = field(default_factory=list)
+        def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+            self.error_code = error_code
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.partition_index, self.error_code, ) == (other.topic_name, other.partition_index, other.error_code, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+    error_code: int
+    partition_errors: list[StopReplicaPartitionError]
+
+    def __init__(self, error_code: int = 0, partition_errors: list[StopReplicaPartitionError] = _FACTORY) -> None:
+        self.error_code = error_code
+        self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.partition_errors, ) == (other.error_code, other.partition_errors, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r})"
 
 
 def _e_StopReplicaResponse_StopReplicaPartitionError_v0(o: Any, out: bytearray) -> None:
@@ -1538,21 +1762,42 @@ StopReplicaResponse._ENCODERS = (_e_StopReplicaResponse_v0, _e_StopReplicaRespon
 StopReplicaResponse._DECODERS = (_d_StopReplicaResponse_v0, _d_StopReplicaResponse_v0, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2,)
 
 
-@dataclass(slots=True)
 class UpdateMetadataRequest_UpdateMetadataPartitionState:
-    topic_name: str = ''
-    partition_index: int = 0
-    controller_epoch: int = 0
-    leader: int = 0
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    zk_version: int = 0
-    replicas: list[int] = field(default_factory=list)
-    offline_replicas: list[int] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', )
+    topic_name: str
+    partition_index: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    zk_version: int
+    replicas: list[int]
+    offline_replicas: list[int]
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = _FACTORY, zk_version: int = 0, replicas: list[int] = _FACTORY, offline_replicas: list[int] = _FACTORY) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = list() if isr is _FACTORY else isr
+        self.zk_version = zk_version
+        self.replicas = list() if replicas is _FACTORY else replicas
+        self.offline_replicas = list() if offline_replicas is _FACTORY else offline_replicas
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.zk_version, self.replicas, self.offline_replicas, ) == (other.topic_name, other.partition_index, other.controller_epoch, other.leader, other.leader_epoch, other.isr, other.zk_version, other.replicas, other.offline_replicas, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, zk_version={self.zk_version!r}, replicas={self.replicas!r}, offline_replicas={self.offline_replicas!r})"
 
 
-@dataclass(slots=True)
 class UpdateMetadataRequest(WireMessage):
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', )
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
@@ -1560,37 +1805,105 @@ class UpdateMetadataRequest(WireMessage):
 
     UpdateMetadataPartitionState = UpdateMetadataRequest_UpdateMetadataPartitionState
 
-    @dataclass(slots=True)
     class UpdateMetadataTopicState:
+        __slots__ = ('topic_name', 'topic_id', 'partition_states', )
         UpdateMetadataPartitionState = UpdateMetadataRequest_UpdateMetadataPartitionState
 
-        topic_name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState] = field(default_factory=list)
+        topic_name: str
+        topic_id: uuid.UUID | None
+        partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState]
 
-    @dataclass(slots=True)
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partition_states = list() if partition_states is _FACTORY else partition_states
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.topic_id, self.partition_states, ) == (other.topic_name, other.topic_id, other.partition_states, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r})"
+
     class UpdateMetadataBroker:
-        @dataclass(slots=True)
+        __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', )
         class UpdateMetadataEndpoint:
-            port: int = 0
-            host: str = ''
-            listener: str = ''
-            security_protocol: int = 0
+            __slots__ = ('port', 'host', 'listener', 'security_protocol', )
+            port: int
+            host: str
+            listener: str
+            security_protocol: int
 
-        id: int = 0
-        v0_host: str = ''
-        v0_port: int = 0
-        endpoints: list[UpdateMetadataEndpoint] = field(default_factory=list)
-        rack: str | None = ''
+            def __init__(self, port: int = 0, host: str = '', listener: str = '', security_protocol: int = 0) -> None:
+                self.port = port
+                self.host = host
+                self.listener = listener
+                self.security_protocol = security_protocol
 
-    controller_id: int = 0
-    is_k_raft_controller: bool = False
-    type: int = 0
-    controller_epoch: int = 0
-    broker_epoch: int = -1
-    ungrouped_partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState] = field(default_factory=list)
-    topic_states: list[UpdateMetadataTopicState] = field(default_factory=list)
-    live_brokers: list[UpdateMetadataBroker] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.port, self.host, self.listener, self.security_protocol, ) == (other.port, other.host, other.listener, other.security_protocol, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(port={self.port!r}, host={self.host!r}, listener={self.listener!r}, security_protocol={self.security_protocol!r})"
+
+        id: int
+        v0_host: str
+        v0_port: int
+        endpoints: list[UpdateMetadataEndpoint]
+        rack: str | None
+
+        def __init__(self, id: int = 0, v0_host: str = '', v0_port: int = 0, endpoints: list[UpdateMetadataEndpoint] = _FACTORY, rack: str | None = '') -> None:
+            self.id = id
+            self.v0_host = v0_host
+            self.v0_port = v0_port
+            self.endpoints = list() if endpoints is _FACTORY else endpoints
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.id, self.v0_host, self.v0_port, self.endpoints, self.rack, ) == (other.id, other.v0_host, other.v0_port, other.endpoints, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(id={self.id!r}, v0_host={self.v0_host!r}, v0_port={self.v0_port!r}, endpoints={self.endpoints!r}, rack={self.rack!r})"
+
+    controller_id: int
+    is_k_raft_controller: bool
+    type: int
+    controller_epoch: int
+    broker_epoch: int
+    ungrouped_partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState]
+    topic_states: list[UpdateMetadataTopicState]
+    live_brokers: list[UpdateMetadataBroker]
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: list[UpdateMetadataRequest_UpdateMetadataPartitionState] = _FACTORY, topic_states: list[UpdateMetadataTopicState] = _FACTORY, live_brokers: list[UpdateMetadataBroker] = _FACTORY) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.type = type
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.ungrouped_partition_states = list() if ungrouped_partition_states is _FACTORY else ungrouped_partition_states
+        self.topic_states = list() if topic_states is _FACTORY else topic_states
+        self.live_brokers = list() if live_brokers is _FACTORY else live_brokers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.controller_id, self.is_k_raft_controller, self.type, self.controller_epoch, self.broker_epoch, self.ungrouped_partition_states, self.topic_states, self.live_brokers, ) == (other.controller_id, other.is_k_raft_controller, other.type, other.controller_epoch, other.broker_epoch, other.ungrouped_partition_states, other.topic_states, other.live_brokers, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, type={self.type!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_brokers={self.live_brokers!r})"
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(o: Any, out: bytearray) -> None:
@@ -2492,14 +2805,27 @@ UpdateMetadataRequest._ENCODERS = (_e_UpdateMetadataRequest_v0, _e_UpdateMetadat
 UpdateMetadataRequest._DECODERS = (_d_UpdateMetadataRequest_v0, _d_UpdateMetadataRequest_v1, _d_UpdateMetadataRequest_v2, _d_UpdateMetadataRequest_v3, _d_UpdateMetadataRequest_v4, _d_UpdateMetadataRequest_v5, _d_UpdateMetadataRequest_v6, _d_UpdateMetadataRequest_v7, _d_UpdateMetadataRequest_v8,)
 
 
-@dataclass(slots=True)
 class UpdateMetadataResponse(WireMessage):
+    __slots__ = ('error_code', )
     API_KEY: ClassVar[int] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    error_code: int = 0
+    error_code: int
+
+    def __init__(self, error_code: int = 0) -> None:
+        self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, ) == (other.error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r})"
 
 
 def _e_UpdateMetadataResponse_v0(o: Any, out: bytearray) -> None:
@@ -2528,15 +2854,29 @@ UpdateMetadataResponse._ENCODERS = (_e_UpdateMetadataResponse_v0, _e_UpdateMetad
 UpdateMetadataResponse._DECODERS = (_d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6,)
 
 
-@dataclass(slots=True)
 class ControlledShutdownRequest(WireMessage):
+    __slots__ = ('broker_id', 'broker_epoch', )
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    broker_id: int = 0
-    broker_epoch: int = -1
+    broker_id: int
+    broker_epoch: int
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.broker_id, self.broker_epoch, ) == (other.broker_id, other.broker_epoch, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r})"
 
 
 def _e_ControlledShutdownRequest_v0(o: Any, out: bytearray) -> None:
@@ -2576,20 +2916,48 @@ ControlledShutdownRequest._ENCODERS = (_e_ControlledShutdownRequest_v0, _e_Contr
 ControlledShutdownRequest._DECODERS = (_d_ControlledShutdownRequest_v0, _d_ControlledShutdownRequest_v0, _d_ControlledShutdownRequest_v2, _d_ControlledShutdownRequest_v3,)
 
 
-@dataclass(slots=True)
 class ControlledShutdownResponse(WireMessage):
+    __slots__ = ('error_code', 'remaining_partitions', )
     API_KEY: ClassVar[int] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class RemainingPartition:
-        topic_name: str = ''
-        partition_index: int = 0
+        __slots__ = ('topic_name', 'partition_index', )
+        topic_name: str
+        partition_index: int
 
-    error_code: int = 0
-    remaining_partitions: list[RemainingPartition] = field(default_factory=list)
+        def __init__(self, topic_name: str = '', partition_index: int = 0) -> None:
+            self.topic_name = topic_name
+            self.partition_index = partition_index
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_name, self.partition_index, ) == (other.topic_name, other.partition_index, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
+
+    error_code: int
+    remaining_partitions: list[RemainingPartition]
+
+    def __init__(self, error_code: int = 0, remaining_partitions: list[RemainingPartition] = _FACTORY) -> None:
+        self.error_code = error_code
+        self.remaining_partitions = list() if remaining_partitions is _FACTORY else remaining_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.remaining_partitions, ) == (other.error_code, other.remaining_partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, remaining_partitions={self.remaining_partitions!r})"
 
 
 def _e_ControlledShutdownResponse_RemainingPartition_v0(o: Any, out: bytearray) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -31,33 +31,83 @@ _S10 = struct.Struct('>ihi')
 _S11 = struct.Struct('>b')
 
 
-@dataclass(slots=True)
 class OffsetCommitRequest(WireMessage):
+    __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 8
 
-    @dataclass(slots=True)
     class OffsetCommitRequestTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'topic_id', 'partitions', )
         class OffsetCommitRequestPartition:
-            partition_index: int = 0
-            committed_offset: int = 0
-            committed_leader_epoch: int = -1
-            commit_timestamp: int = -1
-            committed_metadata: str | None = ''
+            __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', )
+            partition_index: int
+            committed_offset: int
+            committed_leader_epoch: int
+            commit_timestamp: int
+            committed_metadata: str | None
 
-        name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = '') -> None:
+                self.partition_index = partition_index
+                self.committed_offset = committed_offset
+                self.committed_leader_epoch = committed_leader_epoch
+                self.commit_timestamp = commit_timestamp
+                self.committed_metadata = committed_metadata
 
-    group_id: str = ''
-    generation_id_or_member_epoch: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    retention_time_ms: int = -1
-    topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.commit_timestamp, self.committed_metadata, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.commit_timestamp, other.committed_metadata, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, commit_timestamp={self.commit_timestamp!r}, committed_metadata={self.committed_metadata!r})"
+
+        name: str
+        topic_id: uuid.UUID | None
+        partitions: list[OffsetCommitRequestPartition]
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[OffsetCommitRequestPartition] = _FACTORY) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time_ms: int
+    topics: list[OffsetCommitRequestTopic]
+
+    def __init__(self, group_id: str = '', generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.generation_id_or_member_epoch, self.member_id, self.group_instance_id, self.retention_time_ms, self.topics, ) == (other.group_id, other.generation_id_or_member_epoch, other.member_id, other.group_instance_id, other.retention_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id_or_member_epoch={self.generation_id_or_member_epoch!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, retention_time_ms={self.retention_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_OffsetCommitRequestPartition_v2(o: Any, out: bytearray) -> None:
@@ -437,26 +487,69 @@ OffsetCommitRequest._ENCODERS = (_e_OffsetCommitRequest_v2, _e_OffsetCommitReque
 OffsetCommitRequest._DECODERS = (_d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v5, _d_OffsetCommitRequest_v6, _d_OffsetCommitRequest_v7, _d_OffsetCommitRequest_v8, _d_OffsetCommitRequest_v8, _d_OffsetCommitRequest_v10,)
 
 
-@dataclass(slots=True)
 class OffsetCommitResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 8
 
-    @dataclass(slots=True)
     class OffsetCommitResponseTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'topic_id', 'partitions', )
         class OffsetCommitResponsePartition:
-            partition_index: int = 0
-            error_code: int = 0
+            __slots__ = ('partition_index', 'error_code', )
+            partition_index: int
+            error_code: int
 
-        name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[OffsetCommitResponsePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetCommitResponseTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+        name: str
+        topic_id: uuid.UUID | None
+        partitions: list[OffsetCommitResponsePartition]
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[OffsetCommitResponsePartition] = _FACTORY) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[OffsetCommitResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetCommitResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_OffsetCommitResponsePartition_v2(o: Any, out: bytearray) -> None:
@@ -672,35 +765,96 @@ OffsetCommitResponse._ENCODERS = (_e_OffsetCommitResponse_v2, _e_OffsetCommitRes
 OffsetCommitResponse._DECODERS = (_d_OffsetCommitResponse_v2, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v8, _d_OffsetCommitResponse_v8, _d_OffsetCommitResponse_v10,)
 
 
-@dataclass(slots=True)
 class OffsetFetchRequest(WireMessage):
+    __slots__ = ('group_id', 'topics', 'groups', 'require_stable', )
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchRequestTopic:
-        name: str = ''
-        partition_indexes: list[int] = field(default_factory=list)
+        __slots__ = ('name', 'partition_indexes', )
+        name: str
+        partition_indexes: list[int]
 
-    @dataclass(slots=True)
+        def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+            self.name = name
+            self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
     class OffsetFetchRequestGroup:
-        @dataclass(slots=True)
+        __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', )
         class OffsetFetchRequestTopics:
-            name: str = ''
-            topic_id: uuid.UUID | None = ZERO_UUID
-            partition_indexes: list[int] = field(default_factory=list)
+            __slots__ = ('name', 'topic_id', 'partition_indexes', )
+            name: str
+            topic_id: uuid.UUID | None
+            partition_indexes: list[int]
 
-        group_id: str = ''
-        member_id: str | None = None
-        member_epoch: int = -1
-        topics: list[OffsetFetchRequestTopics] | None = field(default_factory=list)
+            def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partition_indexes: list[int] = _FACTORY) -> None:
+                self.name = name
+                self.topic_id = topic_id
+                self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-    group_id: str = ''
-    topics: list[OffsetFetchRequestTopic] | None = field(default_factory=list)
-    groups: list[OffsetFetchRequestGroup] = field(default_factory=list)
-    require_stable: bool = False
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.topic_id, self.partition_indexes, ) == (other.name, other.topic_id, other.partition_indexes, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_indexes={self.partition_indexes!r})"
+
+        group_id: str
+        member_id: str | None
+        member_epoch: int
+        topics: list[OffsetFetchRequestTopics] | None
+
+        def __init__(self, group_id: str = '', member_id: str | None = None, member_epoch: int = -1, topics: list[OffsetFetchRequestTopics] | None = _FACTORY) -> None:
+            self.group_id = group_id
+            self.member_id = member_id
+            self.member_epoch = member_epoch
+            self.topics = list() if topics is _FACTORY else topics
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.group_id, self.member_id, self.member_epoch, self.topics, ) == (other.group_id, other.member_id, other.member_epoch, other.topics, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, topics={self.topics!r})"
+
+    group_id: str
+    topics: list[OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequestGroup]
+    require_stable: bool
+
+    def __init__(self, group_id: str = '', topics: list[OffsetFetchRequestTopic] | None = _FACTORY, groups: list[OffsetFetchRequestGroup] = _FACTORY, require_stable: bool = False) -> None:
+        self.group_id = group_id
+        self.topics = list() if topics is _FACTORY else topics
+        self.groups = list() if groups is _FACTORY else groups
+        self.require_stable = require_stable
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topics, self.groups, self.require_stable, ) == (other.group_id, other.topics, other.groups, other.require_stable, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, groups={self.groups!r}, require_stable={self.require_stable!r})"
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(o: Any, out: bytearray) -> None:
@@ -1097,50 +1251,144 @@ OffsetFetchRequest._ENCODERS = (_e_OffsetFetchRequest_v1, _e_OffsetFetchRequest_
 OffsetFetchRequest._DECODERS = (_d_OffsetFetchRequest_v1, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v6, _d_OffsetFetchRequest_v7, _d_OffsetFetchRequest_v8, _d_OffsetFetchRequest_v9, _d_OffsetFetchRequest_v10,)
 
 
-@dataclass(slots=True)
 class OffsetFetchResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', )
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class OffsetFetchResponseTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class OffsetFetchResponsePartition:
-            partition_index: int = 0
-            committed_offset: int = 0
-            committed_leader_epoch: int = -1
-            metadata: str | None = ''
-            error_code: int = 0
+            __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', )
+            partition_index: int
+            committed_offset: int
+            committed_leader_epoch: int
+            metadata: str | None
+            error_code: int
 
-        name: str = ''
-        partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.committed_offset = committed_offset
+                self.committed_leader_epoch = committed_leader_epoch
+                self.metadata = metadata
+                self.error_code = error_code
 
-    @dataclass(slots=True)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.metadata, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r})"
+
+        name: str
+        partitions: list[OffsetFetchResponsePartition]
+
+        def __init__(self, name: str = '', partitions: list[OffsetFetchResponsePartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
     class OffsetFetchResponseGroup:
-        @dataclass(slots=True)
+        __slots__ = ('group_id', 'topics', 'error_code', )
         class OffsetFetchResponseTopics:
-            @dataclass(slots=True)
+            __slots__ = ('name', 'topic_id', 'partitions', )
             class OffsetFetchResponsePartitions:
-                partition_index: int = 0
-                committed_offset: int = 0
-                committed_leader_epoch: int = -1
-                metadata: str | None = ''
-                error_code: int = 0
+                __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', )
+                partition_index: int
+                committed_offset: int
+                committed_leader_epoch: int
+                metadata: str | None
+                error_code: int
 
-            name: str = ''
-            topic_id: uuid.UUID | None = ZERO_UUID
-            partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)
+                def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0) -> None:
+                    self.partition_index = partition_index
+                    self.committed_offset = committed_offset
+                    self.committed_leader_epoch = committed_leader_epoch
+                    self.metadata = metadata
+                    self.error_code = error_code
 
-        group_id: str = ''
-        topics: list[OffsetFetchResponseTopics] = field(default_factory=list)
-        error_code: int = 0
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.metadata, other.error_code, )
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    groups: list[OffsetFetchResponseGroup] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r})"
+
+            name: str
+            topic_id: uuid.UUID | None
+            partitions: list[OffsetFetchResponsePartitions]
+
+            def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[OffsetFetchResponsePartitions] = _FACTORY) -> None:
+                self.name = name
+                self.topic_id = topic_id
+                self.partitions = list() if partitions is _FACTORY else partitions
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+        group_id: str
+        topics: list[OffsetFetchResponseTopics]
+        error_code: int
+
+        def __init__(self, group_id: str = '', topics: list[OffsetFetchResponseTopics] = _FACTORY, error_code: int = 0) -> None:
+            self.group_id = group_id
+            self.topics = list() if topics is _FACTORY else topics
+            self.error_code = error_code
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.group_id, self.topics, self.error_code, ) == (other.group_id, other.topics, other.error_code, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, error_code={self.error_code!r})"
+
+    throttle_time_ms: int
+    topics: list[OffsetFetchResponseTopic]
+    error_code: int
+    groups: list[OffsetFetchResponseGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetFetchResponseTopic] = _FACTORY, error_code: int = 0, groups: list[OffsetFetchResponseGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+        self.error_code = error_code
+        self.groups = list() if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, self.error_code, self.groups, ) == (other.throttle_time_ms, other.topics, other.error_code, other.groups, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, error_code={self.error_code!r}, groups={self.groups!r})"
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_OffsetFetchResponsePartition_v1(o: Any, out: bytearray) -> None:
@@ -1611,26 +1859,60 @@ OffsetFetchResponse._ENCODERS = (_e_OffsetFetchResponse_v1, _e_OffsetFetchRespon
 OffsetFetchResponse._DECODERS = (_d_OffsetFetchResponse_v1, _d_OffsetFetchResponse_v2, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v5, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v8, _d_OffsetFetchResponse_v8, _d_OffsetFetchResponse_v10,)
 
 
-@dataclass(slots=True)
 class JoinGroupRequest(WireMessage):
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', )
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class JoinGroupRequestProtocol:
-        name: str = ''
-        metadata: bytes = b''
+        __slots__ = ('name', 'metadata', )
+        name: str
+        metadata: bytes
 
-    group_id: str = ''
-    session_timeout_ms: int = 0
-    rebalance_timeout_ms: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str = ''
-    protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
-    reason: str | None = None
+        def __init__(self, name: str = '', metadata: bytes = b'') -> None:
+            self.name = name
+            self.metadata = metadata
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.metadata, ) == (other.name, other.metadata, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, metadata={self.metadata!r})"
+
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequestProtocol]
+    reason: str | None
+
+    def __init__(self, group_id: str = '', session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = '', group_instance_id: str | None = None, protocol_type: str = '', protocols: list[JoinGroupRequestProtocol] = _FACTORY, reason: str | None = None) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = list() if protocols is _FACTORY else protocols
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.session_timeout_ms, self.rebalance_timeout_ms, self.member_id, self.group_instance_id, self.protocol_type, self.protocols, self.reason, ) == (other.group_id, other.session_timeout_ms, other.rebalance_timeout_ms, other.member_id, other.group_instance_id, other.protocol_type, other.protocols, other.reason, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, session_timeout_ms={self.session_timeout_ms!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocols={self.protocols!r}, reason={self.reason!r})"
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v0(o: Any, out: bytearray) -> None:
@@ -1873,28 +2155,64 @@ JoinGroupRequest._ENCODERS = (_e_JoinGroupRequest_v0, _e_JoinGroupRequest_v1, _e
 JoinGroupRequest._DECODERS = (_d_JoinGroupRequest_v0, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v5, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v8, _d_JoinGroupRequest_v8,)
 
 
-@dataclass(slots=True)
 class JoinGroupResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', )
     API_KEY: ClassVar[int] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class JoinGroupResponseMember:
-        member_id: str = ''
-        group_instance_id: str | None = None
-        metadata: bytes = b''
+        __slots__ = ('member_id', 'group_instance_id', 'metadata', )
+        member_id: str
+        group_instance_id: str | None
+        metadata: bytes
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = ''
-    leader: str = ''
-    skip_assignment: bool = False
-    member_id: str = ''
-    members: list[JoinGroupResponseMember] = field(default_factory=list)
+        def __init__(self, member_id: str = '', group_instance_id: str | None = None, metadata: bytes = b'') -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.metadata = metadata
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.member_id, self.group_instance_id, self.metadata, ) == (other.member_id, other.group_instance_id, other.metadata, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, metadata={self.metadata!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponseMember]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = '', leader: str = '', skip_assignment: bool = False, member_id: str = '', members: list[JoinGroupResponseMember] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = list() if members is _FACTORY else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.generation_id, self.protocol_type, self.protocol_name, self.leader, self.skip_assignment, self.member_id, self.members, ) == (other.throttle_time_ms, other.error_code, other.generation_id, other.protocol_type, other.protocol_name, other.leader, other.skip_assignment, other.member_id, other.members, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, generation_id={self.generation_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, leader={self.leader!r}, skip_assignment={self.skip_assignment!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v0(o: Any, out: bytearray) -> None:
@@ -2194,17 +2512,33 @@ JoinGroupResponse._ENCODERS = (_e_JoinGroupResponse_v0, _e_JoinGroupResponse_v0,
 JoinGroupResponse._DECODERS = (_d_JoinGroupResponse_v0, _d_JoinGroupResponse_v0, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v5, _d_JoinGroupResponse_v6, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v9,)
 
 
-@dataclass(slots=True)
 class HeartbeatRequest(WireMessage):
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', )
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    group_id: str = ''
-    generation_id: int = 0
-    member_id: str = ''
-    group_instance_id: str | None = None
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, ) == (other.group_id, other.generation_id, other.member_id, other.group_instance_id, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r})"
 
 
 def _e_HeartbeatRequest_v0(o: Any, out: bytearray) -> None:
@@ -2272,15 +2606,29 @@ HeartbeatRequest._ENCODERS = (_e_HeartbeatRequest_v0, _e_HeartbeatRequest_v0, _e
 HeartbeatRequest._DECODERS = (_d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v3, _d_HeartbeatRequest_v4,)
 
 
-@dataclass(slots=True)
 class HeartbeatResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', )
     API_KEY: ClassVar[int] = 12
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    throttle_time_ms: int
+    error_code: int
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, ) == (other.throttle_time_ms, other.error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
 
 
 def _e_HeartbeatResponse_v0(o: Any, out: bytearray) -> None:
@@ -2320,22 +2668,52 @@ HeartbeatResponse._ENCODERS = (_e_HeartbeatResponse_v0, _e_HeartbeatResponse_v1,
 HeartbeatResponse._DECODERS = (_d_HeartbeatResponse_v0, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v4,)
 
 
-@dataclass(slots=True)
 class LeaveGroupRequest(WireMessage):
+    __slots__ = ('group_id', 'member_id', 'members', )
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class MemberIdentity:
-        member_id: str = ''
-        group_instance_id: str | None = None
-        reason: str | None = None
+        __slots__ = ('member_id', 'group_instance_id', 'reason', )
+        member_id: str
+        group_instance_id: str | None
+        reason: str | None
 
-    group_id: str = ''
-    member_id: str = ''
-    members: list[MemberIdentity] = field(default_factory=list)
+        def __init__(self, member_id: str = '', group_instance_id: str | None = None, reason: str | None = None) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.reason = reason
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.member_id, self.group_instance_id, self.reason, ) == (other.member_id, other.group_instance_id, other.reason, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, reason={self.reason!r})"
+
+    group_id: str
+    member_id: str
+    members: list[MemberIdentity]
+
+    def __init__(self, group_id: str = '', member_id: str = '', members: list[MemberIdentity] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = list() if members is _FACTORY else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.members, ) == (other.group_id, other.member_id, other.members, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 def _e_LeaveGroupRequest_v0(o: Any, out: bytearray) -> None:
@@ -2490,22 +2868,52 @@ LeaveGroupRequest._ENCODERS = (_e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v0,
 LeaveGroupRequest._DECODERS = (_d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v3, _d_LeaveGroupRequest_v4, _d_LeaveGroupRequest_v5,)
 
 
-@dataclass(slots=True)
 class LeaveGroupResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'members', )
     API_KEY: ClassVar[int] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class MemberResponse:
-        member_id: str = ''
-        group_instance_id: str | None = ''
-        error_code: int = 0
+        __slots__ = ('member_id', 'group_instance_id', 'error_code', )
+        member_id: str
+        group_instance_id: str | None
+        error_code: int
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    members: list[MemberResponse] = field(default_factory=list)
+        def __init__(self, member_id: str = '', group_instance_id: str | None = '', error_code: int = 0) -> None:
+            self.member_id = member_id
+            self.group_instance_id = group_instance_id
+            self.error_code = error_code
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.member_id, self.group_instance_id, self.error_code, ) == (other.member_id, other.group_instance_id, other.error_code, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, error_code={self.error_code!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    members: list[MemberResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = list() if members is _FACTORY else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.members, ) == (other.throttle_time_ms, other.error_code, other.members, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, members={self.members!r})"
 
 
 def _e_LeaveGroupResponse_v0(o: Any, out: bytearray) -> None:
@@ -2621,25 +3029,58 @@ LeaveGroupResponse._ENCODERS = (_e_LeaveGroupResponse_v0, _e_LeaveGroupResponse_
 LeaveGroupResponse._DECODERS = (_d_LeaveGroupResponse_v0, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v3, _d_LeaveGroupResponse_v4, _d_LeaveGroupResponse_v4,)
 
 
-@dataclass(slots=True)
 class SyncGroupRequest(WireMessage):
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', )
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class SyncGroupRequestAssignment:
-        member_id: str = ''
-        assignment: bytes = b''
+        __slots__ = ('member_id', 'assignment', )
+        member_id: str
+        assignment: bytes
 
-    group_id: str = ''
-    generation_id: int = 0
-    member_id: str = ''
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
+        def __init__(self, member_id: str = '', assignment: bytes = b'') -> None:
+            self.member_id = member_id
+            self.assignment = assignment
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.member_id, self.assignment, ) == (other.member_id, other.assignment, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, assignment={self.assignment!r})"
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: list[SyncGroupRequestAssignment]
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequestAssignment] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = list() if assignments is _FACTORY else assignments
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, self.protocol_type, self.protocol_name, self.assignments, ) == (other.group_id, other.generation_id, other.member_id, other.group_instance_id, other.protocol_type, other.protocol_name, other.assignments, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignments={self.assignments!r})"
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v0(o: Any, out: bytearray) -> None:
@@ -2831,18 +3272,35 @@ SyncGroupRequest._ENCODERS = (_e_SyncGroupRequest_v0, _e_SyncGroupRequest_v0, _e
 SyncGroupRequest._DECODERS = (_d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v3, _d_SyncGroupRequest_v4, _d_SyncGroupRequest_v5,)
 
 
-@dataclass(slots=True)
 class SyncGroupResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', )
     API_KEY: ClassVar[int] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b''
+    throttle_time_ms: int
+    error_code: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b'') -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.protocol_type, self.protocol_name, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.protocol_type, other.protocol_name, other.assignment, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignment={self.assignment!r})"
 
 
 def _e_SyncGroupResponse_v0(o: Any, out: bytearray) -> None:
@@ -2920,15 +3378,29 @@ SyncGroupResponse._ENCODERS = (_e_SyncGroupResponse_v0, _e_SyncGroupResponse_v1,
 SyncGroupResponse._DECODERS = (_d_SyncGroupResponse_v0, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v4, _d_SyncGroupResponse_v5,)
 
 
-@dataclass(slots=True)
 class DescribeGroupsRequest(WireMessage):
+    __slots__ = ('groups', 'include_authorized_operations', )
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    groups: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    groups: list[str]
+    include_authorized_operations: bool
+
+    def __init__(self, groups: list[str] = _FACTORY, include_authorized_operations: bool = False) -> None:
+        self.groups = list() if groups is _FACTORY else groups
+        self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.groups, self.include_authorized_operations, ) == (other.groups, other.include_authorized_operations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups={self.groups!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 def _e_DescribeGroupsRequest_v0(o: Any, out: bytearray) -> None:
@@ -3010,35 +3482,87 @@ DescribeGroupsRequest._ENCODERS = (_e_DescribeGroupsRequest_v0, _e_DescribeGroup
 DescribeGroupsRequest._DECODERS = (_d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v5, _d_DescribeGroupsRequest_v5,)
 
 
-@dataclass(slots=True)
 class DescribeGroupsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'groups', )
     API_KEY: ClassVar[int] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    @dataclass(slots=True)
     class DescribedGroup:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', )
         class DescribedGroupMember:
-            member_id: str = ''
-            group_instance_id: str | None = None
-            client_id: str = ''
-            client_host: str = ''
-            member_metadata: bytes = b''
-            member_assignment: bytes = b''
+            __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', )
+            member_id: str
+            group_instance_id: str | None
+            client_id: str
+            client_host: str
+            member_metadata: bytes
+            member_assignment: bytes
 
-        error_code: int = 0
-        error_message: str | None = None
-        group_id: str = ''
-        group_state: str = ''
-        protocol_type: str = ''
-        protocol_data: str = ''
-        members: list[DescribedGroupMember] = field(default_factory=list)
-        authorized_operations: int = -2147483648
+            def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: bytes = b'', member_assignment: bytes = b'') -> None:
+                self.member_id = member_id
+                self.group_instance_id = group_instance_id
+                self.client_id = client_id
+                self.client_host = client_host
+                self.member_metadata = member_metadata
+                self.member_assignment = member_assignment
 
-    throttle_time_ms: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.member_metadata, self.member_assignment, ) == (other.member_id, other.group_instance_id, other.client_id, other.client_host, other.member_metadata, other.member_assignment, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, member_metadata={self.member_metadata!r}, member_assignment={self.member_assignment!r})"
+
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        protocol_type: str
+        protocol_data: str
+        members: list[DescribedGroupMember]
+        authorized_operations: int
+
+        def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribedGroupMember] = _FACTORY, authorized_operations: int = -2147483648) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.group_id = group_id
+            self.group_state = group_state
+            self.protocol_type = protocol_type
+            self.protocol_data = protocol_data
+            self.members = list() if members is _FACTORY else members
+            self.authorized_operations = authorized_operations
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.protocol_type, other.protocol_data, other.members, other.authorized_operations, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, protocol_type={self.protocol_type!r}, protocol_data={self.protocol_data!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = list() if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_DescribedGroupMember_v0(o: Any, out: bytearray) -> None:
@@ -3513,15 +4037,29 @@ DescribeGroupsResponse._ENCODERS = (_e_DescribeGroupsResponse_v0, _e_DescribeGro
 DescribeGroupsResponse._DECODERS = (_d_DescribeGroupsResponse_v0, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v3, _d_DescribeGroupsResponse_v4, _d_DescribeGroupsResponse_v5, _d_DescribeGroupsResponse_v6,)
 
 
-@dataclass(slots=True)
 class ListGroupsRequest(WireMessage):
+    __slots__ = ('states_filter', 'types_filter', )
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    states_filter: list[str] = field(default_factory=list)
-    types_filter: list[str] = field(default_factory=list)
+    states_filter: list[str]
+    types_filter: list[str]
+
+    def __init__(self, states_filter: list[str] = _FACTORY, types_filter: list[str] = _FACTORY) -> None:
+        self.states_filter = list() if states_filter is _FACTORY else states_filter
+        self.types_filter = list() if types_filter is _FACTORY else types_filter
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.states_filter, self.types_filter, ) == (other.states_filter, other.types_filter, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(states_filter={self.states_filter!r}, types_filter={self.types_filter!r})"
 
 
 def _e_ListGroupsRequest_v0(o: Any, out: bytearray) -> None:
@@ -3613,23 +4151,54 @@ ListGroupsRequest._ENCODERS = (_e_ListGroupsRequest_v0, _e_ListGroupsRequest_v0,
 ListGroupsRequest._DECODERS = (_d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v3, _d_ListGroupsRequest_v4, _d_ListGroupsRequest_v5,)
 
 
-@dataclass(slots=True)
 class ListGroupsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups', )
     API_KEY: ClassVar[int] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class ListedGroup:
-        group_id: str = ''
-        protocol_type: str = ''
-        group_state: str = ''
-        group_type: str = ''
+        __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', )
+        group_id: str
+        protocol_type: str
+        group_state: str
+        group_type: str
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    groups: list[ListedGroup] = field(default_factory=list)
+        def __init__(self, group_id: str = '', protocol_type: str = '', group_state: str = '', group_type: str = '') -> None:
+            self.group_id = group_id
+            self.protocol_type = protocol_type
+            self.group_state = group_state
+            self.group_type = group_type
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.group_id, self.protocol_type, self.group_state, self.group_type, ) == (other.group_id, other.protocol_type, other.group_state, other.group_type, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, protocol_type={self.protocol_type!r}, group_state={self.group_state!r}, group_type={self.group_type!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListedGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListedGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = list() if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.groups, ) == (other.throttle_time_ms, other.error_code, other.groups, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, groups={self.groups!r})"
 
 
 def _e_ListGroupsResponse_ListedGroup_v0(o: Any, out: bytearray) -> None:
@@ -3851,14 +4420,27 @@ ListGroupsResponse._ENCODERS = (_e_ListGroupsResponse_v0, _e_ListGroupsResponse_
 ListGroupsResponse._DECODERS = (_d_ListGroupsResponse_v0, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v3, _d_ListGroupsResponse_v4, _d_ListGroupsResponse_v5,)
 
 
-@dataclass(slots=True)
 class DeleteGroupsRequest(WireMessage):
+    __slots__ = ('groups_names', )
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    groups_names: list[str] = field(default_factory=list)
+    groups_names: list[str]
+
+    def __init__(self, groups_names: list[str] = _FACTORY) -> None:
+        self.groups_names = list() if groups_names is _FACTORY else groups_names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.groups_names, ) == (other.groups_names, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups_names={self.groups_names!r})"
 
 
 def _e_DeleteGroupsRequest_v0(o: Any, out: bytearray) -> None:
@@ -3911,20 +4493,48 @@ DeleteGroupsRequest._ENCODERS = (_e_DeleteGroupsRequest_v0, _e_DeleteGroupsReque
 DeleteGroupsRequest._DECODERS = (_d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v2,)
 
 
-@dataclass(slots=True)
 class DeleteGroupsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'results', )
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeletableGroupResult:
-        group_id: str = ''
-        error_code: int = 0
+        __slots__ = ('group_id', 'error_code', )
+        group_id: str
+        error_code: int
 
-    throttle_time_ms: int = 0
-    results: list[DeletableGroupResult] = field(default_factory=list)
+        def __init__(self, group_id: str = '', error_code: int = 0) -> None:
+            self.group_id = group_id
+            self.error_code = error_code
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.group_id, self.error_code, ) == (other.group_id, other.error_code, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, error_code={self.error_code!r})"
+
+    throttle_time_ms: int
+    results: list[DeletableGroupResult]
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DeletableGroupResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = list() if results is _FACTORY else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v0(o: Any, out: bytearray) -> None:
@@ -4013,24 +4623,65 @@ DeleteGroupsResponse._ENCODERS = (_e_DeleteGroupsResponse_v0, _e_DeleteGroupsRes
 DeleteGroupsResponse._DECODERS = (_d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v2,)
 
 
-@dataclass(slots=True)
 class OffsetDeleteRequest(WireMessage):
+    __slots__ = ('group_id', 'topics', )
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    @dataclass(slots=True)
     class OffsetDeleteRequestTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class OffsetDeleteRequestPartition:
-            partition_index: int = 0
+            __slots__ = ('partition_index', )
+            partition_index: int
 
-        name: str = ''
-        partitions: list[OffsetDeleteRequestPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0) -> None:
+                self.partition_index = partition_index
 
-    group_id: str = ''
-    topics: list[OffsetDeleteRequestTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, ) == (other.partition_index, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r})"
+
+        name: str
+        partitions: list[OffsetDeleteRequestPartition]
+
+        def __init__(self, name: str = '', partitions: list[OffsetDeleteRequestPartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    group_id: str
+    topics: list[OffsetDeleteRequestTopic]
+
+    def __init__(self, group_id: str = '', topics: list[OffsetDeleteRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.topics, ) == (other.group_id, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_OffsetDeleteRequestPartition_v0(o: Any, out: bytearray) -> None:
@@ -4099,26 +4750,69 @@ OffsetDeleteRequest._ENCODERS = (_e_OffsetDeleteRequest_v0,)
 OffsetDeleteRequest._DECODERS = (_d_OffsetDeleteRequest_v0,)
 
 
-@dataclass(slots=True)
 class OffsetDeleteResponse(WireMessage):
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    @dataclass(slots=True)
     class OffsetDeleteResponseTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class OffsetDeleteResponsePartition:
-            partition_index: int = 0
-            error_code: int = 0
+            __slots__ = ('partition_index', 'error_code', )
+            partition_index: int
+            error_code: int
 
-        name: str = ''
-        partitions: list[OffsetDeleteResponsePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
 
-    error_code: int = 0
-    throttle_time_ms: int = 0
-    topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+        name: str
+        partitions: list[OffsetDeleteResponsePartition]
+
+        def __init__(self, name: str = '', partitions: list[OffsetDeleteResponsePartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponseTopic]
+
+    def __init__(self, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponseTopic] = _FACTORY) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.throttle_time_ms, self.topics, ) == (other.error_code, other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_OffsetDeleteResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -4186,28 +4880,64 @@ OffsetDeleteResponse._ENCODERS = (_e_OffsetDeleteResponse_v0,)
 OffsetDeleteResponse._DECODERS = (_d_OffsetDeleteResponse_v0,)
 
 
-@dataclass(slots=True)
 class ConsumerGroupHeartbeatRequest(WireMessage):
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'subscribed_topic_regex', 'server_assignor', 'topic_partitions', )
     API_KEY: ClassVar[int] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TopicPartitions:
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic_id', 'partitions', )
+        topic_id: uuid.UUID | None
+        partitions: list[int]
 
-    group_id: str = ''
-    member_id: str = ''
-    member_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    topic_partitions: list[TopicPartitions] | None = None
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: list[TopicPartitions] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: list[TopicPartitions] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.subscribed_topic_names = subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.server_assignor = server_assignor
+        self.topic_partitions = topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.topic_partitions, ) == (other.group_id, other.member_id, other.member_epoch, other.instance_id, other.rack_id, other.rebalance_timeout_ms, other.subscribed_topic_names, other.subscribed_topic_regex, other.server_assignor, other.topic_partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, server_assignor={self.server_assignor!r}, topic_partitions={self.topic_partitions!r})"
 
 
 def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -4360,14 +5090,28 @@ ConsumerGroupHeartbeatRequest._ENCODERS = (_e_ConsumerGroupHeartbeatRequest_v0, 
 ConsumerGroupHeartbeatRequest._DECODERS = (_d_ConsumerGroupHeartbeatRequest_v0, _d_ConsumerGroupHeartbeatRequest_v1,)
 
 
-@dataclass(slots=True)
 class ConsumerGroupHeartbeatResponse_TopicPartitions:
-    topic_id: uuid.UUID | None = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions', )
+    topic_id: uuid.UUID | None
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.partitions = list() if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
 
-@dataclass(slots=True)
 class ConsumerGroupHeartbeatResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', )
     API_KEY: ClassVar[int] = 68
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -4375,19 +5119,51 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
 
     TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
 
-    @dataclass(slots=True)
     class Assignment:
+        __slots__ = ('topic_partitions', )
         TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
 
-        topic_partitions: list[ConsumerGroupHeartbeatResponse_TopicPartitions] = field(default_factory=list)
+        topic_partitions: list[ConsumerGroupHeartbeatResponse_TopicPartitions]
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
+        def __init__(self, topic_partitions: list[ConsumerGroupHeartbeatResponse_TopicPartitions] = _FACTORY) -> None:
+            self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_partitions, ) == (other.topic_partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.member_id, other.member_epoch, other.heartbeat_interval_ms, other.assignment, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -4472,15 +5248,29 @@ ConsumerGroupHeartbeatResponse._ENCODERS = (_e_ConsumerGroupHeartbeatResponse_v0
 ConsumerGroupHeartbeatResponse._DECODERS = (_d_ConsumerGroupHeartbeatResponse_v0, _d_ConsumerGroupHeartbeatResponse_v0,)
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeRequest(WireMessage):
+    __slots__ = ('group_ids', 'include_authorized_operations', )
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    group_ids: list[str]
+    include_authorized_operations: bool
+
+    def __init__(self, group_ids: list[str] = _FACTORY, include_authorized_operations: bool = False) -> None:
+        self.group_ids = list() if group_ids is _FACTORY else group_ids
+        self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_ids, self.include_authorized_operations, ) == (other.group_ids, other.include_authorized_operations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 def _e_ConsumerGroupDescribeRequest_v0(o: Any, out: bytearray) -> None:
@@ -4514,22 +5304,50 @@ ConsumerGroupDescribeRequest._ENCODERS = (_e_ConsumerGroupDescribeRequest_v0, _e
 ConsumerGroupDescribeRequest._DECODERS = (_d_ConsumerGroupDescribeRequest_v0, _d_ConsumerGroupDescribeRequest_v0,)
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse_TopicPartitions:
-    topic_id: uuid.UUID | None = ZERO_UUID
-    topic_name: str = ''
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'partitions', )
+    topic_id: uuid.UUID | None
+    topic_name: str
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = list() if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.topic_name, self.partitions, ) == (other.topic_id, other.topic_name, other.partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse_Assignment:
+    __slots__ = ('topic_partitions', )
     TopicPartitions = ConsumerGroupDescribeResponse_TopicPartitions
 
-    topic_partitions: list[ConsumerGroupDescribeResponse_TopicPartitions] = field(default_factory=list)
+    topic_partitions: list[ConsumerGroupDescribeResponse_TopicPartitions]
+
+    def __init__(self, topic_partitions: list[ConsumerGroupDescribeResponse_TopicPartitions] = _FACTORY) -> None:
+        self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_partitions, ) == (other.topic_partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'groups', )
     API_KEY: ClassVar[int] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -4539,36 +5357,94 @@ class ConsumerGroupDescribeResponse(WireMessage):
 
     Assignment = ConsumerGroupDescribeResponse_Assignment
 
-    @dataclass(slots=True)
     class DescribedGroup:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', )
         class Member:
+            __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type', )
             Assignment = ConsumerGroupDescribeResponse_Assignment
 
-            member_id: str = ''
-            instance_id: str | None = None
-            rack_id: str | None = None
-            member_epoch: int = 0
-            client_id: str = ''
-            client_host: str = ''
-            subscribed_topic_names: list[str] = field(default_factory=list)
-            subscribed_topic_regex: str | None = None
-            assignment: ConsumerGroupDescribeResponse_Assignment = field(default_factory=ConsumerGroupDescribeResponse_Assignment)
-            target_assignment: ConsumerGroupDescribeResponse_Assignment = field(default_factory=ConsumerGroupDescribeResponse_Assignment)
-            member_type: int = -1
+            member_id: str
+            instance_id: str | None
+            rack_id: str | None
+            member_epoch: int
+            client_id: str
+            client_host: str
+            subscribed_topic_names: list[str]
+            subscribed_topic_regex: str | None
+            assignment: ConsumerGroupDescribeResponse_Assignment
+            target_assignment: ConsumerGroupDescribeResponse_Assignment
+            member_type: int
 
-        error_code: int = 0
-        error_message: str | None = None
-        group_id: str = ''
-        group_state: str = ''
-        group_epoch: int = 0
-        assignment_epoch: int = 0
-        assignor_name: str = ''
-        members: list[Member] = field(default_factory=list)
-        authorized_operations: int = -2147483648
+            def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse_Assignment = _FACTORY, target_assignment: ConsumerGroupDescribeResponse_Assignment = _FACTORY, member_type: int = -1) -> None:
+                self.member_id = member_id
+                self.instance_id = instance_id
+                self.rack_id = rack_id
+                self.member_epoch = member_epoch
+                self.client_id = client_id
+                self.client_host = client_host
+                self.subscribed_topic_names = list() if subscribed_topic_names is _FACTORY else subscribed_topic_names
+                self.subscribed_topic_regex = subscribed_topic_regex
+                self.assignment = ConsumerGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
+                self.target_assignment = ConsumerGroupDescribeResponse_Assignment() if target_assignment is _FACTORY else target_assignment
+                self.member_type = member_type
 
-    throttle_time_ms: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment, self.member_type, ) == (other.member_id, other.instance_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.assignment, other.target_assignment, other.member_type, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, assignment={self.assignment!r}, target_assignment={self.target_assignment!r}, member_type={self.member_type!r})"
+
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[Member]
+        authorized_operations: int
+
+        def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = '', members: list[Member] = _FACTORY, authorized_operations: int = -2147483648) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.group_id = group_id
+            self.group_state = group_state
+            self.group_epoch = group_epoch
+            self.assignment_epoch = assignment_epoch
+            self.assignor_name = assignor_name
+            self.members = list() if members is _FACTORY else members
+            self.authorized_operations = authorized_operations
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.group_epoch, other.assignment_epoch, other.assignor_name, other.members, other.authorized_operations, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = list() if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:

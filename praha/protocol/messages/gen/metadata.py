@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -36,22 +36,52 @@ _S15 = struct.Struct('>?b')
 _S16 = struct.Struct('>?b?')
 
 
-@dataclass(slots=True)
 class MetadataRequest(WireMessage):
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', )
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class MetadataRequestTopic:
-        topic_id: uuid.UUID | None = ZERO_UUID
-        name: str | None = ''
+        __slots__ = ('topic_id', 'name', )
+        topic_id: uuid.UUID | None
+        name: str | None
 
-    topics: list[MetadataRequestTopic] | None = field(default_factory=list)
-    allow_auto_topic_creation: bool = True
-    include_cluster_authorized_operations: bool = False
-    include_topic_authorized_operations: bool = False
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, name: str | None = '') -> None:
+            self.topic_id = topic_id
+            self.name = name
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.name, ) == (other.topic_id, other.name, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, name={self.name!r})"
+
+    topics: list[MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+
+    def __init__(self, topics: list[MetadataRequestTopic] | None = _FACTORY, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations, ) == (other.topics, other.allow_auto_topic_creation, other.include_cluster_authorized_operations, other.include_topic_authorized_operations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, allow_auto_topic_creation={self.allow_auto_topic_creation!r}, include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, include_topic_authorized_operations={self.include_topic_authorized_operations!r})"
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v0(o: Any, out: bytearray) -> None:
@@ -273,46 +303,118 @@ MetadataRequest._ENCODERS = (_e_MetadataRequest_v0, _e_MetadataRequest_v0, _e_Me
 MetadataRequest._DECODERS = (_d_MetadataRequest_v0, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v8, _d_MetadataRequest_v9, _d_MetadataRequest_v10, _d_MetadataRequest_v11, _d_MetadataRequest_v11, _d_MetadataRequest_v11,)
 
 
-@dataclass(slots=True)
 class MetadataResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code', )
     API_KEY: ClassVar[int] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class MetadataResponseBroker:
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
+        __slots__ = ('node_id', 'host', 'port', 'rack', )
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
 
-    @dataclass(slots=True)
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
     class MetadataResponseTopic:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', )
         class MetadataResponsePartition:
-            error_code: int = 0
-            partition_index: int = 0
-            leader_id: int = 0
-            leader_epoch: int = -1
-            replica_nodes: list[int] = field(default_factory=list)
-            isr_nodes: list[int] = field(default_factory=list)
-            offline_replicas: list[int] = field(default_factory=list)
+            __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', )
+            error_code: int
+            partition_index: int
+            leader_id: int
+            leader_epoch: int
+            replica_nodes: list[int]
+            isr_nodes: list[int]
+            offline_replicas: list[int]
 
-        error_code: int = 0
-        name: str | None = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        is_internal: bool = False
-        partitions: list[MetadataResponsePartition] = field(default_factory=list)
-        topic_authorized_operations: int = -2147483648
+            def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = _FACTORY, isr_nodes: list[int] = _FACTORY, offline_replicas: list[int] = _FACTORY) -> None:
+                self.error_code = error_code
+                self.partition_index = partition_index
+                self.leader_id = leader_id
+                self.leader_epoch = leader_epoch
+                self.replica_nodes = list() if replica_nodes is _FACTORY else replica_nodes
+                self.isr_nodes = list() if isr_nodes is _FACTORY else isr_nodes
+                self.offline_replicas = list() if offline_replicas is _FACTORY else offline_replicas
 
-    throttle_time_ms: int = 0
-    brokers: list[MetadataResponseBroker] = field(default_factory=list)
-    cluster_id: str | None = None
-    controller_id: int = -1
-    topics: list[MetadataResponseTopic] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    error_code: int = 0
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.offline_replicas, ) == (other.error_code, other.partition_index, other.leader_id, other.leader_epoch, other.replica_nodes, other.isr_nodes, other.offline_replicas, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, replica_nodes={self.replica_nodes!r}, isr_nodes={self.isr_nodes!r}, offline_replicas={self.offline_replicas!r})"
+
+        error_code: int
+        name: str | None
+        topic_id: uuid.UUID | None
+        is_internal: bool
+        partitions: list[MetadataResponsePartition]
+        topic_authorized_operations: int
+
+        def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID | None = ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponsePartition] = _FACTORY, topic_authorized_operations: int = -2147483648) -> None:
+            self.error_code = error_code
+            self.name = name
+            self.topic_id = topic_id
+            self.is_internal = is_internal
+            self.partitions = list() if partitions is _FACTORY else partitions
+            self.topic_authorized_operations = topic_authorized_operations
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations, ) == (other.error_code, other.name, other.topic_id, other.is_internal, other.partitions, other.topic_authorized_operations, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, name={self.name!r}, topic_id={self.topic_id!r}, is_internal={self.is_internal!r}, partitions={self.partitions!r}, topic_authorized_operations={self.topic_authorized_operations!r})"
+
+    throttle_time_ms: int
+    brokers: list[MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponseTopic]
+    cluster_authorized_operations: int
+    error_code: int
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] = _FACTORY, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] = _FACTORY, cluster_authorized_operations: int = -2147483648, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = list() if brokers is _FACTORY else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = list() if topics is _FACTORY else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations, self.error_code, ) == (other.throttle_time_ms, other.brokers, other.cluster_id, other.controller_id, other.topics, other.cluster_authorized_operations, other.error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, brokers={self.brokers!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, topics={self.topics!r}, cluster_authorized_operations={self.cluster_authorized_operations!r}, error_code={self.error_code!r})"
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v0(o: Any, out: bytearray) -> None:
@@ -1372,15 +1474,29 @@ MetadataResponse._ENCODERS = (_e_MetadataResponse_v0, _e_MetadataResponse_v1, _e
 MetadataResponse._DECODERS = (_d_MetadataResponse_v0, _d_MetadataResponse_v1, _d_MetadataResponse_v2, _d_MetadataResponse_v3, _d_MetadataResponse_v3, _d_MetadataResponse_v5, _d_MetadataResponse_v5, _d_MetadataResponse_v7, _d_MetadataResponse_v8, _d_MetadataResponse_v9, _d_MetadataResponse_v10, _d_MetadataResponse_v11, _d_MetadataResponse_v12, _d_MetadataResponse_v13,)
 
 
-@dataclass(slots=True)
 class ApiVersionsRequest(WireMessage):
+    __slots__ = ('client_software_name', 'client_software_version', )
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    client_software_name: str = ''
-    client_software_version: str = ''
+    client_software_name: str
+    client_software_version: str
+
+    def __init__(self, client_software_name: str = '', client_software_version: str = '') -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.client_software_name, self.client_software_version, ) == (other.client_software_name, other.client_software_version, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_software_name={self.client_software_name!r}, client_software_version={self.client_software_version!r})"
 
 
 def _e_ApiVersionsRequest_v0(o: Any, out: bytearray) -> None:
@@ -1414,38 +1530,102 @@ ApiVersionsRequest._ENCODERS = (_e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_
 ApiVersionsRequest._DECODERS = (_d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v3, _d_ApiVersionsRequest_v3,)
 
 
-@dataclass(slots=True)
 class ApiVersionsResponse(WireMessage):
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', )
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class ApiVersion:
-        api_key: int = 0
-        min_version: int = 0
-        max_version: int = 0
+        __slots__ = ('api_key', 'min_version', 'max_version', )
+        api_key: int
+        min_version: int
+        max_version: int
 
-    @dataclass(slots=True)
+        def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
+            self.api_key = api_key
+            self.min_version = min_version
+            self.max_version = max_version
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.api_key, self.min_version, self.max_version, ) == (other.api_key, other.min_version, other.max_version, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(api_key={self.api_key!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
+
     class SupportedFeatureKey:
-        name: str = ''
-        min_version: int = 0
-        max_version: int = 0
+        __slots__ = ('name', 'min_version', 'max_version', )
+        name: str
+        min_version: int
+        max_version: int
 
-    @dataclass(slots=True)
+        def __init__(self, name: str = '', min_version: int = 0, max_version: int = 0) -> None:
+            self.name = name
+            self.min_version = min_version
+            self.max_version = max_version
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.min_version, self.max_version, ) == (other.name, other.min_version, other.max_version, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
+
     class FinalizedFeatureKey:
-        name: str = ''
-        max_version_level: int = 0
-        min_version_level: int = 0
+        __slots__ = ('name', 'max_version_level', 'min_version_level', )
+        name: str
+        max_version_level: int
+        min_version_level: int
 
-    error_code: int = 0
-    api_keys: list[ApiVersion] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    supported_features: list[SupportedFeatureKey] = field(default_factory=list)
-    finalized_features_epoch: int = -1
-    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)
-    zk_migration_ready: bool = False
+        def __init__(self, name: str = '', max_version_level: int = 0, min_version_level: int = 0) -> None:
+            self.name = name
+            self.max_version_level = max_version_level
+            self.min_version_level = min_version_level
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.max_version_level, self.min_version_level, ) == (other.name, other.max_version_level, other.min_version_level, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, max_version_level={self.max_version_level!r}, min_version_level={self.min_version_level!r})"
+
+    error_code: int
+    api_keys: list[ApiVersion]
+    throttle_time_ms: int
+    supported_features: list[SupportedFeatureKey]
+    finalized_features_epoch: int
+    finalized_features: list[FinalizedFeatureKey]
+    zk_migration_ready: bool
+
+    def __init__(self, error_code: int = 0, api_keys: list[ApiVersion] = _FACTORY, throttle_time_ms: int = 0, supported_features: list[SupportedFeatureKey] = _FACTORY, finalized_features_epoch: int = -1, finalized_features: list[FinalizedFeatureKey] = _FACTORY, zk_migration_ready: bool = False) -> None:
+        self.error_code = error_code
+        self.api_keys = list() if api_keys is _FACTORY else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = list() if supported_features is _FACTORY else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = list() if finalized_features is _FACTORY else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, ) == (other.error_code, other.api_keys, other.throttle_time_ms, other.supported_features, other.finalized_features_epoch, other.finalized_features, other.zk_migration_ready, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, api_keys={self.api_keys!r}, throttle_time_ms={self.throttle_time_ms!r}, supported_features={self.supported_features!r}, finalized_features_epoch={self.finalized_features_epoch!r}, finalized_features={self.finalized_features!r}, zk_migration_ready={self.zk_migration_ready!r})"
 
 
 def _e_ApiVersionsResponse_ApiVersion_v0(o: Any, out: bytearray) -> None:
@@ -1662,16 +1842,31 @@ ApiVersionsResponse._ENCODERS = (_e_ApiVersionsResponse_v0, _e_ApiVersionsRespon
 ApiVersionsResponse._DECODERS = (_d_ApiVersionsResponse_v0, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v3, _d_ApiVersionsResponse_v3,)
 
 
-@dataclass(slots=True)
 class FindCoordinatorRequest(WireMessage):
+    __slots__ = ('key', 'key_type', 'coordinator_keys', )
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    key: str = ''
-    key_type: int = 0
-    coordinator_keys: list[str] = field(default_factory=list)
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+
+    def __init__(self, key: str = '', key_type: int = 0, coordinator_keys: list[str] = _FACTORY) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = list() if coordinator_keys is _FACTORY else coordinator_keys
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.key, self.key_type, self.coordinator_keys, ) == (other.key, other.key_type, other.coordinator_keys, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, key_type={self.key_type!r}, coordinator_keys={self.coordinator_keys!r})"
 
 
 def _e_FindCoordinatorRequest_v0(o: Any, out: bytearray) -> None:
@@ -1751,29 +1946,66 @@ FindCoordinatorRequest._ENCODERS = (_e_FindCoordinatorRequest_v0, _e_FindCoordin
 FindCoordinatorRequest._DECODERS = (_d_FindCoordinatorRequest_v0, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v3, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4,)
 
 
-@dataclass(slots=True)
 class FindCoordinatorResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', )
     API_KEY: ClassVar[int] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class Coordinator:
-        key: str = ''
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        error_code: int = 0
-        error_message: str | None = ''
+        __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', )
+        key: str
+        node_id: int
+        host: str
+        port: int
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ''
-    node_id: int = 0
-    host: str = ''
-    port: int = 0
-    coordinators: list[Coordinator] = field(default_factory=list)
+        def __init__(self, key: str = '', node_id: int = 0, host: str = '', port: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
+            self.key = key
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.error_code = error_code
+            self.error_message = error_message
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.key, self.node_id, self.host, self.port, self.error_code, self.error_message, ) == (other.key, other.node_id, other.host, other.port, other.error_code, other.error_message, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(key={self.key!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    coordinators: list[Coordinator]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', node_id: int = 0, host: str = '', port: int = 0, coordinators: list[Coordinator] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = list() if coordinators is _FACTORY else coordinators
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.node_id, self.host, self.port, self.coordinators, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.node_id, other.host, other.port, other.coordinators, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, coordinators={self.coordinators!r})"
 
 
 def _e_FindCoordinatorResponse_v0(o: Any, out: bytearray) -> None:
@@ -1905,16 +2137,31 @@ FindCoordinatorResponse._ENCODERS = (_e_FindCoordinatorResponse_v0, _e_FindCoord
 FindCoordinatorResponse._DECODERS = (_d_FindCoordinatorResponse_v0, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v3, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4,)
 
 
-@dataclass(slots=True)
 class DescribeClusterRequest(WireMessage):
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers', )
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    include_cluster_authorized_operations: bool = False
-    endpoint_type: int = 1
-    include_fenced_brokers: bool = False
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    include_fenced_brokers: bool
+
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.include_cluster_authorized_operations, self.endpoint_type, self.include_fenced_brokers, ) == (other.include_cluster_authorized_operations, other.endpoint_type, other.include_fenced_brokers, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, endpoint_type={self.endpoint_type!r}, include_fenced_brokers={self.include_fenced_brokers!r})"
 
 
 def _e_DescribeClusterRequest_v0(o: Any, out: bytearray) -> None:
@@ -1960,29 +2207,66 @@ DescribeClusterRequest._ENCODERS = (_e_DescribeClusterRequest_v0, _e_DescribeClu
 DescribeClusterRequest._DECODERS = (_d_DescribeClusterRequest_v0, _d_DescribeClusterRequest_v1, _d_DescribeClusterRequest_v2,)
 
 
-@dataclass(slots=True)
 class DescribeClusterResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', )
     API_KEY: ClassVar[int] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class DescribeClusterBroker:
-        broker_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
-        is_fenced: bool = False
+        __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', )
+        broker_id: int
+        host: str
+        port: int
+        rack: str | None
+        is_fenced: bool
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    endpoint_type: int = 1
-    cluster_id: str = ''
-    controller_id: int = -1
-    brokers: list[DescribeClusterBroker] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
+        def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, is_fenced: bool = False) -> None:
+            self.broker_id = broker_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+            self.is_fenced = is_fenced
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.broker_id, self.host, self.port, self.rack, self.is_fenced, ) == (other.broker_id, other.host, other.port, other.rack, other.is_fenced, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, is_fenced={self.is_fenced!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterBroker]
+    cluster_authorized_operations: int
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = '', controller_id: int = -1, brokers: list[DescribeClusterBroker] = _FACTORY, cluster_authorized_operations: int = -2147483648) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = list() if brokers is _FACTORY else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.endpoint_type, self.cluster_id, self.controller_id, self.brokers, self.cluster_authorized_operations, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.endpoint_type, other.cluster_id, other.controller_id, other.brokers, other.cluster_authorized_operations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, endpoint_type={self.endpoint_type!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, brokers={self.brokers!r}, cluster_authorized_operations={self.cluster_authorized_operations!r})"
 
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_v0(o: Any, out: bytearray) -> None:
@@ -2159,14 +2443,27 @@ DescribeClusterResponse._ENCODERS = (_e_DescribeClusterResponse_v0, _e_DescribeC
 DescribeClusterResponse._DECODERS = (_d_DescribeClusterResponse_v0, _d_DescribeClusterResponse_v1, _d_DescribeClusterResponse_v2,)
 
 
-@dataclass(slots=True)
 class SaslHandshakeRequest(WireMessage):
+    __slots__ = ('mechanism', )
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    mechanism: str = ''
+    mechanism: str
+
+    def __init__(self, mechanism: str = '') -> None:
+        self.mechanism = mechanism
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.mechanism, ) == (other.mechanism, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r})"
 
 
 def _e_SaslHandshakeRequest_v0(o: Any, out: bytearray) -> None:
@@ -2184,15 +2481,29 @@ SaslHandshakeRequest._ENCODERS = (_e_SaslHandshakeRequest_v0, _e_SaslHandshakeRe
 SaslHandshakeRequest._DECODERS = (_d_SaslHandshakeRequest_v0, _d_SaslHandshakeRequest_v0,)
 
 
-@dataclass(slots=True)
 class SaslHandshakeResponse(WireMessage):
+    __slots__ = ('error_code', 'mechanisms', )
     API_KEY: ClassVar[int] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    error_code: int = 0
-    mechanisms: list[str] = field(default_factory=list)
+    error_code: int
+    mechanisms: list[str]
+
+    def __init__(self, error_code: int = 0, mechanisms: list[str] = _FACTORY) -> None:
+        self.error_code = error_code
+        self.mechanisms = list() if mechanisms is _FACTORY else mechanisms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.mechanisms, ) == (other.error_code, other.mechanisms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, mechanisms={self.mechanisms!r})"
 
 
 def _e_SaslHandshakeResponse_v0(o: Any, out: bytearray) -> None:
@@ -2224,14 +2535,27 @@ SaslHandshakeResponse._ENCODERS = (_e_SaslHandshakeResponse_v0, _e_SaslHandshake
 SaslHandshakeResponse._DECODERS = (_d_SaslHandshakeResponse_v0, _d_SaslHandshakeResponse_v0,)
 
 
-@dataclass(slots=True)
 class SaslAuthenticateRequest(WireMessage):
+    __slots__ = ('auth_bytes', )
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    auth_bytes: bytes = b''
+    auth_bytes: bytes
+
+    def __init__(self, auth_bytes: bytes = b'') -> None:
+        self.auth_bytes = auth_bytes
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.auth_bytes, ) == (other.auth_bytes, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(auth_bytes={self.auth_bytes!r})"
 
 
 def _e_SaslAuthenticateRequest_v0(o: Any, out: bytearray) -> None:
@@ -2262,17 +2586,33 @@ SaslAuthenticateRequest._ENCODERS = (_e_SaslAuthenticateRequest_v0, _e_SaslAuthe
 SaslAuthenticateRequest._DECODERS = (_d_SaslAuthenticateRequest_v0, _d_SaslAuthenticateRequest_v0, _d_SaslAuthenticateRequest_v2,)
 
 
-@dataclass(slots=True)
 class SaslAuthenticateResponse(WireMessage):
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', )
     API_KEY: ClassVar[int] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    error_code: int = 0
-    error_message: str | None = ''
-    auth_bytes: bytes = b''
-    session_lifetime_ms: int = 0
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime_ms: int
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', auth_bytes: bytes = b'', session_lifetime_ms: int = 0) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.error_code, self.error_message, self.auth_bytes, self.session_lifetime_ms, ) == (other.error_code, other.error_message, other.auth_bytes, other.session_lifetime_ms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, auth_bytes={self.auth_bytes!r}, session_lifetime_ms={self.session_lifetime_ms!r})"
 
 
 def _e_SaslAuthenticateResponse_v0(o: Any, out: bytearray) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -43,28 +43,73 @@ _S22 = struct.Struct('>hiiq')
 _S23 = struct.Struct('>iqh')
 
 
-@dataclass(slots=True)
 class ProduceRequest(WireMessage):
+    __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', )
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class TopicProduceData:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'topic_id', 'partition_data', )
         class PartitionProduceData:
-            index: int = 0
-            records: bytes | None = None
+            __slots__ = ('index', 'records', )
+            index: int
+            records: bytes | None
 
-        name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partition_data: list[PartitionProduceData] = field(default_factory=list)
+            def __init__(self, index: int = 0, records: bytes | None = None) -> None:
+                self.index = index
+                self.records = records
 
-    transactional_id: str | None = None
-    acks: int = 0
-    timeout_ms: int = 0
-    topic_data: list[TopicProduceData] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.index, self.records, ) == (other.index, other.records, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(index={self.index!r}, records={self.records!r})"
+
+        name: str
+        topic_id: uuid.UUID | None
+        partition_data: list[PartitionProduceData]
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partition_data: list[PartitionProduceData] = _FACTORY) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.partition_data = list() if partition_data is _FACTORY else partition_data
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.partition_data, ) == (other.name, other.topic_id, other.partition_data, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_data={self.partition_data!r})"
+
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[TopicProduceData]
+
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[TopicProduceData] = _FACTORY) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = list() if topic_data is _FACTORY else topic_data
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id, self.acks, self.timeout_ms, self.topic_data, ) == (other.transactional_id, other.acks, other.timeout_ms, other.topic_data, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, acks={self.acks!r}, timeout_ms={self.timeout_ms!r}, topic_data={self.topic_data!r})"
 
 
 def _e_ProduceRequest_TopicProduceData_PartitionProduceData_v3(o: Any, out: bytearray) -> None:
@@ -267,50 +312,144 @@ ProduceRequest._ENCODERS = (_e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_Produ
 ProduceRequest._DECODERS = (_d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v9, _d_ProduceRequest_v9, _d_ProduceRequest_v9, _d_ProduceRequest_v9, _d_ProduceRequest_v13,)
 
 
-@dataclass(slots=True)
 class ProduceResponse(WireMessage):
+    __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', )
     API_KEY: ClassVar[int] = 0
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    @dataclass(slots=True)
     class TopicProduceResponse:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'topic_id', 'partition_responses', )
         class PartitionProduceResponse:
-            @dataclass(slots=True)
+            __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', )
             class BatchIndexAndErrorMessage:
-                batch_index: int = 0
-                batch_index_error_message: str | None = None
+                __slots__ = ('batch_index', 'batch_index_error_message', )
+                batch_index: int
+                batch_index_error_message: str | None
 
-            @dataclass(slots=True)
+                def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
+                    self.batch_index = batch_index
+                    self.batch_index_error_message = batch_index_error_message
+
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.batch_index, self.batch_index_error_message, ) == (other.batch_index, other.batch_index_error_message, )
+
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(batch_index={self.batch_index!r}, batch_index_error_message={self.batch_index_error_message!r})"
+
             class LeaderIdAndEpoch:
-                leader_id: int = -1
-                leader_epoch: int = -1
+                __slots__ = ('leader_id', 'leader_epoch', )
+                leader_id: int
+                leader_epoch: int
 
-            index: int = 0
-            error_code: int = 0
-            base_offset: int = 0
-            log_append_time_ms: int = -1
-            log_start_offset: int = -1
-            record_errors: list[BatchIndexAndErrorMessage] = field(default_factory=list)
-            error_message: str | None = None
-            current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+                def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+                    self.leader_id = leader_id
+                    self.leader_epoch = leader_epoch
 
-        name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partition_responses: list[PartitionProduceResponse] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
 
-    @dataclass(slots=True)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
+            index: int
+            error_code: int
+            base_offset: int
+            log_append_time_ms: int
+            log_start_offset: int
+            record_errors: list[BatchIndexAndErrorMessage]
+            error_message: str | None
+            current_leader: LeaderIdAndEpoch
+
+            def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[BatchIndexAndErrorMessage] = _FACTORY, error_message: str | None = None, current_leader: LeaderIdAndEpoch = _FACTORY) -> None:
+                self.index = index
+                self.error_code = error_code
+                self.base_offset = base_offset
+                self.log_append_time_ms = log_append_time_ms
+                self.log_start_offset = log_start_offset
+                self.record_errors = list() if record_errors is _FACTORY else record_errors
+                self.error_message = error_message
+                self.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset, self.record_errors, self.error_message, self.current_leader, ) == (other.index, other.error_code, other.base_offset, other.log_append_time_ms, other.log_start_offset, other.record_errors, other.error_message, other.current_leader, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(index={self.index!r}, error_code={self.error_code!r}, base_offset={self.base_offset!r}, log_append_time_ms={self.log_append_time_ms!r}, log_start_offset={self.log_start_offset!r}, record_errors={self.record_errors!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r})"
+
+        name: str
+        topic_id: uuid.UUID | None
+        partition_responses: list[PartitionProduceResponse]
+
+        def __init__(self, name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partition_responses: list[PartitionProduceResponse] = _FACTORY) -> None:
+            self.name = name
+            self.topic_id = topic_id
+            self.partition_responses = list() if partition_responses is _FACTORY else partition_responses
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.topic_id, self.partition_responses, ) == (other.name, other.topic_id, other.partition_responses, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_responses={self.partition_responses!r})"
+
     class NodeEndpoint:
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
+        __slots__ = ('node_id', 'host', 'port', 'rack', )
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
 
-    responses: list[TopicProduceResponse] = field(default_factory=list)
-    throttle_time_ms: int = 0
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+    responses: list[TopicProduceResponse]
+    throttle_time_ms: int
+    node_endpoints: list[NodeEndpoint]
+
+    def __init__(self, responses: list[TopicProduceResponse] = _FACTORY, throttle_time_ms: int = 0, node_endpoints: list[NodeEndpoint] = _FACTORY) -> None:
+        self.responses = list() if responses is _FACTORY else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.responses, self.throttle_time_ms, self.node_endpoints, ) == (other.responses, other.throttle_time_ms, other.node_endpoints, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ProduceResponse_TopicProduceResponse_PartitionProduceResponse_v3(o: Any, out: bytearray) -> None:
@@ -889,53 +1028,141 @@ ProduceResponse._ENCODERS = (_e_ProduceResponse_v3, _e_ProduceResponse_v3, _e_Pr
 ProduceResponse._DECODERS = (_d_ProduceResponse_v3, _d_ProduceResponse_v3, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v8, _d_ProduceResponse_v9, _d_ProduceResponse_v10, _d_ProduceResponse_v10, _d_ProduceResponse_v10, _d_ProduceResponse_v13,)
 
 
-@dataclass(slots=True)
 class FetchRequest(WireMessage):
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', )
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_FROM: ClassVar[int] = 12
 
-    @dataclass(slots=True)
     class ReplicaState:
-        replica_id: int = -1
-        replica_epoch: int = -1
+        __slots__ = ('replica_id', 'replica_epoch', )
+        replica_id: int
+        replica_epoch: int
 
-    @dataclass(slots=True)
+        def __init__(self, replica_id: int = -1, replica_epoch: int = -1) -> None:
+            self.replica_id = replica_id
+            self.replica_epoch = replica_epoch
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.replica_id, self.replica_epoch, ) == (other.replica_id, other.replica_epoch, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, replica_epoch={self.replica_epoch!r})"
+
     class FetchTopic:
-        @dataclass(slots=True)
+        __slots__ = ('topic', 'topic_id', 'partitions', )
         class FetchPartition:
-            partition: int = 0
-            current_leader_epoch: int = -1
-            fetch_offset: int = 0
-            last_fetched_epoch: int = -1
-            log_start_offset: int = -1
-            partition_max_bytes: int = 0
-            replica_directory_id: uuid.UUID | None = ZERO_UUID
-            high_watermark: int = 9223372036854775807
+            __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', )
+            partition: int
+            current_leader_epoch: int
+            fetch_offset: int
+            last_fetched_epoch: int
+            log_start_offset: int
+            partition_max_bytes: int
+            replica_directory_id: uuid.UUID | None
+            high_watermark: int
 
-        topic: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[FetchPartition] = field(default_factory=list)
+            def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID | None = ZERO_UUID, high_watermark: int = 9223372036854775807) -> None:
+                self.partition = partition
+                self.current_leader_epoch = current_leader_epoch
+                self.fetch_offset = fetch_offset
+                self.last_fetched_epoch = last_fetched_epoch
+                self.log_start_offset = log_start_offset
+                self.partition_max_bytes = partition_max_bytes
+                self.replica_directory_id = replica_directory_id
+                self.high_watermark = high_watermark
 
-    @dataclass(slots=True)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id, self.high_watermark, ) == (other.partition, other.current_leader_epoch, other.fetch_offset, other.last_fetched_epoch, other.log_start_offset, other.partition_max_bytes, other.replica_directory_id, other.high_watermark, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, fetch_offset={self.fetch_offset!r}, last_fetched_epoch={self.last_fetched_epoch!r}, log_start_offset={self.log_start_offset!r}, partition_max_bytes={self.partition_max_bytes!r}, replica_directory_id={self.replica_directory_id!r}, high_watermark={self.high_watermark!r})"
+
+        topic: str
+        topic_id: uuid.UUID | None
+        partitions: list[FetchPartition]
+
+        def __init__(self, topic: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[FetchPartition] = _FACTORY) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
     class ForgottenTopic:
-        topic: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic', 'topic_id', 'partitions', )
+        topic: str
+        topic_id: uuid.UUID | None
+        partitions: list[int]
 
-    cluster_id: str | None = None
-    replica_id: int = -1
-    replica_state: ReplicaState = field(default_factory=ReplicaState)
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    isolation_level: int = 0
-    session_id: int = 0
-    session_epoch: int = -1
-    topics: list[FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
-    rack_id: str = ''
+        def __init__(self, topic: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    cluster_id: str | None
+    replica_id: int
+    replica_state: ReplicaState
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchTopic]
+    forgotten_topics_data: list[ForgottenTopic]
+    rack_id: str
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: ReplicaState = _FACTORY, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchTopic] = _FACTORY, forgotten_topics_data: list[ForgottenTopic] = _FACTORY, rack_id: str = '') -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = FetchRequest.ReplicaState() if replica_state is _FACTORY else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = list() if topics is _FACTORY else topics
+        self.forgotten_topics_data = list() if forgotten_topics_data is _FACTORY else forgotten_topics_data
+        self.rack_id = rack_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.cluster_id, self.replica_id, self.replica_state, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch, self.topics, self.forgotten_topics_data, self.rack_id, ) == (other.cluster_id, other.replica_id, other.replica_state, other.max_wait_ms, other.min_bytes, other.max_bytes, other.isolation_level, other.session_id, other.session_epoch, other.topics, other.forgotten_topics_data, other.rack_id, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, replica_id={self.replica_id!r}, replica_state={self.replica_state!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, isolation_level={self.isolation_level!r}, session_id={self.session_id!r}, session_epoch={self.session_epoch!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r}, rack_id={self.rack_id!r})"
 
 
 def _e_FetchRequest_FetchTopic_FetchPartition_v4(o: Any, out: bytearray) -> None:
@@ -1873,65 +2100,192 @@ FetchRequest._ENCODERS = (_e_FetchRequest_v4, _e_FetchRequest_v5, _e_FetchReques
 FetchRequest._DECODERS = (_d_FetchRequest_v4, _d_FetchRequest_v5, _d_FetchRequest_v5, _d_FetchRequest_v7, _d_FetchRequest_v7, _d_FetchRequest_v9, _d_FetchRequest_v9, _d_FetchRequest_v11, _d_FetchRequest_v12, _d_FetchRequest_v13, _d_FetchRequest_v13, _d_FetchRequest_v15, _d_FetchRequest_v15, _d_FetchRequest_v17, _d_FetchRequest_v18,)
 
 
-@dataclass(slots=True)
 class FetchResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', )
     API_KEY: ClassVar[int] = 1
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_FROM: ClassVar[int] = 12
 
-    @dataclass(slots=True)
     class FetchableTopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('topic', 'topic_id', 'partitions', )
         class PartitionData:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', )
             class EpochEndOffset:
-                epoch: int = -1
-                end_offset: int = -1
+                __slots__ = ('epoch', 'end_offset', )
+                epoch: int
+                end_offset: int
 
-            @dataclass(slots=True)
+                def __init__(self, epoch: int = -1, end_offset: int = -1) -> None:
+                    self.epoch = epoch
+                    self.end_offset = end_offset
+
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.epoch, self.end_offset, ) == (other.epoch, other.end_offset, )
+
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, end_offset={self.end_offset!r})"
+
             class LeaderIdAndEpoch:
-                leader_id: int = -1
-                leader_epoch: int = -1
+                __slots__ = ('leader_id', 'leader_epoch', )
+                leader_id: int
+                leader_epoch: int
 
-            @dataclass(slots=True)
+                def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+                    self.leader_id = leader_id
+                    self.leader_epoch = leader_epoch
+
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
+
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
             class SnapshotId:
-                end_offset: int = -1
-                epoch: int = -1
+                __slots__ = ('end_offset', 'epoch', )
+                end_offset: int
+                epoch: int
 
-            @dataclass(slots=True)
+                def __init__(self, end_offset: int = -1, epoch: int = -1) -> None:
+                    self.end_offset = end_offset
+                    self.epoch = epoch
+
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.end_offset, self.epoch, ) == (other.end_offset, other.epoch, )
+
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(end_offset={self.end_offset!r}, epoch={self.epoch!r})"
+
             class AbortedTransaction:
-                producer_id: int = 0
-                first_offset: int = 0
+                __slots__ = ('producer_id', 'first_offset', )
+                producer_id: int
+                first_offset: int
 
-            partition_index: int = 0
-            error_code: int = 0
-            high_watermark: int = 0
-            last_stable_offset: int = -1
-            log_start_offset: int = -1
-            diverging_epoch: EpochEndOffset = field(default_factory=EpochEndOffset)
-            current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-            snapshot_id: SnapshotId = field(default_factory=SnapshotId)
-            aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)
-            preferred_read_replica: int = -1
-            records: bytes | None = None
+                def __init__(self, producer_id: int = 0, first_offset: int = 0) -> None:
+                    self.producer_id = producer_id
+                    self.first_offset = first_offset
 
-        topic: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[PartitionData] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.producer_id, self.first_offset, ) == (other.producer_id, other.first_offset, )
 
-    @dataclass(slots=True)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, first_offset={self.first_offset!r})"
+
+            partition_index: int
+            error_code: int
+            high_watermark: int
+            last_stable_offset: int
+            log_start_offset: int
+            diverging_epoch: EpochEndOffset
+            current_leader: LeaderIdAndEpoch
+            snapshot_id: SnapshotId
+            aborted_transactions: list[AbortedTransaction] | None
+            preferred_read_replica: int
+            records: bytes | None
+
+            def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: EpochEndOffset = _FACTORY, current_leader: LeaderIdAndEpoch = _FACTORY, snapshot_id: SnapshotId = _FACTORY, aborted_transactions: list[AbortedTransaction] | None = _FACTORY, preferred_read_replica: int = -1, records: bytes | None = None) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.high_watermark = high_watermark
+                self.last_stable_offset = last_stable_offset
+                self.log_start_offset = log_start_offset
+                self.diverging_epoch = FetchResponse.FetchableTopicResponse.PartitionData.EpochEndOffset() if diverging_epoch is _FACTORY else diverging_epoch
+                self.current_leader = FetchResponse.FetchableTopicResponse.PartitionData.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+                self.snapshot_id = FetchResponse.FetchableTopicResponse.PartitionData.SnapshotId() if snapshot_id is _FACTORY else snapshot_id
+                self.aborted_transactions = list() if aborted_transactions is _FACTORY else aborted_transactions
+                self.preferred_read_replica = preferred_read_replica
+                self.records = records
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, self.diverging_epoch, self.current_leader, self.snapshot_id, self.aborted_transactions, self.preferred_read_replica, self.records, ) == (other.partition_index, other.error_code, other.high_watermark, other.last_stable_offset, other.log_start_offset, other.diverging_epoch, other.current_leader, other.snapshot_id, other.aborted_transactions, other.preferred_read_replica, other.records, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, high_watermark={self.high_watermark!r}, last_stable_offset={self.last_stable_offset!r}, log_start_offset={self.log_start_offset!r}, diverging_epoch={self.diverging_epoch!r}, current_leader={self.current_leader!r}, snapshot_id={self.snapshot_id!r}, aborted_transactions={self.aborted_transactions!r}, preferred_read_replica={self.preferred_read_replica!r}, records={self.records!r})"
+
+        topic: str
+        topic_id: uuid.UUID | None
+        partitions: list[PartitionData]
+
+        def __init__(self, topic: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[PartitionData] = _FACTORY) -> None:
+            self.topic = topic
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
     class NodeEndpoint:
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
+        __slots__ = ('node_id', 'host', 'port', 'rack', )
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    session_id: int = 0
-    responses: list[FetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchableTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchableTopicResponse] = _FACTORY, node_endpoints: list[NodeEndpoint] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = list() if responses is _FACTORY else responses
+        self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.session_id, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.session_id, other.responses, other.node_endpoints, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, session_id={self.session_id!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_FetchResponse_FetchableTopicResponse_PartitionData_AbortedTransaction_v4(o: Any, out: bytearray) -> None:
@@ -2532,29 +2886,75 @@ FetchResponse._ENCODERS = (_e_FetchResponse_v4, _e_FetchResponse_v5, _e_FetchRes
 FetchResponse._DECODERS = (_d_FetchResponse_v4, _d_FetchResponse_v5, _d_FetchResponse_v5, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v11, _d_FetchResponse_v12, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v16, _d_FetchResponse_v16, _d_FetchResponse_v16,)
 
 
-@dataclass(slots=True)
 class ListOffsetsRequest(WireMessage):
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms', )
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class ListOffsetsPartition:
-            partition_index: int = 0
-            current_leader_epoch: int = -1
-            timestamp: int = 0
-            max_num_offsets: int = 1
+            __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', )
+            partition_index: int
+            current_leader_epoch: int
+            timestamp: int
+            max_num_offsets: int
 
-        name: str = ''
-        partitions: list[ListOffsetsPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1) -> None:
+                self.partition_index = partition_index
+                self.current_leader_epoch = current_leader_epoch
+                self.timestamp = timestamp
+                self.max_num_offsets = max_num_offsets
 
-    replica_id: int = 0
-    isolation_level: int = 0
-    topics: list[ListOffsetsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.current_leader_epoch, self.timestamp, self.max_num_offsets, ) == (other.partition_index, other.current_leader_epoch, other.timestamp, other.max_num_offsets, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, current_leader_epoch={self.current_leader_epoch!r}, timestamp={self.timestamp!r}, max_num_offsets={self.max_num_offsets!r})"
+
+        name: str
+        partitions: list[ListOffsetsPartition]
+
+        def __init__(self, name: str = '', partitions: list[ListOffsetsPartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsTopic]
+    timeout_ms: int
+
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] = _FACTORY, timeout_ms: int = 0) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = list() if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.replica_id, self.isolation_level, self.topics, self.timeout_ms, ) == (other.replica_id, other.isolation_level, other.topics, other.timeout_ms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, isolation_level={self.isolation_level!r}, topics={self.topics!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_ListOffsetsPartition_v1(o: Any, out: bytearray) -> None:
@@ -2814,29 +3214,75 @@ ListOffsetsRequest._ENCODERS = (_e_ListOffsetsRequest_v1, _e_ListOffsetsRequest_
 ListOffsetsRequest._DECODERS = (_d_ListOffsetsRequest_v1, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v10, _d_ListOffsetsRequest_v10,)
 
 
-@dataclass(slots=True)
 class ListOffsetsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    @dataclass(slots=True)
     class ListOffsetsTopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class ListOffsetsPartitionResponse:
-            partition_index: int = 0
-            error_code: int = 0
-            old_style_offsets: list[int] = field(default_factory=list)
-            timestamp: int = -1
-            offset: int = -1
-            leader_epoch: int = -1
+            __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', )
+            partition_index: int
+            error_code: int
+            old_style_offsets: list[int]
+            timestamp: int
+            offset: int
+            leader_epoch: int
 
-        name: str = ''
-        partitions: list[ListOffsetsPartitionResponse] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] = _FACTORY, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.old_style_offsets = list() if old_style_offsets is _FACTORY else old_style_offsets
+                self.timestamp = timestamp
+                self.offset = offset
+                self.leader_epoch = leader_epoch
 
-    throttle_time_ms: int = 0
-    topics: list[ListOffsetsTopicResponse] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.old_style_offsets, self.timestamp, self.offset, self.leader_epoch, ) == (other.partition_index, other.error_code, other.old_style_offsets, other.timestamp, other.offset, other.leader_epoch, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, old_style_offsets={self.old_style_offsets!r}, timestamp={self.timestamp!r}, offset={self.offset!r}, leader_epoch={self.leader_epoch!r})"
+
+        name: str
+        partitions: list[ListOffsetsPartitionResponse]
+
+        def __init__(self, name: str = '', partitions: list[ListOffsetsPartitionResponse] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[ListOffsetsTopicResponse]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsTopicResponse] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_ListOffsetsPartitionResponse_v1(o: Any, out: bytearray) -> None:
@@ -3059,26 +3505,69 @@ ListOffsetsResponse._ENCODERS = (_e_ListOffsetsResponse_v1, _e_ListOffsetsRespon
 ListOffsetsResponse._DECODERS = (_d_ListOffsetsResponse_v1, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6,)
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochRequest(WireMessage):
+    __slots__ = ('replica_id', 'topics', )
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class OffsetForLeaderTopic:
-        @dataclass(slots=True)
+        __slots__ = ('topic', 'partitions', )
         class OffsetForLeaderPartition:
-            partition: int = 0
-            current_leader_epoch: int = -1
-            leader_epoch: int = 0
+            __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', )
+            partition: int
+            current_leader_epoch: int
+            leader_epoch: int
 
-        topic: str = ''
-        partitions: list[OffsetForLeaderPartition] = field(default_factory=list)
+            def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
+                self.partition = partition
+                self.current_leader_epoch = current_leader_epoch
+                self.leader_epoch = leader_epoch
 
-    replica_id: int = -2
-    topics: list[OffsetForLeaderTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition, self.current_leader_epoch, self.leader_epoch, ) == (other.partition, other.current_leader_epoch, other.leader_epoch, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, leader_epoch={self.leader_epoch!r})"
+
+        topic: str
+        partitions: list[OffsetForLeaderPartition]
+
+        def __init__(self, topic: str = '', partitions: list[OffsetForLeaderPartition] = _FACTORY) -> None:
+            self.topic = topic
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+    replica_id: int
+    topics: list[OffsetForLeaderTopic]
+
+    def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderTopic] = _FACTORY) -> None:
+        self.replica_id = replica_id
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.replica_id, self.topics, ) == (other.replica_id, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, topics={self.topics!r})"
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_OffsetForLeaderPartition_v2(o: Any, out: bytearray) -> None:
@@ -3236,27 +3725,71 @@ OffsetForLeaderEpochRequest._ENCODERS = (_e_OffsetForLeaderEpochRequest_v2, _e_O
 OffsetForLeaderEpochRequest._DECODERS = (_d_OffsetForLeaderEpochRequest_v2, _d_OffsetForLeaderEpochRequest_v3, _d_OffsetForLeaderEpochRequest_v4,)
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 23
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    @dataclass(slots=True)
     class OffsetForLeaderTopicResult:
-        @dataclass(slots=True)
+        __slots__ = ('topic', 'partitions', )
         class EpochEndOffset:
-            error_code: int = 0
-            partition: int = 0
-            leader_epoch: int = -1
-            end_offset: int = -1
+            __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', )
+            error_code: int
+            partition: int
+            leader_epoch: int
+            end_offset: int
 
-        topic: str = ''
-        partitions: list[EpochEndOffset] = field(default_factory=list)
+            def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
+                self.error_code = error_code
+                self.partition = partition
+                self.leader_epoch = leader_epoch
+                self.end_offset = end_offset
 
-    throttle_time_ms: int = 0
-    topics: list[OffsetForLeaderTopicResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.error_code, self.partition, self.leader_epoch, self.end_offset, ) == (other.error_code, other.partition, other.leader_epoch, other.end_offset, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition={self.partition!r}, leader_epoch={self.leader_epoch!r}, end_offset={self.end_offset!r})"
+
+        topic: str
+        partitions: list[EpochEndOffset]
+
+        def __init__(self, topic: str = '', partitions: list[EpochEndOffset] = _FACTORY) -> None:
+            self.topic = topic
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[OffsetForLeaderTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_EpochEndOffset_v2(o: Any, out: bytearray) -> None:
@@ -3391,25 +3924,67 @@ OffsetForLeaderEpochResponse._ENCODERS = (_e_OffsetForLeaderEpochResponse_v2, _e
 OffsetForLeaderEpochResponse._DECODERS = (_d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v4,)
 
 
-@dataclass(slots=True)
 class DeleteRecordsRequest(WireMessage):
+    __slots__ = ('topics', 'timeout_ms', )
     API_KEY: ClassVar[int] = 21
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteRecordsTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class DeleteRecordsPartition:
-            partition_index: int = 0
-            offset: int = 0
+            __slots__ = ('partition_index', 'offset', )
+            partition_index: int
+            offset: int
 
-        name: str = ''
-        partitions: list[DeleteRecordsPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, offset: int = 0) -> None:
+                self.partition_index = partition_index
+                self.offset = offset
 
-    topics: list[DeleteRecordsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.offset, ) == (other.partition_index, other.offset, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, offset={self.offset!r})"
+
+        name: str
+        partitions: list[DeleteRecordsPartition]
+
+        def __init__(self, name: str = '', partitions: list[DeleteRecordsPartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    topics: list[DeleteRecordsTopic]
+    timeout_ms: int
+
+    def __init__(self, topics: list[DeleteRecordsTopic] = _FACTORY, timeout_ms: int = 0) -> None:
+        self.topics = list() if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topics, self.timeout_ms, ) == (other.topics, other.timeout_ms, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_DeleteRecordsPartition_v0(o: Any, out: bytearray) -> None:
@@ -3544,26 +4119,69 @@ DeleteRecordsRequest._ENCODERS = (_e_DeleteRecordsRequest_v0, _e_DeleteRecordsRe
 DeleteRecordsRequest._DECODERS = (_d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v2,)
 
 
-@dataclass(slots=True)
 class DeleteRecordsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 21
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    @dataclass(slots=True)
     class DeleteRecordsTopicResult:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class DeleteRecordsPartitionResult:
-            partition_index: int = 0
-            low_watermark: int = 0
-            error_code: int = 0
+            __slots__ = ('partition_index', 'low_watermark', 'error_code', )
+            partition_index: int
+            low_watermark: int
+            error_code: int
 
-        name: str = ''
-        partitions: list[DeleteRecordsPartitionResult] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.low_watermark = low_watermark
+                self.error_code = error_code
 
-    throttle_time_ms: int = 0
-    topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.low_watermark, self.error_code, ) == (other.partition_index, other.low_watermark, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, low_watermark={self.low_watermark!r}, error_code={self.error_code!r})"
+
+        name: str
+        partitions: list[DeleteRecordsPartitionResult]
+
+        def __init__(self, name: str = '', partitions: list[DeleteRecordsPartitionResult] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[DeleteRecordsTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_DeleteRecordsPartitionResult_v0(o: Any, out: bytearray) -> None:

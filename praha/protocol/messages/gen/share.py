@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -29,18 +29,35 @@ _S8 = struct.Struct('>iiiiii')
 _S9 = struct.Struct('>qqh')
 
 
-@dataclass(slots=True)
 class ShareGroupHeartbeatRequest(WireMessage):
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names', )
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    group_id: str = ''
-    member_id: str = ''
-    member_epoch: int = 0
-    rack_id: str | None = None
-    subscribed_topic_names: list[str] | None = None
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: list[str] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.rack_id = rack_id
+        self.subscribed_topic_names = subscribed_topic_names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.member_epoch, self.rack_id, self.subscribed_topic_names, ) == (other.group_id, other.member_id, other.member_epoch, other.rack_id, other.subscribed_topic_names, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, rack_id={self.rack_id!r}, subscribed_topic_names={self.subscribed_topic_names!r})"
 
 
 def _e_ShareGroupHeartbeatRequest_v0(o: Any, out: bytearray) -> None:
@@ -84,14 +101,28 @@ ShareGroupHeartbeatRequest._ENCODERS = (_e_ShareGroupHeartbeatRequest_v0, _e_Sha
 ShareGroupHeartbeatRequest._DECODERS = (_d_ShareGroupHeartbeatRequest_v0, _d_ShareGroupHeartbeatRequest_v0,)
 
 
-@dataclass(slots=True)
 class ShareGroupHeartbeatResponse_TopicPartitions:
-    topic_id: uuid.UUID | None = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions', )
+    topic_id: uuid.UUID | None
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.partitions = list() if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
 
-@dataclass(slots=True)
 class ShareGroupHeartbeatResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', )
     API_KEY: ClassVar[int] = 76
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -99,19 +130,51 @@ class ShareGroupHeartbeatResponse(WireMessage):
 
     TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
 
-    @dataclass(slots=True)
     class Assignment:
+        __slots__ = ('topic_partitions', )
         TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
 
-        topic_partitions: list[ShareGroupHeartbeatResponse_TopicPartitions] = field(default_factory=list)
+        topic_partitions: list[ShareGroupHeartbeatResponse_TopicPartitions]
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
+        def __init__(self, topic_partitions: list[ShareGroupHeartbeatResponse_TopicPartitions] = _FACTORY) -> None:
+            self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_partitions, ) == (other.topic_partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.member_id, other.member_epoch, other.heartbeat_interval_ms, other.assignment, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 def _e_ShareGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -196,15 +259,29 @@ ShareGroupHeartbeatResponse._ENCODERS = (_e_ShareGroupHeartbeatResponse_v0, _e_S
 ShareGroupHeartbeatResponse._DECODERS = (_d_ShareGroupHeartbeatResponse_v0, _d_ShareGroupHeartbeatResponse_v0,)
 
 
-@dataclass(slots=True)
 class ShareGroupDescribeRequest(WireMessage):
+    __slots__ = ('group_ids', 'include_authorized_operations', )
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    group_ids: list[str]
+    include_authorized_operations: bool
+
+    def __init__(self, group_ids: list[str] = _FACTORY, include_authorized_operations: bool = False) -> None:
+        self.group_ids = list() if group_ids is _FACTORY else group_ids
+        self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_ids, self.include_authorized_operations, ) == (other.group_ids, other.include_authorized_operations, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 def _e_ShareGroupDescribeRequest_v0(o: Any, out: bytearray) -> None:
@@ -238,22 +315,50 @@ ShareGroupDescribeRequest._ENCODERS = (_e_ShareGroupDescribeRequest_v0, _e_Share
 ShareGroupDescribeRequest._DECODERS = (_d_ShareGroupDescribeRequest_v0, _d_ShareGroupDescribeRequest_v0,)
 
 
-@dataclass(slots=True)
 class ShareGroupDescribeResponse_TopicPartitions:
-    topic_id: uuid.UUID | None = ZERO_UUID
-    topic_name: str = ''
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'partitions', )
+    topic_id: uuid.UUID | None
+    topic_name: str
+    partitions: list[int]
+
+    def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = list() if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_id, self.topic_name, self.partitions, ) == (other.topic_id, other.topic_name, other.partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
 
 
-@dataclass(slots=True)
 class ShareGroupDescribeResponse_Assignment:
+    __slots__ = ('topic_partitions', )
     TopicPartitions = ShareGroupDescribeResponse_TopicPartitions
 
-    topic_partitions: list[ShareGroupDescribeResponse_TopicPartitions] = field(default_factory=list)
+    topic_partitions: list[ShareGroupDescribeResponse_TopicPartitions]
+
+    def __init__(self, topic_partitions: list[ShareGroupDescribeResponse_TopicPartitions] = _FACTORY) -> None:
+        self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.topic_partitions, ) == (other.topic_partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
-@dataclass(slots=True)
 class ShareGroupDescribeResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'groups', )
     API_KEY: ClassVar[int] = 77
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -263,32 +368,86 @@ class ShareGroupDescribeResponse(WireMessage):
 
     Assignment = ShareGroupDescribeResponse_Assignment
 
-    @dataclass(slots=True)
     class DescribedGroup:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', )
         class Member:
+            __slots__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment', )
             Assignment = ShareGroupDescribeResponse_Assignment
 
-            member_id: str = ''
-            rack_id: str | None = None
-            member_epoch: int = 0
-            client_id: str = ''
-            client_host: str = ''
-            subscribed_topic_names: list[str] = field(default_factory=list)
-            assignment: ShareGroupDescribeResponse_Assignment = field(default_factory=ShareGroupDescribeResponse_Assignment)
+            member_id: str
+            rack_id: str | None
+            member_epoch: int
+            client_id: str
+            client_host: str
+            subscribed_topic_names: list[str]
+            assignment: ShareGroupDescribeResponse_Assignment
 
-        error_code: int = 0
-        error_message: str | None = None
-        group_id: str = ''
-        group_state: str = ''
-        group_epoch: int = 0
-        assignment_epoch: int = 0
-        assignor_name: str = ''
-        members: list[Member] = field(default_factory=list)
-        authorized_operations: int = -2147483648
+            def __init__(self, member_id: str = '', rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _FACTORY, assignment: ShareGroupDescribeResponse_Assignment = _FACTORY) -> None:
+                self.member_id = member_id
+                self.rack_id = rack_id
+                self.member_epoch = member_epoch
+                self.client_id = client_id
+                self.client_host = client_host
+                self.subscribed_topic_names = list() if subscribed_topic_names is _FACTORY else subscribed_topic_names
+                self.assignment = ShareGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
 
-    throttle_time_ms: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.member_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.assignment, ) == (other.member_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.assignment, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, assignment={self.assignment!r})"
+
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[Member]
+        authorized_operations: int
+
+        def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = '', members: list[Member] = _FACTORY, authorized_operations: int = -2147483648) -> None:
+            self.error_code = error_code
+            self.error_message = error_message
+            self.group_id = group_id
+            self.group_state = group_state
+            self.group_epoch = group_epoch
+            self.assignment_epoch = assignment_epoch
+            self.assignor_name = assignor_name
+            self.members = list() if members is _FACTORY else members
+            self.authorized_operations = authorized_operations
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.group_epoch, other.assignment_epoch, other.assignor_name, other.members, other.authorized_operations, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = list() if groups is _FACTORY else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_ShareGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -465,45 +624,125 @@ ShareGroupDescribeResponse._ENCODERS = (_e_ShareGroupDescribeResponse_v0, _e_Sha
 ShareGroupDescribeResponse._DECODERS = (_d_ShareGroupDescribeResponse_v0, _d_ShareGroupDescribeResponse_v0,)
 
 
-@dataclass(slots=True)
 class ShareFetchRequest(WireMessage):
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'topics', 'forgotten_topics_data', )
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class FetchTopic:
-        @dataclass(slots=True)
+        __slots__ = ('topic_id', 'partitions', )
         class FetchPartition:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', )
             class AcknowledgementBatch:
-                first_offset: int = 0
-                last_offset: int = 0
-                acknowledge_types: list[int] = field(default_factory=list)
+                __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', )
+                first_offset: int
+                last_offset: int
+                acknowledge_types: list[int]
 
-            partition_index: int = 0
-            partition_max_bytes: int = 0
-            acknowledgement_batches: list[AcknowledgementBatch] = field(default_factory=list)
+                def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = _FACTORY) -> None:
+                    self.first_offset = first_offset
+                    self.last_offset = last_offset
+                    self.acknowledge_types = list() if acknowledge_types is _FACTORY else acknowledge_types
 
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[FetchPartition] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.first_offset, self.last_offset, self.acknowledge_types, ) == (other.first_offset, other.last_offset, other.acknowledge_types, )
 
-    @dataclass(slots=True)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
+
+            partition_index: int
+            partition_max_bytes: int
+            acknowledgement_batches: list[AcknowledgementBatch]
+
+            def __init__(self, partition_index: int = 0, partition_max_bytes: int = 0, acknowledgement_batches: list[AcknowledgementBatch] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.partition_max_bytes = partition_max_bytes
+                self.acknowledgement_batches = list() if acknowledgement_batches is _FACTORY else acknowledgement_batches
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.partition_max_bytes, self.acknowledgement_batches, ) == (other.partition_index, other.partition_max_bytes, other.acknowledgement_batches, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_max_bytes={self.partition_max_bytes!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
+
+        topic_id: uuid.UUID | None
+        partitions: list[FetchPartition]
+
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[FetchPartition] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
     class ForgottenTopic:
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[int] = field(default_factory=list)
+        __slots__ = ('topic_id', 'partitions', )
+        topic_id: uuid.UUID | None
+        partitions: list[int]
 
-    group_id: str | None = None
-    member_id: str | None = ''
-    share_session_epoch: int = 0
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    max_records: int = 0
-    batch_size: int = 0
-    topics: list[FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    topics: list[FetchTopic]
+    forgotten_topics_data: list[ForgottenTopic]
+
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, topics: list[FetchTopic] = _FACTORY, forgotten_topics_data: list[ForgottenTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.topics = list() if topics is _FACTORY else topics
+        self.forgotten_topics_data = list() if forgotten_topics_data is _FACTORY else forgotten_topics_data
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size, self.topics, self.forgotten_topics_data, ) == (other.group_id, other.member_id, other.share_session_epoch, other.max_wait_ms, other.min_bytes, other.max_bytes, other.max_records, other.batch_size, other.topics, other.forgotten_topics_data, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, max_records={self.max_records!r}, batch_size={self.batch_size!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r})"
 
 
 def _e_ShareFetchRequest_FetchTopic_FetchPartition_AcknowledgementBatch_v0(o: Any, out: bytearray) -> None:
@@ -764,53 +1003,150 @@ ShareFetchRequest._ENCODERS = (_e_ShareFetchRequest_v0, _e_ShareFetchRequest_v1,
 ShareFetchRequest._DECODERS = (_d_ShareFetchRequest_v0, _d_ShareFetchRequest_v1,)
 
 
-@dataclass(slots=True)
 class ShareFetchResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints', )
     API_KEY: ClassVar[int] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ShareFetchableTopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('topic_id', 'partitions', )
         class PartitionData:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', )
             class LeaderIdAndEpoch:
-                leader_id: int = 0
-                leader_epoch: int = 0
+                __slots__ = ('leader_id', 'leader_epoch', )
+                leader_id: int
+                leader_epoch: int
 
-            @dataclass(slots=True)
+                def __init__(self, leader_id: int = 0, leader_epoch: int = 0) -> None:
+                    self.leader_id = leader_id
+                    self.leader_epoch = leader_epoch
+
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
+
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
             class AcquiredRecords:
-                first_offset: int = 0
-                last_offset: int = 0
-                delivery_count: int = 0
+                __slots__ = ('first_offset', 'last_offset', 'delivery_count', )
+                first_offset: int
+                last_offset: int
+                delivery_count: int
 
-            partition_index: int = 0
-            error_code: int = 0
-            error_message: str | None = None
-            acknowledge_error_code: int = 0
-            acknowledge_error_message: str | None = None
-            current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-            records: bytes | None = None
-            acquired_records: list[AcquiredRecords] = field(default_factory=list)
+                def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0) -> None:
+                    self.first_offset = first_offset
+                    self.last_offset = last_offset
+                    self.delivery_count = delivery_count
 
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[PartitionData] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.first_offset, self.last_offset, self.delivery_count, ) == (other.first_offset, other.last_offset, other.delivery_count, )
 
-    @dataclass(slots=True)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_count={self.delivery_count!r})"
+
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            acknowledge_error_code: int
+            acknowledge_error_message: str | None
+            current_leader: LeaderIdAndEpoch
+            records: bytes | None
+            acquired_records: list[AcquiredRecords]
+
+            def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: LeaderIdAndEpoch = _FACTORY, records: bytes | None = None, acquired_records: list[AcquiredRecords] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.error_message = error_message
+                self.acknowledge_error_code = acknowledge_error_code
+                self.acknowledge_error_message = acknowledge_error_message
+                self.current_leader = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+                self.records = records
+                self.acquired_records = list() if acquired_records is _FACTORY else acquired_records
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.error_message, self.acknowledge_error_code, self.acknowledge_error_message, self.current_leader, self.records, self.acquired_records, ) == (other.partition_index, other.error_code, other.error_message, other.acknowledge_error_code, other.acknowledge_error_message, other.current_leader, other.records, other.acquired_records, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acknowledge_error_code={self.acknowledge_error_code!r}, acknowledge_error_message={self.acknowledge_error_message!r}, current_leader={self.current_leader!r}, records={self.records!r}, acquired_records={self.acquired_records!r})"
+
+        topic_id: uuid.UUID | None
+        partitions: list[PartitionData]
+
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[PartitionData] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
     class NodeEndpoint:
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
+        __slots__ = ('node_id', 'host', 'port', 'rack', )
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    acquisition_lock_timeout_ms: int = 0
-    responses: list[ShareFetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchableTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareFetchableTopicResponse] = _FACTORY, node_endpoints: list[NodeEndpoint] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = list() if responses is _FACTORY else responses
+        self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.acquisition_lock_timeout_ms, other.responses, other.node_endpoints, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acquisition_lock_timeout_ms={self.acquisition_lock_timeout_ms!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_LeaderIdAndEpoch_v0(o: Any, out: bytearray) -> None:
@@ -1020,33 +1356,92 @@ ShareFetchResponse._ENCODERS = (_e_ShareFetchResponse_v0, _e_ShareFetchResponse_
 ShareFetchResponse._DECODERS = (_d_ShareFetchResponse_v0, _d_ShareFetchResponse_v1,)
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeRequest(WireMessage):
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics', )
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class AcknowledgeTopic:
-        @dataclass(slots=True)
+        __slots__ = ('topic_id', 'partitions', )
         class AcknowledgePartition:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'acknowledgement_batches', )
             class AcknowledgementBatch:
-                first_offset: int = 0
-                last_offset: int = 0
-                acknowledge_types: list[int] = field(default_factory=list)
+                __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', )
+                first_offset: int
+                last_offset: int
+                acknowledge_types: list[int]
 
-            partition_index: int = 0
-            acknowledgement_batches: list[AcknowledgementBatch] = field(default_factory=list)
+                def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = _FACTORY) -> None:
+                    self.first_offset = first_offset
+                    self.last_offset = last_offset
+                    self.acknowledge_types = list() if acknowledge_types is _FACTORY else acknowledge_types
 
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[AcknowledgePartition] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.first_offset, self.last_offset, self.acknowledge_types, ) == (other.first_offset, other.last_offset, other.acknowledge_types, )
 
-    group_id: str | None = None
-    member_id: str | None = ''
-    share_session_epoch: int = 0
-    topics: list[AcknowledgeTopic] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
+
+            partition_index: int
+            acknowledgement_batches: list[AcknowledgementBatch]
+
+            def __init__(self, partition_index: int = 0, acknowledgement_batches: list[AcknowledgementBatch] = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.acknowledgement_batches = list() if acknowledgement_batches is _FACTORY else acknowledgement_batches
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.acknowledgement_batches, ) == (other.partition_index, other.acknowledgement_batches, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
+
+        topic_id: uuid.UUID | None
+        partitions: list[AcknowledgePartition]
+
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[AcknowledgePartition] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    topics: list[AcknowledgeTopic]
+
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, topics: list[AcknowledgeTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.group_id, self.member_id, self.share_session_epoch, self.topics, ) == (other.group_id, other.member_id, other.share_session_epoch, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, topics={self.topics!r})"
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgeTopic_AcknowledgePartition_AcknowledgementBatch_v0(o: Any, out: bytearray) -> None:
@@ -1163,42 +1558,119 @@ ShareAcknowledgeRequest._ENCODERS = (_e_ShareAcknowledgeRequest_v0, _e_ShareAckn
 ShareAcknowledgeRequest._DECODERS = (_d_ShareAcknowledgeRequest_v0, _d_ShareAcknowledgeRequest_v0,)
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', )
     API_KEY: ClassVar[int] = 79
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class ShareAcknowledgeTopicResponse:
-        @dataclass(slots=True)
+        __slots__ = ('topic_id', 'partitions', )
         class PartitionData:
-            @dataclass(slots=True)
+            __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader', )
             class LeaderIdAndEpoch:
-                leader_id: int = 0
-                leader_epoch: int = 0
+                __slots__ = ('leader_id', 'leader_epoch', )
+                leader_id: int
+                leader_epoch: int
 
-            partition_index: int = 0
-            error_code: int = 0
-            error_message: str | None = None
-            current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+                def __init__(self, leader_id: int = 0, leader_epoch: int = 0) -> None:
+                    self.leader_id = leader_id
+                    self.leader_epoch = leader_epoch
 
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[PartitionData] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
 
-    @dataclass(slots=True)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            current_leader: LeaderIdAndEpoch
+
+            def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, current_leader: LeaderIdAndEpoch = _FACTORY) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.error_message = error_message
+                self.current_leader = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, self.error_message, self.current_leader, ) == (other.partition_index, other.error_code, other.error_message, other.current_leader, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r})"
+
+        topic_id: uuid.UUID | None
+        partitions: list[PartitionData]
+
+        def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[PartitionData] = _FACTORY) -> None:
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
     class NodeEndpoint:
-        node_id: int = 0
-        host: str = ''
-        port: int = 0
-        rack: str | None = None
+        __slots__ = ('node_id', 'host', 'port', 'rack', )
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[ShareAcknowledgeTopicResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+        def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
+            self.node_id = node_id
+            self.host = host
+            self.port = port
+            self.rack = rack
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareAcknowledgeTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareAcknowledgeTopicResponse] = _FACTORY, node_endpoints: list[NodeEndpoint] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = list() if responses is _FACTORY else responses
+        self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses, other.node_endpoints, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_PartitionData_LeaderIdAndEpoch_v0(o: Any, out: bytearray) -> None:

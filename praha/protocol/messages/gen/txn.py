@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
+from praha.protocol.messages.runtime import FACTORY as _FACTORY
 from struct import pack as _pack
 from struct import unpack_from as _unpack_from
 from typing import Any, ClassVar
@@ -34,19 +34,37 @@ _S13 = struct.Struct('>h')
 _S14 = struct.Struct('>iqqh')
 
 
-@dataclass(slots=True)
 class InitProducerIdRequest(WireMessage):
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn', )
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    transactional_id: str | None = ''
-    transaction_timeout_ms: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
-    enable2_pc: bool = False
-    keep_prepared_txn: bool = False
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
+
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable2_pc: bool = False, keep_prepared_txn: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch, self.enable2_pc, self.keep_prepared_txn, ) == (other.transactional_id, other.transaction_timeout_ms, other.producer_id, other.producer_epoch, other.enable2_pc, other.keep_prepared_txn, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, enable2_pc={self.enable2_pc!r}, keep_prepared_txn={self.keep_prepared_txn!r})"
 
 
 def _e_InitProducerIdRequest_v0(o: Any, out: bytearray) -> None:
@@ -117,19 +135,37 @@ InitProducerIdRequest._ENCODERS = (_e_InitProducerIdRequest_v0, _e_InitProducerI
 InitProducerIdRequest._DECODERS = (_d_InitProducerIdRequest_v0, _d_InitProducerIdRequest_v0, _d_InitProducerIdRequest_v2, _d_InitProducerIdRequest_v3, _d_InitProducerIdRequest_v3, _d_InitProducerIdRequest_v3, _d_InitProducerIdRequest_v6,)
 
 
-@dataclass(slots=True)
 class InitProducerIdResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch', )
     API_KEY: ClassVar[int] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = 0
-    ongoing_txn_producer_id: int = -1
-    ongoing_txn_producer_epoch: int = -1
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, self.ongoing_txn_producer_id, self.ongoing_txn_producer_epoch, ) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch, other.ongoing_txn_producer_id, other.ongoing_txn_producer_epoch, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, ongoing_txn_producer_id={self.ongoing_txn_producer_id!r}, ongoing_txn_producer_epoch={self.ongoing_txn_producer_epoch!r})"
 
 
 def _e_InitProducerIdResponse_v0(o: Any, out: bytearray) -> None:
@@ -174,14 +210,28 @@ InitProducerIdResponse._ENCODERS = (_e_InitProducerIdResponse_v0, _e_InitProduce
 InitProducerIdResponse._DECODERS = (_d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v6,)
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnRequest_AddPartitionsToTxnTopic:
-    name: str = ''
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partitions', )
+    name: str
+    partitions: list[int]
+
+    def __init__(self, name: str = '', partitions: list[int] = _FACTORY) -> None:
+        self.name = name
+        self.partitions = list() if partitions is _FACTORY else partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnRequest(WireMessage):
+    __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', )
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -189,21 +239,55 @@ class AddPartitionsToTxnRequest(WireMessage):
 
     AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnTransaction:
+        __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', )
         AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
 
-        transactional_id: str = ''
-        producer_id: int = 0
-        producer_epoch: int = 0
-        verify_only: bool = False
-        topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = field(default_factory=list)
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic]
 
-    transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
-    v3_and_below_transactional_id: str = ''
-    v3_and_below_producer_id: int = 0
-    v3_and_below_producer_epoch: int = 0
-    v3_and_below_topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = field(default_factory=list)
+        def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = _FACTORY) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.verify_only = verify_only
+            self.topics = list() if topics is _FACTORY else topics
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.transactional_id, self.producer_id, self.producer_epoch, self.verify_only, self.topics, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.verify_only, other.topics, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, verify_only={self.verify_only!r}, topics={self.topics!r})"
+
+    transactions: list[AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic]
+
+    def __init__(self, transactions: list[AddPartitionsToTxnTransaction] = _FACTORY, v3_and_below_transactional_id: str = '', v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = _FACTORY) -> None:
+        self.transactions = list() if transactions is _FACTORY else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = list() if v3_and_below_topics is _FACTORY else v3_and_below_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactions, self.v3_and_below_transactional_id, self.v3_and_below_producer_id, self.v3_and_below_producer_epoch, self.v3_and_below_topics, ) == (other.transactions, other.v3_and_below_transactional_id, other.v3_and_below_producer_id, other.v3_and_below_producer_epoch, other.v3_and_below_topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactions={self.transactions!r}, v3_and_below_transactional_id={self.v3_and_below_transactional_id!r}, v3_and_below_producer_id={self.v3_and_below_producer_id!r}, v3_and_below_producer_epoch={self.v3_and_below_producer_epoch!r}, v3_and_below_topics={self.v3_and_below_topics!r})"
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(o: Any, out: bytearray) -> None:
@@ -379,22 +463,50 @@ AddPartitionsToTxnRequest._ENCODERS = (_e_AddPartitionsToTxnRequest_v0, _e_AddPa
 AddPartitionsToTxnRequest._DECODERS = (_d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v3, _d_AddPartitionsToTxnRequest_v4, _d_AddPartitionsToTxnRequest_v4,)
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult:
-    partition_index: int = 0
-    partition_error_code: int = 0
+    __slots__ = ('partition_index', 'partition_error_code', )
+    partition_index: int
+    partition_error_code: int
+
+    def __init__(self, partition_index: int = 0, partition_error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.partition_index, self.partition_error_code, ) == (other.partition_index, other.partition_error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_error_code={self.partition_error_code!r})"
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult:
+    __slots__ = ('name', 'results_by_partition', )
     AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
 
-    name: str = ''
-    results_by_partition: list[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = field(default_factory=list)
+    name: str
+    results_by_partition: list[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult]
+
+    def __init__(self, name: str = '', results_by_partition: list[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = _FACTORY) -> None:
+        self.name = name
+        self.results_by_partition = list() if results_by_partition is _FACTORY else results_by_partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.name, self.results_by_partition, ) == (other.name, other.results_by_partition, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, results_by_partition={self.results_by_partition!r})"
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', )
     API_KEY: ClassVar[int] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -404,17 +516,47 @@ class AddPartitionsToTxnResponse(WireMessage):
 
     AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
 
-    @dataclass(slots=True)
     class AddPartitionsToTxnResult:
+        __slots__ = ('transactional_id', 'topic_results', )
         AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
 
-        transactional_id: str = ''
-        topic_results: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
+        def __init__(self, transactional_id: str = '', topic_results: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = _FACTORY) -> None:
+            self.transactional_id = transactional_id
+            self.topic_results = list() if topic_results is _FACTORY else topic_results
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.transactional_id, self.topic_results, ) == (other.transactional_id, other.topic_results, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, topic_results={self.topic_results!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResult] = _FACTORY, results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = list() if results_by_transaction is _FACTORY else results_by_transaction
+        self.results_by_topic_v3_and_below = list() if results_by_topic_v3_and_below is _FACTORY else results_by_topic_v3_and_below
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.results_by_transaction, self.results_by_topic_v3_and_below, ) == (other.throttle_time_ms, other.error_code, other.results_by_transaction, other.results_by_topic_v3_and_below, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results_by_transaction={self.results_by_transaction!r}, results_by_topic_v3_and_below={self.results_by_topic_v3_and_below!r})"
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(o: Any, out: bytearray) -> None:
@@ -609,17 +751,33 @@ AddPartitionsToTxnResponse._ENCODERS = (_e_AddPartitionsToTxnResponse_v0, _e_Add
 AddPartitionsToTxnResponse._DECODERS = (_d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v3, _d_AddPartitionsToTxnResponse_v4, _d_AddPartitionsToTxnResponse_v4,)
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnRequest(WireMessage):
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id', )
     API_KEY: ClassVar[int] = 25
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    transactional_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    group_id: str = ''
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, group_id: str = '') -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.group_id, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.group_id, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, group_id={self.group_id!r})"
 
 
 def _e_AddOffsetsToTxnRequest_v0(o: Any, out: bytearray) -> None:
@@ -664,15 +822,29 @@ AddOffsetsToTxnRequest._ENCODERS = (_e_AddOffsetsToTxnRequest_v0, _e_AddOffsetsT
 AddOffsetsToTxnRequest._DECODERS = (_d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v3, _d_AddOffsetsToTxnRequest_v3,)
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', )
     API_KEY: ClassVar[int] = 25
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    throttle_time_ms: int
+    error_code: int
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, ) == (other.throttle_time_ms, other.error_code, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
 
 
 def _e_AddOffsetsToTxnResponse_v0(o: Any, out: bytearray) -> None:
@@ -701,17 +873,33 @@ AddOffsetsToTxnResponse._ENCODERS = (_e_AddOffsetsToTxnResponse_v0, _e_AddOffset
 AddOffsetsToTxnResponse._DECODERS = (_d_AddOffsetsToTxnResponse_v0, _d_AddOffsetsToTxnResponse_v0, _d_AddOffsetsToTxnResponse_v0, _d_AddOffsetsToTxnResponse_v3, _d_AddOffsetsToTxnResponse_v3,)
 
 
-@dataclass(slots=True)
 class EndTxnRequest(WireMessage):
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', )
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    transactional_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    committed: bool = False
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.committed, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.committed, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, committed={self.committed!r})"
 
 
 def _e_EndTxnRequest_v0(o: Any, out: bytearray) -> None:
@@ -748,17 +936,33 @@ EndTxnRequest._ENCODERS = (_e_EndTxnRequest_v0, _e_EndTxnRequest_v0, _e_EndTxnRe
 EndTxnRequest._DECODERS = (_d_EndTxnRequest_v0, _d_EndTxnRequest_v0, _d_EndTxnRequest_v0, _d_EndTxnRequest_v3, _d_EndTxnRequest_v3, _d_EndTxnRequest_v3,)
 
 
-@dataclass(slots=True)
 class EndTxnResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', )
     API_KEY: ClassVar[int] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, ) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r})"
 
 
 def _e_EndTxnResponse_v0(o: Any, out: bytearray) -> None:
@@ -803,33 +1007,83 @@ EndTxnResponse._ENCODERS = (_e_EndTxnResponse_v0, _e_EndTxnResponse_v0, _e_EndTx
 EndTxnResponse._DECODERS = (_d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v3, _d_EndTxnResponse_v3, _d_EndTxnResponse_v5,)
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitRequest(WireMessage):
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', )
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitRequestTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class TxnOffsetCommitRequestPartition:
-            partition_index: int = 0
-            committed_offset: int = 0
-            committed_leader_epoch: int = -1
-            committed_metadata: str | None = ''
+            __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', )
+            partition_index: int
+            committed_offset: int
+            committed_leader_epoch: int
+            committed_metadata: str | None
 
-        name: str = ''
-        partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = '') -> None:
+                self.partition_index = partition_index
+                self.committed_offset = committed_offset
+                self.committed_leader_epoch = committed_leader_epoch
+                self.committed_metadata = committed_metadata
 
-    transactional_id: str = ''
-    group_id: str = ''
-    producer_id: int = 0
-    producer_epoch: int = 0
-    generation_id: int = -1
-    member_id: str = ''
-    group_instance_id: str | None = None
-    topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.committed_metadata, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.committed_metadata, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, committed_metadata={self.committed_metadata!r})"
+
+        name: str
+        partitions: list[TxnOffsetCommitRequestPartition]
+
+        def __init__(self, name: str = '', partitions: list[TxnOffsetCommitRequestPartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequestTopic]
+
+    def __init__(self, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequestTopic] = _FACTORY) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id, self.member_id, self.group_instance_id, self.topics, ) == (other.transactional_id, other.group_id, other.producer_id, other.producer_epoch, other.generation_id, other.member_id, other.group_instance_id, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, group_id={self.group_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, topics={self.topics!r})"
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_TxnOffsetCommitRequestPartition_v0(o: Any, out: bytearray) -> None:
@@ -1068,25 +1322,67 @@ TxnOffsetCommitRequest._ENCODERS = (_e_TxnOffsetCommitRequest_v0, _e_TxnOffsetCo
 TxnOffsetCommitRequest._DECODERS = (_d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v2, _d_TxnOffsetCommitRequest_v3, _d_TxnOffsetCommitRequest_v3, _d_TxnOffsetCommitRequest_v3,)
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'topics', )
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    @dataclass(slots=True)
     class TxnOffsetCommitResponseTopic:
-        @dataclass(slots=True)
+        __slots__ = ('name', 'partitions', )
         class TxnOffsetCommitResponsePartition:
-            partition_index: int = 0
-            error_code: int = 0
+            __slots__ = ('partition_index', 'error_code', )
+            partition_index: int
+            error_code: int
 
-        name: str = ''
-        partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
 
-    throttle_time_ms: int = 0
-    topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+        name: str
+        partitions: list[TxnOffsetCommitResponsePartition]
+
+        def __init__(self, name: str = '', partitions: list[TxnOffsetCommitResponsePartition] = _FACTORY) -> None:
+            self.name = name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+    throttle_time_ms: int
+    topics: list[TxnOffsetCommitResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = list() if topics is _FACTORY else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_TxnOffsetCommitResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -1221,28 +1517,73 @@ TxnOffsetCommitResponse._ENCODERS = (_e_TxnOffsetCommitResponse_v0, _e_TxnOffset
 TxnOffsetCommitResponse._DECODERS = (_d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v3, _d_TxnOffsetCommitResponse_v3, _d_TxnOffsetCommitResponse_v3,)
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersRequest(WireMessage):
+    __slots__ = ('markers', )
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarker:
-        @dataclass(slots=True)
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version', )
         class WritableTxnMarkerTopic:
-            name: str = ''
-            partition_indexes: list[int] = field(default_factory=list)
+            __slots__ = ('name', 'partition_indexes', )
+            name: str
+            partition_indexes: list[int]
 
-        producer_id: int = 0
-        producer_epoch: int = 0
-        transaction_result: bool = False
-        topics: list[WritableTxnMarkerTopic] = field(default_factory=list)
-        coordinator_epoch: int = 0
-        transaction_version: int = 0
+            def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
+                self.name = name
+                self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-    markers: list[WritableTxnMarker] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: list[WritableTxnMarkerTopic]
+        coordinator_epoch: int
+        transaction_version: int
+
+        def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WritableTxnMarkerTopic] = _FACTORY, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.transaction_result = transaction_result
+            self.topics = list() if topics is _FACTORY else topics
+            self.coordinator_epoch = coordinator_epoch
+            self.transaction_version = transaction_version
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch, self.transaction_version, ) == (other.producer_id, other.producer_epoch, other.transaction_result, other.topics, other.coordinator_epoch, other.transaction_version, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, transaction_result={self.transaction_result!r}, topics={self.topics!r}, coordinator_epoch={self.coordinator_epoch!r}, transaction_version={self.transaction_version!r})"
+
+    markers: list[WritableTxnMarker]
+
+    def __init__(self, markers: list[WritableTxnMarker] = _FACTORY) -> None:
+        self.markers = list() if markers is _FACTORY else markers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.markers, ) == (other.markers, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_WritableTxnMarkerTopic_v1(o: Any, out: bytearray) -> None:
@@ -1383,29 +1724,84 @@ WriteTxnMarkersRequest._ENCODERS = (_e_WriteTxnMarkersRequest_v1, _e_WriteTxnMar
 WriteTxnMarkersRequest._DECODERS = (_d_WriteTxnMarkersRequest_v1, _d_WriteTxnMarkersRequest_v2,)
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersResponse(WireMessage):
+    __slots__ = ('markers', )
     API_KEY: ClassVar[int] = 27
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    @dataclass(slots=True)
     class WritableTxnMarkerResult:
-        @dataclass(slots=True)
+        __slots__ = ('producer_id', 'topics', )
         class WritableTxnMarkerTopicResult:
-            @dataclass(slots=True)
+            __slots__ = ('name', 'partitions', )
             class WritableTxnMarkerPartitionResult:
-                partition_index: int = 0
-                error_code: int = 0
+                __slots__ = ('partition_index', 'error_code', )
+                partition_index: int
+                error_code: int
 
-            name: str = ''
-            partitions: list[WritableTxnMarkerPartitionResult] = field(default_factory=list)
+                def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+                    self.partition_index = partition_index
+                    self.error_code = error_code
 
-        producer_id: int = 0
-        topics: list[WritableTxnMarkerTopicResult] = field(default_factory=list)
+                def __eq__(self, other: object) -> bool:
+                    if other.__class__ is not self.__class__:
+                        return NotImplemented
+                    return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
 
-    markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+                __hash__ = None  # mutable, as a dataclass with eq
+
+                def __repr__(self) -> str:
+                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+            name: str
+            partitions: list[WritableTxnMarkerPartitionResult]
+
+            def __init__(self, name: str = '', partitions: list[WritableTxnMarkerPartitionResult] = _FACTORY) -> None:
+                self.name = name
+                self.partitions = list() if partitions is _FACTORY else partitions
+
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.name, self.partitions, ) == (other.name, other.partitions, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+        producer_id: int
+        topics: list[WritableTxnMarkerTopicResult]
+
+        def __init__(self, producer_id: int = 0, topics: list[WritableTxnMarkerTopicResult] = _FACTORY) -> None:
+            self.producer_id = producer_id
+            self.topics = list() if topics is _FACTORY else topics
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.producer_id, self.topics, ) == (other.producer_id, other.topics, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, topics={self.topics!r})"
+
+    markers: list[WritableTxnMarkerResult]
+
+    def __init__(self, markers: list[WritableTxnMarkerResult] = _FACTORY) -> None:
+        self.markers = list() if markers is _FACTORY else markers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.markers, ) == (other.markers, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_WritableTxnMarkerTopicResult_WritableTxnMarkerPartitionResult_v1(o: Any, out: bytearray) -> None:
@@ -1503,14 +1899,27 @@ WriteTxnMarkersResponse._ENCODERS = (_e_WriteTxnMarkersResponse_v1, _e_WriteTxnM
 WriteTxnMarkersResponse._DECODERS = (_d_WriteTxnMarkersResponse_v1, _d_WriteTxnMarkersResponse_v1,)
 
 
-@dataclass(slots=True)
 class DescribeTransactionsRequest(WireMessage):
+    __slots__ = ('transactional_ids', )
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    transactional_ids: list[str] = field(default_factory=list)
+    transactional_ids: list[str]
+
+    def __init__(self, transactional_ids: list[str] = _FACTORY) -> None:
+        self.transactional_ids = list() if transactional_ids is _FACTORY else transactional_ids
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.transactional_ids, ) == (other.transactional_ids, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_ids={self.transactional_ids!r})"
 
 
 def _e_DescribeTransactionsRequest_v0(o: Any, out: bytearray) -> None:
@@ -1541,31 +1950,79 @@ DescribeTransactionsRequest._ENCODERS = (_e_DescribeTransactionsRequest_v0,)
 DescribeTransactionsRequest._DECODERS = (_d_DescribeTransactionsRequest_v0,)
 
 
-@dataclass(slots=True)
 class DescribeTransactionsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'transaction_states', )
     API_KEY: ClassVar[int] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TransactionState:
-        @dataclass(slots=True)
+        __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', )
         class TopicData:
-            topic: str = ''
-            partitions: list[int] = field(default_factory=list)
+            __slots__ = ('topic', 'partitions', )
+            topic: str
+            partitions: list[int]
 
-        error_code: int = 0
-        transactional_id: str = ''
-        transaction_state: str = ''
-        transaction_timeout_ms: int = 0
-        transaction_start_time_ms: int = 0
-        producer_id: int = 0
-        producer_epoch: int = 0
-        topics: list[TopicData] = field(default_factory=list)
+            def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
+                self.topic = topic
+                self.partitions = list() if partitions is _FACTORY else partitions
 
-    throttle_time_ms: int = 0
-    transaction_states: list[TransactionState] = field(default_factory=list)
+            def __eq__(self, other: object) -> bool:
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
+
+            __hash__ = None  # mutable, as a dataclass with eq
+
+            def __repr__(self) -> str:
+                return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+        error_code: int
+        transactional_id: str
+        transaction_state: str
+        transaction_timeout_ms: int
+        transaction_start_time_ms: int
+        producer_id: int
+        producer_epoch: int
+        topics: list[TopicData]
+
+        def __init__(self, error_code: int = 0, transactional_id: str = '', transaction_state: str = '', transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[TopicData] = _FACTORY) -> None:
+            self.error_code = error_code
+            self.transactional_id = transactional_id
+            self.transaction_state = transaction_state
+            self.transaction_timeout_ms = transaction_timeout_ms
+            self.transaction_start_time_ms = transaction_start_time_ms
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.topics = list() if topics is _FACTORY else topics
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.error_code, self.transactional_id, self.transaction_state, self.transaction_timeout_ms, self.transaction_start_time_ms, self.producer_id, self.producer_epoch, self.topics, ) == (other.error_code, other.transactional_id, other.transaction_state, other.transaction_timeout_ms, other.transaction_start_time_ms, other.producer_id, other.producer_epoch, other.topics, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, transactional_id={self.transactional_id!r}, transaction_state={self.transaction_state!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, transaction_start_time_ms={self.transaction_start_time_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, topics={self.topics!r})"
+
+    throttle_time_ms: int
+    transaction_states: list[TransactionState]
+
+    def __init__(self, throttle_time_ms: int = 0, transaction_states: list[TransactionState] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = list() if transaction_states is _FACTORY else transaction_states
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.transaction_states, ) == (other.throttle_time_ms, other.transaction_states, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, transaction_states={self.transaction_states!r})"
 
 
 def _e_DescribeTransactionsResponse_TransactionState_TopicData_v0(o: Any, out: bytearray) -> None:
@@ -1662,17 +2119,33 @@ DescribeTransactionsResponse._ENCODERS = (_e_DescribeTransactionsResponse_v0,)
 DescribeTransactionsResponse._DECODERS = (_d_DescribeTransactionsResponse_v0,)
 
 
-@dataclass(slots=True)
 class ListTransactionsRequest(WireMessage):
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern', )
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    state_filters: list[str] = field(default_factory=list)
-    producer_id_filters: list[int] = field(default_factory=list)
-    duration_filter: int = -1
-    transactional_id_pattern: str | None = None
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    transactional_id_pattern: str | None
+
+    def __init__(self, state_filters: list[str] = _FACTORY, producer_id_filters: list[int] = _FACTORY, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
+        self.state_filters = list() if state_filters is _FACTORY else state_filters
+        self.producer_id_filters = list() if producer_id_filters is _FACTORY else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.state_filters, self.producer_id_filters, self.duration_filter, self.transactional_id_pattern, ) == (other.state_filters, other.producer_id_filters, other.duration_filter, other.transactional_id_pattern, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(state_filters={self.state_filters!r}, producer_id_filters={self.producer_id_filters!r}, duration_filter={self.duration_filter!r}, transactional_id_pattern={self.transactional_id_pattern!r})"
 
 
 def _e_ListTransactionsRequest_v0(o: Any, out: bytearray) -> None:
@@ -1798,23 +2271,54 @@ ListTransactionsRequest._ENCODERS = (_e_ListTransactionsRequest_v0, _e_ListTrans
 ListTransactionsRequest._DECODERS = (_d_ListTransactionsRequest_v0, _d_ListTransactionsRequest_v1, _d_ListTransactionsRequest_v2,)
 
 
-@dataclass(slots=True)
 class ListTransactionsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', )
     API_KEY: ClassVar[int] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
     class TransactionState:
-        transactional_id: str = ''
-        producer_id: int = 0
-        transaction_state: str = ''
+        __slots__ = ('transactional_id', 'producer_id', 'transaction_state', )
+        transactional_id: str
+        producer_id: int
+        transaction_state: str
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_state_filters: list[str] = field(default_factory=list)
-    transaction_states: list[TransactionState] = field(default_factory=list)
+        def __init__(self, transactional_id: str = '', producer_id: int = 0, transaction_state: str = '') -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.transaction_state = transaction_state
+
+        def __eq__(self, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            return (self.transactional_id, self.producer_id, self.transaction_state, ) == (other.transactional_id, other.producer_id, other.transaction_state, )
+
+        __hash__ = None  # mutable, as a dataclass with eq
+
+        def __repr__(self) -> str:
+            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, transaction_state={self.transaction_state!r})"
+
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[TransactionState]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] = _FACTORY, transaction_states: list[TransactionState] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = list() if unknown_state_filters is _FACTORY else unknown_state_filters
+        self.transaction_states = list() if transaction_states is _FACTORY else transaction_states
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.throttle_time_ms, self.error_code, self.unknown_state_filters, self.transaction_states, ) == (other.throttle_time_ms, other.error_code, other.unknown_state_filters, other.transaction_states, )
+
+    __hash__ = None  # mutable, as a dataclass with eq
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_state_filters={self.unknown_state_filters!r}, transaction_states={self.transaction_states!r})"
 
 
 def _e_ListTransactionsResponse_TransactionState_v0(o: Any, out: bytearray) -> None:
