@@ -1,6 +1,8 @@
 """The `_schemas` topic: a reader thread that applies every record to the broker's own
 `RegistryState`, and the primary's writes (acks=all). Both are ordinary Kafka clients
-(kafka-python) of the cluster, on the broker's own listener."""
+(kafka-python) of the cluster, on the broker's own listener. kafka-python is imported when
+`_schemas` first exists (about 0.5 CPU-seconds): a broker whose registry is never used never
+pays for it."""
 from __future__ import annotations
 
 import logging
@@ -9,15 +11,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError
-
 from praha.registry import errors
 from praha.registry.records import TOPIC
 from praha.registry.state import RegistryState, Write
 
 log = logging.getLogger(__name__)
-TP = TopicPartition(TOPIC, 0)
+
+
+def _kafka() -> Any:
+    """kafka-python, imported on first use."""
+    import kafka
+    import kafka.errors
+
+    return kafka
+
+
+def _tp() -> Any:
+    return _kafka().TopicPartition(TOPIC, 0)
 
 
 class SchemasLog:
@@ -60,12 +70,12 @@ class SchemasLog:
                     if not self._topic_exists():
                         self._stop.wait(1.0)  # `catch_up` looks itself: no write is missed
                         continue
-                    self._consumer = KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
+                    self._consumer = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
                                                    client_id="schema-registry-reader", fetch_max_wait_ms=100)
-                    self._consumer.assign([TP])
-                    self._consumer.seek_to_beginning(TP)
+                    self._consumer.assign([_tp()])
+                    self._consumer.seek_to_beginning(_tp())
                 batches = self._consumer.poll(timeout_ms=200)
-                position = self._consumer.position(TP)
+                position = self._consumer.position(_tp())
                 with self.lock:
                     count = 0
                     for records in batches.values():
@@ -90,11 +100,11 @@ class SchemasLog:
             return 0
         with self._offsets_lock:
             if self._offsets is None:
-                self._offsets = KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
+                self._offsets = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
                                               client_id="schema-registry-offsets")
             try:
-                return int(self._offsets.end_offsets([TP])[TP])
-            except KafkaError as e:
+                return int(self._offsets.end_offsets([_tp()])[_tp()])
+            except _kafka().errors.KafkaError as e:
                 raise errors.store_error(f"cannot read the end of {TOPIC}: {e}") from e
 
     def wait_for(self, offset: int, timeout_s: float | None = None) -> None:
@@ -120,14 +130,14 @@ class SchemasLog:
             self._create_topic()
         with self._producer_lock:
             if self._producer is None:
-                self._producer = KafkaProducer(**self._client_config, acks="all", retries=5,
+                self._producer = _kafka().KafkaProducer(**self._client_config, acks="all", retries=5,
                                                client_id="schema-registry-writer", linger_ms=0,
                                                max_in_flight_requests_per_connection=1)
             try:
                 futures = [self._producer.send(TOPIC, key=k, value=v, partition=0) for k, v in writes]
                 self._producer.flush(self._timeout_s)
                 offsets = [f.get(timeout=self._timeout_s).offset for f in futures]
-            except KafkaError as e:
+            except _kafka().errors.KafkaError as e:
                 raise errors.store_error(f"writing {TOPIC} failed: {e}") from e
         with self.lock:
             if self.position == offsets[0] and offsets == list(range(offsets[0], offsets[0] + len(offsets))):

@@ -17,8 +17,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cryptography import x509
-
 from praha.errors import ConfigError
 
 _PROTOCOLS = {"TLSV1.2": ssl.TLSVersion.TLSv1_2, "TLSV1.3": ssl.TLSVersion.TLSv1_3}
@@ -90,6 +88,8 @@ def peer_dn(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str | None:
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
+    from cryptography import x509  # only mutual TLS needs it: plaintext brokers skip the import
+
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 

@@ -10,6 +10,7 @@ codes a hostile or confused client gets.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -134,53 +135,83 @@ def test_confluent_kafka_group_shares_and_commits(cluster):
     assert committed_ck(bs, group, topic) == ends
 
 
-def test_kafka_python_group_shares_and_commits(cluster, caplog):
+#: one kafka-python group member, a process of its own (three members and their heartbeat
+#: threads in the test's process starved each other of the GIL on a loaded machine): it
+#: polls until the file `stop` appears, writing its assignment and whether it has read that
+#: share to the end (`ends`) to `<i>.json` as it goes, then commits, writes what it read to
+#: `<i>.final` and leaves once the file `close` appears
+KAFKA_PYTHON_MEMBER = textwrap.dedent("""
+    import json, os, sys, time
+    from kafka import KafkaConsumer
+    bs, topic, group, i, where, ends = sys.argv[1:7]
+    ends = {int(p): o for p, o in json.loads(ends).items()}
+    c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=300,
+                      metadata_max_age_ms=2000)  # a leader whose first Metadata lacked the topic refreshes soon
+    seen, deadline = set(), time.monotonic() + 150
+    def report(name, **extra):
+        tmp = os.path.join(where, name + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump({"assignment": sorted(tp.partition for tp in c.assignment()), **extra}, f)
+        os.replace(tmp, os.path.join(where, name))
+    while not os.path.exists(os.path.join(where, "stop")) and time.monotonic() < deadline:
+        for tp, msgs in c.poll(timeout_ms=200).items():
+            seen.update((tp.partition, m.offset) for m in msgs)
+        mine = c.assignment()
+        report(f"{i}.json", caught_up=bool(mine) and all(c.position(tp) == ends[tp.partition] for tp in mine))
+    c.commit()
+    report(f"{i}.final", seen=sorted(seen))
+    while not os.path.exists(os.path.join(where, "close")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # no member leaves (a rebalance) before every member has committed
+    c.close()
+""")
+
+
+def test_kafka_python_group_shares_and_commits(cluster, tmp_path):
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KpTopicPartition
 
-    # the members' joins, heartbeats and assignments, so a member left out says why
-    caplog.set_level("INFO", logger="kafka.coordinator")
-
     bs, topic, group = bootstrap(cluster), new_topic(cluster), "kp-group"
-    seen: set[tuple[int, int]] = set()
-    assignments: list[set[int]] = [set(), set(), set()]
-    lock = threading.Lock()
-    ready = threading.Barrier(3, timeout=90)
+    ends = end_offsets(bs, topic)
+    args = [bs, topic, group]
+    members = [subprocess.Popen([sys.executable, "-c", KAFKA_PYTHON_MEMBER, *args, str(i), str(tmp_path),
+                                 json.dumps(ends)], stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{i}.log", "w"))
+               for i in range(3)]
 
-    def member(i: int) -> None:
-        c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                          enable_auto_commit=False, session_timeout_ms=15000, heartbeat_interval_ms=200,
-                          # a leader whose first Metadata lacked the new topic assigns nothing until its
-                          # next refresh (default 5 min): refresh often so the group rebalances onto it
-                          metadata_max_age_ms=2000)
+    def state(name: str) -> dict | None:
         try:
-            deadline = time.monotonic() + 75  # a member whose heartbeats starve rejoins late
-            while time.monotonic() < deadline:
-                for tp, msgs in c.poll(timeout_ms=200).items():
-                    with lock:
-                        seen.update((tp.partition, m.offset) for m in msgs)
-                with lock:
-                    if len(seen) >= RECORDS and len(c.assignment()) == 2:
-                        break
-            assignments[i] = {tp.partition for tp in c.assignment()}
-            c.commit()
-            ready.wait()
-        finally:
-            c.close()
+            return json.loads((tmp_path / name).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
 
-    threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert len(seen) == RECORDS
-    check_shares(assignments)
+    try:
+        def settled() -> bool:
+            states = [state(f"{i}.json") for i in range(3)]
+            return all(s is not None and len(s["assignment"]) == 2 and s["caught_up"] for s in states)
+        wait_for(settled, 120, what="three kafka-python members sharing six partitions, each caught up")
+        shares = [set(state(f"{i}.json")["assignment"]) for i in range(3)]
+        (tmp_path / "stop").touch()
+        wait_for(lambda: all(state(f"{i}.final") for i in range(3)) or any(m.poll() is not None for m in members),
+                 60, what="every member to commit")
+        (tmp_path / "close").touch()
+        for m in members:
+            m.wait(60)
+    finally:
+        for m in members:
+            if m.poll() is None:
+                m.kill()
+                m.wait()
+    logs = "\n".join((tmp_path / f"{i}.log").read_text()[-2000:] for i in range(3))
+    finals = [state(f"{i}.final") for i in range(3)]
+    assert all(finals), logs
+    assert len({tuple(o) for f in finals for o in f["seen"]}) == RECORDS, logs
+    check_shares(shares)
     reader = KafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
     try:
         got = {i: reader.committed(KpTopicPartition(topic, i)) for i in range(PARTITIONS)}
     finally:
         reader.close()
-    assert got == end_offsets(bs, topic)
+    assert got == ends
 
 
 def test_aiokafka_group_shares_and_commits(cluster):
