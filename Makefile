@@ -4,13 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: docs bytecode wire wire-check lint run test test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
 	@echo "make test   set up .venv, install the Debian tools the tests drive, run the test suite"
 	@echo "make tools  only install the Debian tools the tests drive (apt-get; sudo when not root)"
 	@echo "make lint   ruff and mypy (CI runs it before the tests)"
+	@echo "make fuzz   every property test with all its examples (make test draws a third)"
 	@echo "make docs   write docs/configuration.md from the settings tables (praha/config/)"
 	@echo "make test-zk-security  the slow ZooKeeper-security tests (rolling migration under load, forged writes)"
 	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
@@ -87,8 +88,14 @@ tools:
 # together in one worker, longest files first (tests/conftest.py). PYTEST_WORKERS=0: serially
 PYTEST_WORKERS ?= auto
 PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=60
+# property tests (hypothesis) draw a third of their examples here; `make fuzz` draws them all
 test: bytecode $(QUIX_STAMP) tools
-	$(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
+	PRAHA_FUZZ_SCALE=0.33 $(PY) -m pytest -q -m "not slow" $(PARALLEL) tests
+
+# every property test (hypothesis) with its full count of examples (praha/testing/fuzz.py)
+FUZZ_TESTS := $(shell grep -rl "from praha.testing.fuzz import" tests --include=*.py)
+fuzz: bytecode
+	PRAHA_FUZZ_SCALE=1 $(PY) -m pytest -q $(PARALLEL) $(FUZZ_TESTS)
 
 test-unit: bytecode
 	$(PY) -m pytest -q tests/unit

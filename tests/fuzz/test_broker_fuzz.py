@@ -32,11 +32,12 @@ from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.framing import encode_request
 from praha.testing.cluster import wait_for
+from praha.testing.fuzz import examples
 
 pytestmark = pytest.mark.integration
 
 PAIRS = every_api_version()
-LIVE = settings(max_examples=150, deadline=None, suppress_health_check=[
+LIVE = settings(max_examples=examples(150), deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
 ANSWER_TIMEOUT_S = 5.0
 RSS_GROWTH_BOUND_MB = 60.0

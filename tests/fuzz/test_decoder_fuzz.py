@@ -22,9 +22,10 @@ from praha.protocol.errors import UnknownApiKeyError, UnsupportedVersionError
 from praha.protocol.framing import MAX_REQUEST_BYTES, decode_request, encode_request, parse_frame_size
 from praha.protocol.produce import ProduceRequestView, produce_fields
 from praha.protocol.registry import APIS
+from praha.testing.fuzz import examples
 
 PAIRS = every_api_version()
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+FUZZ = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                          HealthCheck.data_too_large])
 
 

@@ -12,6 +12,7 @@ from praha.errors import CorruptLogError
 from praha.spark.options import OptionError, parse_read_options, parse_write_options
 from praha.spark.planning import OffsetRange, from_json, rate_limit, split_ranges, to_json
 from praha.spark.records import Columns, decode_into, scan_next_offset
+from praha.testing.fuzz import examples
 
 TP = TopicPartition("t", 0)
 
@@ -115,7 +116,7 @@ def test_a_corrupt_batch_fails_its_crc_check():
         decode_into(bytes(raw), 0, 100, Columns())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(sizes=st.lists(st.integers(0, 10_000), min_size=1, max_size=8), min_parts=st.integers(1, 40),
        max_records=st.one_of(st.none(), st.integers(1, 5000)))
 def test_split_ranges_cover_every_offset_once(sizes, min_parts, max_records):
@@ -134,7 +135,7 @@ def test_split_ranges_cover_every_offset_once(sizes, min_parts, max_records):
         assert len(pieces) >= min(min_parts, total)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(avail=st.lists(st.integers(0, 1000), min_size=1, max_size=8), limit=st.integers(1, 3000))
 def test_rate_limit_admits_exactly_min_of_limit_and_available(avail, limit):
     start = {TopicPartition("t", i): 50 for i in range(len(avail))}

@@ -17,6 +17,7 @@ from praha.common import (
     TopicAssignment,
 )
 from praha.errors import ZNodeDecodeError
+from praha.testing.fuzz import examples
 from praha.zk import fast_codecs
 from praha.zk import znodes as zn
 from praha.zk.multiread import multi_read_async
@@ -120,19 +121,19 @@ assignment_like = st.fixed_dictionaries(
                   "topic_id": st.none() | st.text(max_size=3) | st.integers()})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(state_like)
 def test_partition_state_fast_decoder_matches_reference_on_generated_input(obj):
     same_as_reference_state(json.dumps(obj).encode())
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(assignment_like)
 def test_topic_assignment_fast_decoder_matches_reference_on_generated_input(obj):
     same_as_reference_assignment(json.dumps(obj).encode())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=40))
 def test_fast_decoders_match_reference_on_arbitrary_bytes(data):
     same_as_reference_state(data)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from praha.common import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from praha.testing.fuzz import examples
 from praha.zk import fast_codecs
 from praha.zk import store as store_mod
 from praha.zk import znodes as zn
@@ -20,14 +21,14 @@ odd = st.one_of(st.booleans(), st.floats(allow_nan=False), st.none(), st.text(ma
 
 
 # -- partition state encoding -------------------------------------------------------------------
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(ints, ints, ints, st.lists(ints, max_size=6), st.sampled_from([tuple, list]))
 def test_partition_state_encoder_is_the_reference(ce, leader, le, isr, kind):
     state = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, kind(isr), le, 3), ce)
     assert fast_codecs.encode_partition_state(state) == zn.encode_partition_state(state)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(ints, odd), st.one_of(ints, odd), st.lists(st.one_of(ints, odd), max_size=4))
 def test_partition_state_encoder_leaves_odd_values_to_the_reference(leader, le, isr):
     state = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, tuple(isr), le, 0), 1)
@@ -52,7 +53,7 @@ def _joined(fragments) -> bytes:
     return b'{"version":1,"partitions":[' + b",".join(f[1] for f in fragments.values()) + b"]}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(reassignments, reassignments)
 def test_reassignment_fragments_join_to_the_reference_encoding(first, second):
     f1 = fast_codecs.reassignment_fragments(first, None)

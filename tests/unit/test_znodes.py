@@ -17,6 +17,7 @@ from praha.common import (
     TopicPartition,
 )
 from praha.errors import PrahaError, ZNodeDecodeError
+from praha.testing.fuzz import examples
 from praha.zk import znodes as zn
 
 TP0 = TopicPartition("t", 0)
@@ -241,7 +242,7 @@ json_values = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=json_values, raw=st.binary(max_size=40))
 def test_fuzz_only_decode_errors(value, raw):
     for data in (json.dumps(value).encode(), raw):

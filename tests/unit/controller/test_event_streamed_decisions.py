@@ -20,6 +20,7 @@ from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
 from praha.errors import ControllerMovedError
 from praha.testing.fake_controller_store import FakeControllerStore
+from praha.testing.fuzz import examples
 from praha.zk.ops import WriteOutcome, WriteResult
 
 from .fakes import RecordingSender, rig, services
@@ -114,7 +115,7 @@ entries = st.lists(st.tuples(st.lists(st.integers(0, 5), max_size=4), st.integer
                    max_size=25)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(entries, st.booleans())
 def test_bulk_leader_and_isr_entries_are_the_one_by_one_ones(items, is_new):
     def fill(bulk: bool):

@@ -12,6 +12,7 @@ from kafka.protocol.producer import ProduceRequest as P
 from praha.protocol.errors import MalformedRequestError
 from praha.protocol.framing import decode_request, encode_request
 from praha.protocol.produce import MalformedProduceError, ProduceRequestView, parse_produce_request, produce_fields
+from praha.testing.fuzz import examples
 
 VERSIONS = range(3, 10)
 
@@ -29,7 +30,7 @@ records = st.one_of(st.none(), st.binary(max_size=300))
 topics = st.lists(st.tuples(names, st.lists(st.tuples(st.integers(-1, 2**31 - 1), records), max_size=4)), max_size=4)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(topics=topics, txn=st.one_of(st.none(), names), acks=st.sampled_from([-1, 0, 1]),
        version=st.sampled_from(list(VERSIONS)))
 def test_same_fields_as_kafka_python(topics, txn, acks, version):

@@ -10,10 +10,11 @@ from protocol_samples import valid_bodies
 from praha.errors import InvalidRequestError
 from praha.protocol.framing import DecodedRequest, decode_request
 from praha.protocol.registry import APIS
+from praha.testing.fuzz import examples
 
 BODIES = valid_bodies()
 SUPPORTED = {k: (s.min_version, s.max_version) for k, s in APIS.items() if k not in (1, 46)}
-FUZZ = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(300), deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check(body: bytes, supported=None) -> None:
