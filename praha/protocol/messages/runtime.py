@@ -169,7 +169,29 @@ _DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, Recu
 FACTORY: Any = object()
 
 
-class WireMessage:
+class WireStruct:
+    """A generated message or struct: its fields are its `__slots__`, set by a generated
+    `__init__`; equality and repr as a dataclass's (written once here, not per class)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self._fields())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def _fields(self) -> tuple[str, ...]:
+        names: tuple[str, ...] = self.__slots__  # generated classes always give a tuple
+        return names
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields())
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+class WireMessage(WireStruct):
     """A request or response: `encode(version)` and `decode(data, version)`, one compiled
     function per version (indexed by `version - MIN_VERSION`)."""
 
@@ -226,7 +248,7 @@ class WireMessage:
 
 
 __all__ = [
-    "WireMessage", "WireFormatError", "ZERO_UUID", "I8", "I16", "I32", "I64", "uvarint", "read_uvarint",
+    "WireMessage", "WireStruct", "WireFormatError", "ZERO_UUID", "I8", "I16", "I32", "I64", "uvarint", "read_uvarint",
     "read_string", "read_compact_string", "read_bytes", "read_compact_bytes", "read_count",
     "read_compact_count", "write_string", "write_compact_string", "write_bytes", "write_compact_bytes",
     "write_tagged", "skip_tagged", "null_field", "uuid_bytes",

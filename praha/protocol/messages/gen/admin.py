@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -45,9 +45,9 @@ class CreateTopicsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    class CreatableTopic:
+    class CreatableTopic(WireStruct):
         __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', )
-        class CreatableReplicaAssignment:
+        class CreatableReplicaAssignment(WireStruct):
             __slots__ = ('partition_index', 'broker_ids', )
             partition_index: int
             broker_ids: list[int]
@@ -56,17 +56,7 @@ class CreateTopicsRequest(WireMessage):
                 self.partition_index = partition_index
                 self.broker_ids = list() if broker_ids is _FACTORY else broker_ids
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.broker_ids, ) == (other.partition_index, other.broker_ids, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, broker_ids={self.broker_ids!r})"
-
-        class CreatableTopicConfig:
+        class CreatableTopicConfig(WireStruct):
             __slots__ = ('name', 'value', )
             name: str
             value: str | None
@@ -74,16 +64,6 @@ class CreateTopicsRequest(WireMessage):
             def __init__(self, name: str = '', value: str | None = '') -> None:
                 self.name = name
                 self.value = value
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.value, ) == (other.name, other.value, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
 
         name: str
         num_partitions: int
@@ -98,16 +78,6 @@ class CreateTopicsRequest(WireMessage):
             self.assignments = list() if assignments is _FACTORY else assignments
             self.configs = list() if configs is _FACTORY else configs
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.num_partitions, self.replication_factor, self.assignments, self.configs, ) == (other.name, other.num_partitions, other.replication_factor, other.assignments, other.configs, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, assignments={self.assignments!r}, configs={self.configs!r})"
-
     topics: list[CreatableTopic]
     timeout_ms: int
     validate_only: bool
@@ -116,16 +86,6 @@ class CreateTopicsRequest(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, self.timeout_ms, self.validate_only, ) == (other.topics, other.timeout_ms, other.validate_only, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 def _e_CreateTopicsRequest_CreatableTopic_CreatableReplicaAssignment_v2(o: Any, out: bytearray) -> None:
@@ -355,9 +315,9 @@ class CreateTopicsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    class CreatableTopicResult:
+    class CreatableTopicResult(WireStruct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', )
-        class CreatableTopicConfigs:
+        class CreatableTopicConfigs(WireStruct):
             __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', )
             name: str
             value: str | None
@@ -371,16 +331,6 @@ class CreateTopicsResponse(WireMessage):
                 self.read_only = read_only
                 self.config_source = config_source
                 self.is_sensitive = is_sensitive
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive, ) == (other.name, other.value, other.read_only, other.config_source, other.is_sensitive, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_sensitive={self.is_sensitive!r})"
 
         name: str
         topic_id: uuid.UUID | None
@@ -401,32 +351,12 @@ class CreateTopicsResponse(WireMessage):
             self.replication_factor = replication_factor
             self.configs = list() if configs is _FACTORY else configs
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.error_code, self.error_message, self.topic_config_error_code, self.num_partitions, self.replication_factor, self.configs, ) == (other.name, other.topic_id, other.error_code, other.error_message, other.topic_config_error_code, other.num_partitions, other.replication_factor, other.configs, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topic_config_error_code={self.topic_config_error_code!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, configs={self.configs!r})"
-
     throttle_time_ms: int
     topics: list[CreatableTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_CreateTopicsResponse_CreatableTopicResult_v2(o: Any, out: bytearray) -> None:
@@ -664,7 +594,7 @@ class DeleteTopicsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class DeleteTopicState:
+    class DeleteTopicState(WireStruct):
         __slots__ = ('name', 'topic_id', )
         name: str | None
         topic_id: uuid.UUID | None
@@ -672,16 +602,6 @@ class DeleteTopicsRequest(WireMessage):
         def __init__(self, name: str | None = None, topic_id: uuid.UUID | None = ZERO_UUID) -> None:
             self.name = name
             self.topic_id = topic_id
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, ) == (other.name, other.topic_id, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r})"
 
     topics: list[DeleteTopicState]
     topic_names: list[str]
@@ -691,16 +611,6 @@ class DeleteTopicsRequest(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.topic_names = list() if topic_names is _FACTORY else topic_names
         self.timeout_ms = timeout_ms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, self.topic_names, self.timeout_ms, ) == (other.topics, other.topic_names, other.timeout_ms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r}, topic_names={self.topic_names!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_DeleteTopicsRequest_v1(o: Any, out: bytearray) -> None:
@@ -811,7 +721,7 @@ class DeleteTopicsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class DeletableTopicResult:
+    class DeletableTopicResult(WireStruct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', )
         name: str | None
         topic_id: uuid.UUID | None
@@ -824,32 +734,12 @@ class DeleteTopicsResponse(WireMessage):
             self.error_code = error_code
             self.error_message = error_message
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.error_code, self.error_message, ) == (other.name, other.topic_id, other.error_code, other.error_message, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
-
     throttle_time_ms: int
     responses: list[DeletableTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = list() if responses is _FACTORY else responses
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_v1(o: Any, out: bytearray) -> None:
@@ -1039,24 +929,14 @@ class CreatePartitionsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class CreatePartitionsTopic:
+    class CreatePartitionsTopic(WireStruct):
         __slots__ = ('name', 'count', 'assignments', )
-        class CreatePartitionsAssignment:
+        class CreatePartitionsAssignment(WireStruct):
             __slots__ = ('broker_ids', )
             broker_ids: list[int]
 
             def __init__(self, broker_ids: list[int] = _FACTORY) -> None:
                 self.broker_ids = list() if broker_ids is _FACTORY else broker_ids
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.broker_ids, ) == (other.broker_ids, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(broker_ids={self.broker_ids!r})"
 
         name: str
         count: int
@@ -1067,16 +947,6 @@ class CreatePartitionsRequest(WireMessage):
             self.count = count
             self.assignments = list() if assignments is _FACTORY else assignments
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.count, self.assignments, ) == (other.name, other.count, other.assignments, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, count={self.count!r}, assignments={self.assignments!r})"
-
     topics: list[CreatePartitionsTopic]
     timeout_ms: int
     validate_only: bool
@@ -1085,16 +955,6 @@ class CreatePartitionsRequest(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, self.timeout_ms, self.validate_only, ) == (other.topics, other.timeout_ms, other.validate_only, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 def _e_CreatePartitionsRequest_CreatePartitionsTopic_CreatePartitionsAssignment_v0(o: Any, out: bytearray) -> None:
@@ -1260,7 +1120,7 @@ class CreatePartitionsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class CreatePartitionsTopicResult:
+    class CreatePartitionsTopicResult(WireStruct):
         __slots__ = ('name', 'error_code', 'error_message', )
         name: str
         error_code: int
@@ -1271,32 +1131,12 @@ class CreatePartitionsResponse(WireMessage):
             self.error_code = error_code
             self.error_message = error_message
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.error_code, self.error_message, ) == (other.name, other.error_code, other.error_message, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
-
     throttle_time_ms: int
     results: list[CreatePartitionsTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(o: Any, out: bytearray) -> None:
@@ -1396,7 +1236,7 @@ class ElectLeadersRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class TopicPartitions:
+    class TopicPartitions(WireStruct):
         __slots__ = ('topic', 'partitions', )
         topic: str
         partitions: list[int]
@@ -1404,16 +1244,6 @@ class ElectLeadersRequest(WireMessage):
         def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
             self.topic = topic
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
 
     election_type: int
     topic_partitions: list[TopicPartitions] | None
@@ -1423,16 +1253,6 @@ class ElectLeadersRequest(WireMessage):
         self.election_type = election_type
         self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
         self.timeout_ms = timeout_ms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.election_type, self.topic_partitions, self.timeout_ms, ) == (other.election_type, other.topic_partitions, other.timeout_ms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(election_type={self.election_type!r}, topic_partitions={self.topic_partitions!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_ElectLeadersRequest_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -1578,9 +1398,9 @@ class ElectLeadersResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class ReplicaElectionResult:
+    class ReplicaElectionResult(WireStruct):
         __slots__ = ('topic', 'partition_result', )
-        class PartitionResult:
+        class PartitionResult(WireStruct):
             __slots__ = ('partition_id', 'error_code', 'error_message', )
             partition_id: int
             error_code: int
@@ -1591,32 +1411,12 @@ class ElectLeadersResponse(WireMessage):
                 self.error_code = error_code
                 self.error_message = error_message
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_id, self.error_code, self.error_message, ) == (other.partition_id, other.error_code, other.error_message, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_id={self.partition_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
-
         topic: str
         partition_result: list[PartitionResult]
 
         def __init__(self, topic: str = '', partition_result: list[PartitionResult] = _FACTORY) -> None:
             self.topic = topic
             self.partition_result = list() if partition_result is _FACTORY else partition_result
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.partition_result, ) == (other.topic, other.partition_result, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partition_result={self.partition_result!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -1626,16 +1426,6 @@ class ElectLeadersResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = list() if replica_election_results is _FACTORY else replica_election_results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.replica_election_results, ) == (other.throttle_time_ms, other.error_code, other.replica_election_results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, replica_election_results={self.replica_election_results!r})"
 
 
 def _e_ElectLeadersResponse_ReplicaElectionResult_PartitionResult_v0(o: Any, out: bytearray) -> None:
@@ -1807,9 +1597,9 @@ class AlterPartitionReassignmentsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ReassignableTopic:
+    class ReassignableTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class ReassignablePartition:
+        class ReassignablePartition(WireStruct):
             __slots__ = ('partition_index', 'replicas', )
             partition_index: int
             replicas: list[int] | None
@@ -1818,32 +1608,12 @@ class AlterPartitionReassignmentsRequest(WireMessage):
                 self.partition_index = partition_index
                 self.replicas = replicas
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.replicas, ) == (other.partition_index, other.replicas, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r})"
-
         name: str
         partitions: list[ReassignablePartition]
 
         def __init__(self, name: str = '', partitions: list[ReassignablePartition] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     timeout_ms: int
     allow_replication_factor_change: bool
@@ -1853,16 +1623,6 @@ class AlterPartitionReassignmentsRequest(WireMessage):
         self.timeout_ms = timeout_ms
         self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.timeout_ms, self.allow_replication_factor_change, self.topics, ) == (other.timeout_ms, other.allow_replication_factor_change, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, topics={self.topics!r})"
 
 
 def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_ReassignablePartition_v0(o: Any, out: bytearray) -> None:
@@ -1983,9 +1743,9 @@ class AlterPartitionReassignmentsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ReassignableTopicResponse:
+    class ReassignableTopicResponse(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class ReassignablePartitionResponse:
+        class ReassignablePartitionResponse(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'error_message', )
             partition_index: int
             error_code: int
@@ -1996,32 +1756,12 @@ class AlterPartitionReassignmentsResponse(WireMessage):
                 self.error_code = error_code
                 self.error_message = error_message
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.error_message, ) == (other.partition_index, other.error_code, other.error_message, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
-
         name: str
         partitions: list[ReassignablePartitionResponse]
 
         def __init__(self, name: str = '', partitions: list[ReassignablePartitionResponse] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     throttle_time_ms: int
     allow_replication_factor_change: bool
@@ -2035,16 +1775,6 @@ class AlterPartitionReassignmentsResponse(WireMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.responses = list() if responses is _FACTORY else responses
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.allow_replication_factor_change, self.error_code, self.error_message, self.responses, ) == (other.throttle_time_ms, other.allow_replication_factor_change, other.error_code, other.error_message, other.responses, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r})"
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_ReassignablePartitionResponse_v0(o: Any, out: bytearray) -> None:
@@ -2159,7 +1889,7 @@ class ListPartitionReassignmentsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ListPartitionReassignmentsTopics:
+    class ListPartitionReassignmentsTopics(WireStruct):
         __slots__ = ('name', 'partition_indexes', )
         name: str
         partition_indexes: list[int]
@@ -2168,32 +1898,12 @@ class ListPartitionReassignmentsRequest(WireMessage):
             self.name = name
             self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
-
     timeout_ms: int
     topics: list[ListPartitionReassignmentsTopics] | None
 
     def __init__(self, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsTopics] | None = None) -> None:
         self.timeout_ms = timeout_ms
         self.topics = topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.timeout_ms, self.topics, ) == (other.timeout_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, topics={self.topics!r})"
 
 
 def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(o: Any, out: bytearray) -> None:
@@ -2259,9 +1969,9 @@ class ListPartitionReassignmentsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class OngoingTopicReassignment:
+    class OngoingTopicReassignment(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class OngoingPartitionReassignment:
+        class OngoingPartitionReassignment(WireStruct):
             __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', )
             partition_index: int
             replicas: list[int]
@@ -2274,32 +1984,12 @@ class ListPartitionReassignmentsResponse(WireMessage):
                 self.adding_replicas = list() if adding_replicas is _FACTORY else adding_replicas
                 self.removing_replicas = list() if removing_replicas is _FACTORY else removing_replicas
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas, ) == (other.partition_index, other.replicas, other.adding_replicas, other.removing_replicas, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r})"
-
         name: str
         partitions: list[OngoingPartitionReassignment]
 
         def __init__(self, name: str = '', partitions: list[OngoingPartitionReassignment] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -2311,16 +2001,6 @@ class ListPartitionReassignmentsResponse(WireMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.topics, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r})"
 
 
 def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_OngoingPartitionReassignment_v0(o: Any, out: bytearray) -> None:
@@ -2439,7 +2119,7 @@ class DescribeConfigsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class DescribeConfigsResource:
+    class DescribeConfigsResource(WireStruct):
         __slots__ = ('resource_type', 'resource_name', 'configuration_keys', )
         resource_type: int
         resource_name: str
@@ -2450,16 +2130,6 @@ class DescribeConfigsRequest(WireMessage):
             self.resource_name = resource_name
             self.configuration_keys = list() if configuration_keys is _FACTORY else configuration_keys
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type, self.resource_name, self.configuration_keys, ) == (other.resource_type, other.resource_name, other.configuration_keys, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configuration_keys={self.configuration_keys!r})"
-
     resources: list[DescribeConfigsResource]
     include_synonyms: bool
     include_documentation: bool
@@ -2468,16 +2138,6 @@ class DescribeConfigsRequest(WireMessage):
         self.resources = list() if resources is _FACTORY else resources
         self.include_synonyms = include_synonyms
         self.include_documentation = include_documentation
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.resources, self.include_synonyms, self.include_documentation, ) == (other.resources, other.include_synonyms, other.include_documentation, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(resources={self.resources!r}, include_synonyms={self.include_synonyms!r}, include_documentation={self.include_documentation!r})"
 
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_v1(o: Any, out: bytearray) -> None:
@@ -2629,11 +2289,11 @@ class DescribeConfigsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class DescribeConfigsResult:
+    class DescribeConfigsResult(WireStruct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', )
-        class DescribeConfigsResourceResult:
+        class DescribeConfigsResourceResult(WireStruct):
             __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation', )
-            class DescribeConfigsSynonym:
+            class DescribeConfigsSynonym(WireStruct):
                 __slots__ = ('name', 'value', 'source', )
                 name: str
                 value: str | None
@@ -2643,16 +2303,6 @@ class DescribeConfigsResponse(WireMessage):
                     self.name = name
                     self.value = value
                     self.source = source
-
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.name, self.value, self.source, ) == (other.name, other.value, other.source, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, source={self.source!r})"
 
             name: str
             value: str | None
@@ -2675,16 +2325,6 @@ class DescribeConfigsResponse(WireMessage):
                 self.config_type = config_type
                 self.documentation = documentation
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.value, self.read_only, self.config_source, self.is_default, self.is_sensitive, self.synonyms, self.config_type, self.documentation, ) == (other.name, other.value, other.read_only, other.config_source, other.is_default, other.is_sensitive, other.synonyms, other.config_type, other.documentation, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_default={self.is_default!r}, is_sensitive={self.is_sensitive!r}, synonyms={self.synonyms!r}, config_type={self.config_type!r}, documentation={self.documentation!r})"
-
         error_code: int
         error_message: str | None
         resource_type: int
@@ -2698,32 +2338,12 @@ class DescribeConfigsResponse(WireMessage):
             self.resource_name = resource_name
             self.configs = list() if configs is _FACTORY else configs
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.configs, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, other.configs, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
-
     throttle_time_ms: int
     results: list[DescribeConfigsResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_DescribeConfigsResourceResult_DescribeConfigsSynonym_v1(o: Any, out: bytearray) -> None:
@@ -3062,9 +2682,9 @@ class AlterConfigsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AlterConfigsResource:
+    class AlterConfigsResource(WireStruct):
         __slots__ = ('resource_type', 'resource_name', 'configs', )
-        class AlterableConfig:
+        class AlterableConfig(WireStruct):
             __slots__ = ('name', 'value', )
             name: str
             value: str | None
@@ -3072,16 +2692,6 @@ class AlterConfigsRequest(WireMessage):
             def __init__(self, name: str = '', value: str | None = '') -> None:
                 self.name = name
                 self.value = value
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.value, ) == (other.name, other.value, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
 
         resource_type: int
         resource_name: str
@@ -3092,32 +2702,12 @@ class AlterConfigsRequest(WireMessage):
             self.resource_name = resource_name
             self.configs = list() if configs is _FACTORY else configs
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type, self.resource_name, self.configs, ) == (other.resource_type, other.resource_name, other.configs, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
-
     resources: list[AlterConfigsResource]
     validate_only: bool
 
     def __init__(self, resources: list[AlterConfigsResource] = _FACTORY, validate_only: bool = False) -> None:
         self.resources = list() if resources is _FACTORY else resources
         self.validate_only = validate_only
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.resources, self.validate_only, ) == (other.resources, other.validate_only, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r})"
 
 
 def _e_AlterConfigsRequest_AlterConfigsResource_AlterableConfig_v0(o: Any, out: bytearray) -> None:
@@ -3271,7 +2861,7 @@ class AlterConfigsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AlterConfigsResourceResponse:
+    class AlterConfigsResourceResponse(WireStruct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', )
         error_code: int
         error_message: str | None
@@ -3284,32 +2874,12 @@ class AlterConfigsResponse(WireMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.resource_type, self.resource_name, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r})"
-
     throttle_time_ms: int
     responses: list[AlterConfigsResourceResponse]
 
     def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = list() if responses is _FACTORY else responses
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v0(o: Any, out: bytearray) -> None:
@@ -3415,9 +2985,9 @@ class IncrementalAlterConfigsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class AlterConfigsResource:
+    class AlterConfigsResource(WireStruct):
         __slots__ = ('resource_type', 'resource_name', 'configs', )
-        class AlterableConfig:
+        class AlterableConfig(WireStruct):
             __slots__ = ('name', 'config_operation', 'value', )
             name: str
             config_operation: int
@@ -3428,16 +2998,6 @@ class IncrementalAlterConfigsRequest(WireMessage):
                 self.config_operation = config_operation
                 self.value = value
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.config_operation, self.value, ) == (other.name, other.config_operation, other.value, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, config_operation={self.config_operation!r}, value={self.value!r})"
-
         resource_type: int
         resource_name: str
         configs: list[AlterableConfig]
@@ -3447,32 +3007,12 @@ class IncrementalAlterConfigsRequest(WireMessage):
             self.resource_name = resource_name
             self.configs = list() if configs is _FACTORY else configs
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type, self.resource_name, self.configs, ) == (other.resource_type, other.resource_name, other.configs, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
-
     resources: list[AlterConfigsResource]
     validate_only: bool
 
     def __init__(self, resources: list[AlterConfigsResource] = _FACTORY, validate_only: bool = False) -> None:
         self.resources = list() if resources is _FACTORY else resources
         self.validate_only = validate_only
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.resources, self.validate_only, ) == (other.resources, other.validate_only, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r})"
 
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_AlterableConfig_v0(o: Any, out: bytearray) -> None:
@@ -3632,7 +3172,7 @@ class IncrementalAlterConfigsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class AlterConfigsResourceResponse:
+    class AlterConfigsResourceResponse(WireStruct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', )
         error_code: int
         error_message: str | None
@@ -3645,32 +3185,12 @@ class IncrementalAlterConfigsResponse(WireMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.resource_type, self.resource_name, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r})"
-
     throttle_time_ms: int
     responses: list[AlterConfigsResourceResponse]
 
     def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = list() if responses is _FACTORY else responses
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.responses, ) == (other.throttle_time_ms, other.responses, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(o: Any, out: bytearray) -> None:
@@ -3776,7 +3296,7 @@ class DescribeLogDirsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DescribableLogDirTopic:
+    class DescribableLogDirTopic(WireStruct):
         __slots__ = ('topic', 'partitions', )
         topic: str
         partitions: list[int]
@@ -3785,30 +3305,10 @@ class DescribeLogDirsRequest(WireMessage):
             self.topic = topic
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
-
     topics: list[DescribableLogDirTopic] | None
 
     def __init__(self, topics: list[DescribableLogDirTopic] | None = _FACTORY) -> None:
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, ) == (other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v1(o: Any, out: bytearray) -> None:
@@ -3916,11 +3416,11 @@ class DescribeLogDirsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DescribeLogDirsResult:
+    class DescribeLogDirsResult(WireStruct):
         __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned', )
-        class DescribeLogDirsTopic:
+        class DescribeLogDirsTopic(WireStruct):
             __slots__ = ('name', 'partitions', )
-            class DescribeLogDirsPartition:
+            class DescribeLogDirsPartition(WireStruct):
                 __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', )
                 partition_index: int
                 partition_size: int
@@ -3933,32 +3433,12 @@ class DescribeLogDirsResponse(WireMessage):
                     self.offset_lag = offset_lag
                     self.is_future_key = is_future_key
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.partition_index, self.partition_size, self.offset_lag, self.is_future_key, ) == (other.partition_index, other.partition_size, other.offset_lag, other.is_future_key, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_size={self.partition_size!r}, offset_lag={self.offset_lag!r}, is_future_key={self.is_future_key!r})"
-
             name: str
             partitions: list[DescribeLogDirsPartition]
 
             def __init__(self, name: str = '', partitions: list[DescribeLogDirsPartition] = _FACTORY) -> None:
                 self.name = name
                 self.partitions = list() if partitions is _FACTORY else partitions
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
         error_code: int
         log_dir: str
@@ -3975,16 +3455,6 @@ class DescribeLogDirsResponse(WireMessage):
             self.usable_bytes = usable_bytes
             self.is_cordoned = is_cordoned
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes, self.is_cordoned, ) == (other.error_code, other.log_dir, other.topics, other.total_bytes, other.usable_bytes, other.is_cordoned, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, log_dir={self.log_dir!r}, topics={self.topics!r}, total_bytes={self.total_bytes!r}, usable_bytes={self.usable_bytes!r}, is_cordoned={self.is_cordoned!r})"
-
     throttle_time_ms: int
     error_code: int
     results: list[DescribeLogDirsResult]
@@ -3993,16 +3463,6 @@ class DescribeLogDirsResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.results, ) == (other.throttle_time_ms, other.error_code, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results={self.results!r})"
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResult_DescribeLogDirsTopic_DescribeLogDirsPartition_v1(o: Any, out: bytearray) -> None:
@@ -4362,9 +3822,9 @@ class AlterReplicaLogDirsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AlterReplicaLogDir:
+    class AlterReplicaLogDir(WireStruct):
         __slots__ = ('path', 'topics', )
-        class AlterReplicaLogDirTopic:
+        class AlterReplicaLogDirTopic(WireStruct):
             __slots__ = ('name', 'partitions', )
             name: str
             partitions: list[int]
@@ -4373,16 +3833,6 @@ class AlterReplicaLogDirsRequest(WireMessage):
                 self.name = name
                 self.partitions = list() if partitions is _FACTORY else partitions
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
         path: str
         topics: list[AlterReplicaLogDirTopic]
 
@@ -4390,30 +3840,10 @@ class AlterReplicaLogDirsRequest(WireMessage):
             self.path = path
             self.topics = list() if topics is _FACTORY else topics
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.path, self.topics, ) == (other.path, other.topics, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(path={self.path!r}, topics={self.topics!r})"
-
     dirs: list[AlterReplicaLogDir]
 
     def __init__(self, dirs: list[AlterReplicaLogDir] = _FACTORY) -> None:
         self.dirs = list() if dirs is _FACTORY else dirs
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.dirs, ) == (other.dirs, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(dirs={self.dirs!r})"
 
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_AlterReplicaLogDirTopic_v1(o: Any, out: bytearray) -> None:
@@ -4575,9 +4005,9 @@ class AlterReplicaLogDirsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AlterReplicaLogDirTopicResult:
+    class AlterReplicaLogDirTopicResult(WireStruct):
         __slots__ = ('topic_name', 'partitions', )
-        class AlterReplicaLogDirPartitionResult:
+        class AlterReplicaLogDirPartitionResult(WireStruct):
             __slots__ = ('partition_index', 'error_code', )
             partition_index: int
             error_code: int
@@ -4586,16 +4016,6 @@ class AlterReplicaLogDirsResponse(WireMessage):
                 self.partition_index = partition_index
                 self.error_code = error_code
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
-
         topic_name: str
         partitions: list[AlterReplicaLogDirPartitionResult]
 
@@ -4603,32 +4023,12 @@ class AlterReplicaLogDirsResponse(WireMessage):
             self.topic_name = topic_name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.partitions, ) == (other.topic_name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     results: list[AlterReplicaLogDirTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_AlterReplicaLogDirPartitionResult_v1(o: Any, out: bytearray) -> None:
@@ -4770,7 +4170,7 @@ class DescribeProducersRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class TopicRequest:
+    class TopicRequest(WireStruct):
         __slots__ = ('name', 'partition_indexes', )
         name: str
         partition_indexes: list[int]
@@ -4779,30 +4179,10 @@ class DescribeProducersRequest(WireMessage):
             self.name = name
             self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
-
     topics: list[TopicRequest]
 
     def __init__(self, topics: list[TopicRequest] = _FACTORY) -> None:
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, ) == (other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 def _e_DescribeProducersRequest_TopicRequest_v0(o: Any, out: bytearray) -> None:
@@ -4865,11 +4245,11 @@ class DescribeProducersResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class TopicResponse:
+    class TopicResponse(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class PartitionResponse:
+        class PartitionResponse(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', )
-            class ProducerState:
+            class ProducerState(WireStruct):
                 __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', )
                 producer_id: int
                 producer_epoch: int
@@ -4886,16 +4266,6 @@ class DescribeProducersResponse(WireMessage):
                     self.coordinator_epoch = coordinator_epoch
                     self.current_txn_start_offset = current_txn_start_offset
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset, ) == (other.producer_id, other.producer_epoch, other.last_sequence, other.last_timestamp, other.coordinator_epoch, other.current_txn_start_offset, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, last_sequence={self.last_sequence!r}, last_timestamp={self.last_timestamp!r}, coordinator_epoch={self.coordinator_epoch!r}, current_txn_start_offset={self.current_txn_start_offset!r})"
-
             partition_index: int
             error_code: int
             error_message: str | None
@@ -4907,16 +4277,6 @@ class DescribeProducersResponse(WireMessage):
                 self.error_message = error_message
                 self.active_producers = list() if active_producers is _FACTORY else active_producers
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.error_message, self.active_producers, ) == (other.partition_index, other.error_code, other.error_message, other.active_producers, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, active_producers={self.active_producers!r})"
-
         name: str
         partitions: list[PartitionResponse]
 
@@ -4924,32 +4284,12 @@ class DescribeProducersResponse(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[TopicResponse]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[TopicResponse] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_DescribeProducersResponse_TopicResponse_PartitionResponse_ProducerState_v0(o: Any, out: bytearray) -> None:
@@ -5059,7 +4399,7 @@ class DescribeClientQuotasRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class ComponentData:
+    class ComponentData(WireStruct):
         __slots__ = ('entity_type', 'match_type', 'match', )
         entity_type: str
         match_type: int
@@ -5070,32 +4410,12 @@ class DescribeClientQuotasRequest(WireMessage):
             self.match_type = match_type
             self.match = match
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.entity_type, self.match_type, self.match, ) == (other.entity_type, other.match_type, other.match, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, match_type={self.match_type!r}, match={self.match!r})"
-
     components: list[ComponentData]
     strict: bool
 
     def __init__(self, components: list[ComponentData] = _FACTORY, strict: bool = False) -> None:
         self.components = list() if components is _FACTORY else components
         self.strict = strict
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.components, self.strict, ) == (other.components, other.strict, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(components={self.components!r}, strict={self.strict!r})"
 
 
 def _e_DescribeClientQuotasRequest_ComponentData_v0(o: Any, out: bytearray) -> None:
@@ -5195,9 +4515,9 @@ class DescribeClientQuotasResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class EntryData:
+    class EntryData(WireStruct):
         __slots__ = ('entity', 'values', )
-        class EntityData:
+        class EntityData(WireStruct):
             __slots__ = ('entity_type', 'entity_name', )
             entity_type: str
             entity_name: str | None
@@ -5206,17 +4526,7 @@ class DescribeClientQuotasResponse(WireMessage):
                 self.entity_type = entity_type
                 self.entity_name = entity_name
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
-
-        class ValueData:
+        class ValueData(WireStruct):
             __slots__ = ('key', 'value', )
             key: str
             value: float
@@ -5225,32 +4535,12 @@ class DescribeClientQuotasResponse(WireMessage):
                 self.key = key
                 self.value = value
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.key, self.value, ) == (other.key, other.value, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
-
         entity: list[EntityData]
         values: list[ValueData]
 
         def __init__(self, entity: list[EntityData] = _FACTORY, values: list[ValueData] = _FACTORY) -> None:
             self.entity = list() if entity is _FACTORY else entity
             self.values = list() if values is _FACTORY else values
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.entity, self.values, ) == (other.entity, other.values, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(entity={self.entity!r}, values={self.values!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -5262,16 +4552,6 @@ class DescribeClientQuotasResponse(WireMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.entries = list() if entries is _FACTORY else entries
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.entries, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.entries, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, entries={self.entries!r})"
 
 
 def _e_DescribeClientQuotasResponse_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -5475,9 +4755,9 @@ class AlterClientQuotasRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class EntryData:
+    class EntryData(WireStruct):
         __slots__ = ('entity', 'ops', )
-        class EntityData:
+        class EntityData(WireStruct):
             __slots__ = ('entity_type', 'entity_name', )
             entity_type: str
             entity_name: str | None
@@ -5486,17 +4766,7 @@ class AlterClientQuotasRequest(WireMessage):
                 self.entity_type = entity_type
                 self.entity_name = entity_name
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
-
-        class OpData:
+        class OpData(WireStruct):
             __slots__ = ('key', 'value', 'remove', )
             key: str
             value: float
@@ -5507,16 +4777,6 @@ class AlterClientQuotasRequest(WireMessage):
                 self.value = value
                 self.remove = remove
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.key, self.value, self.remove, ) == (other.key, other.value, other.remove, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r}, remove={self.remove!r})"
-
         entity: list[EntityData]
         ops: list[OpData]
 
@@ -5524,32 +4784,12 @@ class AlterClientQuotasRequest(WireMessage):
             self.entity = list() if entity is _FACTORY else entity
             self.ops = list() if ops is _FACTORY else ops
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.entity, self.ops, ) == (other.entity, other.ops, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(entity={self.entity!r}, ops={self.ops!r})"
-
     entries: list[EntryData]
     validate_only: bool
 
     def __init__(self, entries: list[EntryData] = _FACTORY, validate_only: bool = False) -> None:
         self.entries = list() if entries is _FACTORY else entries
         self.validate_only = validate_only
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.entries, self.validate_only, ) == (other.entries, other.validate_only, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(entries={self.entries!r}, validate_only={self.validate_only!r})"
 
 
 def _e_AlterClientQuotasRequest_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -5749,9 +4989,9 @@ class AlterClientQuotasResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class EntryData:
+    class EntryData(WireStruct):
         __slots__ = ('error_code', 'error_message', 'entity', )
-        class EntityData:
+        class EntityData(WireStruct):
             __slots__ = ('entity_type', 'entity_name', )
             entity_type: str
             entity_name: str | None
@@ -5759,16 +4999,6 @@ class AlterClientQuotasResponse(WireMessage):
             def __init__(self, entity_type: str = '', entity_name: str | None = '') -> None:
                 self.entity_type = entity_type
                 self.entity_name = entity_name
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.entity_type, self.entity_name, ) == (other.entity_type, other.entity_name, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
 
         error_code: int
         error_message: str | None
@@ -5779,32 +5009,12 @@ class AlterClientQuotasResponse(WireMessage):
             self.error_message = error_message
             self.entity = list() if entity is _FACTORY else entity
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.entity, ) == (other.error_code, other.error_message, other.entity, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, entity={self.entity!r})"
-
     throttle_time_ms: int
     entries: list[EntryData]
 
     def __init__(self, throttle_time_ms: int = 0, entries: list[EntryData] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.entries = list() if entries is _FACTORY else entries
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.entries, ) == (other.throttle_time_ms, other.entries, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, entries={self.entries!r})"
 
 
 def _e_AlterClientQuotasResponse_EntryData_EntityData_v0(o: Any, out: bytearray) -> None:
@@ -5954,7 +5164,7 @@ class CreateAclsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AclCreation:
+    class AclCreation(WireStruct):
         __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', )
         resource_type: int
         resource_name: str
@@ -5973,30 +5183,10 @@ class CreateAclsRequest(WireMessage):
             self.operation = operation
             self.permission_type = permission_type
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type, self.resource_name, self.resource_pattern_type, self.principal, self.host, self.operation, self.permission_type, ) == (other.resource_type, other.resource_name, other.resource_pattern_type, other.principal, other.host, other.operation, other.permission_type, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, resource_pattern_type={self.resource_pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
-
     creations: list[AclCreation]
 
     def __init__(self, creations: list[AclCreation] = _FACTORY) -> None:
         self.creations = list() if creations is _FACTORY else creations
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.creations, ) == (other.creations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(creations={self.creations!r})"
 
 
 def _e_CreateAclsRequest_AclCreation_v1(o: Any, out: bytearray) -> None:
@@ -6114,7 +5304,7 @@ class CreateAclsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class AclCreationResult:
+    class AclCreationResult(WireStruct):
         __slots__ = ('error_code', 'error_message', )
         error_code: int
         error_message: str | None
@@ -6123,32 +5313,12 @@ class CreateAclsResponse(WireMessage):
             self.error_code = error_code
             self.error_message = error_message
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, ) == (other.error_code, other.error_message, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r})"
-
     throttle_time_ms: int
     results: list[AclCreationResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AclCreationResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_CreateAclsResponse_AclCreationResult_v1(o: Any, out: bytearray) -> None:
@@ -6257,16 +5427,6 @@ class DescribeAclsRequest(WireMessage):
         self.operation = operation
         self.permission_type = permission_type
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, ) == (other.resource_type_filter, other.resource_name_filter, other.pattern_type_filter, other.principal_filter, other.host_filter, other.operation, other.permission_type, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
-
 
 def _e_DescribeAclsRequest_v1(o: Any, out: bytearray) -> None:
     out += _S7.pack(o.resource_type_filter)
@@ -6325,9 +5485,9 @@ class DescribeAclsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DescribeAclsResource:
+    class DescribeAclsResource(WireStruct):
         __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', )
-        class AclDescription:
+        class AclDescription(WireStruct):
             __slots__ = ('principal', 'host', 'operation', 'permission_type', )
             principal: str
             host: str
@@ -6340,16 +5500,6 @@ class DescribeAclsResponse(WireMessage):
                 self.operation = operation
                 self.permission_type = permission_type
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.principal, self.host, self.operation, self.permission_type, ) == (other.principal, other.host, other.operation, other.permission_type, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
-
         resource_type: int
         resource_name: str
         pattern_type: int
@@ -6361,16 +5511,6 @@ class DescribeAclsResponse(WireMessage):
             self.pattern_type = pattern_type
             self.acls = list() if acls is _FACTORY else acls
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type, self.resource_name, self.pattern_type, self.acls, ) == (other.resource_type, other.resource_name, other.pattern_type, other.acls, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, acls={self.acls!r})"
-
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -6381,16 +5521,6 @@ class DescribeAclsResponse(WireMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.resources = list() if resources is _FACTORY else resources
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.resources, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.resources, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, resources={self.resources!r})"
 
 
 def _e_DescribeAclsResponse_DescribeAclsResource_AclDescription_v1(o: Any, out: bytearray) -> None:
@@ -6564,7 +5694,7 @@ class DeleteAclsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DeleteAclsFilter:
+    class DeleteAclsFilter(WireStruct):
         __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', )
         resource_type_filter: int
         resource_name_filter: str | None
@@ -6583,30 +5713,10 @@ class DeleteAclsRequest(WireMessage):
             self.operation = operation
             self.permission_type = permission_type
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type, ) == (other.resource_type_filter, other.resource_name_filter, other.pattern_type_filter, other.principal_filter, other.host_filter, other.operation, other.permission_type, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
-
     filters: list[DeleteAclsFilter]
 
     def __init__(self, filters: list[DeleteAclsFilter] = _FACTORY) -> None:
         self.filters = list() if filters is _FACTORY else filters
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.filters, ) == (other.filters, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(filters={self.filters!r})"
 
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_v1(o: Any, out: bytearray) -> None:
@@ -6712,9 +5822,9 @@ class DeleteAclsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DeleteAclsFilterResult:
+    class DeleteAclsFilterResult(WireStruct):
         __slots__ = ('error_code', 'error_message', 'matching_acls', )
-        class DeleteAclsMatchingAcl:
+        class DeleteAclsMatchingAcl(WireStruct):
             __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', )
             error_code: int
             error_message: str | None
@@ -6737,16 +5847,6 @@ class DeleteAclsResponse(WireMessage):
                 self.operation = operation
                 self.permission_type = permission_type
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type, ) == (other.error_code, other.error_message, other.resource_type, other.resource_name, other.pattern_type, other.principal, other.host, other.operation, other.permission_type, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
-
         error_code: int
         error_message: str | None
         matching_acls: list[DeleteAclsMatchingAcl]
@@ -6756,32 +5856,12 @@ class DeleteAclsResponse(WireMessage):
             self.error_message = error_message
             self.matching_acls = list() if matching_acls is _FACTORY else matching_acls
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.matching_acls, ) == (other.error_code, other.error_message, other.matching_acls, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, matching_acls={self.matching_acls!r})"
-
     throttle_time_ms: int
     filter_results: list[DeleteAclsFilterResult]
 
     def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.filter_results = list() if filter_results is _FACTORY else filter_results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.filter_results, ) == (other.throttle_time_ms, other.filter_results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, filter_results={self.filter_results!r})"
 
 
 def _e_DeleteAclsResponse_DeleteAclsFilterResult_DeleteAclsMatchingAcl_v1(o: Any, out: bytearray) -> None:
@@ -6971,37 +6051,17 @@ class DescribeUserScramCredentialsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class UserName:
+    class UserName(WireStruct):
         __slots__ = ('name', )
         name: str
 
         def __init__(self, name: str = '') -> None:
             self.name = name
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, ) == (other.name, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r})"
-
     users: list[UserName] | None
 
     def __init__(self, users: list[UserName] | None = _FACTORY) -> None:
         self.users = list() if users is _FACTORY else users
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.users, ) == (other.users, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(users={self.users!r})"
 
 
 def _e_DescribeUserScramCredentialsRequest_UserName_v0(o: Any, out: bytearray) -> None:
@@ -7052,9 +6112,9 @@ class DescribeUserScramCredentialsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class DescribeUserScramCredentialsResult:
+    class DescribeUserScramCredentialsResult(WireStruct):
         __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', )
-        class CredentialInfo:
+        class CredentialInfo(WireStruct):
             __slots__ = ('mechanism', 'iterations', )
             mechanism: int
             iterations: int
@@ -7062,16 +6122,6 @@ class DescribeUserScramCredentialsResponse(WireMessage):
             def __init__(self, mechanism: int = 0, iterations: int = 0) -> None:
                 self.mechanism = mechanism
                 self.iterations = iterations
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.mechanism, self.iterations, ) == (other.mechanism, other.iterations, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, iterations={self.iterations!r})"
 
         user: str
         error_code: int
@@ -7084,16 +6134,6 @@ class DescribeUserScramCredentialsResponse(WireMessage):
             self.error_message = error_message
             self.credential_infos = list() if credential_infos is _FACTORY else credential_infos
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.user, self.error_code, self.error_message, self.credential_infos, ) == (other.user, other.error_code, other.error_message, other.credential_infos, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, credential_infos={self.credential_infos!r})"
-
     throttle_time_ms: int
     error_code: int
     error_message: str | None
@@ -7104,16 +6144,6 @@ class DescribeUserScramCredentialsResponse(WireMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.results, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, results={self.results!r})"
 
 
 def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_CredentialInfo_v0(o: Any, out: bytearray) -> None:
@@ -7201,7 +6231,7 @@ class AlterUserScramCredentialsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ScramCredentialDeletion:
+    class ScramCredentialDeletion(WireStruct):
         __slots__ = ('name', 'mechanism', )
         name: str
         mechanism: int
@@ -7210,17 +6240,7 @@ class AlterUserScramCredentialsRequest(WireMessage):
             self.name = name
             self.mechanism = mechanism
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.mechanism, ) == (other.name, other.mechanism, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r})"
-
-    class ScramCredentialUpsertion:
+    class ScramCredentialUpsertion(WireStruct):
         __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', )
         name: str
         mechanism: int
@@ -7235,32 +6255,12 @@ class AlterUserScramCredentialsRequest(WireMessage):
             self.salt = salt
             self.salted_password = salted_password
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.mechanism, self.iterations, self.salt, self.salted_password, ) == (other.name, other.mechanism, other.iterations, other.salt, other.salted_password, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r}, iterations={self.iterations!r}, salt={self.salt!r}, salted_password={self.salted_password!r})"
-
     deletions: list[ScramCredentialDeletion]
     upsertions: list[ScramCredentialUpsertion]
 
     def __init__(self, deletions: list[ScramCredentialDeletion] = _FACTORY, upsertions: list[ScramCredentialUpsertion] = _FACTORY) -> None:
         self.deletions = list() if deletions is _FACTORY else deletions
         self.upsertions = list() if upsertions is _FACTORY else upsertions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.deletions, self.upsertions, ) == (other.deletions, other.upsertions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(deletions={self.deletions!r}, upsertions={self.upsertions!r})"
 
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(o: Any, out: bytearray) -> None:
@@ -7353,7 +6353,7 @@ class AlterUserScramCredentialsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class AlterUserScramCredentialsResult:
+    class AlterUserScramCredentialsResult(WireStruct):
         __slots__ = ('user', 'error_code', 'error_message', )
         user: str
         error_code: int
@@ -7364,32 +6364,12 @@ class AlterUserScramCredentialsResponse(WireMessage):
             self.error_code = error_code
             self.error_message = error_message
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.user, self.error_code, self.error_message, ) == (other.user, other.error_code, other.error_message, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
-
     throttle_time_ms: int
     results: list[AlterUserScramCredentialsResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(o: Any, out: bytearray) -> None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -35,7 +35,7 @@ _S14 = struct.Struct('>b')
 _S15 = struct.Struct('>iq')
 
 
-class LeaderAndIsrRequest_LeaderAndIsrPartitionState:
+class LeaderAndIsrRequest_LeaderAndIsrPartitionState(WireStruct):
     __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', )
     topic_name: str
     partition_index: int
@@ -64,16 +64,6 @@ class LeaderAndIsrRequest_LeaderAndIsrPartitionState:
         self.is_new = is_new
         self.leader_recovery_state = leader_recovery_state
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas, self.adding_replicas, self.removing_replicas, self.is_new, self.leader_recovery_state, ) == (other.topic_name, other.partition_index, other.controller_epoch, other.leader, other.leader_epoch, other.isr, other.partition_epoch, other.replicas, other.adding_replicas, other.removing_replicas, other.is_new, other.leader_recovery_state, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, partition_epoch={self.partition_epoch!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r}, is_new={self.is_new!r}, leader_recovery_state={self.leader_recovery_state!r})"
-
 
 class LeaderAndIsrRequest(WireMessage):
     __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', )
@@ -84,7 +74,7 @@ class LeaderAndIsrRequest(WireMessage):
 
     LeaderAndIsrPartitionState = LeaderAndIsrRequest_LeaderAndIsrPartitionState
 
-    class LeaderAndIsrTopicState:
+    class LeaderAndIsrTopicState(WireStruct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states', )
         LeaderAndIsrPartitionState = LeaderAndIsrRequest_LeaderAndIsrPartitionState
 
@@ -97,17 +87,7 @@ class LeaderAndIsrRequest(WireMessage):
             self.topic_id = topic_id
             self.partition_states = list() if partition_states is _FACTORY else partition_states
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.topic_id, self.partition_states, ) == (other.topic_name, other.topic_id, other.partition_states, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r})"
-
-    class LeaderAndIsrLiveLeader:
+    class LeaderAndIsrLiveLeader(WireStruct):
         __slots__ = ('broker_id', 'host_name', 'port', )
         broker_id: int
         host_name: str
@@ -117,16 +97,6 @@ class LeaderAndIsrRequest(WireMessage):
             self.broker_id = broker_id
             self.host_name = host_name
             self.port = port
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.broker_id, self.host_name, self.port, ) == (other.broker_id, other.host_name, other.port, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host_name={self.host_name!r}, port={self.port!r})"
 
     controller_id: int
     is_k_raft_controller: bool
@@ -146,16 +116,6 @@ class LeaderAndIsrRequest(WireMessage):
         self.ungrouped_partition_states = list() if ungrouped_partition_states is _FACTORY else ungrouped_partition_states
         self.topic_states = list() if topic_states is _FACTORY else topic_states
         self.live_leaders = list() if live_leaders is _FACTORY else live_leaders
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type, self.ungrouped_partition_states, self.topic_states, self.live_leaders, ) == (other.controller_id, other.is_k_raft_controller, other.controller_epoch, other.broker_epoch, other.type, other.ungrouped_partition_states, other.topic_states, other.live_leaders, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, type={self.type!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_leaders={self.live_leaders!r})"
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(o: Any, out: bytearray) -> None:
@@ -1032,7 +992,7 @@ LeaderAndIsrRequest._ENCODERS = (_e_LeaderAndIsrRequest_v0, _e_LeaderAndIsrReque
 LeaderAndIsrRequest._DECODERS = (_d_LeaderAndIsrRequest_v0, _d_LeaderAndIsrRequest_v1, _d_LeaderAndIsrRequest_v2, _d_LeaderAndIsrRequest_v3, _d_LeaderAndIsrRequest_v4, _d_LeaderAndIsrRequest_v5, _d_LeaderAndIsrRequest_v6, _d_LeaderAndIsrRequest_v7,)
 
 
-class LeaderAndIsrResponse_LeaderAndIsrPartitionError:
+class LeaderAndIsrResponse_LeaderAndIsrPartitionError(WireStruct):
     __slots__ = ('topic_name', 'partition_index', 'error_code', )
     topic_name: str
     partition_index: int
@@ -1042,16 +1002,6 @@ class LeaderAndIsrResponse_LeaderAndIsrPartitionError:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self.error_code = error_code
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_name, self.partition_index, self.error_code, ) == (other.topic_name, other.partition_index, other.error_code, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r})"
 
 
 class LeaderAndIsrResponse(WireMessage):
@@ -1063,7 +1013,7 @@ class LeaderAndIsrResponse(WireMessage):
 
     LeaderAndIsrPartitionError = LeaderAndIsrResponse_LeaderAndIsrPartitionError
 
-    class LeaderAndIsrTopicError:
+    class LeaderAndIsrTopicError(WireStruct):
         __slots__ = ('topic_id', 'partition_errors', )
         LeaderAndIsrPartitionError = LeaderAndIsrResponse_LeaderAndIsrPartitionError
 
@@ -1074,16 +1024,6 @@ class LeaderAndIsrResponse(WireMessage):
             self.topic_id = topic_id
             self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partition_errors, ) == (other.topic_id, other.partition_errors, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partition_errors={self.partition_errors!r})"
-
     error_code: int
     partition_errors: list[LeaderAndIsrResponse_LeaderAndIsrPartitionError]
     topics: list[LeaderAndIsrTopicError]
@@ -1092,16 +1032,6 @@ class LeaderAndIsrResponse(WireMessage):
         self.error_code = error_code
         self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.partition_errors, self.topics, ) == (other.error_code, other.partition_errors, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r}, topics={self.topics!r})"
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(o: Any, out: bytearray) -> None:
@@ -1268,7 +1198,7 @@ class StopReplicaRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class StopReplicaPartitionV0:
+    class StopReplicaPartitionV0(WireStruct):
         __slots__ = ('topic_name', 'partition_index', )
         topic_name: str
         partition_index: int
@@ -1277,17 +1207,7 @@ class StopReplicaRequest(WireMessage):
             self.topic_name = topic_name
             self.partition_index = partition_index
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.partition_index, ) == (other.topic_name, other.partition_index, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
-
-    class StopReplicaTopicV1:
+    class StopReplicaTopicV1(WireStruct):
         __slots__ = ('name', 'partition_indexes', )
         name: str
         partition_indexes: list[int]
@@ -1296,19 +1216,9 @@ class StopReplicaRequest(WireMessage):
             self.name = name
             self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
-
-    class StopReplicaTopicState:
+    class StopReplicaTopicState(WireStruct):
         __slots__ = ('topic_name', 'partition_states', )
-        class StopReplicaPartitionState:
+        class StopReplicaPartitionState(WireStruct):
             __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', )
             partition_index: int
             leader_epoch: int
@@ -1319,32 +1229,12 @@ class StopReplicaRequest(WireMessage):
                 self.leader_epoch = leader_epoch
                 self.delete_partition = delete_partition
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.leader_epoch, self.delete_partition, ) == (other.partition_index, other.leader_epoch, other.delete_partition, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, leader_epoch={self.leader_epoch!r}, delete_partition={self.delete_partition!r})"
-
         topic_name: str
         partition_states: list[StopReplicaPartitionState]
 
         def __init__(self, topic_name: str = '', partition_states: list[StopReplicaPartitionState] = _FACTORY) -> None:
             self.topic_name = topic_name
             self.partition_states = list() if partition_states is _FACTORY else partition_states
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.partition_states, ) == (other.topic_name, other.partition_states, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_states={self.partition_states!r})"
 
     controller_id: int
     is_k_raft_controller: bool
@@ -1364,16 +1254,6 @@ class StopReplicaRequest(WireMessage):
         self.ungrouped_partitions = list() if ungrouped_partitions is _FACTORY else ungrouped_partitions
         self.topics = list() if topics is _FACTORY else topics
         self.topic_states = list() if topic_states is _FACTORY else topic_states
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.delete_partitions, self.ungrouped_partitions, self.topics, self.topic_states, ) == (other.controller_id, other.is_k_raft_controller, other.controller_epoch, other.broker_epoch, other.delete_partitions, other.ungrouped_partitions, other.topics, other.topic_states, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, delete_partitions={self.delete_partitions!r}, ungrouped_partitions={self.ungrouped_partitions!r}, topics={self.topics!r}, topic_states={self.topic_states!r})"
 
 
 def _e_StopReplicaRequest_StopReplicaPartitionV0_v0(o: Any, out: bytearray) -> None:
@@ -1637,7 +1517,7 @@ class StopReplicaResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class StopReplicaPartitionError:
+    class StopReplicaPartitionError(WireStruct):
         __slots__ = ('topic_name', 'partition_index', 'error_code', )
         topic_name: str
         partition_index: int
@@ -1648,32 +1528,12 @@ class StopReplicaResponse(WireMessage):
             self.partition_index = partition_index
             self.error_code = error_code
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.partition_index, self.error_code, ) == (other.topic_name, other.partition_index, other.error_code, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, error_code={self.error_code!r})"
-
     error_code: int
     partition_errors: list[StopReplicaPartitionError]
 
     def __init__(self, error_code: int = 0, partition_errors: list[StopReplicaPartitionError] = _FACTORY) -> None:
         self.error_code = error_code
         self.partition_errors = list() if partition_errors is _FACTORY else partition_errors
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.partition_errors, ) == (other.error_code, other.partition_errors, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_errors={self.partition_errors!r})"
 
 
 def _e_StopReplicaResponse_StopReplicaPartitionError_v0(o: Any, out: bytearray) -> None:
@@ -1762,7 +1622,7 @@ StopReplicaResponse._ENCODERS = (_e_StopReplicaResponse_v0, _e_StopReplicaRespon
 StopReplicaResponse._DECODERS = (_d_StopReplicaResponse_v0, _d_StopReplicaResponse_v0, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2,)
 
 
-class UpdateMetadataRequest_UpdateMetadataPartitionState:
+class UpdateMetadataRequest_UpdateMetadataPartitionState(WireStruct):
     __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', )
     topic_name: str
     partition_index: int
@@ -1785,16 +1645,6 @@ class UpdateMetadataRequest_UpdateMetadataPartitionState:
         self.replicas = list() if replicas is _FACTORY else replicas
         self.offline_replicas = list() if offline_replicas is _FACTORY else offline_replicas
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_name, self.partition_index, self.controller_epoch, self.leader, self.leader_epoch, self.isr, self.zk_version, self.replicas, self.offline_replicas, ) == (other.topic_name, other.partition_index, other.controller_epoch, other.leader, other.leader_epoch, other.isr, other.zk_version, other.replicas, other.offline_replicas, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r}, controller_epoch={self.controller_epoch!r}, leader={self.leader!r}, leader_epoch={self.leader_epoch!r}, isr={self.isr!r}, zk_version={self.zk_version!r}, replicas={self.replicas!r}, offline_replicas={self.offline_replicas!r})"
-
 
 class UpdateMetadataRequest(WireMessage):
     __slots__ = ('controller_id', 'is_k_raft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', )
@@ -1805,7 +1655,7 @@ class UpdateMetadataRequest(WireMessage):
 
     UpdateMetadataPartitionState = UpdateMetadataRequest_UpdateMetadataPartitionState
 
-    class UpdateMetadataTopicState:
+    class UpdateMetadataTopicState(WireStruct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states', )
         UpdateMetadataPartitionState = UpdateMetadataRequest_UpdateMetadataPartitionState
 
@@ -1818,19 +1668,9 @@ class UpdateMetadataRequest(WireMessage):
             self.topic_id = topic_id
             self.partition_states = list() if partition_states is _FACTORY else partition_states
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.topic_id, self.partition_states, ) == (other.topic_name, other.topic_id, other.partition_states, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partition_states={self.partition_states!r})"
-
-    class UpdateMetadataBroker:
+    class UpdateMetadataBroker(WireStruct):
         __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', )
-        class UpdateMetadataEndpoint:
+        class UpdateMetadataEndpoint(WireStruct):
             __slots__ = ('port', 'host', 'listener', 'security_protocol', )
             port: int
             host: str
@@ -1842,16 +1682,6 @@ class UpdateMetadataRequest(WireMessage):
                 self.host = host
                 self.listener = listener
                 self.security_protocol = security_protocol
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.port, self.host, self.listener, self.security_protocol, ) == (other.port, other.host, other.listener, other.security_protocol, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(port={self.port!r}, host={self.host!r}, listener={self.listener!r}, security_protocol={self.security_protocol!r})"
 
         id: int
         v0_host: str
@@ -1865,16 +1695,6 @@ class UpdateMetadataRequest(WireMessage):
             self.v0_port = v0_port
             self.endpoints = list() if endpoints is _FACTORY else endpoints
             self.rack = rack
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.id, self.v0_host, self.v0_port, self.endpoints, self.rack, ) == (other.id, other.v0_host, other.v0_port, other.endpoints, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(id={self.id!r}, v0_host={self.v0_host!r}, v0_port={self.v0_port!r}, endpoints={self.endpoints!r}, rack={self.rack!r})"
 
     controller_id: int
     is_k_raft_controller: bool
@@ -1894,16 +1714,6 @@ class UpdateMetadataRequest(WireMessage):
         self.ungrouped_partition_states = list() if ungrouped_partition_states is _FACTORY else ungrouped_partition_states
         self.topic_states = list() if topic_states is _FACTORY else topic_states
         self.live_brokers = list() if live_brokers is _FACTORY else live_brokers
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.controller_id, self.is_k_raft_controller, self.type, self.controller_epoch, self.broker_epoch, self.ungrouped_partition_states, self.topic_states, self.live_brokers, ) == (other.controller_id, other.is_k_raft_controller, other.type, other.controller_epoch, other.broker_epoch, other.ungrouped_partition_states, other.topic_states, other.live_brokers, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(controller_id={self.controller_id!r}, is_k_raft_controller={self.is_k_raft_controller!r}, type={self.type!r}, controller_epoch={self.controller_epoch!r}, broker_epoch={self.broker_epoch!r}, ungrouped_partition_states={self.ungrouped_partition_states!r}, topic_states={self.topic_states!r}, live_brokers={self.live_brokers!r})"
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(o: Any, out: bytearray) -> None:
@@ -2817,16 +2627,6 @@ class UpdateMetadataResponse(WireMessage):
     def __init__(self, error_code: int = 0) -> None:
         self.error_code = error_code
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, ) == (other.error_code, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r})"
-
 
 def _e_UpdateMetadataResponse_v0(o: Any, out: bytearray) -> None:
     out += _S9.pack(o.error_code)
@@ -2867,16 +2667,6 @@ class ControlledShutdownRequest(WireMessage):
     def __init__(self, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.broker_id, self.broker_epoch, ) == (other.broker_id, other.broker_epoch, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, broker_epoch={self.broker_epoch!r})"
 
 
 def _e_ControlledShutdownRequest_v0(o: Any, out: bytearray) -> None:
@@ -2923,7 +2713,7 @@ class ControlledShutdownResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class RemainingPartition:
+    class RemainingPartition(WireStruct):
         __slots__ = ('topic_name', 'partition_index', )
         topic_name: str
         partition_index: int
@@ -2932,32 +2722,12 @@ class ControlledShutdownResponse(WireMessage):
             self.topic_name = topic_name
             self.partition_index = partition_index
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_name, self.partition_index, ) == (other.topic_name, other.partition_index, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
-
     error_code: int
     remaining_partitions: list[RemainingPartition]
 
     def __init__(self, error_code: int = 0, remaining_partitions: list[RemainingPartition] = _FACTORY) -> None:
         self.error_code = error_code
         self.remaining_partitions = list() if remaining_partitions is _FACTORY else remaining_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.remaining_partitions, ) == (other.error_code, other.remaining_partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, remaining_partitions={self.remaining_partitions!r})"
 
 
 def _e_ControlledShutdownResponse_RemainingPartition_v0(o: Any, out: bytearray) -> None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -38,9 +38,9 @@ class OffsetCommitRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 8
 
-    class OffsetCommitRequestTopic:
+    class OffsetCommitRequestTopic(WireStruct):
         __slots__ = ('name', 'topic_id', 'partitions', )
-        class OffsetCommitRequestPartition:
+        class OffsetCommitRequestPartition(WireStruct):
             __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', )
             partition_index: int
             committed_offset: int
@@ -55,16 +55,6 @@ class OffsetCommitRequest(WireMessage):
                 self.commit_timestamp = commit_timestamp
                 self.committed_metadata = committed_metadata
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.commit_timestamp, self.committed_metadata, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.commit_timestamp, other.committed_metadata, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, commit_timestamp={self.commit_timestamp!r}, committed_metadata={self.committed_metadata!r})"
-
         name: str
         topic_id: uuid.UUID | None
         partitions: list[OffsetCommitRequestPartition]
@@ -73,16 +63,6 @@ class OffsetCommitRequest(WireMessage):
             self.name = name
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
     group_id: str
     generation_id_or_member_epoch: int
@@ -98,16 +78,6 @@ class OffsetCommitRequest(WireMessage):
         self.group_instance_id = group_instance_id
         self.retention_time_ms = retention_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.generation_id_or_member_epoch, self.member_id, self.group_instance_id, self.retention_time_ms, self.topics, ) == (other.group_id, other.generation_id_or_member_epoch, other.member_id, other.group_instance_id, other.retention_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id_or_member_epoch={self.generation_id_or_member_epoch!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, retention_time_ms={self.retention_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_OffsetCommitRequestPartition_v2(o: Any, out: bytearray) -> None:
@@ -494,9 +464,9 @@ class OffsetCommitResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 8
 
-    class OffsetCommitResponseTopic:
+    class OffsetCommitResponseTopic(WireStruct):
         __slots__ = ('name', 'topic_id', 'partitions', )
-        class OffsetCommitResponsePartition:
+        class OffsetCommitResponsePartition(WireStruct):
             __slots__ = ('partition_index', 'error_code', )
             partition_index: int
             error_code: int
@@ -504,16 +474,6 @@ class OffsetCommitResponse(WireMessage):
             def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
                 self.partition_index = partition_index
                 self.error_code = error_code
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
 
         name: str
         topic_id: uuid.UUID | None
@@ -524,32 +484,12 @@ class OffsetCommitResponse(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[OffsetCommitResponseTopic]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetCommitResponseTopic] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_OffsetCommitResponsePartition_v2(o: Any, out: bytearray) -> None:
@@ -772,7 +712,7 @@ class OffsetFetchRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class OffsetFetchRequestTopic:
+    class OffsetFetchRequestTopic(WireStruct):
         __slots__ = ('name', 'partition_indexes', )
         name: str
         partition_indexes: list[int]
@@ -781,19 +721,9 @@ class OffsetFetchRequest(WireMessage):
             self.name = name
             self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
-
-    class OffsetFetchRequestGroup:
+    class OffsetFetchRequestGroup(WireStruct):
         __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', )
-        class OffsetFetchRequestTopics:
+        class OffsetFetchRequestTopics(WireStruct):
             __slots__ = ('name', 'topic_id', 'partition_indexes', )
             name: str
             topic_id: uuid.UUID | None
@@ -803,16 +733,6 @@ class OffsetFetchRequest(WireMessage):
                 self.name = name
                 self.topic_id = topic_id
                 self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.topic_id, self.partition_indexes, ) == (other.name, other.topic_id, other.partition_indexes, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_indexes={self.partition_indexes!r})"
 
         group_id: str
         member_id: str | None
@@ -825,16 +745,6 @@ class OffsetFetchRequest(WireMessage):
             self.member_epoch = member_epoch
             self.topics = list() if topics is _FACTORY else topics
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.group_id, self.member_id, self.member_epoch, self.topics, ) == (other.group_id, other.member_id, other.member_epoch, other.topics, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, topics={self.topics!r})"
-
     group_id: str
     topics: list[OffsetFetchRequestTopic] | None
     groups: list[OffsetFetchRequestGroup]
@@ -845,16 +755,6 @@ class OffsetFetchRequest(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.groups = list() if groups is _FACTORY else groups
         self.require_stable = require_stable
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.topics, self.groups, self.require_stable, ) == (other.group_id, other.topics, other.groups, other.require_stable, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, groups={self.groups!r}, require_stable={self.require_stable!r})"
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(o: Any, out: bytearray) -> None:
@@ -1258,9 +1158,9 @@ class OffsetFetchResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class OffsetFetchResponseTopic:
+    class OffsetFetchResponseTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class OffsetFetchResponsePartition:
+        class OffsetFetchResponsePartition(WireStruct):
             __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', )
             partition_index: int
             committed_offset: int
@@ -1275,16 +1175,6 @@ class OffsetFetchResponse(WireMessage):
                 self.metadata = metadata
                 self.error_code = error_code
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.metadata, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r})"
-
         name: str
         partitions: list[OffsetFetchResponsePartition]
 
@@ -1292,21 +1182,11 @@ class OffsetFetchResponse(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
-    class OffsetFetchResponseGroup:
+    class OffsetFetchResponseGroup(WireStruct):
         __slots__ = ('group_id', 'topics', 'error_code', )
-        class OffsetFetchResponseTopics:
+        class OffsetFetchResponseTopics(WireStruct):
             __slots__ = ('name', 'topic_id', 'partitions', )
-            class OffsetFetchResponsePartitions:
+            class OffsetFetchResponsePartitions(WireStruct):
                 __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', )
                 partition_index: int
                 committed_offset: int
@@ -1321,16 +1201,6 @@ class OffsetFetchResponse(WireMessage):
                     self.metadata = metadata
                     self.error_code = error_code
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.metadata, self.error_code, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.metadata, other.error_code, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, metadata={self.metadata!r}, error_code={self.error_code!r})"
-
             name: str
             topic_id: uuid.UUID | None
             partitions: list[OffsetFetchResponsePartitions]
@@ -1340,16 +1210,6 @@ class OffsetFetchResponse(WireMessage):
                 self.topic_id = topic_id
                 self.partitions = list() if partitions is _FACTORY else partitions
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.topic_id, self.partitions, ) == (other.name, other.topic_id, other.partitions, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
         group_id: str
         topics: list[OffsetFetchResponseTopics]
         error_code: int
@@ -1358,16 +1218,6 @@ class OffsetFetchResponse(WireMessage):
             self.group_id = group_id
             self.topics = list() if topics is _FACTORY else topics
             self.error_code = error_code
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.group_id, self.topics, self.error_code, ) == (other.group_id, other.topics, other.error_code, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, error_code={self.error_code!r})"
 
     throttle_time_ms: int
     topics: list[OffsetFetchResponseTopic]
@@ -1379,16 +1229,6 @@ class OffsetFetchResponse(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.error_code = error_code
         self.groups = list() if groups is _FACTORY else groups
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, self.error_code, self.groups, ) == (other.throttle_time_ms, other.topics, other.error_code, other.groups, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, error_code={self.error_code!r}, groups={self.groups!r})"
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopic_OffsetFetchResponsePartition_v1(o: Any, out: bytearray) -> None:
@@ -1866,7 +1706,7 @@ class JoinGroupRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class JoinGroupRequestProtocol:
+    class JoinGroupRequestProtocol(WireStruct):
         __slots__ = ('name', 'metadata', )
         name: str
         metadata: bytes
@@ -1874,16 +1714,6 @@ class JoinGroupRequest(WireMessage):
         def __init__(self, name: str = '', metadata: bytes = b'') -> None:
             self.name = name
             self.metadata = metadata
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.metadata, ) == (other.name, other.metadata, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, metadata={self.metadata!r})"
 
     group_id: str
     session_timeout_ms: int
@@ -1903,16 +1733,6 @@ class JoinGroupRequest(WireMessage):
         self.protocol_type = protocol_type
         self.protocols = list() if protocols is _FACTORY else protocols
         self.reason = reason
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.session_timeout_ms, self.rebalance_timeout_ms, self.member_id, self.group_instance_id, self.protocol_type, self.protocols, self.reason, ) == (other.group_id, other.session_timeout_ms, other.rebalance_timeout_ms, other.member_id, other.group_instance_id, other.protocol_type, other.protocols, other.reason, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, session_timeout_ms={self.session_timeout_ms!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocols={self.protocols!r}, reason={self.reason!r})"
 
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v0(o: Any, out: bytearray) -> None:
@@ -2162,7 +1982,7 @@ class JoinGroupResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class JoinGroupResponseMember:
+    class JoinGroupResponseMember(WireStruct):
         __slots__ = ('member_id', 'group_instance_id', 'metadata', )
         member_id: str
         group_instance_id: str | None
@@ -2172,16 +1992,6 @@ class JoinGroupResponse(WireMessage):
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.metadata = metadata
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.member_id, self.group_instance_id, self.metadata, ) == (other.member_id, other.group_instance_id, other.metadata, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, metadata={self.metadata!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -2203,16 +2013,6 @@ class JoinGroupResponse(WireMessage):
         self.skip_assignment = skip_assignment
         self.member_id = member_id
         self.members = list() if members is _FACTORY else members
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.generation_id, self.protocol_type, self.protocol_name, self.leader, self.skip_assignment, self.member_id, self.members, ) == (other.throttle_time_ms, other.error_code, other.generation_id, other.protocol_type, other.protocol_name, other.leader, other.skip_assignment, other.member_id, other.members, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, generation_id={self.generation_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, leader={self.leader!r}, skip_assignment={self.skip_assignment!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_v0(o: Any, out: bytearray) -> None:
@@ -2530,16 +2330,6 @@ class HeartbeatRequest(WireMessage):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, ) == (other.group_id, other.generation_id, other.member_id, other.group_instance_id, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r})"
-
 
 def _e_HeartbeatRequest_v0(o: Any, out: bytearray) -> None:
     write_string(out, o.group_id)
@@ -2620,16 +2410,6 @@ class HeartbeatResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, ) == (other.throttle_time_ms, other.error_code, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
-
 
 def _e_HeartbeatResponse_v0(o: Any, out: bytearray) -> None:
     out += _S7.pack(o.error_code)
@@ -2675,7 +2455,7 @@ class LeaveGroupRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class MemberIdentity:
+    class MemberIdentity(WireStruct):
         __slots__ = ('member_id', 'group_instance_id', 'reason', )
         member_id: str
         group_instance_id: str | None
@@ -2686,16 +2466,6 @@ class LeaveGroupRequest(WireMessage):
             self.group_instance_id = group_instance_id
             self.reason = reason
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.member_id, self.group_instance_id, self.reason, ) == (other.member_id, other.group_instance_id, other.reason, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, reason={self.reason!r})"
-
     group_id: str
     member_id: str
     members: list[MemberIdentity]
@@ -2704,16 +2474,6 @@ class LeaveGroupRequest(WireMessage):
         self.group_id = group_id
         self.member_id = member_id
         self.members = list() if members is _FACTORY else members
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id, self.members, ) == (other.group_id, other.member_id, other.members, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 def _e_LeaveGroupRequest_v0(o: Any, out: bytearray) -> None:
@@ -2875,7 +2635,7 @@ class LeaveGroupResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class MemberResponse:
+    class MemberResponse(WireStruct):
         __slots__ = ('member_id', 'group_instance_id', 'error_code', )
         member_id: str
         group_instance_id: str | None
@@ -2886,16 +2646,6 @@ class LeaveGroupResponse(WireMessage):
             self.group_instance_id = group_instance_id
             self.error_code = error_code
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.member_id, self.group_instance_id, self.error_code, ) == (other.member_id, other.group_instance_id, other.error_code, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, error_code={self.error_code!r})"
-
     throttle_time_ms: int
     error_code: int
     members: list[MemberResponse]
@@ -2904,16 +2654,6 @@ class LeaveGroupResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.members = list() if members is _FACTORY else members
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.members, ) == (other.throttle_time_ms, other.error_code, other.members, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, members={self.members!r})"
 
 
 def _e_LeaveGroupResponse_v0(o: Any, out: bytearray) -> None:
@@ -3036,7 +2776,7 @@ class SyncGroupRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class SyncGroupRequestAssignment:
+    class SyncGroupRequestAssignment(WireStruct):
         __slots__ = ('member_id', 'assignment', )
         member_id: str
         assignment: bytes
@@ -3044,16 +2784,6 @@ class SyncGroupRequest(WireMessage):
         def __init__(self, member_id: str = '', assignment: bytes = b'') -> None:
             self.member_id = member_id
             self.assignment = assignment
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.member_id, self.assignment, ) == (other.member_id, other.assignment, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, assignment={self.assignment!r})"
 
     group_id: str
     generation_id: int
@@ -3071,16 +2801,6 @@ class SyncGroupRequest(WireMessage):
         self.protocol_type = protocol_type
         self.protocol_name = protocol_name
         self.assignments = list() if assignments is _FACTORY else assignments
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, self.protocol_type, self.protocol_name, self.assignments, ) == (other.group_id, other.generation_id, other.member_id, other.group_instance_id, other.protocol_type, other.protocol_name, other.assignments, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignments={self.assignments!r})"
 
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v0(o: Any, out: bytearray) -> None:
@@ -3292,16 +3012,6 @@ class SyncGroupResponse(WireMessage):
         self.protocol_name = protocol_name
         self.assignment = assignment
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.protocol_type, self.protocol_name, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.protocol_type, other.protocol_name, other.assignment, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignment={self.assignment!r})"
-
 
 def _e_SyncGroupResponse_v0(o: Any, out: bytearray) -> None:
     out += _S7.pack(o.error_code)
@@ -3392,16 +3102,6 @@ class DescribeGroupsRequest(WireMessage):
         self.groups = list() if groups is _FACTORY else groups
         self.include_authorized_operations = include_authorized_operations
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.groups, self.include_authorized_operations, ) == (other.groups, other.include_authorized_operations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(groups={self.groups!r}, include_authorized_operations={self.include_authorized_operations!r})"
-
 
 def _e_DescribeGroupsRequest_v0(o: Any, out: bytearray) -> None:
     xs0 = o.groups
@@ -3489,9 +3189,9 @@ class DescribeGroupsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 5
 
-    class DescribedGroup:
+    class DescribedGroup(WireStruct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', )
-        class DescribedGroupMember:
+        class DescribedGroupMember(WireStruct):
             __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', )
             member_id: str
             group_instance_id: str | None
@@ -3507,16 +3207,6 @@ class DescribeGroupsResponse(WireMessage):
                 self.client_host = client_host
                 self.member_metadata = member_metadata
                 self.member_assignment = member_assignment
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.member_metadata, self.member_assignment, ) == (other.member_id, other.group_instance_id, other.client_id, other.client_host, other.member_metadata, other.member_assignment, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, member_metadata={self.member_metadata!r}, member_assignment={self.member_assignment!r})"
 
         error_code: int
         error_message: str | None
@@ -3537,32 +3227,12 @@ class DescribeGroupsResponse(WireMessage):
             self.members = list() if members is _FACTORY else members
             self.authorized_operations = authorized_operations
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.protocol_type, other.protocol_data, other.members, other.authorized_operations, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, protocol_type={self.protocol_type!r}, protocol_data={self.protocol_data!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
-
     throttle_time_ms: int
     groups: list[DescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = list() if groups is _FACTORY else groups
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_DescribeGroupsResponse_DescribedGroup_DescribedGroupMember_v0(o: Any, out: bytearray) -> None:
@@ -4051,16 +3721,6 @@ class ListGroupsRequest(WireMessage):
         self.states_filter = list() if states_filter is _FACTORY else states_filter
         self.types_filter = list() if types_filter is _FACTORY else types_filter
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.states_filter, self.types_filter, ) == (other.states_filter, other.types_filter, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(states_filter={self.states_filter!r}, types_filter={self.types_filter!r})"
-
 
 def _e_ListGroupsRequest_v0(o: Any, out: bytearray) -> None:
     pass
@@ -4158,7 +3818,7 @@ class ListGroupsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class ListedGroup:
+    class ListedGroup(WireStruct):
         __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', )
         group_id: str
         protocol_type: str
@@ -4171,16 +3831,6 @@ class ListGroupsResponse(WireMessage):
             self.group_state = group_state
             self.group_type = group_type
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.group_id, self.protocol_type, self.group_state, self.group_type, ) == (other.group_id, other.protocol_type, other.group_state, other.group_type, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, protocol_type={self.protocol_type!r}, group_state={self.group_state!r}, group_type={self.group_type!r})"
-
     throttle_time_ms: int
     error_code: int
     groups: list[ListedGroup]
@@ -4189,16 +3839,6 @@ class ListGroupsResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.groups = list() if groups is _FACTORY else groups
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.groups, ) == (other.throttle_time_ms, other.error_code, other.groups, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, groups={self.groups!r})"
 
 
 def _e_ListGroupsResponse_ListedGroup_v0(o: Any, out: bytearray) -> None:
@@ -4432,16 +4072,6 @@ class DeleteGroupsRequest(WireMessage):
     def __init__(self, groups_names: list[str] = _FACTORY) -> None:
         self.groups_names = list() if groups_names is _FACTORY else groups_names
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.groups_names, ) == (other.groups_names, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(groups_names={self.groups_names!r})"
-
 
 def _e_DeleteGroupsRequest_v0(o: Any, out: bytearray) -> None:
     xs0 = o.groups_names
@@ -4500,7 +4130,7 @@ class DeleteGroupsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DeletableGroupResult:
+    class DeletableGroupResult(WireStruct):
         __slots__ = ('group_id', 'error_code', )
         group_id: str
         error_code: int
@@ -4509,32 +4139,12 @@ class DeleteGroupsResponse(WireMessage):
             self.group_id = group_id
             self.error_code = error_code
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.group_id, self.error_code, ) == (other.group_id, other.error_code, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, error_code={self.error_code!r})"
-
     throttle_time_ms: int
     results: list[DeletableGroupResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[DeletableGroupResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = list() if results is _FACTORY else results
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.results, ) == (other.throttle_time_ms, other.results, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_v0(o: Any, out: bytearray) -> None:
@@ -4630,24 +4240,14 @@ class OffsetDeleteRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    class OffsetDeleteRequestTopic:
+    class OffsetDeleteRequestTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class OffsetDeleteRequestPartition:
+        class OffsetDeleteRequestPartition(WireStruct):
             __slots__ = ('partition_index', )
             partition_index: int
 
             def __init__(self, partition_index: int = 0) -> None:
                 self.partition_index = partition_index
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, ) == (other.partition_index, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r})"
 
         name: str
         partitions: list[OffsetDeleteRequestPartition]
@@ -4656,32 +4256,12 @@ class OffsetDeleteRequest(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     group_id: str
     topics: list[OffsetDeleteRequestTopic]
 
     def __init__(self, group_id: str = '', topics: list[OffsetDeleteRequestTopic] = _FACTORY) -> None:
         self.group_id = group_id
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.topics, ) == (other.group_id, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
 
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_OffsetDeleteRequestPartition_v0(o: Any, out: bytearray) -> None:
@@ -4757,9 +4337,9 @@ class OffsetDeleteResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 32767
 
-    class OffsetDeleteResponseTopic:
+    class OffsetDeleteResponseTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class OffsetDeleteResponsePartition:
+        class OffsetDeleteResponsePartition(WireStruct):
             __slots__ = ('partition_index', 'error_code', )
             partition_index: int
             error_code: int
@@ -4768,32 +4348,12 @@ class OffsetDeleteResponse(WireMessage):
                 self.partition_index = partition_index
                 self.error_code = error_code
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
-
         name: str
         partitions: list[OffsetDeleteResponsePartition]
 
         def __init__(self, name: str = '', partitions: list[OffsetDeleteResponsePartition] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     error_code: int
     throttle_time_ms: int
@@ -4803,16 +4363,6 @@ class OffsetDeleteResponse(WireMessage):
         self.error_code = error_code
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.throttle_time_ms, self.topics, ) == (other.error_code, other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_OffsetDeleteResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -4887,7 +4437,7 @@ class ConsumerGroupHeartbeatRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class TopicPartitions:
+    class TopicPartitions(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
         topic_id: uuid.UUID | None
         partitions: list[int]
@@ -4895,16 +4445,6 @@ class ConsumerGroupHeartbeatRequest(WireMessage):
         def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
     group_id: str
     member_id: str
@@ -4928,16 +4468,6 @@ class ConsumerGroupHeartbeatRequest(WireMessage):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.server_assignor = server_assignor
         self.topic_partitions = topic_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.topic_partitions, ) == (other.group_id, other.member_id, other.member_epoch, other.instance_id, other.rack_id, other.rebalance_timeout_ms, other.subscribed_topic_names, other.subscribed_topic_regex, other.server_assignor, other.topic_partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, server_assignor={self.server_assignor!r}, topic_partitions={self.topic_partitions!r})"
 
 
 def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -5090,7 +4620,7 @@ ConsumerGroupHeartbeatRequest._ENCODERS = (_e_ConsumerGroupHeartbeatRequest_v0, 
 ConsumerGroupHeartbeatRequest._DECODERS = (_d_ConsumerGroupHeartbeatRequest_v0, _d_ConsumerGroupHeartbeatRequest_v1,)
 
 
-class ConsumerGroupHeartbeatResponse_TopicPartitions:
+class ConsumerGroupHeartbeatResponse_TopicPartitions(WireStruct):
     __slots__ = ('topic_id', 'partitions', )
     topic_id: uuid.UUID | None
     partitions: list[int]
@@ -5098,16 +4628,6 @@ class ConsumerGroupHeartbeatResponse_TopicPartitions:
     def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
         self.topic_id = topic_id
         self.partitions = list() if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
 
 class ConsumerGroupHeartbeatResponse(WireMessage):
@@ -5119,7 +4639,7 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
 
     TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
 
-    class Assignment:
+    class Assignment(WireStruct):
         __slots__ = ('topic_partitions', )
         TopicPartitions = ConsumerGroupHeartbeatResponse_TopicPartitions
 
@@ -5127,16 +4647,6 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
 
         def __init__(self, topic_partitions: list[ConsumerGroupHeartbeatResponse_TopicPartitions] = _FACTORY) -> None:
             self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_partitions, ) == (other.topic_partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -5154,16 +4664,6 @@ class ConsumerGroupHeartbeatResponse(WireMessage):
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.member_id, other.member_epoch, other.heartbeat_interval_ms, other.assignment, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -5262,16 +4762,6 @@ class ConsumerGroupDescribeRequest(WireMessage):
         self.group_ids = list() if group_ids is _FACTORY else group_ids
         self.include_authorized_operations = include_authorized_operations
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_ids, self.include_authorized_operations, ) == (other.group_ids, other.include_authorized_operations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
-
 
 def _e_ConsumerGroupDescribeRequest_v0(o: Any, out: bytearray) -> None:
     xs0 = o.group_ids
@@ -5304,7 +4794,7 @@ ConsumerGroupDescribeRequest._ENCODERS = (_e_ConsumerGroupDescribeRequest_v0, _e
 ConsumerGroupDescribeRequest._DECODERS = (_d_ConsumerGroupDescribeRequest_v0, _d_ConsumerGroupDescribeRequest_v0,)
 
 
-class ConsumerGroupDescribeResponse_TopicPartitions:
+class ConsumerGroupDescribeResponse_TopicPartitions(WireStruct):
     __slots__ = ('topic_id', 'topic_name', 'partitions', )
     topic_id: uuid.UUID | None
     topic_name: str
@@ -5315,18 +4805,8 @@ class ConsumerGroupDescribeResponse_TopicPartitions:
         self.topic_name = topic_name
         self.partitions = list() if partitions is _FACTORY else partitions
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.topic_name, self.partitions, ) == (other.topic_id, other.topic_name, other.partitions, )
 
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
-
-
-class ConsumerGroupDescribeResponse_Assignment:
+class ConsumerGroupDescribeResponse_Assignment(WireStruct):
     __slots__ = ('topic_partitions', )
     TopicPartitions = ConsumerGroupDescribeResponse_TopicPartitions
 
@@ -5334,16 +4814,6 @@ class ConsumerGroupDescribeResponse_Assignment:
 
     def __init__(self, topic_partitions: list[ConsumerGroupDescribeResponse_TopicPartitions] = _FACTORY) -> None:
         self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_partitions, ) == (other.topic_partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
 class ConsumerGroupDescribeResponse(WireMessage):
@@ -5357,9 +4827,9 @@ class ConsumerGroupDescribeResponse(WireMessage):
 
     Assignment = ConsumerGroupDescribeResponse_Assignment
 
-    class DescribedGroup:
+    class DescribedGroup(WireStruct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', )
-        class Member:
+        class Member(WireStruct):
             __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type', )
             Assignment = ConsumerGroupDescribeResponse_Assignment
 
@@ -5388,16 +4858,6 @@ class ConsumerGroupDescribeResponse(WireMessage):
                 self.target_assignment = ConsumerGroupDescribeResponse_Assignment() if target_assignment is _FACTORY else target_assignment
                 self.member_type = member_type
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment, self.member_type, ) == (other.member_id, other.instance_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.subscribed_topic_regex, other.assignment, other.target_assignment, other.member_type, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, assignment={self.assignment!r}, target_assignment={self.target_assignment!r}, member_type={self.member_type!r})"
-
         error_code: int
         error_message: str | None
         group_id: str
@@ -5419,32 +4879,12 @@ class ConsumerGroupDescribeResponse(WireMessage):
             self.members = list() if members is _FACTORY else members
             self.authorized_operations = authorized_operations
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.group_epoch, other.assignment_epoch, other.assignor_name, other.members, other.authorized_operations, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
-
     throttle_time_ms: int
     groups: list[DescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = list() if groups is _FACTORY else groups
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:

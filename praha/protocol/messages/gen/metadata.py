@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -43,7 +43,7 @@ class MetadataRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    class MetadataRequestTopic:
+    class MetadataRequestTopic(WireStruct):
         __slots__ = ('topic_id', 'name', )
         topic_id: uuid.UUID | None
         name: str | None
@@ -51,16 +51,6 @@ class MetadataRequest(WireMessage):
         def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, name: str | None = '') -> None:
             self.topic_id = topic_id
             self.name = name
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.name, ) == (other.topic_id, other.name, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, name={self.name!r})"
 
     topics: list[MetadataRequestTopic] | None
     allow_auto_topic_creation: bool
@@ -72,16 +62,6 @@ class MetadataRequest(WireMessage):
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.include_topic_authorized_operations = include_topic_authorized_operations
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations, ) == (other.topics, other.allow_auto_topic_creation, other.include_cluster_authorized_operations, other.include_topic_authorized_operations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r}, allow_auto_topic_creation={self.allow_auto_topic_creation!r}, include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, include_topic_authorized_operations={self.include_topic_authorized_operations!r})"
 
 
 def _e_MetadataRequest_MetadataRequestTopic_v0(o: Any, out: bytearray) -> None:
@@ -310,7 +290,7 @@ class MetadataResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    class MetadataResponseBroker:
+    class MetadataResponseBroker(WireStruct):
         __slots__ = ('node_id', 'host', 'port', 'rack', )
         node_id: int
         host: str
@@ -323,19 +303,9 @@ class MetadataResponse(WireMessage):
             self.port = port
             self.rack = rack
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
-
-    class MetadataResponseTopic:
+    class MetadataResponseTopic(WireStruct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', )
-        class MetadataResponsePartition:
+        class MetadataResponsePartition(WireStruct):
             __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', )
             error_code: int
             partition_index: int
@@ -354,16 +324,6 @@ class MetadataResponse(WireMessage):
                 self.isr_nodes = list() if isr_nodes is _FACTORY else isr_nodes
                 self.offline_replicas = list() if offline_replicas is _FACTORY else offline_replicas
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.offline_replicas, ) == (other.error_code, other.partition_index, other.leader_id, other.leader_epoch, other.replica_nodes, other.isr_nodes, other.offline_replicas, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, replica_nodes={self.replica_nodes!r}, isr_nodes={self.isr_nodes!r}, offline_replicas={self.offline_replicas!r})"
-
         error_code: int
         name: str | None
         topic_id: uuid.UUID | None
@@ -378,16 +338,6 @@ class MetadataResponse(WireMessage):
             self.is_internal = is_internal
             self.partitions = list() if partitions is _FACTORY else partitions
             self.topic_authorized_operations = topic_authorized_operations
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations, ) == (other.error_code, other.name, other.topic_id, other.is_internal, other.partitions, other.topic_authorized_operations, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, name={self.name!r}, topic_id={self.topic_id!r}, is_internal={self.is_internal!r}, partitions={self.partitions!r}, topic_authorized_operations={self.topic_authorized_operations!r})"
 
     throttle_time_ms: int
     brokers: list[MetadataResponseBroker]
@@ -405,16 +355,6 @@ class MetadataResponse(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.cluster_authorized_operations = cluster_authorized_operations
         self.error_code = error_code
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.brokers, self.cluster_id, self.controller_id, self.topics, self.cluster_authorized_operations, self.error_code, ) == (other.throttle_time_ms, other.brokers, other.cluster_id, other.controller_id, other.topics, other.cluster_authorized_operations, other.error_code, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, brokers={self.brokers!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, topics={self.topics!r}, cluster_authorized_operations={self.cluster_authorized_operations!r}, error_code={self.error_code!r})"
 
 
 def _e_MetadataResponse_MetadataResponseBroker_v0(o: Any, out: bytearray) -> None:
@@ -1488,16 +1428,6 @@ class ApiVersionsRequest(WireMessage):
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.client_software_name, self.client_software_version, ) == (other.client_software_name, other.client_software_version, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(client_software_name={self.client_software_name!r}, client_software_version={self.client_software_version!r})"
-
 
 def _e_ApiVersionsRequest_v0(o: Any, out: bytearray) -> None:
     pass
@@ -1537,7 +1467,7 @@ class ApiVersionsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class ApiVersion:
+    class ApiVersion(WireStruct):
         __slots__ = ('api_key', 'min_version', 'max_version', )
         api_key: int
         min_version: int
@@ -1548,17 +1478,7 @@ class ApiVersionsResponse(WireMessage):
             self.min_version = min_version
             self.max_version = max_version
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.api_key, self.min_version, self.max_version, ) == (other.api_key, other.min_version, other.max_version, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(api_key={self.api_key!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
-
-    class SupportedFeatureKey:
+    class SupportedFeatureKey(WireStruct):
         __slots__ = ('name', 'min_version', 'max_version', )
         name: str
         min_version: int
@@ -1569,17 +1489,7 @@ class ApiVersionsResponse(WireMessage):
             self.min_version = min_version
             self.max_version = max_version
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.min_version, self.max_version, ) == (other.name, other.min_version, other.max_version, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, min_version={self.min_version!r}, max_version={self.max_version!r})"
-
-    class FinalizedFeatureKey:
+    class FinalizedFeatureKey(WireStruct):
         __slots__ = ('name', 'max_version_level', 'min_version_level', )
         name: str
         max_version_level: int
@@ -1589,16 +1499,6 @@ class ApiVersionsResponse(WireMessage):
             self.name = name
             self.max_version_level = max_version_level
             self.min_version_level = min_version_level
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.max_version_level, self.min_version_level, ) == (other.name, other.max_version_level, other.min_version_level, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, max_version_level={self.max_version_level!r}, min_version_level={self.min_version_level!r})"
 
     error_code: int
     api_keys: list[ApiVersion]
@@ -1616,16 +1516,6 @@ class ApiVersionsResponse(WireMessage):
         self.finalized_features_epoch = finalized_features_epoch
         self.finalized_features = list() if finalized_features is _FACTORY else finalized_features
         self.zk_migration_ready = zk_migration_ready
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.api_keys, self.throttle_time_ms, self.supported_features, self.finalized_features_epoch, self.finalized_features, self.zk_migration_ready, ) == (other.error_code, other.api_keys, other.throttle_time_ms, other.supported_features, other.finalized_features_epoch, other.finalized_features, other.zk_migration_ready, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, api_keys={self.api_keys!r}, throttle_time_ms={self.throttle_time_ms!r}, supported_features={self.supported_features!r}, finalized_features_epoch={self.finalized_features_epoch!r}, finalized_features={self.finalized_features!r}, zk_migration_ready={self.zk_migration_ready!r})"
 
 
 def _e_ApiVersionsResponse_ApiVersion_v0(o: Any, out: bytearray) -> None:
@@ -1858,16 +1748,6 @@ class FindCoordinatorRequest(WireMessage):
         self.key_type = key_type
         self.coordinator_keys = list() if coordinator_keys is _FACTORY else coordinator_keys
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.key, self.key_type, self.coordinator_keys, ) == (other.key, other.key_type, other.coordinator_keys, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(key={self.key!r}, key_type={self.key_type!r}, coordinator_keys={self.coordinator_keys!r})"
-
 
 def _e_FindCoordinatorRequest_v0(o: Any, out: bytearray) -> None:
     write_string(out, o.key)
@@ -1953,7 +1833,7 @@ class FindCoordinatorResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class Coordinator:
+    class Coordinator(WireStruct):
         __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', )
         key: str
         node_id: int
@@ -1969,16 +1849,6 @@ class FindCoordinatorResponse(WireMessage):
             self.port = port
             self.error_code = error_code
             self.error_message = error_message
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.key, self.node_id, self.host, self.port, self.error_code, self.error_message, ) == (other.key, other.node_id, other.host, other.port, other.error_code, other.error_message, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(key={self.key!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -1996,16 +1866,6 @@ class FindCoordinatorResponse(WireMessage):
         self.host = host
         self.port = port
         self.coordinators = list() if coordinators is _FACTORY else coordinators
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.node_id, self.host, self.port, self.coordinators, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.node_id, other.host, other.port, other.coordinators, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, coordinators={self.coordinators!r})"
 
 
 def _e_FindCoordinatorResponse_v0(o: Any, out: bytearray) -> None:
@@ -2153,16 +2013,6 @@ class DescribeClusterRequest(WireMessage):
         self.endpoint_type = endpoint_type
         self.include_fenced_brokers = include_fenced_brokers
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.include_cluster_authorized_operations, self.endpoint_type, self.include_fenced_brokers, ) == (other.include_cluster_authorized_operations, other.endpoint_type, other.include_fenced_brokers, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, endpoint_type={self.endpoint_type!r}, include_fenced_brokers={self.include_fenced_brokers!r})"
-
 
 def _e_DescribeClusterRequest_v0(o: Any, out: bytearray) -> None:
     out += _S0.pack(o.include_cluster_authorized_operations)
@@ -2214,7 +2064,7 @@ class DescribeClusterResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class DescribeClusterBroker:
+    class DescribeClusterBroker(WireStruct):
         __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', )
         broker_id: int
         host: str
@@ -2228,16 +2078,6 @@ class DescribeClusterResponse(WireMessage):
             self.port = port
             self.rack = rack
             self.is_fenced = is_fenced
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.broker_id, self.host, self.port, self.rack, self.is_fenced, ) == (other.broker_id, other.host, other.port, other.rack, other.is_fenced, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, is_fenced={self.is_fenced!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -2257,16 +2097,6 @@ class DescribeClusterResponse(WireMessage):
         self.controller_id = controller_id
         self.brokers = list() if brokers is _FACTORY else brokers
         self.cluster_authorized_operations = cluster_authorized_operations
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.endpoint_type, self.cluster_id, self.controller_id, self.brokers, self.cluster_authorized_operations, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.endpoint_type, other.cluster_id, other.controller_id, other.brokers, other.cluster_authorized_operations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, endpoint_type={self.endpoint_type!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, brokers={self.brokers!r}, cluster_authorized_operations={self.cluster_authorized_operations!r})"
 
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_v0(o: Any, out: bytearray) -> None:
@@ -2455,16 +2285,6 @@ class SaslHandshakeRequest(WireMessage):
     def __init__(self, mechanism: str = '') -> None:
         self.mechanism = mechanism
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.mechanism, ) == (other.mechanism, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r})"
-
 
 def _e_SaslHandshakeRequest_v0(o: Any, out: bytearray) -> None:
     write_string(out, o.mechanism)
@@ -2494,16 +2314,6 @@ class SaslHandshakeResponse(WireMessage):
     def __init__(self, error_code: int = 0, mechanisms: list[str] = _FACTORY) -> None:
         self.error_code = error_code
         self.mechanisms = list() if mechanisms is _FACTORY else mechanisms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.mechanisms, ) == (other.error_code, other.mechanisms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, mechanisms={self.mechanisms!r})"
 
 
 def _e_SaslHandshakeResponse_v0(o: Any, out: bytearray) -> None:
@@ -2546,16 +2356,6 @@ class SaslAuthenticateRequest(WireMessage):
 
     def __init__(self, auth_bytes: bytes = b'') -> None:
         self.auth_bytes = auth_bytes
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.auth_bytes, ) == (other.auth_bytes, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(auth_bytes={self.auth_bytes!r})"
 
 
 def _e_SaslAuthenticateRequest_v0(o: Any, out: bytearray) -> None:
@@ -2603,16 +2403,6 @@ class SaslAuthenticateResponse(WireMessage):
         self.error_message = error_message
         self.auth_bytes = auth_bytes
         self.session_lifetime_ms = session_lifetime_ms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.error_code, self.error_message, self.auth_bytes, self.session_lifetime_ms, ) == (other.error_code, other.error_message, other.auth_bytes, other.session_lifetime_ms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, auth_bytes={self.auth_bytes!r}, session_lifetime_ms={self.session_lifetime_ms!r})"
 
 
 def _e_SaslAuthenticateResponse_v0(o: Any, out: bytearray) -> None:

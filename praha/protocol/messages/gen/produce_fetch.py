@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -50,9 +50,9 @@ class ProduceRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    class TopicProduceData:
+    class TopicProduceData(WireStruct):
         __slots__ = ('name', 'topic_id', 'partition_data', )
-        class PartitionProduceData:
+        class PartitionProduceData(WireStruct):
             __slots__ = ('index', 'records', )
             index: int
             records: bytes | None
@@ -60,16 +60,6 @@ class ProduceRequest(WireMessage):
             def __init__(self, index: int = 0, records: bytes | None = None) -> None:
                 self.index = index
                 self.records = records
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.index, self.records, ) == (other.index, other.records, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(index={self.index!r}, records={self.records!r})"
 
         name: str
         topic_id: uuid.UUID | None
@@ -79,16 +69,6 @@ class ProduceRequest(WireMessage):
             self.name = name
             self.topic_id = topic_id
             self.partition_data = list() if partition_data is _FACTORY else partition_data
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.partition_data, ) == (other.name, other.topic_id, other.partition_data, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_data={self.partition_data!r})"
 
     transactional_id: str | None
     acks: int
@@ -100,16 +80,6 @@ class ProduceRequest(WireMessage):
         self.acks = acks
         self.timeout_ms = timeout_ms
         self.topic_data = list() if topic_data is _FACTORY else topic_data
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id, self.acks, self.timeout_ms, self.topic_data, ) == (other.transactional_id, other.acks, other.timeout_ms, other.topic_data, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, acks={self.acks!r}, timeout_ms={self.timeout_ms!r}, topic_data={self.topic_data!r})"
 
 
 def _e_ProduceRequest_TopicProduceData_PartitionProduceData_v3(o: Any, out: bytearray) -> None:
@@ -319,11 +289,11 @@ class ProduceResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int] = 9
 
-    class TopicProduceResponse:
+    class TopicProduceResponse(WireStruct):
         __slots__ = ('name', 'topic_id', 'partition_responses', )
-        class PartitionProduceResponse:
+        class PartitionProduceResponse(WireStruct):
             __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', )
-            class BatchIndexAndErrorMessage:
+            class BatchIndexAndErrorMessage(WireStruct):
                 __slots__ = ('batch_index', 'batch_index_error_message', )
                 batch_index: int
                 batch_index_error_message: str | None
@@ -332,17 +302,7 @@ class ProduceResponse(WireMessage):
                     self.batch_index = batch_index
                     self.batch_index_error_message = batch_index_error_message
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.batch_index, self.batch_index_error_message, ) == (other.batch_index, other.batch_index_error_message, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(batch_index={self.batch_index!r}, batch_index_error_message={self.batch_index_error_message!r})"
-
-            class LeaderIdAndEpoch:
+            class LeaderIdAndEpoch(WireStruct):
                 __slots__ = ('leader_id', 'leader_epoch', )
                 leader_id: int
                 leader_epoch: int
@@ -350,16 +310,6 @@ class ProduceResponse(WireMessage):
                 def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
                     self.leader_id = leader_id
                     self.leader_epoch = leader_epoch
-
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
 
             index: int
             error_code: int
@@ -380,16 +330,6 @@ class ProduceResponse(WireMessage):
                 self.error_message = error_message
                 self.current_leader = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset, self.record_errors, self.error_message, self.current_leader, ) == (other.index, other.error_code, other.base_offset, other.log_append_time_ms, other.log_start_offset, other.record_errors, other.error_message, other.current_leader, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(index={self.index!r}, error_code={self.error_code!r}, base_offset={self.base_offset!r}, log_append_time_ms={self.log_append_time_ms!r}, log_start_offset={self.log_start_offset!r}, record_errors={self.record_errors!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r})"
-
         name: str
         topic_id: uuid.UUID | None
         partition_responses: list[PartitionProduceResponse]
@@ -399,17 +339,7 @@ class ProduceResponse(WireMessage):
             self.topic_id = topic_id
             self.partition_responses = list() if partition_responses is _FACTORY else partition_responses
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.topic_id, self.partition_responses, ) == (other.name, other.topic_id, other.partition_responses, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, partition_responses={self.partition_responses!r})"
-
-    class NodeEndpoint:
+    class NodeEndpoint(WireStruct):
         __slots__ = ('node_id', 'host', 'port', 'rack', )
         node_id: int
         host: str
@@ -422,16 +352,6 @@ class ProduceResponse(WireMessage):
             self.port = port
             self.rack = rack
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
-
     responses: list[TopicProduceResponse]
     throttle_time_ms: int
     node_endpoints: list[NodeEndpoint]
@@ -440,16 +360,6 @@ class ProduceResponse(WireMessage):
         self.responses = list() if responses is _FACTORY else responses
         self.throttle_time_ms = throttle_time_ms
         self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.responses, self.throttle_time_ms, self.node_endpoints, ) == (other.responses, other.throttle_time_ms, other.node_endpoints, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ProduceResponse_TopicProduceResponse_PartitionProduceResponse_v3(o: Any, out: bytearray) -> None:
@@ -1035,7 +945,7 @@ class FetchRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_FROM: ClassVar[int] = 12
 
-    class ReplicaState:
+    class ReplicaState(WireStruct):
         __slots__ = ('replica_id', 'replica_epoch', )
         replica_id: int
         replica_epoch: int
@@ -1044,19 +954,9 @@ class FetchRequest(WireMessage):
             self.replica_id = replica_id
             self.replica_epoch = replica_epoch
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.replica_id, self.replica_epoch, ) == (other.replica_id, other.replica_epoch, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, replica_epoch={self.replica_epoch!r})"
-
-    class FetchTopic:
+    class FetchTopic(WireStruct):
         __slots__ = ('topic', 'topic_id', 'partitions', )
-        class FetchPartition:
+        class FetchPartition(WireStruct):
             __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', )
             partition: int
             current_leader_epoch: int
@@ -1077,16 +977,6 @@ class FetchRequest(WireMessage):
                 self.replica_directory_id = replica_directory_id
                 self.high_watermark = high_watermark
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes, self.replica_directory_id, self.high_watermark, ) == (other.partition, other.current_leader_epoch, other.fetch_offset, other.last_fetched_epoch, other.log_start_offset, other.partition_max_bytes, other.replica_directory_id, other.high_watermark, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, fetch_offset={self.fetch_offset!r}, last_fetched_epoch={self.last_fetched_epoch!r}, log_start_offset={self.log_start_offset!r}, partition_max_bytes={self.partition_max_bytes!r}, replica_directory_id={self.replica_directory_id!r}, high_watermark={self.high_watermark!r})"
-
         topic: str
         topic_id: uuid.UUID | None
         partitions: list[FetchPartition]
@@ -1096,17 +986,7 @@ class FetchRequest(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
-    class ForgottenTopic:
+    class ForgottenTopic(WireStruct):
         __slots__ = ('topic', 'topic_id', 'partitions', )
         topic: str
         topic_id: uuid.UUID | None
@@ -1116,16 +996,6 @@ class FetchRequest(WireMessage):
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
     cluster_id: str | None
     replica_id: int
@@ -1153,16 +1023,6 @@ class FetchRequest(WireMessage):
         self.topics = list() if topics is _FACTORY else topics
         self.forgotten_topics_data = list() if forgotten_topics_data is _FACTORY else forgotten_topics_data
         self.rack_id = rack_id
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.cluster_id, self.replica_id, self.replica_state, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch, self.topics, self.forgotten_topics_data, self.rack_id, ) == (other.cluster_id, other.replica_id, other.replica_state, other.max_wait_ms, other.min_bytes, other.max_bytes, other.isolation_level, other.session_id, other.session_epoch, other.topics, other.forgotten_topics_data, other.rack_id, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(cluster_id={self.cluster_id!r}, replica_id={self.replica_id!r}, replica_state={self.replica_state!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, isolation_level={self.isolation_level!r}, session_id={self.session_id!r}, session_epoch={self.session_epoch!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r}, rack_id={self.rack_id!r})"
 
 
 def _e_FetchRequest_FetchTopic_FetchPartition_v4(o: Any, out: bytearray) -> None:
@@ -2107,11 +1967,11 @@ class FetchResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_FROM: ClassVar[int] = 12
 
-    class FetchableTopicResponse:
+    class FetchableTopicResponse(WireStruct):
         __slots__ = ('topic', 'topic_id', 'partitions', )
-        class PartitionData:
+        class PartitionData(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', )
-            class EpochEndOffset:
+            class EpochEndOffset(WireStruct):
                 __slots__ = ('epoch', 'end_offset', )
                 epoch: int
                 end_offset: int
@@ -2120,17 +1980,7 @@ class FetchResponse(WireMessage):
                     self.epoch = epoch
                     self.end_offset = end_offset
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.epoch, self.end_offset, ) == (other.epoch, other.end_offset, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, end_offset={self.end_offset!r})"
-
-            class LeaderIdAndEpoch:
+            class LeaderIdAndEpoch(WireStruct):
                 __slots__ = ('leader_id', 'leader_epoch', )
                 leader_id: int
                 leader_epoch: int
@@ -2139,17 +1989,7 @@ class FetchResponse(WireMessage):
                     self.leader_id = leader_id
                     self.leader_epoch = leader_epoch
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
-
-            class SnapshotId:
+            class SnapshotId(WireStruct):
                 __slots__ = ('end_offset', 'epoch', )
                 end_offset: int
                 epoch: int
@@ -2158,17 +1998,7 @@ class FetchResponse(WireMessage):
                     self.end_offset = end_offset
                     self.epoch = epoch
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.end_offset, self.epoch, ) == (other.end_offset, other.epoch, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(end_offset={self.end_offset!r}, epoch={self.epoch!r})"
-
-            class AbortedTransaction:
+            class AbortedTransaction(WireStruct):
                 __slots__ = ('producer_id', 'first_offset', )
                 producer_id: int
                 first_offset: int
@@ -2176,16 +2006,6 @@ class FetchResponse(WireMessage):
                 def __init__(self, producer_id: int = 0, first_offset: int = 0) -> None:
                     self.producer_id = producer_id
                     self.first_offset = first_offset
-
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.producer_id, self.first_offset, ) == (other.producer_id, other.first_offset, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, first_offset={self.first_offset!r})"
 
             partition_index: int
             error_code: int
@@ -2212,16 +2032,6 @@ class FetchResponse(WireMessage):
                 self.preferred_read_replica = preferred_read_replica
                 self.records = records
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, self.diverging_epoch, self.current_leader, self.snapshot_id, self.aborted_transactions, self.preferred_read_replica, self.records, ) == (other.partition_index, other.error_code, other.high_watermark, other.last_stable_offset, other.log_start_offset, other.diverging_epoch, other.current_leader, other.snapshot_id, other.aborted_transactions, other.preferred_read_replica, other.records, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, high_watermark={self.high_watermark!r}, last_stable_offset={self.last_stable_offset!r}, log_start_offset={self.log_start_offset!r}, diverging_epoch={self.diverging_epoch!r}, current_leader={self.current_leader!r}, snapshot_id={self.snapshot_id!r}, aborted_transactions={self.aborted_transactions!r}, preferred_read_replica={self.preferred_read_replica!r}, records={self.records!r})"
-
         topic: str
         topic_id: uuid.UUID | None
         partitions: list[PartitionData]
@@ -2231,17 +2041,7 @@ class FetchResponse(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.topic_id, self.partitions, ) == (other.topic, other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
-    class NodeEndpoint:
+    class NodeEndpoint(WireStruct):
         __slots__ = ('node_id', 'host', 'port', 'rack', )
         node_id: int
         host: str
@@ -2253,16 +2053,6 @@ class FetchResponse(WireMessage):
             self.host = host
             self.port = port
             self.rack = rack
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -2276,16 +2066,6 @@ class FetchResponse(WireMessage):
         self.session_id = session_id
         self.responses = list() if responses is _FACTORY else responses
         self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.session_id, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.session_id, other.responses, other.node_endpoints, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, session_id={self.session_id!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_FetchResponse_FetchableTopicResponse_PartitionData_AbortedTransaction_v4(o: Any, out: bytearray) -> None:
@@ -2893,9 +2673,9 @@ class ListOffsetsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class ListOffsetsTopic:
+    class ListOffsetsTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class ListOffsetsPartition:
+        class ListOffsetsPartition(WireStruct):
             __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', )
             partition_index: int
             current_leader_epoch: int
@@ -2908,32 +2688,12 @@ class ListOffsetsRequest(WireMessage):
                 self.timestamp = timestamp
                 self.max_num_offsets = max_num_offsets
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.current_leader_epoch, self.timestamp, self.max_num_offsets, ) == (other.partition_index, other.current_leader_epoch, other.timestamp, other.max_num_offsets, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, current_leader_epoch={self.current_leader_epoch!r}, timestamp={self.timestamp!r}, max_num_offsets={self.max_num_offsets!r})"
-
         name: str
         partitions: list[ListOffsetsPartition]
 
         def __init__(self, name: str = '', partitions: list[ListOffsetsPartition] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     replica_id: int
     isolation_level: int
@@ -2945,16 +2705,6 @@ class ListOffsetsRequest(WireMessage):
         self.isolation_level = isolation_level
         self.topics = list() if topics is _FACTORY else topics
         self.timeout_ms = timeout_ms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.replica_id, self.isolation_level, self.topics, self.timeout_ms, ) == (other.replica_id, other.isolation_level, other.topics, other.timeout_ms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, isolation_level={self.isolation_level!r}, topics={self.topics!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_ListOffsetsPartition_v1(o: Any, out: bytearray) -> None:
@@ -3221,9 +2971,9 @@ class ListOffsetsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_FROM: ClassVar[int] = 6
 
-    class ListOffsetsTopicResponse:
+    class ListOffsetsTopicResponse(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class ListOffsetsPartitionResponse:
+        class ListOffsetsPartitionResponse(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', )
             partition_index: int
             error_code: int
@@ -3240,16 +2990,6 @@ class ListOffsetsResponse(WireMessage):
                 self.offset = offset
                 self.leader_epoch = leader_epoch
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.old_style_offsets, self.timestamp, self.offset, self.leader_epoch, ) == (other.partition_index, other.error_code, other.old_style_offsets, other.timestamp, other.offset, other.leader_epoch, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, old_style_offsets={self.old_style_offsets!r}, timestamp={self.timestamp!r}, offset={self.offset!r}, leader_epoch={self.leader_epoch!r})"
-
         name: str
         partitions: list[ListOffsetsPartitionResponse]
 
@@ -3257,32 +2997,12 @@ class ListOffsetsResponse(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[ListOffsetsTopicResponse]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsTopicResponse] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_ListOffsetsPartitionResponse_v1(o: Any, out: bytearray) -> None:
@@ -3512,9 +3232,9 @@ class OffsetForLeaderEpochRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class OffsetForLeaderTopic:
+    class OffsetForLeaderTopic(WireStruct):
         __slots__ = ('topic', 'partitions', )
-        class OffsetForLeaderPartition:
+        class OffsetForLeaderPartition(WireStruct):
             __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', )
             partition: int
             current_leader_epoch: int
@@ -3525,16 +3245,6 @@ class OffsetForLeaderEpochRequest(WireMessage):
                 self.current_leader_epoch = current_leader_epoch
                 self.leader_epoch = leader_epoch
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition, self.current_leader_epoch, self.leader_epoch, ) == (other.partition, other.current_leader_epoch, other.leader_epoch, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, leader_epoch={self.leader_epoch!r})"
-
         topic: str
         partitions: list[OffsetForLeaderPartition]
 
@@ -3542,32 +3252,12 @@ class OffsetForLeaderEpochRequest(WireMessage):
             self.topic = topic
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
-
     replica_id: int
     topics: list[OffsetForLeaderTopic]
 
     def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderTopic] = _FACTORY) -> None:
         self.replica_id = replica_id
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.replica_id, self.topics, ) == (other.replica_id, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, topics={self.topics!r})"
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_OffsetForLeaderPartition_v2(o: Any, out: bytearray) -> None:
@@ -3732,9 +3422,9 @@ class OffsetForLeaderEpochResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int] = 4
 
-    class OffsetForLeaderTopicResult:
+    class OffsetForLeaderTopicResult(WireStruct):
         __slots__ = ('topic', 'partitions', )
-        class EpochEndOffset:
+        class EpochEndOffset(WireStruct):
             __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', )
             error_code: int
             partition: int
@@ -3747,16 +3437,6 @@ class OffsetForLeaderEpochResponse(WireMessage):
                 self.leader_epoch = leader_epoch
                 self.end_offset = end_offset
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.error_code, self.partition, self.leader_epoch, self.end_offset, ) == (other.error_code, other.partition, other.leader_epoch, other.end_offset, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition={self.partition!r}, leader_epoch={self.leader_epoch!r}, end_offset={self.end_offset!r})"
-
         topic: str
         partitions: list[EpochEndOffset]
 
@@ -3764,32 +3444,12 @@ class OffsetForLeaderEpochResponse(WireMessage):
             self.topic = topic
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[OffsetForLeaderTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_EpochEndOffset_v2(o: Any, out: bytearray) -> None:
@@ -3931,9 +3591,9 @@ class DeleteRecordsRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DeleteRecordsTopic:
+    class DeleteRecordsTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class DeleteRecordsPartition:
+        class DeleteRecordsPartition(WireStruct):
             __slots__ = ('partition_index', 'offset', )
             partition_index: int
             offset: int
@@ -3942,16 +3602,6 @@ class DeleteRecordsRequest(WireMessage):
                 self.partition_index = partition_index
                 self.offset = offset
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.offset, ) == (other.partition_index, other.offset, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, offset={self.offset!r})"
-
         name: str
         partitions: list[DeleteRecordsPartition]
 
@@ -3959,32 +3609,12 @@ class DeleteRecordsRequest(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     topics: list[DeleteRecordsTopic]
     timeout_ms: int
 
     def __init__(self, topics: list[DeleteRecordsTopic] = _FACTORY, timeout_ms: int = 0) -> None:
         self.topics = list() if topics is _FACTORY else topics
         self.timeout_ms = timeout_ms
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topics, self.timeout_ms, ) == (other.topics, other.timeout_ms, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r})"
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsTopic_DeleteRecordsPartition_v0(o: Any, out: bytearray) -> None:
@@ -4126,9 +3756,9 @@ class DeleteRecordsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 2
 
-    class DeleteRecordsTopicResult:
+    class DeleteRecordsTopicResult(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class DeleteRecordsPartitionResult:
+        class DeleteRecordsPartitionResult(WireStruct):
             __slots__ = ('partition_index', 'low_watermark', 'error_code', )
             partition_index: int
             low_watermark: int
@@ -4139,16 +3769,6 @@ class DeleteRecordsResponse(WireMessage):
                 self.low_watermark = low_watermark
                 self.error_code = error_code
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.low_watermark, self.error_code, ) == (other.partition_index, other.low_watermark, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, low_watermark={self.low_watermark!r}, error_code={self.error_code!r})"
-
         name: str
         partitions: list[DeleteRecordsPartitionResult]
 
@@ -4156,32 +3776,12 @@ class DeleteRecordsResponse(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[DeleteRecordsTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_DeleteRecordsPartitionResult_v0(o: Any, out: bytearray) -> None:

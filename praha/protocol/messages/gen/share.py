@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -48,16 +48,6 @@ class ShareGroupHeartbeatRequest(WireMessage):
         self.member_epoch = member_epoch
         self.rack_id = rack_id
         self.subscribed_topic_names = subscribed_topic_names
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id, self.member_epoch, self.rack_id, self.subscribed_topic_names, ) == (other.group_id, other.member_id, other.member_epoch, other.rack_id, other.subscribed_topic_names, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, rack_id={self.rack_id!r}, subscribed_topic_names={self.subscribed_topic_names!r})"
 
 
 def _e_ShareGroupHeartbeatRequest_v0(o: Any, out: bytearray) -> None:
@@ -101,7 +91,7 @@ ShareGroupHeartbeatRequest._ENCODERS = (_e_ShareGroupHeartbeatRequest_v0, _e_Sha
 ShareGroupHeartbeatRequest._DECODERS = (_d_ShareGroupHeartbeatRequest_v0, _d_ShareGroupHeartbeatRequest_v0,)
 
 
-class ShareGroupHeartbeatResponse_TopicPartitions:
+class ShareGroupHeartbeatResponse_TopicPartitions(WireStruct):
     __slots__ = ('topic_id', 'partitions', )
     topic_id: uuid.UUID | None
     partitions: list[int]
@@ -109,16 +99,6 @@ class ShareGroupHeartbeatResponse_TopicPartitions:
     def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
         self.topic_id = topic_id
         self.partitions = list() if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
 
 class ShareGroupHeartbeatResponse(WireMessage):
@@ -130,7 +110,7 @@ class ShareGroupHeartbeatResponse(WireMessage):
 
     TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
 
-    class Assignment:
+    class Assignment(WireStruct):
         __slots__ = ('topic_partitions', )
         TopicPartitions = ShareGroupHeartbeatResponse_TopicPartitions
 
@@ -138,16 +118,6 @@ class ShareGroupHeartbeatResponse(WireMessage):
 
         def __init__(self, topic_partitions: list[ShareGroupHeartbeatResponse_TopicPartitions] = _FACTORY) -> None:
             self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_partitions, ) == (other.topic_partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -165,16 +135,6 @@ class ShareGroupHeartbeatResponse(WireMessage):
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.member_id, other.member_epoch, other.heartbeat_interval_ms, other.assignment, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 def _e_ShareGroupHeartbeatResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -273,16 +233,6 @@ class ShareGroupDescribeRequest(WireMessage):
         self.group_ids = list() if group_ids is _FACTORY else group_ids
         self.include_authorized_operations = include_authorized_operations
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_ids, self.include_authorized_operations, ) == (other.group_ids, other.include_authorized_operations, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
-
 
 def _e_ShareGroupDescribeRequest_v0(o: Any, out: bytearray) -> None:
     xs0 = o.group_ids
@@ -315,7 +265,7 @@ ShareGroupDescribeRequest._ENCODERS = (_e_ShareGroupDescribeRequest_v0, _e_Share
 ShareGroupDescribeRequest._DECODERS = (_d_ShareGroupDescribeRequest_v0, _d_ShareGroupDescribeRequest_v0,)
 
 
-class ShareGroupDescribeResponse_TopicPartitions:
+class ShareGroupDescribeResponse_TopicPartitions(WireStruct):
     __slots__ = ('topic_id', 'topic_name', 'partitions', )
     topic_id: uuid.UUID | None
     topic_name: str
@@ -326,18 +276,8 @@ class ShareGroupDescribeResponse_TopicPartitions:
         self.topic_name = topic_name
         self.partitions = list() if partitions is _FACTORY else partitions
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_id, self.topic_name, self.partitions, ) == (other.topic_id, other.topic_name, other.partitions, )
 
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
-
-
-class ShareGroupDescribeResponse_Assignment:
+class ShareGroupDescribeResponse_Assignment(WireStruct):
     __slots__ = ('topic_partitions', )
     TopicPartitions = ShareGroupDescribeResponse_TopicPartitions
 
@@ -345,16 +285,6 @@ class ShareGroupDescribeResponse_Assignment:
 
     def __init__(self, topic_partitions: list[ShareGroupDescribeResponse_TopicPartitions] = _FACTORY) -> None:
         self.topic_partitions = list() if topic_partitions is _FACTORY else topic_partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.topic_partitions, ) == (other.topic_partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
 class ShareGroupDescribeResponse(WireMessage):
@@ -368,9 +298,9 @@ class ShareGroupDescribeResponse(WireMessage):
 
     Assignment = ShareGroupDescribeResponse_Assignment
 
-    class DescribedGroup:
+    class DescribedGroup(WireStruct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', )
-        class Member:
+        class Member(WireStruct):
             __slots__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment', )
             Assignment = ShareGroupDescribeResponse_Assignment
 
@@ -390,16 +320,6 @@ class ShareGroupDescribeResponse(WireMessage):
                 self.client_host = client_host
                 self.subscribed_topic_names = list() if subscribed_topic_names is _FACTORY else subscribed_topic_names
                 self.assignment = ShareGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.member_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.assignment, ) == (other.member_id, other.rack_id, other.member_epoch, other.client_id, other.client_host, other.subscribed_topic_names, other.assignment, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, assignment={self.assignment!r})"
 
         error_code: int
         error_message: str | None
@@ -422,32 +342,12 @@ class ShareGroupDescribeResponse(WireMessage):
             self.members = list() if members is _FACTORY else members
             self.authorized_operations = authorized_operations
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations, ) == (other.error_code, other.error_message, other.group_id, other.group_state, other.group_epoch, other.assignment_epoch, other.assignor_name, other.members, other.authorized_operations, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
-
     throttle_time_ms: int
     groups: list[DescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = list() if groups is _FACTORY else groups
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.groups, ) == (other.throttle_time_ms, other.groups, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 def _e_ShareGroupDescribeResponse_TopicPartitions_v0(o: Any, out: bytearray) -> None:
@@ -631,11 +531,11 @@ class ShareFetchRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class FetchTopic:
+    class FetchTopic(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
-        class FetchPartition:
+        class FetchPartition(WireStruct):
             __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', )
-            class AcknowledgementBatch:
+            class AcknowledgementBatch(WireStruct):
                 __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', )
                 first_offset: int
                 last_offset: int
@@ -646,16 +546,6 @@ class ShareFetchRequest(WireMessage):
                     self.last_offset = last_offset
                     self.acknowledge_types = list() if acknowledge_types is _FACTORY else acknowledge_types
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.first_offset, self.last_offset, self.acknowledge_types, ) == (other.first_offset, other.last_offset, other.acknowledge_types, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
-
             partition_index: int
             partition_max_bytes: int
             acknowledgement_batches: list[AcknowledgementBatch]
@@ -665,16 +555,6 @@ class ShareFetchRequest(WireMessage):
                 self.partition_max_bytes = partition_max_bytes
                 self.acknowledgement_batches = list() if acknowledgement_batches is _FACTORY else acknowledgement_batches
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.partition_max_bytes, self.acknowledgement_batches, ) == (other.partition_index, other.partition_max_bytes, other.acknowledgement_batches, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_max_bytes={self.partition_max_bytes!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
-
         topic_id: uuid.UUID | None
         partitions: list[FetchPartition]
 
@@ -682,17 +562,7 @@ class ShareFetchRequest(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
-    class ForgottenTopic:
+    class ForgottenTopic(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
         topic_id: uuid.UUID | None
         partitions: list[int]
@@ -700,16 +570,6 @@ class ShareFetchRequest(WireMessage):
         def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[int] = _FACTORY) -> None:
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
     group_id: str | None
     member_id: str | None
@@ -733,16 +593,6 @@ class ShareFetchRequest(WireMessage):
         self.batch_size = batch_size
         self.topics = list() if topics is _FACTORY else topics
         self.forgotten_topics_data = list() if forgotten_topics_data is _FACTORY else forgotten_topics_data
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size, self.topics, self.forgotten_topics_data, ) == (other.group_id, other.member_id, other.share_session_epoch, other.max_wait_ms, other.min_bytes, other.max_bytes, other.max_records, other.batch_size, other.topics, other.forgotten_topics_data, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, max_records={self.max_records!r}, batch_size={self.batch_size!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r})"
 
 
 def _e_ShareFetchRequest_FetchTopic_FetchPartition_AcknowledgementBatch_v0(o: Any, out: bytearray) -> None:
@@ -1010,11 +860,11 @@ class ShareFetchResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ShareFetchableTopicResponse:
+    class ShareFetchableTopicResponse(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
-        class PartitionData:
+        class PartitionData(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', )
-            class LeaderIdAndEpoch:
+            class LeaderIdAndEpoch(WireStruct):
                 __slots__ = ('leader_id', 'leader_epoch', )
                 leader_id: int
                 leader_epoch: int
@@ -1023,17 +873,7 @@ class ShareFetchResponse(WireMessage):
                     self.leader_id = leader_id
                     self.leader_epoch = leader_epoch
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
-
-            class AcquiredRecords:
+            class AcquiredRecords(WireStruct):
                 __slots__ = ('first_offset', 'last_offset', 'delivery_count', )
                 first_offset: int
                 last_offset: int
@@ -1043,16 +883,6 @@ class ShareFetchResponse(WireMessage):
                     self.first_offset = first_offset
                     self.last_offset = last_offset
                     self.delivery_count = delivery_count
-
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.first_offset, self.last_offset, self.delivery_count, ) == (other.first_offset, other.last_offset, other.delivery_count, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_count={self.delivery_count!r})"
 
             partition_index: int
             error_code: int
@@ -1073,16 +903,6 @@ class ShareFetchResponse(WireMessage):
                 self.records = records
                 self.acquired_records = list() if acquired_records is _FACTORY else acquired_records
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.error_message, self.acknowledge_error_code, self.acknowledge_error_message, self.current_leader, self.records, self.acquired_records, ) == (other.partition_index, other.error_code, other.error_message, other.acknowledge_error_code, other.acknowledge_error_message, other.current_leader, other.records, other.acquired_records, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acknowledge_error_code={self.acknowledge_error_code!r}, acknowledge_error_message={self.acknowledge_error_message!r}, current_leader={self.current_leader!r}, records={self.records!r}, acquired_records={self.acquired_records!r})"
-
         topic_id: uuid.UUID | None
         partitions: list[PartitionData]
 
@@ -1090,17 +910,7 @@ class ShareFetchResponse(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
-    class NodeEndpoint:
+    class NodeEndpoint(WireStruct):
         __slots__ = ('node_id', 'host', 'port', 'rack', )
         node_id: int
         host: str
@@ -1112,16 +922,6 @@ class ShareFetchResponse(WireMessage):
             self.host = host
             self.port = port
             self.rack = rack
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -1137,16 +937,6 @@ class ShareFetchResponse(WireMessage):
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = list() if responses is _FACTORY else responses
         self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.acquisition_lock_timeout_ms, other.responses, other.node_endpoints, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acquisition_lock_timeout_ms={self.acquisition_lock_timeout_ms!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_PartitionData_LeaderIdAndEpoch_v0(o: Any, out: bytearray) -> None:
@@ -1363,11 +1153,11 @@ class ShareAcknowledgeRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class AcknowledgeTopic:
+    class AcknowledgeTopic(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
-        class AcknowledgePartition:
+        class AcknowledgePartition(WireStruct):
             __slots__ = ('partition_index', 'acknowledgement_batches', )
-            class AcknowledgementBatch:
+            class AcknowledgementBatch(WireStruct):
                 __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', )
                 first_offset: int
                 last_offset: int
@@ -1378,16 +1168,6 @@ class ShareAcknowledgeRequest(WireMessage):
                     self.last_offset = last_offset
                     self.acknowledge_types = list() if acknowledge_types is _FACTORY else acknowledge_types
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.first_offset, self.last_offset, self.acknowledge_types, ) == (other.first_offset, other.last_offset, other.acknowledge_types, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
-
             partition_index: int
             acknowledgement_batches: list[AcknowledgementBatch]
 
@@ -1395,32 +1175,12 @@ class ShareAcknowledgeRequest(WireMessage):
                 self.partition_index = partition_index
                 self.acknowledgement_batches = list() if acknowledgement_batches is _FACTORY else acknowledgement_batches
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.acknowledgement_batches, ) == (other.partition_index, other.acknowledgement_batches, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
-
         topic_id: uuid.UUID | None
         partitions: list[AcknowledgePartition]
 
         def __init__(self, topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[AcknowledgePartition] = _FACTORY) -> None:
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
 
     group_id: str | None
     member_id: str | None
@@ -1432,16 +1192,6 @@ class ShareAcknowledgeRequest(WireMessage):
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.group_id, self.member_id, self.share_session_epoch, self.topics, ) == (other.group_id, other.member_id, other.share_session_epoch, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, topics={self.topics!r})"
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgeTopic_AcknowledgePartition_AcknowledgementBatch_v0(o: Any, out: bytearray) -> None:
@@ -1565,11 +1315,11 @@ class ShareAcknowledgeResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class ShareAcknowledgeTopicResponse:
+    class ShareAcknowledgeTopicResponse(WireStruct):
         __slots__ = ('topic_id', 'partitions', )
-        class PartitionData:
+        class PartitionData(WireStruct):
             __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader', )
-            class LeaderIdAndEpoch:
+            class LeaderIdAndEpoch(WireStruct):
                 __slots__ = ('leader_id', 'leader_epoch', )
                 leader_id: int
                 leader_epoch: int
@@ -1577,16 +1327,6 @@ class ShareAcknowledgeResponse(WireMessage):
                 def __init__(self, leader_id: int = 0, leader_epoch: int = 0) -> None:
                     self.leader_id = leader_id
                     self.leader_epoch = leader_epoch
-
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.leader_id, self.leader_epoch, ) == (other.leader_id, other.leader_epoch, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
 
             partition_index: int
             error_code: int
@@ -1599,16 +1339,6 @@ class ShareAcknowledgeResponse(WireMessage):
                 self.error_message = error_message
                 self.current_leader = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch() if current_leader is _FACTORY else current_leader
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, self.error_message, self.current_leader, ) == (other.partition_index, other.error_code, other.error_message, other.current_leader, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r})"
-
         topic_id: uuid.UUID | None
         partitions: list[PartitionData]
 
@@ -1616,17 +1346,7 @@ class ShareAcknowledgeResponse(WireMessage):
             self.topic_id = topic_id
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.topic_id, self.partitions, ) == (other.topic_id, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
-
-    class NodeEndpoint:
+    class NodeEndpoint(WireStruct):
         __slots__ = ('node_id', 'host', 'port', 'rack', )
         node_id: int
         host: str
@@ -1638,16 +1358,6 @@ class ShareAcknowledgeResponse(WireMessage):
             self.host = host
             self.port = port
             self.rack = rack
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.node_id, self.host, self.port, self.rack, ) == (other.node_id, other.host, other.port, other.rack, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -1661,16 +1371,6 @@ class ShareAcknowledgeResponse(WireMessage):
         self.error_message = error_message
         self.responses = list() if responses is _FACTORY else responses
         self.node_endpoints = list() if node_endpoints is _FACTORY else node_endpoints
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses, self.node_endpoints, ) == (other.throttle_time_ms, other.error_code, other.error_message, other.responses, other.node_endpoints, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_PartitionData_LeaderIdAndEpoch_v0(o: Any, out: bytearray) -> None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from uuid import UUID as _uuid
 
 from praha.protocol.messages.runtime import (
-    I32, ZERO_UUID, WireFormatError, WireMessage, null_field, read_bytes, read_compact_bytes,
+    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,
     read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,
     uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,
 )
@@ -55,16 +55,6 @@ class InitProducerIdRequest(WireMessage):
         self.producer_epoch = producer_epoch
         self.enable2_pc = enable2_pc
         self.keep_prepared_txn = keep_prepared_txn
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch, self.enable2_pc, self.keep_prepared_txn, ) == (other.transactional_id, other.transaction_timeout_ms, other.producer_id, other.producer_epoch, other.enable2_pc, other.keep_prepared_txn, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, enable2_pc={self.enable2_pc!r}, keep_prepared_txn={self.keep_prepared_txn!r})"
 
 
 def _e_InitProducerIdRequest_v0(o: Any, out: bytearray) -> None:
@@ -157,16 +147,6 @@ class InitProducerIdResponse(WireMessage):
         self.ongoing_txn_producer_id = ongoing_txn_producer_id
         self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, self.ongoing_txn_producer_id, self.ongoing_txn_producer_epoch, ) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch, other.ongoing_txn_producer_id, other.ongoing_txn_producer_epoch, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, ongoing_txn_producer_id={self.ongoing_txn_producer_id!r}, ongoing_txn_producer_epoch={self.ongoing_txn_producer_epoch!r})"
-
 
 def _e_InitProducerIdResponse_v0(o: Any, out: bytearray) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
@@ -210,7 +190,7 @@ InitProducerIdResponse._ENCODERS = (_e_InitProducerIdResponse_v0, _e_InitProduce
 InitProducerIdResponse._DECODERS = (_d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v6,)
 
 
-class AddPartitionsToTxnRequest_AddPartitionsToTxnTopic:
+class AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(WireStruct):
     __slots__ = ('name', 'partitions', )
     name: str
     partitions: list[int]
@@ -218,16 +198,6 @@ class AddPartitionsToTxnRequest_AddPartitionsToTxnTopic:
     def __init__(self, name: str = '', partitions: list[int] = _FACTORY) -> None:
         self.name = name
         self.partitions = list() if partitions is _FACTORY else partitions
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
 
 class AddPartitionsToTxnRequest(WireMessage):
@@ -239,7 +209,7 @@ class AddPartitionsToTxnRequest(WireMessage):
 
     AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
 
-    class AddPartitionsToTxnTransaction:
+    class AddPartitionsToTxnTransaction(WireStruct):
         __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', )
         AddPartitionsToTxnTopic = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
 
@@ -256,16 +226,6 @@ class AddPartitionsToTxnRequest(WireMessage):
             self.verify_only = verify_only
             self.topics = list() if topics is _FACTORY else topics
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.transactional_id, self.producer_id, self.producer_epoch, self.verify_only, self.topics, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.verify_only, other.topics, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, verify_only={self.verify_only!r}, topics={self.topics!r})"
-
     transactions: list[AddPartitionsToTxnTransaction]
     v3_and_below_transactional_id: str
     v3_and_below_producer_id: int
@@ -278,16 +238,6 @@ class AddPartitionsToTxnRequest(WireMessage):
         self.v3_and_below_producer_id = v3_and_below_producer_id
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
         self.v3_and_below_topics = list() if v3_and_below_topics is _FACTORY else v3_and_below_topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactions, self.v3_and_below_transactional_id, self.v3_and_below_producer_id, self.v3_and_below_producer_epoch, self.v3_and_below_topics, ) == (other.transactions, other.v3_and_below_transactional_id, other.v3_and_below_producer_id, other.v3_and_below_producer_epoch, other.v3_and_below_topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactions={self.transactions!r}, v3_and_below_transactional_id={self.v3_and_below_transactional_id!r}, v3_and_below_producer_id={self.v3_and_below_producer_id!r}, v3_and_below_producer_epoch={self.v3_and_below_producer_epoch!r}, v3_and_below_topics={self.v3_and_below_topics!r})"
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(o: Any, out: bytearray) -> None:
@@ -463,7 +413,7 @@ AddPartitionsToTxnRequest._ENCODERS = (_e_AddPartitionsToTxnRequest_v0, _e_AddPa
 AddPartitionsToTxnRequest._DECODERS = (_d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v3, _d_AddPartitionsToTxnRequest_v4, _d_AddPartitionsToTxnRequest_v4,)
 
 
-class AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult:
+class AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(WireStruct):
     __slots__ = ('partition_index', 'partition_error_code', )
     partition_index: int
     partition_error_code: int
@@ -472,18 +422,8 @@ class AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult:
         self.partition_index = partition_index
         self.partition_error_code = partition_error_code
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.partition_index, self.partition_error_code, ) == (other.partition_index, other.partition_error_code, )
 
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_error_code={self.partition_error_code!r})"
-
-
-class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult:
+class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(WireStruct):
     __slots__ = ('name', 'results_by_partition', )
     AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
 
@@ -493,16 +433,6 @@ class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult:
     def __init__(self, name: str = '', results_by_partition: list[AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = _FACTORY) -> None:
         self.name = name
         self.results_by_partition = list() if results_by_partition is _FACTORY else results_by_partition
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.name, self.results_by_partition, ) == (other.name, other.results_by_partition, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(name={self.name!r}, results_by_partition={self.results_by_partition!r})"
 
 
 class AddPartitionsToTxnResponse(WireMessage):
@@ -516,7 +446,7 @@ class AddPartitionsToTxnResponse(WireMessage):
 
     AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
 
-    class AddPartitionsToTxnResult:
+    class AddPartitionsToTxnResult(WireStruct):
         __slots__ = ('transactional_id', 'topic_results', )
         AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
 
@@ -526,16 +456,6 @@ class AddPartitionsToTxnResponse(WireMessage):
         def __init__(self, transactional_id: str = '', topic_results: list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = _FACTORY) -> None:
             self.transactional_id = transactional_id
             self.topic_results = list() if topic_results is _FACTORY else topic_results
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.transactional_id, self.topic_results, ) == (other.transactional_id, other.topic_results, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, topic_results={self.topic_results!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -547,16 +467,6 @@ class AddPartitionsToTxnResponse(WireMessage):
         self.error_code = error_code
         self.results_by_transaction = list() if results_by_transaction is _FACTORY else results_by_transaction
         self.results_by_topic_v3_and_below = list() if results_by_topic_v3_and_below is _FACTORY else results_by_topic_v3_and_below
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.results_by_transaction, self.results_by_topic_v3_and_below, ) == (other.throttle_time_ms, other.error_code, other.results_by_transaction, other.results_by_topic_v3_and_below, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results_by_transaction={self.results_by_transaction!r}, results_by_topic_v3_and_below={self.results_by_topic_v3_and_below!r})"
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(o: Any, out: bytearray) -> None:
@@ -769,16 +679,6 @@ class AddOffsetsToTxnRequest(WireMessage):
         self.producer_epoch = producer_epoch
         self.group_id = group_id
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id, self.producer_id, self.producer_epoch, self.group_id, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.group_id, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, group_id={self.group_id!r})"
-
 
 def _e_AddOffsetsToTxnRequest_v0(o: Any, out: bytearray) -> None:
     write_string(out, o.transactional_id)
@@ -836,16 +736,6 @@ class AddOffsetsToTxnResponse(WireMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, ) == (other.throttle_time_ms, other.error_code, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
-
 
 def _e_AddOffsetsToTxnResponse_v0(o: Any, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
@@ -890,16 +780,6 @@ class EndTxnRequest(WireMessage):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.committed = committed
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id, self.producer_id, self.producer_epoch, self.committed, ) == (other.transactional_id, other.producer_id, other.producer_epoch, other.committed, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, committed={self.committed!r})"
 
 
 def _e_EndTxnRequest_v0(o: Any, out: bytearray) -> None:
@@ -954,16 +834,6 @@ class EndTxnResponse(WireMessage):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, ) == (other.throttle_time_ms, other.error_code, other.producer_id, other.producer_epoch, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r})"
-
 
 def _e_EndTxnResponse_v0(o: Any, out: bytearray) -> None:
     out += _S7.pack(o.throttle_time_ms, o.error_code)
@@ -1014,9 +884,9 @@ class TxnOffsetCommitRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class TxnOffsetCommitRequestTopic:
+    class TxnOffsetCommitRequestTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class TxnOffsetCommitRequestPartition:
+        class TxnOffsetCommitRequestPartition(WireStruct):
             __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', )
             partition_index: int
             committed_offset: int
@@ -1029,32 +899,12 @@ class TxnOffsetCommitRequest(WireMessage):
                 self.committed_leader_epoch = committed_leader_epoch
                 self.committed_metadata = committed_metadata
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.committed_metadata, ) == (other.partition_index, other.committed_offset, other.committed_leader_epoch, other.committed_metadata, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, committed_metadata={self.committed_metadata!r})"
-
         name: str
         partitions: list[TxnOffsetCommitRequestPartition]
 
         def __init__(self, name: str = '', partitions: list[TxnOffsetCommitRequestPartition] = _FACTORY) -> None:
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
     transactional_id: str
     group_id: str
@@ -1074,16 +924,6 @@ class TxnOffsetCommitRequest(WireMessage):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id, self.member_id, self.group_instance_id, self.topics, ) == (other.transactional_id, other.group_id, other.producer_id, other.producer_epoch, other.generation_id, other.member_id, other.group_instance_id, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, group_id={self.group_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, topics={self.topics!r})"
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_TxnOffsetCommitRequestPartition_v0(o: Any, out: bytearray) -> None:
@@ -1329,9 +1169,9 @@ class TxnOffsetCommitResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int] = 3
 
-    class TxnOffsetCommitResponseTopic:
+    class TxnOffsetCommitResponseTopic(WireStruct):
         __slots__ = ('name', 'partitions', )
-        class TxnOffsetCommitResponsePartition:
+        class TxnOffsetCommitResponsePartition(WireStruct):
             __slots__ = ('partition_index', 'error_code', )
             partition_index: int
             error_code: int
@@ -1340,16 +1180,6 @@ class TxnOffsetCommitResponse(WireMessage):
                 self.partition_index = partition_index
                 self.error_code = error_code
 
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
-
         name: str
         partitions: list[TxnOffsetCommitResponsePartition]
 
@@ -1357,32 +1187,12 @@ class TxnOffsetCommitResponse(WireMessage):
             self.name = name
             self.partitions = list() if partitions is _FACTORY else partitions
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
-
     throttle_time_ms: int
     topics: list[TxnOffsetCommitResponseTopic]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = list() if topics is _FACTORY else topics
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.topics, ) == (other.throttle_time_ms, other.topics, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_TxnOffsetCommitResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -1524,9 +1334,9 @@ class WriteTxnMarkersRequest(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class WritableTxnMarker:
+    class WritableTxnMarker(WireStruct):
         __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version', )
-        class WritableTxnMarkerTopic:
+        class WritableTxnMarkerTopic(WireStruct):
             __slots__ = ('name', 'partition_indexes', )
             name: str
             partition_indexes: list[int]
@@ -1534,16 +1344,6 @@ class WriteTxnMarkersRequest(WireMessage):
             def __init__(self, name: str = '', partition_indexes: list[int] = _FACTORY) -> None:
                 self.name = name
                 self.partition_indexes = list() if partition_indexes is _FACTORY else partition_indexes
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.partition_indexes, ) == (other.name, other.partition_indexes, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
 
         producer_id: int
         producer_epoch: int
@@ -1560,30 +1360,10 @@ class WriteTxnMarkersRequest(WireMessage):
             self.coordinator_epoch = coordinator_epoch
             self.transaction_version = transaction_version
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch, self.transaction_version, ) == (other.producer_id, other.producer_epoch, other.transaction_result, other.topics, other.coordinator_epoch, other.transaction_version, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, transaction_result={self.transaction_result!r}, topics={self.topics!r}, coordinator_epoch={self.coordinator_epoch!r}, transaction_version={self.transaction_version!r})"
-
     markers: list[WritableTxnMarker]
 
     def __init__(self, markers: list[WritableTxnMarker] = _FACTORY) -> None:
         self.markers = list() if markers is _FACTORY else markers
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.markers, ) == (other.markers, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_WritableTxnMarkerTopic_v1(o: Any, out: bytearray) -> None:
@@ -1731,11 +1511,11 @@ class WriteTxnMarkersResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 1
 
-    class WritableTxnMarkerResult:
+    class WritableTxnMarkerResult(WireStruct):
         __slots__ = ('producer_id', 'topics', )
-        class WritableTxnMarkerTopicResult:
+        class WritableTxnMarkerTopicResult(WireStruct):
             __slots__ = ('name', 'partitions', )
-            class WritableTxnMarkerPartitionResult:
+            class WritableTxnMarkerPartitionResult(WireStruct):
                 __slots__ = ('partition_index', 'error_code', )
                 partition_index: int
                 error_code: int
@@ -1744,32 +1524,12 @@ class WriteTxnMarkersResponse(WireMessage):
                     self.partition_index = partition_index
                     self.error_code = error_code
 
-                def __eq__(self, other: object) -> bool:
-                    if other.__class__ is not self.__class__:
-                        return NotImplemented
-                    return (self.partition_index, self.error_code, ) == (other.partition_index, other.error_code, )
-
-                __hash__ = None  # mutable, as a dataclass with eq
-
-                def __repr__(self) -> str:
-                    return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
-
             name: str
             partitions: list[WritableTxnMarkerPartitionResult]
 
             def __init__(self, name: str = '', partitions: list[WritableTxnMarkerPartitionResult] = _FACTORY) -> None:
                 self.name = name
                 self.partitions = list() if partitions is _FACTORY else partitions
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.name, self.partitions, ) == (other.name, other.partitions, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
 
         producer_id: int
         topics: list[WritableTxnMarkerTopicResult]
@@ -1778,30 +1538,10 @@ class WriteTxnMarkersResponse(WireMessage):
             self.producer_id = producer_id
             self.topics = list() if topics is _FACTORY else topics
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.producer_id, self.topics, ) == (other.producer_id, other.topics, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, topics={self.topics!r})"
-
     markers: list[WritableTxnMarkerResult]
 
     def __init__(self, markers: list[WritableTxnMarkerResult] = _FACTORY) -> None:
         self.markers = list() if markers is _FACTORY else markers
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.markers, ) == (other.markers, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_WritableTxnMarkerTopicResult_WritableTxnMarkerPartitionResult_v1(o: Any, out: bytearray) -> None:
@@ -1911,16 +1651,6 @@ class DescribeTransactionsRequest(WireMessage):
     def __init__(self, transactional_ids: list[str] = _FACTORY) -> None:
         self.transactional_ids = list() if transactional_ids is _FACTORY else transactional_ids
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.transactional_ids, ) == (other.transactional_ids, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(transactional_ids={self.transactional_ids!r})"
-
 
 def _e_DescribeTransactionsRequest_v0(o: Any, out: bytearray) -> None:
     xs0 = o.transactional_ids
@@ -1957,9 +1687,9 @@ class DescribeTransactionsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class TransactionState:
+    class TransactionState(WireStruct):
         __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', )
-        class TopicData:
+        class TopicData(WireStruct):
             __slots__ = ('topic', 'partitions', )
             topic: str
             partitions: list[int]
@@ -1967,16 +1697,6 @@ class DescribeTransactionsResponse(WireMessage):
             def __init__(self, topic: str = '', partitions: list[int] = _FACTORY) -> None:
                 self.topic = topic
                 self.partitions = list() if partitions is _FACTORY else partitions
-
-            def __eq__(self, other: object) -> bool:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return (self.topic, self.partitions, ) == (other.topic, other.partitions, )
-
-            __hash__ = None  # mutable, as a dataclass with eq
-
-            def __repr__(self) -> str:
-                return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
 
         error_code: int
         transactional_id: str
@@ -1997,32 +1717,12 @@ class DescribeTransactionsResponse(WireMessage):
             self.producer_epoch = producer_epoch
             self.topics = list() if topics is _FACTORY else topics
 
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.error_code, self.transactional_id, self.transaction_state, self.transaction_timeout_ms, self.transaction_start_time_ms, self.producer_id, self.producer_epoch, self.topics, ) == (other.error_code, other.transactional_id, other.transaction_state, other.transaction_timeout_ms, other.transaction_start_time_ms, other.producer_id, other.producer_epoch, other.topics, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, transactional_id={self.transactional_id!r}, transaction_state={self.transaction_state!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, transaction_start_time_ms={self.transaction_start_time_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, topics={self.topics!r})"
-
     throttle_time_ms: int
     transaction_states: list[TransactionState]
 
     def __init__(self, throttle_time_ms: int = 0, transaction_states: list[TransactionState] = _FACTORY) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = list() if transaction_states is _FACTORY else transaction_states
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.transaction_states, ) == (other.throttle_time_ms, other.transaction_states, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, transaction_states={self.transaction_states!r})"
 
 
 def _e_DescribeTransactionsResponse_TransactionState_TopicData_v0(o: Any, out: bytearray) -> None:
@@ -2136,16 +1836,6 @@ class ListTransactionsRequest(WireMessage):
         self.producer_id_filters = list() if producer_id_filters is _FACTORY else producer_id_filters
         self.duration_filter = duration_filter
         self.transactional_id_pattern = transactional_id_pattern
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.state_filters, self.producer_id_filters, self.duration_filter, self.transactional_id_pattern, ) == (other.state_filters, other.producer_id_filters, other.duration_filter, other.transactional_id_pattern, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(state_filters={self.state_filters!r}, producer_id_filters={self.producer_id_filters!r}, duration_filter={self.duration_filter!r}, transactional_id_pattern={self.transactional_id_pattern!r})"
 
 
 def _e_ListTransactionsRequest_v0(o: Any, out: bytearray) -> None:
@@ -2278,7 +1968,7 @@ class ListTransactionsResponse(WireMessage):
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    class TransactionState:
+    class TransactionState(WireStruct):
         __slots__ = ('transactional_id', 'producer_id', 'transaction_state', )
         transactional_id: str
         producer_id: int
@@ -2288,16 +1978,6 @@ class ListTransactionsResponse(WireMessage):
             self.transactional_id = transactional_id
             self.producer_id = producer_id
             self.transaction_state = transaction_state
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return (self.transactional_id, self.producer_id, self.transaction_state, ) == (other.transactional_id, other.producer_id, other.transaction_state, )
-
-        __hash__ = None  # mutable, as a dataclass with eq
-
-        def __repr__(self) -> str:
-            return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, transaction_state={self.transaction_state!r})"
 
     throttle_time_ms: int
     error_code: int
@@ -2309,16 +1989,6 @@ class ListTransactionsResponse(WireMessage):
         self.error_code = error_code
         self.unknown_state_filters = list() if unknown_state_filters is _FACTORY else unknown_state_filters
         self.transaction_states = list() if transaction_states is _FACTORY else transaction_states
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.throttle_time_ms, self.error_code, self.unknown_state_filters, self.transaction_states, ) == (other.throttle_time_ms, other.error_code, other.unknown_state_filters, other.transaction_states, )
-
-    __hash__ = None  # mutable, as a dataclass with eq
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_state_filters={self.unknown_state_filters!r}, transaction_states={self.transaction_states!r})"
 
 
 def _e_ListTransactionsResponse_TransactionState_v0(o: Any, out: bytearray) -> None:
