@@ -14,6 +14,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
 from praha.broker.share_partition import AckBatch
 from praha.broker.share_session import SessionDecision
 from praha.common import TopicPartition, now_ms
@@ -53,19 +54,15 @@ class ShareApis:
     async def handle_share_group_heartbeat(self, req: DecodedRequest) -> Any:
         r = req.request
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
-            return _hb_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+            return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
         a = self.broker.share_groups.heartbeat(ShareHeartbeat(
             r.group_id or "", r.member_id or "", r.member_epoch, r.rack_id,
             None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
             req.header.client_id or "", req.client_host), now_ms())
         if a.error != ErrorCode.NONE:
-            return _hb_error(a.error, a.message)
-        assignment = None if a.assignment is None else _HB.Assignment(topic_partitions=[
-            _HB.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(parts))
-            for tid, parts in sorted(a.assignment.items(), key=lambda kv: kv[0].bytes)])
-        return _HB(throttle_time_ms=0, error_code=0, error_message=None, member_id=a.member_id,
-                   member_epoch=a.member_epoch, heartbeat_interval_ms=a.heartbeat_interval_ms, assignment=assignment)
+            return heartbeat_refusal(_HB, a.error, a.message)
+        return heartbeat_answer(_HB, a.member_id, a.member_epoch, a.heartbeat_interval_ms, a.assignment)
 
     async def handle_share_group_describe(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -243,11 +240,6 @@ def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
 def _empty(gid: str, code: ErrorCode, message: str | None) -> Any:
     return _DG(error_code=int(code), error_message=message, group_id=gid, group_state="Dead", group_epoch=-1,
                assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NOT_REQUESTED)
-
-
-def _hb_error(code: ErrorCode, message: str | None) -> Any:
-    return _HB(throttle_time_ms=0, error_code=int(code), error_message=message, member_id=None, member_epoch=-1,
-               heartbeat_interval_ms=-1, assignment=None)
 
 
 def _fetch_error(code: ErrorCode, message: str | None) -> Any:
