@@ -258,6 +258,38 @@ class SharePartitionManager:
             out[gid] = code
         return out
 
+    def forget(self, group_id: str) -> int:
+        """Drop this broker's loaded share partitions of the group (its state was altered or
+        deleted): the next ShareFetch loads them again."""
+        keys = [k for k in self.held if k[0] == group_id]
+        for key in keys:
+            del self.held[key]
+        return len(keys)
+
+    async def revalidate(self, group_id: str, tps: set[TopicPartition]) -> int:
+        """On a share session's opening: drop each loaded share partition whose durable state
+        another broker rewrote since (AlterShareGroupOffsets, DeleteShareGroupOffsets or
+        DeleteGroups on the coordinator), so the member reads the new state."""
+        if self.store is None:
+            return 0
+        store, n = self.store, 0
+        for tp in tps:
+            h = self.held.get((group_id, tp))
+            if h is None:
+                continue
+            async with h.lock:
+                try:
+                    version = await asyncio.get_running_loop().run_in_executor(None, store.version, group_id, tp)
+                except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep what is loaded
+                    log.warning("share partition %s %s: state version not read (%s)", group_id, tp, e)
+                    continue
+                if version != h.version and self.held.get((group_id, tp)) is h:
+                    del self.held[(group_id, tp)]
+                    n += 1
+        if n:
+            log.info("share group %s: %d share partitions rewritten elsewhere, loaded again", group_id, n)
+        return n
+
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}
 
