@@ -22,10 +22,16 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from praha.admin.groups import GroupNotEmptyError
+from praha.admin.share_groups import ShareGroupAdmin
+from praha.common import TopicPartition
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
+from praha.protocol.messages.gen.groups import DescribeGroupsRequest
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest, MetadataRequest
 from praha.protocol.messages.gen.share import (
+    AlterShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -285,7 +291,8 @@ def test_praha_groups_share_describe_shows_members_start_offsets_and_in_flight_r
     g = json.loads(out)["groups"][0]
     assert g["state"] == "Stable" and len(g["members"]) == 1
     assert g["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
-    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "in_flight": 4}]
+    # lag (DescribeShareGroupOffsets v1): records from the start offset to the end not yet done
+    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "lag": 8, "in_flight": 4}]
     rc, out, err = cli("groups", "--share", "--describe", "--group", "no-such-" + group, "--dir", cluster.root)
     assert rc == 1 and "does not exist" in err
     rc, out, err = cli("groups", "--share", "--delete", "--group", group, "--dir", cluster.root)
@@ -366,4 +373,106 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     assert [(a.first_offset, a.last_offset, a.delivery_count) for t in nxt.responses for p in t.partitions
             for a in p.acquired_records] == [(2, 3, 1)]
     for c in (any_broker, coord, leader):
+        c.close()
+
+
+# ---------------------------------------------------------------- share-group offsets admin
+def _empty(admin: ShareGroupAdmin, group: str) -> bool:
+    return not admin.describe_share_groups([group])[group].members
+
+
+def _share_offsets(cli, cluster, group: str) -> list[dict]:
+    rc, out, err = cli("groups", "--share", "--describe", "--group", group, "--dir", cluster.root, "--json")
+    assert rc == 0, err
+    return [{k: p[k] for k in ("partition", "start_offset", "lag")} for p in json.loads(out)["groups"][0]["partitions"]]
+
+
+def test_share_group_offsets_described_reset_and_deleted_while_the_group_is_empty(cluster, bs, members, cli):
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    first = Member(bs, group, topic)
+    members.append(first)
+    wait_for(lambda: len(accepted([first])) >= 10, timeout=120, what="every record accepted")
+    admin = ShareGroupAdmin(bs, timeout=30)
+    tp = TopicPartition(topic, 0)
+    # DescribeShareGroupOffsets: start offset past everything, lag 0
+    d = admin.describe_share_group_offsets([group])[group]
+    assert d is not None and (d[tp].start_offset, d[tp].lag, d[tp].error) == (10, 0, 0)
+    # a group with a member: its offsets stay (NON_EMPTY_GROUP), by the wire and by the CLI
+    with pytest.raises(GroupNotEmptyError):
+        admin.alter_share_group_offsets(group, {tp: 0})
+    rc, _, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+                     "--execute", "--dir", cluster.root)
+    assert rc == 1 and "not empty" in err
+    first.kill()
+    wait_for(lambda: _empty(admin, group), timeout=60, what="the killed member's session to time out")
+    # AlterShareGroupOffsets through praha groups: back to offset 4; a new member gets 4..9 once each
+    rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
+                       "--dry-run", "--dir", cluster.root)
+    assert rc == 0 and _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 10, "lag": 0}]
+    rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
+                       "--execute", "--dir", cluster.root)
+    assert rc == 0, err
+    assert _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 4, "lag": 6}]
+    second = Member(bs, group, topic)
+    members.append(second)
+    wait_for(lambda: len(accepted([second])) >= 6, timeout=120, what="the records after the new start offset")
+    assert accepted([second]) == list(range(4, 10))
+    assert all(dc == 1 for _, _, dc in second.of("got"))
+    second.kill()
+    wait_for(lambda: _empty(admin, group), timeout=60, what="the second member's session to time out")
+    # DeleteShareGroupOffsets: the state is gone; the next member starts at share.auto.offset.reset (earliest)
+    rc, out, err = cli("groups", "--share", "--delete-offsets", "--group", group, "--topic", topic,
+                       "--dir", cluster.root)
+    assert rc == 0, err
+    assert admin.describe_share_group_offsets([group])[group] == {}
+    third = Member(bs, group, topic)
+    members.append(third)
+    wait_for(lambda: len(accepted([third])) >= 10, timeout=120, what="every record again after the delete")
+    assert accepted([third]) == list(range(10))
+    third.kill()
+    admin.close()
+
+
+def test_share_group_offsets_bad_input_and_describe_groups_of_a_share_group(bs):
+    topic = new_topic(bs, 3)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    hb = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                                               subscribed_topic_names=[topic]), 1)
+    assert hb.error_code == 0
+    # DescribeGroups answers a share group as Kafka does for a group that is not classic: Dead, no members
+    dg = coord.send(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5).groups[0]
+    assert (dg.error_code, dg.group_state, dg.protocol_type, dg.members) == (0, "Dead", "", [])
+    D = DescribeShareGroupOffsetsRequest
+    G = D.DescribeShareGroupOffsetsRequestGroup
+
+    def describe(gid: str, topics=None):
+        return coord.send(D(groups=[G(group_id=gid, topics=topics)]), 1).groups[0]
+
+    unknown = describe("no-such-" + group)
+    assert unknown.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
+    # a partition without state is uninitialised (-1); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION
+    d = describe(group, [G.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0]),
+                         G.DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])])
+    assert d.error_code == 0
+    rows = {t.topic_name: [(p.start_offset, p.error_code) for p in t.partitions] for t in d.topics}
+    assert rows == {topic: [(-1, 0)], "no-such-topic": [(-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]}
+    # altering a group with a member: NON_EMPTY_GROUP, and nothing written
+    A = AlterShareGroupOffsetsRequest
+    T = A.AlterShareGroupOffsetsRequestTopic
+    alter = A(group_id=group, topics=[T(topic_name=topic, partitions=[
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=1)])])
+    assert coord.send(alter, 0).error_code == ErrorCode.NON_EMPTY_GROUP
+    assert describe(group).topics == []
+    # an empty group: a negative offset and an unknown partition are refused per partition
+    empty = f"g-{uuid.uuid4().hex[:6]}"
+    _, coord2, _ = _connect(bs, empty)
+    r = coord2.send(A(group_id=empty, topics=[T(topic_name=topic, partitions=[
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=-5),
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=7, start_offset=0)])]), 0)
+    assert r.error_code == 0
+    assert [(p.partition_index, p.error_code) for p in r.responses[0].partitions] == [
+        (0, ErrorCode.INVALID_REQUEST), (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    for c in (any_broker, coord, coord2):
         c.close()
