@@ -165,7 +165,7 @@ class ShareApis:
         acks = await self._acks(req, group, member, r.topics or [], names)
         if d.closing:
             await sm.release(group, member, d.session.partitions)
-            return self._fetch_answer({tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
+            return self._fetch_answer(group, {tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
         readable = {tp for tp in d.session.partitions if self.broker.authz.topic_allowed(req, AclOperation.READ, tp.topic)}
         deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
         max_records = r.max_records if req.api_version >= 1 and r.max_records > 0 else 0
@@ -183,9 +183,9 @@ class ShareApis:
                     or asyncio.get_running_loop().time() >= deadline:
                 break
             await asyncio.sleep(RECHECK_S)
-        return self._fetch_answer(got, acks, unknown)
+        return self._fetch_answer(group, got, acks, unknown)
 
-    def _fetch_answer(self, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
+    def _fetch_answer(self, group: str, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
                       acks: dict[TopicPartition, tuple[ErrorCode, str | None]],
                       unknown: list[tuple[uuid.UUID, int]]) -> Any:
         ids = self.broker.metadata_cache.topic_ids
@@ -206,7 +206,7 @@ class ShareApis:
                 current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
         return ShareFetchResponse(
             throttle_time_ms=0, error_code=0, error_message=None,
-            acquisition_lock_timeout_ms=self.broker.share_manager.config.partition.lock_duration_ms,
+            acquisition_lock_timeout_ms=self.broker.share_manager.config_for(group).partition.lock_duration_ms,
             responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()], node_endpoints=[])
 
     def _leader(self, tp: TopicPartition, code: ErrorCode) -> Any:
