@@ -20,7 +20,8 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from praha.admin.groups import GroupNotEmptyError
 from praha.admin.share_groups import ShareGroupAdmin
@@ -51,6 +52,8 @@ SETTINGS = {
     "group.share.heartbeat.interval.ms": "500",
     "group.share.session.timeout.ms": "6000",
     "group.initial.rebalance.delay.ms": "0",
+    # let a GROUP config set a short lock (Kafka's minimum is 15 s)
+    "group.share.min.record.lock.duration.ms": "1000",
 }
 
 
@@ -475,4 +478,56 @@ def test_share_group_offsets_bad_input_and_describe_groups_of_a_share_group(bs):
     assert [(p.partition_index, p.error_code) for p in r.responses[0].partitions] == [
         (0, ErrorCode.INVALID_REQUEST), (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     for c in (any_broker, coord, coord2):
+        c.close()
+
+
+# ---------------------------------------------------------------- GROUP configs of a share group
+def test_share_group_configs_through_confluent_kafkas_admin_client_apply_to_that_group(bs, members):
+    """IncrementalAlterConfigs/DescribeConfigs on the GROUP resource with confluent-kafka's own
+    AdminClient: Kafka's INVALID_CONFIG for bad values, and the group's lock duration and offset
+    reset used by its partition leader (the broker-wide reset here is earliest)."""
+    topic = new_topic(bs, 5)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+
+    def alter(**values: str) -> None:
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+        admin.incremental_alter_configs([res])[res].result(30)
+
+    for bad, message in ((dict(share_auto_offset_reset="sometimes"), "String must be one of"),
+                         (dict(share_record_lock_duration_ms="500"), "greater than or equal"),
+                         (dict(share_fetch_size="1"), "Unknown group config name")):
+        with pytest.raises(KafkaException, match=message) as e:
+            alter(**bad)
+        assert e.value.args[0].code() == ErrorCode.INVALID_CONFIG
+    alter(share_auto_offset_reset="latest", share_record_lock_duration_ms="2000")
+    res = ConfigResource(ResourceType.GROUP, group)
+    described = {k: v.value for k, v in admin.describe_configs([res])[res].result(30).items()}
+    assert described["share.auto.offset.reset"] == "latest"
+    assert described["share.record.lock.duration.ms"] == "2000"
+    assert described["share.isolation.level"] == "read_uncommitted"  # the broker's, not overridden
+    # the partition leader has the group's config once its ShareFetch answers the group's lock duration
+    # (a session without partitions: nothing is loaded before the config arrives)
+    any_broker, coord, _ = _connect(bs, group)
+    topic_id, leader = _leader(any_broker, topic)
+    F = ShareFetchRequest
+
+    def lock_ms() -> bool:
+        r = leader.send(F(group_id=group, member_id="probe", share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                          max_bytes=1 << 20, max_records=1, batch_size=1, topics=[], forgotten_topics_data=[]), 1)
+        return r.error_code == 0 and r.acquisition_lock_timeout_ms == 2000
+    wait_for(lock_ms, timeout=60, what="the leader answering the group's lock duration")
+    m = Member(bs, group, topic)
+    members.append(m)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for _ in range(300):  # bounded: records keep coming until the member (started at latest) has some
+        p.produce(topic, value=b"later")
+        assert p.flush(30) == 0
+        if accepted([m]):
+            break
+        time.sleep(0.2)
+    assert accepted([m]), "the member received none of the later records"
+    assert min(o for _, o, _ in m.of("got")) >= 5, "share.auto.offset.reset=latest (the group's) was not used"
+    for c in (any_broker, coord, leader):
         c.close()
