@@ -36,7 +36,8 @@ def group_refusal(group_id: str, coordinator: ErrorCode, other_type: bool, membe
     """The group-level error of an offsets request, or None: not this broker's group, a classic
     or consumer group, an unknown group (describe and delete), members present (alter, delete)."""
     if coordinator != ErrorCode.NONE:
-        return Refusal(coordinator, f"This broker does not coordinate group {group_id}.")
+        return Refusal(coordinator, "The group id must not be empty." if coordinator == ErrorCode.INVALID_REQUEST
+                       else f"Group {group_id}: {coordinator.name}.")
     if other_type:
         return Refusal(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     if not exists:
