@@ -215,18 +215,25 @@ class SharePartitionManager:
             return Acquired(e.code)
         if not data:
             return Acquired(ErrorCode.NONE)
-        records = []
-        headers = list(iter_batches(data))
-        for h in headers:
+        records: list[LogRecord] = []
+        headers = []
+        read_end, found = sl.next_offset, 0
+        for h in iter_batches(data):
+            headers.append(h)
             control = bool(h.attributes & CONTROL_MASK)
             txn = bool(h.attributes & TRANSACTIONAL_MASK)
             records += [LogRecord(o, h.producer_id, txn, control) for o in range(h.base_offset, h.last_offset + 1)]
+            if max_records > 0 and not control:
+                found += sp.acquirable(h.base_offset, h.last_offset)
+                if found >= max_records:  # enough for this member: the rest of the read is not decoded
+                    read_end = h.last_offset + 1
+                    break
         if read_committed:
-            aborted = [(t.producer_id, t.first_offset) for t in lg.collect_aborted_transactions(offset, sl.next_offset)]
+            aborted = [(t.producer_id, t.first_offset) for t in lg.collect_aborted_transactions(offset, read_end)]
             deliverable = committed_offsets(records, aborted)
         else:
             deliverable = [r.offset for r in records if not r.control]
-        ranges = sp.acquire(member_id, deliverable, sl.next_offset, now_ms, max_records)
+        ranges = sp.acquire(member_id, deliverable, read_end, now_ms, max_records)
         return Acquired(ErrorCode.NONE, covering(data, headers, ranges), tuple(ranges))
 
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
