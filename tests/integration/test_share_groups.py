@@ -19,8 +19,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from praha.admin.groups import GroupNotEmptyError
