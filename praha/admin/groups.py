@@ -48,6 +48,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),  # KIP-848 groups
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),  # KIP-932 share groups (praha.admin.share_groups)
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),  # v1: the lag
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.OFFSET_COMMIT: (0, 8),
     ApiKey.DELETE_GROUPS: (0, 2),

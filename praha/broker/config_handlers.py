@@ -36,7 +36,7 @@ from praha.config import (
     resolve_topic_config,
 )
 from praha.config.describe import resolve_broker_config
-from praha.config.group_defs import GROUP_CONFIG_DEFS, validate_group_config
+from praha.config.group_defs import GROUP_CONFIG_DEFS, int_broker_settings, validate_group_config
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
@@ -170,24 +170,24 @@ class ConfigApis:
 
     def _group_bounds(self) -> dict[str, int]:
         """The broker settings a GROUP config falls back to and is bounded by."""
-        names = {n for d in GROUP_CONFIG_DEFS for n in (d.broker_default, *d.bounds)}
-        return {n: int(self.broker.config.value_of(n) or 0) for n in names}
+        return {n: int(self.broker.config.value_of(n) or 0) for n in int_broker_settings()}
 
     async def _group(self, group: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
-        """A group's two consumer settings: its override (GROUP_CONFIG), else the broker's (DEFAULT_CONFIG)."""
+        """A group's settings: its override (GROUP_CONFIG), else the broker's (DEFAULT_CONFIG)."""
         if not group:
             raise PrahaError("Group name must not be empty", ErrorCode.INVALID_REQUEST)
         override = await asyncio.get_running_loop().run_in_executor(
             None, lambda: read_config(self.broker.zk_store(), GROUPS, group))
-        broker = self._group_bounds()
         out = []
         for d in GROUP_CONFIG_DEFS:
             if keys is not None and d.name not in keys:
                 continue
             layers = [ResolvedValue(d.name, override[d.name], ConfigSource.GROUP_CONFIG)] if d.name in override else []
-            layers.append(ResolvedValue(d.broker_default, str(broker[d.broker_default]), ConfigSource.DEFAULT_CONFIG))
+            layers.append(ResolvedValue(d.broker_default, str(self.broker.config.value_of(d.broker_default)),
+                                        ConfigSource.DEFAULT_CONFIG))
             top = layers[0] if d.name in override else ResolvedValue(d.name, layers[0].value, ConfigSource.DEFAULT_CONFIG)
-            out.append(_entry(d.name, top, False, synonyms, layers, ConfigType.INT, d.doc if docs else None))
+            out.append(_entry(d.name, top, False, synonyms, layers, ConfigType.INT if d.is_int else ConfigType.STRING,
+                              d.doc if docs else None))
         return out
 
     # ------------------------------------------------------------ AlterConfigs

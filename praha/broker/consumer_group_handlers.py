@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
 from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
 from praha.coordinator.group.consumer.model import Assignment, ConsumerGroup
 from praha.coordinator.group.coordinator import GroupCoordinator
@@ -55,20 +56,14 @@ class ConsumerGroupApis:
     async def handle_consumer_group_heartbeat(self, req: DecodedRequest) -> Any:
         r = req.request
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
-            return _HB(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
-                       member_id=None, member_epoch=-1, heartbeat_interval_ms=-1, assignment=None)
+            return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
         out = await self.coordinator.consumer_group_heartbeat(
             heartbeat_request(r, req.api_version, req.header.client_id or "", req.client_host))
         a = out.answer
         if out.error != ErrorCode.NONE or a is None:
-            return _HB(throttle_time_ms=0, error_code=int(out.error), error_message=out.message, member_id=None,
-                       member_epoch=-1, heartbeat_interval_ms=-1, assignment=None)
-        assignment = None if a.assignment is None else _HB.Assignment(topic_partitions=[
-            _HB.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(parts))
-            for tid, parts in sorted(a.assignment.items(), key=lambda kv: kv[0].bytes)])
-        return _HB(throttle_time_ms=0, error_code=0, error_message=None, member_id=a.member_id,
-                   member_epoch=a.member_epoch, heartbeat_interval_ms=a.heartbeat_interval_ms, assignment=assignment)
+            return heartbeat_refusal(_HB, out.error, out.message)
+        return heartbeat_answer(_HB, a.member_id, a.member_epoch, a.heartbeat_interval_ms, a.assignment)
 
     async def handle_consumer_group_describe(self, req: DecodedRequest) -> Any:
         r = req.request

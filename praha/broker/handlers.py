@@ -208,6 +208,12 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].topic_id"))),
     Route(ApiKey.SHARE_ACKNOWLEDGE, (1, 1), ShareApis, ShareApis.handle_share_acknowledge,
           acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].topic_id"))),
+    Route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, (0, 1), ShareApis, ShareApis.handle_describe_share_group_offsets,
+          acls=acls((G, Op.DESCRIBE, "groups[].group_id"), (T, Op.DESCRIBE, "groups[].topics[].topic_name"))),
+    Route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, (0, 0), ShareApis, ShareApis.handle_alter_share_group_offsets,
+          acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].topic_name"))),
+    Route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, (0, 0), ShareApis, ShareApis.handle_delete_share_group_offsets,
+          acls=acls((G, Op.DELETE, "group_id"), (T, Op.READ, "topics[].topic_name"))),
     # kafka-python's schemas start OffsetCommit at v2 and OffsetFetch at v1; v9: member epochs (KIP-848)
     Route(ApiKey.OFFSET_COMMIT, (2, 9), GroupApis, GroupApis.handle_offset_commit,
           acls=acls((G, Op.READ, "group_id"), (T, Op.READ, "topics[].name"))),

@@ -284,6 +284,8 @@ class BrokerServer:
             log.warning("ignoring the config of group %s: %s", group, e)
             values = {}
         self.loop.call_soon_threadsafe(self.group_coordinator.set_group_config, group, values)
+        self.loop.call_soon_threadsafe(self.share_groups.set_group_config, group, values)
+        self.loop.call_soon_threadsafe(self.share_manager.set_group_config, group, values)
 
     def _on_quota_change(self, entity_path: str) -> None:
         """A change notice for a user/client entity (on the listener's thread): re-read it,

@@ -11,23 +11,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
 from praha.broker.share_partition import AckBatch
 from praha.broker.share_session import SessionDecision
 from praha.common import TopicPartition, now_ms
 from praha.coordinator.group.share.heartbeat import ShareHeartbeat
 from praha.coordinator.group.share.model import Assignment, ShareGroup
-from praha.errors import ErrorCode
+from praha.coordinator.group.share.offsets import UNINITIALIZED, Refusal, group_refusal, lag, start_offset_refusal
+from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.share import (
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponse,
     ShareAcknowledgeResponse,
     ShareFetchResponse,
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatResponse,
 )
 from praha.security.acl import AclOperation, ResourceType
+from praha.zk.share_state import ShareSnapshot, ShareStateStore
 
 if TYPE_CHECKING:
     from praha.broker.broker_api import Broker
@@ -41,6 +48,8 @@ _FT = ShareFetchResponse.ShareFetchableTopicResponse
 _FP = _FT.PartitionData
 _AT = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 _AP = _AT.PartitionData
+_DO = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
+_T = TypeVar("_T")
 #: how long a ShareFetch that found nothing looks again, while it waits (up to its max_wait_ms)
 RECHECK_S = 0.05
 
@@ -53,19 +62,15 @@ class ShareApis:
     async def handle_share_group_heartbeat(self, req: DecodedRequest) -> Any:
         r = req.request
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
-            return _hb_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+            return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
         a = self.broker.share_groups.heartbeat(ShareHeartbeat(
             r.group_id or "", r.member_id or "", r.member_epoch, r.rack_id,
             None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
             req.header.client_id or "", req.client_host), now_ms())
         if a.error != ErrorCode.NONE:
-            return _hb_error(a.error, a.message)
-        assignment = None if a.assignment is None else _HB.Assignment(topic_partitions=[
-            _HB.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(parts))
-            for tid, parts in sorted(a.assignment.items(), key=lambda kv: kv[0].bytes)])
-        return _HB(throttle_time_ms=0, error_code=0, error_message=None, member_id=a.member_id,
-                   member_epoch=a.member_epoch, heartbeat_interval_ms=a.heartbeat_interval_ms, assignment=assignment)
+            return heartbeat_refusal(_HB, a.error, a.message)
+        return heartbeat_answer(_HB, a.member_id, a.member_epoch, a.heartbeat_interval_ms, a.assignment)
 
     async def handle_share_group_describe(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -154,11 +159,13 @@ class ShareApis:
         d: SessionDecision = self.broker.share_sessions.on_fetch(group, member, r.share_session_epoch, wanted, forgotten)
         if d.error != ErrorCode.NONE or d.session is None:
             return _fetch_error(d.error, d.message)
-        acks = await self._acks(req, group, member, r.topics or [], names)
         sm = self.broker.share_manager
+        if r.share_session_epoch == 0:
+            await sm.revalidate(group, d.session.partitions)
+        acks = await self._acks(req, group, member, r.topics or [], names)
         if d.closing:
             await sm.release(group, member, d.session.partitions)
-            return self._fetch_answer({tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
+            return self._fetch_answer(group, {tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
         readable = {tp for tp in d.session.partitions if self.broker.authz.topic_allowed(req, AclOperation.READ, tp.topic)}
         deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
         max_records = r.max_records if req.api_version >= 1 and r.max_records > 0 else 0
@@ -176,9 +183,9 @@ class ShareApis:
                     or asyncio.get_running_loop().time() >= deadline:
                 break
             await asyncio.sleep(RECHECK_S)
-        return self._fetch_answer(got, acks, unknown)
+        return self._fetch_answer(group, got, acks, unknown)
 
-    def _fetch_answer(self, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
+    def _fetch_answer(self, group: str, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
                       acks: dict[TopicPartition, tuple[ErrorCode, str | None]],
                       unknown: list[tuple[uuid.UUID, int]]) -> Any:
         ids = self.broker.metadata_cache.topic_ids
@@ -199,7 +206,7 @@ class ShareApis:
                 current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
         return ShareFetchResponse(
             throttle_time_ms=0, error_code=0, error_message=None,
-            acquisition_lock_timeout_ms=self.broker.share_manager.config.partition.lock_duration_ms,
+            acquisition_lock_timeout_ms=self.broker.share_manager.config_for(group).partition.lock_duration_ms,
             responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()], node_endpoints=[])
 
     def _leader(self, tp: TopicPartition, code: ErrorCode) -> Any:
@@ -234,6 +241,152 @@ class ShareApis:
                                         node_endpoints=[])
 
 
+    # ---------------------------------------------------------------- the coordinator's offsets admin
+    def _state_store(self) -> ShareStateStore:
+        store = self.broker.share_manager.store
+        if store is None:
+            raise PrahaError("the share state store is not connected yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return store
+
+    async def _zk(self, fn: Callable[..., _T], *args: Any) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def _group_refusal(self, req: DecodedRequest, gid: str, op: AclOperation, needs_empty: bool,
+                             creates: bool = False) -> tuple[Refusal | None, dict[TopicPartition, ShareSnapshot]]:
+        """The group-level refusal of an offsets request, and the group's durable state."""
+        if not self.broker.authz.group_allowed(req, op, gid):
+            return Refusal(ErrorCode.GROUP_AUTHORIZATION_FAILED, f"Not authorized to access group {gid}."), {}
+        groups = self.broker.share_groups
+        coordinator = groups.check(gid) if gid else ErrorCode.INVALID_REQUEST
+        if coordinator != ErrorCode.NONE:
+            return group_refusal(gid, coordinator, False, 0, True, needs_empty), {}
+        held = groups.groups.get(gid)
+        other = held is None and groups.other_group_type(gid)
+        try:
+            snaps = {} if other else await self._zk(self._state_store().of_group, gid)
+        except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: the client retries
+            log.warning("share group %s: state not read (%s)", gid, e)
+            return Refusal(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)), {}
+        members = len(held.group.members) if held is not None else 0
+        exists = creates or held is not None or bool(snaps)
+        return group_refusal(gid, coordinator, other, members, exists, needs_empty), snaps
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
+        p = self.broker.replica_manager.partitions.get(tp)
+        return -1 if p is None else int(p.high_watermark)
+
+    async def handle_describe_share_group_offsets(self, req: DecodedRequest) -> Any:
+        """Each group's share partitions: start offset, the leader epoch that wrote the state,
+        and (v1) the lag, from the durable state; a partition without state is uninitialised."""
+        await self.broker.load_topic_ids()
+        authz, ids, cache = self.broker.authz, self.broker.metadata_cache.topic_ids, self.broker.metadata_cache
+        out = []
+        for g in req.request.groups or []:
+            gid = g.group_id or ""
+            refused, snaps = await self._group_refusal(req, gid, AclOperation.DESCRIBE, needs_empty=False)
+            if refused is not None:
+                out.append(_DO(group_id=gid, topics=[], error_code=int(refused.error), error_message=refused.message))
+                continue
+            if g.topics is None:  # every share partition with state, of the topics the principal may describe
+                wanted = {tp.topic: sorted(p.partition for p in snaps if p.topic == tp.topic) for tp in snaps
+                          if authz.topic_allowed(req, AclOperation.DESCRIBE, tp.topic)}
+            else:
+                wanted = {t.topic_name: list(t.partitions or []) for t in g.topics}
+            topics = []
+            for name, parts in sorted(wanted.items()):
+                rows = []
+                for p in parts:
+                    tp = TopicPartition(name, p)
+                    code = ErrorCode.NONE
+                    if not authz.topic_allowed(req, AclOperation.DESCRIBE, name):
+                        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    elif cache.partition(tp) is None:
+                        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    snap = snaps.get(tp) if code == ErrorCode.NONE else None
+                    start = UNINITIALIZED if snap is None else snap.start_offset
+                    rows.append(_DO.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition(
+                        partition_index=p, start_offset=start, leader_epoch=UNINITIALIZED if snap is None
+                        else snap.leader_epoch, lag=-1 if snap is None else lag(start, snap.batches,
+                                                                                self._high_watermark(tp)),
+                        error_code=int(code), error_message=None))
+                topics.append(_DO.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=ids.get(name, uuid.UUID(int=0)), partitions=rows))
+            out.append(_DO(group_id=gid, topics=topics, error_code=0, error_message=None))
+        return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=out)
+
+    async def handle_alter_share_group_offsets(self, req: DecodedRequest) -> Any:
+        """New start offsets for share partitions of a group without members (Kafka's reset):
+        each partition's state becomes that start offset with nothing in flight."""
+        r = req.request
+        gid = r.group_id or ""
+        await self.broker.load_topic_ids()
+        refused, _ = await self._group_refusal(req, gid, AclOperation.READ, needs_empty=True, creates=True)
+        if refused is not None:
+            return AlterShareGroupOffsetsResponse(throttle_time_ms=0, error_code=int(refused.error),
+                                                  error_message=refused.message, responses=[])
+        authz, cache = self.broker.authz, self.broker.metadata_cache
+        _AO = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic
+        topics, changed = [], 0
+        for t in r.topics or []:
+            rows = []
+            for p in t.partitions or []:
+                tp = TopicPartition(t.topic_name, p.partition_index)
+                code, message = ErrorCode.NONE, None
+                state = cache.partition(tp)
+                bad = start_offset_refusal(p.start_offset)
+                if not authz.topic_allowed(req, AclOperation.READ, tp.topic):
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif state is None:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif bad is not None:
+                    code, message = bad.error, bad.message
+                else:
+                    try:
+                        await self._zk(self._state_store().replace, gid, tp,
+                                       ShareSnapshot(p.start_offset, (), state.leader_epoch))
+                        changed += 1
+                    except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: not altered
+                        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)
+                rows.append(_AO.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code), error_message=message))
+            topics.append(_AO(topic_name=t.topic_name, topic_id=cache.topic_ids.get(t.topic_name, uuid.UUID(int=0)),
+                              partitions=rows))
+        self.broker.share_manager.forget(gid)
+        log.info("share group %s: start offsets of %d share partitions altered", gid, changed)
+        return AlterShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=topics)
+
+    async def handle_delete_share_group_offsets(self, req: DecodedRequest) -> Any:
+        """Forget a group's share state of whole topics (the group must have no members); the
+        next member starts there as share.auto.offset.reset says."""
+        r = req.request
+        gid = r.group_id or ""
+        await self.broker.load_topic_ids()
+        refused, _ = await self._group_refusal(req, gid, AclOperation.DELETE, needs_empty=True)
+        if refused is not None:
+            return DeleteShareGroupOffsetsResponse(throttle_time_ms=0, error_code=int(refused.error),
+                                                   error_message=refused.message, responses=[])
+        authz, cache = self.broker.authz, self.broker.metadata_cache
+        _TO = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
+        topics = []
+        for t in r.topics or []:
+            code, message = ErrorCode.NONE, None
+            if not authz.topic_allowed(req, AclOperation.READ, t.topic_name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not cache.contains_topic(t.topic_name):
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                try:
+                    await self._zk(self._state_store().delete_topic, gid, t.topic_name)
+                except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: not deleted
+                    code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)
+            topics.append(_TO(topic_name=t.topic_name, topic_id=cache.topic_ids.get(t.topic_name, uuid.UUID(int=0)),
+                              error_code=int(code), error_message=message))
+        self.broker.share_manager.forget(gid)
+        log.info("share group %s: share state of %d topics deleted", gid,
+                 sum(1 for t in topics if t.error_code == 0))
+        return DeleteShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=topics)
+
+
 def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
     return ShareGroupDescribeResponse.Assignment(topic_partitions=[
         ShareGroupDescribeResponse.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""), partitions=sorted(parts))
@@ -243,11 +396,6 @@ def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
 def _empty(gid: str, code: ErrorCode, message: str | None) -> Any:
     return _DG(error_code=int(code), error_message=message, group_id=gid, group_state="Dead", group_epoch=-1,
                assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NOT_REQUESTED)
-
-
-def _hb_error(code: ErrorCode, message: str | None) -> Any:
-    return _HB(throttle_time_ms=0, error_code=int(code), error_message=message, member_id=None, member_epoch=-1,
-               heartbeat_interval_ms=-1, assignment=None)
 
 
 def _fetch_error(code: ErrorCode, message: str | None) -> Any:

@@ -12,7 +12,9 @@ was acquired but not acknowledged is stored as available, so nothing is lost eit
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from praha.broker.replica_manager import ReplicaManager
@@ -78,6 +80,31 @@ class SharePartitionManager:
         #: the durable state (None: kept in memory only, as in handler tests without ZooKeeper)
         self.store: ShareStateStore | None = None
         self._loading: dict[tuple[str, TopicPartition], asyncio.Future[None]] = {}
+        #: group id -> its config with its GROUP config overrides (share.record.lock.duration.ms, ...)
+        self.overrides: dict[str, ShareConfig] = {}
+
+    def config_for(self, group_id: str) -> ShareConfig:
+        return self.overrides.get(group_id, self.config)
+
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP config (checked when written): new acquisitions of the group's loaded share
+        partitions lock for the new duration; the offset reset applies to partitions loaded later."""
+        base = self.config
+        c = ShareConfig(
+            dataclasses.replace(base.partition, lock_duration_ms=int(values.get(
+                "share.record.lock.duration.ms", base.partition.lock_duration_ms))),
+            str(values.get("share.auto.offset.reset", base.auto_offset_reset)).lower(),
+            str(values.get("share.isolation.level", "read_committed" if base.read_committed else
+                           "read_uncommitted")).lower() == "read_committed")
+        if c == base:
+            self.overrides.pop(group_id, None)
+        else:
+            self.overrides[group_id] = c
+        for (g, _), h in self.held.items():
+            if g == group_id:
+                h.partition.settings = c.partition
+        log.info("share group %s: lock duration %d ms, auto offset reset %s, read_committed %s", group_id,
+                 c.partition.lock_duration_ms, c.auto_offset_reset, c.read_committed)
 
     def _leading(self, tp: TopicPartition) -> tuple[object | None, ErrorCode]:
         p = self.rm.partitions.get(tp)
@@ -122,15 +149,16 @@ class SharePartitionManager:
                 log.warning("share partition %s %s: state not read (%s)", group_id, tp, e)
                 return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
         lg = p.log  # type: ignore[attr-defined]
+        config = self.config_for(group_id)
         if snap is not None:
-            sp = SharePartition.restore(self.config.partition, max(snap.start_offset, lg.log_start_offset),
+            sp = SharePartition.restore(config.partition, max(snap.start_offset, lg.log_start_offset),
                                         [StateBatch(a, b, RecordState(st), dc) for a, b, st, dc in snap.batches])
             how = f"its durable state (written in leader epoch {snap.leader_epoch})"
         else:
-            start = initial_start_offset(self.config.auto_offset_reset, lg.log_start_offset,
+            start = initial_start_offset(config.auto_offset_reset, lg.log_start_offset,
                                          p.high_watermark)  # type: ignore[attr-defined]
-            sp = SharePartition(self.config.partition, start)
-            how = f"share.auto.offset.reset={self.config.auto_offset_reset}"
+            sp = SharePartition(config.partition, start)
+            how = f"share.auto.offset.reset={config.auto_offset_reset}"
         self.held[(group_id, tp)] = _Held(sp, epoch, version)
         log.info("share partition %s %s: loaded at offset %d, %d in flight, from %s (leader epoch %d)",
                  group_id, tp, sp.start_offset, sp.in_flight_count(), how, epoch)
@@ -171,7 +199,8 @@ class SharePartitionManager:
         sp.expire_locks(now_ms)
         p = self.rm.partitions[tp]
         lg = p.log
-        upper = lg.last_stable_offset(p.high_watermark) if self.config.read_committed else p.high_watermark
+        read_committed = self.config_for(group_id).read_committed
+        upper = lg.last_stable_offset(p.high_watermark) if read_committed else p.high_watermark
         if sp.start_offset < lg.log_start_offset:
             sp.move_start(lg.log_start_offset)
         if sp.window_full() and sp.fetch_offset() >= sp.end_offset:
@@ -186,18 +215,25 @@ class SharePartitionManager:
             return Acquired(e.code)
         if not data:
             return Acquired(ErrorCode.NONE)
-        records = []
-        headers = list(iter_batches(data))
-        for h in headers:
+        records: list[LogRecord] = []
+        headers = []
+        read_end, found = sl.next_offset, 0
+        for h in iter_batches(data):
+            headers.append(h)
             control = bool(h.attributes & CONTROL_MASK)
             txn = bool(h.attributes & TRANSACTIONAL_MASK)
             records += [LogRecord(o, h.producer_id, txn, control) for o in range(h.base_offset, h.last_offset + 1)]
-        if self.config.read_committed:
-            aborted = [(t.producer_id, t.first_offset) for t in lg.collect_aborted_transactions(offset, sl.next_offset)]
+            if max_records > 0 and not control:
+                found += sp.acquirable(h.base_offset, h.last_offset)
+                if found >= max_records:  # enough for this member: the rest of the read is not decoded
+                    read_end = h.last_offset + 1
+                    break
+        if read_committed:
+            aborted = [(t.producer_id, t.first_offset) for t in lg.collect_aborted_transactions(offset, read_end)]
             deliverable = committed_offsets(records, aborted)
         else:
             deliverable = [r.offset for r in records if not r.control]
-        ranges = sp.acquire(member_id, deliverable, sl.next_offset, now_ms, max_records)
+        ranges = sp.acquire(member_id, deliverable, read_end, now_ms, max_records)
         return Acquired(ErrorCode.NONE, covering(data, headers, ranges), tuple(ranges))
 
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
@@ -257,6 +293,38 @@ class SharePartitionManager:
                 log.info("share group %s deleted with its share state", gid)
             out[gid] = code
         return out
+
+    def forget(self, group_id: str) -> int:
+        """Drop this broker's loaded share partitions of the group (its state was altered or
+        deleted): the next ShareFetch loads them again."""
+        keys = [k for k in self.held if k[0] == group_id]
+        for key in keys:
+            del self.held[key]
+        return len(keys)
+
+    async def revalidate(self, group_id: str, tps: set[TopicPartition]) -> int:
+        """On a share session's opening: drop each loaded share partition whose durable state
+        another broker rewrote since (AlterShareGroupOffsets, DeleteShareGroupOffsets or
+        DeleteGroups on the coordinator), so the member reads the new state."""
+        if self.store is None:
+            return 0
+        store, n = self.store, 0
+        for tp in tps:
+            h = self.held.get((group_id, tp))
+            if h is None:
+                continue
+            async with h.lock:
+                try:
+                    version = await asyncio.get_running_loop().run_in_executor(None, store.version, group_id, tp)
+                except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep what is loaded
+                    log.warning("share partition %s %s: state version not read (%s)", group_id, tp, e)
+                    continue
+                if version != h.version and self.held.get((group_id, tp)) is h:
+                    del self.held[(group_id, tp)]
+                    n += 1
+        if n:
+            log.info("share group %s: %d share partitions rewritten elsewhere, loaded again", group_id, n)
+        return n
 
     def of_group(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         return {tp: h.partition for (g, tp), h in self.held.items() if g == group_id}

@@ -110,6 +110,18 @@ class SharePartition:
         avail = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
         return min(avail) if avail else self.end_offset
 
+    def acquirable(self, first: int, last: int) -> int:
+        """How many offsets of [first, last] a member could acquire now: new ones past the end
+        (within the window) and available ones inside it (lets a reader stop early)."""
+        hi = min(last, self.start_offset + self.settings.max_record_locks - 1)
+        lo = max(first, self.start_offset)
+        if hi < lo:
+            return 0
+        new = max(0, hi - max(lo, self.end_offset) + 1)
+        inside = sum(1 for o in range(lo, min(hi + 1, self.end_offset))
+                     if (r := self.records.get(o)) is not None and r.state is RecordState.AVAILABLE)
+        return new + inside
+
     def window_full(self) -> bool:
         return self.end_offset - self.start_offset >= self.settings.max_record_locks
 

@@ -8,6 +8,9 @@
   praha groups --delete (--group G ... | --all-groups)
   praha groups --delete-offsets --group G --topic T[:P,P] ...
   praha groups --share (--list | --describe (--group G ... | --all-groups))
+  praha groups --share --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
+        (--to-earliest | --to-latest | --to-offset N | --to-datetime ... | --by-duration ...) [--dry-run | --execute]
+  praha groups --share --delete-offsets --group G --topic T ...
   every form takes --json, and --bootstrap-server, --zookeeper or --dir to name the cluster
 
 One action per run, as Kafka's tool. Offsets are reset only while the group has no members
@@ -109,8 +112,11 @@ def register(sub: Any) -> None:
 
     p.add_argument("--share", action="store_true",
                    help="share groups (KIP-932): --list lists only them; --describe shows their members and "
-                        "assignments and, per share partition, the start offset and the records in flight "
-                        "(from the durable share state in ZooKeeper: --zookeeper or --dir)")
+                        "assignments and, per share partition, the start offset, the lag and the records in "
+                        "flight (from the durable share state in ZooKeeper: --zookeeper or --dir); "
+                        "--reset-offsets sets the start offsets of a group without members (--to-earliest, "
+                        "--to-latest, --to-offset, --to-datetime, --by-duration); --delete-offsets forgets "
+                        "whole topics' share state"),
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     add_cluster_options(p)
@@ -138,8 +144,11 @@ def check_options(args: argparse.Namespace) -> None:
             raise CliError("Option --state is only valid with --describe or --list")
     if args.type is not None and not args.list:
         raise CliError("Option --type is only valid with --list")
-    if args.share and not (args.list or args.describe):
-        raise CliError("Option --share is only valid with --list or --describe")
+    if args.share and not (args.list or args.describe or args.reset_offsets or args.delete_offsets):
+        raise CliError("Option --share is only valid with --list, --describe, --reset-offsets or --delete-offsets")
+    if args.share and args.reset_offsets and (_reset_mode(args) or "") in ("to_current", "shift_by", "from_file"):
+        raise CliError("Option --reset-offsets of a share group takes --to-earliest, --to-latest, --to-offset, "
+                       "--to-datetime or --by-duration")
     if args.verbose and not args.members:
         raise CliError("Option --verbose goes with --describe --members")
     if args.list and (groups or args.all_groups):
@@ -215,6 +224,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.reset_offsets and not args.dry_run and not args.execute and not args.json:
         print("WARN: No action will be performed as the --execute option is missing. Add --dry-run to say "
               "that a dry run is meant, or --execute to reset the offsets.", file=sys.stderr)
+    if args.share and (args.reset_offsets or args.delete_offsets):
+        return _share_offsets(args, scope, spec)
     if args.share:
         return _share(args, states)
     with GroupAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
@@ -243,6 +254,7 @@ def _share(args: argparse.Namespace, states: list[str]) -> int:
             return 0
         groups = [g.group_id for g in admin.list_share_groups()] if args.all_groups else list(args.group)
         described = admin.describe_share_groups(groups)
+        offsets = admin.describe_share_group_offsets(groups)
     with zk_session_of(args) as zk:
         states_of = {g: share_state(zk.client, g) for g in groups}
     out: list[dict[str, Any]] = []
@@ -254,8 +266,9 @@ def _share(args: argparse.Namespace, states: list[str]) -> int:
             missing.append(g)
             print(f"Error: Share group '{g}' does not exist.", file=sys.stderr)
             continue
-        parts = [{"topic": tp.topic, "partition": tp.partition, "start_offset": s.start_offset,
-                  "in_flight": s.in_flight()} for tp, s in sorted(snaps.items())]
+        lags = {tp: o.lag for tp, o in (offsets.get(g) or {}).items()}
+        parts: list[dict[str, Any]] = [{"topic": tp.topic, "partition": tp.partition, "start_offset": s.start_offset,
+                  "lag": lags.get(tp, -1), "in_flight": s.in_flight()} for tp, s in sorted(snaps.items())]
         members: list[dict[str, Any]] = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
                                           "member_epoch": m.member_epoch,
                     "assignment": [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
@@ -263,13 +276,68 @@ def _share(args: argparse.Namespace, states: list[str]) -> int:
         out.append({"group": g, "state": d.state if d.exists else "Empty", "group_epoch": d.group_epoch,
                     "members": members, "partitions": parts})
         lines += ["", f"GROUP {g}  STATE {d.state if d.exists else 'Empty'}  MEMBERS {len(members)}",
-                  f"{'TOPIC':<24} {'PARTITION':>9} {'START-OFFSET':>12} {'IN-FLIGHT':>9}"]
-        lines += [f"{p['topic']:<24} {p['partition']:>9} {p['start_offset']:>12} {p['in_flight']:>9}" for p in parts]
+                  f"{'TOPIC':<24} {'PARTITION':>9} {'START-OFFSET':>12} {'LAG':>9} {'IN-FLIGHT':>9}"]
+        lines += [f"{p['topic']:<24} {p['partition']:>9} {p['start_offset']:>12} "
+                  f"{p['lag'] if p['lag'] >= 0 else '-':>9} {p['in_flight']:>9}" for p in parts]
         lines += [f"{'MEMBER':<24} {'CLIENT-ID':<20} {'HOST':<16} {'EPOCH':>5}  PARTITIONS"]
         lines += [f"{m['member_id']:<24} {m['client_id']:<20} {m['host']:<16} {m['member_epoch']:>5}  "
                   + ",".join(f"{a['topic']}-{a['partition']}" for a in m["assignment"]) for m in members]
     _emit(args, {"groups": out}, lines)
     return 1 if missing else 0
+
+
+def _share_offsets(args: argparse.Namespace, scope: list[tuple[str, list[int] | None]],
+                   spec: ResetSpec | None) -> int:
+    """--share --reset-offsets | --delete-offsets: a share group's start offsets (only while it
+    has no members, as Kafka's kafka-share-groups)."""
+    from praha.admin.group_plans import ResetMode
+    from praha.admin.groups import error_message
+    from praha.admin.share_groups import ShareGroupAdmin
+
+    group = args.group[0] if args.group else ""
+    if args.all_groups or len(args.group or []) != 1:
+        raise CliError("Options --reset-offsets and --delete-offsets of a share group take exactly one --group")
+    with ShareGroupAdmin(bootstrap_of(args), timeout=args.timeout, security=security_of(args)) as admin:
+        d = admin.describe_share_groups([group])[group]
+        if d.members:
+            raise CliError(f"Share group '{group}' is not empty: it has {len(d.members)} members.")
+        if args.delete_offsets:
+            topics = [t for t, _ in scope]
+            codes = admin.delete_share_group_offsets(group, topics)
+            failed = {t: c for t, c in codes.items() if c}
+            _emit(args, {"group": group, "topics": [{"topic": t, "error": error_message(c) if c else None}
+                                                    for t, c in codes.items()]},
+                  [f"{'TOPIC':<24} STATUS"] + [f"{t:<24} {error_message(c) if c else 'Successful'}"
+                                                for t, c in codes.items()])
+            return 1 if failed else 0
+        assert spec is not None
+        current = admin.describe_share_group_offsets([group]).get(group) or {}
+        tps = sorted(tp for tp, o in current.items() if o.start_offset >= 0) if args.all_topics \
+            else _scope(admin, args, scope, group, {})
+        earliest = admin.earliest_offsets(tps) if tps else {}
+        latest = admin.latest_offsets(tps) if tps else {}
+        by_time = admin.offsets_for_time(tps, max(spec.value or 0, 0)) \
+            if spec.mode in (ResetMode.TO_DATETIME, ResetMode.BY_DURATION) and tps else {}
+        new: dict[TopicPartition, int] = {}
+        for tp in tps:
+            low, high = earliest.get(tp) or 0, latest.get(tp) or 0
+            if spec.mode is ResetMode.TO_EARLIEST:
+                new[tp] = low
+            elif spec.mode is ResetMode.TO_LATEST:
+                new[tp] = high
+            elif spec.mode is ResetMode.TO_OFFSET:
+                new[tp] = min(max(spec.value or 0, low), high)
+            else:
+                found = by_time.get(tp)
+                new[tp] = high if found is None or found < 0 else found
+        altered = admin.alter_share_group_offsets(group, new) if args.execute and new else {}
+    rows = [{"topic": tp.topic, "partition": tp.partition, "new_offset": off,
+             "error": error_message(altered[tp]) if altered.get(tp) else None} for tp, off in sorted(new.items())]
+    _emit(args, {"group": group, "executed": bool(args.execute), "partitions": rows},
+          [f"{'GROUP':<24} {'TOPIC':<24} {'PARTITION':>9} {'NEW-START-OFFSET':>16}"]
+          + [f"{group:<24} {r['topic']:<24} {r['partition']:>9} {r['new_offset']:>16}"
+             + (f"  {r['error']}" if r["error"] else "") for r in rows])
+    return 1 if any(altered.values()) else 0
 
 
 def _groups(admin: GroupAdmin, args: argparse.Namespace) -> list[str]:

@@ -88,6 +88,28 @@ class ShareStateStore:
             return int(self.client.set(path, encode(snap), version=version).version)
         except (BadVersionError, NodeExistsError):
             raise FencedStateEpoch(f"share state of {group_id} {tp} was written by a newer leader") from None
+        except NoNodeError:  # deleted since this leader read it (DeleteShareGroupOffsets, DeleteGroups)
+            raise FencedStateEpoch(f"share state of {group_id} {tp} was deleted") from None
+
+    def version(self, group_id: str, tp: TopicPartition) -> int:
+        """The state znode's version (-1: none), to see whether another broker rewrote it."""
+        stat = self.client.exists(state_path(group_id, tp))
+        return -1 if stat is None else int(stat.version)
+
+    def replace(self, group_id: str, tp: TopicPartition, snap: ShareSnapshot) -> None:
+        """Store `snap` whatever is there (AlterShareGroupOffsets on a group without members)."""
+        path = state_path(group_id, tp)
+        try:
+            self.client.set(path, encode(snap))
+        except NoNodeError:
+            self.client.create(path, encode(snap), makepath=True)
+
+    def delete_topic(self, group_id: str, topic: str) -> None:
+        """Drop the group's state of every partition of `topic` (DeleteShareGroupOffsets)."""
+        try:
+            self.client.delete(f"{group_path(group_id)}/{topic}", recursive=True)
+        except NoNodeError:
+            pass
 
     def groups(self) -> list[str]:
         try:

@@ -19,13 +19,19 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from praha.admin.groups import GroupNotEmptyError
+from praha.admin.share_groups import ShareGroupAdmin
+from praha.common import TopicPartition
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
+from praha.protocol.messages.gen.groups import DescribeGroupsRequest
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest, MetadataRequest
 from praha.protocol.messages.gen.share import (
+    AlterShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -45,6 +51,8 @@ SETTINGS = {
     "group.share.heartbeat.interval.ms": "500",
     "group.share.session.timeout.ms": "6000",
     "group.initial.rebalance.delay.ms": "0",
+    # let a GROUP config set a short lock (Kafka's minimum is 15 s)
+    "group.share.min.record.lock.duration.ms": "1000",
 }
 
 
@@ -285,7 +293,8 @@ def test_praha_groups_share_describe_shows_members_start_offsets_and_in_flight_r
     g = json.loads(out)["groups"][0]
     assert g["state"] == "Stable" and len(g["members"]) == 1
     assert g["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
-    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "in_flight": 4}]
+    # lag (DescribeShareGroupOffsets v1): records from the start offset to the end not yet done
+    assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "lag": 8, "in_flight": 4}]
     rc, out, err = cli("groups", "--share", "--describe", "--group", "no-such-" + group, "--dir", cluster.root)
     assert rc == 1 and "does not exist" in err
     rc, out, err = cli("groups", "--share", "--delete", "--group", group, "--dir", cluster.root)
@@ -365,5 +374,159 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     nxt = fetch(3)
     assert [(a.first_offset, a.last_offset, a.delivery_count) for t in nxt.responses for p in t.partitions
             for a in p.acquired_records] == [(2, 3, 1)]
+    for c in (any_broker, coord, leader):
+        c.close()
+
+
+# ---------------------------------------------------------------- share-group offsets admin
+def _empty(admin: ShareGroupAdmin, group: str) -> bool:
+    return not admin.describe_share_groups([group])[group].members
+
+
+def _share_offsets(cli, cluster, group: str) -> list[dict]:
+    rc, out, err = cli("groups", "--share", "--describe", "--group", group, "--dir", cluster.root, "--json")
+    assert rc == 0, err
+    return [{k: p[k] for k in ("partition", "start_offset", "lag")} for p in json.loads(out)["groups"][0]["partitions"]]
+
+
+def test_share_group_offsets_described_reset_and_deleted_while_the_group_is_empty(cluster, bs, members, cli):
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    first = Member(bs, group, topic)
+    members.append(first)
+    wait_for(lambda: len(accepted([first])) >= 10, timeout=120, what="every record accepted")
+    admin = ShareGroupAdmin(bs, timeout=30)
+    tp = TopicPartition(topic, 0)
+    # DescribeShareGroupOffsets: start offset past everything, lag 0
+    d = admin.describe_share_group_offsets([group])[group]
+    assert d is not None and (d[tp].start_offset, d[tp].lag, d[tp].error) == (10, 0, 0)
+    # a group with a member: its offsets stay (NON_EMPTY_GROUP), by the wire and by the CLI
+    with pytest.raises(GroupNotEmptyError):
+        admin.alter_share_group_offsets(group, {tp: 0})
+    rc, _, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+                     "--execute", "--dir", cluster.root)
+    assert rc == 1 and "not empty" in err
+    first.kill()
+    wait_for(lambda: _empty(admin, group), timeout=60, what="the killed member's session to time out")
+    # AlterShareGroupOffsets through praha groups: back to offset 4; a new member gets 4..9 once each
+    rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
+                       "--dry-run", "--dir", cluster.root)
+    assert rc == 0 and _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 10, "lag": 0}]
+    rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
+                       "--execute", "--dir", cluster.root)
+    assert rc == 0, err
+    assert _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 4, "lag": 6}]
+    second = Member(bs, group, topic)
+    members.append(second)
+    wait_for(lambda: len(accepted([second])) >= 6, timeout=120, what="the records after the new start offset")
+    assert accepted([second]) == list(range(4, 10))
+    assert all(dc == 1 for _, _, dc in second.of("got"))
+    second.kill()
+    wait_for(lambda: _empty(admin, group), timeout=60, what="the second member's session to time out")
+    # DeleteShareGroupOffsets: the state is gone; the next member starts at share.auto.offset.reset (earliest)
+    rc, out, err = cli("groups", "--share", "--delete-offsets", "--group", group, "--topic", topic,
+                       "--dir", cluster.root)
+    assert rc == 0, err
+    assert admin.describe_share_group_offsets([group])[group] == {}
+    third = Member(bs, group, topic)
+    members.append(third)
+    wait_for(lambda: len(accepted([third])) >= 10, timeout=120, what="every record again after the delete")
+    assert accepted([third]) == list(range(10))
+    third.kill()
+    admin.close()
+
+
+def test_share_group_offsets_bad_input_and_describe_groups_of_a_share_group(bs):
+    topic = new_topic(bs, 3)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    hb = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=uuid.uuid4().hex, member_epoch=0,
+                                               subscribed_topic_names=[topic]), 1)
+    assert hb.error_code == 0
+    # DescribeGroups answers a share group as Kafka does for a group that is not classic: Dead, no members
+    dg = coord.send(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5).groups[0]
+    assert (dg.error_code, dg.group_state, dg.protocol_type, dg.members) == (0, "Dead", "", [])
+    D = DescribeShareGroupOffsetsRequest
+    G = D.DescribeShareGroupOffsetsRequestGroup
+
+    def describe(gid: str, topics=None):
+        return coord.send(D(groups=[G(group_id=gid, topics=topics)]), 1).groups[0]
+
+    unknown = describe("no-such-" + group)
+    assert unknown.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
+    # a partition without state is uninitialised (-1); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION
+    d = describe(group, [G.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0]),
+                         G.DescribeShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[0])])
+    assert d.error_code == 0
+    rows = {t.topic_name: [(p.start_offset, p.error_code) for p in t.partitions] for t in d.topics}
+    assert rows == {topic: [(-1, 0)], "no-such-topic": [(-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]}
+    # altering a group with a member: NON_EMPTY_GROUP, and nothing written
+    A = AlterShareGroupOffsetsRequest
+    T = A.AlterShareGroupOffsetsRequestTopic
+    alter = A(group_id=group, topics=[T(topic_name=topic, partitions=[
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=1)])])
+    assert coord.send(alter, 0).error_code == ErrorCode.NON_EMPTY_GROUP
+    assert describe(group).topics == []
+    # an empty group: a negative offset and an unknown partition are refused per partition
+    empty = f"g-{uuid.uuid4().hex[:6]}"
+    _, coord2, _ = _connect(bs, empty)
+    r = coord2.send(A(group_id=empty, topics=[T(topic_name=topic, partitions=[
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=-5),
+        T.AlterShareGroupOffsetsRequestPartition(partition_index=7, start_offset=0)])]), 0)
+    assert r.error_code == 0
+    assert [(p.partition_index, p.error_code) for p in r.responses[0].partitions] == [
+        (0, ErrorCode.INVALID_REQUEST), (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    for c in (any_broker, coord, coord2):
+        c.close()
+
+
+# ---------------------------------------------------------------- GROUP configs of a share group
+def test_share_group_configs_through_confluent_kafkas_admin_client_apply_to_that_group(bs, members):
+    """IncrementalAlterConfigs/DescribeConfigs on the GROUP resource with confluent-kafka's own
+    AdminClient: Kafka's INVALID_CONFIG for bad values, and the group's lock duration and offset
+    reset used by its partition leader (the broker-wide reset here is earliest)."""
+    topic = new_topic(bs, 5)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+
+    def alter(**values: str) -> None:
+        res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+        admin.incremental_alter_configs([res])[res].result(30)
+
+    for bad, message in ((dict(share_auto_offset_reset="sometimes"), "String must be one of"),
+                         (dict(share_record_lock_duration_ms="500"), "greater than or equal"),
+                         (dict(share_fetch_size="1"), "Unknown group config name")):
+        with pytest.raises(KafkaException, match=message) as e:
+            alter(**bad)
+        assert e.value.args[0].code() == ErrorCode.INVALID_CONFIG
+    alter(share_auto_offset_reset="latest", share_record_lock_duration_ms="2000")
+    res = ConfigResource(ResourceType.GROUP, group)
+    described = {k: v.value for k, v in admin.describe_configs([res])[res].result(30).items()}
+    assert described["share.auto.offset.reset"] == "latest"
+    assert described["share.record.lock.duration.ms"] == "2000"
+    assert described["share.isolation.level"] == "read_uncommitted"  # the broker's, not overridden
+    # the partition leader has the group's config once its ShareFetch answers the group's lock duration
+    # (a session without partitions: nothing is loaded before the config arrives)
+    any_broker, coord, _ = _connect(bs, group)
+    topic_id, leader = _leader(any_broker, topic)
+    F = ShareFetchRequest
+
+    def lock_ms() -> bool:
+        r = leader.send(F(group_id=group, member_id="probe", share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                          max_bytes=1 << 20, max_records=1, batch_size=1, topics=[], forgotten_topics_data=[]), 1)
+        return r.error_code == 0 and r.acquisition_lock_timeout_ms == 2000
+    wait_for(lock_ms, timeout=60, what="the leader answering the group's lock duration")
+    m = Member(bs, group, topic)
+    members.append(m)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for _ in range(300):  # bounded: records keep coming until the member (started at latest) has some
+        p.produce(topic, value=b"later")
+        assert p.flush(30) == 0
+        if accepted([m]):
+            break
+        time.sleep(0.2)
+    assert accepted([m]), "the member received none of the later records"
+    assert min(o for _, o, _ in m.of("got")) >= 5, "share.auto.offset.reset=latest (the group's) was not used"
     for c in (any_broker, coord, leader):
         c.close()

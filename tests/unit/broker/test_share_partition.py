@@ -181,3 +181,13 @@ def test_a_share_fetch_ships_only_the_batches_holding_what_was_acquired():
     assert covering(data, headers, [AcquiredRange(4, 5, 1)]) == second
     assert covering(data, headers, [AcquiredRange(2, 3, 1), AcquiredRange(5, 6, 2)]) == data
     assert covering(data, headers, []) == b""
+
+
+def test_acquirable_counts_new_offsets_in_the_window_and_available_ones_inside_it():
+    p = sp(locks=10)
+    assert p.acquirable(0, 4) == 5 and p.acquirable(5, 30) == 5  # the window ends at offset 10
+    p.acquire("a", range(6), 6, now_ms=0)  # 0-5 acquired
+    p.acknowledge("a", [ack(0, 1, T.ACCEPT), ack(2, 2, T.RELEASE)])  # start 2; 2 available again
+    assert p.acquirable(0, 5) == 1  # only 2: 0-1 done, 3-5 held
+    assert p.acquirable(0, 20) == 1 + 6  # and 6-11, the window now ending at 12
+    assert p.acquirable(40, 50) == 0

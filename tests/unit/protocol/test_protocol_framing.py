@@ -221,7 +221,7 @@ def test_registry_covers_the_brief():
                          27,  # WriteTxnMarkers
                          24, 25, 26, 28, 65, 66,  # the transaction coordinator's APIs
                          68, 69,  # KIP-848's ConsumerGroupHeartbeat, ConsumerGroupDescribe (served)
-                         76, 77, 78, 79}  # the share-group APIs (defined, not yet served)
+                         76, 77, 78, 79, 90, 91, 92}  # the share-group APIs
     for key, spec in APIS.items():
         assert spec.request.API_KEY == spec.response.API_KEY == key
         assert spec.min_version <= spec.max_version

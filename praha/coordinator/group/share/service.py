@@ -3,6 +3,7 @@ coordinator moves, members are told UNKNOWN_MEMBER_ID and join again with epoch 
 survive, each share partition's acknowledged records, is kept by the partition leaders)."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,24 @@ class ShareGroupService:
         self.other_group_type = other_group_type
         self.topics = topics
         self.groups: dict[str, _Held] = {}
+        #: group id -> its settings with its GROUP config overrides (share.session.timeout.ms, ...)
+        self.overrides: dict[str, ShareSettings] = {}
+
+    def settings_for(self, group_id: str) -> ShareSettings:
+        return self.overrides.get(group_id, self.settings)
+
+    def set_group_config(self, group_id: str, values: Mapping[str, str]) -> None:
+        """A GROUP config (checked when written): the members' next heartbeats and expiry use it."""
+        s = dataclasses.replace(
+            self.settings,
+            heartbeat_interval_ms=int(values.get("share.heartbeat.interval.ms", self.settings.heartbeat_interval_ms)),
+            session_timeout_ms=int(values.get("share.session.timeout.ms", self.settings.session_timeout_ms)))
+        if s == self.settings:
+            self.overrides.pop(group_id, None)
+        else:
+            self.overrides[group_id] = s
+            log.info("share group %s: session timeout %d ms, heartbeat interval %d ms", group_id,
+                     s.session_timeout_ms, s.heartbeat_interval_ms)
 
     def heartbeat(self, req: ShareHeartbeat, now_ms: int) -> ShareAnswer:
         if not req.group_id:
@@ -51,7 +70,7 @@ class ShareGroupService:
             return ShareAnswer(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a share group.")
         held = self.groups.setdefault(req.group_id, _Held(ShareGroup(req.group_id)))
         before = len(held.group.members)
-        answer = heartbeat(held.group, held.targets, req, self.topics(), self.settings, now_ms)
+        answer = heartbeat(held.group, held.targets, req, self.topics(), self.settings_for(req.group_id), now_ms)
         if len(held.group.members) != before:
             log.info("share group %s: %d members, epoch %d", req.group_id, len(held.group.members),
                      held.group.group_epoch)
@@ -73,7 +92,7 @@ class ShareGroupService:
             if self.check(gid) != ErrorCode.NONE:
                 del self.groups[gid]
                 continue
-            gone = expire(held.group, held.targets, self.topics(), self.settings, now_ms)
+            gone = expire(held.group, held.targets, self.topics(), self.settings_for(gid), now_ms)
             if gone:
                 log.info("share group %s: %d members expired (session timeout), %d left", gid, len(gone),
                          len(held.group.members))

@@ -63,6 +63,9 @@ from praha.protocol.messages.gen.share import (
     ShareGroupDescribeRequest, ShareGroupDescribeResponse,
     ShareFetchRequest, ShareFetchResponse,
     ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
 )
 from praha.protocol.messages.gen.txn import (
     InitProducerIdRequest, InitProducerIdResponse,
@@ -136,4 +139,7 @@ MESSAGES: dict[int, tuple[type[WireMessage], type[WireMessage]]] = {
     77: (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
     78: (ShareFetchRequest, ShareFetchResponse),
     79: (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+    90: (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+    91: (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+    92: (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
 }

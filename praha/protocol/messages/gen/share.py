@@ -27,6 +27,10 @@ _S6 = struct.Struct('>iiii')
 _S7 = struct.Struct('>qq')
 _S8 = struct.Struct('>iiiiii')
 _S9 = struct.Struct('>qqh')
+_S10 = struct.Struct('>iqih')
+_S11 = struct.Struct('>iqiqh')
+_S12 = struct.Struct('>iq')
+_S13 = struct.Struct('>16sh')
 
 
 class ShareGroupHeartbeatRequest(WireMessage):
@@ -1498,4 +1502,684 @@ ShareAcknowledgeResponse._ENCODERS = (_e_ShareAcknowledgeResponse_v0, _e_ShareAc
 ShareAcknowledgeResponse._DECODERS = (_d_ShareAcknowledgeResponse_v0, _d_ShareAcknowledgeResponse_v0,)
 
 
-__all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareFetchRequest', 'ShareFetchResponse', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
+@dataclass(slots=True)
+class DescribeShareGroupOffsetsRequest(WireMessage):
+    API_KEY: ClassVar[int] = 90
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class DescribeShareGroupOffsetsRequestGroup:
+        @dataclass(slots=True)
+        class DescribeShareGroupOffsetsRequestTopic:
+            topic_name: str = ''
+            partitions: list[int] = field(default_factory=list)
+
+        group_id: str = ''
+        topics: list[DescribeShareGroupOffsetsRequestTopic] | None = field(default_factory=list)
+
+    groups: list[DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
+
+
+def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_DescribeShareGroupOffsetsRequestTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        out += _pack(f'>{len(xs0)}i', *xs0)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_DescribeShareGroupOffsetsRequestTopic_v0(e0 if e0.__class__ is DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic else DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic(*e0), out)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsRequest_v0(o: Any, out: bytearray) -> None:
+    xs0 = o.groups
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(e0 if e0.__class__ is DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup else DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(*e0), out)
+    out += b'\x00'
+
+
+def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_DescribeShareGroupOffsetsRequestTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f1 = list(_unpack_from(f'>{n0}i', b, p))
+        p += 4 * n0
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic(f0, f1), p
+
+
+def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('group_id')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        f1 = None
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_DescribeShareGroupOffsetsRequestTopic_v0(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(f0, f1), p
+
+
+def _d_DescribeShareGroupOffsetsRequest_v0(b: Any, p: int) -> tuple[Any, int]:
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('groups')
+    else:
+        f0 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(b, p)
+            f0.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsRequest(f0), p
+
+
+DescribeShareGroupOffsetsRequest._ENCODERS = (_e_DescribeShareGroupOffsetsRequest_v0, _e_DescribeShareGroupOffsetsRequest_v0,)
+DescribeShareGroupOffsetsRequest._DECODERS = (_d_DescribeShareGroupOffsetsRequest_v0, _d_DescribeShareGroupOffsetsRequest_v0,)
+
+
+@dataclass(slots=True)
+class DescribeShareGroupOffsetsResponse(WireMessage):
+    API_KEY: ClassVar[int] = 90
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 1
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class DescribeShareGroupOffsetsResponseGroup:
+        @dataclass(slots=True)
+        class DescribeShareGroupOffsetsResponseTopic:
+            @dataclass(slots=True)
+            class DescribeShareGroupOffsetsResponsePartition:
+                partition_index: int = 0
+                start_offset: int = 0
+                leader_epoch: int = 0
+                lag: int = -1
+                error_code: int = 0
+                error_message: str | None = None
+
+            topic_name: str = ''
+            topic_id: uuid.UUID | None = ZERO_UUID
+            partitions: list[DescribeShareGroupOffsetsResponsePartition] = field(default_factory=list)
+
+        group_id: str = ''
+        topics: list[DescribeShareGroupOffsetsResponseTopic] = field(default_factory=list)
+        error_code: int = 0
+        error_message: str | None = None
+
+    throttle_time_ms: int = 0
+    groups: list[DescribeShareGroupOffsetsResponseGroup] = field(default_factory=list)
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v0(o: Any, out: bytearray) -> None:
+    out += _S10.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    out += _S3.pack(uuid_bytes(o.topic_id))
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v0(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition(*e0), out)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v0(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic(*e0), out)
+    out += _S5.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_v0(o: Any, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    xs0 = o.groups
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup(*e0), out)
+    out += b'\x00'
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v0(b: Any, p: int) -> tuple[Any, int]:
+    f3 = -1
+    f0, f1, f2, f4 = _S10.unpack_from(b, p)
+    p += 18
+    f5, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition(f0, f1, f2, f3, f4, f5), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    f1, = _S3.unpack_from(b, p)
+    p += 16
+    f1 = _uuid(bytes=f1)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f2 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v0(b, p)
+            f2.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic(f0, f1, f2), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('group_id')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('topics')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v0(b, p)
+            f1.append(e0)
+    f2, = _S5.unpack_from(b, p)
+    p += 2
+    f3, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup(f0, f1, f2, f3), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, = _S0.unpack_from(b, p)
+    p += 4
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('groups')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse(f0, f1), p
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v1(o: Any, out: bytearray) -> None:
+    out += _S11.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v1(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    out += _S3.pack(uuid_bytes(o.topic_id))
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v1(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition(*e0), out)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v1(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic(*e0), out)
+    out += _S5.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_DescribeShareGroupOffsetsResponse_v1(o: Any, out: bytearray) -> None:
+    out += _S0.pack(o.throttle_time_ms)
+    xs0 = o.groups
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(e0 if e0.__class__ is DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup else DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup(*e0), out)
+    out += b'\x00'
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1, f2, f3, f4 = _S11.unpack_from(b, p)
+    p += 26
+    f5, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition(f0, f1, f2, f3, f4, f5), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    f1, = _S3.unpack_from(b, p)
+    p += 16
+    f1 = _uuid(bytes=f1)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f2 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v1(b, p)
+            f2.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic(f0, f1, f2), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('group_id')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('topics')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_v1(b, p)
+            f1.append(e0)
+    f2, = _S5.unpack_from(b, p)
+    p += 2
+    f3, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup(f0, f1, f2, f3), p
+
+
+def _d_DescribeShareGroupOffsetsResponse_v1(b: Any, p: int) -> tuple[Any, int]:
+    f0, = _S0.unpack_from(b, p)
+    p += 4
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('groups')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v1(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return DescribeShareGroupOffsetsResponse(f0, f1), p
+
+
+DescribeShareGroupOffsetsResponse._ENCODERS = (_e_DescribeShareGroupOffsetsResponse_v0, _e_DescribeShareGroupOffsetsResponse_v1,)
+DescribeShareGroupOffsetsResponse._DECODERS = (_d_DescribeShareGroupOffsetsResponse_v0, _d_DescribeShareGroupOffsetsResponse_v1,)
+
+
+@dataclass(slots=True)
+class AlterShareGroupOffsetsRequest(WireMessage):
+    API_KEY: ClassVar[int] = 91
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class AlterShareGroupOffsetsRequestTopic:
+        @dataclass(slots=True)
+        class AlterShareGroupOffsetsRequestPartition:
+            partition_index: int = 0
+            start_offset: int = 0
+
+        topic_name: str = ''
+        partitions: list[AlterShareGroupOffsetsRequestPartition] = field(default_factory=list)
+
+    group_id: str = ''
+    topics: list[AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
+
+
+def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_AlterShareGroupOffsetsRequestPartition_v0(o: Any, out: bytearray) -> None:
+    out += _S12.pack(o.partition_index, o.start_offset)
+    out += b'\x00'
+
+
+def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_AlterShareGroupOffsetsRequestPartition_v0(e0 if e0.__class__ is AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition else AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(*e0), out)
+    out += b'\x00'
+
+
+def _e_AlterShareGroupOffsetsRequest_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(e0 if e0.__class__ is AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic else AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(*e0), out)
+    out += b'\x00'
+
+
+def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_AlterShareGroupOffsetsRequestPartition_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1 = _S12.unpack_from(b, p)
+    p += 12
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(f0, f1), p
+
+
+def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_AlterShareGroupOffsetsRequestPartition_v0(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(f0, f1), p
+
+
+def _d_AlterShareGroupOffsetsRequest_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('group_id')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('topics')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsRequest(f0, f1), p
+
+
+AlterShareGroupOffsetsRequest._ENCODERS = (_e_AlterShareGroupOffsetsRequest_v0,)
+AlterShareGroupOffsetsRequest._DECODERS = (_d_AlterShareGroupOffsetsRequest_v0,)
+
+
+@dataclass(slots=True)
+class AlterShareGroupOffsetsResponse(WireMessage):
+    API_KEY: ClassVar[int] = 91
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class AlterShareGroupOffsetsResponseTopic:
+        @dataclass(slots=True)
+        class AlterShareGroupOffsetsResponsePartition:
+            partition_index: int = 0
+            error_code: int = 0
+            error_message: str | None = None
+
+        topic_name: str = ''
+        topic_id: uuid.UUID | None = ZERO_UUID
+        partitions: list[AlterShareGroupOffsetsResponsePartition] = field(default_factory=list)
+
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    error_message: str | None = None
+    responses: list[AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
+
+
+def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_AlterShareGroupOffsetsResponsePartition_v0(o: Any, out: bytearray) -> None:
+    out += _S1.pack(o.partition_index, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    out += _S3.pack(uuid_bytes(o.topic_id))
+    xs0 = o.partitions
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_AlterShareGroupOffsetsResponsePartition_v0(e0 if e0.__class__ is AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition else AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition(*e0), out)
+    out += b'\x00'
+
+
+def _e_AlterShareGroupOffsetsResponse_v0(o: Any, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    xs0 = o.responses
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(e0 if e0.__class__ is AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic else AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic(*e0), out)
+    out += b'\x00'
+
+
+def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_AlterShareGroupOffsetsResponsePartition_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1 = _S1.unpack_from(b, p)
+    p += 6
+    f2, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition(f0, f1, f2), p
+
+
+def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    f1, = _S3.unpack_from(b, p)
+    p += 16
+    f1 = _uuid(bytes=f1)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('partitions')
+    else:
+        f2 = []
+        for _ in range(n0):
+            e0, p = _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_AlterShareGroupOffsetsResponsePartition_v0(b, p)
+            f2.append(e0)
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic(f0, f1, f2), p
+
+
+def _d_AlterShareGroupOffsetsResponse_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1 = _S1.unpack_from(b, p)
+    p += 6
+    f2, p = read_compact_string(b, p)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('responses')
+    else:
+        f3 = []
+        for _ in range(n0):
+            e0, p = _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(b, p)
+            f3.append(e0)
+    p = skip_tagged(b, p)
+    return AlterShareGroupOffsetsResponse(f0, f1, f2, f3), p
+
+
+AlterShareGroupOffsetsResponse._ENCODERS = (_e_AlterShareGroupOffsetsResponse_v0,)
+AlterShareGroupOffsetsResponse._DECODERS = (_d_AlterShareGroupOffsetsResponse_v0,)
+
+
+@dataclass(slots=True)
+class DeleteShareGroupOffsetsRequest(WireMessage):
+    API_KEY: ClassVar[int] = 92
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class DeleteShareGroupOffsetsRequestTopic:
+        topic_name: str = ''
+
+    group_id: str = ''
+    topics: list[DeleteShareGroupOffsetsRequestTopic] = field(default_factory=list)
+
+
+def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    out += b'\x00'
+
+
+def _e_DeleteShareGroupOffsetsRequest_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.group_id)
+    xs0 = o.topics
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(e0 if e0.__class__ is DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic else DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(*e0), out)
+    out += b'\x00'
+
+
+def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    p = skip_tagged(b, p)
+    return DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(f0), p
+
+
+def _d_DeleteShareGroupOffsetsRequest_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('group_id')
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('topics')
+    else:
+        f1 = []
+        for _ in range(n0):
+            e0, p = _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(b, p)
+            f1.append(e0)
+    p = skip_tagged(b, p)
+    return DeleteShareGroupOffsetsRequest(f0, f1), p
+
+
+DeleteShareGroupOffsetsRequest._ENCODERS = (_e_DeleteShareGroupOffsetsRequest_v0,)
+DeleteShareGroupOffsetsRequest._DECODERS = (_d_DeleteShareGroupOffsetsRequest_v0,)
+
+
+@dataclass(slots=True)
+class DeleteShareGroupOffsetsResponse(WireMessage):
+    API_KEY: ClassVar[int] = 92
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_FROM: ClassVar[int] = 0
+
+    @dataclass(slots=True)
+    class DeleteShareGroupOffsetsResponseTopic:
+        topic_name: str = ''
+        topic_id: uuid.UUID | None = ZERO_UUID
+        error_code: int = 0
+        error_message: str | None = None
+
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    error_message: str | None = None
+    responses: list[DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
+
+
+def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(o: Any, out: bytearray) -> None:
+    write_compact_string(out, o.topic_name)
+    out += _S13.pack(uuid_bytes(o.topic_id), o.error_code)
+    write_compact_string(out, o.error_message)
+    out += b'\x00'
+
+
+def _e_DeleteShareGroupOffsetsResponse_v0(o: Any, out: bytearray) -> None:
+    out += _S1.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    xs0 = o.responses
+    if xs0 is None:
+        out += b'\x00'
+    else:
+        out += uvarint(len(xs0) + 1)
+        for e0 in xs0:
+            _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(e0 if e0.__class__ is DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic else DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic(*e0), out)
+    out += b'\x00'
+
+
+def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, p = read_compact_string(b, p)
+    if f0 is None:
+        raise null_field('topic_name')
+    f1, f2 = _S13.unpack_from(b, p)
+    p += 18
+    f1 = _uuid(bytes=f1)
+    f3, p = read_compact_string(b, p)
+    p = skip_tagged(b, p)
+    return DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic(f0, f1, f2, f3), p
+
+
+def _d_DeleteShareGroupOffsetsResponse_v0(b: Any, p: int) -> tuple[Any, int]:
+    f0, f1 = _S1.unpack_from(b, p)
+    p += 6
+    f2, p = read_compact_string(b, p)
+    n0, p = read_compact_count(b, p)
+    if n0 < 0:
+        raise null_field('responses')
+    else:
+        f3 = []
+        for _ in range(n0):
+            e0, p = _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(b, p)
+            f3.append(e0)
+    p = skip_tagged(b, p)
+    return DeleteShareGroupOffsetsResponse(f0, f1, f2, f3), p
+
+
+DeleteShareGroupOffsetsResponse._ENCODERS = (_e_DeleteShareGroupOffsetsResponse_v0,)
+DeleteShareGroupOffsetsResponse._DECODERS = (_d_DeleteShareGroupOffsetsResponse_v0,)
+
+
+__all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareFetchRequest', 'ShareFetchResponse', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse']
