@@ -1502,24 +1502,35 @@ ShareAcknowledgeResponse._ENCODERS = (_e_ShareAcknowledgeResponse_v0, _e_ShareAc
 ShareAcknowledgeResponse._DECODERS = (_d_ShareAcknowledgeResponse_v0, _d_ShareAcknowledgeResponse_v0,)
 
 
-@dataclass(slots=True)
 class DescribeShareGroupOffsetsRequest(WireMessage):
+    __slots__ = ('groups', )
     API_KEY: ClassVar[int] = 90
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class DescribeShareGroupOffsetsRequestGroup:
-        @dataclass(slots=True)
-        class DescribeShareGroupOffsetsRequestTopic:
-            topic_name: str = ''
-            partitions: list[int] = field(default_factory=list)
+    class DescribeShareGroupOffsetsRequestGroup(WireStruct):
+        __slots__ = ('group_id', 'topics', )
+        class DescribeShareGroupOffsetsRequestTopic(WireStruct):
+            __slots__ = ('topic_name', 'partitions', )
+            topic_name: str
+            partitions: list[int]
 
-        group_id: str = ''
-        topics: list[DescribeShareGroupOffsetsRequestTopic] | None = field(default_factory=list)
+            def __init__(self, topic_name: str = '', partitions: list[int] = _FACTORY) -> None:
+                self.topic_name = topic_name
+                self.partitions = list() if partitions is _FACTORY else partitions
 
-    groups: list[DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsRequestTopic] | None
+
+        def __init__(self, group_id: str = '', topics: list[DescribeShareGroupOffsetsRequestTopic] | None = _FACTORY) -> None:
+            self.group_id = group_id
+            self.topics = list() if topics is _FACTORY else topics
+
+    groups: list[DescribeShareGroupOffsetsRequestGroup]
+
+    def __init__(self, groups: list[DescribeShareGroupOffsetsRequestGroup] = _FACTORY) -> None:
+        self.groups = list() if groups is _FACTORY else groups
 
 
 def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_DescribeShareGroupOffsetsRequestTopic_v0(o: Any, out: bytearray) -> None:
@@ -1603,37 +1614,60 @@ DescribeShareGroupOffsetsRequest._ENCODERS = (_e_DescribeShareGroupOffsetsReques
 DescribeShareGroupOffsetsRequest._DECODERS = (_d_DescribeShareGroupOffsetsRequest_v0, _d_DescribeShareGroupOffsetsRequest_v0,)
 
 
-@dataclass(slots=True)
 class DescribeShareGroupOffsetsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'groups', )
     API_KEY: ClassVar[int] = 90
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class DescribeShareGroupOffsetsResponseGroup:
-        @dataclass(slots=True)
-        class DescribeShareGroupOffsetsResponseTopic:
-            @dataclass(slots=True)
-            class DescribeShareGroupOffsetsResponsePartition:
-                partition_index: int = 0
-                start_offset: int = 0
-                leader_epoch: int = 0
-                lag: int = -1
-                error_code: int = 0
-                error_message: str | None = None
+    class DescribeShareGroupOffsetsResponseGroup(WireStruct):
+        __slots__ = ('group_id', 'topics', 'error_code', 'error_message', )
+        class DescribeShareGroupOffsetsResponseTopic(WireStruct):
+            __slots__ = ('topic_name', 'topic_id', 'partitions', )
+            class DescribeShareGroupOffsetsResponsePartition(WireStruct):
+                __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message', )
+                partition_index: int
+                start_offset: int
+                leader_epoch: int
+                lag: int
+                error_code: int
+                error_message: str | None
 
-            topic_name: str = ''
-            topic_id: uuid.UUID | None = ZERO_UUID
-            partitions: list[DescribeShareGroupOffsetsResponsePartition] = field(default_factory=list)
+                def __init__(self, partition_index: int = 0, start_offset: int = 0, leader_epoch: int = 0, lag: int = -1, error_code: int = 0, error_message: str | None = None) -> None:
+                    self.partition_index = partition_index
+                    self.start_offset = start_offset
+                    self.leader_epoch = leader_epoch
+                    self.lag = lag
+                    self.error_code = error_code
+                    self.error_message = error_message
 
-        group_id: str = ''
-        topics: list[DescribeShareGroupOffsetsResponseTopic] = field(default_factory=list)
-        error_code: int = 0
-        error_message: str | None = None
+            topic_name: str
+            topic_id: uuid.UUID | None
+            partitions: list[DescribeShareGroupOffsetsResponsePartition]
 
-    throttle_time_ms: int = 0
-    groups: list[DescribeShareGroupOffsetsResponseGroup] = field(default_factory=list)
+            def __init__(self, topic_name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[DescribeShareGroupOffsetsResponsePartition] = _FACTORY) -> None:
+                self.topic_name = topic_name
+                self.topic_id = topic_id
+                self.partitions = list() if partitions is _FACTORY else partitions
+
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsResponseTopic]
+        error_code: int
+        error_message: str | None
+
+        def __init__(self, group_id: str = '', topics: list[DescribeShareGroupOffsetsResponseTopic] = _FACTORY, error_code: int = 0, error_message: str | None = None) -> None:
+            self.group_id = group_id
+            self.topics = list() if topics is _FACTORY else topics
+            self.error_code = error_code
+            self.error_message = error_message
+
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponseGroup]
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribeShareGroupOffsetsResponseGroup] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = list() if groups is _FACTORY else groups
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_DescribeShareGroupOffsetsResponseTopic_DescribeShareGroupOffsetsResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -1853,25 +1887,37 @@ DescribeShareGroupOffsetsResponse._ENCODERS = (_e_DescribeShareGroupOffsetsRespo
 DescribeShareGroupOffsetsResponse._DECODERS = (_d_DescribeShareGroupOffsetsResponse_v0, _d_DescribeShareGroupOffsetsResponse_v1,)
 
 
-@dataclass(slots=True)
 class AlterShareGroupOffsetsRequest(WireMessage):
+    __slots__ = ('group_id', 'topics', )
     API_KEY: ClassVar[int] = 91
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class AlterShareGroupOffsetsRequestTopic:
-        @dataclass(slots=True)
-        class AlterShareGroupOffsetsRequestPartition:
-            partition_index: int = 0
-            start_offset: int = 0
+    class AlterShareGroupOffsetsRequestTopic(WireStruct):
+        __slots__ = ('topic_name', 'partitions', )
+        class AlterShareGroupOffsetsRequestPartition(WireStruct):
+            __slots__ = ('partition_index', 'start_offset', )
+            partition_index: int
+            start_offset: int
 
-        topic_name: str = ''
-        partitions: list[AlterShareGroupOffsetsRequestPartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, start_offset: int = 0) -> None:
+                self.partition_index = partition_index
+                self.start_offset = start_offset
 
-    group_id: str = ''
-    topics: list[AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
+        topic_name: str
+        partitions: list[AlterShareGroupOffsetsRequestPartition]
+
+        def __init__(self, topic_name: str = '', partitions: list[AlterShareGroupOffsetsRequestPartition] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequestTopic]
+
+    def __init__(self, group_id: str = '', topics: list[AlterShareGroupOffsetsRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = list() if topics is _FACTORY else topics
 
 
 def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_AlterShareGroupOffsetsRequestPartition_v0(o: Any, out: bytearray) -> None:
@@ -1946,29 +1992,45 @@ AlterShareGroupOffsetsRequest._ENCODERS = (_e_AlterShareGroupOffsetsRequest_v0,)
 AlterShareGroupOffsetsRequest._DECODERS = (_d_AlterShareGroupOffsetsRequest_v0,)
 
 
-@dataclass(slots=True)
 class AlterShareGroupOffsetsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', )
     API_KEY: ClassVar[int] = 91
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class AlterShareGroupOffsetsResponseTopic:
-        @dataclass(slots=True)
-        class AlterShareGroupOffsetsResponsePartition:
-            partition_index: int = 0
-            error_code: int = 0
-            error_message: str | None = None
+    class AlterShareGroupOffsetsResponseTopic(WireStruct):
+        __slots__ = ('topic_name', 'topic_id', 'partitions', )
+        class AlterShareGroupOffsetsResponsePartition(WireStruct):
+            __slots__ = ('partition_index', 'error_code', 'error_message', )
+            partition_index: int
+            error_code: int
+            error_message: str | None
 
-        topic_name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        partitions: list[AlterShareGroupOffsetsResponsePartition] = field(default_factory=list)
+            def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
+                self.partition_index = partition_index
+                self.error_code = error_code
+                self.error_message = error_message
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
+        topic_name: str
+        topic_id: uuid.UUID | None
+        partitions: list[AlterShareGroupOffsetsResponsePartition]
+
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, partitions: list[AlterShareGroupOffsetsResponsePartition] = _FACTORY) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.partitions = list() if partitions is _FACTORY else partitions
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterShareGroupOffsetsResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[AlterShareGroupOffsetsResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = list() if responses is _FACTORY else responses
 
 
 def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_AlterShareGroupOffsetsResponsePartition_v0(o: Any, out: bytearray) -> None:
@@ -2050,19 +2112,26 @@ AlterShareGroupOffsetsResponse._ENCODERS = (_e_AlterShareGroupOffsetsResponse_v0
 AlterShareGroupOffsetsResponse._DECODERS = (_d_AlterShareGroupOffsetsResponse_v0,)
 
 
-@dataclass(slots=True)
 class DeleteShareGroupOffsetsRequest(WireMessage):
+    __slots__ = ('group_id', 'topics', )
     API_KEY: ClassVar[int] = 92
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class DeleteShareGroupOffsetsRequestTopic:
-        topic_name: str = ''
+    class DeleteShareGroupOffsetsRequestTopic(WireStruct):
+        __slots__ = ('topic_name', )
+        topic_name: str
 
-    group_id: str = ''
-    topics: list[DeleteShareGroupOffsetsRequestTopic] = field(default_factory=list)
+        def __init__(self, topic_name: str = '') -> None:
+            self.topic_name = topic_name
+
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequestTopic]
+
+    def __init__(self, group_id: str = '', topics: list[DeleteShareGroupOffsetsRequestTopic] = _FACTORY) -> None:
+        self.group_id = group_id
+        self.topics = list() if topics is _FACTORY else topics
 
 
 def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(o: Any, out: bytearray) -> None:
@@ -2110,24 +2179,36 @@ DeleteShareGroupOffsetsRequest._ENCODERS = (_e_DeleteShareGroupOffsetsRequest_v0
 DeleteShareGroupOffsetsRequest._DECODERS = (_d_DeleteShareGroupOffsetsRequest_v0,)
 
 
-@dataclass(slots=True)
 class DeleteShareGroupOffsetsResponse(WireMessage):
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', )
     API_KEY: ClassVar[int] = 92
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int] = 0
 
-    @dataclass(slots=True)
-    class DeleteShareGroupOffsetsResponseTopic:
-        topic_name: str = ''
-        topic_id: uuid.UUID | None = ZERO_UUID
-        error_code: int = 0
-        error_message: str | None = None
+    class DeleteShareGroupOffsetsResponseTopic(WireStruct):
+        __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message', )
+        topic_name: str
+        topic_id: uuid.UUID | None
+        error_code: int
+        error_message: str | None
 
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
+        def __init__(self, topic_name: str = '', topic_id: uuid.UUID | None = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
+            self.topic_name = topic_name
+            self.topic_id = topic_id
+            self.error_code = error_code
+            self.error_message = error_message
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponseTopic]
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[DeleteShareGroupOffsetsResponseTopic] = _FACTORY) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = list() if responses is _FACTORY else responses
 
 
 def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(o: Any, out: bytearray) -> None:
