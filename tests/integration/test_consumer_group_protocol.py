@@ -62,11 +62,22 @@ MEMBER = textwrap.dedent("""
     conf.update(json.loads(extra))
     def say(*parts):
         print(json.dumps([time.monotonic(), *parts]), flush=True)
+    # records read but not yet committed, by partition: a commit refused (STALE_MEMBER_EPOCH while
+    # the member takes its new epoch) is tried again after the next poll, while the partition is ours
+    pending = {}
+    def give_up(tps):
+        # read but not committed: the partition's next owner reads them again (maybe this member,
+        # when one poll revokes and assigns it back: it then starts again at the committed offset)
+        for tp in tps:
+            if (tp.topic, tp.partition) in pending:
+                say("dropped", tp.topic, tp.partition, sorted(pending.pop((tp.topic, tp.partition))))
     def on_assign(c, tps):
         say("assign", [[tp.topic, tp.partition] for tp in tps])
     def on_revoke(c, tps):
+        give_up(tps)
         say("revoke", [[tp.topic, tp.partition] for tp in tps])
     def on_lost(c, tps):
+        give_up(tps)
         say("lost", [[tp.topic, tp.partition] for tp in tps])
     c = Consumer(conf)
     stop = []
@@ -74,9 +85,6 @@ MEMBER = textwrap.dedent("""
     c.subscribe(spec.split(",") if not spec.startswith("^") else [spec], on_assign=on_assign,
                 on_revoke=on_revoke, on_lost=on_lost)
     say("started")
-    # records read but not yet committed, by partition: a commit refused (STALE_MEMBER_EPOCH while
-    # the member takes its new epoch) is tried again after the next poll, while the partition is ours
-    pending = {}
     def commit(tp):
         t, p = tp
         upto = max(pending[tp])
