@@ -44,7 +44,6 @@ from praha.coordinator.group.consumer.heartbeat import ConsumerGroupSettings, He
 from praha.coordinator.group.consumer.migration import MigrationPolicy
 from praha.coordinator.group.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
-    ClassicMetadata,
     ConsumerGroup,
     TopicInfo,
 )
@@ -731,12 +730,17 @@ class GroupCoordinator:
         cg = self.consumer_group(group_id)
         if cg is not None and cg.members:
             try:
-                assignment = migration.classic_sync(cg, member_id, instance, generation, protocol_type, protocol,
-                                                    self.consumer.topics())
+                synced = migration.classic_sync(cg, member_id, instance, generation, protocol_type, protocol,
+                                                self.consumer.topics())
             except PrahaError as e:
                 return SyncResult(e.code)
-            classic = self._touch_classic(cg, member_id)
-            return SyncResult(ErrorCode.NONE, migration.CONSUMER_PROTOCOL_TYPE, classic.protocols[0][0], assignment)
+            self.consumer.timers(group_id, synced.timers)
+            if synced.error != ErrorCode.NONE:
+                return SyncResult(synced.error)
+            classic = cg.members[member_id].classic
+            assert classic is not None
+            return SyncResult(ErrorCode.NONE, migration.CONSUMER_PROTOCOL_TYPE, classic.protocols[0][0],
+                              synced.assignment)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -812,11 +816,11 @@ class GroupCoordinator:
         cg = self.consumer_group(group_id)
         if cg is not None and cg.members:
             try:
-                code = migration.classic_heartbeat(cg, member_id, instance, generation)
+                beat = migration.classic_heartbeat(cg, member_id, instance, generation)
             except PrahaError as e:
                 return e.code
-            self._touch_classic(cg, member_id)
-            return code
+            self.consumer.timers(group_id, beat.timers)
+            return beat.error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -835,13 +839,6 @@ class GroupCoordinator:
         if group.is_(GroupState.PREPARING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
-
-    def _touch_classic(self, cg: ConsumerGroup, member_id: str) -> ClassicMetadata:
-        """A classic member in a consumer group was heard from: its session timer restarts."""
-        classic = cg.members[member_id].classic
-        assert classic is not None
-        self.consumer.touch(cg.group_id, member_id, classic.session_timeout_ms)
-        return classic
 
     async def _leave_consumer_group(self, cg: ConsumerGroup, leaving: list[tuple[str, str | None]]
                                     ) -> tuple[ErrorCode, list[ErrorCode]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from praha.coordinator.group.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNORS, MemberSpec
 from praha.coordinator.group.consumer.model import (
@@ -100,6 +101,18 @@ class HeartbeatAnswer:
     assignment: Assignment | None = None
 
 
+class TimerKind(Enum):
+    """A member's timers; each one that fires fences the member (Kafka's timer keys)."""
+
+    SESSION = "session"
+    #: a consumer-protocol member must revoke within its rebalance timeout
+    REVOCATION = "revocation"
+    #: a classic member told REBALANCE_IN_PROGRESS must send JoinGroup within its rebalance timeout
+    JOIN = "join"
+    #: a classic member answered JoinGroup must send SyncGroup within its rebalance timeout
+    SYNC = "sync"
+
+
 @dataclass(frozen=True, slots=True)
 class Timers:
     """What the coordinator's timers must do after a decision (keys: group id, member id)."""
@@ -108,8 +121,14 @@ class Timers:
     session: tuple[str, int] | None = None
     #: (member id, member epoch, rebalance timeout ms): the member must revoke within this time
     revocation: tuple[str, int, int] | None = None
-    #: member ids whose timers (session and revocation) are cancelled
+    #: member ids whose timers (every kind) are cancelled
     cancel: tuple[str, ...] = ()
+    #: (member id, rebalance timeout ms): a classic member's join timer, started unless already running
+    join: tuple[str, int] | None = None
+    #: (member id, rebalance timeout ms): a classic member's sync timer, restarted
+    sync: tuple[str, int] | None = None
+    #: (member id, kind): these timers stop (a classic member joined or synced in time)
+    stop: tuple[tuple[str, TimerKind], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
