@@ -344,6 +344,13 @@ class GroupCoordinator:
     def _still_ours(self, group: Group) -> bool:
         return self.groups.get(group.group_id) is group
 
+    def _offsets_still_ours(self, group: Group) -> bool:
+        """The group's offsets are still this coordinator's: the same Group, or the one a
+        protocol migration put in its place meanwhile (it took over the same offsets dict; a
+        commit written during a downgrade is applied, not answered NOT_COORDINATOR)."""
+        current = self.groups.get(group.group_id)
+        return current is not None and current.offsets is group.offsets
+
     # ================================================================ KIP-848 consumer groups
     async def _append_consumer_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
         return await self.log.append(partition, records)
@@ -1007,7 +1014,7 @@ class GroupCoordinator:
                 else:
                     group.pending_offset_writes.pop(tp, None)
         err = map_append_error(err)
-        if err == ErrorCode.NONE and self._still_ours(group):
+        if err == ErrorCode.NONE and self._offsets_still_ours(group):
             group.offsets.update(valid)
             self.stats.offset_commits += 1
             self.stats.offset_commit_time_ms_total += (time.monotonic() - started) * 1000

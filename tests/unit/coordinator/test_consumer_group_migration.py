@@ -252,3 +252,41 @@ def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_time
         assert set(d.consumer.groups["g"].members) == {b, "x"}
         d.shutdown()
     run(go())
+
+
+class HeldLog(MemoryLog):
+    """The next append waits until `release` (the others pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def append(self, partition, records, producer=None):
+        if self.armed:
+            self.armed = False
+            self.held.set()
+            await self.release.wait()
+        return await super().append(partition, records, producer)
+
+
+def test_an_offset_commit_written_while_the_group_downgrades_is_applied():
+    """A classic member's commit is being written when the last consumer-protocol member leaves and
+    the group goes back to classic: the commit is answered NONE and OffsetFetch returns it."""
+    async def go():
+        log = HeldLog()
+        c = await coordinator(log)
+        a, _, _ = await classic_group(c)
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
+                                                          subscribed_topic_names=("orders",), topic_partitions=()))
+        log.armed = True
+        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None, {("orders", 1): CommittedOffset(7, -1, "", 1)}))
+        await asyncio.wait_for(log.held.wait(), 5)
+        left = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
+        assert left.error == E.NONE and c.consumer_group("g") is None  # downgraded meanwhile
+        log.release.set()
+        assert await commit == {("orders", 1): E.NONE}
+        assert c.fetch_offsets("g", [("orders", 1)])[1][("orders", 1)].offset == 7
+        c.shutdown()
+    run(go())
