@@ -25,7 +25,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.errors import BrokerConnectionError
-from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
+from praha.protocol.messages.gen.groups import (
+    ConsumerGroupHeartbeatRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+)
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 from praha.testing.cluster import bootstrap, wait_for
 
@@ -346,6 +351,48 @@ def test_a_classic_group_with_offsets_migrates_to_the_consumer_protocol_member_b
     assert_never_owned_twice(members)
     assert all(m.records("ok") for m in members), summary(members)  # each member had its turn
     assert committed_total(bs, group, topic) == total  # the group's offsets went through both moves intact
+
+
+def test_a_classic_member_in_a_consumer_group_that_never_syncs_is_fenced_by_its_rebalance_timeout(cluster):
+    """Kafka's sync and join timers on a real broker: a classic member (the raw protocol) joins a
+    consumer group with a 3 s rebalance timeout and a 30 s session, heartbeats every half second but
+    never sends SyncGroup (nor rejoins when told REBALANCE_IN_PROGRESS): it is fenced although its
+    session is kept alive, and the consumer-protocol member gets its partition back."""
+    from tests.unit.coordinator.test_consumer_group_migration import subscription
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"t-{uuid.uuid4().hex[:6]}"
+    m = Member(bs, group, topic)
+    try:
+        wait_for(lambda: len(m.owned()) == 2, 90, what="the consumer-protocol member owning both partitions")
+        broker = cluster.load().brokers[coordinator_of(bs, group)]
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            def join(member_id: str):
+                return conn.send(JoinGroupRequest(
+                    group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=3000, member_id=member_id,
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol("range", subscription([topic]))]), 5, 15)
+            seen = len(m.events)
+            first = join("")
+            assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED, first
+            joined = join(first.member_id)
+            assert joined.error_code == ErrorCode.NONE and joined.generation_id > 0, joined
+            beats: list[int] = []
+
+            def beat() -> bool:  # its session stays alive; the answers say what became of it
+                beats.append(conn.send(HeartbeatRequest(group_id=group, generation_id=joined.generation_id,
+                                                        member_id=first.member_id), 4, 15).error_code)
+                time.sleep(0.5)
+                return beats[-1] == ErrorCode.UNKNOWN_MEMBER_ID
+            def gave_up() -> bool:
+                with m.lock:
+                    return any(e[1] == "revoke" for e in m.events[seen:])
+            wait_for(lambda: gave_up() or beat() and False, 60,
+                     what="the consumer-protocol member giving a partition up for the classic one")
+            wait_for(beat, 60, what="the classic member fenced without syncing")
+        assert ErrorCode.REBALANCE_IN_PROGRESS in beats or ErrorCode.NONE in beats, beats  # it was a member
+        wait_for(lambda: len(m.owned()) == 2, 60, what="the partition back with the consumer-protocol member")
+    finally:
+        m.stop()
 
 
 # ------------------------------------------------------------------ coordinator failover
