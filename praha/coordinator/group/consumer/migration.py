@@ -416,11 +416,18 @@ def may_downgrade(g: ConsumerGroup, policy: MigrationPolicy, classic_max_size: i
 
 
 def downgrade(groups: dict[str, ConsumerGroup], group_id: str) -> tuple[list[Record], list[ConsumerMember], int]:
-    """Tombstones for the whole consumer group; (records, its classic members, its group epoch)
-    for the coordinator to build the classic group from."""
+    """Tombstones for the whole consumer group; (records, its classic members, the classic
+    generation) for the coordinator to build the classic group from.
+
+    A downgrade follows the fence (leave or timeout) of the last consumer-protocol member, which
+    bumped the group epoch by one. Kafka converts the group instead of fencing that member, so
+    the classic generation is the epoch before the bump: the one the reconciled classic members
+    hold. They are then asked to rejoin (REBALANCE_IN_PROGRESS: a clean revoke, and commits at
+    their generation still accepted) instead of told ILLEGAL_GENERATION (their partitions lost,
+    their commits refused)."""
     g = _existing(groups, group_id)
     members = list(g.members.values())
-    epoch = g.group_epoch
+    epoch = g.group_epoch - 1
     out: list[Record] = []
     for m in members:
         _emit(groups, out, *_removal(group_id, m.member_id))
