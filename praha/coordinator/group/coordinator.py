@@ -440,8 +440,8 @@ class GroupCoordinator:
 
     async def _maybe_downgrade(self, group_id: str) -> None:
         """The last consumer-protocol member is gone: the group goes back to the classic protocol
-        (its consumer-group records tombstoned, a classic group record at generation = group epoch
-        in the same append), and a classic rebalance starts so every member rejoins."""
+        (its consumer-group records tombstoned, a classic group record at the generation its classic
+        members hold in the same append), and a classic rebalance starts so every member rejoins."""
         cg = self.consumer_group(group_id)
         if cg is None or self._check(group_id) != ErrorCode.NONE or \
                 not migration.may_downgrade(cg, self.config.migration_policy, self.config.max_size):

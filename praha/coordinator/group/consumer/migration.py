@@ -13,8 +13,8 @@ answered at once with their member epoch as the generation and no member list (t
 never the leader), their SyncGroup returns their assigned partitions.
 
 Downgrade: when the last ConsumerGroupHeartbeat member is gone and only classic members
-remain, the group's records are tombstoned and it goes back to a classic group at
-generation = group epoch, which then rebalances (every member rejoins through JoinGroup).
+remain, the group's records are tombstoned and it goes back to a classic group at the generation
+its classic members hold (`downgrade`), which then rebalances (every member rejoins through JoinGroup).
 Offsets are keyed by the group id alone and never move.
 """
 from __future__ import annotations
