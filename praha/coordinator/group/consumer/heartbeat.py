@@ -278,7 +278,7 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
         out.extend(_new_target(groups, g, settings))
     before = g.members[member_id]
     after = reconcile(before, g.assignment_epoch, g.target_of(member_id), g.current_partition_epoch,
-                      req.topic_partitions)
+                      _proof_of_ownership(before, req))
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
     full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
@@ -292,6 +292,21 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
     return Decision(out, answer, Timers(session=(member_id, settings.session_timeout_ms), revocation=revocation))
+
+
+def _proof_of_ownership(m: ConsumerMember, req: HeartbeatRequest) -> Owned:
+    """The owned partitions a heartbeat shows, or None ("assume it still holds all") for one sent
+    at the member's previous epoch (praha's addition to Kafka's rule).
+
+    Such a heartbeat is accepted (its answer at the current epoch may have been lost), but it may
+    also have been sent while that answer was on its way: the member is about to take the
+    partitions the current epoch gave it, so their absence from its list does not mean it let them
+    go. Taken as a release, a partition the target then moved on was given to another member while
+    this one took it (a real-cluster trial saw the two own it for 2 ms). The member learns its
+    epoch from the answer (it is repeated until reported) and its next heartbeat decides."""
+    if 0 < req.member_epoch < m.member_epoch:
+        return None
+    return req.topic_partitions
 
 
 def _unacknowledged(g: ConsumerGroup, m: ConsumerMember) -> bool:
