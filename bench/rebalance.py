@@ -270,7 +270,7 @@ def fill(bs: str, partitions: int) -> None:
     p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 20, "log_level": 3})
     for i in range(partitions):
         p.produce(TOPIC, value=b"r", partition=i)
-    left = p.flush(120)
+    left = p.flush(600)  # bounded: a loaded machine can take minutes
     if left:
         raise RuntimeError(f"{left} records not delivered")
 

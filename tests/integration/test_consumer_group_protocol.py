@@ -25,7 +25,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from praha.errors import ErrorCode
 from praha.protocol.client import BrokerConnection
 from praha.protocol.errors import BrokerConnectionError
-from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
+from praha.protocol.messages.gen.groups import (
+    ConsumerGroupHeartbeatRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+)
 from praha.protocol.messages.gen.metadata import FindCoordinatorRequest
 from praha.testing.cluster import bootstrap, wait_for
 
@@ -62,11 +67,22 @@ MEMBER = textwrap.dedent("""
     conf.update(json.loads(extra))
     def say(*parts):
         print(json.dumps([time.monotonic(), *parts]), flush=True)
+    # records read but not yet committed, by partition: a commit refused (STALE_MEMBER_EPOCH while
+    # the member takes its new epoch) is tried again after the next poll, while the partition is ours
+    pending = {}
+    def give_up(tps):
+        # read but not committed: the partition's next owner reads them again (maybe this member,
+        # when one poll revokes and assigns it back: it then starts again at the committed offset)
+        for tp in tps:
+            if (tp.topic, tp.partition) in pending:
+                say("dropped", tp.topic, tp.partition, sorted(pending.pop((tp.topic, tp.partition))))
     def on_assign(c, tps):
         say("assign", [[tp.topic, tp.partition] for tp in tps])
     def on_revoke(c, tps):
+        give_up(tps)
         say("revoke", [[tp.topic, tp.partition] for tp in tps])
     def on_lost(c, tps):
+        give_up(tps)
         say("lost", [[tp.topic, tp.partition] for tp in tps])
     c = Consumer(conf)
     stop = []
@@ -74,9 +90,6 @@ MEMBER = textwrap.dedent("""
     c.subscribe(spec.split(",") if not spec.startswith("^") else [spec], on_assign=on_assign,
                 on_revoke=on_revoke, on_lost=on_lost)
     say("started")
-    # records read but not yet committed, by partition: a commit refused (STALE_MEMBER_EPOCH while
-    # the member takes its new epoch) is tried again after the next poll, while the partition is ours
-    pending = {}
     def commit(tp):
         t, p = tp
         upto = max(pending[tp])
@@ -340,6 +353,48 @@ def test_a_classic_group_with_offsets_migrates_to_the_consumer_protocol_member_b
     assert committed_total(bs, group, topic) == total  # the group's offsets went through both moves intact
 
 
+def test_a_classic_member_in_a_consumer_group_that_never_syncs_is_fenced_by_its_rebalance_timeout(cluster):
+    """Kafka's sync and join timers on a real broker: a classic member (the raw protocol) joins a
+    consumer group with a 3 s rebalance timeout and a 30 s session, heartbeats every half second but
+    never sends SyncGroup (nor rejoins when told REBALANCE_IN_PROGRESS): it is fenced although its
+    session is kept alive, and the consumer-protocol member gets its partition back."""
+    from tests.unit.coordinator.test_consumer_group_migration import subscription
+    bs = bootstrap(cluster)
+    topic, group = new_topic(bs, 2), f"t-{uuid.uuid4().hex[:6]}"
+    m = Member(bs, group, topic)
+    try:
+        wait_for(lambda: len(m.owned()) == 2, 90, what="the consumer-protocol member owning both partitions")
+        broker = cluster.load().brokers[coordinator_of(bs, group)]
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            def join(member_id: str):
+                return conn.send(JoinGroupRequest(
+                    group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=3000, member_id=member_id,
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol("range", subscription([topic]))]), 5, 15)
+            seen = len(m.events)
+            first = join("")
+            assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED, first
+            joined = join(first.member_id)
+            assert joined.error_code == ErrorCode.NONE and joined.generation_id > 0, joined
+            beats: list[int] = []
+
+            def beat() -> bool:  # its session stays alive; the answers say what became of it
+                beats.append(conn.send(HeartbeatRequest(group_id=group, generation_id=joined.generation_id,
+                                                        member_id=first.member_id), 4, 15).error_code)
+                time.sleep(0.5)
+                return beats[-1] == ErrorCode.UNKNOWN_MEMBER_ID
+            def gave_up() -> bool:
+                with m.lock:
+                    return any(e[1] == "revoke" for e in m.events[seen:])
+            wait_for(lambda: gave_up() or beat() and False, 60,
+                     what="the consumer-protocol member giving a partition up for the classic one")
+            wait_for(beat, 60, what="the classic member fenced without syncing")
+        assert ErrorCode.REBALANCE_IN_PROGRESS in beats or ErrorCode.NONE in beats, beats  # it was a member
+        wait_for(lambda: len(m.owned()) == 2, 60, what="the partition back with the consumer-protocol member")
+    finally:
+        m.stop()
+
+
 # ------------------------------------------------------------------ coordinator failover
 def coordinator_of(bs: str, group: str) -> int:
     def ask() -> int | None:
@@ -525,13 +580,16 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
     ok = send()
     assert ok.error_code == 0 and ok.member_epoch == 1
     assert send(group_id=other, member_id="o-1").error_code == 0
+    # the member's epoch now: the topic's metadata reaching the coordinator just after the join may
+    # have given the group a new epoch (a heartbeat at epoch 1 then moves the member to it)
     before = send(member_epoch=1, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
     assert before.error_code == 0
+    epoch = before.member_epoch
     cases = [
         (ErrorCode.UNSUPPORTED_ASSIGNOR, dict(member_id="m-2", server_assignor="sticky")),
         (ErrorCode.INVALID_REGULAR_EXPRESSION, dict(member_id="m-2", subscribed_topic_names=None,
                                                     subscribed_topic_regex="(?=t)")),
-        (ErrorCode.FENCED_MEMBER_EPOCH, dict(member_epoch=7, topic_partitions=None)),
+        (ErrorCode.FENCED_MEMBER_EPOCH, dict(member_epoch=epoch + 5, topic_partitions=None)),
         (ErrorCode.UNKNOWN_MEMBER_ID, dict(member_id="o-1", member_epoch=1)),  # a member of the other group
         (ErrorCode.INVALID_REQUEST, dict(member_id="m-2", rebalance_timeout_ms=-1)),  # malformed first heartbeat
         (ErrorCode.INVALID_REQUEST, dict(member_epoch=-5)),
@@ -553,9 +611,9 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
             if code != ErrorCode.NOT_COORDINATOR:
                 return code
         raise AssertionError("no broker coordinates the group")
-    assert commit(0) == ErrorCode.STALE_MEMBER_EPOCH  # the member is at epoch 1: a stale epoch, nothing written
-    after = send(member_epoch=1, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
-    assert (after.error_code, after.member_epoch) == (0, 1)
+    assert commit(0) == ErrorCode.STALE_MEMBER_EPOCH  # the member is at epoch >= 1: a stale epoch, nothing written
+    after = send(member_epoch=epoch, subscribed_topic_names=None, rebalance_timeout_ms=-1, topic_partitions=None)
+    assert (after.error_code, after.member_epoch) == (0, epoch)
     admin = AdminClient({"bootstrap.servers": bs})
     d = admin.describe_consumer_groups([group])[group].result(15)
     assert [mm.member_id for mm in d.members] == ["m-1"]

@@ -44,7 +44,6 @@ from praha.coordinator.group.consumer.heartbeat import ConsumerGroupSettings, He
 from praha.coordinator.group.consumer.migration import MigrationPolicy
 from praha.coordinator.group.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
-    ClassicMetadata,
     ConsumerGroup,
     TopicInfo,
 )
@@ -345,6 +344,13 @@ class GroupCoordinator:
     def _still_ours(self, group: Group) -> bool:
         return self.groups.get(group.group_id) is group
 
+    def _offsets_still_ours(self, group: Group) -> bool:
+        """The group's offsets are still this coordinator's: the same Group, or the one a
+        protocol migration put in its place meanwhile (it took over the same offsets dict; a
+        commit written during a downgrade is applied, not answered NOT_COORDINATOR)."""
+        current = self.groups.get(group.group_id)
+        return current is not None and current.offsets is group.offsets
+
     # ================================================================ KIP-848 consumer groups
     async def _append_consumer_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
         return await self.log.append(partition, records)
@@ -434,8 +440,8 @@ class GroupCoordinator:
 
     async def _maybe_downgrade(self, group_id: str) -> None:
         """The last consumer-protocol member is gone: the group goes back to the classic protocol
-        (its consumer-group records tombstoned, a classic group record at generation = group epoch
-        in the same append), and a classic rebalance starts so every member rejoins."""
+        (its consumer-group records tombstoned, a classic group record at the generation its classic
+        members hold in the same append), and a classic rebalance starts so every member rejoins."""
         cg = self.consumer_group(group_id)
         if cg is None or self._check(group_id) != ErrorCode.NONE or \
                 not migration.may_downgrade(cg, self.config.migration_policy, self.config.max_size):
@@ -731,12 +737,17 @@ class GroupCoordinator:
         cg = self.consumer_group(group_id)
         if cg is not None and cg.members:
             try:
-                assignment = migration.classic_sync(cg, member_id, instance, generation, protocol_type, protocol,
-                                                    self.consumer.topics())
+                synced = migration.classic_sync(cg, member_id, instance, generation, protocol_type, protocol,
+                                                self.consumer.topics())
             except PrahaError as e:
                 return SyncResult(e.code)
-            classic = self._touch_classic(cg, member_id)
-            return SyncResult(ErrorCode.NONE, migration.CONSUMER_PROTOCOL_TYPE, classic.protocols[0][0], assignment)
+            self.consumer.timers(group_id, synced.timers)
+            if synced.error != ErrorCode.NONE:
+                return SyncResult(synced.error)
+            classic = cg.members[member_id].classic
+            assert classic is not None
+            return SyncResult(ErrorCode.NONE, migration.CONSUMER_PROTOCOL_TYPE, classic.protocols[0][0],
+                              synced.assignment)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -812,11 +823,11 @@ class GroupCoordinator:
         cg = self.consumer_group(group_id)
         if cg is not None and cg.members:
             try:
-                code = migration.classic_heartbeat(cg, member_id, instance, generation)
+                beat = migration.classic_heartbeat(cg, member_id, instance, generation)
             except PrahaError as e:
                 return e.code
-            self._touch_classic(cg, member_id)
-            return code
+            self.consumer.timers(group_id, beat.timers)
+            return beat.error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -835,13 +846,6 @@ class GroupCoordinator:
         if group.is_(GroupState.PREPARING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
-
-    def _touch_classic(self, cg: ConsumerGroup, member_id: str) -> ClassicMetadata:
-        """A classic member in a consumer group was heard from: its session timer restarts."""
-        classic = cg.members[member_id].classic
-        assert classic is not None
-        self.consumer.touch(cg.group_id, member_id, classic.session_timeout_ms)
-        return classic
 
     async def _leave_consumer_group(self, cg: ConsumerGroup, leaving: list[tuple[str, str | None]]
                                     ) -> tuple[ErrorCode, list[ErrorCode]]:
@@ -1010,7 +1014,7 @@ class GroupCoordinator:
                 else:
                     group.pending_offset_writes.pop(tp, None)
         err = map_append_error(err)
-        if err == ErrorCode.NONE and self._still_ours(group):
+        if err == ErrorCode.NONE and self._offsets_still_ours(group):
             group.offsets.update(valid)
             self.stats.offset_commits += 1
             self.stats.offset_commit_time_ms_total += (time.monotonic() - started) * 1000

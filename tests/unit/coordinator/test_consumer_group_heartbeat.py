@@ -211,6 +211,35 @@ def test_a_partition_is_revoked_before_another_member_gets_it():
     assert len(sim.owned_by("b")) == 3 and g.state is ConsumerGroupState.STABLE
 
 
+def test_a_heartbeat_at_the_previous_epoch_does_not_release_what_the_current_epoch_gave():
+    """a's answer giving it b's partitions (epoch E+1) is on its way when c joins and the target moves
+    them to c; a heartbeat a sent before it read that answer (epoch E, without them) must not free
+    them: a takes them on reading the answer, and only then is told to give them up."""
+    sim = Sim([T])
+    sim.hb("a", server_assignor="range")
+    sim.hb("b", server_assignor="range")
+    sim.settle(["a", "b"])
+    assert sim.owned_by("a") == {0, 1, 2} and sim.owned_by("b") == {3, 4, 5}
+    d = heartbeat(sim.groups, HeartbeatRequest("g", "b", -1), sim.topics, SETTINGS, now_ms=1000)
+    sim.write(d.records)
+    del sim.clients["b"]
+    epoch, owned = sim.clients["a"]
+    # a heartbeats; the answer (epoch E+1, all six) is decided but a has not read it yet
+    d = heartbeat(sim.groups, HeartbeatRequest("g", "a", epoch, topic_partitions=_pairs(owned)), sim.topics,
+                  SETTINGS, now_ms=1000)
+    sim.write(d.records)
+    assert d.answer.member_epoch == epoch + 1 and len(d.answer.assignment[T.topic_id]) == 6
+    sim.hb("c", server_assignor="range")  # the target: a 0-2, c 3-5
+    sim.hb("a")  # sent at epoch E, owning 0-2 only: not a release of 3-5
+    g = sim.groups["g"]
+    assert g.members["a"].state is MemberState.UNREVOKED_PARTITIONS and g.members["a"].member_epoch == epoch + 1
+    sim.hb("c")
+    assert sim.owned_by("c") == set(), "given to c while a may be taking them"
+    sim.hb("a")  # at epoch E+1, without 3-5: released
+    sim.hb("c")
+    assert sim.owned_by("c") == {3, 4, 5} and sim.owned_by("a") == {0, 1, 2}
+
+
 def test_a_member_that_does_not_revoke_in_time_is_fenced_and_its_partitions_move():
     sim = Sim([T])
     sim.hb("a")

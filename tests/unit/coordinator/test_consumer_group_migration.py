@@ -10,7 +10,7 @@ import dataclasses
 import struct
 import uuid
 
-from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
+from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest, TimerKind
 from praha.coordinator.group.consumer.migration import (
     MigrationPolicy,
     decode_assignment,
@@ -54,19 +54,19 @@ async def coordinator(log: MemoryLog, policy: MigrationPolicy = MigrationPolicy.
     return c
 
 
-async def join(c: GroupCoordinator, member_id: str, protocols=PROTOCOLS):
-    return await c.join_group("g", member_id, None, "client", "/127.0.0.1", 5000, 2000, "consumer", protocols,
+async def join(c: GroupCoordinator, member_id: str, protocols=PROTOCOLS, rebalance_ms: int = 2000):
+    return await c.join_group("g", member_id, None, "client", "/127.0.0.1", 5000, rebalance_ms, "consumer", protocols,
                               require_known_member_id=True)
 
 
-async def classic_group(c: GroupCoordinator) -> tuple[str, str, int]:
+async def classic_group(c: GroupCoordinator, rebalance_ms: int = 2000) -> tuple[str, str, int]:
     """Two classic members, a owning orders 0-2 and b 3-5, and a committed offset; (a, b, generation)."""
-    a = (await join(c, "")).member_id
-    first = await join(c, a)
+    a = (await join(c, "", rebalance_ms=rebalance_ms)).member_id
+    first = await join(c, a, rebalance_ms=rebalance_ms)
     await c.sync_group("g", first.generation, a, None, "consumer", "range",
                        {a: encode_assignment([("orders", range(6))], 1)})
-    b = (await join(c, "")).member_id
-    ja, jb = await asyncio.gather(join(c, a), join(c, b))
+    b = (await join(c, "", rebalance_ms=rebalance_ms)).member_id
+    ja, jb = await asyncio.gather(join(c, a, rebalance_ms=rebalance_ms), join(c, b, rebalance_ms=rebalance_ms))
     assert ja.generation == jb.generation == 2 and ja.leader == a
     sa, sb = await asyncio.gather(
         c.sync_group("g", 2, a, None, "consumer", "range", {a: encode_assignment([("orders", [0, 1, 2])], 1),
@@ -127,10 +127,13 @@ def test_a_classic_group_migrates_to_the_consumer_protocol_member_by_member_and_
         assert left.error == E.NONE and d.consumer_group("g") is None
         classic = d.groups["g"]
         assert set(classic.members) == {a, b} and classic.is_(GroupState.PREPARING_REBALANCE)
-        assert classic.generation == 4 and classic.offsets[("orders", 0)].offset == 42
-        assert d.heartbeat("g", 4, a, None) == E.REBALANCE_IN_PROGRESS
+        # at the generation a and b hold (Kafka converts instead of fencing x): asked to rejoin, their
+        # commits still accepted, rather than ILLEGAL_GENERATION (partitions lost, commits refused)
+        assert classic.generation == 3 and classic.offsets[("orders", 0)].offset == 42
+        assert d.heartbeat("g", 3, a, None) == E.REBALANCE_IN_PROGRESS
+        assert await d.commit_offsets("g", 3, b, None, OFFSET, api_version=8) == {("orders", 0): E.NONE}
         ja, jb = await asyncio.gather(join(d, a), join(d, b))
-        assert ja.error == jb.error == E.NONE and ja.generation == 5
+        assert ja.error == jb.error == E.NONE and ja.generation == 4
         d.shutdown()
         e = await coordinator(log)
         assert "g" not in e.consumer.groups and set(e.groups["g"].members) == {a, b}
@@ -201,3 +204,92 @@ def test_the_classic_member_metadata_round_trips_as_kafkas_tagged_field():
     assert decode(*encode(r)) == r
     plain = Record(MemberMetadataKey("g", "m"), dataclasses.replace(value, classic=None))
     assert decode(*encode(plain)) == plain and len(encode(plain)[1]) < len(encode(r)[1])
+
+
+async def until(check, what: str, bound_s: float = 5.0) -> None:
+    """Wait for a condition on the coordinator's event loop, with a generous bound."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + bound_s
+    while not check():
+        assert loop.time() < deadline, f"not within {bound_s} s: {what}"
+        await asyncio.sleep(0.01)
+
+
+def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_timeout_is_fenced():
+    """Kafka's join and sync timers of classic members in a consumer group: told REBALANCE_IN_PROGRESS,
+    a member must send JoinGroup within its rebalance timeout (the first answer starts the timer, later
+    ones keep its deadline); answered, it must send SyncGroup within it; a member that does both stays."""
+    async def go():
+        log = MemoryLog()
+        c = await coordinator(log)
+        a, b, gen = await classic_group(c, rebalance_ms=300)
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
+                                                          subscribed_topic_names=("orders",), topic_partitions=()))
+        g = c.consumer.groups["g"]
+        assert set(c.consumer.deadlines("g", a)) == {TimerKind.SESSION}  # no revocation timer for classic members
+        # a is told to rejoin twice: its join timer starts once and keeps its deadline
+        assert c.heartbeat("g", gen, a, None) == E.REBALANCE_IN_PROGRESS
+        first = c.consumer.deadlines("g", a)[TimerKind.JOIN]
+        await asyncio.sleep(0.02)
+        assert c.heartbeat("g", gen, a, None) == E.REBALANCE_IN_PROGRESS
+        assert c.consumer.deadlines("g", a)[TimerKind.JOIN] == first
+        # b rejoins: its join timer stops, its sync timer starts; the sync stops it
+        assert c.heartbeat("g", gen, b, None) == E.REBALANCE_IN_PROGRESS
+        j = await join(c, b, rebalance_ms=300)
+        assert j.error == E.NONE and set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION, TimerKind.SYNC}
+        s = await c.sync_group("g", j.generation, b, None, "consumer", j.protocol, {})
+        assert s.error == E.NONE and set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION}
+        # a never rejoins: fenced by its join timer (its session, 5 s, has not run out), its partitions freed
+        epoch = g.group_epoch
+        await until(lambda: a not in g.members, "a fenced by its join timer")
+        assert g.group_epoch == epoch + 1 and c.consumer.deadlines("g", a) == {} and b in g.members
+        assert c.heartbeat("g", j.generation, a, None) == E.UNKNOWN_MEMBER_ID
+        # a new classic member joins and never syncs: fenced by its sync timer
+        new = await join(c, (await join(c, "", rebalance_ms=300)).member_id, rebalance_ms=300)
+        assert new.error == E.NONE and TimerKind.SYNC in c.consumer.deadlines("g", new.member_id)
+        await until(lambda: new.member_id not in g.members, "the joined member fenced by its sync timer")
+        assert b in g.members and "x" in g.members
+        c.shutdown()
+        # the fences were written: a reload has neither
+        d = await coordinator(log)
+        assert set(d.consumer.groups["g"].members) == {b, "x"}
+        d.shutdown()
+    run(go())
+
+
+class HeldLog(MemoryLog):
+    """The next append waits until `release` (the others pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def append(self, partition, records, producer=None):
+        if self.armed:
+            self.armed = False
+            self.held.set()
+            await self.release.wait()
+        return await super().append(partition, records, producer)
+
+
+def test_an_offset_commit_written_while_the_group_downgrades_is_applied():
+    """A classic member's commit is being written when the last consumer-protocol member leaves and
+    the group goes back to classic: the commit is answered NONE and OffsetFetch returns it."""
+    async def go():
+        log = HeldLog()
+        c = await coordinator(log)
+        a, _, _ = await classic_group(c)
+        await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
+                                                          subscribed_topic_names=("orders",), topic_partitions=()))
+        log.armed = True
+        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None, {("orders", 1): CommittedOffset(7, -1, "", 1)}))
+        await asyncio.wait_for(log.held.wait(), 5)
+        left = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
+        assert left.error == E.NONE and c.consumer_group("g") is None  # downgraded meanwhile
+        log.release.set()
+        assert await commit == {("orders", 1): E.NONE}
+        assert c.fetch_offsets("g", [("orders", 1)])[1][("orders", 1)].offset == 7
+        c.shutdown()
+    run(go())

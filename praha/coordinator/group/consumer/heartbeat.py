@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from praha.coordinator.group.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNORS, MemberSpec
 from praha.coordinator.group.consumer.model import (
@@ -100,6 +101,18 @@ class HeartbeatAnswer:
     assignment: Assignment | None = None
 
 
+class TimerKind(Enum):
+    """A member's timers; each one that fires fences the member (Kafka's timer keys)."""
+
+    SESSION = "session"
+    #: a consumer-protocol member must revoke within its rebalance timeout
+    REVOCATION = "revocation"
+    #: a classic member told REBALANCE_IN_PROGRESS must send JoinGroup within its rebalance timeout
+    JOIN = "join"
+    #: a classic member answered JoinGroup must send SyncGroup within its rebalance timeout
+    SYNC = "sync"
+
+
 @dataclass(frozen=True, slots=True)
 class Timers:
     """What the coordinator's timers must do after a decision (keys: group id, member id)."""
@@ -108,8 +121,14 @@ class Timers:
     session: tuple[str, int] | None = None
     #: (member id, member epoch, rebalance timeout ms): the member must revoke within this time
     revocation: tuple[str, int, int] | None = None
-    #: member ids whose timers (session and revocation) are cancelled
+    #: member ids whose timers (every kind) are cancelled
     cancel: tuple[str, ...] = ()
+    #: (member id, rebalance timeout ms): a classic member's join timer, started unless already running
+    join: tuple[str, int] | None = None
+    #: (member id, rebalance timeout ms): a classic member's sync timer, restarted
+    sync: tuple[str, int] | None = None
+    #: (member id, kind): these timers stop (a classic member joined or synced in time)
+    stop: tuple[tuple[str, TimerKind], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +278,7 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
         out.extend(_new_target(groups, g, settings))
     before = g.members[member_id]
     after = reconcile(before, g.assignment_epoch, g.target_of(member_id), g.current_partition_epoch,
-                      req.topic_partitions)
+                      _proof_of_ownership(before, req))
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
     full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
@@ -273,6 +292,21 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
     return Decision(out, answer, Timers(session=(member_id, settings.session_timeout_ms), revocation=revocation))
+
+
+def _proof_of_ownership(m: ConsumerMember, req: HeartbeatRequest) -> Owned:
+    """The owned partitions a heartbeat shows, or None ("assume it still holds all") for one sent
+    at the member's previous epoch (praha's addition to Kafka's rule).
+
+    Such a heartbeat is accepted (its answer at the current epoch may have been lost), but it may
+    also have been sent while that answer was on its way: the member is about to take the
+    partitions the current epoch gave it, so their absence from its list does not mean it let them
+    go. Taken as a release, a partition the target then moved on was given to another member while
+    this one took it (a real-cluster trial saw the two own it for 2 ms). The member learns its
+    epoch from the answer (it is repeated until reported) and its next heartbeat decides."""
+    if 0 < req.member_epoch < m.member_epoch:
+        return None
+    return req.topic_partitions
 
 
 def _unacknowledged(g: ConsumerGroup, m: ConsumerMember) -> bool:

@@ -13,8 +13,8 @@ answered at once with their member epoch as the generation and no member list (t
 never the leader), their SyncGroup returns their assigned partitions.
 
 Downgrade: when the last ConsumerGroupHeartbeat member is gone and only classic members
-remain, the group's records are tombstoned and it goes back to a classic group at
-generation = group epoch, which then rebalances (every member rejoins through JoinGroup).
+remain, the group's records are tombstoned and it goes back to a classic group at the generation
+its classic members hold (`downgrade`), which then rebalances (every member rejoins through JoinGroup).
 Offsets are keyed by the group id alone and never move.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     ConsumerGroupSettings,
     Decision,
     HeartbeatAnswer,
+    TimerKind,
     Timers,
     _current_record,
     _emit,
@@ -300,11 +301,12 @@ def classic_join(groups: dict[str, ConsumerGroup], req: ClassicJoin, topics: Map
     after = reconcile(before, g.assignment_epoch, g.target_of(member_id), g.current_partition_epoch, owned)
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
-    revocation = None
-    if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
-        revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
+    # Kafka's timers of a classic member: no revocation timer (it revokes by rejoining, under its
+    # join timer); joined in time, it must now send SyncGroup within its rebalance timeout
+    rebalance_ms = after.rebalance_timeout_ms if after.rebalance_timeout_ms > 0 else req.session_timeout_ms
     return Decision(out, HeartbeatAnswer(member_id, after.member_epoch, settings.heartbeat_interval_ms, after.assigned),
-                    Timers(session=(member_id, req.session_timeout_ms), revocation=revocation))
+                    Timers(session=(member_id, req.session_timeout_ms), sync=(member_id, rebalance_ms),
+                           stop=((member_id, TimerKind.JOIN),)))
 
 
 def _joining_member(groups: dict[str, ConsumerGroup], g: ConsumerGroup, req: ClassicJoin, member_id: str,
@@ -332,9 +334,26 @@ def _joining_member(groups: dict[str, ConsumerGroup], g: ConsumerGroup, req: Cla
     return replacement
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicAnswer:
+    """A classic member's SyncGroup or Heartbeat in a consumer group: its error, what its timers
+    must do, and (SyncGroup) its assignment as ConsumerProtocolAssignment bytes."""
+
+    error: ErrorCode
+    timers: Timers
+    assignment: bytes = b""
+
+
+def _must_rejoin(m: ConsumerMember, session_ms: int) -> ClassicAnswer:
+    """REBALANCE_IN_PROGRESS, and the member must send JoinGroup within its rebalance timeout
+    (a join timer already running keeps its deadline, as Kafka's scheduleIfAbsent)."""
+    return ClassicAnswer(ErrorCode.REBALANCE_IN_PROGRESS, Timers(
+        session=(m.member_id, session_ms), join=(m.member_id, m.rebalance_timeout_ms or session_ms)))
+
+
 def classic_sync(g: ConsumerGroup, member_id: str, instance_id: str | None, generation: int,
-                 protocol_type: str | None, protocol: str | None, topics: Mapping[str, TopicInfo]) -> bytes:
-    """A classic member's SyncGroup: its assigned partitions, as ConsumerProtocolAssignment bytes."""
+                 protocol_type: str | None, protocol: str | None, topics: Mapping[str, TopicInfo]) -> ClassicAnswer:
+    """A classic member's SyncGroup: its assigned partitions; its sync timer stops."""
     m = _classic_member(g, member_id, instance_id)
     assert m.classic is not None
     _check_generation(m, generation)
@@ -343,22 +362,25 @@ def classic_sync(g: ConsumerGroup, member_id: str, instance_id: str | None, gene
             (protocol is not None and protocol != name):
         raise PrahaError(f"protocol {protocol_type}/{protocol} does not match the member's "
                          f"{CONSUMER_PROTOCOL_TYPE}/{name}", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    session_ms = m.classic.session_timeout_ms
     if g.group_epoch > m.member_epoch and m.state is not MemberState.UNREVOKED_PARTITIONS:
-        raise PrahaError(f"A new rebalance is triggered in group {g.group_id}; member {member_id} should rejoin.",
-                         ErrorCode.REBALANCE_IN_PROGRESS)
+        return _must_rejoin(m, session_ms)
     version = struct.unpack_from(">h", meta)[0] if len(meta) >= 2 else 0
     known = {**{t.name: t for t in g.subscription_metadata.values()}, **topics}
-    return encode_assignment(_by_names(m.assigned, known), version)
+    return ClassicAnswer(ErrorCode.NONE, Timers(session=(member_id, session_ms), stop=((member_id, TimerKind.SYNC),)),
+                         encode_assignment(_by_names(m.assigned, known), version))
 
 
-def classic_heartbeat(g: ConsumerGroup, member_id: str, instance_id: str | None, generation: int) -> ErrorCode:
+def classic_heartbeat(g: ConsumerGroup, member_id: str, instance_id: str | None, generation: int) -> ClassicAnswer:
     """NONE, or REBALANCE_IN_PROGRESS when the member must rejoin to take its next step."""
     m = _classic_member(g, member_id, instance_id)
+    assert m.classic is not None
     _check_generation(m, generation)
+    session_ms = m.classic.session_timeout_ms
     if m.member_epoch < g.group_epoch or m.state is MemberState.UNREVOKED_PARTITIONS or \
             (m.state is MemberState.UNRELEASED_PARTITIONS and not g.waiting_on_unreleased(m)):
-        return ErrorCode.REBALANCE_IN_PROGRESS
-    return ErrorCode.NONE
+        return _must_rejoin(m, session_ms)
+    return ClassicAnswer(ErrorCode.NONE, Timers(session=(member_id, session_ms)))
 
 
 def classic_leave(groups: dict[str, ConsumerGroup], g: ConsumerGroup, leaving: Sequence[tuple[str, str | None]],
@@ -394,11 +416,18 @@ def may_downgrade(g: ConsumerGroup, policy: MigrationPolicy, classic_max_size: i
 
 
 def downgrade(groups: dict[str, ConsumerGroup], group_id: str) -> tuple[list[Record], list[ConsumerMember], int]:
-    """Tombstones for the whole consumer group; (records, its classic members, its group epoch)
-    for the coordinator to build the classic group from."""
+    """Tombstones for the whole consumer group; (records, its classic members, the classic
+    generation) for the coordinator to build the classic group from.
+
+    A downgrade follows the fence (leave or timeout) of the last consumer-protocol member, which
+    bumped the group epoch by one. Kafka converts the group instead of fencing that member, so
+    the classic generation is the epoch before the bump: the one the reconciled classic members
+    hold. They are then asked to rejoin (REBALANCE_IN_PROGRESS: a clean revoke, and commits at
+    their generation still accepted) instead of told ILLEGAL_GENERATION (their partitions lost,
+    their commits refused)."""
     g = _existing(groups, group_id)
     members = list(g.members.values())
-    epoch = g.group_epoch
+    epoch = g.group_epoch - 1
     out: list[Record] = []
     for m in members:
         _emit(groups, out, *_removal(group_id, m.member_id))

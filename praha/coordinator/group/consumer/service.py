@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from praha.coordinator.group.consumer.heartbeat import (
     Decision,
     HeartbeatAnswer,
     HeartbeatRequest,
+    TimerKind,
     Timers,
     heartbeat,
     is_steady,
@@ -66,7 +68,7 @@ class ConsumerGroupService:
         self.topics = topics
         self.map_error = map_error
         self.groups: dict[str, ConsumerGroup] = {}
-        self._timers: dict[tuple[str, str, str], asyncio.TimerHandle] = {}
+        self._timers: dict[tuple[str, str, TimerKind], asyncio.TimerHandle] = {}
         self._pending: set[asyncio.Task[ErrorCode]] = set()
         self.heartbeats = 0
         self.rebalances = 0
@@ -86,7 +88,7 @@ class ConsumerGroupService:
             for mid, m in g.members.items():
                 ms = m.classic.session_timeout_ms if m.classic is not None else \
                     self.settings_for(gid).session_timeout_ms
-                self._restart(gid, mid, "session", ms, functools.partial(session_expired, self.groups, gid, mid))
+                self._restart(gid, mid, TimerKind.SESSION, ms, functools.partial(session_expired, self.groups, gid, mid))
         return len(loaded)
 
     def unload(self, partition: int) -> int:
@@ -134,6 +136,7 @@ class ConsumerGroupService:
                      extra: list[tuple[bytes, bytes | None]] | None = None) -> HeartbeatOutcome:
         """Run a decision on the group, write its records (with `extra` ones, already encoded, in
         the same append), then apply its timers; the group is put back when the write fails."""
+        started = time.perf_counter()
         before = self._snapshot_of(group_id)
         try:
             d = decision()
@@ -141,7 +144,11 @@ class ConsumerGroupService:
             if before is None:
                 self.groups.pop(group_id, None)
             return HeartbeatOutcome(e.code, str(e))
+        decided = time.perf_counter()
         code = await self._write(group_id, d.records, before, extra)
+        if d.records:  # where a rebalance's time goes: the decision (assignor) or the acks=all write
+            log.debug("consumer group %s: decided in %.1f ms, %d records written in %.1f ms", group_id,
+                      (decided - started) * 1000, len(d.records), (time.perf_counter() - decided) * 1000)
         if code != ErrorCode.NONE:
             return HeartbeatOutcome(code, "the group's records could not be written")
         self._apply_timers(group_id, d)
@@ -154,14 +161,26 @@ class ConsumerGroupService:
 
     def touch(self, group_id: str, member_id: str, ms: int) -> None:
         """A member showed it is alive (a classic Heartbeat, SyncGroup): its session timer restarts."""
-        self._restart(group_id, member_id, "session", ms, lambda: session_expired(self.groups, group_id, member_id))
+        self._restart(group_id, member_id, TimerKind.SESSION, ms,
+                      lambda: session_expired(self.groups, group_id, member_id))
 
     def cancel_timers(self, group_id: str, member_ids: Iterable[str]) -> None:
         for mid in member_ids:
-            for kind in ("session", "revocation"):
-                h = self._timers.pop((group_id, mid, kind), None)
-                if h is not None:
-                    h.cancel()
+            self._stop(group_id, mid, *TimerKind)
+
+    def timers(self, group_id: str, timers: Timers) -> None:
+        """Apply what a decision taken outside `decide` says of the timers (a classic Heartbeat, SyncGroup)."""
+        self._apply_timers(group_id, Decision([], None, timers))
+
+    def deadlines(self, group_id: str, member_id: str) -> dict[TimerKind, float]:
+        """The member's running timers and when each fires (the event loop's clock)."""
+        return {k: h.when() for (g, m, k), h in self._timers.items() if (g, m) == (group_id, member_id)}
+
+    def _stop(self, group_id: str, member_id: str, *kinds: TimerKind) -> None:
+        for kind in kinds:
+            h = self._timers.pop((group_id, member_id, kind), None)
+            if h is not None:
+                h.cancel()
 
     def forget(self, group_id: str) -> None:
         """The group left this service (downgraded): its timers stop."""
@@ -193,19 +212,27 @@ class ConsumerGroupService:
     def _apply_timers(self, group_id: str, d: Decision) -> None:
         t: Timers = d.timers
         for mid in t.cancel:
-            for kind in ("session", "revocation"):
-                h = self._timers.pop((group_id, mid, kind), None)
-                if h is not None:
-                    h.cancel()
+            self._stop(group_id, mid, *TimerKind)
+        for mid, kind in t.stop:
+            self._stop(group_id, mid, kind)
         if t.session is not None:
             mid, ms = t.session
-            self._restart(group_id, mid, "session", ms, lambda: session_expired(self.groups, group_id, mid))
+            self._restart(group_id, mid, TimerKind.SESSION, ms, lambda: session_expired(self.groups, group_id, mid))
         if t.revocation is not None:
-            mid, epoch, ms = t.revocation
-            self._restart(group_id, mid, "revocation", ms,
-                          lambda: revocation_expired(self.groups, group_id, mid, epoch))
+            rmid, epoch, rms = t.revocation
+            self._restart(group_id, rmid, TimerKind.REVOCATION, rms,
+                          lambda: revocation_expired(self.groups, group_id, rmid, epoch))
+        # a classic member's join and sync timers fence it as its session timer does (Kafka's
+        # consumerGroupFenceMemberOperation); a join timer already running is left as it is
+        if t.join is not None and (group_id, t.join[0], TimerKind.JOIN) not in self._timers:
+            jmid, jms = t.join
+            self._restart(group_id, jmid, TimerKind.JOIN, jms, lambda: session_expired(self.groups, group_id, jmid))
+        if t.sync is not None:
+            smid, sms = t.sync
+            self._restart(group_id, smid, TimerKind.SYNC, sms, lambda: session_expired(self.groups, group_id, smid))
 
-    def _restart(self, group_id: str, member_id: str, kind: str, ms: int, decide: Callable[[], list[Record]]) -> None:
+    def _restart(self, group_id: str, member_id: str, kind: TimerKind, ms: int,
+                 decide: Callable[[], list[Record]]) -> None:
         key = (group_id, member_id, kind)
         old = self._timers.pop(key, None)
         if old is not None:
@@ -217,11 +244,9 @@ class ConsumerGroupService:
             before = self._snapshot_of(group_id)
             records = decide()
             if records:
-                log.info("consumer group %s: member %s fenced (%s timeout)", group_id, member_id, kind)
-                for other in ("session", "revocation"):
-                    h = self._timers.pop((group_id, member_id, other), None)
-                    if h is not None:
-                        h.cancel()
+                log.info("consumer group %s: member %s fenced (%s timeout, %d ms)", group_id, member_id,
+                         kind.value, ms)
+                self._stop(group_id, member_id, *TimerKind)
                 task = loop.create_task(self._write(group_id, records, before))
                 task.add_done_callback(lambda t: self.on_fenced(group_id) if not t.cancelled() and
                                        t.exception() is None and t.result() == ErrorCode.NONE else None)
