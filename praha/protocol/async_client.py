@@ -143,7 +143,8 @@ class AsyncConnection:
                 await self._tls_flush(loop)
             else:
                 await loop.sock_sendall(self._sock, frame)
-            body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
+            async with asyncio.timeout(timeout_s or self.timeout_s):  # no task per request, unlike wait_for
+                body = await self._read_frame(loop)
         except BaseException:
             self.close()
             raise
