@@ -11,6 +11,9 @@ Prints, for 1 KiB records:
 - CPU seconds per GiB of the brokers and of the client, and the share of the machine's
   CPUs other processes used meanwhile (other work on it skews every figure)
 - the machine's limit: loopback TCP into a file append (one process, big writes)
+- the yardstick: a raw write()+fsync of the same bytes, its MB/s and CPU seconds per GiB,
+  and the brokers' RF 3 CPU per GiB as a multiple of it (CPU per GiB swells on a loaded or
+  cold machine for any writer; the multiple swells less)
 and the ratio RF3/RF1. Figures, not asserts. The cluster (embedded ZooKeeper + 3
 broker processes) lives in a temporary directory and is stopped by PID at the end.
 
@@ -221,6 +224,26 @@ def warm_memory(directory: str, mb: int) -> float:
     return mb * (1 << 20) / (time.perf_counter() - t0) / 1e6
 
 
+def raw_write_fsync(total_mb: int, directory: str) -> tuple[float, float]:
+    """The yardstick: the same bytes written with write() (1 MiB each) and one fsync, in
+    this process; (MB/s, CPU seconds per GiB). Its CPU per GiB moves with the machine's
+    state (other load, cold memory) much as the brokers' does, so the brokers' figure is
+    also given as a multiple of it."""
+    chunk = os.urandom(1 << 20)
+    path = os.path.join(directory, "yardstick.bin")
+    c0, t0 = time.thread_time(), time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(total_mb):
+            os.write(fd, chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dt, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    os.unlink(path)
+    return total_mb * (1 << 20) / dt / 1e6, cpu / (total_mb / 1024)
+
+
 def machine_limit(total_mb: int, directory: str) -> float:
     """Loopback TCP into a file (1 MiB sends, appends): this machine's ceiling for a broker."""
     chunk = os.urandom(1 << 20)
@@ -328,6 +351,9 @@ def main() -> None:
         if args.warm:
             warm_rates.append(warm_memory(root, 2 * limit_mb))
         limit = machine_limit(limit_mb, root)
+        if args.warm:
+            warm_rates.append(warm_memory(root, 2 * args.mb))
+        yard_mb_s, yard_cpu = raw_write_fsync(args.mb, root)
         print(f"produce, 1 KiB records, {args.mb} MiB per saturated run, {args.partitions} partitions, "
               f"3 brokers on {os.cpu_count()} CPUs (the client shares them)")
         print(f"{'run':<30}{'MB/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'err':>5}"
@@ -343,6 +369,10 @@ def main() -> None:
                   f"{r['broker_cpu_gib']:>18.2f}{r['broker_sys_share'] * 100:>6.0f}%{r['client_cpu_gib']:>18.2f}"
                   f"{r['others'] * 100:>11.0f}%{r['load']:>9.1f}")
         print(f"{'loopback+append limit':<30}{limit:>8.1f}")
+        print(f"{'raw write()+fsync (yardstick)':<30}{yard_mb_s:>8.1f}{'':>23}{yard_cpu:>18.2f}")
+        rf3_cpu = [rf3["broker_cpu_gib"] for rf3, _ in pairs]
+        print(f"RF3 broker CPU per GiB / the yardstick's: {', '.join(f'{x / yard_cpu:.1f}' for x in rf3_cpu)} "
+              f"(median {statistics.median(rf3_cpu) / yard_cpu:.1f})")
         if warm_rates:
             print(f"memory warm-up writes (MB/s, before each run): {' '.join(f'{x:.0f}' for x in warm_rates)}")
         else:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
@@ -100,6 +101,20 @@ class SegmentedFrame:
         for p in self.parts:
             if not isinstance(p, bytes):
                 p.close()
+
+
+def _cork(transport: asyncio.Transport, on: bool) -> asyncio.Transport | None:
+    """Set TCP_CORK (Linux) on the transport's socket; the transport, or None where corking
+    is unavailable."""
+    sock = transport.get_extra_info("socket")
+    cork = getattr(socket, "TCP_CORK", None)
+    if sock is None or cork is None:
+        return None
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, cork, 1 if on else 0)
+    except OSError:  # not TCP (a Unix socket in a test), or closed meanwhile
+        return None
+    return transport
 
 
 def _sendfile_now(transport: asyncio.Transport, part: Region) -> tuple[int, bool]:
@@ -586,9 +601,14 @@ class SocketServer:
         return bytes(frame), mute_ms
 
     async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer: object) -> bool:
-        """Write a segmented frame; False if the connection must close (or already has)."""
+        """Write a segmented frame; False if the connection must close (or already has).
+
+        The socket is corked meanwhile (TCP_CORK), so the small pieces between the file
+        regions leave with the region bytes instead of as segments of their own: on
+        loopback each segment costs the sender the receiver's TCP work and a wake-up."""
         loop = asyncio.get_running_loop()
         transport = conn.transport
+        corked = None if transport is None or self.security.uses_tls else _cork(transport, True)
         try:
             if transport is None:
                 return False
@@ -623,6 +643,8 @@ class SocketServer:
         except ConnectionError:
             return False
         finally:
+            if corked is not None and not corked.is_closing():
+                _cork(corked, False)  # whatever is still held leaves now
             frame.close()
 
     def _failed(self, decoded: DecodedRequest, peer: object, error: Exception) -> Any:
