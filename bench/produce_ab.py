@@ -7,7 +7,10 @@ changes being judged. Here two local 3-broker clusters run at once, one on each 
 first on PYTHONPATH), and two producer processes write the same RF 3 acks=all load (1 KiB
 records, as `bench/produce.py`) into them simultaneously. Each round gives both clusters'
 broker CPU seconds per GiB acknowledged (user+sys of their processes, /proc) and MB/s; the
-B/A ratio of a round compares codes that saw the same machine. The order in which the
+B/A ratio of a round compares codes that saw the same machine. Beside it, the requests
+the brokers handled per GiB (all APIs, from their /metrics): smaller, more frequent
+requests cost more CPU per GiB, so a code that answers sooner can read dearer; the last
+ratio is CPU per request handled. The order in which the
 producers start alternates between rounds. Every acknowledged record is checked against
 the high watermarks. The clusters are stopped by PID.
 
@@ -22,6 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import urllib.request
 
 from praha.cluster.local import LocalCluster
 from praha.zk.store import ZkStore
@@ -37,6 +41,17 @@ def _producer(bs: str, mb: int, partitions: int, pids: list[int], delay: float, 
     go.wait()
     time.sleep(delay)
     out.put(produce(bs, "rf3", "all", mb, partitions, pids))
+
+
+def requests_handled(cluster: LocalCluster) -> float:
+    """Requests the cluster's brokers have handled so far (their `/metrics`, all APIs)."""
+    total = 0.0
+    for b in cluster.load().brokers.values():
+        with urllib.request.urlopen(f"http://127.0.0.1:{b.actual_metrics_port}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("praha_broker_requests "):
+                    total += float(line.split()[1])
+    return total
 
 
 def start(tree: str, root: str, partitions: int) -> tuple[LocalCluster, str, list[int]]:
@@ -81,7 +96,7 @@ def main() -> None:
         print(f"RF 3 acks=all, 1 KiB records, {args.mb} MiB per producer per round, {args.partitions} partitions, "
               f"both clusters at once on {os.cpu_count()} CPUs")
         print(f"{'round':<7}{'first':>6}{'loadavg':>9}{'A MB/s':>9}{'A CPU s/GiB':>13}{'B MB/s':>9}"
-              f"{'B CPU s/GiB':>13}{'B/A CPU':>9}{'err':>5}")
+              f"{'B CPU s/GiB':>13}{'B/A CPU':>9}{'A req/GiB':>11}{'B req/GiB':>11}{'B/A CPU per req':>17}{'err':>5}")
         ratios = []
         rows = []
         for r in range(args.rounds):
@@ -96,8 +111,11 @@ def main() -> None:
                 p.start()
             time.sleep(3.0)  # both children imported and waiting
             load = os.getloadavg()[0]
+            req0 = {name: requests_handled(clusters[name]) for name in trees}
             go.set()
             res = {name: queues[name].get(timeout=900) for name in trees}
+            for name in trees:  # requests per GiB acknowledged (the warm-up's few included)
+                res[name]["req_gib"] = (requests_handled(clusters[name]) - req0[name]) / (args.mb / 1024)
             for p in procs.values():
                 p.join(60)
             a, b = res["A"], res["B"]
@@ -105,7 +123,8 @@ def main() -> None:
             ratios.append(ratio)
             rows.append((a, b))
             print(f"{r + 1:<7}{first:>6}{load:>9.1f}{a['mb_s']:>9.1f}{a['broker_cpu_gib']:>13.2f}{b['mb_s']:>9.1f}"
-                  f"{b['broker_cpu_gib']:>13.2f}{ratio:>9.2f}{a['errors'] + b['errors']:>5}", flush=True)
+                  f"{b['broker_cpu_gib']:>13.2f}{ratio:>9.2f}{a['req_gib']:>11.0f}{b['req_gib']:>11.0f}"
+                  f"{ratio * a['req_gib'] / b['req_gib']:>17.2f}{a['errors'] + b['errors']:>5}", flush=True)
         print(f"median: A {statistics.median(a['broker_cpu_gib'] for a, _ in rows):.2f} s/GiB, "
               f"B {statistics.median(b['broker_cpu_gib'] for _, b in rows):.2f} s/GiB, "
               f"B/A {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
