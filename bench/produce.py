@@ -11,10 +11,19 @@ Prints, for 1 KiB records:
 - CPU seconds per GiB of the brokers and of the client, and the share of the machine's
   CPUs other processes used meanwhile (other work on it skews every figure)
 - the machine's limit: loopback TCP into a file append (one process, big writes)
+- the yardstick: a raw write()+fsync of the same bytes, its MB/s and CPU seconds per GiB,
+  and the brokers' RF 3 CPU per GiB as a multiple of it (CPU per GiB swells on a loaded or
+  cold machine for any writer; the multiple swells less)
 and the ratio RF3/RF1. Figures, not asserts. The cluster (embedded ZooKeeper + 3
 broker processes) lives in a temporary directory and is stopped by PID at the end.
 
-Usage: .venv/bin/python bench/produce.py [--mb 512] [--repeat 3] [--no-warm] [--partitions 6] [--paced-rate 20] [--keep-dir]
+With `--profile DIR`, py-spy (raw collapsed stacks, 200 Hz, not pausing the brokers) records
+each broker during the first saturated RF 3 run into DIR/broker-<id>.txt (summarise them with
+`bench/profile_summary.py`, which also draws a flame graph), and `perf record`, if installed,
+all three (flat profile by shared object and symbol in DIR/perf.txt).
+
+Usage: .venv/bin/python bench/produce.py [--mb 512] [--repeat 3] [--no-warm] [--partitions 6] [--paced-rate 20]
+       [--profile DIR] [--keep-dir]
 """
 from __future__ import annotations
 
@@ -23,12 +32,14 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import psutil
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import AdminClient
 
@@ -37,6 +48,11 @@ from praha.cluster.local import ClusterError, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.testing.cluster import wait_for
 from praha.zk.store import ZkStore
+
+try:  # run as a script from the repo root or from bench/
+    from bench._harness import start_py_spy, stop_py_spy
+except ImportError:  # pragma: no cover
+    from _harness import start_py_spy, stop_py_spy  # type: ignore[no-redef]
 
 RECORD = 1024
 BROKER_CONFIG = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500"}
@@ -82,11 +98,17 @@ def high_watermarks(bs: str, topic: str, partitions: int) -> int:
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
+    return sum(cpu_split(pids))
+
+
+def cpu_split(pids: list[int]) -> tuple[float, float]:
+    """User and system CPU seconds of `pids` (from /proc/PID/stat)."""
+    user = system = 0.0
     for pid in pids:
         t = psutil.Process(pid).cpu_times()
-        total += t.user + t.system
-    return total
+        user += t.user
+        system += t.system
+    return user, system
 
 
 def machine_busy_seconds() -> float:
@@ -123,7 +145,8 @@ def produce(bs: str, topic: str, acks: str, total_mb: int, partitions: int, brok
         p.produce(topic, value=value, partition=i % partitions)
     p.flush(30)
     hw0 = high_watermarks(bs, topic, partitions)
-    b0, busy0 = cpu_seconds(broker_pids), machine_busy_seconds()
+    (bu0, bs0), busy0 = cpu_split(broker_pids), machine_busy_seconds()
+    load0 = os.getloadavg()[0]
     c0 = time.process_time()
     t0 = time.perf_counter()
     for i in range(n):
@@ -146,15 +169,38 @@ def produce(bs: str, topic: str, acks: str, total_mb: int, partitions: int, brok
     dt = time.perf_counter() - t0
     missing = n - (high_watermarks(bs, topic, partitions) - hw0)  # every failure, sampled or not
     client = time.process_time() - c0
-    brokers = cpu_seconds(broker_pids) - b0
+    bu1, bs1 = cpu_split(broker_pids)
+    brokers = bu1 + bs1 - bu0 - bs0
     others = machine_busy_seconds() - busy0 - brokers - client
     latencies.sort()
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 100 else [0.0] * 99
     gib = n * RECORD / (1 << 30)
     return {"mb_s": n * RECORD / dt / 1e6, "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000,
             "seconds": dt, "errors": max(errors[0], missing), "records": n, "broker_cpu_gib": brokers / gib,
-            "client_cpu_gib": client / gib,
+            "client_cpu_gib": client / gib, "broker_sys_share": (bs1 - bs0) / brokers if brokers else 0.0,
+            "load": load0,
             "others": max(others, 0.0) / (dt * (os.cpu_count() or 1))}
+
+
+def start_perf(pids: list[int], out: Path) -> subprocess.Popen | None:
+    """`perf record` (if installed) on the brokers: where their CPU goes below Python
+    (the interpreter, the kernel's copies, CRC32C)."""
+    exe = shutil.which("perf")
+    if exe is None:
+        return None
+    return subprocess.Popen([exe, "record", "-F", "499", "-p", ",".join(map(str, pids)), "-o", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def perf_report(data: Path) -> None:
+    """perf's flat profile (by shared object and symbol) next to `data`, as perf.txt."""
+    exe = shutil.which("perf")
+    if exe is None or not data.exists():
+        return
+    with open(data.with_suffix(".txt"), "w") as f:
+        subprocess.run([exe, "report", "-i", str(data), "--stdio", "--sort", "dso,sym", "--percent-limit", "0.3"],
+                       stdout=f, stderr=subprocess.DEVNULL, check=False, timeout=300)
 
 
 def warm_memory(directory: str, mb: int) -> float:
@@ -176,6 +222,26 @@ def warm_memory(directory: str, mb: int) -> float:
         os.close(fd)
         os.unlink(path)
     return mb * (1 << 20) / (time.perf_counter() - t0) / 1e6
+
+
+def raw_write_fsync(total_mb: int, directory: str) -> tuple[float, float]:
+    """The yardstick: the same bytes written with write() (1 MiB each) and one fsync, in
+    this process; (MB/s, CPU seconds per GiB). Its CPU per GiB moves with the machine's
+    state (other load, cold memory) much as the brokers' does, so the brokers' figure is
+    also given as a multiple of it."""
+    chunk = os.urandom(1 << 20)
+    path = os.path.join(directory, "yardstick.bin")
+    c0, t0 = time.thread_time(), time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(total_mb):
+            os.write(fd, chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dt, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    os.unlink(path)
+    return total_mb * (1 << 20) / dt / 1e6, cpu / (total_mb / 1024)
 
 
 def machine_limit(total_mb: int, directory: str) -> float:
@@ -224,6 +290,9 @@ def main() -> None:
                     help="write and delete a scratch file before each run, so that the run's page cache "
                          "lands on memory the VM has already backed (default: on; see warm_memory)")
     ap.add_argument("--paced-rate", type=float, default=20.0, help="MB/s of the latency runs (default 20)")
+    ap.add_argument("--profile", metavar="DIR", help="py-spy each broker during the first saturated RF 3 run "
+                                                      "(raw collapsed stacks in DIR/broker-<id>.txt) "
+                                                      "and, if installed, perf (DIR/perf.txt)")
     ap.add_argument("--keep-dir", action="store_true")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="praha-bench-")
@@ -238,12 +307,41 @@ def main() -> None:
             store.stop()
         bs = bootstrap(cluster)
         pids = [b.pid for b in cluster.load().brokers.values()]
+        # a consumer with a group.id (high_watermarks) makes the brokers create __consumer_offsets:
+        # its 50 logs are created now, not inside the first measured run
+        def offsets_answered() -> bool:
+            try:
+                high_watermarks(bs, "rf1", args.partitions)
+                return True
+            except KafkaException:  # a broker that has not heard of the topic yet
+                return False
+        wait_for(offsets_answered, 60)
+        wait_for(lambda: all(p["leader"] >= 0 for p in
+                             cluster_status(state.zookeeper)["topics"].get("__consumer_offsets", {"partitions": [
+                                 {"leader": -1}]})["partitions"]), 60)
         warm_rates: list[float] = []
+
+        profile = [args.profile]
 
         def run(topic: str, acks: str, replicas: int, mb: int, rate: float | None = None) -> dict[str, float]:
             if args.warm:  # the run appends `replicas` copies of `mb`, plus headroom
                 warm_rates.append(warm_memory(root, 2 * replicas * mb))
-            return produce(bs, topic, acks, mb, args.partitions, pids, rate_mb_s=rate)
+            spies: list[subprocess.Popen | None] = []
+            if profile[0] and replicas == 3 and rate is None:
+                out = Path(profile[0])
+                out.mkdir(parents=True, exist_ok=True)
+                spies = [start_py_spy(b.pid, out / f"broker-{b.id}.txt", 3600, fmt="raw")
+                         for b in cluster.load().brokers.values()]
+                spies.append(start_perf(pids, out / "perf.data"))
+                profile[0] = None
+                time.sleep(1.0)  # let them attach
+            try:
+                return produce(bs, topic, acks, mb, args.partitions, pids, rate_mb_s=rate)
+            finally:
+                for spy in spies:
+                    stop_py_spy(spy)
+                if spies:
+                    perf_report(Path(args.profile) / "perf.data")
 
         pairs = [(run("rf3", "all", 3, args.mb), run("rf1", "1", 1, args.mb)) for _ in range(max(args.repeat, 1))]
         paced_mb = max(args.mb // 8, 16)
@@ -253,10 +351,13 @@ def main() -> None:
         if args.warm:
             warm_rates.append(warm_memory(root, 2 * limit_mb))
         limit = machine_limit(limit_mb, root)
+        if args.warm:
+            warm_rates.append(warm_memory(root, 2 * args.mb))
+        yard_mb_s, yard_cpu = raw_write_fsync(args.mb, root)
         print(f"produce, 1 KiB records, {args.mb} MiB per saturated run, {args.partitions} partitions, "
               f"3 brokers on {os.cpu_count()} CPUs (the client shares them)")
         print(f"{'run':<30}{'MB/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'err':>5}"
-              f"{'broker CPU s/GiB':>18}{'client CPU s/GiB':>18}{'other load':>12}")
+              f"{'broker CPU s/GiB':>18}{'(sys)':>7}{'client CPU s/GiB':>18}{'other load':>12}{'loadavg':>9}")
         rows = []
         for i, (rf3, rf1) in enumerate(pairs):
             tag = f" #{i + 1}" if len(pairs) > 1 else ""
@@ -265,8 +366,13 @@ def main() -> None:
                  (f"acks=1   RF1 at {args.paced_rate:g} MB/s", rf1_paced)]
         for name, r in rows:
             print(f"{name:<30}{r['mb_s']:>8.1f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}{r['errors']:>5}"
-                  f"{r['broker_cpu_gib']:>18.2f}{r['client_cpu_gib']:>18.2f}{r['others'] * 100:>11.0f}%")
+                  f"{r['broker_cpu_gib']:>18.2f}{r['broker_sys_share'] * 100:>6.0f}%{r['client_cpu_gib']:>18.2f}"
+                  f"{r['others'] * 100:>11.0f}%{r['load']:>9.1f}")
         print(f"{'loopback+append limit':<30}{limit:>8.1f}")
+        print(f"{'raw write()+fsync (yardstick)':<30}{yard_mb_s:>8.1f}{'':>23}{yard_cpu:>18.2f}")
+        rf3_cpu = [rf3["broker_cpu_gib"] for rf3, _ in pairs]
+        print(f"RF3 broker CPU per GiB / the yardstick's: {', '.join(f'{x / yard_cpu:.1f}' for x in rf3_cpu)} "
+              f"(median {statistics.median(rf3_cpu) / yard_cpu:.1f})")
         if warm_rates:
             print(f"memory warm-up writes (MB/s, before each run): {' '.join(f'{x:.0f}' for x in warm_rates)}")
         else:

@@ -519,6 +519,9 @@ class DataApis:
         rm = self.rm
         by_tp = dict(wanted)
         epochs = {}
+        # a follower's fetch (min_bytes 1) completes on any new batch: found from the log
+        # end alone, without locating the batches on every append of the leader
+        follower_wants_any = replica_id >= 0 and min_bytes <= 1
         for tp, _ in wanted:
             p = rm.partitions.get(tp)
             epochs[tp] = p.leader_epoch if p is not None else -1
@@ -528,6 +531,8 @@ class DataApis:
             if p is None or not p.is_leader or p.leader_epoch != epochs[tp]:
                 return -1
             fp = by_tp[tp]
+            if follower_wants_any and p.log.log_start_offset <= fp.fetch_offset < p.log.log_end_offset:
+                return 1  # a follower reads whole batches up to the log end: at least one is there
             hw = p.high_watermark
             try:
                 sl = p.log.read_slice(fp.fetch_offset, fp.partition_max_bytes,

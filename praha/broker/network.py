@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
@@ -99,6 +101,44 @@ class SegmentedFrame:
         for p in self.parts:
             if not isinstance(p, bytes):
                 p.close()
+
+
+def _cork(transport: asyncio.Transport, on: bool) -> asyncio.Transport | None:
+    """Set TCP_CORK (Linux) on the transport's socket; the transport, or None where corking
+    is unavailable."""
+    sock = transport.get_extra_info("socket")
+    cork = getattr(socket, "TCP_CORK", None)
+    if sock is None or cork is None:
+        return None
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, cork, 1 if on else 0)
+    except OSError:  # not TCP (a Unix socket in a test), or closed meanwhile
+        return None
+    return transport
+
+
+def _sendfile_now(transport: asyncio.Transport, part: Region) -> tuple[int, bool]:
+    """Send as much of `part` as the socket takes now, with os.sendfile straight from the
+    file: no event-loop round trip when the socket has room (the usual case for a
+    follower's or consumer's fetch). Returns (bytes sent, whether any remain to send);
+    nothing is sent while earlier bytes wait in the transport's buffer (they go first).
+    A region the file no longer holds (truncated meanwhile) stops short with none remaining."""
+    if transport.get_write_buffer_size() or transport.is_closing():
+        return 0, True
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0, True
+    out = sock.fileno()
+    sent = 0
+    while sent < part.size:
+        try:
+            n = os.sendfile(out, part.fd, part.position + sent, part.size - sent)
+        except (BlockingIOError, InterruptedError):
+            return sent, True
+        if n == 0:  # the file ends before the region does
+            return sent, False
+        sent += n
+    return sent, False
 
 
 class _Descriptor:
@@ -561,9 +601,14 @@ class SocketServer:
         return bytes(frame), mute_ms
 
     async def _send_frame(self, conn: FrameConnection, frame: SegmentedFrame, peer: object) -> bool:
-        """Write a segmented frame; False if the connection must close (or already has)."""
+        """Write a segmented frame; False if the connection must close (or already has).
+
+        The socket is corked meanwhile (TCP_CORK), so the small pieces between the file
+        regions leave with the region bytes instead of as segments of their own: on
+        loopback each segment costs the sender the receiver's TCP work and a wake-up."""
         loop = asyncio.get_running_loop()
         transport = conn.transport
+        corked = None if transport is None or self.security.uses_tls else _cork(transport, True)
         try:
             if transport is None:
                 return False
@@ -574,13 +619,15 @@ class SocketServer:
                 if self.security.uses_tls:  # the bytes must pass through TLS: no sendfile
                     sent = -1
                 else:
-                    try:
-                        sent = await loop.sendfile(transport, cast(Any, _Descriptor(part.fd)), part.position,
-                                                   part.size, fallback=False)
-                    except RuntimeError:  # includes SendfileNotAvailableError
-                        if transport.is_closing():
-                            return False
-                        sent = -1
+                    sent, more = _sendfile_now(transport, part)
+                    if more:  # the socket's buffer filled: the event loop sends the rest
+                        try:
+                            sent += await loop.sendfile(transport, cast(Any, _Descriptor(part.fd)),
+                                                        part.position + sent, part.size - sent, fallback=False)
+                        except RuntimeError:  # includes SendfileNotAvailableError
+                            if transport.is_closing() or sent:
+                                return False
+                            sent = -1
                 if sent == -1:
                     self.regions_copied += 1
                     conn.write(part.read())
@@ -596,6 +643,8 @@ class SocketServer:
         except ConnectionError:
             return False
         finally:
+            if corked is not None and not corked.is_closing():
+                _cork(corked, False)  # whatever is still held leaves now
             frame.close()
 
     def _failed(self, decoded: DecodedRequest, peer: object, error: Exception) -> Any:

@@ -143,7 +143,8 @@ class AsyncConnection:
                 await self._tls_flush(loop)
             else:
                 await loop.sock_sendall(self._sock, frame)
-            body = await asyncio.wait_for(self._read_frame(loop), timeout_s or self.timeout_s)
+            async with asyncio.timeout(timeout_s or self.timeout_s):  # no task per request, unlike wait_for
+                body = await self._read_frame(loop)
         except BaseException:
             self.close()
             raise
@@ -158,11 +159,43 @@ class AsyncConnection:
         return response_cls.decode(bytes(body), version=version, header=True)
 
     async def _read_frame(self, loop: asyncio.AbstractEventLoop) -> memoryview:
+        if self._tls is None:
+            return await self._read_plain_frame(loop)
         head = await self._read_into(loop, 4)
         (size,) = _SIZE.unpack_from(head, 0)
         if not 4 <= size <= self.max_response_bytes:
             raise PrahaError(f"bad response frame size {size} from {self.host}:{self.port}")
         return await self._read_into(loop, size)
+
+    async def _read_plain_frame(self, loop: asyncio.AbstractEventLoop) -> memoryview:
+        """The size and as much of the body as has arrived in one read (the peer answers one
+        request at a time, so nothing after this answer can be in the socket), then the rest."""
+        sock = self._sock
+        assert sock is not None
+        view = memoryview(self._buf)
+        got = 0
+        while got < 4:
+            k = await loop.sock_recv_into(sock, view[got:])
+            if k == 0:
+                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
+            got += k
+        (size,) = _SIZE.unpack_from(self._buf, 0)
+        if not 4 <= size <= self.max_response_bytes:
+            raise PrahaError(f"bad response frame size {size} from {self.host}:{self.port}")
+        end = 4 + size
+        if got > end:
+            raise PrahaError(f"{got - end} bytes from {self.host}:{self.port} after the answer")
+        if len(self._buf) < end:
+            grown = bytearray(max(end, 2 * len(self._buf)))
+            grown[:got] = view[:got]
+            self._buf = grown
+            view = memoryview(grown)
+        while got < end:
+            k = await loop.sock_recv_into(sock, view[got:end])
+            if k == 0:
+                raise ConnectionError(f"{self.host}:{self.port} closed the connection")
+            got += k
+        return view[4:end]
 
     async def _read_into(self, loop: asyncio.AbstractEventLoop, n: int) -> memoryview:
         if len(self._buf) < n:
