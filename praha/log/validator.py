@@ -107,7 +107,7 @@ def _offsets_in_order(batch: DefaultRecordBatch, base: int) -> bool:
     which names the first problem exactly as before."""
     try:
         offsets = [r.offset for r in batch]
-    except CorruptRecordException:
+    except _aiokafka_records().CorruptRecordException:
         return False
     return offsets == list(range(base, base + len(offsets)))
 
