@@ -131,7 +131,8 @@ def owner_alive(c: Claim) -> bool:
 
 
 # ---------------------------------------------------------------------------- removal
-def _processes_in(root: str, namespaces: set[str]) -> set[int]:
+def processes_working_in(root: str) -> set[int]:
+    """Every process (but this one and its parent) whose directory or arguments lie in `root`."""
     spared = {os.getpid(), os.getppid()}
     pids = set()
     for entry in Path("/proc").iterdir():
@@ -144,10 +145,15 @@ def _processes_in(root: str, namespaces: set[str]) -> set[int]:
             continue
         if belongs(root, cwd, argv):
             pids.add(int(entry.name))
+    return pids
+
+
+def _processes_in(root: str, namespaces: set[str]) -> set[int]:
+    pids = processes_working_in(root)
     for ns in namespaces:
         out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30).stdout
         pids |= {int(w) for w in out.split() if w.isdigit()}
-    return pids - spared
+    return pids - {os.getpid(), os.getppid()}
 
 
 def _kill(pids: set[int]) -> None:

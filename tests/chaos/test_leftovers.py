@@ -26,21 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _campaign_processes(root: str) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if leftovers.belongs(root, cwd, argv):
-            found.add(int(entry.name))
-    return found
-
-
 def _mounts(root: str) -> list[str]:
     return leftovers.mounts_below(root, Path("/proc/self/mounts").read_text())
 
@@ -71,14 +56,14 @@ def test_a_killed_campaign_leaves_nothing_after_cleanup(tmp_path):
         proc.wait(30)
         # what the killed campaign left (the point of the test: all of it is there now)
         assert _mounts(root), "the campaign's tmpfs log dirs should still be mounted"
-        assert _campaign_processes(root), "the campaign's brokers and clients should still run"
+        assert leftovers.processes_working_in(root), "the campaign's brokers and clients should still run"
         assert {n.netns for n in layout.nodes.values()} <= netns.existing_names()[0]
         done = subprocess.run([sys.executable, "-m", "praha", "chaos", "cleanup"], capture_output=True, text=True,
                               env=env, timeout=180)
         assert done.returncode == 0, done.stderr
         assert root in done.stdout, done.stdout
         assert _mounts(root) == []
-        assert _campaign_processes(root) == set()
+        assert leftovers.processes_working_in(root) == set()
         ns, links = netns.existing_names()
         assert not {n.netns for n in layout.nodes.values()} & ns
         assert not ({n.link for n in layout.nodes.values()} | {layout.bridge}) & links
