@@ -469,3 +469,25 @@ def test_a_claim_is_its_owners_only_while_that_very_process_lives(tmp_path, monk
     assert not leftovers.owner_alive(reused)
     leftovers.release(mine)
     assert leftovers.claims() == []
+
+
+def test_seed_101_a_refused_commit_is_retried_with_nothing_new_served():
+    """Seed 101's group "did not catch up": its last commits met COORDINATOR_LOAD_IN_PROGRESS
+    and, with the producers stopped, were never sent again. Owed offsets stay due until
+    acknowledged, and go with a revoke (the next owner commits them)."""
+    from praha.chaos.member import Owed
+
+    a, b = ("chaos-data-0", 0), ("chaos-data-1", 0)
+    owed = Owed()
+    owed.processed({a: 15121, b: 15100})
+    assert owed.due() == {a: 15121, b: 15100}  # the commit is sent ... and refused
+    owed.processed({})  # nothing new served
+    assert owed.due() == {a: 15121, b: 15100}  # still due: sent again
+    owed.seen_committed(a, 15121)
+    assert owed.due() == {b: 15100}
+    owed.processed({a: 15130})
+    owed.revoked([b])
+    assert owed.due() == {a: 15130}
+    owed.seen_committed(a, 15200)  # observed committed further (by a previous owner): nothing owed below it
+    owed.processed({a: 15150})
+    assert owed.due() == {}
