@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from praha.chaos import invariants as inv
+from praha.chaos import leftovers
 from praha.chaos.config import CampaignConfig
 from praha.chaos.environment import ChaosEnvironment, wait_until
 from praha.chaos.faults import FaultInjector, FaultRecord, target_label
@@ -111,6 +112,10 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
     cfg.validate()
     root = (Path(cfg.workdir) / f"seed-{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     root.mkdir(parents=True, exist_ok=True)
+    for gone in leftovers.cleanup_leftovers():  # what campaigns killed from outside left behind
+        progress(f"chaos: removed what a killed campaign left in {gone.root}: {gone.processes} processes, "
+                 f"{gone.mounts} mounts, {gone.namespaces} namespaces and links")
+    owner = leftovers.claim(root)
     kinds = cfg.effective_kinds()
     schedule = build_schedule(cfg.seed, cfg.faults, kinds, cfg.min_gap_s, cfg.max_gap_s)
     progress(f"chaos: seed {cfg.seed} (replay with --seed {cfg.seed}), {cfg.faults} faults over {kinds}, "
@@ -221,6 +226,7 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             log.exception("comparing the replicas on disk failed")
         finally:
             env.close()
+            leftovers.release(owner)  # not reached if close() failed: cleanup_leftovers finishes it
     return _judge(cfg, root, timeline, env, ledger, faults, final, health, replica_divergent, hw_monitor,
                   observer, admin, consumers, producers, interrupted, group_ledger,
                   (txn_ops, verdict, txn.problems if txn is not None else []))

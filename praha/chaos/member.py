@@ -20,7 +20,9 @@ the line being written (the harness ignores a torn last line):
 partition). A member never commits below what it saw committed or committed itself for
 a partition (a consumer reset to `earliest` re-reads, which is at-least-once, but does
 not pull the group's offset back): any backwards step the invariants find is the
-coordinator's doing. SIGTERM stops it cleanly (LeaveGroup).
+coordinator's doing. A commit that fails (say COORDINATOR_LOAD_IN_PROGRESS while a
+coordinator loads) stays owed and is retried on the next turn even when nothing new was
+served (`Owed`), until the partition is revoked. SIGTERM stops it cleanly (LeaveGroup).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
 from praha.chaos.access import ClientAccess, from_arguments
@@ -55,6 +58,41 @@ class Out:
         self.f.flush()
 
 
+Tp = tuple[str, int]
+
+
+@dataclass
+class Owed:
+    """The offsets a member processed but has not had acknowledged yet (pure bookkeeping).
+
+    Seed 101 (loopback): the last commits before the producers stopped were refused with
+    COORDINATOR_LOAD_IN_PROGRESS; a member that committed only after being served new records
+    never sent them again, so the group "did not catch up" although the coordinator had loaded.
+    """
+    #: the highest offset seen committed for each partition (never commit below it)
+    floor: dict[Tp, int] = field(default_factory=dict)
+    #: partition -> the offset after the last record processed, not yet acknowledged
+    pending: dict[Tp, int] = field(default_factory=dict)
+
+    def processed(self, nxt: dict[Tp, int]) -> None:
+        for tp, o in nxt.items():
+            self.pending[tp] = max(self.pending.get(tp, -1), o)
+
+    def revoked(self, tps: list[Tp]) -> None:
+        """Owed no more: the partition's next owner commits (a late commit would pull it back)."""
+        for tp in tps:
+            self.pending.pop(tp, None)
+
+    def due(self) -> dict[Tp, int]:
+        """What to commit now: the owed offsets above what is known to be committed."""
+        return {tp: o for tp, o in self.pending.items() if o > self.floor.get(tp, -1)}
+
+    def seen_committed(self, tp: Tp, offset: int) -> None:
+        self.floor[tp] = max(self.floor.get(tp, -1), offset)
+        if self.pending.get(tp, -1) <= offset:
+            self.pending.pop(tp, None)
+
+
 def member_config(access: ClientAccess, group: str, session_timeout_ms: int) -> dict[str, Any]:
     return {
         **access.librdkafka(), "group.id": group, "enable.auto.commit": False,
@@ -77,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     out.write("start", pid=os.getpid(), name=args.name)
     consumer = Consumer({**member_config(from_arguments(args.bootstrap, args.access), args.group,
                                          args.session_timeout_ms), "client.id": args.name})
-    floor: dict[tuple[str, int], int] = {}  # the highest offset seen committed for each partition
+    owed = Owed()
     pending_observe: list[Any] = []
 
     def on_assign(_c: Any, parts: list[Any]) -> None:
@@ -86,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     def on_revoke(_c: Any, parts: list[Any]) -> None:
         out.write("revoke", tps=[[p.topic, p.partition] for p in parts])
+        owed.revoked([(p.topic, p.partition) for p in parts])
 
     def observe() -> None:
         """What the coordinator says is committed for newly assigned partitions (OffsetFetch)."""
@@ -102,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             off = p.offset if p.offset >= 0 else -1
             out.write("observed", w=sent, tp=[p.topic, p.partition], o=off)
-            key = (p.topic, p.partition)
-            floor[key] = max(floor.get(key, -1), off)
+            owed.seen_committed((p.topic, p.partition), off)
 
     consumer.subscribe(args.topics.split(","), on_assign=on_assign, on_revoke=on_revoke)
     deadline = time.monotonic() + args.max_seconds
@@ -127,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
                 nxt[tp] = max(nxt.get(tp, -1), off + 1)
             for tp, recs in served.items():  # processed (recorded) before committed: at-least-once
                 out.write("served", tp=list(tp), recs=recs)
-            forward = [CTP(t, p, o) for (t, p), o in nxt.items() if o > floor.get((t, p), -1)]
+            owed.processed(nxt)
+            forward = [CTP(t, p, o) for (t, p), o in owed.due().items()]
             if not forward:
                 continue
             sent = _wall()
@@ -140,8 +179,7 @@ def run(args: argparse.Namespace) -> int:
             for p in result or []:
                 if p.error is None:
                     out.write("commit", w=done, sent=sent, tp=[p.topic, p.partition], o=p.offset)
-                    key = (p.topic, p.partition)
-                    floor[key] = max(floor.get(key, -1), p.offset)
+                    owed.seen_committed((p.topic, p.partition), p.offset)
                 else:
                     out.write("commit_failed", error=str(p.error)[:200], tp=[p.topic, p.partition])
     finally:

@@ -4,6 +4,9 @@
               [--group-members 3] [--netns] [--secure] [--workload queue|txn] [--dir D] [--json]
   praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
                                 anomalies in praha/chaos/history.py); exit 1 on any anomaly
+  praha chaos cleanup           remove what campaigns killed from outside left behind: their
+                                processes, tmpfs log dirs, namespaces and nftables rules
+                                (praha/chaos/leftovers.py; each campaign also does it first)
 
 With --netns (root only) every ZooKeeper server and broker runs in a network namespace of
 its own (198.18.<k>.<n> on a bridge praha makes and removes), which adds the network faults
@@ -52,8 +55,9 @@ _positive = at_least(0)
 def register(sub: Any) -> None:
     p = sub.add_parser("chaos", help="run a chaos campaign (faults + workload + invariant checks)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("check", nargs="*", metavar="check HISTORY",
-                   help="instead of a campaign: check the queue history in the file HISTORY")
+    p.add_argument("check", nargs="*", metavar="check HISTORY | cleanup",
+                   help="instead of a campaign: check the queue history in the file HISTORY, or remove "
+                        "what killed campaigns left behind")
     p.add_argument("--brokers", type=int, default=5, help="brokers to start (3-5; default 5)")
     p.add_argument("--faults", type=_positive, default=20, help="faults to inject (default 20)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: random, printed)")
@@ -85,6 +89,8 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     from praha.chaos.report import summary_text
     from praha.cli.options import CliError
 
+    if args.check == ["cleanup"]:
+        return _cleanup()
     if args.check:
         return _check_history(args.check)
     cfg = CampaignConfig(
@@ -126,13 +132,24 @@ def _check_history(words: list[str]) -> int:
     from praha.cli.options import CliError
 
     if len(words) != 2 or words[0] != "check":
-        raise CliError(f"expected `praha chaos check HISTORY`, got {' '.join(words)!r}")
+        raise CliError(f"expected `praha chaos check HISTORY` or `praha chaos cleanup`, got {' '.join(words)!r}")
     path = Path(words[1])
     if not path.is_file():
         raise CliError(f"{path}: no such history file")
     verdict = check(load(path))
     print(json.dumps(verdict.to_json()), flush=True)
     return 0 if verdict.clean else 1
+
+
+def _cleanup() -> int:
+    from praha.chaos.leftovers import cleanup_leftovers
+
+    removed = cleanup_leftovers()
+    for r in removed:
+        print(f"{r.root}: stopped {r.processes} processes, unmounted {r.mounts} directories, "
+              f"removed {r.namespaces} namespaces and links", flush=True)
+    print(f"removed what {len(removed)} killed campaigns left behind", flush=True)
+    return 0
 
 
 def _interrupt(*_args: object) -> None:

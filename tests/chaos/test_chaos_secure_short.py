@@ -30,6 +30,7 @@ FAULTS = 6
 
 
 def test_short_secure_campaign(tmp_path):
+    from praha.chaos import leftovers
     from praha.cluster import netns
 
     if netns.unavailable_reason() or not shutil.which("nft"):
@@ -39,7 +40,7 @@ def test_short_secure_campaign(tmp_path):
                                  "--seed", str(SEED), "--workload", "txn", "--session-timeout-ms", "3000",
                                  "--kinds", KINDS, timeout=900)
     finally:
-        netns.cleanup_leftovers()  # a campaign killed by the timeout leaves its layout unused
+        leftovers.cleanup_leftovers()  # a campaign killed by the timeout: its processes, mounts, namespaces
     assert head["secure"] is True, output
     assert head["security_refusals"] == {"plaintext_client": True, "wrong_password": True,
                                          "reader_outside_its_grants": True}, output

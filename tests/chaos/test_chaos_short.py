@@ -63,6 +63,7 @@ def judge(head: dict, output: str) -> None:
 
 @pytest.mark.timeout(660)  # the campaign's own bound (600 s) governs, not the suite's 300 s default
 def test_short_campaign(tmp_path):
+    from praha.chaos import leftovers
     from praha.cluster import netns
 
     on_hosts = not (netns.unavailable_reason() or not shutil.which("nft"))
@@ -72,8 +73,7 @@ def test_short_campaign(tmp_path):
     try:
         head, output = run_chaos(tmp_path, *args, *(["--netns"] if on_hosts else ["--kinds", LOOPBACK_KINDS]))
     finally:
-        if on_hosts:
-            netns.cleanup_leftovers()  # a campaign killed by the timeout leaves its layout unused
+        leftovers.cleanup_leftovers()  # a campaign killed by the timeout: its processes, mounts, namespaces
     assert head["seed"] == seed and head["faults"] == FAULTS, output
     kinds = set(head["fault_kinds"])
     assert {"long_pause", "member_kill"} <= kinds, output

@@ -428,3 +428,66 @@ def test_campaign_brokers_run_no_schema_registry_so_a_restart_waits_for_none():
     b = BrokerProcess(id=1, port=9092, metrics_port=9404, dir="/x",
                       overrides={"schema.registry.listeners": "http://127.0.0.1:1", **overrides})
     assert b.schema_registry == ""
+
+
+# ---------------------------------------------------------------------------- leftovers of a killed campaign
+def test_a_process_belongs_to_a_campaign_by_its_directory_or_its_arguments():
+    from praha.chaos.leftovers import belongs
+
+    root = "/w/.praha/chaos/seed-7-1"
+    assert belongs(root, f"{root}/cluster/broker-2", ["python", "-m", "praha.broker"])  # a broker runs there
+    assert belongs(root, "/w", ["python", "-m", "praha.chaos.member", "--out", f"{root}/group/m0.0.jsonl"])
+    assert belongs(root, "/", ["java", f"-Dzookeeper.log.dir={root}/zookeeper/zk1", "QuorumPeerMain"])
+    assert not belongs(root, "/w", ["python", "-m", "praha", "chaos", "--dir", "/w/.praha/chaos"])
+    assert not belongs(root, "/w/.praha/chaos/seed-7-10", ["python"])  # a sibling whose name extends it
+    assert not belongs(root, "/w/.praha/chaos/seed-7-1x/cluster", ["python"])
+
+
+def test_mounts_below_a_campaign_deepest_first_with_escaped_names():
+    from praha.chaos.leftovers import mounts_below
+
+    text = ("tmpfs /dev/shm tmpfs rw 0 0\n"
+            "tmpfs /w/c/seed-1/disks/broker-1 tmpfs rw,size=32768k 0 0\n"
+            "tmpfs /w/c/seed-1/disks/broker-1/inner tmpfs rw 0 0\n"
+            "tmpfs /w/c/seed-1/disks/my\\040disk tmpfs rw 0 0\n"
+            "tmpfs /w/c/seed-10/disks/broker-1 tmpfs rw 0 0\n"
+            "tmpfs /w/c/seed-1 tmpfs rw 0 0\n")
+    assert mounts_below("/w/c/seed-1", text) == [
+        "/w/c/seed-1/disks/broker-1/inner", "/w/c/seed-1/disks/broker-1", "/w/c/seed-1/disks/my disk"]
+
+
+def test_a_claim_is_its_owners_only_while_that_very_process_lives(tmp_path, monkeypatch):
+    import os
+
+    from praha.chaos import leftovers
+
+    monkeypatch.setattr(leftovers, "REGISTRY", tmp_path / "registry")
+    assert leftovers.start_ticks_of("12 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 9") == 4242
+    mine = leftovers.claim(tmp_path / "campaign")
+    assert leftovers.claims() == [mine] and leftovers.owner_alive(mine)
+    reused = leftovers.Claim(os.getpid(), mine.start_ticks - 1, mine.root)  # the same pid, another process
+    assert not leftovers.owner_alive(reused)
+    leftovers.release(mine)
+    assert leftovers.claims() == []
+
+
+def test_seed_101_a_refused_commit_is_retried_with_nothing_new_served():
+    """Seed 101's group "did not catch up": its last commits met COORDINATOR_LOAD_IN_PROGRESS
+    and, with the producers stopped, were never sent again. Owed offsets stay due until
+    acknowledged, and go with a revoke (the next owner commits them)."""
+    from praha.chaos.member import Owed
+
+    a, b = ("chaos-data-0", 0), ("chaos-data-1", 0)
+    owed = Owed()
+    owed.processed({a: 15121, b: 15100})
+    assert owed.due() == {a: 15121, b: 15100}  # the commit is sent ... and refused
+    owed.processed({})  # nothing new served
+    assert owed.due() == {a: 15121, b: 15100}  # still due: sent again
+    owed.seen_committed(a, 15121)
+    assert owed.due() == {b: 15100}
+    owed.processed({a: 15130})
+    owed.revoked([b])
+    assert owed.due() == {a: 15130}
+    owed.seen_committed(a, 15200)  # observed committed further (by a previous owner): nothing owed below it
+    owed.processed({a: 15150})
+    assert owed.due() == {}

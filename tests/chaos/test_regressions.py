@@ -94,6 +94,7 @@ def test_seed_203_txn_replay(tmp_path):
     never completed; fixed in the checker): replayed on hosts of their own, every anomaly zero."""
     import shutil
 
+    from praha.chaos import leftovers
     from praha.cluster import netns
 
     reason = netns.unavailable_reason() or ("" if shutil.which("nft") else "nftables' `nft` is not installed")
@@ -103,6 +104,6 @@ def test_seed_203_txn_replay(tmp_path):
         head, output = run_chaos(tmp_path, "--netns", "--brokers", "5", "--faults", "16", "--workload", "txn",
                                  "--seed", "203", timeout=1200)
     finally:
-        netns.cleanup_leftovers()
+        leftovers.cleanup_leftovers()
     assert head["committed_txns"] > 0 and not any(head["anomalies"].values()), output
     judge(head, output)
