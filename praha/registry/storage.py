@@ -5,6 +5,7 @@
 pays for it."""
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from praha.registry.state import RegistryState, Write
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def _kafka() -> Any:
     """kafka-python, imported on first use."""
     import kafka
@@ -26,7 +28,9 @@ def _kafka() -> Any:
     return kafka
 
 
+@functools.cache
 def _tp() -> Any:
+    """`_schemas`' one partition, as kafka-python names it."""
     return _kafka().TopicPartition(TOPIC, 0)
 
 
@@ -70,8 +74,9 @@ class SchemasLog:
                     if not self._topic_exists():
                         self._stop.wait(1.0)  # `catch_up` looks itself: no write is missed
                         continue
-                    self._consumer = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
-                                                   client_id="schema-registry-reader", fetch_max_wait_ms=100)
+                    self._consumer = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False,
+                                                            group_id=None, client_id="schema-registry-reader",
+                                                            fetch_max_wait_ms=100)
                     self._consumer.assign([_tp()])
                     self._consumer.seek_to_beginning(_tp())
                 batches = self._consumer.poll(timeout_ms=200)
@@ -100,8 +105,8 @@ class SchemasLog:
             return 0
         with self._offsets_lock:
             if self._offsets is None:
-                self._offsets = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False, group_id=None,
-                                              client_id="schema-registry-offsets")
+                self._offsets = _kafka().KafkaConsumer(**self._client_config, enable_auto_commit=False,
+                                                       group_id=None, client_id="schema-registry-offsets")
             try:
                 return int(self._offsets.end_offsets([_tp()])[_tp()])
             except _kafka().errors.KafkaError as e:
@@ -131,8 +136,8 @@ class SchemasLog:
         with self._producer_lock:
             if self._producer is None:
                 self._producer = _kafka().KafkaProducer(**self._client_config, acks="all", retries=5,
-                                               client_id="schema-registry-writer", linger_ms=0,
-                                               max_in_flight_requests_per_connection=1)
+                                                        client_id="schema-registry-writer", linger_ms=0,
+                                                        max_in_flight_requests_per_connection=1)
             try:
                 futures = [self._producer.send(TOPIC, key=k, value=v, partition=0) for k, v in writes]
                 self._producer.flush(self._timeout_s)

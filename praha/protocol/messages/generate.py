@@ -64,15 +64,16 @@ def _annotation(f: Field, struct_name: str) -> str:
     return f"{t} | None" if _nullable_anywhere(f) or f.type in ("records", "uuid") else t
 
 
-def _default(f: Field, struct_name: str) -> str:
-    """The dataclass default (an expression)."""
+def _factory(f: Field, struct_name: str) -> str | None:
+    """What makes a field's default when it must be a fresh value per instance (a list or a
+    struct), None when the default is a plain expression (`_value`)."""
     if f.default == "null" or (f.type == "records" and f.default is None):
-        return "None"
+        return None
     if f.is_array:
-        return "field(default_factory=list)"
+        return "list"
     if f.is_struct:
-        return f"field(default_factory={struct_name})"
-    return _value(f)
+        return struct_name
+    return None
 
 
 def _value(f: Field) -> str:
@@ -158,13 +159,12 @@ class Module:
                 ref = self._quals[child.ident] if child.ident in self._module_level else child.cls
                 full = self._quals[child.ident] if child.ident in self._module_level else f"{qual}.{child.cls}"
             out.append(f"{inner}{f.name}: {_annotation(f, ref)}")
-            dflt = _default(f, full)
-            if dflt.startswith("field(default_factory="):
-                make = dflt.removeprefix("field(default_factory=").removesuffix(")")
+            make = _factory(f, full)
+            if make is not None:
                 params.append(f"{f.name}: {_annotation(f, ref)} = _FACTORY")
                 assigns.append(f"self.{f.name} = {make}() if {f.name} is _FACTORY else {f.name}")
             else:
-                params.append(f"{f.name}: {_annotation(f, ref)} = {dflt}")
+                params.append(f"{f.name}: {_annotation(f, ref)} = {_value(f)}")
                 assigns.append(f"self.{f.name} = {f.name}")
         # written out rather than made by @dataclass at import: every broker, tool and client
         # process imports every message class, and the decorator's runtime code generation
