@@ -261,13 +261,15 @@ class Controller:
 
     def _register_controller(self) -> tuple[int, int]:
         """Kafka's election multi-op, after making sure `/controller_epoch` is not below the
-        highest epoch this broker has seen: a corrupt, negative or reset epoch would otherwise
-        give the new controller an epoch every broker refuses as stale."""
+        highest epoch this broker has seen nor below its own data version (which every election
+        raises with the value): a corrupt, negative or reset epoch would otherwise give the new
+        controller an epoch every broker refuses as stale."""
         seen = max(self._last_seen_controller_epoch(), 0)
         try:
             current = self.store.get_controller_epoch()
-            broken = current is not None and current[0] < seen
-            why = f"/controller_epoch is {current[0] if current else None}, below the epoch {seen} brokers have seen"
+            broken = current is not None and current[0] < max(seen, current[1])
+            why = (f"/controller_epoch is {current[0] if current else None}, below the epoch {seen} brokers "
+                   f"have seen or its version {current[1] if current else None}")
         except ZNodeDecodeError as e:
             broken, why = True, str(e)
         if broken:

@@ -188,20 +188,22 @@ class ZkStore(ZooKeeperClient):
     def repair_controller_epoch(self, epoch: int) -> int | None:
         """Make `/controller_epoch` at least `epoch`: create it if absent, overwrite it if corrupt
         or lower (conditional on the version read, so a concurrent election is never undone).
-        An overwrite is also raised to the znode's data version: every election bumps value and
-        version together from 0, so the version bounds the epochs elected through this znode even
-        when no live broker has seen the newest. A value of `epoch` or more is left alone.
-        Returns the epoch written, None when nothing was."""
+        Every election bumps value and version together from 0 (Kafka's way too), so a sound
+        znode's value is at least its data version, and the version bounds the epochs elected
+        through it even when no live broker has seen the newest: a value below its version is
+        also overwritten, with at least the version the write gives it, which keeps that rule.
+        A value of `epoch` (and of the version) or more is left alone. Returns the epoch
+        written, None when nothing was."""
         got = self.get_data(zn.CONTROLLER_EPOCH_PATH)
         if got is None:
             ops: list[ZkOp] = [CreateOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch))]
         else:
             try:
-                if zn.decode_controller_epoch(got[0]) >= epoch:
+                if zn.decode_controller_epoch(got[0]) >= max(epoch, got[1].version):
                     return None
             except ZNodeDecodeError:
                 pass
-            epoch = max(epoch, got[1].version)
+            epoch = max(epoch, got[1].version + 1)
             ops = [SetDataOp(zn.CONTROLLER_EPOCH_PATH, zn.encode_controller_epoch(epoch), got[1].version)]
         return epoch if self.multi(ops)[0].ok else None
 

@@ -420,10 +420,14 @@ def test_repairs_of_corrupt_znodes(zk_store, other_store):
     for _ in range(3):
         zk_store.client.delete(zn.CONTROLLER_PATH)
         zk_store.register_controller_and_increment_epoch(1)
-    zk_store.client.set(zn.CONTROLLER_EPOCH_PATH, b"banana")
-    assert zk_store.repair_controller_epoch(0) == 4
+    zk_store.client.set(zn.CONTROLLER_EPOCH_PATH, b"banana")  # version 4
+    assert zk_store.repair_controller_epoch(0) == 5  # the version this write gives it
     zk_store.client.delete(zn.CONTROLLER_PATH)
-    assert zk_store.register_controller_and_increment_epoch(1)[0] == 5
+    assert zk_store.register_controller_and_increment_epoch(1)[0] == 6
+    # a readable value reset below its version (by hand) is raised the same way
+    zk_store.client.set(zn.CONTROLLER_EPOCH_PATH, b"1")  # version 7
+    assert zk_store.repair_controller_epoch(0) == 8
+    assert zk_store.repair_controller_epoch(0) is None  # sound again: left alone
 
     zk_store.client.create("/brokers/topics/bad", b"{")
     zk_store.client.create("/brokers/topics/good", zn.encode_topic_assignment(TopicAssignment()))
