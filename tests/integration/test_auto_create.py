@@ -35,14 +35,10 @@ def test_auto_creation_on_and_off(make_cluster, zk_store):
     assert metadata(on, "bad name!").error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert zk_store.get_all_topics() == []
 
-    # librdkafka refreshes metadata from any broker; broker 1 answers "unknown" until the
-    # controller's UpdateMetadata reaches it, and librdkafka fails the record once a topic has
-    # looked unknown for topic.metadata.propagation.max.ms (30 s) — reachable on a loaded machine
-    p = Producer({"bootstrap.servers": f"127.0.0.1:{on}", "acks": "all",
-                  "topic.metadata.propagation.max.ms": 120000})
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{on}", "acks": "all"})
     delivered = []
     p.produce("made-by-a-producer", value=b"hello", on_delivery=lambda err, msg: delivered.append(err))
-    assert p.flush(120) == 0 and delivered == [None]
+    assert p.flush(30) == 0 and delivered == [None]
     parts = wait_for(lambda: metadata(off, "made-by-a-producer").partitions, 30, what="the new topic's metadata")
     assert len(parts) == 3 and all(len(part.replica_nodes) == 2 for part in parts)
     assert sorted(zk_store.get_all_topics()) == ["made-by-a-producer"]
