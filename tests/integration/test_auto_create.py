@@ -4,6 +4,8 @@ it off answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing; internal and inva
 are never created. One 2-broker cluster: broker 1 has it off, broker 2 the default."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 from confluent_kafka import Producer
 from kafka.protocol.metadata import MetadataRequest
@@ -35,10 +37,30 @@ def test_auto_creation_on_and_off(make_cluster, zk_store):
     assert metadata(on, "bad name!").error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert zk_store.get_all_topics() == []
 
-    p = Producer({"bootstrap.servers": f"127.0.0.1:{on}", "acks": "all"})
+    trace = _Trace()  # librdkafka's own account of the topic, printed only if delivery fails
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{on}", "acks": "all", "debug": "topic,metadata,msg"},
+                 logger=trace.logger)
     delivered = []
     p.produce("made-by-a-producer", value=b"hello", on_delivery=lambda err, msg: delivered.append(err))
-    assert p.flush(30) == 0 and delivered == [None]
+    assert p.flush(30) == 0 and delivered == [None], trace.tail()
     parts = wait_for(lambda: metadata(off, "made-by-a-producer").partitions, 30, what="the new topic's metadata")
     assert len(parts) == 3 and all(len(part.replica_nodes) == 2 for part in parts)
     assert sorted(zk_store.get_all_topics()) == ["made-by-a-producer"]
+
+
+class _Trace(logging.Handler):
+    """Keeps librdkafka's debug lines in memory (a failing delivery is explained by them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.logger = logging.getLogger(f"rdkafka-trace-{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.created:.3f} {record.getMessage()}")
+
+    def tail(self, n: int = 120) -> str:
+        return "librdkafka's trace (last lines):\n" + "\n".join(self.lines[-n:])

@@ -141,8 +141,10 @@ def test_confluent_kafka_group_shares_and_commits(cluster):
 #: share to the end (`ends`) to `<i>.json` as it goes, then commits, writes what it read to
 #: `<i>.final` and leaves once the file `close` appears
 KAFKA_PYTHON_MEMBER = textwrap.dedent("""
-    import json, os, sys, time
+    import json, logging, os, sys, time
     from kafka import KafkaConsumer
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)  # joins, syncs, heartbeat errors
     bs, topic, group, i, where, ends = sys.argv[1:7]
     ends = {int(p): o for p, o in json.loads(ends).items()}
     c = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
@@ -184,11 +186,17 @@ def test_kafka_python_group_shares_and_commits(cluster, tmp_path):
         except (FileNotFoundError, json.JSONDecodeError):
             return None
 
+    def logs() -> str:  # each member's own account (kafka-python's coordinator at INFO)
+        return "\n".join(f"--- member {i}:\n" + (tmp_path / f"{i}.log").read_text()[-3000:] for i in range(3))
+
     try:
         def settled() -> bool:
             states = [state(f"{i}.json") for i in range(3)]
             return all(s is not None and len(s["assignment"]) == 2 and s["caught_up"] for s in states)
-        wait_for(settled, 120, what="three kafka-python members sharing six partitions, each caught up")
+        try:
+            wait_for(settled, 120, what="three kafka-python members sharing six partitions, each caught up")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nstates: {[state(f'{i}.json') for i in range(3)]}\n{logs()}") from None
         shares = [set(state(f"{i}.json")["assignment"]) for i in range(3)]
         (tmp_path / "stop").touch()
         wait_for(lambda: all(state(f"{i}.final") for i in range(3)) or any(m.poll() is not None for m in members),
@@ -201,10 +209,9 @@ def test_kafka_python_group_shares_and_commits(cluster, tmp_path):
             if m.poll() is None:
                 m.kill()
                 m.wait()
-    logs = "\n".join((tmp_path / f"{i}.log").read_text()[-2000:] for i in range(3))
     finals = [state(f"{i}.final") for i in range(3)]
-    assert all(finals), logs
-    assert len({tuple(o) for f in finals for o in f["seen"]}) == RECORDS, logs
+    assert all(finals), logs()
+    assert len({tuple(o) for f in finals for o in f["seen"]}) == RECORDS, logs()
     check_shares(shares)
     reader = KafkaConsumer(bootstrap_servers=bs, group_id=group, enable_auto_commit=False)
     try:
