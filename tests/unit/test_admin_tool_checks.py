@@ -30,9 +30,9 @@ from praha.admin.reassign import (
     propose,
     throttle_settings,
 )
-from praha.broker.admin_handlers import AdminApis
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.handlers import SERVED_VERSIONS as VERSIONS
+from praha.broker.handlers.admin import AdminApis
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.handlers.routes import SERVED_VERSIONS as VERSIONS
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.errors import (
     ControllerMovedError,

@@ -38,7 +38,7 @@ from praha.security.acl_store import add_acls, load_all, remove_acls
 from praha.security.credentials import alter_credentials, read_credentials, scram_users
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 T = TypeVar("T")
 _DISABLED = "No Authorizer is configured on the broker"

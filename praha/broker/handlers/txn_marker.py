@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.delayed import ProduceWait
+from praha.broker.replication.delayed import ProduceWait
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
@@ -28,7 +28,7 @@ from praha.protocol.messages.gen.txn import WriteTxnMarkersResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

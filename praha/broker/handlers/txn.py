@@ -1,7 +1,7 @@
 """Transaction APIs on the wire: AddPartitionsToTxn (v0-3 from producers, v4's batch form
 with `verify_only` from partition leaders), AddOffsetsToTxn, EndTxn, DescribeTransactions,
 ListTransactions. (InitProducerId is in `producer_ids`, TxnOffsetCommit with the group APIs,
-FindCoordinator key type 1 in `group_handlers`.)
+FindCoordinator key type 1 in `group`.)
 
 Each handler decodes the request, refuses what Kafka's KafkaApis refuses before the
 coordinator sees it (unknown topics: UNKNOWN_TOPIC_OR_PARTITION for them and
@@ -29,7 +29,7 @@ from praha.protocol.messages.gen.txn import (
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 _APTopic = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 _APPartition = _APTopic.AddPartitionsToTxnPartitionResult

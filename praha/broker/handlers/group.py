@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, now_ms
 from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
@@ -45,7 +45,7 @@ from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

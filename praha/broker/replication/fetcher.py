@@ -17,7 +17,7 @@ Per source broker, the task loops:
    that partition until the next LeaderAndIsr.
 A response is applied only if the partition is still followed at the same leader epoch
 (LeaderAndIsr may have changed it while the request was out).
-Reassignment throttle (`praha.broker.quota`): a partition the throttle covers that has not
+Reassignment throttle (`praha.broker.quotas.replication_quota`): a partition the throttle covers that has not
 caught up with the leader's high watermark is left out of step 3 while the broker's
 follower budget is spent, and its fetched bytes are charged to that budget; when every
 partition is held back the task sleeps until the budget recovers (≤ 1 s at a time).
@@ -51,8 +51,8 @@ from praha.protocol.messages.gen.produce_fetch import (
 )
 
 if TYPE_CHECKING:
-    from praha.broker.partition import Partition
-    from praha.broker.quota import ReplicationQuota
+    from praha.broker.quotas.replication_quota import ReplicationQuota
+    from praha.broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from praha.protocol.async_client import AsyncConnection
 from praha.protocol.messages.gen.txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

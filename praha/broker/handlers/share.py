@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
-from praha.broker.share_partition import AckBatch
-from praha.broker.share_session import SessionDecision
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
+from praha.broker.share.partition import AckBatch
+from praha.broker.share.session import SessionDecision
 from praha.common import TopicPartition, now_ms
 from praha.coordinator.group.share.heartbeat import ShareHeartbeat
 from praha.coordinator.group.share.model import Assignment, ShareGroup
@@ -37,7 +37,7 @@ from praha.security.acl import AclOperation, ResourceType
 from praha.zk.share_state import ShareSnapshot, ShareStateStore
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

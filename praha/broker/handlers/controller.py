@@ -3,7 +3,7 @@ and ControlledShutdown, which brokers send to the controller.
 
 Each controller request: 1. decode it into praha's typed request
 (`praha.protocol.controller_wire`); 2. check its controller and broker epochs against the
-fence (`broker/fencing.py`): a stale one is refused, logged and written to the
+fence (`broker/replication/fencing.py`): a stale one is refused, logged and written to the
 state-change log; 3. hand it to the replica manager (LeaderAndIsr, StopReplica) or the
 metadata cache (UpdateMetadata); 4. answer with the per-partition results.
 ControlledShutdown is answered by the hosted controller seat if it is acting, else
@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.fencing import Verdict
+from praha.broker.replication.fencing import Verdict
 from praha.common import BrokerInfo, TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
@@ -26,7 +26,7 @@ from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class ControllerApis:
         return wire.response_to_wire(api_key, ControllerResponseData(code))
 
     async def _admit(self, api_key: int, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
-        """The fence's verdict (broker/fencing.py), reading ZooKeeper's controller seat when
+        """The fence's verdict (broker/replication/fencing.py), reading ZooKeeper's controller seat when
         the sender is not the controller last confirmed there."""
         fence = self.broker.fence
         verdict = fence.decide(controller_id, controller_epoch, broker_epoch)

@@ -36,7 +36,7 @@ from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

@@ -42,11 +42,11 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.broker.delayed import ProduceWait
-from praha.broker.network import Muted, SegmentedFrame
-from praha.broker.partition import Partition
-from praha.broker.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.broker.handlers.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
+from praha.broker.network.socket_server import Muted, SegmentedFrame
+from praha.broker.replication.delayed import ProduceWait
+from praha.broker.replication.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
@@ -67,8 +67,8 @@ from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
-    from praha.broker.replica_manager import ReplicaManager
+    from praha.broker.handlers.broker_api import Broker
+    from praha.broker.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +367,7 @@ class DataApis:
 
     # ------------------------------------------------------------------ AlterReplicaLogDirs
     async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
-        """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
+        """Move replicas of this broker to other dirs of it (praha/broker/replication/log_dir_mover.py)."""
         by_topic: dict[str, list[Any]] = {}
         allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER)  # Kafka: Alter on the cluster
         for d in req.request.dirs:
