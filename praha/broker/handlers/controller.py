@@ -22,6 +22,7 @@ from praha.protocol import controller_wire as wire
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import ControlledShutdownResponse
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation
 
@@ -45,7 +46,7 @@ class ControllerApis:
         log.warning("refused %s from %s (%s): no ClusterAction on the cluster", ApiKey(api).name,
                     req.session.principal, req.session.client_host)
         if api == ApiKey.CONTROLLED_SHUTDOWN:
-            return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return wire.response_to_wire(api, ControllerResponseData(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
 
     async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
@@ -94,7 +95,7 @@ class ControllerApis:
         controller = self.broker.controller
         r = req.request
         if controller is None or not controller.is_acting:
-            return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+            return refusal(req, ErrorCode.NOT_CONTROLLER)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[int, set[TopicPartition]]] = loop.create_future()
 

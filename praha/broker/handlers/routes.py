@@ -35,8 +35,8 @@ from praha.broker.handlers.txn import TransactionApis
 from praha.broker.handlers.txn_marker import TxnMarkerApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.security.acl import AclOperation, ResourceType
 
@@ -126,11 +126,10 @@ class RequestHandlers:
     async def handle_sasl_handshake(self, req: DecodedRequest) -> Any:
         """Only an unauthenticated SASL connection may hand-shake (`authentication`); here
         the connection is authenticated already or not SASL at all: Kafka's answer."""
-        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+        return refusal(req, ErrorCode.ILLEGAL_SASL_STATE)
 
     async def handle_sasl_authenticate(self, req: DecodedRequest) -> Any:
-        return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, session_lifetime_ms=0, auth_bytes=b"",
-                                        error_message="SaslAuthenticate outside a SASL handshake")
+        return refusal(req, ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate outside a SASL handshake")
 
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
