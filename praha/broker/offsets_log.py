@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from praha.broker.replication.delayed import ProduceWait
 from praha.common import TopicPartition
-from praha.coordinator.group.coordinator import LogRecord
+from praha.coordinator.group.storage import LogRecord
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK
 from praha.log.records import complete_batches, encode_records
