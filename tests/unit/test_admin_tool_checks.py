@@ -42,11 +42,12 @@ from praha.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    ReassignmentInProgressError,
     UnknownTopicError,
 )
 from praha.protocol.controller_requests import PartitionLeaderState
 from praha.protocol.framing import DecodedRequest, RequestHeader
-from praha.topic_rules import ReassignmentInProgressError, assign_replicas, plan_new_partitions
+from praha.topic_rules import assign_replicas, plan_new_partitions
 
 TP = TopicPartition
 

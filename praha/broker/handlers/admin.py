@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from praha.common import TopicPartition, by_topic
-from praha.errors import ControllerMovedError, ErrorCode, PrahaError
+from praha.errors import ControllerMovedError, ErrorCode, PrahaError, TopicAlreadyMarkedForDeletionError
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
@@ -33,7 +33,6 @@ from praha.protocol.messages.gen.admin import (
     ListPartitionReassignmentsResponse,
 )
 from praha.security.acl import AclOperation
-from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
