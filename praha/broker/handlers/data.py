@@ -51,7 +51,7 @@ from praha.common import TopicPartition, by_topic
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
-from praha.log.log import FileRegion
+from praha.log.slices import FileRegion
 from praha.protocol.error_response import refusal
 from praha.protocol.fetch import FETCH_BY_TOPIC_ID, FetchedPartition, fetch_replica_id, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
