@@ -1,5 +1,5 @@
 """The API table of docs/compatibility.md: every API a Kafka 3.9 broker in ZooKeeper mode
-serves, next to what praha serves (`praha.broker.handlers.SERVED_VERSIONS`).
+serves, next to what praha serves (`praha.broker.handlers.routes.SERVED_VERSIONS`).
 
 Kafka's list is the request schemas of 3.9.0 whose `listeners` include `zkBroker`
 (clients/src/main/resources/common/message/*Request.json), kept here as data because the
@@ -97,7 +97,7 @@ PLANNED = {
 
 def table() -> str:
     sys.path.insert(0, str(ROOT))
-    from praha.broker.handlers import SERVED_VERSIONS
+    from praha.broker.handlers.routes import SERVED_VERSIONS
 
     lines = ["| key | API | Kafka 3.9 | praha | note |", "| --- | --- | --- | --- | --- |"]
     for key, (name, versions) in sorted(KAFKA_39_ZK.items()):

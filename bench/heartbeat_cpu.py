@@ -37,7 +37,8 @@ from _harness import machine_line  # noqa: E402
 
 from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest  # noqa: E402
 from praha.coordinator.group.consumer.model import ConsumerGroupState, TopicInfo  # noqa: E402
-from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator, LogRecord  # noqa: E402
+from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator  # noqa: E402
+from praha.coordinator.group.storage import LogRecord  # noqa: E402
 from praha.errors import ErrorCode  # noqa: E402
 
 HEADING = "### Coordinator CPU per heartbeat (`bench/heartbeat_cpu.py`)"

@@ -4,8 +4,9 @@ from __future__ import annotations
 import base64
 import time
 import uuid
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, TypeVar
 
 NO_LEADER = -1
 #: Leader id a controller puts in UpdateMetadata for partitions of a topic being deleted.
@@ -15,6 +16,9 @@ EPOCH_DURING_DELETE = -2
 INITIAL_CONTROLLER_EPOCH = 0
 INITIAL_LEADER_EPOCH = 0
 INITIAL_PARTITION_EPOCH = 0
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class TopicPartition(NamedTuple):
@@ -175,3 +179,13 @@ def netns_preexec(netns: str, then: Callable[[], None] | None = None) -> Callabl
         if then is not None:
             then()
     return run
+
+
+def by_topic(entries: Iterable[tuple[K, V]]) -> dict[K, list[V]]:
+    """`(topic, entry)` pairs as topic -> its entries, in the order they come; the topic is a
+    name or a topic id. Kafka's requests and responses nest partitions under their topic, and
+    code decides per partition: this is the one place that groups."""
+    out: dict[K, list[V]] = {}
+    for topic, entry in entries:
+        out.setdefault(topic, []).append(entry)
+    return out

@@ -171,5 +171,23 @@ class InvalidReplicaAssignmentError(PrahaError):
     code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
+class TopicAlreadyMarkedForDeletionError(PrahaError):
+    """The deletion marker exists already (the DeleteTopics API treats this as success)."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
+class ReassignmentInProgressError(PrahaError):
+    """A reassignment touches the topic (or, for `execute`, the cluster) right now."""
+
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class ConcurrentModificationError(PrahaError):
+    """The znode changed between our read and our conditional write."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
 class CorruptLogError(PrahaError):
     code = ErrorCode.CORRUPT_MESSAGE

@@ -21,12 +21,11 @@ from praha.config import TOPIC_CONFIG_DEFS, ConfigDef, ConfigType
 from praha.config.model import KafkaVersion, OneOf, Range, ValidList
 from praha.errors import (
     ConfigError,
-    ErrorCode,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidTopicError,
-    PrahaError,
+    ReassignmentInProgressError,
     TopicExistsError,
     UnknownTopicError,
 )
@@ -35,23 +34,6 @@ MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
-
-class TopicAlreadyMarkedForDeletionError(PrahaError):
-    """The deletion marker exists already (the DeleteTopics API treats this as success)."""
-
-    code = ErrorCode.INVALID_REQUEST
-
-
-class ReassignmentInProgressError(PrahaError):
-    """A reassignment touches the topic (or, for `execute`, the cluster) right now."""
-
-    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
-
-
-class ConcurrentModificationError(PrahaError):
-    """The znode changed between our read and our conditional write."""
-
-    code = ErrorCode.INVALID_REQUEST
 
 CLEANUP_POLICIES = ("compact", "delete")
 

@@ -64,6 +64,17 @@ ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
                                    "praha.protocol.messages.gen.metadata", "praha.protocol.messages.gen.produce_fetch"}),
 }
 
+#: the broker's rooms (its subpackages) -> the rooms each may import. The hall (modules directly
+#: in praha/broker: server, metrics, dynamic config, ...) wires the rooms together and may import
+#: any of them; no room imports the hall. docs/architecture.md shows the same table.
+BROKER_ROOMS: dict[str, set[str]] = {
+    "handlers": {"network", "replication", "share", "quotas"},
+    "network": {"quotas"},
+    "share": {"replication"},
+    "replication": {"quotas"},
+    "quotas": set(),
+}
+
 #: packages whose modules must not import each other in a cycle
 NO_MODULE_CYCLES = ("controller", "broker", "cli", "protocol", "coordinator", "zk", "log")
 
@@ -180,6 +191,38 @@ def test_narrow_crossings(src, dst):
         and ((importers is not None and mod not in importers) or (imported is not None and t not in imported))
     )
     assert not wrong
+
+
+def _room(module: str) -> str | None:
+    """The broker room a module lives in; "" for the hall; None outside the broker."""
+    parts = module.split(".")
+    if parts[:2] != ["praha", "broker"]:
+        return None
+    return parts[2] if len(parts) > 3 or (len(parts) == 3 and _is_package_init(module)) else ""
+
+
+def test_every_broker_room_is_in_the_table():
+    rooms = {r for m in GRAPH if (r := _room(m))}
+    assert rooms == set(BROKER_ROOMS), f"rooms on disk {sorted(rooms)}, table {sorted(BROKER_ROOMS)}"
+
+
+def test_broker_rooms_import_only_what_the_table_allows():
+    wrong = sorted(
+        f"{mod} imports {dst}"
+        for mod, targets in GRAPH.items() if _room(mod)
+        for dst in targets
+        if (room := _room(dst)) is not None and room != _room(mod) and room not in BROKER_ROOMS[_room(mod) or ""]
+    )
+    assert not wrong, "imports against the broker's rooms table (a room never imports the hall):\n" + "\n".join(wrong)
+
+
+def test_architecture_doc_shows_the_broker_rooms():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    for room, allowed in BROKER_ROOMS.items():
+        line = next((ln for ln in doc.splitlines() if ln.startswith(f"| `broker/{room}/` |")), None)
+        assert line is not None, f"docs/architecture.md has no row for broker/{room}/"
+        named = {w.strip("` ").removeprefix("broker/").rstrip("/") for w in line.split("|")[3].split(",") if w.strip()}
+        assert named == allowed, f"broker/{room}/: doc says {sorted(named)}, table says {sorted(allowed)}"
 
 
 def test_architecture_doc_shows_the_table():

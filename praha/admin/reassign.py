@@ -47,11 +47,12 @@ from praha.errors import (
     InvalidReplicaAssignmentError,
     InvalidRequestError,
     PrahaError,
+    ReassignmentInProgressError,
     UnknownTopicError,
 )
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
-from praha.topic_rules import ReassignmentInProgressError, assign_replicas
+from praha.topic_rules import assign_replicas
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import BROKERS, TOPICS, read_config, write_config
 from praha.zk.store import ZkStore

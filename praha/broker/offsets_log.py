@@ -19,15 +19,15 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from praha.broker.delayed import ProduceWait
+from praha.broker.replication.delayed import ProduceWait
 from praha.common import TopicPartition
-from praha.coordinator.group.coordinator import LogRecord
+from praha.coordinator.group.storage import LogRecord
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, TRANSACTIONAL_MASK
 from praha.log.records import complete_batches, encode_records
 
 if TYPE_CHECKING:
-    from praha.broker.replica_manager import ReplicaManager
+    from praha.broker.replication.replica_manager import ReplicaManager
     from praha.log.log import Log
 
 READ_CHUNK_BYTES = 1 << 20

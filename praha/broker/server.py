@@ -26,22 +26,22 @@ import threading
 import time
 from typing import Any, Callable
 
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.client_quota import ClientQuotas, QuotaWindow
-from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
 from praha.broker.dynamic_config import ConfigChangeListener
-from praha.broker.fencing import ControllerFence
-from praha.broker.handlers import RequestHandlers
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.handlers.routes import RequestHandlers
 from praha.broker.malloc import keep_freed_memory
-from praha.broker.metadata_cache import MetadataCache
 from praha.broker.metrics import start_metrics_server
-from praha.broker.network import SocketServer
+from praha.broker.network.connection_quotas import ConnectionLimits, ConnectionQuotas
+from praha.broker.network.socket_server import SocketServer
+from praha.broker.network.throttling import RequestQuotaThrottler
 from praha.broker.offsets_log import CoordinatorLog
-from praha.broker.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
-from praha.broker.share_manager import ShareConfig, SharePartitionManager
-from praha.broker.share_partition import SharePartitionSettings
-from praha.broker.share_session import ShareSessionCache
-from praha.broker.throttling import RequestQuotaThrottler
+from praha.broker.quotas.client_quota import ClientQuotas, QuotaWindow
+from praha.broker.replication.fencing import ControllerFence
+from praha.broker.replication.metadata_cache import MetadataCache
+from praha.broker.replication.replica_manager import ReplicaManager, cleaner_config_of, log_config_of
+from praha.broker.share.manager import ShareConfig, SharePartitionManager
+from praha.broker.share.partition import SharePartitionSettings
+from praha.broker.share.session import ShareSessionCache
 from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
 from praha.config import BrokerConfig
 from praha.controller.channel_manager import Transport

@@ -205,7 +205,7 @@ class BrokerConfig:
     num_partitions: int = setting("num.partitions")
     message_max_bytes: int = setting("message.max.bytes")
     socket_request_max_bytes: int = setting("socket.request.max.bytes")
-    # connection limits (Kafka's names and defaults; see praha/broker/connection_quotas.py)
+    # connection limits (Kafka's names and defaults; see praha/broker/network/connection_quotas.py)
     max_connections: int = setting("max.connections")
     max_connections_per_ip: int = setting("max.connections.per.ip")
     max_connections_per_ip_overrides: str = setting("max.connections.per.ip.overrides")

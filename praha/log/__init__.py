@@ -19,8 +19,9 @@ from praha.log.errors import (
     UnsupportedMagicError,
 )
 from praha.log.leader_epoch import LeaderEpochCache
-from praha.log.log import AppendInfo, FileRegion, Log, LogSlice, ReadResult
+from praha.log.log import AppendInfo, Log
 from praha.log.manager import LogManager
+from praha.log.slices import FileRegion, LogSlice, ReadResult
 
 __all__ = [
     "AppendInfo",

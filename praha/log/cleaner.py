@@ -1,7 +1,7 @@
 """Log compaction: Kafka's LogCleaner for logs whose `cleanup.policy` holds `compact`.
 
 One cleaning pass (`LogCleaner.clean_once`, on a cleaner thread):
-1. Choose (pure, `choose_log`): for each compacted log not being cleaned, the dirty
+1. Choose (`cleaner_manager.py`, pure `choose_log`): for each compacted log not being cleaned, the dirty
    section runs from its cleaned-up-to offset (`cleaner-offset-checkpoint`, or the log
    start) to the first uncleanable offset: the lowest of the active segment's base (the
    last non-empty segment's base, if the active one is empty), the last stable offset
@@ -51,9 +51,16 @@ from praha.common import TopicPartition
 from praha.config import BROKER_CONFIG_BY_NAME, CLEANER_KEYS, parse_value
 from praha.errors import ConfigError, ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
-from praha.log.checkpoints import OffsetCheckpointFile
+from praha.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT as CLEANER_OFFSET_CHECKPOINT
+from praha.log.cleaner_manager import UNCLEANABLE_SKIP_MS, LogCleanerManager
+from praha.log.cleaner_manager import LogToClean as LogToClean
+from praha.log.cleaner_manager import SegmentInfo as SegmentInfo
+from praha.log.cleaner_manager import choose_log as choose_log
+from praha.log.cleaner_manager import cleanable_offsets as cleanable_offsets
+from praha.log.cleaner_manager import dirty_split as dirty_split
+from praha.log.cleaner_manager import plan_for as plan_for
 from praha.log.control import ControlType, parse_marker
-from praha.log.errors import CorruptBatchError, LogStorageError
+from praha.log.errors import CorruptBatchError
 from praha.log.offset_map import OffsetMap
 from praha.log.records import (
     DELETE_HORIZON_MASK,
@@ -73,8 +80,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-UNCLEANABLE_SKIP_MS = 300_000
 _READ_CHUNK = 4 << 20
 
 
@@ -118,88 +123,7 @@ class CleanerConfig:
                    backoff_ms=max(backoff, 1), io_buffer_load_factor=load_factor)
 
 
-# -- decisions (pure) ------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """What the choice needs of a segment: base offset, size, and timestamps."""
-
-    base_offset: int
-    size: int
-    largest_timestamp: int
-    first_batch_timestamp: int  # -1 if unknown or empty
-
-
-@dataclass(frozen=True, slots=True)
-class LogToClean:
-    """A compacted log's clean/dirty split (Kafka's LogToClean)."""
-
-    tp: TopicPartition
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    clean_bytes: int
-    cleanable_bytes: int
-    needs_compaction_now: bool = False
-
-    @property
-    def total_bytes(self) -> int:
-        return self.clean_bytes + self.cleanable_bytes
-
-    @property
-    def cleanable_ratio(self) -> float:
-        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
-
-
-def cleanable_offsets(segments: Sequence[SegmentInfo], checkpoint: int | None, log_start: int,
-                      log_end: int, high_watermark: int | None, now_ms: int,
-                      min_lag_ms: int, max_lag_ms: int) -> tuple[int, int, bool]:
-    """(first dirty offset, first uncleanable offset, needs compaction now) of one log.
-    `segments` are in order, the last one active (never cleaned)."""
-    first_dirty = checkpoint if checkpoint is not None and log_start <= checkpoint <= log_end else log_start
-    # the active segment, or the last non-empty one if the active segment is empty
-    last = len(segments) - 1
-    while last > 0 and segments[last].size == 0:
-        last -= 1
-    uncleanable = segments[last].base_offset if segments else log_end
-    if high_watermark is not None:
-        uncleanable = min(uncleanable, high_watermark)
-    dirty = [s for i, s in enumerate(segments[:last])
-             if (segments[i + 1].base_offset > first_dirty) and s.base_offset < uncleanable]
-    if min_lag_ms > 0:
-        for s in dirty:
-            if s.largest_timestamp > now_ms - min_lag_ms:
-                uncleanable = min(uncleanable, s.base_offset)
-                break
-    uncleanable = max(uncleanable, first_dirty)
-    needs_now = False
-    if max_lag_ms < 2**63 - 1:
-        firsts = [s.first_batch_timestamp for s in dirty if s.first_batch_timestamp > 0]
-        needs_now = bool(firsts) and min(firsts) < now_ms - max(max_lag_ms, 0)
-    return first_dirty, uncleanable, needs_now
-
-
-def dirty_split(tp: TopicPartition, segments: Sequence[SegmentInfo], first_dirty: int, uncleanable: int,
-                needs_now: bool) -> LogToClean:
-    """Bytes below the first dirty offset vs. bytes of segments in [first dirty, uncleanable)."""
-    clean = dirty = 0
-    for i, s in enumerate(segments):
-        nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if nxt is not None and nxt <= first_dirty:
-            clean += s.size
-        elif s.base_offset < uncleanable and nxt is not None and nxt <= uncleanable:
-            dirty += s.size
-    return LogToClean(tp, first_dirty, uncleanable, clean, dirty, needs_now)
-
-
-def choose_log(candidates: Iterable[LogToClean], min_ratio: Callable[[TopicPartition], float]) -> LogToClean | None:
-    """The filthiest log worth cleaning: ratio above its `min.cleanable.dirty.ratio`, or
-    past `max.compaction.lag.ms` with anything cleanable (Kafka's grabFilthiestCompactedLog)."""
-    ok = [c for c in candidates
-          if c.cleanable_bytes > 0 and (c.needs_compaction_now or c.cleanable_ratio > min_ratio(c.tp))]
-    if not ok:
-        return None
-    return max(ok, key=lambda c: (c.needs_compaction_now, c.cleanable_ratio))
-
-
+# -- decisions of a pass (pure) ---------------------------------------------------------
 def group_segments_by_size(segments: Sequence[tuple[int, int, int]], max_size: int,
                            first_uncleanable: int) -> list[list[int]]:
     """Kafka's groupSegmentsBySize over (base offset, log bytes, index bytes): consecutive
@@ -411,21 +335,6 @@ def _read_batches(seg: LogSegment, start_pos: int, end_pos: int, throttler: Thro
         pos += off
 
 
-def segment_infos(lg: "Log") -> tuple[list[LogSegment], list[SegmentInfo]]:
-    segs = list(lg.segments)
-    infos = []
-    for s in segs:
-        first_ts = -1
-        if s.size:
-            try:
-                first = next(iter(s.scan_headers(0, s.size)), None)
-                first_ts = first.max_timestamp if first is not None else -1
-            except (CorruptBatchError, OSError):
-                first_ts = -1
-        infos.append(SegmentInfo(s.base_offset, s.size, s.largest_timestamp(), first_ts))
-    return segs, infos
-
-
 class LogCleaningPass:
     """One pass over one log (steps 2-5 of the module doc)."""
 
@@ -621,17 +530,6 @@ def clean_log(lg: "Log", offset_map: OffsetMap, first_dirty: int, first_uncleana
     return end, p.stats
 
 
-def plan_for(tp: TopicPartition, lg: "Log", checkpoint: int | None, high_watermark: int | None,
-             now_ms: int) -> LogToClean:
-    _, infos = segment_infos(lg)
-    cfg = lg.config
-    stable = lg.last_stable_offset(lg.log_end_offset if high_watermark is None else high_watermark)
-    first_dirty, uncleanable, needs_now = cleanable_offsets(
-        infos, checkpoint, lg.log_start_offset, lg.log_end_offset, stable, now_ms,
-        cfg.min_compaction_lag_ms, cfg.max_compaction_lag_ms)
-    return dirty_split(tp, infos, first_dirty, uncleanable, needs_now)
-
-
 # -- the cleaner threads --------------------------------------------------------------------
 class LogCleaner:
     """Cleaner threads over the logs a `LogManager` owns (Kafka's LogCleaner + manager).
@@ -643,46 +541,25 @@ class LogCleaner:
                  high_watermark: Callable[[TopicPartition], int | None] | None = None,
                  on_io_error: Callable[[str, OSError], object] | None = None):
         self.config = config
-        self._logs = logs
         #: an I/O error while cleaning a log of dir d: `on_io_error(d, error)` takes d offline
         self._on_io_error = on_io_error or (lambda d, e: None)
-        self._hw = high_watermark or (lambda tp: None)
         self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._in_progress: set[TopicPartition] = set()
-        self._checkpoints: dict[str, dict[TopicPartition, int]] = {}
+        #: which log to clean next, which are being cleaned, and how far each is cleaned
+        self.manager = LogCleanerManager(logs, high_watermark)
+        self._lock = self.manager.lock  # the totals are counted under the manager's lock
         self.throttler = Throttler(config.io_max_bytes_per_second, self._stop)
         self.totals = CleanerTotals()
-        self.dirty_ratios: dict[TopicPartition, float] = {}
         self._threads: list[threading.Thread] = []
-        #: logs whose last pass failed unexpectedly, skipped until the given wall-clock ms
-        self._skip_until: dict[TopicPartition, int] = {}
         per_thread = max(config.dedupe_buffer_size // max(config.threads, 1), 1)
         self._map_bytes = per_thread
 
-    # -- checkpoints
-    def _checkpoint_file(self, log_dir: str) -> OffsetCheckpointFile:
-        return OffsetCheckpointFile(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
+    @property
+    def dirty_ratios(self) -> dict[TopicPartition, float]:
+        """Each compacted log's dirty ratio at the last choice (the broker's metrics)."""
+        return self.manager.dirty_ratios
 
     def checkpoint_of(self, log_dir: str) -> dict[TopicPartition, int]:
-        with self._lock:
-            cp = self._checkpoints.get(log_dir)
-            if cp is None:
-                try:
-                    cp = self._checkpoint_file(log_dir).read()
-                except LogStorageError as e:
-                    log.warning("%s; cleaning from the log start", e)
-                    cp = {}
-                self._checkpoints[log_dir] = cp
-            return dict(cp)
-
-    def _update_checkpoint(self, log_dir: str, tp: TopicPartition, offset: int, live: set[TopicPartition]) -> None:
-        with self._lock:
-            cp = self._checkpoints.setdefault(log_dir, {})
-            cp[tp] = offset
-            for gone in [t for t in cp if t not in live]:
-                del cp[gone]
-            self._checkpoint_file(log_dir).write(cp)  # under the lock: threads write in order
+        return self.manager.checkpoint_of(log_dir)
 
     # -- lifecycle
     def start(self) -> None:
@@ -718,34 +595,11 @@ class LogCleaner:
     def clean_once(self, offset_map: OffsetMap, now_ms: int | None = None) -> bool:
         """Choose the filthiest log and clean it; False if none needed cleaning."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        entries = self._logs()
-        live = {tp for tp, _, _ in entries}
-        plans: list[LogToClean] = []
-        by_tp: dict[TopicPartition, tuple["Log", str]] = {}
-        ratios: dict[TopicPartition, float] = {}
-        for tp, lg, d in entries:
-            if not lg.config.compact or lg.closed:
-                continue
-            try:
-                lg.delete_expired_files(now)
-                plan = plan_for(tp, lg, self.checkpoint_of(d).get(tp), self._hw(tp), now)
-            except (LogStorageError, OSError, CorruptBatchError):
-                continue
-            ratios[tp] = plan.cleanable_ratio
-            with self._lock:
-                if tp in self._in_progress or self._skip_until.get(tp, 0) > now:
-                    continue
-            plans.append(plan)
-            by_tp[tp] = (lg, d)
-        self.dirty_ratios = ratios
-        with self._lock:
-            chosen = choose_log([p for p in plans if p.tp not in self._in_progress],
-                                lambda tp: by_tp[tp][0].config.min_cleanable_dirty_ratio)
-            if chosen is None:
-                return False
-            self._in_progress.add(chosen.tp)
+        grabbed = self.manager.grab_filthiest(now)
+        if grabbed is None:
+            return False
+        chosen, lg, d, live = grabbed
         self.totals.max_dirty_ratio = chosen.cleanable_ratio
-        lg, d = by_tp[chosen.tp]
         try:
             p = LogCleaningPass(lg, offset_map, now, self.throttler, self._stopping)
             try:
@@ -763,10 +617,10 @@ class LogCleaner:
                 log.exception("Cleaning of %s failed; skipping it for %d s", chosen.tp, UNCLEANABLE_SKIP_MS // 1000)
                 with self._lock:
                     self.totals.errors += 1
-                    self._skip_until[chosen.tp] = now + UNCLEANABLE_SKIP_MS
+                self.manager.skip(chosen.tp, now + UNCLEANABLE_SKIP_MS)
                 return False
             try:
-                self._update_checkpoint(d, chosen.tp, end, live)
+                self.manager.update_checkpoint(d, chosen.tp, end, live)
             except OSError as e:
                 self._on_io_error(d, e)
             s = p.stats
@@ -788,13 +642,12 @@ class LogCleaner:
                      len(offset_map), offset_map.utilization * 100, s.elapsed_s)
             return True
         finally:
-            with self._lock:
-                self._in_progress.discard(chosen.tp)
+            self.manager.done_cleaning(chosen.tp)
 
     # -- figures
     def figures(self) -> list[tuple[str, float, str]]:
         t = self.totals
-        ratios = list(self.dirty_ratios.values())
+        ratios = list(self.manager.dirty_ratios.values())
         return [
             ("log_cleaner_max_dirty_percent", 100.0 * t.max_dirty_ratio, "max-dirty-percent: dirty ratio of the last log chosen"),
             ("log_cleaner_max_clean_time_secs", t.max_clean_time_s, "max-clean-time-secs: duration of the last pass"),

@@ -5,7 +5,7 @@ rolls, flushes, truncates or reads, or while a checkpoint is written, takes the 
 directory offline: `report(dir, error)` records it once (later reports of the same dir are
 ignored) and tells the listeners, on the reporting thread. The broker's listener moves the
 work onto its loop: its replicas there stop, and the controller hears of it through
-`/log_dir_event_notification` (see praha/broker/replica_manager.py).
+`/log_dir_event_notification` (see praha/broker/replication/replica_manager.py).
 
 A directory stays offline until the broker restarts; then it is tried again like any other.
 """

@@ -16,7 +16,7 @@ offline until a restart);
 `checkpoint()` writes the recovery points and log start offsets (call it periodically,
 Kafka does every 60 s); `retention_pass(now)` applies retention to every log.
 
-Moves between dirs (AlterReplicaLogDirs, driven by praha/broker/log_dir_mover.py):
+Moves between dirs (AlterReplicaLogDirs, driven by praha/broker/replication/log_dir_mover.py):
 `create_future_log(tp, dir)` makes `<topic>-<p>.<uuid>-future` there (not served, not in the
 checkpoints; one left by a crash is removed at start-up and the move must be asked again);
 `replace_current_with_future(tp)` swaps it in once caught up: the future dir takes the

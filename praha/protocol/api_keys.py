@@ -2,7 +2,7 @@
 
 Every API of Kafka 3.9 up to DescribeTopicPartitions is listed, served or not: what a broker
 serves, and at which versions, is its registration table's business
-(`praha.broker.handlers`), not this enum's.
+(`praha.broker.handlers.routes`), not this enum's.
 """
 from __future__ import annotations
 

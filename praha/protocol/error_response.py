@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from praha.errors import ErrorCode
+from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.definition import Api, Field, load_all
 from praha.protocol.messages.reflect import fields_of, struct_class
 from praha.protocol.registry import response_class
@@ -54,6 +55,12 @@ def error_response(api_key: int, api_version: int, request: Any, code: ErrorCode
     cls = response_class(api_key)
     api = _definitions()[api_key]
     return cls(**_answer(cls, cls, api.response.fields, request, api.request.fields, api_version, code, message))
+
+
+def refusal(req: DecodedRequest, code: ErrorCode, message: str | None = None) -> Any:
+    """The answer to a handler's refusal of the whole of `req` (its API's own response with
+    `code` where the client looks for it): one way for every handler, not one per API."""
+    return error_response(req.api_key, req.api_version, req.request, code, message)
 
 
 @functools.cache

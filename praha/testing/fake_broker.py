@@ -107,7 +107,7 @@ class NoShareGroups:
 
 
 class FakeBroker:
-    """The `praha.broker.broker_api.Broker` the handlers see, with `authz` as given."""
+    """The `praha.broker.handlers.broker_api.Broker` the handlers see, with `authz` as given."""
 
     def __init__(self, authz: Any, topics: tuple[str, ...] = (), **parts: Any):
         """`parts` replace the untouchable ones by name (e.g. a coordinator stand-in)."""

@@ -33,10 +33,16 @@ from praha.config import (
     LISTENER_MECHANISM_CONFIGS,
 )
 from praha.config.group_defs import GROUP_CONFIG_BY_NAME
-from praha.errors import ConfigError, InvalidRequestError, PrahaError, TopicExistsError, UnknownTopicError
-from praha.topic_rules import (
+from praha.errors import (
     ConcurrentModificationError,
+    ConfigError,
+    InvalidRequestError,
+    PrahaError,
     TopicAlreadyMarkedForDeletionError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from praha.topic_rules import (
     check_compaction_lags,
     check_min_insync_replicas,
     plan_new_partitions,

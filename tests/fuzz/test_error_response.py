@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from praha.broker.handlers import SERVED_VERSIONS
+from praha.broker.handlers.routes import SERVED_VERSIONS
 from praha.errors import ErrorCode
 from praha.protocol.error_response import error_response, fields_of
 from praha.protocol.framing import decode_response, encode_response

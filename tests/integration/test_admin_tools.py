@@ -35,10 +35,15 @@ from praha.admin.reassign import execute
 from praha.cluster.local import ClusterState, LocalCluster
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.common import TopicPartition as TP
-from praha.errors import ErrorCode, InvalidTopicError, UnknownTopicError
+from praha.errors import (
+    ErrorCode,
+    InvalidTopicError,
+    ReassignmentInProgressError,
+    TopicAlreadyMarkedForDeletionError,
+    UnknownTopicError,
+)
 from praha.protocol.client import BrokerConnection
 from praha.testing.cluster import bootstrap, wait_for
-from praha.topic_rules import ReassignmentInProgressError, TopicAlreadyMarkedForDeletionError
 from praha.zk import znodes as zn
 from praha.zk.admin_zk import add_partitions, delete_topic
 

@@ -30,9 +30,9 @@ from praha.admin.reassign import (
     propose,
     throttle_settings,
 )
-from praha.broker.admin_handlers import AdminApis
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.handlers import SERVED_VERSIONS as VERSIONS
+from praha.broker.handlers.admin import AdminApis
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.handlers.routes import SERVED_VERSIONS as VERSIONS
 from praha.common import ReplicaAssignment, TopicAssignment, TopicPartition
 from praha.errors import (
     ControllerMovedError,
@@ -42,11 +42,12 @@ from praha.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    ReassignmentInProgressError,
     UnknownTopicError,
 )
 from praha.protocol.controller_requests import PartitionLeaderState
 from praha.protocol.framing import DecodedRequest, RequestHeader
-from praha.topic_rules import ReassignmentInProgressError, assign_replicas, plan_new_partitions
+from praha.topic_rules import assign_replicas, plan_new_partitions
 
 TP = TopicPartition
 

@@ -5,6 +5,6 @@
 - `coordinator`: the protocol's flows (join, sync, heartbeat, leave, offsets, admin),
   timers, loading and unloading with the partition's leadership.
 
-The broker (`praha.broker.group_handlers`) decodes the wire requests, hands them here and
+The broker (`praha.broker.handlers.group`) decodes the wire requests, hands them here and
 gives the coordinator its log (`OffsetsLog`): appends as leader with acks=all, and reads.
 """

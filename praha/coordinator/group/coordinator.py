@@ -24,6 +24,9 @@ Flows:
 - **Offsets.** OffsetCommit is validated against member and generation, written as acks=all,
   and applied to the cache only once replicated; OffsetFetch reads the cache. Offsets of an
   empty group expire after `offsets.retention.minutes` (tombstones written).
+
+This module is the membership protocol; the groups' cache, the replay of the log and every
+write of offsets and group records are `storage.GroupMetadataManager`'s (`self.store`).
 """
 from __future__ import annotations
 
@@ -32,9 +35,9 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 
 from praha.common import now_ms
 from praha.config import BrokerConfig
@@ -47,24 +50,17 @@ from praha.coordinator.group.consumer.model import (
     ConsumerGroup,
     TopicInfo,
 )
-from praha.coordinator.group.consumer.records import Record as ConsumerRecord
-from praha.coordinator.group.consumer.records import decode as decode_consumer_record
 from praha.coordinator.group.consumer.records import encode as encode_consumer_record
-from praha.coordinator.group.consumer.records import is_consumer_group_key
 from praha.coordinator.group.consumer.service import ConsumerGroupService, HeartbeatOutcome, snapshot
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState, Member
-from praha.coordinator.group.records import (
-    GroupKey,
-    GroupValue,
-    OffsetKey,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    group_key,
-    group_value,
-    offset_key,
-    offset_value,
-    partition_for,
+from praha.coordinator.group.records import group_key, group_value
+from praha.coordinator.group.storage import (
+    CoordinatorStats,
+    GroupMetadataManager,
+    OffsetsLog,
+    Replayed,
+    map_append_error,
+    offset_tombstones,
 )
 from praha.coordinator.ownership import Ownership, ownership_error
 from praha.errors import ErrorCode, PrahaError
@@ -104,32 +100,6 @@ class GroupConfig:
                    ConsumerGroupSettings(c.group_consumer_heartbeat_interval_ms, c.group_consumer_session_timeout_ms,
                                          c.group_consumer_max_size, c.group_consumer_assignors),
                    MigrationPolicy(c.group_consumer_migration_policy))
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One record of a coordinator's log, as loading needs it: key and value, the producer
-    of the transaction it came in (-1 if none), and for a transaction marker (key and value
-    None) whether it commits."""
-
-    key: bytes | None
-    value: bytes | None
-    producer_id: int = -1
-    commit: bool | None = None
-
-
-class OffsetsLog(Protocol):
-    """The coordinator's view of the `__consumer_offsets` partitions this broker leads."""
-
-    async def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
-                     producer: tuple[int, int] | None = None) -> ErrorCode:
-        """Append as leader and wait until replicated (acks=all); the outcome's error code.
-        With a producer (id, epoch): as a transactional batch of that producer."""
-        ...
-
-    def read(self, partition: int) -> Iterator[LogRecord]:
-        """Every record of the partition and every transaction marker, in offset order (blocking)."""
-        ...
 
 
 @dataclass(slots=True)
@@ -181,43 +151,19 @@ class GroupDescription:
     members: tuple[MemberDescription, ...] = ()
 
 
-@dataclass
-class CoordinatorStats:
-    rebalances: int = 0
-    rebalance_time_ms_total: float = 0.0
-    offset_commits: int = 0
-    offset_commit_time_ms_total: float = 0.0
-    partitions_loaded: int = 0
-    load_time_ms_total: float = 0.0
-    offsets_expired: int = 0
-    #: the last load of each partition (ms), for the per-partition figure
-    load_time_ms: dict[int, float] = field(default_factory=dict)
-
-
-def map_append_error(code: ErrorCode) -> ErrorCode:
-    """What a client sees when the coordinator's write fails (Kafka's mapping)."""
-    if code in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return code
-
-
 class GroupCoordinator:
     def __init__(self, config: GroupConfig, offsets_log: OffsetsLog,
                  run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
                  on_event: Callable[..., None] = lambda *a, **k: None,
                  topics: Callable[[], Mapping[str, TopicInfo]] = dict):
         self.config = config
-        self.log = offsets_log
         self.run_blocking = run_blocking
         self.on_event = on_event  # (name, partition, **fields) for the state-change log
         self.owned: dict[int, tuple[Ownership, int]] = {}
-        self.groups: dict[str, Group] = {}
         self.stats = CoordinatorStats()
+        #: offsets and group records: the cache and its log (Kafka's GroupMetadataManager)
+        self.store = GroupMetadataManager(config.partitions, offsets_log, config.offset_metadata_max_bytes, self.stats)
+        self.groups: dict[str, Group] = self.store.groups
         self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[Any] | None = None
         #: transaction markers that reached a partition while it was loading: (producer id, commit),
@@ -230,7 +176,7 @@ class GroupCoordinator:
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.partitions)
+        return self.store.partition_of(group_id)
 
     def on_elected(self, partition: int, epoch: int) -> None:
         cur = self.owned.get(partition)
@@ -263,50 +209,8 @@ class GroupCoordinator:
     async def _load(self, partition: int, epoch: int) -> None:
         started = time.monotonic()
 
-        consumer_records: list[ConsumerRecord] = []
-
-        def replay() -> tuple[dict[str, Group], int]:
-            groups: dict[str, Group] = {}
-            n = 0
-            for rec in self.log.read(partition):
-                key, value = rec.key, rec.value
-                if rec.commit is not None:  # a transaction's marker: its offsets apply or vanish
-                    for g in groups.values():
-                        g.complete_txn_offsets(rec.producer_id, rec.commit)
-                    continue
-                if key is None:
-                    continue
-                n += 1
-                try:
-                    if is_consumer_group_key(key):
-                        consumer_records.append(decode_consumer_record(key, value))
-                        continue
-                    k = decode_key(key)
-                    if isinstance(k, OffsetKey):
-                        g = groups.setdefault(k.group, Group(k.group))
-                        if value is None:
-                            g.offsets.pop((k.topic, k.partition), None)
-                        else:
-                            v = decode_offset_value(value)
-                            o = CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
-                                                v.expire_timestamp)
-                            if rec.producer_id >= 0:
-                                g.pending_txn_offsets.setdefault(rec.producer_id, {})[(k.topic, k.partition)] = o
-                            else:
-                                g.offsets[(k.topic, k.partition)] = o
-                    elif isinstance(k, GroupKey):
-                        if value is None:
-                            old = groups.pop(k.group, None)
-                            if old is not None and old.offsets:  # offsets outlive their group record
-                                groups[k.group] = Group(k.group, offsets=old.offsets)
-                        else:
-                            _apply_group_value(groups.setdefault(k.group, Group(k.group)), decode_group_value(value))
-                except PrahaError as e:
-                    log.warning("skipping an unreadable record in __consumer_offsets-%d: %s", partition, e)
-            return groups, n
-
         try:
-            loaded, records = await self.run_blocking(replay)
+            replayed: Replayed = await self.run_blocking(functools.partial(self.store.replay, partition))
         except Exception as e:  # noqa: BLE001 - a failed load leaves the partition unserved, not the broker
             log.error("loading __consumer_offsets-%d failed: %r", partition, e)
             if self.owned.get(partition) == (Ownership.LOADING, epoch):
@@ -316,7 +220,8 @@ class GroupCoordinator:
             return  # resigned (or re-elected) meanwhile
         now = now_ms()
         n = 0
-        for gid, g in loaded.items():
+        records = replayed.records
+        for gid, g in replayed.groups.items():
             if not g.members and not g.offsets and not g.pending_txn_offsets and g.generation == 0:
                 continue
             for m in g.members.values():  # a loaded group with members is Stable (_apply_group_value)
@@ -324,7 +229,7 @@ class GroupCoordinator:
             g.state_timestamp = g.state_timestamp if g.state_timestamp > 0 else now
             self.groups[gid] = g
             n += 1
-        n += self.consumer.load(partition, consumer_records)
+        n += self.consumer.load(partition, replayed.consumer_records)
         self.owned[partition] = (Ownership.ACTIVE, epoch)
         for producer_id, commit in self._markers_while_loading.pop(partition, []):
             self.complete_transactional_offsets(partition, producer_id, commit)
@@ -342,18 +247,11 @@ class GroupCoordinator:
         return ownership_error(self.owned.get(self.partition_of(group_id)))
 
     def _still_ours(self, group: Group) -> bool:
-        return self.groups.get(group.group_id) is group
-
-    def _offsets_still_ours(self, group: Group) -> bool:
-        """The group's offsets are still this coordinator's: the same Group, or the one a
-        protocol migration put in its place meanwhile (it took over the same offsets dict; a
-        commit written during a downgrade is applied, not answered NOT_COORDINATOR)."""
-        current = self.groups.get(group.group_id)
-        return current is not None and current.offsets is group.offsets
+        return self.store.still_ours(group)
 
     # ================================================================ KIP-848 consumer groups
     async def _append_consumer_records(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
-        return await self.log.append(partition, records)
+        return await self.store.log.append(partition, records)
 
     def _has_classic_members(self, group_id: str) -> bool:
         g = self.groups.get(group_id)
@@ -464,7 +362,7 @@ class GroupCoordinator:
             x.metadata_for_current = x.metadata_for(group.protocol)
         self.consumer.forget(group_id)
         self.groups[group_id] = group
-        err = map_append_error(await self.log.append(self.partition_of(group_id), [
+        err = map_append_error(await self.store.append(group_id, [
             *(encode_consumer_record(r) for r in records), (group_key(group_id), group_value(group.value()))]))
         if err != ErrorCode.NONE:
             log.warning("group %s: downgrade not written (%s); the consumer group is kept", group_id, err.name)
@@ -605,7 +503,7 @@ class GroupCoordinator:
         m.session_timeout_ms, m.rebalance_timeout_ms = session_ms, rebalance_ms
         self._schedule_heartbeat(group, m)
         if group.is_(GroupState.STABLE) and m.matches(protocols):
-            err = await self._store_group(group)
+            err = await self.store.store_group(group)
             if err != ErrorCode.NONE:
                 return JoinResult(err, new_id)
             is_leader = group.leader_id == new_id
@@ -703,7 +601,7 @@ class GroupCoordinator:
             self.stats.rebalance_time_ms_total += (time.monotonic() - started) * 1000
         if group.is_(GroupState.EMPTY):
             log.info("group %s: generation %d is empty", group.group_id, group.generation)
-            self._spawn(self._store_group(group))
+            self._spawn(self.store.store_group(group))
             return
         log.info("group %s: generation %d with %d members, protocol %s", group.group_id, group.generation,
                  len(group.members), group.protocol)
@@ -780,7 +678,7 @@ class GroupCoordinator:
     async def _leader_synced(self, group: Group, generation: int, assignments: dict[str, bytes]) -> None:
         for m in group.members.values():
             m.assignment = assignments.get(m.member_id, b"")
-        err = await self._store_group(group)
+        err = await self.store.store_group(group)
         if not self._still_ours(group) or not group.is_(GroupState.COMPLETING_REBALANCE) \
                 or group.generation != generation:
             return
@@ -950,7 +848,7 @@ class GroupCoordinator:
             holder = self.groups.get(group_id)
             if holder is None or holder.is_(GroupState.DEAD):
                 holder = self.groups[group_id] = Group(group_id, state_timestamp=now_ms())
-            return await self._write_offsets(holder, offsets)
+            return await self.store.store_offsets(holder, offsets)
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -965,7 +863,7 @@ class GroupCoordinator:
         m = group.members.get(member_id)
         if m is not None:
             self._schedule_heartbeat(group, m)
-        return await self._write_offsets(group, offsets)
+        return await self.store.store_offsets(group, offsets)
 
     @staticmethod
     def _validate_commit(group: Group, generation: int, member_id: str, instance: str | None) -> ErrorCode:
@@ -981,48 +879,6 @@ class GroupCoordinator:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             return ErrorCode.ILLEGAL_GENERATION if generation != group.generation else ErrorCode.NONE
         return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
-
-    def _metadata_fits(self, offsets: dict[tuple[str, int], CommittedOffset]
-                       ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
-        """Offsets whose metadata is too long (OFFSET_METADATA_TOO_LARGE), and the others."""
-        refused: dict[tuple[str, int], ErrorCode] = {}
-        valid: dict[tuple[str, int], CommittedOffset] = {}
-        for tp, o in offsets.items():
-            if len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                refused[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = o
-        return refused, valid
-
-    async def _write_offsets(self, group: Group, offsets: dict[tuple[str, int], CommittedOffset]
-                             ) -> dict[tuple[str, int], ErrorCode]:
-        out, valid = self._metadata_fits(offsets)
-        if not valid:
-            return out
-        started = time.monotonic()
-        records: list[tuple[bytes, bytes | None]] = [
-            (offset_key(group.group_id, t, p), offset_value(o.value())) for (t, p), o in valid.items()]
-        for tp in valid:
-            group.pending_offset_writes[tp] = group.pending_offset_writes.get(tp, 0) + 1
-        try:
-            err = await self.log.append(self.partition_of(group.group_id), records)
-        finally:
-            for tp in valid:
-                left = group.pending_offset_writes.get(tp, 1) - 1
-                if left > 0:
-                    group.pending_offset_writes[tp] = left
-                else:
-                    group.pending_offset_writes.pop(tp, None)
-        err = map_append_error(err)
-        if err == ErrorCode.NONE and self._offsets_still_ours(group):
-            group.offsets.update(valid)
-            self.stats.offset_commits += 1
-            self.stats.offset_commit_time_ms_total += (time.monotonic() - started) * 1000
-        elif err == ErrorCode.NONE:
-            err = ErrorCode.NOT_COORDINATOR
-        for tp in valid:
-            out[tp] = err
-        return out
 
     # ================================================================ transactional offsets
     async def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
@@ -1051,19 +907,7 @@ class GroupCoordinator:
             return all_(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation >= 0 and generation != group.generation:
             return all_(ErrorCode.ILLEGAL_GENERATION)
-        out, valid = self._metadata_fits(offsets)
-        if not valid:
-            return out
-        records: list[tuple[bytes, bytes | None]] = [
-            (offset_key(group_id, t, p), offset_value(o.value())) for (t, p), o in valid.items()]
-        err = map_append_error(await self.log.append(self.partition_of(group_id), records,
-                                                     producer=(producer_id, producer_epoch)))
-        if err == ErrorCode.NONE and self._still_ours(group):
-            group.pending_txn_offsets.setdefault(producer_id, {}).update(valid)
-        elif err == ErrorCode.NONE:
-            err = ErrorCode.NOT_COORDINATOR
-        out.update({tp: err for tp in valid})
-        return out
+        return await self.store.store_txn_offsets(group, producer_id, producer_epoch, offsets)
 
     def complete_transactional_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> int:
         """A COMMIT or ABORT marker of `producer_id` reached `__consumer_offsets`-`offsets_partition`
@@ -1073,21 +917,12 @@ class GroupCoordinator:
         if owned is not None and owned[0] is Ownership.LOADING:
             self._markers_while_loading.setdefault(offsets_partition, []).append((producer_id, commit))
             return 0
-        changed = 0
-        for gid, g in self.groups.items():
-            if producer_id in g.pending_txn_offsets and self.partition_of(gid) == offsets_partition:
-                g.complete_txn_offsets(producer_id, commit)
-                changed += 1
-        return changed
+        return self.store.complete_txn_offsets(offsets_partition, producer_id, commit)
 
     def has_pending_txn_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None) -> set[tuple[str, int]]:
         """The partitions with an offset waiting for its transaction (OffsetFetch's
         require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
-        group = self.groups.get(group_id)
-        if group is None or not group.pending_txn_offsets:
-            return set()
-        pending = {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
-        return pending if partitions is None else pending & set(partitions)
+        return self.store.has_pending_txn_offsets(group_id, partitions)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None,
                       member_id: str | None = None, member_epoch: int = -1
@@ -1101,11 +936,7 @@ class GroupCoordinator:
                 kip848.validate_offset_fetch(cg, member_id, member_epoch)
             except PrahaError as e:
                 return e.code, {}
-        group = self.groups.get(group_id)
-        offsets = group.offsets if group is not None and not group.is_(GroupState.DEAD) else {}
-        if partitions is None:
-            return ErrorCode.NONE, dict(offsets)
-        return ErrorCode.NONE, {tp: offsets.get(tp) for tp in partitions}
+        return ErrorCode.NONE, self.store.committed(group_id, partitions)
 
     async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                              ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
@@ -1132,12 +963,9 @@ class GroupCoordinator:
                 if tp in group.offsets:
                     doomed.append(tp)
         if doomed:
-            err = map_append_error(await self.log.append(
-                self.partition_of(group_id), [(offset_key(group_id, t, p), None) for t, p in doomed]))
+            err = await self.store.delete_offsets(group, doomed)
             if err != ErrorCode.NONE:
                 return err, {}
-            for tp in doomed:
-                group.offsets.pop(tp, None)
         return ErrorCode.NONE, out
 
     # ================================================================ admin
@@ -1187,9 +1015,9 @@ class GroupCoordinator:
             if not group.is_(GroupState.EMPTY):
                 out[gid] = ErrorCode.NON_EMPTY_GROUP
                 continue
-            tombstones: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in group.offsets]
+            tombstones = offset_tombstones(gid, group.offsets)
             tombstones.append((group_key(gid), None))
-            err = map_append_error(await self.log.append(self.partition_of(gid), tombstones))
+            err = map_append_error(await self.store.append(gid, tombstones))
             if err != ErrorCode.NONE:
                 out[gid] = err
                 continue
@@ -1207,9 +1035,9 @@ class GroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         holder = self.groups.get(gid)
         offsets = [] if holder is None else list(holder.offsets)
-        records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in offsets]
+        records = offset_tombstones(gid, offsets)
         records += [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(g)}, gid)]
-        err = map_append_error(await self.log.append(self.partition_of(gid), records))
+        err = map_append_error(await self.store.append(gid, records))
         if err != ErrorCode.NONE:
             return err
         groups.pop(gid, None)
@@ -1229,10 +1057,6 @@ class GroupCoordinator:
         group.state = GroupState.DEAD
 
     # ================================================================ storage and expiry
-    async def _store_group(self, group: Group) -> ErrorCode:
-        record = (group_key(group.group_id), group_value(group.value()))
-        return map_append_error(await self.log.append(self.partition_of(group.group_id), [record]))
-
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -1269,12 +1093,12 @@ class GroupCoordinator:
             drop_group = len(gone) == len(group.offsets)
             if not gone and not drop_group:
                 continue
-            records: list[tuple[bytes, bytes | None]] = [(offset_key(gid, t, p), None) for t, p in gone]
+            records = offset_tombstones(gid, gone)
             if drop_group:
                 records.append((group_key(gid), None))
                 if cg is not None:  # an empty consumer group goes with its last offset, in the same append
                     records += [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
-            if await self.log.append(self.partition_of(gid), records) != ErrorCode.NONE:
+            if await self.store.append(gid, records) != ErrorCode.NONE:
                 continue
             for tp in gone:
                 group.offsets.pop(tp, None)
@@ -1289,7 +1113,7 @@ class GroupCoordinator:
             if cg.dead or cg.members or gid in self.groups or self._check(gid) != ErrorCode.NONE:
                 continue
             records = [encode_consumer_record(r) for r in kip848.delete_group({gid: snapshot(cg)}, gid)]
-            if await self.log.append(self.partition_of(gid), records) == ErrorCode.NONE and \
+            if await self.store.append(gid, records) == ErrorCode.NONE and \
                     self.consumer.groups.get(gid) is cg and not cg.members:
                 self.consumer.forget(gid)
                 log.info("consumer group %s: empty, without offsets: deleted", gid)
@@ -1328,24 +1152,6 @@ class GroupCoordinator:
             t.cancel()
         if self._expiry_task is not None:
             self._expiry_task.cancel()
-
-
-def _apply_group_value(g: Group, v: GroupValue) -> None:
-    g.protocol_type = v.protocol_type or None
-    g.generation = v.generation
-    g.protocol = v.protocol
-    g.leader_id = v.leader
-    g.state_timestamp = v.current_state_timestamp
-    g.members.clear()
-    g.static_members.clear()
-    for r in v.members:
-        m = Member(r.member_id, r.group_instance_id, r.client_id, r.client_host, r.rebalance_timeout_ms,
-                   r.session_timeout_ms, g.protocol_type or "", [(v.protocol or "", r.subscription)],
-                   assignment=r.assignment, metadata_for_current=r.subscription)
-        g.members[m.member_id] = m
-        if m.group_instance_id is not None:
-            g.static_members[m.group_instance_id] = m.member_id
-    g.state = GroupState.STABLE if g.members else GroupState.EMPTY
 
 
 def _cancel(handle: Any) -> None:

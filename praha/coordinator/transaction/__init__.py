@@ -8,7 +8,7 @@ their producer ids and epochs, and the two-phase end of a transaction.
 - `coordinator`: the flows (InitProducerId, AddPartitionsToTxn, EndTxn, timeouts,
   expiration), loading and unloading with the partition's leadership.
 
-The broker (`praha.broker.txn_handlers`) decodes the wire requests, hands them here and
+The broker (`praha.broker.handlers.txn`) decodes the wire requests, hands them here and
 gives the coordinator its log (`TxnStateLog`: appends as leader with acks=all, and reads).
 Transactional offset commits live with the group coordinator (`praha.coordinator.group`).
 """

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from praha.common import now_ms
 from praha.config import BrokerConfig
-from praha.coordinator.group.coordinator import LogRecord, map_append_error
+from praha.coordinator.group.storage import LogRecord, map_append_error
 from praha.coordinator.ownership import Ownership, ownership_error
 from praha.coordinator.transaction.markers import MarkerChannel, MarkerJob
 from praha.coordinator.transaction.metadata import (

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from praha.common import by_topic
 from praha.coordinator.group.records import partition_for
 from praha.errors import CorruptLogError
 
@@ -50,11 +51,9 @@ def encode_value(v: TxnLogValue) -> bytes:
     if not v.partitions:
         parts.append(struct.pack(">i", -1))
     else:
-        by_topic: dict[str, list[int]] = {}
-        for topic, p in v.partitions:
-            by_topic.setdefault(topic, []).append(p)
-        parts.append(struct.pack(">i", len(by_topic)))
-        for topic, ps in by_topic.items():
+        topics = by_topic(v.partitions)
+        parts.append(struct.pack(">i", len(topics)))
+        for topic, ps in topics.items():
             t = topic.encode()
             parts.append(struct.pack(">h", len(t)) + t + struct.pack(f">i{len(ps)}i", len(ps), *ps))
     parts.append(struct.pack(">qq", v.last_update_ms, v.start_ms))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
+from praha.broker.replication.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 
 
 def run(coro):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from praha.broker.replica_manager import ReplicaManager
+from praha.broker.replication.replica_manager import ReplicaManager
 from praha.common import LeaderIsrAndControllerEpoch, TopicPartition
 from praha.config import BrokerConfig
 from praha.protocol.controller_requests import LeaderAndIsrRequestData, PartitionLeaderState

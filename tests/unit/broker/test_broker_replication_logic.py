@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.broker.fetcher import Truncation, truncation_offset
-from praha.broker.partition import (
+from praha.broker.replication.fetcher import Truncation, truncation_offset
+from praha.broker.replication.partition import (
     Partition,
     ReplicaProgress,
     Role,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 
-from praha.broker.replica_manager import cleaner_config_of, log_config_of
+from praha.broker.replication.replica_manager import cleaner_config_of, log_config_of
 from praha.config import BROKER_CONFIG_BY_NAME, BrokerConfig
 from praha.log.cleaner import CleanerConfig
 from praha.log.config import LogConfig

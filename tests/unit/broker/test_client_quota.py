@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from praha.broker.client_quota import (
+from praha.broker.quotas.client_quota import (
     ANONYMOUS,
     ClientQuotaManager,
     ClientQuotas,
@@ -195,7 +195,7 @@ def test_busy_timer_counts_running_time_not_waiting_time():
     import asyncio
     import time
 
-    from praha.broker.throttling import BusyTimer
+    from praha.broker.network.throttling import BusyTimer
 
     async def handler():
         await asyncio.sleep(0.2)  # parked: not busy
@@ -216,8 +216,8 @@ def test_request_quota_throttles_and_sets_throttle_time_but_exempts_controller_r
     import asyncio
     from types import SimpleNamespace
 
-    from praha.broker.network import Muted
-    from praha.broker.throttling import RequestQuotaThrottler
+    from praha.broker.network.socket_server import Muted
+    from praha.broker.network.throttling import RequestQuotaThrottler
     from praha.protocol.api_keys import ApiKey
 
     clock = Clock()
@@ -256,7 +256,7 @@ def test_the_connection_is_muted_after_a_throttled_response_and_others_are_not()
 
     from kafka.protocol.metadata import ApiVersionsRequest
 
-    from praha.broker.network import Muted, SocketServer
+    from praha.broker.network.socket_server import Muted, SocketServer
     from praha.protocol.framing import encode_request
     from praha.protocol.registry import api_versions_response
 

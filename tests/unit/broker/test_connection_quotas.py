@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
+from praha.broker.network.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
 from praha.config import BrokerConfig, parse_ip_overrides
 from praha.errors import ConfigError
 

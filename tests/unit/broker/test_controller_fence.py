@@ -1,7 +1,7 @@
-"""The broker's fence against controller requests (praha/broker/fencing.py), decisions only."""
+"""The broker's fence against controller requests (praha/broker/replication/fencing.py), decisions only."""
 from __future__ import annotations
 
-from praha.broker.fencing import ControllerFence, Verdict
+from praha.broker.replication.fencing import ControllerFence, Verdict
 from praha.errors import ErrorCode
 
 

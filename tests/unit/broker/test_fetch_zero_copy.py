@@ -18,13 +18,13 @@ from types import SimpleNamespace
 import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
-from praha.broker import data_handlers
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.client_quota import ClientQuotas
-from praha.broker.data_handlers import ZERO_COPY_MIN_BYTES, DataApis, EncodedFetchResponse, encode_fetch_frame
-from praha.broker.network import SegmentedFrame, SocketServer
-from praha.broker.partition import Partition, Role
-from praha.broker.replica_manager import ReplicaStats
+from praha.broker.handlers import data as data_handlers
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.handlers.data import ZERO_COPY_MIN_BYTES, DataApis, EncodedFetchResponse, encode_fetch_frame
+from praha.broker.network.socket_server import SegmentedFrame, SocketServer
+from praha.broker.quotas.client_quota import ClientQuotas
+from praha.broker.replication.partition import Partition, Role
+from praha.broker.replication.replica_manager import ReplicaStats
 from praha.common import TopicPartition
 from praha.log import FileRegion, Log, LogConfig
 from praha.protocol.fetch import FetchedPartition

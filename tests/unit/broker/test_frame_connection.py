@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from praha.broker.network import FrameConnection
+from praha.broker.network.socket_server import FrameConnection
 from praha.errors import InvalidRequestError
 
 

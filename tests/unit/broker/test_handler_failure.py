@@ -11,7 +11,7 @@ import pytest
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from praha.broker.network import SocketServer
+from praha.broker.network.socket_server import SocketServer
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
+from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
 from praha.errors import ErrorCode
 from praha.protocol.messages.gen.groups import ConsumerGroupHeartbeatResponse
 from praha.protocol.messages.gen.share import ShareGroupHeartbeatResponse

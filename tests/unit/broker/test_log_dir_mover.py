@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.broker.log_dir_mover import AlterAction, LogDirMover, decide_alter
+from praha.broker.replication.log_dir_mover import AlterAction, LogDirMover, decide_alter
 from praha.errors import ErrorCode
 from praha.log import Log, LogConfig
 

@@ -3,7 +3,7 @@ and config change notices."""
 import pytest
 
 from praha.broker.dynamic_config import notice_sequence
-from praha.broker.quota import ReplicationQuota, parse_rate, parse_throttled_replicas
+from praha.broker.quotas.replication_quota import ReplicationQuota, parse_rate, parse_throttled_replicas
 from praha.errors import ZNodeDecodeError
 from praha.zk import znodes as zn
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.handlers import OPEN_APIS, REFUSALS, ROUTES, RequestHandlers
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.handlers.routes import OPEN_APIS, REFUSALS, ROUTES, RequestHandlers
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import fields_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from praha.broker.share_partition import (
+from praha.broker.share.partition import (
     AckBatch,
     AcquiredRange,
     InvalidRecordState,
@@ -16,7 +16,7 @@ from praha.broker.share_partition import (
     committed_offsets,
     initial_start_offset,
 )
-from praha.broker.share_partition import (
+from praha.broker.share.partition import (
     AcknowledgeType as T,
 )
 from praha.errors import ErrorCode, PrahaError
@@ -169,7 +169,7 @@ def test_share_auto_offset_reset():
 
 
 def test_a_share_fetch_ships_only_the_batches_holding_what_was_acquired():
-    from praha.broker.share_partition import covering
+    from praha.broker.share.partition import covering
     from praha.log.batch import iter_batches
     from praha.log.records import encode_records
 

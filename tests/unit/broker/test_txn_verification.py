@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from praha.broker.txn_verification import (
+from praha.broker.handlers.txn_verification import (
     TxnProducer,
     is_transactional,
     partition_errors,
@@ -71,7 +71,7 @@ def test_seed_201_a_coordinator_that_cannot_be_reached_is_a_retriable_produce_er
     import socket
     from types import SimpleNamespace
 
-    from praha.broker.txn_verification import TxnVerifier
+    from praha.broker.handlers.txn_verification import TxnVerifier
     from praha.common import BrokerInfo, EndPoint
     from praha.protocol.client_security import PLAINTEXT
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from praha.broker.replica_manager import log_config_of
+from praha.broker.replication.replica_manager import log_config_of
 from praha.config import (
     BROKER_CONFIG_BY_NAME,
     BROKER_CONFIG_DEFS,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator, LogRecord
+from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState
 from praha.coordinator.group.records import (
     GroupKey,
@@ -26,6 +26,7 @@ from praha.coordinator.group.records import (
     offset_value,
     partition_for,
 )
+from praha.coordinator.group.storage import LogRecord
 from praha.errors import ErrorCode
 
 E = ErrorCode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from praha.broker.share_session import ShareSessionCache
+from praha.broker.share.session import ShareSessionCache
 from praha.common import TopicPartition
 from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.share.assignor import assign

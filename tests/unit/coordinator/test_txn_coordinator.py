@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator, LogRecord
+from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import offset_key, offset_value
+from praha.coordinator.group.storage import LogRecord
 from praha.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
 from praha.coordinator.transaction.markers import MarkerJob, MarkerStats
 from praha.coordinator.transaction.metadata import TxnState

@@ -7,7 +7,7 @@ import os
 import pytest
 from kafka.protocol.consumer import FetchResponse
 
-from praha.broker.data_handlers import EncodedFetchResponse
+from praha.broker.handlers.data import EncodedFetchResponse
 from praha.protocol.fetch import FetchedPartition, parse_fetch_response_v12
 from praha.protocol.framing import RequestHeader, encode_response
 

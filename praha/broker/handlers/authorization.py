@@ -1,7 +1,7 @@
 """Which requests a session may make: the ACL decision (`praha.security.acl.decide`) over
 the broker's ACL cache.
 
-What each API needs is declared once, in its route (`praha.broker.handlers.ROUTES`,
+What each API needs is declared once, in its route (`praha.broker.handlers.routes.ROUTES`,
 `Route.acls`: operation, resource type, where the names come from); a unit test fails
 for a route without checks and runs every API refused against a fake broker. Handlers
 ask `allowed(session, operation, resource type, name)` per resource and answer Kafka's

@@ -15,7 +15,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
+from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.common import NO_LEADER, topic_id_uuid
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
@@ -28,7 +28,7 @@ from praha.zk.admin_zk import create_topic, create_topic_if_absent
 #: the id of a topic written without one (Kafka's Uuid.ZERO_UUID)
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
 from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
 from praha.coordinator.group.consumer.model import Assignment, ConsumerGroup
 from praha.coordinator.group.coordinator import GroupCoordinator
@@ -23,7 +23,7 @@ from praha.protocol.messages.gen.groups import ConsumerGroupDescribeResponse, Co
 from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from praha.protocol.messages.gen.txn import InitProducerIdResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
     from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)

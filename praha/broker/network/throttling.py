@@ -18,8 +18,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
-from praha.broker.client_quota import ClientQuotas
-from praha.broker.network import Muted
+from praha.broker.network.socket_server import Muted
+from praha.broker.quotas.client_quota import ClientQuotas
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.fetch import fetch_replica_id
 from praha.protocol.framing import DecodedRequest

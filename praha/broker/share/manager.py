@@ -17,8 +17,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from praha.broker.replica_manager import ReplicaManager
-from praha.broker.share_partition import (
+from praha.broker.replication.replica_manager import ReplicaManager
+from praha.broker.share.partition import (
     AckBatch,
     AcquiredRange,
     InvalidRecordState,

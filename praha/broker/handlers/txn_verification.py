@@ -30,7 +30,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
-from praha.common import TopicPartition
+from praha.common import TopicPartition, by_topic
 from praha.coordinator.group.records import partition_for
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import (
@@ -46,7 +46,7 @@ from praha.protocol.async_client import AsyncConnection
 from praha.protocol.messages.gen.txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +99,10 @@ def produce_error(coordinator_code: int) -> int:
 
 def verification_request(transactional_id: str, producer_id: int, producer_epoch: int,
                          partitions: list[TopicPartition]) -> AddPartitionsToTxnRequest:
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    topics = by_topic((tp.topic, tp.partition) for tp in partitions)
     return AddPartitionsToTxnRequest(transactions=[_TXN(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch, verify_only=True,
-        topics=[_TOPIC(name=t, partitions=ps) for t, ps in by_topic.items()])])
+        topics=[_TOPIC(name=t, partitions=ps) for t, ps in topics.items()])])
 
 
 def partition_errors(response: AddPartitionsToTxnResponse, transactional_id: str,

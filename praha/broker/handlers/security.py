@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from praha.errors import ErrorCode, PrahaError
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
     AlterUserScramCredentialsResponse,
@@ -38,7 +39,7 @@ from praha.security.acl_store import add_acls, load_all, remove_acls
 from praha.security.credentials import alter_credentials, read_credentials, scram_users
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 T = TypeVar("T")
 _DISABLED = "No Authorizer is configured on the broker"
@@ -63,11 +64,9 @@ class SecurityApis:
             return R_(error_code=int(code), error_message=message)
 
         if not self.broker.authz.enabled:
-            return CreateAclsResponse(throttle_time_ms=0, results=[result(ErrorCode.SECURITY_DISABLED, _DISABLED)
-                                                                   for _ in creations])
+            return refusal(req, ErrorCode.SECURITY_DISABLED, _DISABLED)
         if not self._cluster(req, AclOperation.ALTER):
-            return CreateAclsResponse(throttle_time_ms=0, results=[result(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-                                                                   for _ in creations])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         store = self.broker.zk_store()
         results = []
         for c in creations:
@@ -84,7 +83,7 @@ class SecurityApis:
         r = req.request
 
         def refused(code: ErrorCode, message: str | None = None) -> Any:
-            return DescribeAclsResponse(throttle_time_ms=0, error_code=int(code), error_message=message, resources=[])
+            return refusal(req, code, message)
 
         if not self.broker.authz.enabled:
             return refused(ErrorCode.SECURITY_DISABLED, _DISABLED)
@@ -112,8 +111,7 @@ class SecurityApis:
         FR = DeleteAclsResponse.DeleteAclsFilterResult
 
         def refused(code: ErrorCode, message: str | None = None) -> Any:
-            return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
-                FR(error_code=int(code), error_message=message, matching_acls=[]) for _ in filters])
+            return refusal(req, code, message)
 
         if not self.broker.authz.enabled:
             return refused(ErrorCode.SECURITY_DISABLED, _DISABLED)
@@ -141,8 +139,7 @@ class SecurityApis:
     async def handle_describe_user_scram_credentials(self, req: DecodedRequest) -> Any:
         Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
         if not self._cluster(req, AclOperation.DESCRIBE):
-            return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                                        error_message=None, results=[])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         store = self.broker.zk_store()
         # null or empty: every user, as Kafka (librdkafka sends an empty list for "all")
         asked = [u.name for u in req.request.users] if req.request.users else None

@@ -3,7 +3,7 @@ and ControlledShutdown, which brokers send to the controller.
 
 Each controller request: 1. decode it into praha's typed request
 (`praha.protocol.controller_wire`); 2. check its controller and broker epochs against the
-fence (`broker/fencing.py`): a stale one is refused, logged and written to the
+fence (`broker/replication/fencing.py`): a stale one is refused, logged and written to the
 state-change log; 3. hand it to the replica manager (LeaderAndIsr, StopReplica) or the
 metadata cache (UpdateMetadata); 4. answer with the per-partition results.
 ControlledShutdown is answered by the hosted controller seat if it is acting, else
@@ -15,18 +15,19 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.fencing import Verdict
+from praha.broker.replication.fencing import Verdict
 from praha.common import BrokerInfo, TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.controller_apis import ControlledShutdownResponse
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class ControllerApis:
         log.warning("refused %s from %s (%s): no ClusterAction on the cluster", ApiKey(api).name,
                     req.session.principal, req.session.client_host)
         if api == ApiKey.CONTROLLED_SHUTDOWN:
-            return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return wire.response_to_wire(api, ControllerResponseData(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
 
     async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
@@ -94,7 +95,7 @@ class ControllerApis:
         controller = self.broker.controller
         r = req.request
         if controller is None or not controller.is_acting:
-            return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER, remaining_partitions=[])
+            return refusal(req, ErrorCode.NOT_CONTROLLER)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[int, set[TopicPartition]]] = loop.create_future()
 
@@ -124,7 +125,7 @@ class ControllerApis:
         return wire.response_to_wire(api_key, ControllerResponseData(code))
 
     async def _admit(self, api_key: int, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
-        """The fence's verdict (broker/fencing.py), reading ZooKeeper's controller seat when
+        """The fence's verdict (broker/replication/fencing.py), reading ZooKeeper's controller seat when
         the sender is not the controller last confirmed there."""
         fence = self.broker.fence
         verdict = fence.decide(controller_id, controller_epoch, broker_epoch)

@@ -17,7 +17,7 @@ Per source broker, the task loops:
    that partition until the next LeaderAndIsr.
 A response is applied only if the partition is still followed at the same leader epoch
 (LeaderAndIsr may have changed it while the request was out).
-Reassignment throttle (`praha.broker.quota`): a partition the throttle covers that has not
+Reassignment throttle (`praha.broker.quotas.replication_quota`): a partition the throttle covers that has not
 caught up with the leader's high watermark is left out of step 3 while the broker's
 follower budget is spent, and its fetched bytes are charged to that budget; when every
 partition is held back the task sleeps until the budget recovers (≤ 1 s at a time).
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
 
-from praha.common import BrokerInfo, EndPoint, TopicPartition, now_ms
+from praha.common import BrokerInfo, EndPoint, TopicPartition, by_topic, now_ms
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import CorruptBatchError, LogStorageError, UnexpectedAppendOffsetError
 from praha.log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -51,8 +51,8 @@ from praha.protocol.messages.gen.produce_fetch import (
 )
 
 if TYPE_CHECKING:
-    from praha.broker.partition import Partition
-    from praha.broker.quota import ReplicationQuota
+    from praha.broker.quotas.replication_quota import ReplicationQuota
+    from praha.broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -275,13 +275,11 @@ class ReplicaFetcher:
                 asks[fp.tp] = (fp, epoch)
         if not asks:
             return
-        by_topic: dict[str, list[Any]] = {}
-        for tp, (fp, epoch) in asks.items():
-            by_topic.setdefault(tp.topic, []).append(
-                _OP(partition=tp.partition, current_leader_epoch=fp.leader_epoch, leader_epoch=epoch))
+        topics = by_topic((tp.topic, _OP(partition=tp.partition, current_leader_epoch=fp.leader_epoch, leader_epoch=epoch))
+                          for tp, (fp, epoch) in asks.items())
         req = OffsetForLeaderEpochRequest(
             replica_id=self.settings.broker_id,
-            topics=[_OT(topic=t, partitions=ps) for t, ps in by_topic.items()])
+            topics=[_OT(topic=t, partitions=ps) for t, ps in topics.items()])
         resp = await self.conn.send(req, OFFSET_FOR_LEADER_EPOCH_VERSION, OffsetForLeaderEpochResponse)
         unanswered = set(asks)
         for t in resp.topics:
@@ -323,7 +321,7 @@ class ReplicaFetcher:
 
     async def _fetch(self, fps: list[FollowedPartition]) -> None:
         s = self.settings
-        by_topic: dict[str, list[Any]] = {}
+        asked: list[tuple[str, FollowerFetch]] = []
         sent: dict[TopicPartition, tuple[FollowedPartition, int]] = {}
         hold_back = self.quota is not None and self.quota.exceeded()
         held = 0
@@ -336,14 +334,14 @@ class ReplicaFetcher:
                 continue
             offset = p.log.log_end_offset
             sent[fp.tp] = (fp, offset)
-            by_topic.setdefault(fp.tp.topic, []).append(FollowerFetch(
-                fp.tp.partition, fp.leader_epoch, offset, p.log.log_start_offset, s.fetch_max_bytes))
+            asked.append((fp.tp.topic, FollowerFetch(
+                fp.tp.partition, fp.leader_epoch, offset, p.log.log_start_offset, s.fetch_max_bytes)))
         if not sent:
             if held and self.quota is not None:
                 self.stats.throttled_rounds += 1
                 await asyncio.sleep(min(self.quota.seconds_until_available(), 1.0))
             return
-        topics = list(by_topic.items())
+        topics = list(by_topic(asked).items())
         client_id = self.conn.client_id
         body = await self.conn.send(None, FETCH_VERSION, raw=True, frame_for=lambda cid: encode_fetch_request_v12(
             cid, client_id, s.broker_id, s.wait_max_ms, 1, s.response_max_bytes, topics))
@@ -422,11 +420,9 @@ class ReplicaFetcher:
                 self._delay(fp)
 
     async def _list_offsets(self, tps: list[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
-        by_topic: dict[str, list[Any]] = {}
-        for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(_LP(partition_index=tp.partition, timestamp=timestamp))
+        topics = by_topic((tp.topic, _LP(partition_index=tp.partition, timestamp=timestamp)) for tp in tps)
         req = ListOffsetsRequest(replica_id=self.settings.broker_id, isolation_level=0,
-                                 topics=[_LT(name=t, partitions=ps) for t, ps in by_topic.items()])
+                                 topics=[_LT(name=t, partitions=ps) for t, ps in topics.items()])
         resp = await self.conn.send(req, LIST_OFFSETS_VERSION, ListOffsetsResponse)
         out = {}
         for t in resp.topics:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from praha.broker.authorization import RequestAuthorizer
-from praha.broker.client_quota import ClientQuotas
-from praha.broker.fencing import ControllerFence
-from praha.broker.metadata_cache import MetadataCache
-from praha.broker.replica_manager import ReplicaManager
-from praha.broker.share_manager import SharePartitionManager
-from praha.broker.share_session import ShareSessionCache
+from praha.broker.handlers.authorization import RequestAuthorizer
+from praha.broker.quotas.client_quota import ClientQuotas
+from praha.broker.replication.fencing import ControllerFence
+from praha.broker.replication.metadata_cache import MetadataCache
+from praha.broker.replication.replica_manager import ReplicaManager
+from praha.broker.share.manager import SharePartitionManager
+from praha.broker.share.session import ShareSessionCache
 from praha.common import BrokerInfo, TopicPartition
 from praha.config import BrokerConfig
 from praha.coordinator.group.consumer.model import TopicInfo

@@ -18,14 +18,15 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.common import TopicPartition, now_ms
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.common import TopicPartition, by_topic, now_ms
 from praha.config import BrokerConfig
 from praha.coordinator.group.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, valid_group_id
 from praha.coordinator.group.metadata import CommittedOffset
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from praha.errors import ErrorCode, PrahaError
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.groups import (
     DeleteGroupsResponse,
@@ -45,7 +46,7 @@ from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ class GroupApis:
     async def handle_heartbeat(self, req: DecodedRequest) -> Any:
         r = req.request
         if not self._group_readable(req):
-            return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         code = self.coordinator.heartbeat(r.group_id, r.generation_id, r.member_id,
                                           r.group_instance_id if req.api_version >= 3 else None)
         return HeartbeatResponse(throttle_time_ms=0, error_code=int(code))
@@ -229,7 +230,7 @@ class GroupApis:
         r = req.request
         v = req.api_version
         if not self._group_readable(req):
-            return LeaveGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
+            return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         leaving: list[tuple[str, str | None]] = (
             [(m.member_id, m.group_instance_id) for m in (r.members or [])] if v >= 3 else [(r.member_id, None)])
         code, per_member = await self.coordinator.leave_group(r.group_id, leaving)
@@ -271,11 +272,8 @@ class GroupApis:
             results.update(await self.coordinator.commit_offsets(
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
                 r.group_instance_id if v >= 7 else None, offsets, api_version=v))
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), code in results.items():
-            by_topic.setdefault(topic, []).append(_OCP(partition_index=partition, error_code=int(code)))
-        return OffsetCommitResponse(throttle_time_ms=0, topics=[
-            _OCT(name=t, partitions=ps) for t, ps in by_topic.items()])
+        topics = by_topic((t, _OCP(partition_index=p, error_code=int(code))) for (t, p), code in results.items())
+        return OffsetCommitResponse(throttle_time_ms=0, topics=[_OCT(name=t, partitions=ps) for t, ps in topics.items()])
 
     async def handle_offset_fetch(self, req: DecodedRequest) -> Any:
         r = req.request
@@ -299,7 +297,7 @@ class GroupApis:
         if v < 2 and code != ErrorCode.NONE:  # no top-level error before v2: every partition carries it
             out = [_OFT(name=t, partitions=[_OFP(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
                                                  metadata="", error_code=int(code)) for p in ps_])
-                   for t, ps_ in _by_topic(wanted or [])]
+                   for t, ps_ in by_topic(wanted or []).items()]
         return OffsetFetchResponse(throttle_time_ms=0, topics=out, error_code=int(code))
 
     def _fetch(self, req: DecodedRequest, group_id: str, wanted: list[tuple[str, int]] | None,
@@ -349,17 +347,15 @@ class GroupApis:
         if v < 2:  # PRODUCER_FENCED came with v2; older clients know INVALID_PRODUCER_EPOCH
             results = {tp: ErrorCode.INVALID_PRODUCER_EPOCH if c == ErrorCode.PRODUCER_FENCED else c
                        for tp, c in results.items()}
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), code in results.items():
-            by_topic.setdefault(topic, []).append(_TOCP(partition_index=partition, error_code=int(code)))
+        topics = by_topic((t, _TOCP(partition_index=p, error_code=int(code))) for (t, p), code in results.items())
         return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
-            _TOCT(name=t, partitions=ps) for t, ps in by_topic.items()])
+            _TOCT(name=t, partitions=ps) for t, ps in topics.items()])
 
     async def handle_offset_delete(self, req: DecodedRequest) -> Any:
         r = req.request
         authz = self.broker.authz
         if not authz.group_allowed(req, AclOperation.DELETE, r.group_id):
-            return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+            return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         readable = {t.name: authz.topic_allowed(req, AclOperation.READ, t.name) for t in (r.topics or [])}
         denied = {(t.name, p.partition_index) for t in (r.topics or []) for p in (t.partitions or [])
                   if not readable[t.name]}
@@ -432,10 +428,4 @@ class GroupApis:
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(results[g])) for g in ids])
 
-
-def _by_topic(tps: list[tuple[str, int]]) -> list[tuple[str, list[int]]]:
-    out: dict[str, list[int]] = {}
-    for t, p in tps:
-        out.setdefault(t, []).append(p)
-    return list(out.items())
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from praha.broker.partition import Partition
+from praha.broker.replication.partition import Partition
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.log import Log, LogManager

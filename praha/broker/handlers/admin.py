@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from praha.common import TopicPartition
-from praha.errors import ControllerMovedError, ErrorCode, PrahaError
+from praha.common import TopicPartition, by_topic
+from praha.errors import ControllerMovedError, ErrorCode, PrahaError, TopicAlreadyMarkedForDeletionError
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
     AlterPartitionReassignmentsResponse,
@@ -32,11 +33,10 @@ from praha.protocol.messages.gen.admin import (
     ListPartitionReassignmentsResponse,
 )
 from praha.security.acl import AclOperation
-from praha.topic_rules import TopicAlreadyMarkedForDeletionError
 from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +70,7 @@ def _error_of(e: BaseException) -> tuple[int, str]:
 
 
 def _by_topic(items: Iterable[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in sorted(items):
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
+    return by_topic((tp.topic, tp.partition) for tp in sorted(items))
 
 
 class AdminApis:
@@ -328,11 +325,9 @@ class AdminApis:
         r = req.request
         cls = ListPartitionReassignmentsResponse
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):
-            return cls(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
-                       topics=[])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if not self.acting:
-            return cls(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
-                       error_message=NOT_CONTROLLER_MESSAGE, topics=[])
+            return refusal(req, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE)
         partitions = None if r.topics is None else {
             TopicPartition(t.name, p) for t in r.topics for p in t.partition_indexes}
         try:
@@ -340,7 +335,7 @@ class AdminApis:
                                                 (r.timeout_ms or 60000) / 1000.0)
         except Exception as e:  # noqa: BLE001 - answered as an error code
             code, message = _error_of(e)
-            return cls(throttle_time_ms=0, error_code=code, error_message=message, topics=[])
+            return refusal(req, ErrorCode(code), message)
         topic_cls = cls.OngoingTopicReassignment
         part_cls = topic_cls.OngoingPartitionReassignment
         return cls(throttle_time_ms=0, error_code=0, error_message=None, topics=[

@@ -20,15 +20,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.delayed import ProduceWait
-from praha.common import TopicPartition
+from praha.broker.replication.delayed import ProduceWait
+from praha.common import TopicPartition, by_topic
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.txn import WriteTxnMarkersResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +94,10 @@ class TxnMarkerApis:
         results = []
         for m, mine in zip(markers, codes):
             self._complete_offsets(m, mine)
-            by_topic: dict[str, list[Any]] = {}
-            for tp, code in mine.items():
-                by_topic.setdefault(tp.topic, []).append(_PartitionResult(partition_index=tp.partition,
-                                                                          error_code=int(code)))
+            topics = by_topic((tp.topic, _PartitionResult(partition_index=tp.partition, error_code=int(code)))
+                              for tp, code in mine.items())
             results.append(_Result(producer_id=m.producer_id, topics=[
-                _TopicResult(name=name, partitions=ps) for name, ps in by_topic.items()]))
+                _TopicResult(name=name, partitions=ps) for name, ps in topics.items()]))
         written = sum(1 for mine in codes for c in mine.values() if c == ErrorCode.NONE)
         log.debug("WriteTxnMarkers: %d markers, %d partitions written, %d refused", len(markers), written,
                   sum(len(mine) for mine in codes) - written)

@@ -1,7 +1,7 @@
 """Transaction APIs on the wire: AddPartitionsToTxn (v0-3 from producers, v4's batch form
 with `verify_only` from partition leaders), AddOffsetsToTxn, EndTxn, DescribeTransactions,
 ListTransactions. (InitProducerId is in `producer_ids`, TxnOffsetCommit with the group APIs,
-FindCoordinator key type 1 in `group_handlers`.)
+FindCoordinator key type 1 in `group`.)
 
 Each handler decodes the request, refuses what Kafka's KafkaApis refuses before the
 coordinator sees it (unknown topics: UNKNOWN_TOPIC_OR_PARTITION for them and
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from praha.common import TopicPartition
+from praha.common import TopicPartition, by_topic
 from praha.coordinator.group.records import OFFSETS_TOPIC
 from praha.coordinator.transaction.coordinator import TransactionCoordinator
 from praha.coordinator.transaction.metadata import Partition, TxnState
 from praha.errors import ErrorCode
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.txn import (
     AddOffsetsToTxnResponse,
@@ -29,7 +30,7 @@ from praha.protocol.messages.gen.txn import (
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 _APTopic = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 _APPartition = _APTopic.AddPartitionsToTxnPartitionResult
@@ -96,12 +97,11 @@ class TransactionApis:
         r = req.request
         authz = self.broker.authz
         if not authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
-            return AddOffsetsToTxnResponse(throttle_time_ms=0,
-                                           error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            return refusal(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if r.group_id and not authz.group_allowed(req, AclOperation.READ, r.group_id):
-            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if not r.group_id:
-            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_GROUP_ID))
+            return refusal(req, ErrorCode.INVALID_GROUP_ID)
         offsets_partition = (OFFSETS_TOPIC, self.broker.group_coordinator.partition_of(r.group_id))
         code = await self.coordinator.add_partitions(r.transactional_id, r.producer_id, r.producer_epoch,
                                                      [offsets_partition])
@@ -110,7 +110,7 @@ class TransactionApis:
     async def handle_end_txn(self, req: DecodedRequest) -> Any:
         r = req.request
         if not self.broker.authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
-            return EndTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            return refusal(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         code = await self.coordinator.end_txn(r.transactional_id, r.producer_id, r.producer_epoch, bool(r.committed))
         return EndTxnResponse(throttle_time_ms=0, error_code=int(for_version(code, req.api_version)))
 
@@ -124,9 +124,7 @@ class TransactionApis:
                                     transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]))
                 continue
             d = self.coordinator.describe(tid)
-            topics: dict[str, list[int]] = {}
-            for topic, p in d.partitions:
-                topics.setdefault(topic, []).append(p)
+            topics = by_topic(d.partitions)
             out.append(_DTState(error_code=int(d.error), transactional_id=tid, transaction_state=d.state,
                                 transaction_timeout_ms=d.timeout_ms, transaction_start_time_ms=d.start_ms,
                                 producer_id=d.producer_id, producer_epoch=d.producer_epoch,
@@ -151,7 +149,6 @@ class TransactionApis:
 
 
 def _by_topic(results: dict[Partition, ErrorCode]) -> list[Any]:
-    topics: dict[str, list[Any]] = {}
-    for (topic, p), code in results.items():
-        topics.setdefault(topic, []).append(_APPartition(partition_index=p, partition_error_code=int(code)))
+    topics = by_topic((t, _APPartition(partition_index=p, partition_error_code=int(code)))
+                      for (t, p), code in results.items())
     return [_APTopic(name=t, results_by_partition=ps) for t, ps in topics.items()]

@@ -48,7 +48,7 @@ from praha.security.acl import AclOperation
 from praha.zk.admin_zk import BROKERS, GROUPS, TOPICS, alter_config, read_config
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP = 2, 4, 8, 32
 DEFAULT_ENTITY = "<default>"

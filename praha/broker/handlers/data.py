@@ -42,16 +42,17 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.broker.delayed import ProduceWait
-from praha.broker.network import Muted, SegmentedFrame
-from praha.broker.partition import Partition
-from praha.broker.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
-from praha.common import TopicPartition
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.broker.handlers.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
+from praha.broker.network.socket_server import Muted, SegmentedFrame
+from praha.broker.replication.delayed import ProduceWait
+from praha.broker.replication.partition import Partition
+from praha.common import TopicPartition, by_topic
 from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
-from praha.log.log import FileRegion
+from praha.log.slices import FileRegion
+from praha.protocol.error_response import refusal
 from praha.protocol.fetch import FETCH_BY_TOPIC_ID, FetchedPartition, fetch_replica_id, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
@@ -67,8 +68,8 @@ from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
-    from praha.broker.replica_manager import ReplicaManager
+    from praha.broker.handlers.broker_api import Broker
+    from praha.broker.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -195,16 +196,14 @@ class DataApis:
             quota.throttled(throttle)
         if acks == 0:
             return Muted(None, throttle) if throttle else None
-        by_topic: dict[str, list[Any]] = {}
-        for tp, (code, base, start, append_time) in results.items():
+        def answer(tp: TopicPartition, code: int, base: int, start: int, append_time: int) -> Any:
             message, record_errors = refusals.get(tp, (None, []))
-            by_topic.setdefault(tp.topic, []).append(_PP(
-                index=tp.partition, error_code=int(code), base_offset=base,
-                log_append_time_ms=append_time,
-                log_start_offset=start, error_message=message,
-                record_errors=[_PP.BatchIndexAndErrorMessage(i, m) for i, m in record_errors]))
+            return _PP(index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=append_time,
+                       log_start_offset=start, error_message=message,
+                       record_errors=[_PP.BatchIndexAndErrorMessage(i, m) for i, m in record_errors])
+        topics = by_topic((tp.topic, answer(tp, *row)) for tp, row in results.items())
         response = ProduceResponse(
-            responses=[_PR(name=t, partition_responses=ps) for t, ps in by_topic.items()], throttle_time_ms=throttle)
+            responses=[_PR(name=t, partition_responses=ps) for t, ps in topics.items()], throttle_time_ms=throttle)
         return Muted(response, throttle) if throttle else response
 
     @staticmethod
@@ -305,12 +304,10 @@ class DataApis:
                 p = rm.partitions.get(tp)
                 results[tp] = [w.error if w.error is not None else ErrorCode.REQUEST_TIMED_OUT,
                                p.low_watermark() if p is not None and p.is_leader else -1]
-        by_topic: dict[str, list[Any]] = {}
-        for tp, (code, low) in results.items():
-            by_topic.setdefault(tp.topic, []).append(_DRP(partition_index=tp.partition, low_watermark=low,
-                                                         error_code=int(code)))
+        topics = by_topic((tp.topic, _DRP(partition_index=tp.partition, low_watermark=low, error_code=int(code)))
+                          for tp, (code, low) in results.items())
         return DeleteRecordsResponse(throttle_time_ms=0, topics=[_DRT(name=t, partitions=ps)
-                                                                 for t, ps in by_topic.items()])
+                                                                 for t, ps in topics.items()])
 
     # ------------------------------------------------------------------ DescribeLogDirs
     async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
@@ -320,8 +317,7 @@ class DataApis:
         replicas and unknown sizes (-1), as Kafka's."""
         r = req.request
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
-            return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                           results=[])
+            return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         lm = self.rm.log_manager
         wanted: dict[str, set[int]] | None = None
         if r.topics is not None:
@@ -367,17 +363,17 @@ class DataApis:
 
     # ------------------------------------------------------------------ AlterReplicaLogDirs
     async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
-        """Move replicas of this broker to other dirs of it (praha/broker/log_dir_mover.py)."""
-        by_topic: dict[str, list[Any]] = {}
+        """Move replicas of this broker to other dirs of it (praha/broker/replication/log_dir_mover.py)."""
+        answers: list[tuple[str, Any]] = []
         allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER)  # Kafka: Alter on the cluster
         for d in req.request.dirs:
             for t in d.topics:
                 for partition in t.partitions:
                     code = (self.rm.mover.alter(TopicPartition(t.name, partition), d.path) if allowed
                             else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-                    by_topic.setdefault(t.name, []).append(_ARLP(partition_index=partition, error_code=int(code)))
+                    answers.append((t.name, _ARLP(partition_index=partition, error_code=int(code))))
         return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
-            _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
+            _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic(answers).items()])
 
     # ------------------------------------------------------------------ Fetch
     async def handle_fetch(self, req: DecodedRequest) -> Any:
@@ -422,13 +418,12 @@ class DataApis:
         if total:
             self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
-        by_topic: dict[str | uuid.UUID, list[Any]] = {}
         ids = {name: tid for tid, name in names.items()}
-        for tp, pdata in parts:
-            by_topic.setdefault(ids[tp.topic] if by_id else tp.topic, []).append(pdata)
+        topics: dict[str | uuid.UUID, list[Any]] = by_topic(
+            (ids[tp.topic] if by_id else tp.topic, pdata) for tp, pdata in parts)
         for t in unknown:  # Kafka's answer for an id it does not know, partition by partition
-            by_topic[t.topic_id] = [_error_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID) for fp in t.partitions]
-        return EncodedFetchResponse(list(by_topic.items()))
+            topics[t.topic_id] = [_error_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID) for fp in t.partitions]
+        return EncodedFetchResponse(list(topics.items()))
 
     async def _names_of_topic_ids(self, topics: list[Any]) -> tuple[dict[uuid.UUID, str], list[Any]]:
         """The name of each topic a Fetch v13+ names by id, and the topics whose id no topic

@@ -48,17 +48,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from praha.broker.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
-from praha.broker.fetcher import FetcherSettings, ReplicaFetcherManager
-from praha.broker.log_dir_mover import LogDirMover
-from praha.broker.partition import Partition
-from praha.broker.quota import (
+from praha.broker.quotas.replication_quota import (
     NO_THROTTLED_REPLICAS,
     ReplicationQuota,
     ThrottledReplicas,
     parse_rate,
     parse_throttled_replicas,
 )
+from praha.broker.replication.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
+from praha.broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from praha.broker.replication.log_dir_mover import LogDirMover
+from praha.broker.replication.partition import Partition
 from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
 from praha.config import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig
 from praha.errors import ConfigError, ErrorCode
@@ -74,7 +74,7 @@ from praha.protocol.controller_requests import (
 )
 
 if TYPE_CHECKING:
-    from praha.broker.metadata_cache import MetadataCache
+    from praha.broker.replication.metadata_cache import MetadataCache
     from praha.zk.store import ZkStore
 
 log = logging.getLogger(__name__)

@@ -39,8 +39,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Protocol, cast
 
-from praha.broker.authentication import AuthenticationFailed, sasl_authenticate, transport_session
-from praha.broker.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
+from praha.broker.network.authentication import AuthenticationFailed, sasl_authenticate, transport_session
+from praha.broker.network.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
 from praha.errors import ErrorCode, InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import error_response
@@ -72,7 +72,7 @@ class Muted:
 
 
 class RequestThrottler(Protocol):
-    """What the socket server needs of the request-time quota (`praha.broker.throttling`)."""
+    """What the socket server needs of the request-time quota (`praha.broker.network.throttling`)."""
 
     @property
     def active(self) -> bool: ...
@@ -374,7 +374,7 @@ class FrameConnection(asyncio.BufferedProtocol):
 
 
 class ApiTable(Protocol):
-    """What the socket server needs of the broker's API table (`praha.broker.handlers`)."""
+    """What the socket server needs of the broker's API table (`praha.broker.handlers.routes`)."""
 
     @property
     def handlers(self) -> Mapping[int, Callable[[DecodedRequest], Awaitable[Any]]]: ...

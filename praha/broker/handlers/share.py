@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from praha.broker.authorization import NOT_REQUESTED
-from praha.broker.heartbeat_answers import heartbeat_answer, heartbeat_refusal
-from praha.broker.share_partition import AckBatch
-from praha.broker.share_session import SessionDecision
-from praha.common import TopicPartition, now_ms
+from praha.broker.handlers.authorization import NOT_REQUESTED
+from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
+from praha.broker.share.partition import AckBatch
+from praha.broker.share.session import SessionDecision
+from praha.common import TopicPartition, by_topic, now_ms
 from praha.coordinator.group.share.heartbeat import ShareHeartbeat
 from praha.coordinator.group.share.model import Assignment, ShareGroup
 from praha.coordinator.group.share.offsets import UNINITIALIZED, Refusal, group_refusal, lag, start_offset_refusal
@@ -37,7 +37,7 @@ from praha.security.acl import AclOperation, ResourceType
 from praha.zk.share_state import ShareSnapshot, ShareStateStore
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
@@ -189,25 +189,26 @@ class ShareApis:
                       acks: dict[TopicPartition, tuple[ErrorCode, str | None]],
                       unknown: list[tuple[uuid.UUID, int]]) -> Any:
         ids = self.broker.metadata_cache.topic_ids
-        by_topic: dict[uuid.UUID, list[Any]] = {}
+        answers: list[tuple[uuid.UUID, Any]] = []
         for tp in sorted(set(got) | set(acks)):
             records, ranges, code = got.get(tp, (b"", (), ErrorCode.NONE))
             ack_code, ack_msg = acks.get(tp, (ErrorCode.NONE, None))
-            by_topic.setdefault(ids.get(tp.topic, uuid.UUID(int=0)), []).append(_FP(
+            answers.append((ids.get(tp.topic, uuid.UUID(int=0)), _FP(
                 partition_index=tp.partition, error_code=int(code), error_message=None,
                 acknowledge_error_code=int(ack_code), acknowledge_error_message=ack_msg,
                 current_leader=self._leader(tp, code), records=records,
                 acquired_records=[_FP.AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
-                                                      delivery_count=a.delivery_count) for a in ranges]))
+                                                      delivery_count=a.delivery_count) for a in ranges])))
         for tid, p in unknown:
-            by_topic.setdefault(tid, []).append(_FP(
+            answers.append((tid, _FP(
                 partition_index=p, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), error_message=None,
                 acknowledge_error_code=0, acknowledge_error_message=None,
-                current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[]))
+                current_leader=_FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b"", acquired_records=[])))
         return ShareFetchResponse(
             throttle_time_ms=0, error_code=0, error_message=None,
             acquisition_lock_timeout_ms=self.broker.share_manager.config_for(group).partition.lock_duration_ms,
-            responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()], node_endpoints=[])
+            responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic(answers).items()],
+            node_endpoints=[])
 
     def _leader(self, tp: TopicPartition, code: ErrorCode) -> Any:
         if code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
@@ -231,13 +232,11 @@ class ShareApis:
         if d.closing:
             await self.broker.share_manager.release(group, member, d.session.partitions)
         ids = self.broker.metadata_cache.topic_ids
-        by_topic: dict[uuid.UUID, list[Any]] = {}
-        for tp, (code, msg) in sorted(acks.items()):
-            by_topic.setdefault(ids.get(tp.topic, uuid.UUID(int=0)), []).append(_AP(
-                partition_index=tp.partition, error_code=int(code), error_message=msg,
-                current_leader=_AP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+        topics = by_topic((ids.get(tp.topic, uuid.UUID(int=0)), _AP(
+            partition_index=tp.partition, error_code=int(code), error_message=msg,
+            current_leader=_AP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))) for tp, (code, msg) in sorted(acks.items()))
         return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=0, error_message=None,
-                                        responses=[_AT(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+                                        responses=[_AT(topic_id=t, partitions=ps) for t, ps in topics.items()],
                                         node_endpoints=[])
 
 

@@ -8,11 +8,11 @@ may touch the metadata cache and replica manager directly; anything that blocks
 (ZooKeeper, disk-heavy work) goes to an executor or to the controller's event thread.
 
 The handlers are grouped by what they need (one class each): the metadata cache
-(`metadata_handlers`), the controller's requests (`controller_handlers`), the data path
-(`data_handlers`), the controller-side admin APIs (`admin_handlers`), producer ids
-(`producer_ids`), consumer groups (`group_handlers`), transactions (`txn_handlers`),
-configs (`config_handlers`), client quotas (`quota_handlers`), transaction markers from a
-transaction coordinator (`txn_marker_handlers`), ACLs and SCRAM credentials (`security_handlers`).
+(`metadata`), the controller's requests (`controller`), the data path
+(`data`), the controller-side admin APIs (`admin`), producer ids
+(`producer_ids`), consumer groups (`group`), transactions (`txn`),
+configs (`config`), client quotas (`quota`), transaction markers from a
+transaction coordinator (`txn_marker`), ACLs and SCRAM credentials (`security`).
 """
 from __future__ import annotations
 
@@ -20,28 +20,28 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from praha.broker.admin_handlers import AdminApis
-from praha.broker.config_handlers import ConfigApis
-from praha.broker.consumer_group_handlers import ConsumerGroupApis
-from praha.broker.controller_handlers import ControllerApis
-from praha.broker.data_handlers import DataApis
-from praha.broker.group_handlers import GroupApis
-from praha.broker.metadata_handlers import MetadataApis
-from praha.broker.producer_ids import ProducerIdApis
-from praha.broker.quota_handlers import QuotaApis
-from praha.broker.security_handlers import SecurityApis
-from praha.broker.share_handlers import ShareApis
-from praha.broker.txn_handlers import TransactionApis
-from praha.broker.txn_marker_handlers import TxnMarkerApis
+from praha.broker.handlers.admin import AdminApis
+from praha.broker.handlers.config import ConfigApis
+from praha.broker.handlers.consumer_group import ConsumerGroupApis
+from praha.broker.handlers.controller import ControllerApis
+from praha.broker.handlers.data import DataApis
+from praha.broker.handlers.group import GroupApis
+from praha.broker.handlers.metadata import MetadataApis
+from praha.broker.handlers.producer_ids import ProducerIdApis
+from praha.broker.handlers.quota import QuotaApis
+from praha.broker.handlers.security import SecurityApis
+from praha.broker.handlers.share import ShareApis
+from praha.broker.handlers.txn import TransactionApis
+from praha.broker.handlers.txn_marker import TxnMarkerApis
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
+from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 Handler = Callable[[DecodedRequest], Awaitable[Any]]
 
@@ -126,11 +126,10 @@ class RequestHandlers:
     async def handle_sasl_handshake(self, req: DecodedRequest) -> Any:
         """Only an unauthenticated SASL connection may hand-shake (`authentication`); here
         the connection is authenticated already or not SASL at all: Kafka's answer."""
-        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+        return refusal(req, ErrorCode.ILLEGAL_SASL_STATE)
 
     async def handle_sasl_authenticate(self, req: DecodedRequest) -> Any:
-        return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, session_lifetime_ms=0, auth_bytes=b"",
-                                        error_message="SaslAuthenticate outside a SASL handshake")
+        return refusal(req, ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate outside a SASL handshake")
 
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID

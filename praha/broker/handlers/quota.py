@@ -23,7 +23,7 @@ from praha.zk.quota_entities import QuotaOp, entity_from_wire, filter_from_wire
 from praha.zk.quota_zk import alter_client_quotas, describe_client_quotas
 
 if TYPE_CHECKING:
-    from praha.broker.broker_api import Broker
+    from praha.broker.handlers.broker_api import Broker
 
 log = logging.getLogger(__name__)
 
