@@ -222,6 +222,7 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             env.stop_cluster()
             if not interrupted:  # every log dir, before any tmpfs one is unmounted
                 replica_divergent = inv.check_replicas(env.log_dirs(), assignments, final, timeline)
+                inv.describe_copies(env.log_dirs(), final)
         except Exception:  # noqa: BLE001 - reported as -1; close() must still run
             log.exception("comparing the replicas on disk failed")
         finally:

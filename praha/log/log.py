@@ -147,6 +147,8 @@ class Log:
         self._flush_future: Future[None] | None = None
         self._generation = 0  # bumped by truncations so a late background flush cannot raise the recovery point
         self._closed = False
+        #: the first I/O error of this log: every later operation is refused with it (see io_error)
+        self._failed: str | None = None
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
@@ -624,10 +626,20 @@ class Log:
 
     def io_error(self, what: str, e: OSError) -> LogStorageError:
         """An I/O error of the disk (also one a reader of this log's files hit): the owner hears
-        of it first (the dir goes offline); returns the KAFKA_STORAGE_ERROR to raise."""
+        of it first (the dir goes offline); returns the KAFKA_STORAGE_ERROR to raise.
+
+        From then on the log refuses everything with KAFKA_STORAGE_ERROR, at once and before
+        any producer check, as Kafka does for a log of an offline dir: the owner takes the
+        dir offline only on its loop's next turn, and a producer's next pipelined batch
+        must not be judged meanwhile against a state that lacks the failed one (it would be
+        OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps its epoch and renumbers every
+        unacknowledged record, also records already appended elsewhere: seed 210)."""
+        reason = f"{what} {self.dir} failed: {e}"
+        if self._failed is None:
+            self._failed = reason
         if self._on_io_error is not None:
             self._on_io_error(e)
-        return LogStorageError(f"{what} {self.dir} failed: {e}")
+        return LogStorageError(reason)
 
     def _chunks(self, headers: Sequence[BatchHeader]) -> list[Sequence[BatchHeader]]:
         """Split an append where a batch would overflow the segment it lands in, so leader
@@ -701,8 +713,7 @@ class Log:
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_batch: bool = True
     ) -> LogSlice:
         """Locate whole batches from `start_offset` without reading them (see module doc)."""
-        if self._closed:
-            raise LogStorageError(f"log {self.dir} is closed")
+        self._check_open()
         leo = self._leo  # read before the segment list, so the list covers it
         log_start = self._log_start
         segments, bases = self._view
@@ -1034,5 +1045,7 @@ class Log:
         return self._closed
 
     def _check_open(self) -> None:
+        if self._failed is not None:
+            raise LogStorageError(f"log {self.dir} failed earlier: {self._failed}")
         if self._closed:
             raise LogStorageError(f"log {self.dir} is closed")

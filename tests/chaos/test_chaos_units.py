@@ -84,6 +84,46 @@ def test_a_record_stored_twice_is_a_violation_with_idempotent_producers():
     assert [v.invariant for v in tl.violations] == ["duplicated"]
 
 
+def test_seed_210_each_copy_of_a_duplicate_names_its_producer_epoch_and_sequence(tmp_path):
+    """Seed 210's duplicates were told apart only by hand from the segment files: the first
+    copies were producer 0, epoch 1, sequences 2254-2255, the second ones epoch 2, sequences
+    0-1 — librdkafka's resend after an epoch bump, which no leader can recognise, not a retry
+    appended twice. The violation now names each copy's batch, read from a replica's files."""
+    from praha.log.records import encode_records
+
+    d = tmp_path / "broker-4" / "t-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(
+        encode_records(0, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=1, base_sequence=2254, leader_epoch=26)
+        + encode_records(1, [(None, b"p0-30768", 1)], producer_id=1000, producer_epoch=0, base_sequence=9)
+        + encode_records(2, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=2, base_sequence=0, leader_epoch=26))
+    final = final_read({0: "p1-30762", 1: "p0-30768", 2: "p1-30762"})
+    inv.describe_copies({4: [tmp_path / "broker-4"]}, final)
+    ledger, tl = ledger_with({"p1-30762": (0, 2), "p0-30768": (0, 1)})
+    f = inv.check_records(ledger, final, HwState(), tl)
+    assert f.duplicated == 1
+    copies = f.duplicated_examples["p1-30762"]["batches"]
+    assert [(c["offset"], c["producer_id"], c["producer_epoch"], c["base_sequence"]) for c in copies] == [
+        (0, 0, 1, 2254), (2, 0, 2, 0)]
+    [v] = tl.violations  # the client's resend is its own kind; the same epoch twice stays the leader's
+    assert v.invariant == "duplicated_client_resend" and "p1-30762" in v.details["examples"]
+
+
+def test_a_duplicate_under_one_producer_epoch_stays_the_leaders_violation(tmp_path):
+    from praha.log.records import encode_records
+
+    d = tmp_path / "broker-1" / "t-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(
+        encode_records(0, [(None, b"p1-7", 1)], producer_id=0, producer_epoch=1, base_sequence=7)
+        + encode_records(1, [(None, b"p1-7", 1)], producer_id=0, producer_epoch=1, base_sequence=7))
+    final = final_read({0: "p1-7", 1: "p1-7"})
+    inv.describe_copies({1: [tmp_path / "broker-1"]}, final)
+    ledger, tl = ledger_with({"p1-7": (0, 1)})
+    assert inv.check_records(ledger, final, HwState(), tl).duplicated == 1
+    assert [v.invariant for v in tl.violations] == ["duplicated"]
+
+
 def test_acknowledgements_out_of_send_order_are_a_nonmonotonic_send():
     ledger, tl = ledger_with({"p0-0": (0, 1), "p0-1": (0, 0)})
     f = inv.check_records(ledger, final_read({0: "p0-1", 1: "p0-0"}), HwState(), tl)

@@ -178,3 +178,36 @@ def test_snapshots_follow_truncation_and_a_crash(open_log):
         assert crashed.append_as_leader(idem_batch(3, retry_from, tag=b"y" * 60), 1).duplicate
     finally:
         crashed.close()
+
+
+def test_after_an_io_error_the_next_batch_is_a_storage_error_not_out_of_order_seed_210(open_log, monkeypatch):
+    """Seed 210: a full disk failed a producer's batch; its next pipelined batch reached the
+    same log before the broker's loop took the dir offline and was judged against a state
+    lacking the failed one: OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps its epoch
+    and re-sends every unacknowledged record (some already appended elsewhere) under new
+    sequence numbers. Kafka refuses every operation of a failed dir's log before any
+    producer check: KAFKA_STORAGE_ERROR, which librdkafka retries with the same sequences."""
+    import errno
+
+    from praha.log import LogStorageError
+    from praha.log.segment import LogSegment
+
+    told: list[OSError] = []
+    lg = open_log("full-0", on_io_error=told.append)
+    assert lg.append_as_leader(idem_batch(4, 0), 1).record_count == 2  # sequences 0-1
+    real_append = LogSegment.append
+
+    def disk_full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LogSegment, "append", disk_full)
+    with pytest.raises(LogStorageError) as first:
+        lg.append_as_leader(idem_batch(4, 2), 1)  # sequences 2-3: the write fails
+    assert first.value.code == ErrorCode.KAFKA_STORAGE_ERROR and len(told) == 1
+    monkeypatch.setattr(LogSegment, "append", real_append)  # even if the disk had room again
+    with pytest.raises(LogStorageError) as second:
+        lg.append_as_leader(idem_batch(4, 4), 1)  # the next pipelined batch, sequences 4-5
+    assert second.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+    with pytest.raises(LogStorageError):
+        lg.read_slice(0, 1 << 20)  # reads too, as for a log of an offline dir
+    assert lg.log_end_offset == 2
