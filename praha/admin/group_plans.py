@@ -12,7 +12,7 @@ import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 
 from praha.common import TopicPartition
@@ -104,7 +104,7 @@ def parse_datetime_ms(text: str) -> int:
         moment = datetime.fromisoformat(iso)
     except ValueError as e:
         raise GroupInputError(f"Error parsing timestamp '{text}': {e}") from None
-    return int(moment.astimezone(timezone.utc).timestamp() * 1000)
+    return int(moment.astimezone(UTC).timestamp() * 1000)
 
 
 _DURATION = re.compile(

@@ -20,9 +20,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.chaos import invariants as inv
 from praha.chaos import leftovers

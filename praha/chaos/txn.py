@@ -17,9 +17,10 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.chaos.access import ClientAccess, process_arguments
 from praha.chaos.environment import wait_until

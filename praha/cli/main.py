@@ -19,8 +19,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.cli.options import CliError, _key_value, add_cluster_options
 from praha.errors import PrahaError

@@ -116,7 +116,7 @@ class ClusterState:
         return json.dumps(d, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "ClusterState":
+    def from_json(cls, text: str) -> ClusterState:
         d = json.loads(text)
         brokers = {int(k): BrokerProcess(**v) for k, v in d.pop("brokers").items()}
         return cls(brokers=brokers, **d)

@@ -348,7 +348,7 @@ class BrokerConfig:
         return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
 
     @classmethod
-    def from_dict(cls, props: dict[str, str]) -> "BrokerConfig":
+    def from_dict(cls, props: dict[str, str]) -> BrokerConfig:
         by_key = cls.keys()
         values: dict[str, Any] = {}
         settings: dict[str, str] = {}
@@ -378,11 +378,11 @@ class BrokerConfig:
         return cfg
 
     @classmethod
-    def from_properties(cls, text: str) -> "BrokerConfig":
+    def from_properties(cls, text: str) -> BrokerConfig:
         return cls.from_dict(parse_properties(text))
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "BrokerConfig":
+    def from_file(cls, path: str | Path) -> BrokerConfig:
         try:
             text = Path(path).read_text()
         except OSError as e:

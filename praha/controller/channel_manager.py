@@ -12,8 +12,8 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from praha.common import BrokerInfo
 from praha.controller.request_batch import ResponseCallback

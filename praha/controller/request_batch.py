@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Protocol, cast
+from typing import Any, Protocol, cast
 
 from praha.common import (
     EPOCH_DURING_DELETE,

@@ -19,8 +19,9 @@ after itself, so a batch is batchLength + 12 bytes long.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence, cast
+from typing import NamedTuple, cast
 
 from crc32c import crc32c
 

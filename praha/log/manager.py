@@ -37,8 +37,8 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Mapping
 
 from praha.common import TopicPartition
 from praha.log.checkpoints import (

@@ -178,7 +178,7 @@ class ProducerStateTable:
         return out
 
     @classmethod
-    def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> "ProducerStateTable":
+    def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> ProducerStateTable:
         table = cls()
         for e in entries:
             entry = table.producers[e.producer_id] = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch,

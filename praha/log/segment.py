@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 from praha.log.batch import (
     HEADER_SIZE,
@@ -124,7 +124,7 @@ class LogSegment:
 
     # -- creation ----------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> "LogSegment":
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> LogSegment:
         """A new empty segment (any stale files with the same name are emptied)."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -136,7 +136,7 @@ class LogSegment:
 
     @classmethod
     def create_with_suffix(cls, directory: str, base_offset: int, index_interval_bytes: int,
-                           suffix: str) -> "LogSegment":
+                           suffix: str) -> LogSegment:
         """A new empty segment whose three files carry `suffix` (the cleaner's `.cleaned`)."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX)) + suffix
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -162,7 +162,7 @@ class LogSegment:
             self.path = target
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, index_interval_bytes: int) -> "LogSegment":
+    def open(cls, directory: str, base_offset: int, index_interval_bytes: int) -> LogSegment:
         """Open existing files. Index problems found cheaply here (missing file, torn size,
         last entry beyond the log) set `index_suspect`; the log then recovers the segment."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))

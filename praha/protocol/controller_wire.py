@@ -315,7 +315,7 @@ class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest):
     _materialized: bool
 
     @classmethod
-    def of(cls, req: LeaderAndIsrRequestData) -> "_LazyLeaderAndIsrRequest":
+    def of(cls, req: LeaderAndIsrRequestData) -> _LazyLeaderAndIsrRequest:
         msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
                   broker_epoch=req.broker_epoch)
         del msg.topic_states, msg.live_leaders  # unset slots: reading them materialises (__getattr__)
@@ -360,7 +360,7 @@ class SharedPartitions(list[Any]):
     """A partition list that several requests of one batch carry (see above)."""
 
     __slots__ = ("_wire",)
-    _wire: "_SharedUpdateMetadata"
+    _wire: _SharedUpdateMetadata
 
 
 class _SharedUpdateMetadata:
@@ -379,7 +379,7 @@ class _SharedUpdateMetadata:
                 self._fields = (_um_topic_states(self.partitions), _um_brokers(self.live_brokers))
             return self._fields
 
-    def body(self, msg: "_SharedUpdateMetadataRequest") -> bytes:
+    def body(self, msg: _SharedUpdateMetadataRequest) -> bytes:
         """`msg` encoded at UPDATE_METADATA_VERSION (the first call encodes, later ones patch)."""
         with self._lock:
             cached = self._body
@@ -407,7 +407,7 @@ class _SharedUpdateMetadataRequest(UpdateMetadataRequest):
     _materialized: bool
 
     @classmethod
-    def of(cls, req: UpdateMetadataRequestData, shared: _SharedUpdateMetadata) -> "_SharedUpdateMetadataRequest":
+    def of(cls, req: UpdateMetadataRequestData, shared: _SharedUpdateMetadata) -> _SharedUpdateMetadataRequest:
         msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
                   broker_epoch=req.broker_epoch)
         del msg.topic_states, msg.live_brokers  # unset slots: reading them materialises (__getattr__)

@@ -41,7 +41,7 @@ class SslSettings:
     endpoint_identification_algorithm: str = "https"
 
     @classmethod
-    def from_lookup(cls, value: Callable[[str], str]) -> "SslSettings":
+    def from_lookup(cls, value: Callable[[str], str]) -> SslSettings:
         """Built from `value(<kafka key>)` (a listener's view of the broker's settings)."""
         return cls(**{name: value("ssl." + name.replace("_", ".")) for name in cls.__dataclass_fields__})
 

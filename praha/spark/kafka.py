@@ -55,7 +55,7 @@ AUTHORIZATION_FAILED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCod
                                   ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
 
 
-def not_authorized(operation: str, topic: str, client: "ClusterClient | None" = None) -> AccessError:
+def not_authorized(operation: str, topic: str, client: ClusterClient | None = None) -> AccessError:
     user = f" as User:{client.security.username}" if client is not None and client.security.username else ""
     return AccessError(f"Not authorized to {operation} topic {topic}{user} (TOPIC_AUTHORIZATION_FAILED): "
                        f"grant it with `praha acls --add --allow-principal User:NAME --operation {operation} "

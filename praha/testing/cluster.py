@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.testing.zookeeper import delete_chroot, unique_chroot

@@ -9,7 +9,8 @@ that wrongly succeeded would not change the cluster for the next one.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka.protocol.admin import AlterClientQuotasRequest as AQ

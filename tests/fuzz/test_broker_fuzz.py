@@ -98,7 +98,7 @@ def exchange(port: int, data: bytes, close_after_send: bool = False) -> tuple[st
             if body is None or size < 4:
                 return "closed", None
             return "answer", struct.unpack(">i", body[:4])[0]
-        except socket.timeout:
+        except TimeoutError:
             return "silent", None
         except OSError:
             return "closed", None

@@ -38,7 +38,7 @@ def served(s: socket.socket) -> bool:
             return False
         size = struct.unpack(">i", head)[0]
         return len(s.recv(size, socket.MSG_WAITALL)) == size
-    except (ConnectionError, socket.timeout):
+    except (TimeoutError, ConnectionError):
         return False
 
 
@@ -48,7 +48,7 @@ def closed_by_broker(s: socket.socket, within: float) -> float | None:
     t = time.monotonic()
     try:
         return time.monotonic() - t if s.recv(1) == b"" else None
-    except socket.timeout:
+    except TimeoutError:
         return None
     except ConnectionError:
         return time.monotonic() - t

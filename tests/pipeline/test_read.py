@@ -57,7 +57,7 @@ def test_batch_read_returns_every_record_once_with_kafka_schema(spark, pipeline,
         assert row.key == rec["key"]
         assert row.topic == topic
         assert row.partition == rec["partition"]
-        assert row.timestamp == dt.datetime.fromtimestamp(rec["timestamp"] / 1000, dt.timezone.utc).replace(tzinfo=None)
+        assert row.timestamp == dt.datetime.fromtimestamp(rec["timestamp"] / 1000, dt.UTC).replace(tzinfo=None)
         assert row.timestampType == 0
         assert [(h.key, h.value) for h in row.headers] == rec["headers"]
     # offsets per partition are 0..n-1 and follow the produce order
