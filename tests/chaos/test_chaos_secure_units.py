@@ -81,7 +81,8 @@ def test_credentials_reach_a_client_process_in_a_private_file_not_its_command_li
 
 def test_secure_campaign_config():
     cfg = CampaignConfig(netns=True, secure=True, workload="txn")
-    assert cfg.zk_acls and "forged_zk_write" in cfg.effective_kinds()
+    assert cfg.zk_acls
+    assert "forged_zk_write" in cfg.effective_kinds()
     assert "forged_zk_write" not in CampaignConfig(netns=True).effective_kinds()
     with pytest.raises(ValueError, match="--secure already secures ZooKeeper"):
         CampaignConfig(secure=True, secure_zookeeper=True).validate()

@@ -28,6 +28,7 @@ def test_secure_campaign_refuses_every_forged_zookeeper_write(tmp_path):
                              "--group-members", "0", "--session-timeout-ms", "3000", timeout=600)
     faults = json.loads(open(head["report"]).read())["faults"]
     forged = [f for f in faults if f["kind"] == "forged_zk_write"]
-    assert forged and all(f["ok"] and set(f["details"]["answers"].values()) == {"NoAuth"} for f in forged), output
+    assert forged, output
+    assert all(f["ok"] and set(f["details"]["answers"].values()) == {"NoAuth"} for f in forged), output
     assert "forged_zk_write_accepted" not in head["violation_kinds"], output
     judge(head, output)

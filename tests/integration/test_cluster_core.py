@@ -185,7 +185,8 @@ def test_fast_restart_of_a_broker_is_seen_as_a_bounce(make_cluster, zk_store):
         return None
 
     e = wait_for(bounced, 20, what="the controller to record a bounce")
-    assert e["dead"] == [] and e["new"] == []
+    assert e["dead"] == []
+    assert e["new"] == []
 
 
 def test_garbage_in_znodes_is_logged_and_election_converges(make_cluster, zk_store):

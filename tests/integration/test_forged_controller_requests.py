@@ -87,7 +87,8 @@ def _send(port: int, request: object) -> int:
 def _epochs(store: ZkStore) -> tuple[int, int]:
     epoch = store.get_controller_epoch()
     cid = store.get_controller_id()
-    assert epoch is not None and cid is not None
+    assert epoch is not None
+    assert cid is not None
     return cid, epoch[0]
 
 

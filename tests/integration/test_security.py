@@ -202,7 +202,8 @@ def test_registration_has_every_endpoint_as_kafka_writes_it(secure):
         "PLAINTEXT": "PLAINTEXT", "INTERNAL": "SSL", "SSL": "SSL", "SASL_SSL": "SASL_SSL",
         "SASL_PLAINTEXT": "SASL_PLAINTEXT"}
     assert reg["endpoints"][1:] == [f"{n}://127.0.0.1:{ports[n]}" for n in LISTENERS]
-    assert reg["endpoints"][0].startswith("PLAINTEXT://127.0.0.1:") and reg["port"] > 0
+    assert reg["endpoints"][0].startswith("PLAINTEXT://127.0.0.1:")
+    assert reg["port"] > 0
 
 
 def test_metadata_answers_the_listener_the_client_came_through(secure):

@@ -61,5 +61,6 @@ def test_streaming_table_and_materialized_view_from_a_topic(pipeline, topic_name
     pipeline.produce(topic_name, [{"key": p.encode(), "value": b"w%d" % i} for i, p in enumerate(more)])
     run()
     raw = _table(project, "pageviews_raw")
-    assert len(raw) == 250 and len({(r["partition"], r["offset"]) for r in raw}) == 250
+    assert len(raw) == 250
+    assert len({(r["partition"], r["offset"]) for r in raw}) == 250
     assert {r["page"]: r["count"] for r in _table(project, "pageviews_per_page")} == dict(Counter(pages + more))

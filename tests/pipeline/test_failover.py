@@ -112,7 +112,8 @@ def test_leader_killed_in_the_middle_of_a_streaming_query(spark, pipeline, topic
         assert {v for _, _, v in expect} >= {"s-%05d" % i for i in range(total)}
         wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= len(topic), 120,
                  what="the query to catch up")
-        assert q.isActive and q.exception() is None
+        assert q.isActive
+        assert q.exception() is None
     finally:
         q.stop()
         if victim >= 0:

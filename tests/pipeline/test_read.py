@@ -128,7 +128,8 @@ def test_bad_read_options_fail_at_analysis_naming_the_option(spark, pipeline, wr
     with pytest.raises(AnalysisException) as info:
         _read(spark, pipeline, **options).collect()
     message = str(info.value)
-    assert "praha data source option" in message and f"'{named}'" in message, message
+    assert "praha data source option" in message, message
+    assert f"'{named}'" in message, message
 
 
 def test_unknown_topic_without_fail_on_data_loss_reads_nothing(spark, pipeline, written):

@@ -149,7 +149,8 @@ def test_exactly_once_query_through_a_leader_kill(spark, secure, tmp_path, capsy
         pt.join(180)
         assert produced.is_set(), "the producer did not finish"
         _through(q, total, 240)
-        assert q.isActive and q.exception() is None, q.exception()
+        assert q.isActive, q.exception()
+        assert q.exception() is None, q.exception()
     finally:
         q.stop()
         pt.join(60)
@@ -161,7 +162,8 @@ def test_exactly_once_query_through_a_leader_kill(spark, secure, tmp_path, capsy
     # the password is in no plan and no checkpoint file
     password = secure.setup.admin_password
     plan = capsys.readouterr().out
-    assert "== Physical Plan ==" in plan and password not in plan
+    assert "== Physical Plan ==" in plan
+    assert password not in plan
     for f in ck.rglob("*"):
         if f.is_file():
             assert password.encode() not in f.read_bytes(), f
@@ -213,5 +215,6 @@ def test_bad_options_fail_at_load_without_the_secret(spark, secure, change, opti
             _reader(spark, options, stream=stream, subscribe="acl-allowed")
         text = str(e.value)
         assert option in text
-        assert "Not-The-Pa55word" not in text and secure.setup.admin_password not in text
+        assert "Not-The-Pa55word" not in text
+        assert secure.setup.admin_password not in text
     assert set(tracker.getJobIdsForGroup(None)) == jobs_before  # no task ran

@@ -44,7 +44,8 @@ def test_streaming_sink_writes_every_micro_batch(spark, pipeline, topic_name, tm
          .selectExpr("key", "upper(cast(value as string)) as value")
          .writeStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap).option("topic", dst)
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-    assert q.awaitTermination(120) and q.exception() is None
+    assert q.awaitTermination(120)
+    assert q.exception() is None
     values = sorted(r.value.decode() for r in _read_back(spark, pipeline, dst).collect())
     assert values == sorted("M-%d" % i for i in range(400))
 

@@ -58,6 +58,7 @@ def test_a_job_submitted_with_praha_as_py_files_reads_and_writes(cluster, pipeli
     assert report["read"] == values
     assert report["executors"] == 2
     assert "praha.zip" in report["driver_praha"], report
-    assert report["executor_praha"] and all("praha.zip" in f for f in report["executor_praha"]), report
+    assert report["executor_praha"], report
+    assert all("praha.zip" in f for f in report["executor_praha"]), report
     got = pipeline.values(dst, 2 * len(values))
     assert sorted(got) == sorted([v.upper() for v in values] + [f"s-{v}" for v in values])

@@ -107,7 +107,9 @@ def test_data_removed_by_retention_fails_or_is_skipped(spark, pipeline, topic_na
     with pytest.raises(Exception, match="failOnDataLoss"):
         read.load().count()
     rows = read.option("failOnDataLoss", "false").load().select("offset").collect()
-    assert rows and min(r.offset for r in rows) >= start and max(r.offset for r in rows) == 299
+    assert rows
+    assert min(r.offset for r in rows) >= start
+    assert max(r.offset for r in rows) == 299
 
 
 def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name):
@@ -129,7 +131,8 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
         wait_for(lambda: not queries["true"].isActive, 60, what="the failOnDataLoss=true query to fail")
         assert "failOnDataLoss" in str(queries["true"].exception())
         time.sleep(2)
-        assert queries["false"].isActive and queries["false"].exception() is None
+        assert queries["false"].isActive
+        assert queries["false"].exception() is None
     finally:
         for q in queries.values():
             q.stop()
@@ -163,7 +166,8 @@ def test_min_offsets_per_trigger_holds_a_batch_back_until_enough_or_the_delay(pi
         released = wait_for(lambda: (o := reader.latestOffset(first, limit)) != first and o, 60, interval=0.2,
                             what="maxTriggerDelay to release the batch")
         # never before maxTriggerDelay after the last batch (a semantic bound, not a speed check)
-        assert time.monotonic() - first_at >= 4.0 and total(released) == 30
+        assert time.monotonic() - first_at >= 4.0
+        assert total(released) == 30
         pipeline.produce(topic_name, _values(30, 140, 2))
         assert total(reader.latestOffset(released, limit)) == 140  # 110 new >= 100: at once
     finally:

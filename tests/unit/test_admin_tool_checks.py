@@ -68,7 +68,8 @@ class TestPlanNewPartitions:
 
     def test_keeps_the_replication_factor(self):
         got = plan_new_partitions("t", self.current, 5, {1, 2, 3})
-        assert sorted(got) == [3, 4] and all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
+        assert sorted(got) == [3, 4]
+        assert all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
 
     @pytest.mark.parametrize("given", [[(1, 2), (2, 3), (3, 1), (1, 3), (2, 1)], [(1, 3), (2, 1)]])
     def test_manual_assignment_of_all_or_only_the_new_partitions(self, given):
@@ -431,7 +432,8 @@ def test_alter_reassignments_checks_then_calls_the_flow(version):
 def test_alter_and_list_reassignments_on_a_non_controller():
     apis = AdminApis(fake_broker(FakeController(acting=False)))
     response = call(apis, "handle_alter_partition_reassignments", alter_request({("t", 0): [1]}), 0)
-    assert response.error_code == ErrorCode.NOT_CONTROLLER and response.responses == []
+    assert response.error_code == ErrorCode.NOT_CONTROLLER
+    assert response.responses == []
     response = call(apis, "handle_list_partition_reassignments", ListPartitionReassignmentsRequest(timeout_ms=100), 0)
     assert response.error_code == ErrorCode.NOT_CONTROLLER
 

@@ -201,7 +201,9 @@ def test_proto_text_parses_to_a_usable_descriptor():
     o.at.seconds = 5
     o.note = "n"
     back = Order.FromString(o.SerializeToString())
-    assert back.lines[0].qty == 2 and back.tags["k"] == 7 and back.WhichOneof("payment") == "card"
+    assert back.lines[0].qty == 2
+    assert back.tags["k"] == 7
+    assert back.WhichOneof("payment") == "card"
     assert back.HasField("note")
 
 

@@ -107,7 +107,8 @@ def test_soft_then_permanent_deletes(reg):
     call(reg, "POST", "/subjects/t/versions", enum("A"))
     call(reg, "DELETE", "/subjects/t/versions/1")
     again = call(reg, "POST", "/subjects/t/versions", enum("C"))[1]
-    assert again["version"] == 2 and again["id"] > 2
+    assert again["version"] == 2
+    assert again["id"] > 2
 
 
 def test_references(reg):
@@ -168,7 +169,8 @@ def test_records_are_confluents_format(reg):
     assert json.loads(v1) == {"subject": "s", "version": 1, "id": 1, "schema": enum("A")["schema"], "deleted": False}
     assert json.loads(k2) == {"keytype": "CONFIG", "subject": None, "magic": 0}
     assert json.loads(v2) == {"compatibilityLevel": "FULL"}
-    assert decode_schema_value(v1).id == 1 and Key.decode(k1) == Key(KeyType.SCHEMA, "s", 1)
+    assert decode_schema_value(v1).id == 1
+    assert Key.decode(k1) == Key(KeyType.SCHEMA, "s", 1)
     assert Key.decode(b"not json") is None
 
 

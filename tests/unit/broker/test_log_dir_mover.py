@@ -47,16 +47,19 @@ def test_the_future_log_follows_appends_truncations_and_the_log_start(tmp_path):
     steps = 0
     while not LogDirMover._copy_step(current, future):
         steps += 1
-    assert steps > 0 and future.log_end_offset == current.log_end_offset == 90
+    assert steps > 0
+    assert future.log_end_offset == current.log_end_offset == 90
     assert future.read(0, 1 << 20).data == current.read(0, 1 << 20).data[:len(future.read(0, 1 << 20).data)]
     # the current log is truncated and written again under a new epoch: the copy follows
     current.truncate_to(45)
     current.append_as_leader(make_batch(5), leader_epoch=7)
     while not LogDirMover._copy_step(current, future):
         pass
-    assert future.log_end_offset == 50 and future.end_offset_for_epoch(7) == current.end_offset_for_epoch(7)
+    assert future.log_end_offset == 50
+    assert future.end_offset_for_epoch(7) == current.end_offset_for_epoch(7)
     # retention moved the log start past everything copied
     current.increment_log_start_offset(50)
-    assert LogDirMover._copy_step(current, future) and future.log_start_offset == 50
+    assert LogDirMover._copy_step(current, future)
+    assert future.log_start_offset == 50
     current.close()
     future.close()

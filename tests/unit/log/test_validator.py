@@ -65,7 +65,8 @@ def test_offset_deltas_must_count_from_zero():
     dup = record(b"a", b"1", 0) + record(b"b", b"2", 0)
     with pytest.raises(Exception) as e:
         check(forge_batch(dup, record_count=2))
-    assert e.value.code == ErrorCode.INVALID_RECORD and e.value.record_errors == [(1, e.value.record_errors[0][1])]
+    assert e.value.code == ErrorCode.INVALID_RECORD
+    assert e.value.record_errors == [(1, e.value.record_errors[0][1])]
 
 
 def test_compacted_topic_needs_keys_and_names_the_record():
@@ -110,4 +111,5 @@ def test_every_keyless_record_of_a_compacted_batch_is_named():
         check(batch, RecordRules(compact=True))
     why = "Compacted topic cannot accept message without key"
     assert e.value.record_errors == [(1, why), (3, why)]
-    assert e.value.code == ErrorCode.INVALID_RECORD and "2 records" in str(e.value)
+    assert e.value.code == ErrorCode.INVALID_RECORD
+    assert "2 records" in str(e.value)

@@ -47,7 +47,8 @@ def test_records_are_writable_views_of_a_bytearray_frame(version):
     body = bytearray(encode_request(request([("t", [(0, b"x" * 100), (1, b"y" * 50)])]), version, 1)[4:])
     parts = decode_request(body).request.topic_data[0].partition_data
     view = parts[0].records
-    assert isinstance(view, memoryview) and not view.readonly
+    assert isinstance(view, memoryview)
+    assert not view.readonly
     view[0:1] = b"Z"  # the frame itself changes: no copy was made
     assert body.count(b"Z" + b"x" * 99) == 1
     assert bytes(parts[1].records) == b"y" * 50

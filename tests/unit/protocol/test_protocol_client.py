@@ -161,7 +161,8 @@ def test_shared_request_object_from_many_threads(serve):
         t.start()
     for t in threads:
         t.join(timeout=30)
-    assert not errors and len(server.seen) == 80
+    assert not errors
+    assert len(server.seen) == 80
 
 
 def test_timeout_closes_the_connection_then_reconnects(serve):

@@ -102,8 +102,10 @@ EXPECTED_FIELDS = {
 @pytest.mark.parametrize("req,resp,key,version", ALL)
 def test_keys_versions_and_field_names(req, resp, key, version):
     assert req.API_KEY == resp.API_KEY == key
-    assert req.MAX_VERSION >= version and resp.MAX_VERSION >= version  # Kafka 3.9 defines newer ones too
-    assert req.is_flexible(version) and resp.is_flexible(version)
+    assert req.MAX_VERSION >= version
+    assert resp.MAX_VERSION >= version  # Kafka 3.9 defines newer ones too
+    assert req.is_flexible(version)
+    assert resp.is_flexible(version)
     for cls in (req, resp):
         assert field_tree(fields_of(cls), version) == EXPECTED_FIELDS[cls.__name__]
 

@@ -9,7 +9,8 @@ def test_committed_output_equals_a_fresh_generation() -> None:
     files = generate()
     stale = [p.name for p, text in files.items() if not p.exists() or p.read_text() != text]
     extra = [p.name for p in GEN.glob("*.py") if p not in files]
-    assert not stale and not extra, f"run `make wire`: stale {stale}, not generated {extra}"
+    assert not stale, f"run `make wire`: stale {stale}, not generated {extra}"
+    assert not extra, f"run `make wire`: stale {stale}, not generated {extra}"
 
 
 def test_every_api_has_a_request_and_a_response_class_per_version() -> None:

@@ -32,7 +32,8 @@ def test_bad_rules(bad):
 def test_jaas_plain():
     jaas = parse_jaas('org.apache.kafka.common.security.plain.PlainLoginModule required '
                       'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a;l\\"ice";')
-    assert jaas.username == "admin" and jaas.password == "admin-secret"
+    assert jaas.username == "admin"
+    assert jaas.password == "admin-secret"
     assert jaas.plain_users == {"admin": "admin-secret", "alice": 'a;l"ice'}
 
 

@@ -46,7 +46,8 @@ def test_sasl_from_the_jaas_client_section_named_in_the_properties_or_kafka_opts
 def test_a_tool_logged_in_by_kafka_opts_protects_what_it_creates(jaas, monkeypatch):
     monkeypatch.delenv("PRAHA_ZOOKEEPER_DIGEST", raising=False)
     auth = zk_auth_for_tool(None, {"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
-    assert auth.sasl_user == "praha" and auth.set_acl
+    assert auth.sasl_user == "praha"
+    assert auth.set_acl
     monkeypatch.setenv("PRAHA_ZOOKEEPER_DIGEST", "u:p")
     assert zk_auth_for_tool(None, {}) == ZkAuth("u:p", True)
 
@@ -85,7 +86,8 @@ def test_only_digest_md5_logins(tmp_path):
 def test_the_warning_of_secured_listeners_over_an_open_zookeeper():
     secured = ["SASL_SSL", "SSL"]
     warning = open_zookeeper_warning(secured, ZkAuth())
-    assert warning and "unauthenticated, without znode ACLs" in warning
+    assert warning
+    assert "unauthenticated, without znode ACLs" in warning
     assert "without znode ACLs" in (open_zookeeper_warning(secured, ZkAuth("u:p", False)) or "")
     assert open_zookeeper_warning(secured, ZkAuth("u:p", True)) is None
     assert open_zookeeper_warning(["PLAINTEXT", "SSL"], ZkAuth()) is None  # an open listener: nothing to betray
