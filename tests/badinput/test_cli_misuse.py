@@ -556,7 +556,7 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
     return code, err[-1] if err else ""
 
 
-@pytest.mark.parametrize("case_id,command,code,message", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+@pytest.mark.parametrize(("case_id", "command", "code", "message"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_misuse(env, capsys, case_id, command, code, message):
     import shlex
 
@@ -613,7 +613,7 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("line,message", [
+@pytest.mark.parametrize(("line", "message"), [
     # the key as given, as Kafka's KafkaConfig names it (it was the topic setting's name)
     ("log.cleanup.policy=shred", "error: Invalid value shred for configuration log.cleanup.policy: "
                                  "String must be one of: compact, delete"),

@@ -94,7 +94,7 @@ def test_broker_without_plaintext_has_null_host():
     assert zn.decode_broker(3, zn.encode_broker(info)) == BrokerInfo(3, (EndPoint("h", 9093, "SSL", "SSL"),))
 
 
-@pytest.mark.parametrize("data, expected", [
+@pytest.mark.parametrize(("data", "expected"), [
     (b'{"jmx_port":-1,"timestamp":"1","host":"h1","version":1,"port":9092}', (EndPoint("h1", 9092),), ),
     (b'{"jmx_port":-1,"timestamp":"1","endpoints":["PLAINTEXT://h2:9092"],"host":"h2","version":2,"port":9092}',
      (EndPoint("h2", 9092),)),
@@ -226,7 +226,7 @@ SPECIFIC_GARBAGE = {
 }
 
 
-@pytest.mark.parametrize("kind, data", [(k, d) for k in DECODERS for d in COMMON_GARBAGE + SPECIFIC_GARBAGE[k]])
+@pytest.mark.parametrize(("kind", "data"), [(k, d) for k in DECODERS for d in COMMON_GARBAGE + SPECIFIC_GARBAGE[k]])
 def test_garbage_raises_decode_error(kind, data):
     with pytest.raises(ZNodeDecodeError) as info:
         DECODERS[kind](data)

@@ -106,7 +106,7 @@ def test_no_quota_set_records_nothing():
     assert not m._rates
 
 
-@pytest.mark.parametrize("present, expected", [
+@pytest.mark.parametrize(("present", "expected"), [
     ({QuotaEntity("u", "c"): 1, QuotaEntity("u", DEFAULT): 2, QuotaEntity("u", None): 3}, 1),
     ({QuotaEntity("u", DEFAULT): 2, QuotaEntity("u", None): 3, QuotaEntity(None, "c"): 7}, 2),
     ({QuotaEntity("u", None): 3, QuotaEntity(DEFAULT, "c"): 4, QuotaEntity(None, "c"): 7}, 3),
@@ -136,7 +136,7 @@ def test_names_are_sanitized_as_kafkas_sanitizer():
     assert entity_from_path("users/u/other/c") is None
 
 
-@pytest.mark.parametrize("components, message", [
+@pytest.mark.parametrize(("components", "message"), [
     ([], "Invalid empty client quota entity"),
     ([("user", "")], "Empty user not supported"),
     ([("client-id", "")], "Empty client-id not supported"),
@@ -152,7 +152,7 @@ def test_bad_entities_are_kafkas_invalid_request(components, message):
     assert message in str(e.value)
 
 
-@pytest.mark.parametrize("op, message", [
+@pytest.mark.parametrize(("op", "message"), [
     (QuotaOp("bad", 1.0), "Invalid configuration key bad"),
     (QuotaOp("producer_byte_rate", -1.0), "Quota producer_byte_rate must be greater than 0"),
     (QuotaOp("consumer_byte_rate", 0.0), "Quota consumer_byte_rate must be greater than 0"),

@@ -19,7 +19,7 @@ def make_batch(count: int, value_size: int = 10) -> bytes:
     return bytes(b.build())
 
 
-@pytest.mark.parametrize("target,offline,replica_offline,current,future,code,action", [
+@pytest.mark.parametrize(("target", "offline", "replica_offline", "current", "future", "code", "action"), [
     ("/d/c", [], False, "/d/a", None, ErrorCode.LOG_DIR_NOT_FOUND, AlterAction.NOTHING),
     ("/d/b", ["/d/b"], False, "/d/a", None, ErrorCode.KAFKA_STORAGE_ERROR, AlterAction.NOTHING),
     ("/d/b", [], True, None, None, ErrorCode.KAFKA_STORAGE_ERROR, AlterAction.NOTHING),

@@ -20,7 +20,7 @@ def test_plan_names_and_addresses():
     assert len(longest.bridge) <= 15
 
 
-@pytest.mark.parametrize("index,names", [(256, ["b1"]), (-1, ["b1"]), (0, ["B1"]), (0, ["toolongname"]),
+@pytest.mark.parametrize(("index", "names"), [(256, ["b1"]), (-1, ["b1"]), (0, ["B1"]), (0, ["toolongname"]),
                                          (0, [f"b{i}" for i in range(250)])])
 def test_plan_refuses_what_cannot_be_made(index, names):
     with pytest.raises(netns.NetnsError):

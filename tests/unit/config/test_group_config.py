@@ -22,7 +22,7 @@ def test_kafkas_defaults_bound_the_overrides():
     assert validate_group_config({}, BROKER) == {}
 
 
-@pytest.mark.parametrize("values, message", [
+@pytest.mark.parametrize(("values", "message"), [
     ({"consumer.fetch.bytes": "1"}, "Unknown group config name: consumer.fetch.bytes"),
     ({"consumer.session.timeout.ms": "soon"}, "Not a number"),
     ({"consumer.session.timeout.ms": "44999"}, "must be greater than or equal to group.consumer.min.session.timeout.ms"),
@@ -57,7 +57,7 @@ def test_share_group_configs_kafka_42s_names_bounds_and_values():
         "share.record.lock.duration.ms": 20000}
 
 
-@pytest.mark.parametrize("values, message", [
+@pytest.mark.parametrize(("values", "message"), [
     ({"share.auto.offset.reset": "sometimes"}, "String must be one of: latest, earliest"),
     ({"share.isolation.level": "dirty"}, "String must be one of: read_uncommitted, read_committed"),
     ({"share.record.lock.duration.ms": "1000"}, "must be greater than or equal to group.share.min.record.lock"),

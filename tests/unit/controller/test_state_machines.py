@@ -48,7 +48,7 @@ INVALID_PARTITION = [(c, t) for t in PartitionState for c in PartitionState if c
 INVALID_REPLICA = [(c, t) for t in ReplicaState for c in ReplicaState if c not in REPLICA_VALID_PREVIOUS[t]]
 
 
-@pytest.mark.parametrize("current,target", INVALID_PARTITION)
+@pytest.mark.parametrize(("current", "target"), INVALID_PARTITION)
 def test_invalid_partition_transitions_are_refused_and_change_nothing(current, target):
     r = rig(topics={"t": {0: (1, 2, 3)}})
     if current is not PartitionState.NON_EXISTENT:
@@ -219,7 +219,7 @@ def pr(b, tp=T0):
     return PartitionAndReplica(tp, b)
 
 
-@pytest.mark.parametrize("current,target", INVALID_REPLICA)
+@pytest.mark.parametrize(("current", "target"), INVALID_REPLICA)
 def test_invalid_replica_transitions_are_refused(current, target):
     r = rig(topics={"t": {0: (1, 2, 3)}})
     _online(r)

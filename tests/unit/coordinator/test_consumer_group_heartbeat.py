@@ -355,7 +355,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("code,fields", BAD, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(BAD)])
+@pytest.mark.parametrize(("code", "fields"), BAD, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(BAD)])
 def test_bad_heartbeat_gets_kafkas_error_and_changes_nothing(code, fields):
     sim = Sim([T])
     sim.hb("a")

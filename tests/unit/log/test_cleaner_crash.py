@@ -60,7 +60,7 @@ def leftovers(path: str) -> list[str]:
     return [n for n in os.listdir(path) if n.endswith((".cleaned", ".swap", ".deleted"))]
 
 
-@pytest.mark.parametrize("step,expect", [("cleaned", "before"), ("swap", "after"), ("deleted", "after")])
+@pytest.mark.parametrize(("step", "expect"), [("cleaned", "before"), ("swap", "after"), ("deleted", "after")])
 def test_crash_after_each_swap_step(tmp_path, states, step, expect):
     before, after = states
     path = str(tmp_path / "t-0")

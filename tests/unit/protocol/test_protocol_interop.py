@@ -13,7 +13,7 @@ from praha.protocol.produce import ProduceRequestView, produce_fields
 from praha.protocol.registry import APIS, api_versions_response
 
 
-@pytest.mark.parametrize("name,request_,version", client_requests() + controller_requests(),
+@pytest.mark.parametrize(("name", "request_", "version"), client_requests() + controller_requests(),
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_kafka_python_frames_decode(name, request_, version):
     frame = kafka_python_frame(request_, version, correlation_id=4711, client_id="kafka-python-3")

@@ -33,7 +33,7 @@ def test_security_inter_broker_protocol_names_the_listener():
     assert c.inter_broker_listener == "SSL"
 
 
-@pytest.mark.parametrize("props,words", [
+@pytest.mark.parametrize(("props", "words"), [
     ({"listeners": "FOO://127.0.0.1:1"}, "no security protocol defined for listener FOO"),
     ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "once"),
     ({"listeners": "PLAINTEXT://:1,SSL://:1"}, "own port"),

@@ -6,7 +6,7 @@ from praha.security.jaas import parse_jaas
 from praha.security.principal import NoMappingRuleError, map_dn, parse_rules
 
 
-@pytest.mark.parametrize("rules,dn,name", [
+@pytest.mark.parametrize(("rules", "dn", "name"), [
     ("DEFAULT", "CN=writer,OU=apps,O=praha", "CN=writer,OU=apps,O=praha"),
     ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT", "CN=kafka1,OU=ServiceUsers,O=Org", "kafka1"),
     ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT", "CN=x,OU=Other,O=Org", "CN=x,OU=Other,O=Org"),

@@ -22,7 +22,7 @@ def jaas(tmp_path):
     return str(f)
 
 
-@pytest.mark.parametrize("path,sensitive", [
+@pytest.mark.parametrize(('path', 'sensitive'), [
     ("/config/users", True), ("/config/users/alice", True), ("/config/brokers/1", True),
     ("/delegation_token/tokens/t", True), ("/config/topics/t", False), ("/config/clients/c", False),
     ("/kafka-acl/Topic/t", False), ("/kafka-acl-changes/acl_changes_0000000001", False), ("/controller", False),
@@ -61,7 +61,7 @@ def test_tls_settings_by_kafkas_names():
     assert zk_auth_from_properties({"zookeeper.ssl.truststore.location": "/ca.pem"}, {}).tls is None
 
 
-@pytest.mark.parametrize("props,message", [
+@pytest.mark.parametrize(('props', 'message'), [
     ({"zookeeper.ssl.client.enable": "true"}, "needs zookeeper.ssl.truststore.location"),
     ({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": "/t",
       "zookeeper.ssl.keystore.type": "PKCS12"}, "zookeeper.ssl.keystore.type: praha reads PEM files only"),
