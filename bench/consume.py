@@ -199,8 +199,10 @@ def main() -> None:
                              args.batch, pids)
                 complete = r["records"] == n and r["bytes"] == n * RECORD and not r["errors"] and r["at_end"]
                 rates.append(r["mb_s"])
+                incomplete = "" if complete else (f" INCOMPLETE: expected {n}, {r['errors']} errors, "
+                                                  f"positions at the end: {r['at_end']}")
                 print(f"{label:<12} read {i + 1}  {r['mb_s']:7.1f} MB/s  ({r['records']} records in {r['seconds']:.2f} s"
-                      f"{'' if complete else ' INCOMPLETE: expected %d, %d errors, positions at the end: %s' % (n, r['errors'], r['at_end'])}; "
+                      f"{incomplete}; "
                       f"first record after {r['first_ms']:.0f} ms; CPU s per GiB: brokers {r['broker_cpu_gib']:.2f}, "
                       f"consumers {r['consumer_cpu_gib']:.2f}; other processes used {r['others'] * 100:.0f}% of the CPUs)")
             print(f"{label:<12} median  {statistics.median(rates):7.1f} MB/s over {len(rates)} reads")

@@ -206,7 +206,7 @@ def _li_shape(n_isr: int, n_replicas: int, n_adding: int, n_removing: int) -> st
         if max(key) >= 127:
             raise _NotPlain(repr(key))
         st = _LI_SHAPES.setdefault(key, struct.Struct(
-            ">iiiiB%diiB%diB%diB%di?B" % (n_isr, n_replicas, n_adding, n_removing)))
+            f">iiiiB{n_isr}iiB{n_replicas}iB{n_adding}iB{n_removing}i?B"))
     return st
 
 
@@ -217,7 +217,7 @@ def _um_shape(n_isr: int, n_replicas: int, n_offline: int) -> struct.Struct:
     if st is None:
         if max(key) >= 127:
             raise _NotPlain(repr(key))
-        st = _UM_SHAPES.setdefault(key, struct.Struct(">iiiiB%diiB%diB%diB" % key))
+        st = _UM_SHAPES.setdefault(key, struct.Struct(f">iiiiB{n_isr}iiB{n_replicas}iB{n_offline}iB"))
     return st
 
 

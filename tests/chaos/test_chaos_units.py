@@ -28,9 +28,9 @@ def test_same_seed_same_schedule_other_seed_other_schedule():
 def test_member_kills_only_with_an_ensemble():
     assert "zk_member_kill" not in CampaignConfig(zk_ensemble=1).effective_kinds()
     assert "zk_member_kill" in CampaignConfig(zk_ensemble=3).effective_kinds()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least 3 brokers"):
         CampaignConfig(brokers=2).validate()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown fault kinds .*meteor"):
         CampaignConfig(kinds=("kill", "meteor")).validate()
 
 

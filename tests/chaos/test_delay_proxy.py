@@ -109,8 +109,8 @@ def test_a_peers_connections_go_through_the_proxy_in_the_namespace(tmp_path):
     procs: list[subprocess.Popen[str]] = []
     try:
         a1, a2 = layout.node("a1"), layout.node("a2")
-        server = "import socket\ns=socket.create_server(('%s',9092))\nwhile True:\n c,_=s.accept()\n " \
-                 "d=c.recv(100)\n c.sendall(d+b'@'+c.getpeername()[0].encode())\n c.close()\n" % a2.address
+        server = f"import socket\ns=socket.create_server(('{a2.address}',9092))\nwhile True:\n c,_=s.accept()\n " \
+                 "d=c.recv(100)\n c.sendall(d+b'@'+c.getpeername()[0].encode())\n c.close()\n"
         procs.append(subprocess.Popen(["ip", "netns", "exec", a2.netns, sys.executable, "-c", server]))
         proxy = subprocess.Popen(["ip", "netns", "exec", a2.netns, sys.executable, "-m", "praha.testing.proxy",
                                   "--listen", "0.0.0.0:19092", "--target", f"{a2.address}:9092", "--delay-ms", "300"],
@@ -118,9 +118,9 @@ def test_a_peers_connections_go_through_the_proxy_in_the_namespace(tmp_path):
         procs.append(proxy)
         assert proxy.stdout is not None
         assert "listening" in proxy.stdout.readline()
-        client = ("import socket,sys,time\nfor _ in range(100):\n try:\n  c=socket.create_connection(('%s',9092),2)\n"
+        client = (f"import socket,sys,time\nfor _ in range(100):\n try:\n  c=socket.create_connection(('{a2.address}',9092),2)\n"
                   "  break\n except OSError: time.sleep(0.1)\nt=time.monotonic();c.sendall(b'x');"
-                  "print(c.recv(100).decode(), round(time.monotonic()-t,3))\n" % a2.address)
+                  "print(c.recv(100).decode(), round(time.monotonic()-t,3))\n")
 
         def ask() -> tuple[str, float]:
             out = subprocess.run(["ip", "netns", "exec", a1.netns, sys.executable, "-c", client],

@@ -272,7 +272,7 @@ def test_acl_apis_with_confluent_kafka(env):
     assert admin.describe_acls(flt).result(20) == [binding]
     wait_for(lambda: topic in visible_topics(env, "bob"), 5, what="bob sees the topic (Read implies Describe)")
     alice = AdminClient(env.conf("alice"))
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(KafkaException) as refused:
         alice.create_acls([binding])[binding].result(20)
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
     assert admin.delete_acls([flt])[flt].result(20) == [binding]

@@ -47,7 +47,7 @@ def test_streaming_sink_writes_every_micro_batch(spark, pipeline, topic_name, tm
     assert q.awaitTermination(120)
     assert q.exception() is None
     values = sorted(r.value.decode() for r in _read_back(spark, pipeline, dst).collect())
-    assert values == sorted("M-%d" % i for i in range(400))
+    assert values == sorted(f"M-{i}" for i in range(400))
 
 
 @pytest.mark.parametrize(("options", "schema", "named"), [

@@ -68,6 +68,6 @@ def test_streaming_query_replayed_after_a_failed_commit_writes_each_record_once(
     q = start()
     assert q.awaitTermination(180)
     assert q.exception() is None
-    want = sorted("M-%d" % i for i in range(400))
+    want = sorted(f"M-{i}" for i in range(400))
     assert sorted(_read(spark, pipeline, dst, committed=True)) == want
     assert sorted(_read(spark, pipeline, dst, committed=False)) == want  # nothing was written twice

@@ -51,7 +51,7 @@ def test_available_now_reads_everything_then_restart_reads_exactly_the_new_recor
     rows = spark.read.parquet(str(out)).collect()
     assert len(rows) == 850
     assert len({(r.partition, r.offset) for r in rows}) == 850
-    assert {r.value for r in rows} == {"v-%d" % i for i in range(850)}
+    assert {r.value for r in rows} == {f"v-{i}" for i in range(850)}
     # offsets in the checkpoint are per topic-partition, in Spark's Kafka JSON
     last = sorted((ck / "offsets").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)[-1]
     offsets = json.loads(last.read_text().strip().splitlines()[-1])
@@ -87,7 +87,7 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
         rows = spark.sql(f"select partition, value from {name}").collect()
         assert len(rows) == 200
         assert {r.partition for r in rows} == {0, 1, 2, 3}
-        assert {r.value for r in rows} == {"v-%d" % i for i in range(200)}
+        assert {r.value for r in rows} == {f"v-{i}" for i in range(200)}
     finally:
         q.stop()
 

@@ -120,7 +120,7 @@ def test_references(reg):
              "references": [{"name": "fin.Money", "subject": "money", "version": 1}]}
     oid = call(reg, "POST", "/subjects/order/versions", order)[1]["id"]
     assert call(reg, "GET", "/subjects/money/versions/1/referencedby")[1] == [oid]
-    assert call(reg, "GET", "/schemas/ids/%d" % oid)[1]["references"] == order["references"]
+    assert call(reg, "GET", f"/schemas/ids/{oid}")[1]["references"] == order["references"]
     assert code(reg, "DELETE", "/subjects/money/versions/1") == 42206
     assert code(reg, "DELETE", "/subjects/money") == 42206
     missing = dict(order, references=[{"name": "fin.Money", "subject": "money", "version": 7}])

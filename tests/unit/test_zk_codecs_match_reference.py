@@ -165,5 +165,5 @@ def test_multi_read_prefixes_paths_exactly_as_kazoo(chroot):
     multi_read_async(client, [(4, p) for p in paths])
     assert client.calls[0].operations == [(4, _prefix_root(chroot, p)) for p in paths]
     for bad in ("/a/./b", "/a/.."):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="relative paths not allowed"):
             multi_read_async(client, [(4, bad)])

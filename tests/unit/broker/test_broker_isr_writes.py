@@ -65,8 +65,9 @@ async def started(tmp_path, store):
     return rm
 
 
-async def until(pred, timeout=5.0):
-    for _ in range(int(timeout / 0.01)):
+async def until(pred, polls=500):
+    """Poll every 10 ms, `polls` times at most (5 s, longer on a loaded machine)."""
+    for _ in range(polls):
         if pred():
             return
         await asyncio.sleep(0.01)

@@ -53,7 +53,7 @@ def test_creation_rate_delays_instead_of_refusing():
 
 def test_overrides_syntax_and_broker_config():
     assert parse_ip_overrides("127.0.0.1:5, hostA:0") == {"127.0.0.1": 5, "hostA": 0}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expected host:count, got '127.0.0.1'"):
         parse_ip_overrides("127.0.0.1")
     cfg = BrokerConfig.from_properties("broker.id=1\nzookeeper.connect=127.0.0.1:2181\n"
                                        "max.connections.per.ip=7\nmax.connections.per.ip.overrides=127.0.0.2:1\n"

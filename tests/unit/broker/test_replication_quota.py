@@ -26,8 +26,8 @@ def test_throttled_replicas_values():
     assert parse_throttled_replicas("*").covers(7, 9)
     assert parse_throttled_replicas("").empty
     assert parse_throttled_replicas(None).empty
-    for bad in ("0", "a:1", "0:1,x", "1:-2"):
-        with pytest.raises(ValueError):
+    for bad, item in (("0", "0"), ("a:1", "a:1"), ("0:1,x", "x"), ("1:-2", "1:-2")):
+        with pytest.raises(ValueError, match=f"throttled replica '{item}' is not partition:broker"):
             parse_throttled_replicas(bad)
 
 
@@ -35,8 +35,9 @@ def test_rate_values():
     assert parse_rate(None) is None
     assert parse_rate(" ") is None
     assert parse_rate("1000") == 1000
-    for bad in ("0", "-5", "fast"):
-        with pytest.raises(ValueError):
+    for bad, says in (("0", "positive number of bytes/s, not 0"), ("-5", "positive number of bytes/s, not -5"),
+                      ("fast", "invalid literal for int")):
+        with pytest.raises(ValueError, match=says):
             parse_rate(bad)
 
 

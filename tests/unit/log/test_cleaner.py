@@ -75,7 +75,7 @@ def test_offset_map_is_bounded_by_the_dedupe_buffer():
     assert m.get(b"new") == -1
     assert m.latest_offset == 60
     assert OffsetMap(24 * 100).max_entries == 90  # Kafka's 0.9 load factor
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot hold a single entry"):
         OffsetMap(10)
 
 

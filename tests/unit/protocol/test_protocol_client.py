@@ -83,7 +83,8 @@ class TinyServer:
                 try:
                     decoded = decode_request(body, self.supported)
                 except UnsupportedVersionError as e:
-                    assert e.is_api_versions
+                    if not e.is_api_versions:
+                        raise AssertionError(f"only ApiVersions may ask for an unsupported version: {e}") from e
                     conn.sendall(encode_response(e.header, unsupported_version_response(self.supported), 0))
                     continue
                 self.seen.append(decoded)
