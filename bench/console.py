@@ -152,7 +152,8 @@ def measure_topic_list(root: Path, bs: str, args: argparse.Namespace) -> list[st
         wait_for(lambda: time_get(base + "/static/console.css"), timeout=60, what="the console")
         first, size = time_get(base + "/topics")
         assert b'id="topics-summary"' in size_check(base + "/topics"), "no topic list"
-        for what, path in (("middle page", f"/topics?page={max(1, pages // 2)}"), ("last page", f"/topics?page={pages}"),
+        for what, path in (("middle page", f"/topics?page={max(1, pages // 2)}"),
+                           ("last page", f"/topics?page={pages}"),
                            ("name search", "/topics?q=t0199"), ("page 1 again", "/topics")):
             timed[what] = min(time_get(base + path)[0] for _ in range(3))
     finally:

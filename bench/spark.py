@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=1024, help="data size in MiB (default 1024 = 1 GiB)")
     ap.add_argument("--partitions", type=int, default=6)
-    ap.add_argument("--rf", type=int, default=1, help="replication factor of the topic (default 1: the read is measured)")
+    ap.add_argument("--rf", type=int, default=1,
+                    help="replication factor of the topic (default 1: the read is measured)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--scaling", action="store_true", help="also measure 1/8, 1/4 and 1/2 of --mib")
     ap.add_argument("--write", action="store_true", help="append the figures to bench/RESULTS.md")

@@ -171,10 +171,12 @@ class StateChangeTail:
                 unclean = f", UNCLEAN {e['unclean']}" if e.get("unclean") else ""
                 say(f"  ⚑ {kind} election of {len(leaders)} partitions: {shown}{more}{unclean}", self.t0)
         elif ev == "ControlledShutdown":
-            say(f"  ⚑ controlled shutdown of broker {e.get('broker')}: {e.get('leaders_to_move')} leaders moved", self.t0)
+            say(f"  ⚑ controlled shutdown of broker {e.get('broker')}: {e.get('leaders_to_move')} leaders moved",
+                self.t0)
         elif ev == "IsrChange" and e.get("partitions"):
             sizes = Counter(len(v) for v in (e.get("isr") or {}).values())
-            say(f"  ⚑ ISR change of {e.get('partitions')} partitions (ISR sizes {dict(sorted(sizes.items()))})", self.t0)
+            say(f"  ⚑ ISR change of {e.get('partitions')} partitions (ISR sizes {dict(sorted(sizes.items()))})",
+                self.t0)
 
 
 # ------------------------------------------------------------------------------ the run
@@ -471,7 +473,8 @@ def final_check(spark: Any, bootstrap: str, stats: ProducerStats) -> dict[str, A
     def read(topic: str) -> Any:
         return spark.read.format("praha").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
 
-    views = (read(INPUT).select("timestamp", F.from_json(F.col("value").cast("string"), "id long, page string").alias("e"))
+    views = (read(INPUT).select("timestamp",
+                                F.from_json(F.col("value").cast("string"), "id long, page string").alias("e"))
              .where(F.col("e.page") != END))
     ids = [r.id for r in views.select(F.col("e.id").alias("id")).collect()]
     in_log = set(ids)

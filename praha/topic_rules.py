@@ -202,7 +202,8 @@ def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: set[int], start_partition: int = 0) -> None:
+def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: set[int],
+                        start_partition: int = 0) -> None:
     if not assignment:
         raise InvalidReplicaAssignmentError("replica assignment is empty")
     expected = list(range(start_partition, start_partition + len(assignment)))

@@ -202,7 +202,8 @@ def check(apis: dict[int, Api], refs: list[Reference]) -> tuple[list[str], list[
                     if doc is not None:
                         theirs = kafka_message(doc)
                         rng = [v for v in missing if v in theirs.versions]
-                        diffs = compare(msg, theirs, range(rng[0], rng[-1] + 1), ref.label + " (unstable)") if rng else []
+                        diffs = compare(msg, theirs, range(rng[0], rng[-1] + 1),
+                                        ref.label + " (unstable)") if rng else []
                         notes += diffs or [f"  {msg.name} v{rng[0]}-{rng[-1]} agrees with {ref.label} (unstable)"] if rng else []
     return problems, notes
 

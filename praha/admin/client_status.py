@@ -91,7 +91,8 @@ class BrokerApis:
     error: str | None = None
 
 
-def broker_api_versions(bootstrap: str, timeout: float = 10.0, security: ClientSecurity = PLAINTEXT) -> list[BrokerApis]:
+def broker_api_versions(bootstrap: str, timeout: float = 10.0,
+                        security: ClientSecurity = PLAINTEXT) -> list[BrokerApis]:
     """Every live broker's API versions (kafka-broker-api-versions): the brokers from one
     Metadata answer, then ApiVersions to each."""
     md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security)

@@ -391,7 +391,8 @@ def members_table(group: str, members: Sequence[MemberInfo], verbose: bool,
                                                                                      "#PARTITIONS"]
     widths = [15, 15] + ([17] if static else []) + [15, 15, 15]
     if verbose:
-        extra = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if modern else ["ASSIGNMENT"]
+        extra = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                 "TARGET-ASSIGNMENT"] if modern else ["ASSIGNMENT"]
         header += extra
         widths += [15, 25, 15, 0] if modern else [0]
     body = []

@@ -639,7 +639,8 @@ class GroupAdmin:
         """DeleteGroups: {group: error code} (0 = deleted; NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND ...)."""
 
         def send(node: Node, gs: list[str]) -> dict[str, tuple[int, int]]:
-            resp = self._send(node.host, node.port, ApiKey.DELETE_GROUPS, lambda v: DeleteGroupsRequest(groups_names=gs))
+            resp = self._send(node.host, node.port, ApiKey.DELETE_GROUPS,
+                              lambda v: DeleteGroupsRequest(groups_names=gs))
             out: dict[str, tuple[int, int]] = {}
             for r in resp.results:
                 # retriable codes drive the retry; every other outcome is the group's result

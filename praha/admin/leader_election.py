@@ -188,5 +188,6 @@ def _code_name(code: int) -> str:
         return f"error {code}"
 
 
-__all__ = ["PREFERRED", "UNCLEAN", "ELECTION_TYPES", "parse_election_json", "resolve_partitions", "elect_via_api", "elect_via_zookeeper", "format_results",
+__all__ = ["PREFERRED", "UNCLEAN", "ELECTION_TYPES", "parse_election_json", "resolve_partitions", "elect_via_api",
+           "elect_via_zookeeper", "format_results",
            "Results"]

@@ -14,7 +14,8 @@ from typing import Any
 
 KIND_COLORS = {
     "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
-    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan", "forged_controller": "tab:gray",
+    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan",
+    "forged_controller": "tab:gray",
     "member_kill": "tab:green", "coordinator_kill": "tab:pink", "zk_member_kill": "tab:brown",
     "full_disk": "gold", "partition": "black", "one_way": "dimgray", "flaky_link": "silver",
     "long_pause": "indigo",

@@ -57,7 +57,8 @@ def make_ca(directory: Path, cn: str = "praha local CA", days: int = 3650) -> Ce
     return CertificateAuthority(cert, key, path)
 
 
-def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str,
+          hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
           ou: str = "", days: int = 825) -> IssuedCertificate:
     """A certificate for `cn` (server and client use) valid for `hosts` (IPs or DNS names)."""
     directory.mkdir(parents=True, exist_ok=True)

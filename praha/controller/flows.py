@@ -365,7 +365,8 @@ class ControllerFlows:
             [pr for pr in replicas if not ctx.is_topic_queued_for_deletion(pr.partition.topic)],
             ReplicaState.OFFLINE,
         )
-        self.after_broker_failure(dead_ids, [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)])
+        self.after_broker_failure(dead_ids,
+                                  [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)])
         if not lost_leader:
             rb.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [])
         log.info(

@@ -178,7 +178,8 @@ class ReassignmentManager:
             if (partitions is None or tp in partitions) and (a := ctx.partition_assignment(tp)) is not None
         }
 
-    def on_isr_change(self, partitions: Iterable[TopicPartition], states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
+    def on_isr_change(self, partitions: Iterable[TopicPartition],
+                      states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
                       ) -> None:
         """The state znodes of `partitions` changed (their watches, coalesced into one event, or
         ISR-change notifications): those being reassigned whose targets are all in the ISR now

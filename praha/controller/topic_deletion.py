@@ -114,7 +114,8 @@ class TopicDeletionManager:
         self.replica_sm.handle_state_changes(done, ReplicaState.DELETION_SUCCESSFUL)
         self.resume()
 
-    def on_stop_replica_response(self, broker_id: int, error_code: int, partition_errors: Mapping[TopicPartition, int]) -> None:
+    def on_stop_replica_response(self, broker_id: int, error_code: int,
+                                 partition_errors: Mapping[TopicPartition, int]) -> None:
         if error_code != ErrorCode.NONE:
             failed = set(partition_errors)
         else:

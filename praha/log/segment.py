@@ -108,8 +108,10 @@ class LogSegment:
         self.path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
         self._fd = fd
         self._size = size
-        self.offset_index = OffsetIndex(os.path.join(directory, segment_file_name(base_offset, INDEX_SUFFIX)), base_offset)
-        self.time_index = TimeIndex(os.path.join(directory, segment_file_name(base_offset, TIME_INDEX_SUFFIX)), base_offset)
+        self.offset_index = OffsetIndex(os.path.join(directory,
+                                                     segment_file_name(base_offset, INDEX_SUFFIX)), base_offset)
+        self.time_index = TimeIndex(os.path.join(directory,
+                                                 segment_file_name(base_offset, TIME_INDEX_SUFFIX)), base_offset)
         self.txn_index = TransactionIndex(os.path.join(directory, segment_file_name(base_offset, TXN_INDEX_SUFFIX)))
         self._ix = _IndexState(base_offset, index_interval_bytes)
         #: offset after the last batch; None until known (sealed segments learn it from the log)
@@ -349,7 +351,8 @@ class LogSegment:
                 self._rebuild_indexes()
 
     # -- writing -----------------------------------------------------------------------
-    def append(self, data: Buffer, batches: Sequence[BatchHeader], data_start: int = 0, now_ms: int | None = None) -> None:
+    def append(self, data: Buffer, batches: Sequence[BatchHeader], data_start: int = 0,
+               now_ms: int | None = None) -> None:
         """Append whole batches. `batches` describe `data` with their final offsets;
         `batch.position - data_start` is where each starts inside `data`."""
         if self._closed:

@@ -210,7 +210,8 @@ class ClusterClient:
         return m
 
     # ------------------------------------------------------------------ offsets
-    def list_offsets(self, wanted: dict[TopicPartition, int], retries: int, backoff_ms: int) -> dict[TopicPartition, int]:
+    def list_offsets(self, wanted: dict[TopicPartition, int], retries: int,
+                     backoff_ms: int) -> dict[TopicPartition, int]:
         """{tp: timestamp or -2/-1} → {tp: offset}; -1 where no record has that timestamp.
         Partitions that no longer exist (topic deleted) are left out of the answer.
 
@@ -243,7 +244,8 @@ class ClusterClient:
                     continue
                 by_leader.setdefault(m.leader, []).append(tp)
             for leader, tps in by_leader.items():
-                req = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level, timeout_ms=int(self.timeout * 1000), topics=[
+                req = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level,
+                                         timeout_ms=int(self.timeout * 1000), topics=[
                     ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
                         ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
                             partition_index=tp.partition, current_leader_epoch=self.meta.partitions[tp].leader_epoch,

@@ -109,7 +109,8 @@ def cluster_on_chroot(
         delete_chroot(connect, auth=auth)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
+             what: str = "condition") -> Any:
     """Poll `predicate` until it returns a truthy value (returned) or `timeout` passes (AssertionError)."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None

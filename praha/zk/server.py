@@ -467,7 +467,8 @@ class ZooKeeperEnsemble:
         self.stop()
 
 
-def run_foreground(port: int = 2181, data_dir: str | os.PathLike[str] = "zookeeper-data", host: str = "127.0.0.1") -> int:
+def run_foreground(port: int = 2181, data_dir: str | os.PathLike[str] = "zookeeper-data",
+                   host: str = "127.0.0.1") -> int:
     """Run an embedded ZooKeeper until SIGINT/SIGTERM (for the CLI); returns an exit code."""
     server = EmbeddedZooKeeper(data_dir, port=port, host=host)
     stop = threading.Event()

@@ -231,7 +231,8 @@ def ports(misuse_cluster):
     return misuse_cluster.port(ctrl), misuse_cluster.port(other)
 
 
-@pytest.mark.parametrize(("case_id", "request_", "version", "read", "expected"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
+@pytest.mark.parametrize(("case_id", "request_", "version", "read", "expected"), CATALOGUE,
+                         ids=[c[0] for c in CATALOGUE])
 def test_admin_misuse(ports, case_id, request_, version, read, expected):
     assert read(send(ports[0], request_, version)) == expected
 

@@ -86,7 +86,8 @@ CATALOGUE = [
     ("create-negative-rf", "topics create --topic t1 --partitions 1 --replication-factor -1", 1,
      "error: replication factor must be larger than 0, got -1"),
     ("create-config-retention-below-minus-one", "topics create --topic t1 --partitions 1 --replication-factor 1 "
-     "--config retention.ms=-5", 1, "error: Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+     "--config retention.ms=-5", 1,
+     "error: Invalid value -5 for configuration retention.ms: Value must be at least -1"),
     ("create-rf-above-brokers", "topics create --topic t1 --partitions 1 --replication-factor 4", 1,
      "error: replication factor: 4 larger than available brokers: 3"),
     ("create-exists", "topics create --topic orders --partitions 1 --replication-factor 1", 1,
@@ -388,7 +389,8 @@ CATALOGUE = [
      "praha transactions: error: argument --abort: not allowed with argument --list"),
     ("transactions-describe-no-id", "transactions --describe", 1, "error: --describe requires --transactional-id"),
     ("transactions-abort-no-coordinator-epoch", "transactions --abort --topic orders --partition 0 --producer-id 1 "
-     "--producer-epoch 0", 1, "error: --abort requires either --start-offset or all of --producer-id, --producer-epoch and --coordinator-epoch"),
+     "--producer-epoch 0", 1,
+     "error: --abort requires either --start-offset or all of --producer-id, --producer-epoch and --coordinator-epoch"),
     ("transactions-list-with-topic", "transactions --list --topic orders", 1, "error: --list does not take --topic"),
     ("transactions-negative-partition", "transactions --describe-producers --topic orders --partition -1", 2,
      "praha transactions: error: argument --partition: must be >= 0, got -1"),

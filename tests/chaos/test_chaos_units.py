@@ -163,7 +163,8 @@ def test_controller_logs_clean():
 
 def test_two_controllers_with_one_epoch():
     tl = Timeline()
-    f = inv.check_controllers({1: [scl("ControllerElected", 1, 1, 4, 1)], 2: [scl("ControllerElected", 2, 2, 4, 2)]}, tl)
+    f = inv.check_controllers({1: [scl("ControllerElected", 1, 1, 4, 1)],
+                               2: [scl("ControllerElected", 2, 2, 4, 2)]}, tl)
     assert f.dual_controller_acceptances == 1
     assert [v.invariant for v in tl.violations] == ["two_controllers_same_epoch"]
 

@@ -102,11 +102,13 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
             (("client-id", None),): {"consumer_byte_rate": 5e6},
             (("client-id", "c/1"), ("user", "bob smith")): {"controller_mutation_rate": 10.0},
         }
-        assert set(describe(admin, [("user", 0, "alice")])) == {(("user", "alice"),), (("client-id", None), ("user", "alice"))}
+        assert set(describe(admin, [("user", 0, "alice")])) == {(("user", "alice"),),
+                                                                (("client-id", None), ("user", "alice"))}
         assert set(describe(admin, [("user", 0, "alice")], strict=True)) == {(("user", "alice"),)}
         assert set(describe(admin, [("client-id", 1, None)])) == \
             {(("client-id", None),), (("client-id", None), ("user", "alice"))}
-        assert set(describe(admin, [("client-id", 2, None)], strict=True)) == {(("client-id", "c1"),), (("client-id", None),)}
+        assert set(describe(admin, [("client-id", 2, None)], strict=True)) == {(("client-id", "c1"),),
+                                                                               (("client-id", None),)}
 
         # the command sees what the API wrote, and the API what the command writes
         rc, out, err = cli("configs", "--entity-type", "clients", "--entity-name", "c1", "--describe", *d)

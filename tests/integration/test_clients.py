@@ -94,7 +94,8 @@ def produce_request(topic: str, partition: int, records: bytes | None, acks: int
             ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)])])
 
 
-def produce_code(conn: BrokerConnection, topic: str, partition: int, records: bytes | None, acks: int = -1) -> tuple[int, int]:
+def produce_code(conn: BrokerConnection, topic: str, partition: int, records: bytes | None,
+                 acks: int = -1) -> tuple[int, int]:
     resp = conn.send(produce_request(topic, partition, records, acks), 9)
     p = resp.responses[0].partition_responses[0]
     return p.error_code, p.base_offset
@@ -150,7 +151,8 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
 
     want = sorted(key_of(r) for r in sent)
     got_c = consume_confluent(bs, topic, [0, 1, 2, 3], len(sent))
-    assert sorted(key_of((m.partition(), m.key(), m.value(), m.headers() or [], m.timestamp()[1])) for m in got_c) == want
+    assert sorted(key_of((m.partition(), m.key(), m.value(), m.headers() or [],
+                          m.timestamp()[1])) for m in got_c) == want
     # offsets are dense and in order per partition
     for p in range(4):
         offs = [m.offset() for m in got_c if m.partition() == p]
@@ -491,7 +493,8 @@ def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(e
     def created(old: str | None, replicas: list[int] | None = None) -> bool:
         """The topic exists under a new id (created here: the producer does not auto-create)."""
         try:
-            new = NewTopic("phoenix", 1, 3) if replicas is None else NewTopic("phoenix", 1, replica_assignment=[replicas])
+            new = NewTopic("phoenix", 1, 3) if replicas is None else NewTopic("phoenix", 1,
+                                                                              replica_assignment=[replicas])
             admin.create_topics([new])["phoenix"].result(30)
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:

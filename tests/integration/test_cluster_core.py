@@ -108,7 +108,8 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
     try:
         for req in (
             _um(0, -1),
-            LeaderAndIsrRequestData(9, 0, -1, [PartitionLeaderState(TopicPartition("x", 0), 0, 9, 5, (9,), 0, (9,))], []),
+            LeaderAndIsrRequestData(9, 0, -1,
+                                    [PartitionLeaderState(TopicPartition("x", 0), 0, 9, 5, (9,), 0, (9,))], []),
         ):
             obj, version = wire.request_to_wire(req)
             assert conn.send(obj, version).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
@@ -125,7 +126,8 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
     assert m["praha_broker_stale_controller_requests"] == 4
 
 
-def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(make_cluster, zookeeper, zk_connect, zk_store):
+def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(make_cluster, zookeeper,
+                                                                                zk_connect, zk_store):
     chroot = zk_connect[zk_connect.index("/"):]
     host, port = zookeeper.connect_string.split(":")
     proxies = {b: TcpProxy((host, int(port))) for b in (1, 2, 3)}

@@ -219,7 +219,8 @@ def summary(members: list[Member]) -> str:
             kinds: dict[str, int] = {}
             for e in m.events:
                 kinds[e[1]] = kinds.get(e[1], 0) + 1
-            odd = [e for e in m.events if e[1] in ("error", "commit-failed", "assign", "revoke", "lost", "dropped")][-12:]
+            odd = [e for e in m.events if e[1] in ("error", "commit-failed", "assign", "revoke", "lost",
+                                                   "dropped")][-12:]
         out.append(f"member {i}: {kinds} owned={sorted(m.owned())} last={odd}")
     return "; ".join(out)
 
@@ -610,7 +611,8 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
 
     def commit(epoch: int) -> int:
         req = OC(group_id=group, generation_id_or_member_epoch=epoch, member_id="m-1",
-                 topics=[OC.OffsetCommitRequestTopic(name=topic, partitions=[P(partition_index=0, committed_offset=1)])])
+                 topics=[OC.OffsetCommitRequestTopic(name=topic,
+                                                     partitions=[P(partition_index=0, committed_offset=1)])])
         for b in bs.split(","):
             h, p = b.split(":")
             with BrokerConnection(h, int(p)) as conn:

@@ -595,7 +595,8 @@ def test_standalone_consumer_commits_and_figures_count_them(cluster):
     assert sum(f.get("praha_broker_group_offset_commits_total", 0) for f in figures) >= 1
     assert sum(f.get("praha_broker_group_coordinator_partitions", 0) for f in figures) == 50
     import urllib.request
-    text = "".join(urllib.request.urlopen(f"http://127.0.0.1:{b.actual_metrics_port}/metrics", timeout=5).read().decode()
+    text = "".join(urllib.request.urlopen(f"http://127.0.0.1:{b.actual_metrics_port}/metrics",
+                                          timeout=5).read().decode()
                    for b in cluster.load().brokers.values())
     per_partition = [line for line in text.splitlines() if line.startswith("praha_group_coordinator_load_time_ms{")]
     assert len(per_partition) == 50  # every __consumer_offsets partition, on the broker leading it

@@ -49,7 +49,8 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
                          NewTopic("plain", 1, 1)])["plain"].result(30)
 
     c = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "compacted"))
-    assert (c["cleanup.policy"].value, c["cleanup.policy"].source) == ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert (c["cleanup.policy"].value, c["cleanup.policy"].source) == ("compact",
+                                                                       ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
     assert c["retention.ms"].value == "1000"
     assert (c["segment.bytes"].value, c["segment.bytes"].source) == ("1073741824", ConfigSource.DEFAULT_CONFIG.value)
     assert not c["segment.bytes"].is_read_only
@@ -85,7 +86,8 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     from praha.protocol.client import BrokerConnection
     R = DescribeConfigsRequest.DescribeConfigsResource
     with BrokerConnection("127.0.0.1", cluster.load().brokers[1].port) as conn:  # "": the cluster-wide defaults
-        got = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="", configuration_keys=None)],
+        got = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="",
+                                                            configuration_keys=None)],
                                                include_synonyms=False, include_documentation=False), 3)
         loggers = conn.send(DescribeConfigsRequest(resources=[R(resource_type=8, resource_name="1",
                                                                  configuration_keys=["root"])],

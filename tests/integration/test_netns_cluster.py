@@ -208,11 +208,13 @@ def test_up_crashed_half_way_then_down_removes_every_namespace(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     err = tmp_path / "up.err"
     with open(err, "wb") as out:
-        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1", "--timeout", "240",
+        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1",
+                               "--timeout", "240",
                                "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=out, env=env, start_new_session=True)
     layout = None
     try:
-        wait_for(lambda: (d / "broker-1" / "broker.log").exists() or up.poll() is not None, 180, what="the broker launched")
+        wait_for(lambda: (d / "broker-1" / "broker.log").exists() or up.poll() is not None, 180,
+                 what="the broker launched")
         assert up.poll() is None, f"cluster up ended first:\n{err.read_text()[-3000:]}"
         layout = netns.NetnsLayout.load(d / "netns.json")
         assert layout is not None

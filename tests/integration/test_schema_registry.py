@@ -234,7 +234,8 @@ def test_reads_agree_on_every_broker_and_the_primary_can_be_killed(cluster):
     ids = set()
     for i in range(3):  # through a broker that is not the primary: forwarded
         st, body = http(sr[other] + f"/subjects/failover-{i}/versions", "POST",
-                        json.dumps({"schema": json.dumps({"type": "enum", "name": f"E{i}", "symbols": ["A"]})}).encode())
+                        json.dumps({"schema": json.dumps({"type": "enum", "name": f"E{i}",
+                                                          "symbols": ["A"]})}).encode())
         assert st == 200, body
         ids.add(body["id"])
         for url in sr.values():  # read-your-writes on every broker

@@ -502,7 +502,8 @@ def test_share_group_configs_through_confluent_kafkas_admin_client_apply_to_that
 
     def alter(**values: str) -> None:
         res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+            ConfigEntry(k.replace("_", "."), v,
+                        incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
         admin.incremental_alter_configs([res])[res].result(30)
 
     for bad, message in ((dict(share_auto_offset_reset="sometimes"), "String must be one of"),

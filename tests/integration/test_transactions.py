@@ -82,7 +82,8 @@ def _leader(cluster, topic: str, partition: int) -> int | None:
 
 
 def producer(cluster, tid: str, **extra) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap(cluster, running_only=True), "transactional.id": tid, "log_level": 3, **extra})
+    return Producer({"bootstrap.servers": bootstrap(cluster, running_only=True), "transactional.id": tid,
+                     "log_level": 3, **extra})
 
 
 def read(cluster, topic: str, isolation: str, expect: int, partitions: int = PARTITIONS, idle_s: float = 2.0
@@ -467,14 +468,16 @@ def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
     assert json.loads(out) == []  # open, but its coordinator will end it: not hanging
 
     rc, out, _ = cli("transactions", "--abort", "--topic", topic, "--partition", 0, "--producer-id", prod["ProducerId"],
-                     "--producer-epoch", prod["ProducerEpoch"], "--coordinator-epoch", max(prod["LatestCoordinatorEpoch"], 0),
+                     "--producer-epoch", prod["ProducerEpoch"], "--coordinator-epoch",
+                     max(prod["LatestCoordinatorEpoch"], 0),
                      "--bootstrap-server", bs)
     assert rc == 0
     assert out.startswith(f"Aborted the transaction of producer {prod['ProducerId']}")
     rc, out, _ = cli("transactions", "--describe-producers", "--topic", topic, "--partition", 0,
                      "--bootstrap-server", bs, "--json")
     assert json.loads(out)[0]["CurrentTransactionStartOffset"] == -1
-    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster, running_only=True), isolation_level="read_committed", enable_auto_commit=False)
+    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster, running_only=True), isolation_level="read_committed",
+                       enable_auto_commit=False)
     try:
         assert kc.end_offsets([KTP(topic, 0)])[KTP(topic, 0)] == 2  # the LSO passed the record and the marker
     finally:

@@ -99,7 +99,8 @@ def test_leader_killed_in_the_middle_of_a_streaming_query(spark, pipeline, topic
     pt.start()
     victim = -1
     try:
-        wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= 600, 120, what="the query to read 600 rows")
+        wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= 600, 120,
+                 what="the query to read 600 rows")
         victim = pipeline.leader(topic_name, 0)
         pipeline.cluster.kill_broker(victim)
         pt.join(180)

@@ -78,7 +78,8 @@ def test_starting_and_ending_offsets_json_bound_the_read_exactly(spark, pipeline
     assert got == expect
 
     rows = _read(spark, pipeline, assign=json.dumps({topic: [1]}),
-                 startingOffsets=json.dumps({topic: {"1": 100}}), endingOffsets=json.dumps({topic: {"1": 101}})).collect()
+                 startingOffsets=json.dumps({topic: {"1": 100}}),
+                 endingOffsets=json.dumps({topic: {"1": 101}})).collect()
     assert [(r.partition, r.offset) for r in rows] == [(1, 100)]
 
 
@@ -86,7 +87,8 @@ def test_starting_offsets_by_timestamp_and_min_partitions(spark, pipeline, writt
     topic, recs = written
     # record i has timestamp BASE_TS + i and sits in partition i % 3
     df = _read(spark, pipeline, subscribe=topic, minPartitions="7",
-               startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 300, "1": BASE_TS + 1, "2": BASE_TS + 1499}}))
+               startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 300, "1": BASE_TS + 1,
+                                                              "2": BASE_TS + 1499}}))
     assert df.rdd.getNumPartitions() >= 7
     values = sorted(int(r.value.split(b"-")[1]) for r in df.select("value").collect())
     expect = sorted(i for i in range(1500) if (i % 3 == 0 and i >= 300) or (i % 3 == 1 and i >= 1) or (i % 3 == 2 and i >= 1499))

@@ -78,12 +78,14 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
          .selectExpr("partition", "cast(value as string) as value")
          .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start())
     try:
-        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 100, 60, what="first 100 rows")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 100, 60,
+                 what="first 100 rows")
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.create_partitions([NewPartitions(topic_name, 4)])[topic_name].result(timeout=60)
         pipeline.wait_ready(topic_name, 4)
         pipeline.produce(topic_name, _values(100, 200, 4))
-        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c >= 200, 60, what="rows of new partitions")
+        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c >= 200, 60,
+                 what="rows of new partitions")
         rows = spark.sql(f"select partition, value from {name}").collect()
         assert len(rows) == 200
         assert {r.partition for r in rows} == {0, 1, 2, 3}
@@ -95,7 +97,8 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
 def test_data_removed_by_retention_fails_or_is_skipped(spark, pipeline, topic_name):
     # small segments and a byte limit: the broker deletes old segments within seconds
     pipeline.create_topic(topic_name, 1, 3, {"segment.bytes": "4096", "retention.bytes": "8192"})
-    pipeline.produce(topic_name, [{"value": b"x" * 200} for _ in range(300)], **{"linger.ms": 0, "batch.num.messages": 5})
+    pipeline.produce(topic_name, [{"value": b"x" * 200} for _ in range(300)],
+                     **{"linger.ms": 0, "batch.num.messages": 5})
 
     def log_start() -> int:
         with ClusterClient(parse_bootstrap({"kafka.bootstrap.servers": pipeline.bootstrap})) as c:
@@ -123,7 +126,8 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
         queries[fail] = (_stream(spark, pipeline, subscribe=topic_name, failOnDataLoss=fail, startingOffsets="earliest")
                          .select("offset").writeStream.format("memory").queryName(name)
                          .trigger(processingTime="500 milliseconds").start())
-        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 50, 60, what=f"rows ({fail})")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 50, 60,
+                 what=f"rows ({fail})")
     try:
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.delete_topics([topic_name])[topic_name].result(timeout=60)

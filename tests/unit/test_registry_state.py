@@ -140,7 +140,8 @@ def test_modes(reg):
         "id": 42, "version": 3, "subject": "s"}
 
 
-@pytest.mark.parametrize(("text", "expected"), [("latest", LATEST), ("-1", LATEST), ("1", 1), ("2147483647", 2**31 - 1)])
+@pytest.mark.parametrize(("text", "expected"),
+                         [("latest", LATEST), ("-1", LATEST), ("1", 1), ("2147483647", 2**31 - 1)])
 def test_versions(text, expected):
     assert parse_version(text) == expected
 

@@ -436,7 +436,8 @@ def generate() -> dict[Path, str]:
         index += [f"    {a.name}Request, {a.name}Response," for a in apis]
         index.append(")")
         table += [f"    {a.key}: ({a.name}Request, {a.name}Response)," for a in apis]
-    index += ["from praha.protocol.messages.runtime import WireMessage", "", "#: api key → (request class, response class)",
+    index += ["from praha.protocol.messages.runtime import WireMessage", "",
+              "#: api key → (request class, response class)",
               "MESSAGES: dict[int, tuple[type[WireMessage], type[WireMessage]]] = {"]
     index += sorted(table, key=lambda line: int(line.split(":")[0]))
     index += ["}", ""]

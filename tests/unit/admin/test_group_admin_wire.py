@@ -151,7 +151,8 @@ def test_log_offsets_and_group_deletes(broker):
             a.offsets_for_time(tps, -1)
         assert a.delete_groups(["idle", "busy", "nobody"]) == {
             "idle": 0, "busy": ErrorCode.NON_EMPTY_GROUP, "nobody": ErrorCode.GROUP_ID_NOT_FOUND}
-        assert a.delete_offsets("busy", [TP("orders", 0)]) == (0, {TP("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
+        assert a.delete_offsets("busy", [TP("orders", 0)]) == (0,
+                                                               {TP("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
 
 
 # ----------------------------------------------------------------------------- the command

@@ -181,7 +181,8 @@ def test_describe_filters_exact_default_any_and_strict():
 
     assert pick([("user", MatchType.EXACT, "u1")], False) == [QuotaEntity("u1", None), QuotaEntity("u1", "c1")]
     assert pick([("user", MatchType.EXACT, "u1")], True) == [QuotaEntity("u1", None)]
-    assert pick([("client-id", MatchType.DEFAULT, None)], False) == [QuotaEntity(None, DEFAULT), QuotaEntity("u2", DEFAULT)]
+    assert pick([("client-id", MatchType.DEFAULT, None)], False) == [QuotaEntity(None, DEFAULT),
+                                                                     QuotaEntity("u2", DEFAULT)]
     assert pick([("user", MatchType.ANY, None)], True) == [QuotaEntity("u1", None), QuotaEntity(DEFAULT, None)]
     assert pick([], False) == entities
     assert pick([], True) == []

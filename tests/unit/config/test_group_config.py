@@ -18,14 +18,16 @@ def test_kafkas_defaults_bound_the_overrides():
                       "group.consumer.min.heartbeat.interval.ms": 5000,
                       "group.consumer.max.heartbeat.interval.ms": 15000}
     assert validate_group_config({"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"},
-                                 BROKER) == {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 6000}
+                                 BROKER) == {"consumer.session.timeout.ms": 50000,
+                                             "consumer.heartbeat.interval.ms": 6000}
     assert validate_group_config({}, BROKER) == {}
 
 
 @pytest.mark.parametrize(("values", "message"), [
     ({"consumer.fetch.bytes": "1"}, "Unknown group config name: consumer.fetch.bytes"),
     ({"consumer.session.timeout.ms": "soon"}, "Not a number"),
-    ({"consumer.session.timeout.ms": "44999"}, "must be greater than or equal to group.consumer.min.session.timeout.ms"),
+    ({"consumer.session.timeout.ms": "44999"},
+     "must be greater than or equal to group.consumer.min.session.timeout.ms"),
     ({"consumer.session.timeout.ms": "60001"}, "must be less than or equal to group.consumer.max.session.timeout.ms"),
     ({"consumer.heartbeat.interval.ms": "100"}, "must be greater than or equal to group.consumer.min.heartbeat"),
     ({"consumer.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.consumer.max.heartbeat"),

@@ -101,8 +101,10 @@ def test_offsets_of_a_consumer_group_check_member_and_epoch_and_survive_a_failov
         c = await coordinator(log)
         a = await c.consumer_group_heartbeat(join_req("a"))
         off = {("orders", 0): CommittedOffset(42, -1, "", 1)}
-        assert (await c.commit_offsets("g", a.answer.member_epoch - 1, "a", None, off)) == {("orders", 0): E.STALE_MEMBER_EPOCH}
-        assert (await c.commit_offsets("g", a.answer.member_epoch, "zz", None, off)) == {("orders", 0): E.UNKNOWN_MEMBER_ID}
+        assert (await c.commit_offsets("g", a.answer.member_epoch - 1, "a", None,
+                                       off)) == {("orders", 0): E.STALE_MEMBER_EPOCH}
+        assert (await c.commit_offsets("g", a.answer.member_epoch, "zz", None,
+                                       off)) == {("orders", 0): E.UNKNOWN_MEMBER_ID}
         assert (await c.commit_offsets("g", a.answer.member_epoch, "a", None, off)) == {("orders", 0): E.NONE}
         assert c.fetch_offsets("g", [("orders", 0)], "a", a.answer.member_epoch + 1)[0] == E.STALE_MEMBER_EPOCH
         c.shutdown()

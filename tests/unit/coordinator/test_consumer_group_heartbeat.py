@@ -191,7 +191,8 @@ def test_an_assignment_whose_answer_was_lost_is_sent_again_until_the_member_repo
     again = heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS, 1000)
     assert again.records == []
     assert again.answer.assignment == new  # sent again, nothing changed
-    acked = HeartbeatRequest("g", "b", lost.answer.member_epoch, topic_partitions=_pairs({(T.topic_id, p) for p in range(6)}))
+    acked = HeartbeatRequest("g", "b", lost.answer.member_epoch,
+                             topic_partitions=_pairs({(T.topic_id, p) for p in range(6)}))
     assert heartbeat(sim.groups, acked, sim.topics, SETTINGS, 1000).answer.assignment is None
     assert heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS,
                      1000).answer.assignment is None

@@ -316,7 +316,8 @@ def test_an_offset_commit_written_while_the_group_downgrades_is_applied():
         await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
                                                           subscribed_topic_names=("orders",), topic_partitions=()))
         log.armed = True
-        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None, {("orders", 1): CommittedOffset(7, -1, "", 1)}))
+        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None,
+                                                        {("orders", 1): CommittedOffset(7, -1, "", 1)}))
         await asyncio.wait_for(log.held.wait(), 5)
         left = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
         assert left.error == E.NONE

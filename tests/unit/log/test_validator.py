@@ -81,7 +81,8 @@ def test_compacted_topic_needs_keys_and_names_the_record():
 def test_timestamps_outside_the_configured_window():
     rules = RecordRules(timestamp_before_max_ms=60_000, timestamp_after_max_ms=1_000)
     check(forge_batch(three(), record_count=3, base_timestamp=NOW - 30_000), rules)
-    assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW - 120_000), rules) == ErrorCode.INVALID_RECORD
+    assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW - 120_000),
+                   rules) == ErrorCode.INVALID_RECORD
     assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW + 10_000), rules) == ErrorCode.INVALID_RECORD
     log_append_time = 0x08
     check(forge_batch(three(), record_count=3, base_timestamp=0, attributes=log_append_time), rules)

@@ -96,7 +96,8 @@ def test_shared_update_metadata_direct_encoding_is_the_generated_codecs():
 
 
 def _req(n=30):
-    parts = [PartitionLeaderState(TopicPartition(f"t{i % 3}", i), 2, i % 4, 7, (1, 2), 3, (1, 2, 3), (3,), (), i % 2 == 0)
+    parts = [PartitionLeaderState(TopicPartition(f"t{i % 3}", i), 2, i % 4, 7, (1, 2), 3, (1, 2, 3),
+                                  (3,), (), i % 2 == 0)
              for i in range(n)]
     return LeaderAndIsrRequestData(1, 2, 99, parts, [BrokerInfo(1, (EndPoint("h", 9092),))])
 

@@ -172,7 +172,8 @@ def samples():
     ]
 
 
-@pytest.mark.parametrize(("msg", "version"), samples(), ids=lambda x: type(x).__name__ if not isinstance(x, int) else str(x))
+@pytest.mark.parametrize(("msg", "version"), samples(),
+                         ids=lambda x: type(x).__name__ if not isinstance(x, int) else str(x))
 def test_round_trip_with_header(msg, version):
     if type(msg).__name__.endswith("Request"):
         frame = encode_request(msg, version, correlation_id=123, client_id="controller-1")

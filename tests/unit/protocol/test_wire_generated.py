@@ -19,6 +19,7 @@ def test_every_api_has_a_request_and_a_response_class_per_version() -> None:
     assert set(MESSAGES) == set(apis)
     for key, (req, resp) in MESSAGES.items():
         api = apis[key]
-        assert (req.API_KEY, req.MIN_VERSION, req.MAX_VERSION) == (key, api.request.versions.lo, api.request.versions.hi)
+        assert (req.API_KEY, req.MIN_VERSION, req.MAX_VERSION) == (key, api.request.versions.lo,
+                                                                   api.request.versions.hi)
         assert len(req._ENCODERS) == len(req._DECODERS) == req.MAX_VERSION - req.MIN_VERSION + 1
         assert len(resp._ENCODERS) == resp.MAX_VERSION - resp.MIN_VERSION + 1

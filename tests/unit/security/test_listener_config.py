@@ -29,7 +29,8 @@ def test_several_listeners_with_a_protocol_map():
 
 
 def test_security_inter_broker_protocol_names_the_listener():
-    c = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:1,SSL://:2", "security.inter.broker.protocol": "SSL"})
+    c = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:1,SSL://:2",
+                                "security.inter.broker.protocol": "SSL"})
     assert c.inter_broker_listener == "SSL"
 
 

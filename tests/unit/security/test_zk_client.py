@@ -54,7 +54,8 @@ def test_a_tool_logged_in_by_kafka_opts_protects_what_it_creates(jaas, monkeypat
 
 def test_tls_settings_by_kafkas_names():
     auth = zk_auth_from_properties({
-        "zookeeper.ssl.client.enable": "true", "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
         "zookeeper.ssl.truststore.location": "/ca.pem", "zookeeper.ssl.keystore.location": "/me.pem",
         "zookeeper.ssl.endpoint.identification.algorithm": ""}, {})
     assert auth.tls == ZkTls("/ca.pem", "/me.pem", check_hostname=False)
@@ -66,7 +67,8 @@ def test_tls_settings_by_kafkas_names():
     ({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": "/t",
       "zookeeper.ssl.keystore.type": "PKCS12"}, "zookeeper.ssl.keystore.type: praha reads PEM files only"),
     ({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": "/t",
-      "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"}, "needs org.apache.zookeeper.ClientCnxnSocketNetty"),
+      "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"},
+      "needs org.apache.zookeeper.ClientCnxnSocketNetty"),
     ({"zookeeper.set.acl": "true"}, "zookeeper.set.acl=true needs a ZooKeeper identity"),
     ({"praha.zookeeper.digest": "no-colon"}, "user:password"),
     ({"java.security.auth.login.config": "/nowhere/jaas.conf"}, "cannot read /nowhere/jaas.conf"),

@@ -404,7 +404,8 @@ def _refresh_regexes(groups: dict[str, ConsumerGroup], g: ConsumerGroup, topics:
     for rx in sorted(in_use):
         found = resolve(rx, topics)
         if g.resolved_regexes.get(rx) != found:
-            _emit(groups, out, Record(RegexKey(g.group_id, rx), RegexValue(tuple(sorted(found)), g.group_epoch, now_ms)))
+            _emit(groups, out,
+                  Record(RegexKey(g.group_id, rx), RegexValue(tuple(sorted(found)), g.group_epoch, now_ms)))
     for rx in sorted(set(g.resolved_regexes) - in_use):
         _emit(groups, out, Record(RegexKey(g.group_id, rx), None))
     return out
@@ -464,7 +465,8 @@ def session_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: 
     return _fence(groups, g, member_id)
 
 
-def revocation_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: str, member_epoch: int) -> list[Record]:
+def revocation_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: str,
+                       member_epoch: int) -> list[Record]:
     """The member did not revoke within its rebalance timeout: fence it, if it still has not."""
     g = groups.get(group_id)
     m = None if g is None else g.members.get(member_id)
