@@ -86,7 +86,9 @@ def parse_datetime_ms(text: str) -> int:
     `+hh:mm`, `+hhmm`); no zone means UTC, as Kafka appends `Z`. The milliseconds may be
     left out here (Kafka insists on them)."""
     if "T" not in text:
-        raise GroupInputError(f"Error parsing timestamp '{text}'. It does not contain a 'T' according to ISO8601 format")
+        raise GroupInputError(
+            f"Error parsing timestamp '{text}'. It does not contain a 'T' according to ISO8601 format"
+        )
     date_part, _, time_part = text.partition("T")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date_part) or not re.fullmatch(
             r"\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}(:?\d{2})?)?", time_part):

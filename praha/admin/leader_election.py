@@ -42,8 +42,12 @@ def parse_election_json(text: str) -> set[TopicPartition]:
         raise InvalidRequestError(f"invalid election JSON: {usage}")
     tps = []
     for entry in obj["partitions"]:
-        if not (isinstance(entry, dict) and isinstance(entry.get("topic"), str) and isinstance(entry.get("partition"), int)
-                and not isinstance(entry.get("partition"), bool)):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("topic"), str)
+            and isinstance(entry.get("partition"), int)
+            and not isinstance(entry.get("partition"), bool)
+        ):
             raise InvalidRequestError(f"invalid election entry {json.dumps(entry)}: {usage}")
         tps.append(TopicPartition(entry["topic"], entry["partition"]))
     if not tps:

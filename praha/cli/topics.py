@@ -92,7 +92,9 @@ def cmd_create(args: argparse.Namespace) -> int:
                 print(f"  {led}/{n} partitions have leaders", file=sys.stderr, flush=True)
                 shown = led
             time.sleep(0.2)
-    raise CliError(f"topic {args.topic} was created but only {led}/{n} partitions got a leader within {args.timeout:.0f}s")
+    raise CliError(
+        f"topic {args.topic} was created but only {led}/{n} partitions got a leader within {args.timeout:.0f}s"
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -327,7 +327,9 @@ class LocalCluster:
                 for bid in broker_ids:
                     b = state.brokers[bid]
                     if not self.broker_running(b):
-                        raise ClusterError(f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}")
+                        raise ClusterError(
+                            f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}"
+                        )
                 try:
                     if store is None:
                         store = self._zk_store(state)

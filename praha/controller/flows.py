@@ -555,7 +555,9 @@ class ControllerFlows:
         return remaining
 
 
-def split_storage_errors(partition_errors: Mapping[TopicPartition, int]) -> tuple[set[TopicPartition], set[TopicPartition]]:
+def split_storage_errors(
+    partition_errors: Mapping[TopicPartition, int],
+) -> tuple[set[TopicPartition], set[TopicPartition]]:
     """(replicas answered KAFKA_STORAGE_ERROR, replicas answered NONE) of a LeaderAndIsr answer;
     other errors (a stale epoch) say nothing about the disk."""
     offline = {tp for tp, code in partition_errors.items() if code == ErrorCode.KAFKA_STORAGE_ERROR}

@@ -109,7 +109,10 @@ class ReassignmentManager:
         if require_live_targets:
             dead = [b for b in reassign_to(current, tuple(target)).adding if b not in ctx.live_broker_ids]
             if dead:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"replica assignment has brokers that are not alive: {dead}"
+                return (
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"replica assignment has brokers that are not alive: {dead}",
+                )
         return ErrorCode.NONE, None
 
     # ---- triggers ------------------------------------------------------------------------------
@@ -153,7 +156,9 @@ class ReassignmentManager:
             known = self._targets[tp] = (current, current.target_replicas)
         return known[1] == target
 
-    def api_alter(self, targets: dict[TopicPartition, tuple[int, ...] | None]) -> dict[TopicPartition, tuple[int, str | None]]:
+    def api_alter(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         out = {}
         items: list[tuple[TopicPartition, ReplicaAssignment]] = []
         for tp, target in targets.items():

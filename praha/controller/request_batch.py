@@ -287,7 +287,9 @@ class ControllerRequestBatch:
                         metadata = full
                     else:
                         if partial is None:
-                            partial = SharedPartitions(self._partitions_metadata(sorted(self._update_metadata_partitions)))
+                            partial = SharedPartitions(
+                                self._partitions_metadata(sorted(self._update_metadata_partitions))
+                            )
                         metadata = partial
                     update_metadata = UpdateMetadataRequestData(
                         controller_id=self.controller_id,

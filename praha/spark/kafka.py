@@ -376,7 +376,9 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
                 stalled_since = None
                 continue
             # beyond the leader's log: a new leader may not have caught up yet, or the log was truncated
-            last_problem = f"out of range: offset {offset} is beyond the leader's log (high watermark {p.high_watermark})"
+            last_problem = (
+                f"out of range: offset {offset} is beyond the leader's log (high watermark {p.high_watermark})"
+            )
             stalled_since = stalled_since or now
             client.meta.partitions.pop(tp, None)
             time.sleep(backoff_ms / 1000)

@@ -122,7 +122,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: floa
         except Exception as e:  # noqa: BLE001 - keep polling; report the last error
             last_error = e
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_error!r})" if last_error else ""))
+    raise AssertionError(
+        f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_error!r})" if last_error else "")
+    )
 
 
 def scrape_metrics(port: int, timeout: float = 2.0, host: str = "127.0.0.1") -> dict[str, float]:

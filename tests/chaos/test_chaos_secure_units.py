@@ -31,7 +31,9 @@ NEEDS = {
 
 
 def _bindings() -> list[AclBinding]:
-    return [AclBinding(g.pattern(), e) for role, grants in GRANTS.items() for g in grants for e in g.entries(role.value)]
+    return [
+        AclBinding(g.pattern(), e) for role, grants in GRANTS.items() for g in grants for e in g.entries(role.value)
+    ]
 
 
 @pytest.mark.parametrize("role", sorted(NEEDS, key=lambda r: r.value))

@@ -174,8 +174,10 @@ def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_the
     assert not out.stdout
     assert "long_pause needs --workload txn" in out.stderr
     assert "partition needs --netns" in out.stderr
-    assert CampaignConfig(workload="txn", netns=True).missing() == {"zk_member_kill": "--zk-ensemble 3",
-                                                                   "forged_zk_write": "--secure-zookeeper (or --secure)"}
+    assert CampaignConfig(workload="txn", netns=True).missing() == {
+        "zk_member_kill": "--zk-ensemble 3",
+        "forged_zk_write": "--secure-zookeeper (or --secure)",
+    }
 
 
 def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):

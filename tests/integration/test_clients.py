@@ -55,9 +55,14 @@ def create_topic(env, name: str, assignment: dict[int, tuple[int, ...]], config:
     wait_for(leaders, 30, what=f"leaders of {name}")
     for b in cluster.load().brokers.values():
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"})
-        wait_for(lambda admin=admin: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
-                 and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment),
-                 20, what=f"broker {b.id} to know {name}")
+        wait_for(
+            lambda admin=admin: (
+                all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
+                and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment)
+            ),
+            20,
+            what=f"broker {b.id} to know {name}",
+        )
 
 
 def leader_of(env, topic: str, partition: int) -> int:

@@ -45,8 +45,10 @@ def metadata_controller_ids(cluster) -> dict[int, int]:
 def active_controllers(cluster) -> list[int]:
     state = cluster.load()
     return [
-        b.id for b in state.brokers.values()
-        if cluster.broker_running(b) and scrape_metrics(b.actual_metrics_port).get("praha_controller_active_controller") == 1.0
+        b.id
+        for b in state.brokers.values()
+        if cluster.broker_running(b)
+        and scrape_metrics(b.actual_metrics_port).get("praha_controller_active_controller") == 1.0
     ]
 
 

@@ -41,7 +41,9 @@ def secure(zookeeper, tmp_path_factory):
         assert psutil.pid_exists(beside["pid"])
         state = LocalCluster(root).load()
         bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
-        admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)["confluent-kafka"]
+        admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)[
+            "confluent-kafka"
+        ]
         admin = AdminClient(admin_conf)
         for f in admin.create_topics([NewTopic("seen", 1, 1), NewTopic("hidden", 1, 1)]).values():
             f.result(30)

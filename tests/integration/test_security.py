@@ -61,7 +61,8 @@ def secure(module_cluster, tmp_path_factory):
         cert = issue(ca, root / "ca", f"broker{bid}", f"broker{bid}", ou="brokers")
         ports[bid] = dict(zip(LISTENERS, free))
         per_broker[bid] = {
-            "listeners": "PLAINTEXT://127.0.0.1:{port}," + ",".join(f"{n}://127.0.0.1:{ports[bid][n]}" for n in LISTENERS),
+            "listeners": "PLAINTEXT://127.0.0.1:{port},"
+            + ",".join(f"{n}://127.0.0.1:{ports[bid][n]}" for n in LISTENERS),
             "ssl.keystore.location": str(cert.keystore),
         }
     client_cert = issue(ca, root / "ca", "writer", "writer", ou="apps")

@@ -275,7 +275,9 @@ def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones
         wait_for(lambda: set(accepted([other])) >= set(range(10, 30)), timeout=120,
                  what="the other consumer accepted the rest after the election")
         got = {o: dc for _, o, dc in other.of("got")}
-        assert not set(got) & set(range(10)), f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        assert not set(got) & set(range(10)), (
+            f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        )
         assert accepted([other]) == list(range(10, 30))
         assert all(got[o] == 2 for o in held), got  # the held ones come back, their first delivery counted
     finally:

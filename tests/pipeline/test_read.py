@@ -91,7 +91,9 @@ def test_starting_offsets_by_timestamp_and_min_partitions(spark, pipeline, writt
                                                               "2": BASE_TS + 1499}}))
     assert df.rdd.getNumPartitions() >= 7
     values = sorted(int(r.value.split(b"-")[1]) for r in df.select("value").collect())
-    expect = sorted(i for i in range(1500) if (i % 3 == 0 and i >= 300) or (i % 3 == 1 and i >= 1) or (i % 3 == 2 and i >= 1499))
+    expect = sorted(
+        i for i in range(1500) if (i % 3 == 0 and i >= 300) or (i % 3 == 1 and i >= 1) or (i % 3 == 2 and i >= 1499)
+    )
     assert values == expect
 
     # a timestamp after every record: 'error' strategy (default) fails naming the option, 'latest' reads nothing

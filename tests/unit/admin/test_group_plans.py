@@ -113,7 +113,9 @@ def test_to_offset_is_clamped_into_the_log_with_kafkas_warning():
     assert p.warnings == ["New offset (8) is higher than latest offset for topic partition a-2. Value will be set to 0"]
     p = plan(ResetMode.TO_OFFSET, 2, parts=[A0])
     assert p.offsets == {A0: 5}
-    assert p.warnings == ["New offset (2) is lower than earliest offset for topic partition a-0. Value will be set to 5"]
+    assert p.warnings == [
+        "New offset (2) is lower than earliest offset for topic partition a-0. Value will be set to 5"
+    ]
 
 
 def test_shift_by_moves_from_the_committed_offset_and_is_clamped():

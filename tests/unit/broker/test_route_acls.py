@@ -26,7 +26,9 @@ NOBODY = Session(principal="User:nobody", listener="PLAINTEXT", security_protoco
 
 def test_every_route_but_authentication_declares_its_checks():
     open_routes = {r.api_key for r in ROUTES if not r.acls}
-    assert open_routes == OPEN_APIS, f"routes without ACL checks: {sorted(ApiKey(k).name for k in open_routes - OPEN_APIS)}"
+    assert open_routes == OPEN_APIS, (
+        f"routes without ACL checks: {sorted(ApiKey(k).name for k in open_routes - OPEN_APIS)}"
+    )
 
 
 def codes(obj) -> set[int]:

@@ -13,10 +13,14 @@ BROKER = {n: int(BrokerConfig.from_dict({"broker.id": "0", "zookeeper.connect": 
 
 
 def test_kafkas_defaults_bound_the_overrides():
-    assert {k: v for k, v in BROKER.items() if k.startswith("group.consumer.")} == {"group.consumer.session.timeout.ms": 45000, "group.consumer.heartbeat.interval.ms": 5000,
-                      "group.consumer.min.session.timeout.ms": 45000, "group.consumer.max.session.timeout.ms": 60000,
-                      "group.consumer.min.heartbeat.interval.ms": 5000,
-                      "group.consumer.max.heartbeat.interval.ms": 15000}
+    assert {k: v for k, v in BROKER.items() if k.startswith("group.consumer.")} == {
+        "group.consumer.session.timeout.ms": 45000,
+        "group.consumer.heartbeat.interval.ms": 5000,
+        "group.consumer.min.session.timeout.ms": 45000,
+        "group.consumer.max.session.timeout.ms": 60000,
+        "group.consumer.min.heartbeat.interval.ms": 5000,
+        "group.consumer.max.heartbeat.interval.ms": 15000,
+    }
     assert validate_group_config({"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"},
                                  BROKER) == {"consumer.session.timeout.ms": 50000,
                                              "consumer.heartbeat.interval.ms": 6000}
