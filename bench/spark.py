@@ -365,14 +365,17 @@ def extra_tables(extra: dict, args) -> list[str]:
         out += ["", f"Security, {extra['master']}: praha batch read of {sc['mib']} MiB, PLAINTEXT cluster vs "
                 "`--secure` cluster (SASL_SSL, SCRAM-SHA-512), alternating",
                 "", "| protocol | median s | MB/s | trials s |", "|---|---:|---:|---|",
-                f"| PLAINTEXT | {p:.2f} | {sc['mib'] * 1.048576 / p:.1f} | {', '.join(f'{x:.2f}' for x in sc['plain'])} |",
-                f"| SASL_SSL | {t:.2f} | {sc['mib'] * 1.048576 / t:.1f} | {', '.join(f'{x:.2f}' for x in sc['sasl_ssl'])} |",
+                f"| PLAINTEXT | {p:.2f} | {sc['mib'] * 1.048576 / p:.1f} | "
+                f"{', '.join(f'{x:.2f}' for x in sc['plain'])} |",
+                f"| SASL_SSL | {t:.2f} | {sc['mib'] * 1.048576 / t:.1f} | "
+                f"{', '.join(f'{x:.2f}' for x in sc['sasl_ssl'])} |",
                 "", f"SASL_SSL / PLAINTEXT time: {t / p:.2f}; load {sc['load']}."]
     return out
 
 
 def table(results: list[dict]) -> list[str]:
-    out = ["| MiB | records | consumer s | consumer rows/s | consumer MB/s | praha source s | praha rows/s | praha MB/s | ratio | trials (consumer / praha, s) |",
+    out = ["| MiB | records | consumer s | consumer rows/s | consumer MB/s | praha source s | praha rows/s "
+           "| praha MB/s | ratio | trials (consumer / praha, s) |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         c, s = statistics.median(r["consumer"]), statistics.median(r["spark"])

@@ -72,7 +72,8 @@ def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str,
             alt_names.append(x509.DNSName(h))
     builder = (x509.CertificateBuilder().subject_name(_name(cn, ou)).issuer_name(ca.cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=days))
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                               critical=False))

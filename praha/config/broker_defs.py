@@ -229,9 +229,13 @@ _NAMED: tuple[ConfigDef, ...] = (
        'in-flight records of one share partition (its window from the start offset)', validator=Range(1),
        importance=HIGH),
     _b('share.auto.offset.reset', T.STRING, 'latest',
-       "where a share group with no state starts on a partition: latest or earliest (the default of the group config of that name)", validator=OneOf(('latest', 'earliest'), ignore_case=True), importance=HIGH),
+       "where a share group with no state starts on a partition: latest or earliest "
+       "(the default of the group config of that name)",
+       validator=OneOf(('latest', 'earliest'), ignore_case=True), importance=HIGH),
     _b('share.isolation.level', T.STRING, 'read_uncommitted',
-       "what a share group reads: read_committed skips aborted transactions (the default of the group config of that name)", validator=OneOf(('read_uncommitted', 'read_committed'), ignore_case=True), importance=HIGH),
+       "what a share group reads: read_committed skips aborted transactions "
+       "(the default of the group config of that name)",
+       validator=OneOf(('read_uncommitted', 'read_committed'), ignore_case=True), importance=HIGH),
     _b('offsets.topic.num.partitions', T.INT, '50', 'partitions of __consumer_offsets', validator=Range(1),
        importance=HIGH),
     _b('offsets.topic.replication.factor', T.INT, '3', 'replicas of __consumer_offsets', validator=Range(1),

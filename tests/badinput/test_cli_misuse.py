@@ -333,7 +333,8 @@ CATALOGUE = [
     ("log-dirs-dead-broker", "log-dirs --describe --broker-list 9", 1,
      "error: broker 9: broker 9 is not alive (live: [1, 2, 3])"),
     ("api-versions-bad-bootstrap", "api-versions --bootstrap-server nohost", 2,
-     "praha api-versions: error: argument --bootstrap-server: expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
+     "praha api-versions: error: argument --bootstrap-server: "
+     "expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
     ("api-versions-unknown-option", "api-versions --all", 2,
      "praha: error: unrecognized arguments: --all"),
     ("groups-reset-no-scenario", "groups --reset-offsets --group g --topic orders", 1,
@@ -358,8 +359,8 @@ CATALOGUE = [
     ("groups-reset-bad-partition", "groups --reset-offsets --group g --topic orders:x --to-earliest", 1,
      "error: Invalid partition 'x' specified in topic arg 'orders:x'"),
     ("groups-reset-options-without-reset", "groups --describe --group g --to-earliest", 1,
-     "error: Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run and --execute go with "
-     "--reset-offsets"),
+     "error: Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run and "
+     "--execute go with --reset-offsets"),
     ("groups-delete-with-topic", "groups --delete --group g --topic orders", 1,
      "error: The consumer does not support topic-specific offset deletion from a consumer group."),
     ("groups-delete-offsets-no-topic", "groups --delete-offsets --group g", 1,
@@ -540,7 +541,8 @@ def env(misuse_cluster):
 
 
 def expand(text: str, env) -> str:
-    out = text.replace("{dir}", env.dir).replace("{f:}", str(env.files)).replace("{long}", LONG).replace("{pid1}", str(env.pid(1)))
+    out = (text.replace("{dir}", env.dir).replace("{f:}", str(env.files)).replace("{long}", LONG)
+           .replace("{pid1}", str(env.pid(1))))
     while "{f:" in out:
         start = out.index("{f:")
         end = out.index("}", start)

@@ -118,7 +118,8 @@ def test_a_peers_connections_go_through_the_proxy_in_the_namespace(tmp_path):
         procs.append(proxy)
         assert proxy.stdout is not None
         assert "listening" in proxy.stdout.readline()
-        client = (f"import socket,sys,time\nfor _ in range(100):\n try:\n  c=socket.create_connection(('{a2.address}',9092),2)\n"
+        client = ("import socket,sys,time\nfor _ in range(100):\n try:\n"
+                  f"  c=socket.create_connection(('{a2.address}',9092),2)\n"
                   "  break\n except OSError: time.sleep(0.1)\nt=time.monotonic();c.sendall(b'x');"
                   "print(c.recv(100).decode(), round(time.monotonic()-t,3))\n")
 

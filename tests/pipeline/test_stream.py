@@ -1,5 +1,6 @@
 """Streaming reads: availableNow, restart from a checkpoint, maxOffsetsPerTrigger,
-minOffsetsPerTrigger with maxTriggerDelay, new partitions picked up, and data loss (retention, topic deletion) with failOnDataLoss."""
+minOffsetsPerTrigger with maxTriggerDelay, new partitions picked up, and data loss (retention,
+topic deletion) with failOnDataLoss."""
 from __future__ import annotations
 
 import json
@@ -37,7 +38,8 @@ def _run_available_now(spark, pipeline, topic, out, checkpoint, **options) -> li
     return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
 
 
-def test_available_now_reads_everything_then_restart_reads_exactly_the_new_records(spark, pipeline, topic_name, tmp_path):
+def test_available_now_reads_everything_then_restart_reads_exactly_the_new_records(spark, pipeline, topic_name,
+                                                                                   tmp_path):
     pipeline.create_topic(topic_name, 3, 3, {"min.insync.replicas": "2"})
     pipeline.produce(topic_name, _values(0, 600, 3))
     out, ck = tmp_path / "out", tmp_path / "checkpoint"
