@@ -38,10 +38,12 @@ def row(report: dict[str, Any]) -> str:
     p = phases(report)
     flags = " ".join(x for x, on in (("--netns", cfg.get("netns")), ("--secure", cfg.get("secure")),
                                      (f"--zk-ensemble {cfg['zk_ensemble']}", cfg["zk_ensemble"] > 1)) if on)
-    return (f"| {report['seed']} | {cfg['brokers']} {flags} | {fig['faults']} | {kinds} | {fig['acked']:,} | {fig['lost']} "
-            f"| {txn.get('committed_txns', '-')} | {txn.get('aborted_txns', '-')} | {txn.get('polled', '-')} "
-            f"| {anomalies} | {fig['violations']} | {report['duration_s']:.0f} "
-            f"| {p['setup']:.0f} / {p['faults']:.0f} / {p['between']:.0f} / {p['end']:.0f} |")
+    return (
+        f"| {report['seed']} | {cfg['brokers']} {flags} | {fig['faults']} | {kinds} | {fig['acked']:,} | {fig['lost']} "
+        f"| {txn.get('committed_txns', '-')} | {txn.get('aborted_txns', '-')} | {txn.get('polled', '-')} "
+        f"| {anomalies} | {fig['violations']} | {report['duration_s']:.0f} "
+        f"| {p['setup']:.0f} / {p['faults']:.0f} / {p['between']:.0f} / {p['end']:.0f} |"
+    )
 
 
 HEADER = ("| seed | brokers, options | faults | kinds | acked | lost | committed txns | aborted | polled | anomalies "

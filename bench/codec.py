@@ -73,7 +73,8 @@ def metadata(mod: Any, resp_mod: Any) -> tuple[Any, Any]:
             allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     T, Pt = R.MetadataResponseTopic, R.MetadataResponseTopic.MetadataResponsePartition
     resp = R(throttle_time_ms=0, cluster_id="praha-cluster", controller_id=1,
-             brokers=[R.MetadataResponseBroker(node_id=i, host="127.0.0.1", port=9092 + i, rack=None) for i in range(3)],
+             brokers=[R.MetadataResponseBroker(node_id=i, host="127.0.0.1", port=9092 + i,
+                                               rack=None) for i in range(3)],
              topics=[T(error_code=0, name=f"topic-{t}", topic_id=uuid.UUID(int=t + 1), is_internal=False, partitions=[
                  Pt(error_code=0, partition_index=p, leader_id=p % 3, leader_epoch=5, replica_nodes=[0, 1, 2],
                     isr_nodes=[0, 1, 2], offline_replicas=[]) for p in range(10)]) for t in range(100)])

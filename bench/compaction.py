@@ -109,7 +109,8 @@ def in_child(fn, *args) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=1024, help="log size to build and clean (default 1024)")
-    ap.add_argument("--buffer", type=int, default=134217728, help="dedupe buffer bytes (log.cleaner.dedupe.buffer.size)")
+    ap.add_argument("--buffer", type=int, default=134217728,
+                    help="dedupe buffer bytes (log.cleaner.dedupe.buffer.size)")
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--results", default=str(REPO / "bench" / "RESULTS.md"))
     ap.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md")

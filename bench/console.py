@@ -152,7 +152,8 @@ def measure_topic_list(root: Path, bs: str, args: argparse.Namespace) -> list[st
         wait_for(lambda: time_get(base + "/static/console.css"), timeout=60, what="the console")
         first, size = time_get(base + "/topics")
         assert b'id="topics-summary"' in size_check(base + "/topics"), "no topic list"
-        for what, path in (("middle page", f"/topics?page={max(1, pages // 2)}"), ("last page", f"/topics?page={pages}"),
+        for what, path in (("middle page", f"/topics?page={max(1, pages // 2)}"),
+                           ("last page", f"/topics?page={pages}"),
                            ("name search", "/topics?q=t0199"), ("page 1 again", "/topics")):
             timed[what] = min(time_get(base + path)[0] for _ in range(3))
     finally:
@@ -229,15 +230,19 @@ def main() -> int:
                 scan_s = time.monotonic() - t0
                 ratio = plain_s / scan_s
                 mib = plain_bytes / (1 << 20)
-                print(f"plain consumer: {plain_n} records, {mib:.0f} MiB in {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s)")
+                print(
+                    f"plain consumer: {plain_n} records, {mib:.0f} MiB in {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s)"
+                )
                 print(f"console scan: {result.scanned} records, {result.matched} matched in {scan_s:.2f} s "
                       f"({mib / scan_s:.0f} MiB/s), {len(reports)} progress reports; ratio {ratio:.2f}")
                 assert result.scanned == plain_n == n, (result.scanned, plain_n, n)
-                lines += [f"Filtered scan of {mib:.0f} MiB ({n} records of 1 KiB, 4 partitions): plain confluent-kafka "
-                          f"consumer {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s); the console's scan with a value filter "
-                          f"{scan_s:.2f} s ({mib / scan_s:.0f} MiB/s), {result.matched} matches, {len(reports)} progress "
-                          f"reports. Scan speed / plain speed = **{ratio:.2f}** (target ≥ 0.5: "
-                          f"{'met' if ratio >= 0.5 else 'NOT met'})."]
+                lines += [
+                    f"Filtered scan of {mib:.0f} MiB ({n} records of 1 KiB, 4 partitions): plain confluent-kafka "
+                    f"consumer {plain_s:.2f} s ({mib / plain_s:.0f} MiB/s); the console's scan with a value filter "
+                    f"{scan_s:.2f} s ({mib / scan_s:.0f} MiB/s), {result.matched} matches, {len(reports)} progress "
+                    f"reports. Scan speed / plain speed = **{ratio:.2f}** (target ≥ 0.5: "
+                    f"{'met' if ratio >= 0.5 else 'NOT met'})."
+                ]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.topics < 2000 or args.mb < 1024:

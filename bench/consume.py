@@ -1,16 +1,17 @@
 """Consume throughput of a local 3-broker praha cluster (confluent-kafka, assign-based).
 
 Fills a topic (RF 3, 1 KiB records) with `--mb` MiB, then reads all of it back from the
-beginning, `--reads` times per consumer count in `--consumers`: with 1, one
-confluent-kafka consumer reads every partition; with N, N consumer processes each read
-a share of the partitions (partition p goes to consumer p mod N) at the same time. Each
-consumer takes batches with `consume(num_messages=...)` and, per message, checks
-`error()` and adds `len(value())`; every record and byte is counted and checked against
-what was produced, and each partition's position must end at its end offset. Each consumer first warms up (bootstrap, metadata, leader connections;
-what it prefetched is dropped), then all start together from offset 0. Prints per read
-MB/s (all bytes over the time from that start to the last record of the last consumer),
-the brokers' and the consumers' CPU seconds per GiB, and the share of the machine's CPUs
-other processes used meanwhile; then the median of the reads.
+beginning, `--reads` times per consumer count in `--consumers`: with 1, one confluent-kafka
+consumer reads every partition; with N, N consumer processes each read a share of the
+partitions (partition p goes to consumer p mod N) at the same time. Each consumer takes
+batches with `consume(num_messages=...)` and, per message, checks `error()` and adds
+`len(value())`; every record and byte is counted and checked against what was produced, and
+each partition's position must end at its end offset. Each consumer first warms up
+(bootstrap, metadata, leader connections; what it prefetched is dropped), then all start
+together from offset 0. Prints per read MB/s (all bytes over the time from that start to the
+last record of the last consumer), the brokers' and the consumers' CPU seconds per GiB, and
+the share of the machine's CPUs other processes used meanwhile; then the median of the
+reads.
 
 Consumer settings: fetch.max.bytes 50 MiB, max.partition.fetch.bytes 4 MiB,
 queued.max.messages.kbytes 256 MiB and fetch.queue.backoff.ms `--fetch-queue-backoff-ms`
@@ -199,10 +200,13 @@ def main() -> None:
                              args.batch, pids)
                 complete = r["records"] == n and r["bytes"] == n * RECORD and not r["errors"] and r["at_end"]
                 rates.append(r["mb_s"])
-                print(f"{label:<12} read {i + 1}  {r['mb_s']:7.1f} MB/s  ({r['records']} records in {r['seconds']:.2f} s"
-                      f"{'' if complete else ' INCOMPLETE: expected %d, %d errors, positions at the end: %s' % (n, r['errors'], r['at_end'])}; "
+                incomplete = "" if complete else (f" INCOMPLETE: expected {n}, {r['errors']} errors, "
+                                                  f"positions at the end: {r['at_end']}")
+                print(f"{label:<12} read {i + 1}  {r['mb_s']:7.1f} MB/s  "
+                      f"({r['records']} records in {r['seconds']:.2f} s{incomplete}; "
                       f"first record after {r['first_ms']:.0f} ms; CPU s per GiB: brokers {r['broker_cpu_gib']:.2f}, "
-                      f"consumers {r['consumer_cpu_gib']:.2f}; other processes used {r['others'] * 100:.0f}% of the CPUs)")
+                      f"consumers {r['consumer_cpu_gib']:.2f}; "
+                      f"other processes used {r['others'] * 100:.0f}% of the CPUs)")
             print(f"{label:<12} median  {statistics.median(rates):7.1f} MB/s over {len(rates)} reads")
     finally:
         cluster.down()

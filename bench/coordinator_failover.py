@@ -359,7 +359,8 @@ def trial(args, k: int) -> dict[str, float]:
               f"{r['reloaded_groups']} groups; bystanders not answering: {r['bystanders_failed']}, outage median "
               f"{r['bystanders_outage_p50_s']:.3f} s, max {r['bystanders_outage_max_s']:.3f} s, their errors "
               f"{watcher.errors}), LeaderAndIsr→last loaded {r['ii_last_loaded_s']:.3f} s; "
-              f"found first {r['found_first_s']:.3f} s, all {r['found_all_s']:.3f} s; poll rounds {poller.rounds}; errors seen {poller.errors}; busy {lo['busy']:.0%}, "
+              f"found first {r['found_first_s']:.3f} s, all {r['found_all_s']:.3f} s; poll rounds {poller.rounds}; "
+              f"errors seen {poller.errors}; busy {lo['busy']:.0%}, "
               f"others {lo['others']:.0%}")
         return r
 

@@ -220,7 +220,9 @@ def verdicts(rows: list[dict]) -> list[str]:
                    f"({'meets' if ok else 'MISSES'} ≤ {TARGET_RATIO})")
         if r["P"] >= 100_000:
             ok = r["failover_s"] < TARGET_100K_S
-            out.append(f"P={r['P']:,}: failover {r['failover_s']:.2f}s ({'meets' if ok else 'MISSES'} < {TARGET_100K_S:.0f}s)")
+            out.append(
+                f"P={r['P']:,}: failover {r['failover_s']:.2f}s ({'meets' if ok else 'MISSES'} < {TARGET_100K_S:.0f}s)"
+            )
     return out
 
 

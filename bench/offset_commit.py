@@ -171,11 +171,13 @@ def main() -> None:
     for kind, label in (("commit", "OffsetCommit v8 (standalone, 1 partition)"),
                         ("produce", "Produce v9 acks=all, 1 record, RF 3")):
         rs = phases[kind]
-        rows.append(f"| {label} | {median([r['rate'] for r in rs]):,.0f} | "
-                    f"{' / '.join(format(r['rate'], ',.0f') for r in rs)} | {median([r['p50'] for r in rs]) * 1000:.1f} | "
-                    f"{median([r['p99'] for r in rs]) * 1000:.1f} | {sum(r['errors'] for r in rs)} | "
-                    f"{' / '.join(format(r['busy'], '.0%') for r in rs)} | "
-                    f"{' / '.join(format(r['others'], '.0%') for r in rs)} |")
+        rows.append(
+            f"| {label} | {median([r['rate'] for r in rs]):,.0f} | "
+            f"{' / '.join(format(r['rate'], ',.0f') for r in rs)} | {median([r['p50'] for r in rs]) * 1000:.1f} | "
+            f"{median([r['p99'] for r in rs]) * 1000:.1f} | {sum(r['errors'] for r in rs)} | "
+            f"{' / '.join(format(r['busy'], '.0%') for r in rs)} | "
+            f"{' / '.join(format(r['others'], '.0%') for r in rs)} |"
+        )
     verdict = (f"OffsetCommit / Produce request rate {ratio:.2f} (each pair: {', '.join(f'{x:.2f}' for x in ratios)})"
                f" — {'meets' if ratio >= TARGET_RATIO else 'misses'} ≥ {TARGET_RATIO:.2f}")
     print(verdict)

@@ -82,7 +82,8 @@ def create_topic(cluster: LocalCluster, store: ZkStore, zk: str, name: str, part
     wait_for(lambda: all(p["leader"] >= 0 for p in cluster_status(zk, store=store)["topics"][name]["partitions"]), 30)
     bs = bootstrap(cluster)
     admin = AdminClient({"bootstrap.servers": bs})
-    wait_for(lambda: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values()), 30)
+    wait_for(lambda: all(p.leader >= 0 for p in admin.list_topics(name,
+                                                                  timeout=5).topics[name].partitions.values()), 30)
 
 
 def bootstrap(cluster: LocalCluster) -> str:

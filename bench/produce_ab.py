@@ -76,7 +76,8 @@ def start(tree: str, root: str, partitions: int) -> tuple[LocalCluster, str, lis
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--a", required=True, help="tree A (a checkout holding praha/), e.g. a git worktree of the old commit")
+    ap.add_argument("--a", required=True,
+                    help="tree A (a checkout holding praha/), e.g. a git worktree of the old commit")
     ap.add_argument("--b", required=True, help="tree B")
     ap.add_argument("--mb", type=int, default=128, help="MiB each producer writes per round (default 128)")
     ap.add_argument("--rounds", type=int, default=4, help="rounds (default 4)")

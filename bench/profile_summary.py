@@ -52,7 +52,7 @@ def self_and_inclusive(stacks: Counter[tuple[str, ...]]) -> tuple[Counter[str], 
 @dataclass
 class _Node:
     count: int = 0
-    children: dict[str, "_Node"] = field(default_factory=dict)
+    children: dict[str, _Node] = field(default_factory=dict)
 
 
 def flame_svg(stacks: Counter[tuple[str, ...]], title: str, width: int = 1600, row: int = 16) -> str:

@@ -298,7 +298,8 @@ def main() -> int:
     rows = summarise(run_sizes(args, run_size))
     report_results(args, __file__, table(rows), verdicts(rows), HEADING,
                    lambda command: section(rows, command, args.completion_max),
-                   lambda: plot_vs_raw(Path(args.plot), "reassignment of P partitions (one replica added, leader moved)",
+                   lambda: plot_vs_raw(Path(args.plot),
+                                       "reassignment of P partitions (one replica added, leader moved)",
                                        rows, [("start_s", "start: admin znode → full sets acknowledged", "o-"),
                                               ("acked_s", "completion: ISR caught up → new leaders acknowledged", "x-"),
                                               ("time_s", "start + completion", "^-.")],

@@ -119,13 +119,15 @@ def main() -> None:
         f"| `GET /schemas/ids/{{id}}` | {get_rate:,.0f} | {get_rate / fixed_rate:.2f} of the trivial server |",
         f"| trivial `http.server` GET (fixed body, same process as the client) | {fixed_rate:,.0f} | |",
     ])
-    section = (f"{HEADING}\n\nCommand: `.venv/bin/python bench/registry.py --registrations {args.registrations} "
-               f"--gets {args.gets}`\n\nMachine: {machine_line()}.\n\nOne broker with its registry; one client "
-               "thread on a kept-alive HTTP connection. A registration is an HTTP request, a catch-up with "
-               "`_schemas` (ListOffsets), parsing and the compatibility check, an id from the ZooKeeper counter "
-               "(one conditional set), an acks=all write, applied to the primary's own state at once. Serializers cache "
-               "ids and schemas, so these costs are paid once per schema by a producer or consumer.\n\n"
-               f"{table}\n")
+    section = (
+        f"{HEADING}\n\nCommand: `.venv/bin/python bench/registry.py --registrations {args.registrations} "
+        f"--gets {args.gets}`\n\nMachine: {machine_line()}.\n\nOne broker with its registry; one client "
+        "thread on a kept-alive HTTP connection. A registration is an HTTP request, a catch-up with "
+        "`_schemas` (ListOffsets), parsing and the compatibility check, an id from the ZooKeeper counter "
+        "(one conditional set), an acks=all write, applied to the primary's own state at once. Serializers cache "
+        "ids and schemas, so these costs are paid once per schema by a producer or consumer.\n\n"
+        f"{table}\n"
+    )
     print(section)
     write_section(REPO / "bench" / "RESULTS.md", HEADING, section)
 

@@ -40,7 +40,8 @@ USER, PASSWORD = "bench", "bench-secret"
 
 
 def produce(conf: dict, topic: str, n: int) -> float:
-    p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.num.messages": 10000, "queue.buffering.max.kbytes": 262144})
+    p = Producer({**conf, "acks": "1", "linger.ms": 5, "batch.num.messages": 10000,
+                  "queue.buffering.max.kbytes": 262144})
     start = time.monotonic()
     for _ in range(n):
         while True:

@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=1024, help="data size in MiB (default 1024 = 1 GiB)")
     ap.add_argument("--partitions", type=int, default=6)
-    ap.add_argument("--rf", type=int, default=1, help="replication factor of the topic (default 1: the read is measured)")
+    ap.add_argument("--rf", type=int, default=1,
+                    help="replication factor of the topic (default 1: the read is measured)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--scaling", action="store_true", help="also measure 1/8, 1/4 and 1/2 of --mib")
     ap.add_argument("--write", action="store_true", help="append the figures to bench/RESULTS.md")
@@ -364,14 +365,17 @@ def extra_tables(extra: dict, args) -> list[str]:
         out += ["", f"Security, {extra['master']}: praha batch read of {sc['mib']} MiB, PLAINTEXT cluster vs "
                 "`--secure` cluster (SASL_SSL, SCRAM-SHA-512), alternating",
                 "", "| protocol | median s | MB/s | trials s |", "|---|---:|---:|---|",
-                f"| PLAINTEXT | {p:.2f} | {sc['mib'] * 1.048576 / p:.1f} | {', '.join(f'{x:.2f}' for x in sc['plain'])} |",
-                f"| SASL_SSL | {t:.2f} | {sc['mib'] * 1.048576 / t:.1f} | {', '.join(f'{x:.2f}' for x in sc['sasl_ssl'])} |",
+                f"| PLAINTEXT | {p:.2f} | {sc['mib'] * 1.048576 / p:.1f} | "
+                f"{', '.join(f'{x:.2f}' for x in sc['plain'])} |",
+                f"| SASL_SSL | {t:.2f} | {sc['mib'] * 1.048576 / t:.1f} | "
+                f"{', '.join(f'{x:.2f}' for x in sc['sasl_ssl'])} |",
                 "", f"SASL_SSL / PLAINTEXT time: {t / p:.2f}; load {sc['load']}."]
     return out
 
 
 def table(results: list[dict]) -> list[str]:
-    out = ["| MiB | records | consumer s | consumer rows/s | consumer MB/s | praha source s | praha rows/s | praha MB/s | ratio | trials (consumer / praha, s) |",
+    out = ["| MiB | records | consumer s | consumer rows/s | consumer MB/s | praha source s | praha rows/s "
+           "| praha MB/s | ratio | trials (consumer / praha, s) |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         c, s = statistics.median(r["consumer"]), statistics.median(r["spark"])

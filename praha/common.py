@@ -4,9 +4,9 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 NO_LEADER = -1
 #: Leader id a controller puts in UpdateMetadata for partitions of a topic being deleted.
@@ -68,11 +68,11 @@ class LeaderAndIsr:
     leader_epoch: int = INITIAL_LEADER_EPOCH
     zk_version: int = INITIAL_PARTITION_EPOCH
 
-    def new_leader(self, leader: int, isr: tuple[int, ...] | None = None) -> "LeaderAndIsr":
+    def new_leader(self, leader: int, isr: tuple[int, ...] | None = None) -> LeaderAndIsr:
         """A new election: bump the leader epoch (the zkVersion is set by the write)."""
         return LeaderAndIsr(leader, tuple(self.isr if isr is None else isr), self.leader_epoch + 1, self.zk_version)
 
-    def with_isr(self, isr: tuple[int, ...]) -> "LeaderAndIsr":
+    def with_isr(self, isr: tuple[int, ...]) -> LeaderAndIsr:
         """ISR change made by the leader itself: same leader epoch (as Kafka's Partition.shrinkIsr).
 
         ISR changes made by the controller go through `new_leader`, which bumps the epoch."""

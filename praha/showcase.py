@@ -171,10 +171,12 @@ class StateChangeTail:
                 unclean = f", UNCLEAN {e['unclean']}" if e.get("unclean") else ""
                 say(f"  ⚑ {kind} election of {len(leaders)} partitions: {shown}{more}{unclean}", self.t0)
         elif ev == "ControlledShutdown":
-            say(f"  ⚑ controlled shutdown of broker {e.get('broker')}: {e.get('leaders_to_move')} leaders moved", self.t0)
+            say(f"  ⚑ controlled shutdown of broker {e.get('broker')}: {e.get('leaders_to_move')} leaders moved",
+                self.t0)
         elif ev == "IsrChange" and e.get("partitions"):
             sizes = Counter(len(v) for v in (e.get("isr") or {}).values())
-            say(f"  ⚑ ISR change of {e.get('partitions')} partitions (ISR sizes {dict(sorted(sizes.items()))})", self.t0)
+            say(f"  ⚑ ISR change of {e.get('partitions')} partitions (ISR sizes {dict(sorted(sizes.items()))})",
+                self.t0)
 
 
 # ------------------------------------------------------------------------------ the run
@@ -420,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
             say("stopping the cluster (every process by PID) ...")
             cluster.down(progress=lambda m: say(f"  {m}"))
     if args.keep_running:
-        say(f"the cluster is still running in {cluster.root}: `praha cluster status`, stop it with `praha cluster down`")
+        say(f"the cluster is still running in {cluster.root}: `praha cluster status`, "
+            "stop it with `praha cluster down`")
     else:
         say(f"cluster stopped; its logs stay in {cluster.root}. Start a cluster again with "
             "`.venv/bin/praha cluster up --brokers 3` (or rerun `make run`); "
@@ -441,7 +444,8 @@ def inject(action: str, cluster: LocalCluster, zk: str, victims: dict[str, int],
         part = next(p for p in st["topics"][INPUT]["partitions"] if p["leader"] != controller)
         victim = part["leader"]
         victims["leader"] = victim
-        say(f"✖ killing broker {victim}, leader of {INPUT}-{part['partition']} (SIGKILL, pid {cluster.kill_broker(victim)})", t0)
+        say(f"✖ killing broker {victim}, leader of {INPUT}-{part['partition']} "
+            f"(SIGKILL, pid {cluster.kill_broker(victim)})", t0)
         marks.faults.append((now, f"kill leader {victim}"))
         took = recover_time(zk, lambda s: all(p["leader"] not in (-1, victim) and not p["offline"]
                                               for p in s["topics"][INPUT]["partitions"]), tick)
@@ -471,7 +475,8 @@ def final_check(spark: Any, bootstrap: str, stats: ProducerStats) -> dict[str, A
     def read(topic: str) -> Any:
         return spark.read.format("praha").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
 
-    views = (read(INPUT).select("timestamp", F.from_json(F.col("value").cast("string"), "id long, page string").alias("e"))
+    views = (read(INPUT).select("timestamp",
+                                F.from_json(F.col("value").cast("string"), "id long, page string").alias("e"))
              .where(F.col("e.page") != END))
     ids = [r.id for r in views.select(F.col("e.id").alias("id")).collect()]
     in_log = set(ids)
@@ -513,8 +518,9 @@ def report(stats: ProducerStats, marks: Marks, tail: StateChangeTail, check: dic
     print(f"acknowledged but missing     {check['missing']}")
     print(f"windowed counts              {check['windows']} (window, page) keys, {check['wrong_windows']} wrong, "
           f"sum {check['counted']} = records in the log: {check['counted'] == check['in_log']}")
-    print(f"sink records                 {check['updates']} for {check['windows']} windows (append mode: one final count per "
-          "window; more only if a retried task wrote one twice, which the at-least-once sink allows)")
+    print(f"sink records                 {check['updates']} for {check['windows']} windows "
+          "(append mode: one final count per window; more only if a retried task wrote one twice, "
+          "which the at-least-once sink allows)")
     print(f"produce throughput           {acked / span:.0f} records/s average, {max(per_s.values(), default=0)} peak")
     print(f"stream throughput            {stream_rows / busy:.0f} records/s while processing; "
           f"{len(marks.batches)} micro-batches; caught up {caught_up:.0f} s after the start")
@@ -526,9 +532,10 @@ def report(stats: ProducerStats, marks: Marks, tail: StateChangeTail, check: dic
     for key, label in (("leader", "leader kill → all led again"), ("controller", "controller kill → new one"),
                        ("controller_partitions", "controller kill → all led")):
         if key in marks.recoveries:
-            print(f"{label:<28} {marks.recoveries[key]:.1f} s (mostly the ZooKeeper session timeout, {timeout_s:.0f} s, "
-                  "before the crash is noticed)")
-    print(f"result                       {'PASS: every acknowledged record is in the log and counted once' if check['ok'] else 'FAIL'}")
+            print(f"{label:<28} {marks.recoveries[key]:.1f} s "
+                  f"(mostly the ZooKeeper session timeout, {timeout_s:.0f} s, before the crash is noticed)")
+    verdict = "PASS: every acknowledged record is in the log and counted once" if check["ok"] else "FAIL"
+    print(f"result                       {verdict}")
     if not check["ok"]:
         print(f"  sample of wrong windows: {check['sample_wrong']}")
     png = plot(stats, marks, tail, t0, out_dir / "throughput.png")

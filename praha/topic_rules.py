@@ -184,12 +184,15 @@ def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: set[int], start_partition: int = 0) -> None:
+def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: set[int],
+                        start_partition: int = 0) -> None:
     if not assignment:
         raise InvalidReplicaAssignmentError("replica assignment is empty")
     expected = list(range(start_partition, start_partition + len(assignment)))
     if sorted(assignment) != expected:
-        raise InvalidReplicaAssignmentError(f"partitions must be numbered {expected[0]}..{expected[-1]}, got {sorted(assignment)}")
+        raise InvalidReplicaAssignmentError(
+            f"partitions must be numbered {expected[0]}..{expected[-1]}, got {sorted(assignment)}"
+        )
     sizes = {len(r) for r in assignment.values()}
     if len(sizes) != 1:
         raise InvalidReplicaAssignmentError("every partition must have the same number of replicas")
@@ -222,7 +225,9 @@ def plan_topic(
         raise TopicExistsError(f"topic {name!r} already exists")
     clash = [t for t in existing_topics if collision_name(t) == collision_name(name)]
     if clash:
-        raise InvalidTopicError(f"topic {name!r} collides with existing topic {clash[0]!r} ('.' and '_' are equivalent)")
+        raise InvalidTopicError(
+            f"topic {name!r} collides with existing topic {clash[0]!r} ('.' and '_' are equivalent)"
+        )
     cfg = validate_topic_config(config or {})
     if assignment:
         if partitions not in (None, -1) or replication_factor not in (None, -1):

@@ -24,7 +24,8 @@ _BASE = {"common", "errors"}
 #: (praha/config.py, praha/statelog.py, ...) count as packages of their own name.
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"console", "showcase", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark", "zk", "protocol",
+    "cli": {"console", "showcase", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark",
+            "zk", "protocol",
             "log", "config", "statelog", "topic_rules"} | _BASE,
     "console": {"analytics", "cluster", "admin", "zk", "protocol"} | _BASE,
     "showcase": {"cluster", "admin", "spark", "zk", "protocol", "config"} | _BASE,
@@ -57,11 +58,14 @@ ONLY_THROUGH: dict[tuple[str, str], tuple[set[str] | None, set[str] | None]] = {
     # the broker hosts the controller; nothing else in it drives the controller directly
     ("broker", "controller"): ({"praha.broker.server"}, None),
     # the Spark source and sink are clients: they speak the wire protocol (and read records) and nothing else
-    ("spark", "protocol"): (None, {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint", "praha.protocol",
+    ("spark", "protocol"): (None,
+                            {"praha.protocol.client", "praha.protocol.errors", "praha.protocol.varint",
+                             "praha.protocol",
                                    # TLS and SASL of the reader's connections (kafka.security.protocol, kafka.sasl.*)
                                    "praha.protocol.client_security",
                                    # the generated messages it sends and reads (Metadata, ListOffsets, Fetch)
-                                   "praha.protocol.messages.gen.metadata", "praha.protocol.messages.gen.produce_fetch"}),
+                                   "praha.protocol.messages.gen.metadata",
+                                   "praha.protocol.messages.gen.produce_fetch"}),
 }
 
 #: the broker's rooms (its subpackages) -> the rooms each may import. The hall (modules directly

@@ -7,7 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("tests_conftest", ROOT / "tests" / "conftest.py")
-assert _spec is not None and _spec.loader is not None
+assert _spec is not None
+assert _spec.loader is not None
 plan = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(plan)
 

@@ -160,7 +160,9 @@ def compare(ours: Message, theirs: Message, versions: range, label: str) -> list
     problems = []
     for v in versions:
         if ours.is_flexible(v) != theirs.is_flexible(v):
-            problems.append(f"{ours.name} v{v}: flexible {ours.is_flexible(v)} here, {theirs.is_flexible(v)} in {label}")
+            problems.append(
+                f"{ours.name} v{v}: flexible {ours.is_flexible(v)} here, {theirs.is_flexible(v)} in {label}"
+            )
         a, b = list(flatten(ours.fields, v)), list(flatten(theirs.fields, v))
         if a == b:
             continue
@@ -202,8 +204,13 @@ def check(apis: dict[int, Api], refs: list[Reference]) -> tuple[list[str], list[
                     if doc is not None:
                         theirs = kafka_message(doc)
                         rng = [v for v in missing if v in theirs.versions]
-                        diffs = compare(msg, theirs, range(rng[0], rng[-1] + 1), ref.label + " (unstable)") if rng else []
-                        notes += diffs or [f"  {msg.name} v{rng[0]}-{rng[-1]} agrees with {ref.label} (unstable)"] if rng else []
+                        diffs = compare(msg, theirs, range(rng[0], rng[-1] + 1),
+                                        ref.label + " (unstable)") if rng else []
+                        notes += (
+                            diffs or [f"  {msg.name} v{rng[0]}-{rng[-1]} agrees with {ref.label} (unstable)"]
+                            if rng
+                            else []
+                        )
     return problems, notes
 
 

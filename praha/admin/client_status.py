@@ -21,7 +21,9 @@ def fetch_metadata(bootstrap: str, topics: list[str] | None = None, timeout: flo
     conn = BrokerConnection(host, int(port), timeout=timeout, security=security)
     conn.connect()
     try:
-        req_topics = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in topics]
+        req_topics = (
+            None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t, topic_id=None) for t in topics]
+        )
         return conn.send(MetadataRequest(topics=req_topics, allow_auto_topic_creation=False,
                                          include_cluster_authorized_operations=False,
                                          include_topic_authorized_operations=False), 12)
@@ -91,7 +93,8 @@ class BrokerApis:
     error: str | None = None
 
 
-def broker_api_versions(bootstrap: str, timeout: float = 10.0, security: ClientSecurity = PLAINTEXT) -> list[BrokerApis]:
+def broker_api_versions(bootstrap: str, timeout: float = 10.0,
+                        security: ClientSecurity = PLAINTEXT) -> list[BrokerApis]:
     """Every live broker's API versions (kafka-broker-api-versions): the brokers from one
     Metadata answer, then ApiVersions to each."""
     md = fetch_metadata(bootstrap.split(",")[0], [], timeout, security)

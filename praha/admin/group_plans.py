@@ -12,7 +12,7 @@ import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 
 from praha.common import TopicPartition
@@ -86,7 +86,9 @@ def parse_datetime_ms(text: str) -> int:
     `+hh:mm`, `+hhmm`); no zone means UTC, as Kafka appends `Z`. The milliseconds may be
     left out here (Kafka insists on them)."""
     if "T" not in text:
-        raise GroupInputError(f"Error parsing timestamp '{text}'. It does not contain a 'T' according to ISO8601 format")
+        raise GroupInputError(
+            f"Error parsing timestamp '{text}'. It does not contain a 'T' according to ISO8601 format"
+        )
     date_part, _, time_part = text.partition("T")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date_part) or not re.fullmatch(
             r"\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}(:?\d{2})?)?", time_part):
@@ -104,7 +106,7 @@ def parse_datetime_ms(text: str) -> int:
         moment = datetime.fromisoformat(iso)
     except ValueError as e:
         raise GroupInputError(f"Error parsing timestamp '{text}': {e}") from None
-    return int(moment.astimezone(timezone.utc).timestamp() * 1000)
+    return int(moment.astimezone(UTC).timestamp() * 1000)
 
 
 _DURATION = re.compile(
@@ -391,7 +393,8 @@ def members_table(group: str, members: Sequence[MemberInfo], verbose: bool,
                                                                                      "#PARTITIONS"]
     widths = [15, 15] + ([17] if static else []) + [15, 15, 15]
     if verbose:
-        extra = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if modern else ["ASSIGNMENT"]
+        extra = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                 "TARGET-ASSIGNMENT"] if modern else ["ASSIGNMENT"]
         header += extra
         widths += [15, 25, 15, 0] if modern else [0]
     body = []

@@ -563,7 +563,9 @@ class GroupAdmin:
             described.update({g: d for g, d in modern.items() if d.exists})
         return described
 
-    def committed_offsets(self, group: str, topics: Iterable[str] | None = None) -> dict[TopicPartition, CommittedOffset]:
+    def committed_offsets(
+        self, group: str, topics: Iterable[str] | None = None
+    ) -> dict[TopicPartition, CommittedOffset]:
         """The group's committed offsets (of `topics` only, if given)."""
         return self.committed_offsets_of([group], topics)[group]
 
@@ -629,7 +631,9 @@ class GroupAdmin:
                         partition_index=p, committed_offset=o, committed_leader_epoch=-1, commit_timestamp=-1,
                         committed_metadata="") for p, o in ps]) for t, ps in by_topic.items()])
             resp = self._send(node.host, node.port, ApiKey.OFFSET_COMMIT, lambda v: req)
-            results = {TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+            results = {
+                TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions
+            }
             retriable = [c for c in results.values() if c in COORDINATOR_RETRIABLE]
             return {group: (retriable[0] if retriable else ErrorCode.NONE, results)}
 
@@ -639,7 +643,8 @@ class GroupAdmin:
         """DeleteGroups: {group: error code} (0 = deleted; NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND ...)."""
 
         def send(node: Node, gs: list[str]) -> dict[str, tuple[int, int]]:
-            resp = self._send(node.host, node.port, ApiKey.DELETE_GROUPS, lambda v: DeleteGroupsRequest(groups_names=gs))
+            resp = self._send(node.host, node.port, ApiKey.DELETE_GROUPS,
+                              lambda v: DeleteGroupsRequest(groups_names=gs))
             out: dict[str, tuple[int, int]] = {}
             for r in resp.results:
                 # retriable codes drive the retry; every other outcome is the group's result
@@ -660,7 +665,9 @@ class GroupAdmin:
                 name=t, partitions=[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
                     partition_index=p) for p in ps]) for t, ps in by_topic.items()])
             resp = self._send(node.host, node.port, ApiKey.OFFSET_DELETE, lambda v: req)
-            results = {TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+            results = {
+                TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions
+            }
             top = resp.error_code
             return {group: (top if top in COORDINATOR_RETRIABLE else ErrorCode.NONE, (top, results))}
 

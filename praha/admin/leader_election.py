@@ -42,8 +42,12 @@ def parse_election_json(text: str) -> set[TopicPartition]:
         raise InvalidRequestError(f"invalid election JSON: {usage}")
     tps = []
     for entry in obj["partitions"]:
-        if not (isinstance(entry, dict) and isinstance(entry.get("topic"), str) and isinstance(entry.get("partition"), int)
-                and not isinstance(entry.get("partition"), bool)):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("topic"), str)
+            and isinstance(entry.get("partition"), int)
+            and not isinstance(entry.get("partition"), bool)
+        ):
             raise InvalidRequestError(f"invalid election entry {json.dumps(entry)}: {usage}")
         tps.append(TopicPartition(entry["topic"], entry["partition"]))
     if not tps:
@@ -188,5 +192,6 @@ def _code_name(code: int) -> str:
         return f"error {code}"
 
 
-__all__ = ["PREFERRED", "UNCLEAN", "ELECTION_TYPES", "parse_election_json", "resolve_partitions", "elect_via_api", "elect_via_zookeeper", "format_results",
+__all__ = ["PREFERRED", "UNCLEAN", "ELECTION_TYPES", "parse_election_json", "resolve_partitions", "elect_via_api",
+           "elect_via_zookeeper", "format_results",
            "Results"]

@@ -339,7 +339,8 @@ def set_throttles(store: ZkStore, current: Plan, plan: Plan, rate: int) -> tuple
     return list(topics), brokers
 
 
-def clear_throttles(store: ZkStore, topics: Iterable[str], brokers: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
+def clear_throttles(store: ZkStore, topics: Iterable[str],
+                    brokers: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
     """Remove throttle configs from `topics` and from `brokers` (default: every broker that
     has a `/config/brokers/<id>`); returns what was actually changed."""
     if brokers is None:
@@ -389,7 +390,8 @@ class PartitionProgress:
         return "complete" if self.replicas == self.target else "failed"
 
 
-def progress(store: ZkStore, tps: Iterable[TopicPartition] | None, targets: Mapping[TopicPartition, Sequence[int]] | None = None,
+def progress(store: ZkStore, tps: Iterable[TopicPartition] | None,
+             targets: Mapping[TopicPartition, Sequence[int]] | None = None,
              view: ClusterView | None = None) -> dict[TopicPartition, PartitionProgress]:
     """Progress of `tps` (None: every partition being reassigned). `targets` (a plan) wins
     over the znode's; a partition the controller has not started yet counts its target's

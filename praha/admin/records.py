@@ -191,7 +191,9 @@ def alter_replica_log_dirs(brokers: dict[int, tuple[str, int]], moves: dict[tupl
     pending = dict(moves)
     deadline = time.monotonic() + timeout
     while pending:
-        by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(list))
+        )
         for (tp, b), d in pending.items():
             by_broker[b][d][tp.topic].append(tp.partition)
         for b, dirs in by_broker.items():

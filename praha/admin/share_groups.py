@@ -77,9 +77,20 @@ class ShareGroupAdmin(GroupAdmin):
                 if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
                     out[d.group_id] = (ErrorCode.NONE, ShareGroupDescription(d.group_id, "Dead", -1, "", (), node))
                     continue
-                members = tuple(ShareMember(m.member_id, m.client_id, m.client_host, m.member_epoch, tuple(
-                    TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions for p in sorted(t.partitions)))
-                    for m in d.members)
+                members = tuple(
+                    ShareMember(
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                        m.member_epoch,
+                        tuple(
+                            TopicPartition(t.topic_name, p)
+                            for t in m.assignment.topic_partitions
+                            for p in sorted(t.partitions)
+                        ),
+                    )
+                    for m in d.members
+                )
                 out[d.group_id] = (d.error_code, ShareGroupDescription(d.group_id, d.group_state, d.group_epoch,
                                                                        d.assignor_name, members, node))
             return out

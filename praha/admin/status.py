@@ -6,7 +6,8 @@ string. Corrupt znodes are reported in the output, never raised.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import Permissions

@@ -187,7 +187,8 @@ def _isr_timeline(events: DataFrame, elections: DataFrame) -> DataFrame:
     from_changes = events.where((F.col("event") == ISR_CHANGE) & F.col("isr").isNotNull()) \
         .select("time_ms", F.explode("isr").alias("partition", "isr"))
     from_elections = elections.where(F.col("isr").isNotNull()).select("time_ms", "partition", "isr")
-    new = elections.where(F.col("kind") == "new").select("time_ms", "partition", F.lit(None).cast("array<int>").alias("isr"))
+    new = elections.where(F.col("kind") == "new").select("time_ms", "partition",
+                                                         F.lit(None).cast("array<int>").alias("isr"))
     tl = from_changes.unionByName(from_elections).unionByName(new)
     rf = tl.groupBy("partition").agg(F.max(F.size("isr")).alias("rf"))
     return tl.join(rf, "partition").select(

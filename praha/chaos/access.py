@@ -69,7 +69,7 @@ class ClientAccess:
         return path
 
     @classmethod
-    def load(cls, path: Path) -> "ClientAccess":
+    def load(cls, path: Path) -> ClientAccess:
         return cls(**json.loads(path.read_text()))
 
 

@@ -20,9 +20,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.chaos import invariants as inv
 from praha.chaos import leftovers
@@ -309,9 +310,11 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "faults": len(faults),
         "faults_by_kind": by_kind,
         "faults_failed": sum(1 for f in faults if not f.ok),
-        "slow_heals": [{"index": f.index, "kind": f.kind, "target": f.target,
-                        "seconds": round(f.healed_t - f.start_t, 1)}
-                       for f in faults if f.healed_t - f.start_t > SLOW_HEAL_S],
+        "slow_heals": [
+            {"index": f.index, "kind": f.kind, "target": f.target, "seconds": round(f.healed_t - f.start_t, 1)}
+            for f in faults
+            if f.healed_t - f.start_t > SLOW_HEAL_S
+        ],
         "sent": ledger.sent,
         **{k: v for k, v in asdict(records).items()},
         "replica_divergent_offsets": replica_divergent,
@@ -331,7 +334,8 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "no_controller_s": round(obs.no_controller_s, 2) if obs else 0.0,
         "stale_requests_refused": controllers.refused_stale,
         "controller_requests_logged": controllers.accepted_requests_logged,
-        "dual_controller_acceptances": controllers.dual_controller_acceptances + (obs.dual_active_samples if obs else 0),
+        "dual_controller_acceptances": (controllers.dual_controller_acceptances
+                                        + (obs.dual_active_samples if obs else 0)),
         "controller_overlap_samples": obs.overlap_samples if obs else 0,
         "unavailable_s": {k: round(v, 2) for k, v in sorted(unavailable.items())},
         "unavailable_s_total": round(sum(unavailable.values()), 2),

@@ -12,7 +12,8 @@ from typing import Any
 
 #: every fault kind the injector knows; `zk_member_kill` needs a ZooKeeper ensemble
 ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restart", "stutter", "stale_controller",
-             "forged_controller", "long_pause", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk", "forged_zk_write",
+             "forged_controller", "long_pause", "member_kill", "coordinator_kill", "zk_member_kill", "full_disk",
+             "forged_zk_write",
              # network faults: only with --netns (every node on a host of its own)
              "partition", "one_way", "flaky_link")
 #: kinds that need the nodes in network namespaces

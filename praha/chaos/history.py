@@ -40,9 +40,10 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 ANOMALIES = ("lost_write", "duplicate", "inconsistent_offsets", "aborted_read", "torn_transaction", "poll_skip",
              "nonmonotonic_poll", "nonmonotonic_send", "committed_offset_regression", "precommitted_read", "g1c")

@@ -138,7 +138,8 @@ class HighWatermarkMonitor(threading.Thread):
             st.regressions += 1
             self.timeline.violate("hw_regressed", f"{tp[0]}-{tp[1]} high watermark {prev} -> {hw} "
                                   f"within leader epoch {epoch} (leader {leader})",
-                                  topic=tp[0], partition=tp[1], leader=leader, leader_epoch=epoch, before=prev, after=hw)
+                                  topic=tp[0], partition=tp[1], leader=leader, leader_epoch=epoch,
+                                  before=prev, after=hw)
         st.by_epoch[key] = max(hw, prev or 0)
         top = st.max_hw.get(tp, 0)
         if hw < top:

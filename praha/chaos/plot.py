@@ -1,11 +1,11 @@
 """The timeline plot of a campaign (PNG): what was done to the cluster, and how it fared.
 
 Panels, sharing the time axis: faults as spans per target (one row per broker, one for
-ZooKeeper, one for the consumer group's members), acknowledged records per second, offline and under-replicated partitions,
-the controller epoch, broker RSS, and (with the transactional workload) every transaction's
-latency at its completion, coloured ok / fail / indeterminate, over the fault intervals
-shaded, as Jepsen's plots are.
-Violations are red lines across every panel.
+ZooKeeper, one for the consumer group's members), acknowledged records per second, offline
+and under-replicated partitions, the controller epoch, broker RSS, and (with the
+transactional workload) every transaction's latency at its completion, coloured ok / fail /
+indeterminate, over the fault intervals shaded, as Jepsen's plots are. Violations are red
+lines across every panel.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 
 KIND_COLORS = {
     "kill": "tab:red", "kill_controller": "darkred", "pause": "tab:purple", "zk_expire": "tab:orange",
-    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan", "forged_controller": "tab:gray",
+    "controlled_restart": "tab:blue", "stutter": "tab:olive", "stale_controller": "tab:cyan",
+    "forged_controller": "tab:gray",
     "member_kill": "tab:green", "coordinator_kill": "tab:pink", "zk_member_kill": "tab:brown",
     "full_disk": "gold", "partition": "black", "one_way": "dimgray", "flaky_link": "silver",
     "long_pause": "indigo",

@@ -105,7 +105,8 @@ def summary_text(report: dict[str, Any]) -> str:
         *(["  slow heals (> 30 s): " + ", ".join(f"#{h['index']} {h['kind']} {h['target']} {h['seconds']:.0f}s"
                                                    for h in f["slow_heals"])] if f.get("slow_heals") else []),
         f"  records: sent {f['sent']}, acknowledged {f['acked']}, failed {f['failed']} "
-        f"({', '.join(f'{k} {n}' for k, n in sorted(f.get('failed_by_error', {}).items())) or '-'}), read back {f['read']}, "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(f.get('failed_by_error', {}).items())) or '-'}), "
+        f"read back {f['read']}, "
         f"lost {f['lost']}, offset holes {f.get('offset_gaps', 0)}; counted client resends: "
         f"duplicated {f['duplicated']}, acknowledged out of send order {f['out_of_order']}",
         f"  divergent offsets: {f['divergent_offsets']} (served vs final), {f['replica_divergent_offsets']} "

@@ -9,8 +9,9 @@ is controller at a given moment depends on timing.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from praha.chaos.config import KIND_WEIGHTS
 

@@ -17,9 +17,10 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.chaos.access import ClientAccess, process_arguments
 from praha.chaos.environment import wait_until
@@ -135,7 +136,8 @@ class TxnWorkload:
     def start(self) -> None:
         for i, spec in enumerate(CLIENTS):
             with open(self.dir / f"{spec.name}.stderr", "wb") as err:
-                connect = process_arguments(self.access(spec.principal), self.dir / f"access-{spec.principal.value}.json")
+                connect = process_arguments(self.access(spec.principal),
+                                            self.dir / f"access-{spec.principal.value}.json")
                 proc = subprocess.Popen(command(spec, connect, self.dir / f"{spec.name}.jsonl", self.seed + i),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
             self.procs[spec.name] = proc
@@ -200,7 +202,8 @@ class TxnWorkload:
         from confluent_kafka import TopicPartition as CTP
 
         tps = [(t, p) for t, n in TOPIC_PARTITIONS.items() for p in range(n)]
-        c = Consumer({**self.access(Role.READER).librdkafka(), "group.id": "chaos-txn-final", "enable.auto.commit": False,
+        c = Consumer({**self.access(Role.READER).librdkafka(), "group.id": "chaos-txn-final",
+                      "enable.auto.commit": False,
                       "isolation.level": "read_committed", "enable.partition.eof": False, "logger": logger})
         out = open(self.dir / "final.jsonl", "w", encoding="utf-8")  # noqa: SIM115 - closed below
         reached = False
@@ -212,7 +215,8 @@ class TxnWorkload:
             while time.monotonic() < deadline:
                 try:
                     if len(high) < len(tps):
-                        high.update({tp: c.get_watermark_offsets(CTP(*tp), timeout=5)[1] for tp in tps if tp not in high})
+                        high.update({tp: c.get_watermark_offsets(CTP(*tp),
+                                                                 timeout=5)[1] for tp in tps if tp not in high})
                     batch = c.consume(1000, 0.5)
                 except KafkaException as e:
                     log.debug("final read: %s", e)

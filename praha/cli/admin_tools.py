@@ -164,7 +164,7 @@ def _read(path: Path, what: str) -> str:
         raise CliError(f"cannot read the {what} {path}: {e.strerror or e}") from None
 
 
-def _session(args: argparse.Namespace) -> "AbstractContextManager[ZkStore]":
+def _session(args: argparse.Namespace) -> AbstractContextManager[ZkStore]:
     return zk_session_of(args)
 
 
@@ -286,7 +286,7 @@ def start_log_dir_moves(brokers: dict[int, tuple[str, int]], log_dirs: LogDirPla
                        + ", ".join(f"{tp} on broker {b} ({err})" for (tp, b), err in failed))
 
 
-def _progress_detail(p: "PartitionProgress") -> str:
+def _progress_detail(p: PartitionProgress) -> str:
     waiting = p.not_in_isr
     if not waiting:
         return ""
@@ -424,7 +424,7 @@ def cmd_api_versions(args: argparse.Namespace) -> int:
     return print_api_versions(brokers)
 
 
-def print_api_versions(brokers: "list[BrokerApis]") -> int:
+def print_api_versions(brokers: list[BrokerApis]) -> int:
     """kafka-broker-api-versions' listing; 1 if a broker could not be asked."""
     from praha.protocol.api_keys import ApiKey
     from praha.protocol.registry import APIS

@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument("--zk-ensemble", type=int, choices=(1, 3), default=1,
                    help="ZooKeeper servers: 1 (default) or a 3-node ensemble (adds zk_member_kill faults)")
     p.add_argument("--kinds", type=_kinds, default=ALL_KINDS, help=f"fault kinds (default all: {','.join(ALL_KINDS)})")
-    p.add_argument("--dir", type=Path, default=Path(".praha/chaos"), help="where campaigns write (default .praha/chaos)")
+    p.add_argument("--dir", type=Path, default=Path(".praha/chaos"),
+                   help="where campaigns write (default .praha/chaos)")
     p.add_argument("--rate", type=int, default=60, help="records per second per producer (default 60)")
     p.add_argument("--group-members", type=_positive, default=3,
                    help="member processes of the consumer group (default 3; 0: no group, no member/coordinator kills)")

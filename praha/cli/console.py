@@ -50,7 +50,8 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     add_cluster_options(p)
     s = p.add_argument_group("security of the cluster's listeners (a --dir cluster's are known)")
-    s.add_argument("--security-protocol", default="PLAINTEXT", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+    s.add_argument("--security-protocol", default="PLAINTEXT",
+                   choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
     s.add_argument("--sasl-mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"],
                    help="visitors log in with this mechanism")
     s.add_argument("--ca-file", type=Path, help="CA certificate (PEM) the brokers' certificates are signed by")

@@ -19,8 +19,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.cli.options import CliError, _key_value, add_cluster_options
 from praha.errors import PrahaError
@@ -173,9 +174,10 @@ def print_status(status: dict[str, Any]) -> None:
     print(f"zookeeper: {status['zookeeper']}   controller: broker {c['id']} (epoch {c['epoch']})")
     zs = status.get("zookeeper_security")
     if zs:
-        tree = "znodes ACL-protected" if zs["acl_protected"] else "znodes OPEN to anyone: " + ", ".join(zs["open_paths"])
-        print(f"zookeeper access: {'authenticated (' + zs['authentication'] + ')' if zs['authenticated'] else 'unauthenticated'}"
-              f", {'encrypted (TLS)' if zs['encrypted'] else 'unencrypted'}, {tree}")
+        tree = ("znodes ACL-protected" if zs["acl_protected"]
+                else "znodes OPEN to anyone: " + ", ".join(zs["open_paths"]))
+        access = f"authenticated ({zs['authentication']})" if zs["authenticated"] else "unauthenticated"
+        print(f"zookeeper access: {access}, {'encrypted (TLS)' if zs['encrypted'] else 'unencrypted'}, {tree}")
     procs = status.get("processes", {})
     print(f"{'BROKER':>6}  {'ADDRESS':<22} {'EPOCH':>12}  {'PID':>8}  ROLE")
     live = {b["id"] for b in status["brokers"]}
@@ -235,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_options(p, bootstrap=False)
     p.set_defaults(fn=cmd_broker_kill)
 
-    cl = sub.add_parser("cluster", help="a local cluster: ZooKeeper + N brokers").add_subparsers(dest="sub", required=True)
+    cluster_parser = sub.add_parser("cluster", help="a local cluster: ZooKeeper + N brokers")
+    cl = cluster_parser.add_subparsers(dest="sub", required=True)
     p = cl.add_parser("up", help="start ZooKeeper (unless --zookeeper) and N brokers, wait for a controller")
     p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     p.add_argument("--broker-config", type=_key_value, action="append", metavar="KEY=VALUE",
@@ -269,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list[Callable[[Any], None]]:
     """The other modules' subcommands (topics, reassign, configs, groups, transactions,
-    produce/consume, chaos, analyze, acls, zookeeper-security-migration), imported when the parser is built: they import this module for its helpers."""
+    produce/consume, chaos, analyze, acls, zookeeper-security-migration), imported when the
+    parser is built: they import this module for its helpers."""
     from praha.cli import (
         acls,
         admin_tools,

@@ -67,7 +67,7 @@ def zookeeper_of(args: argparse.Namespace) -> str:
     return LocalCluster(args.dir).load().zookeeper
 
 
-def zk_auth_of(args: argparse.Namespace) -> "ZkAuth":
+def zk_auth_of(args: argparse.Namespace) -> ZkAuth:
     """How this command reaches ZooKeeper: --zk-tls-config-file, else a local secure
     cluster's own settings (without --zookeeper), else the environment."""
     from praha.security.zk_client import zk_auth_for_tool
@@ -84,7 +84,7 @@ def zk_auth_of(args: argparse.Namespace) -> "ZkAuth":
     return zk_auth_for_tool(given)
 
 
-def zk_session_of(args: argparse.Namespace) -> "AbstractContextManager[ZkStore]":
+def zk_session_of(args: argparse.Namespace) -> AbstractContextManager[ZkStore]:
     """A ZooKeeper session with the cluster the command names, authenticated as it says."""
     from praha.admin.status import zk_session
 
@@ -125,7 +125,7 @@ def bootstrap_of(args: argparse.Namespace) -> str:
     return ",".join(b.address for _, b in sorted(state.brokers.items()))
 
 
-def security_of(args: argparse.Namespace) -> "ClientSecurity":
+def security_of(args: argparse.Namespace) -> ClientSecurity:
     """The client security of `--command-config FILE` (Kafka's tools' client properties:
     security.protocol, sasl.*, ssl.*); plain TCP when the command has no such option."""
     from praha.protocol.client_security import PLAINTEXT

@@ -26,7 +26,8 @@ def register(sub: Any) -> None:
     p = t.add_parser("create", help="create a topic (the controller elects its leaders)")
     p.add_argument("--topic", required=True, help="name: ASCII letters, digits, '.', '_', '-'; at most 249 chars")
     p.add_argument("--partitions", type=int, help="number of partitions (default: the brokers' num.partitions, 1)")
-    p.add_argument("--replication-factor", type=int, help="replicas per partition (default 1; at most the live brokers)")
+    p.add_argument("--replication-factor", type=int,
+                   help="replicas per partition (default 1; at most the live brokers)")
     p.add_argument("--config", type=_key_value, action="append", metavar="KEY=VALUE",
                    help="topic config override, repeatable (e.g. min.insync.replicas=2)")
     p.add_argument("--replica-assignment", metavar="1:2:3,2:3:1",
@@ -91,7 +92,9 @@ def cmd_create(args: argparse.Namespace) -> int:
                 print(f"  {led}/{n} partitions have leaders", file=sys.stderr, flush=True)
                 shown = led
             time.sleep(0.2)
-    raise CliError(f"topic {args.topic} was created but only {led}/{n} partitions got a leader within {args.timeout:.0f}s")
+    raise CliError(
+        f"topic {args.topic} was created but only {led}/{n} partitions got a leader within {args.timeout:.0f}s"
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ def _name(cn: str, ou: str = "") -> x509.Name:
 def make_ca(directory: Path, cn: str = "praha local CA", days: int = 3650) -> CertificateAuthority:
     directory.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(_name(cn)).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=days))
@@ -57,12 +57,13 @@ def make_ca(directory: Path, cn: str = "praha local CA", days: int = 3650) -> Ce
     return CertificateAuthority(cert, key, path)
 
 
-def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str,
+          hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
           ou: str = "", days: int = 825) -> IssuedCertificate:
     """A certificate for `cn` (server and client use) valid for `hosts` (IPs or DNS names)."""
     directory.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     alt_names: list[x509.GeneralName] = []
     for h in hosts:
         try:
@@ -71,7 +72,8 @@ def issue(ca: CertificateAuthority, directory: Path, name: str, cn: str, hosts: 
             alt_names.append(x509.DNSName(h))
     builder = (x509.CertificateBuilder().subject_name(_name(cn, ou)).issuer_name(ca.cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=days))
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                               critical=False))

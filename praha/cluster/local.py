@@ -116,7 +116,7 @@ class ClusterState:
         return json.dumps(d, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "ClusterState":
+    def from_json(cls, text: str) -> ClusterState:
         d = json.loads(text)
         brokers = {int(k): BrokerProcess(**v) for k, v in d.pop("brokers").items()}
         return cls(brokers=brokers, **d)
@@ -327,7 +327,9 @@ class LocalCluster:
                 for bid in broker_ids:
                     b = state.brokers[bid]
                     if not self.broker_running(b):
-                        raise ClusterError(f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}")
+                        raise ClusterError(
+                            f"broker {bid} exited during start-up; see {b.log_path}:\n{_tail(b.log_path)}"
+                        )
                 try:
                     if store is None:
                         store = self._zk_store(state)

@@ -86,7 +86,7 @@ class NetnsLayout:
                            "nodes": [asdict(n) for n in self.nodes.values()]}, indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "NetnsLayout":
+    def from_json(cls, text: str) -> NetnsLayout:
         d = json.loads(text)
         nodes = [NetnsNode(**n) for n in d["nodes"]]
         return cls(int(d["index"]), {n.name: n for n in nodes}, int(d.get("creator_pid", -1)))
@@ -98,7 +98,7 @@ class NetnsLayout:
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path) -> "NetnsLayout | None":
+    def load(cls, path: Path) -> NetnsLayout | None:
         try:
             return cls.from_json(path.read_text())
         except FileNotFoundError:

@@ -70,7 +70,7 @@ class SecureSetup:
     admin_password: str
 
     @classmethod
-    def load(cls, directory: Path) -> "SecureSetup":
+    def load(cls, directory: Path) -> SecureSetup:
         d = json.loads((directory / "admin.json").read_text())
         return cls(directory, directory / "ca.pem", d["password"])
 

@@ -258,8 +258,12 @@ class BrokerConfig:
     transaction_state_log_segment_bytes: int = setting("transaction.state.log.segment.bytes")
     transaction_max_timeout_ms: int = setting("transaction.max.timeout.ms")
     transactional_id_expiration_ms: int = setting("transactional.id.expiration.ms")
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting("transaction.abort.timed.out.transaction.cleanup.interval.ms")
-    transaction_remove_expired_transaction_cleanup_interval_ms: int = setting("transaction.remove.expired.transaction.cleanup.interval.ms")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = setting(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = setting(
+        "transaction.remove.expired.transaction.cleanup.interval.ms"
+    )
     transaction_partition_verification_enable: bool = setting("transaction.partition.verification.enable")
     schema_registry_listeners: str = setting("schema.registry.listeners")
     schema_registry_topic_replication_factor: int = setting("schema.registry.topic.replication.factor")
@@ -348,7 +352,7 @@ class BrokerConfig:
         return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
 
     @classmethod
-    def from_dict(cls, props: dict[str, str]) -> "BrokerConfig":
+    def from_dict(cls, props: dict[str, str]) -> BrokerConfig:
         by_key = cls.keys()
         values: dict[str, Any] = {}
         settings: dict[str, str] = {}
@@ -378,11 +382,11 @@ class BrokerConfig:
         return cfg
 
     @classmethod
-    def from_properties(cls, text: str) -> "BrokerConfig":
+    def from_properties(cls, text: str) -> BrokerConfig:
         return cls.from_dict(parse_properties(text))
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "BrokerConfig":
+    def from_file(cls, path: str | Path) -> BrokerConfig:
         try:
             text = Path(path).read_text()
         except OSError as e:
@@ -413,7 +417,9 @@ class BrokerConfig:
         if self.inter_broker_listener_name and "security.inter.broker.protocol" in self.given_keys:
             raise ConfigError("only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
         if self.security_inter_broker_protocol.upper() not in SECURITY_PROTOCOLS:
-            raise ConfigError(f"security.inter.broker.protocol: unknown protocol {self.security_inter_broker_protocol!r}")
+            raise ConfigError(
+                f"security.inter.broker.protocol: unknown protocol {self.security_inter_broker_protocol!r}"
+            )
         if self.inter_broker_listener not in advertised:
             raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} must be one of the "
                               f"advertised listeners ({', '.join(sorted(advertised))})")

@@ -758,7 +758,8 @@ class ClusterClient:
 
     def acls(self) -> list[AclRow]:
 
-        flt = cka.AclBindingFilter(cka.ResourceType.ANY, None, cka.ResourcePatternType.ANY, None, None, cka.AclOperation.ANY,
+        flt = cka.AclBindingFilter(cka.ResourceType.ANY, None, cka.ResourcePatternType.ANY, None, None,
+                                   cka.AclOperation.ANY,
                                cka.AclPermissionType.ANY)
         try:
             bindings = self.admin.describe_acls(flt, request_timeout=TIMEOUT_S).result(TIMEOUT_S)

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -67,7 +67,7 @@ class ScanRequest:
         return bool(self.key or self.value or self.header or self.since_ms is not None or self.until_ms is not None)
 
     @classmethod
-    def parse(cls, topic: str, q: Mapping[str, str]) -> "ScanRequest":
+    def parse(cls, topic: str, q: Mapping[str, str]) -> ScanRequest:
         """From a page's query parameters; bad input raises ScanInputError naming the field."""
         def integer(name: str, lo: int, hi: int | None = None) -> int | None:
             text = (q.get(name) or "").strip()
@@ -115,7 +115,7 @@ def parse_time_ms(text: str, name: str = "time") -> int:
         raise ScanInputError(f"{name} must be a date-time like 2024-05-01T12:00:00 or milliseconds, "
                              f"got {text!r}") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -335,4 +335,4 @@ def produce(config: Mapping[str, str], topic: str, key: str | None, value: str, 
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"

@@ -12,8 +12,8 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from praha.common import BrokerInfo
 from praha.controller.request_batch import ResponseCallback
@@ -135,7 +135,8 @@ class ControllerChannelManager:
             if dropped:
                 log.info("removed broker %d from the channel manager, %d queued requests dropped", broker_id, dropped)
 
-    def send_request(self, broker_id: int, request: ControllerRequest, callback: ResponseCallback | None = None) -> None:
+    def send_request(self, broker_id: int, request: ControllerRequest,
+                     callback: ResponseCallback | None = None) -> None:
         with self._lock:
             sender = self._senders.get(broker_id)
         if sender is None:

@@ -6,9 +6,9 @@ first eligible replica in assignment order wins, so the preferred replica is fav
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Collection, Sequence
 
 from praha.common import LeaderAndIsr, TopicPartition
 

@@ -7,9 +7,10 @@ figures (as Kafka's ControllerState).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from praha.common import TopicPartition
 
@@ -43,7 +44,7 @@ class ControllerEvent:
     def preempt(self) -> None:
         """Called instead of processing when the queue is cleared (session expiry)."""
 
-    def absorb(self, later: "ControllerEvent") -> bool:
+    def absorb(self, later: ControllerEvent) -> bool:
         """Take over `later`, which is being enqueued right behind this still-queued event, and
         return True; then `later` is not queued itself. Only for events whose handling reads the
         current state and whose union is handled as each one after the other would be (nothing

@@ -365,7 +365,8 @@ class ControllerFlows:
             [pr for pr in replicas if not ctx.is_topic_queued_for_deletion(pr.partition.topic)],
             ReplicaState.OFFLINE,
         )
-        self.after_broker_failure(dead_ids, [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)])
+        self.after_broker_failure(dead_ids,
+                                  [pr for pr in replicas if ctx.is_topic_queued_for_deletion(pr.partition.topic)])
         if not lost_leader:
             rb.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [])
         log.info(
@@ -554,7 +555,9 @@ class ControllerFlows:
         return remaining
 
 
-def split_storage_errors(partition_errors: Mapping[TopicPartition, int]) -> tuple[set[TopicPartition], set[TopicPartition]]:
+def split_storage_errors(
+    partition_errors: Mapping[TopicPartition, int],
+) -> tuple[set[TopicPartition], set[TopicPartition]]:
     """(replicas answered KAFKA_STORAGE_ERROR, replicas answered NONE) of a LeaderAndIsr answer;
     other errors (a stale epoch) say nothing about the disk."""
     offline = {tp for tp, code in partition_errors.items() if code == ErrorCode.KAFKA_STORAGE_ERROR}

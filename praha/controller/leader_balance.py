@@ -43,7 +43,9 @@ class LeaderBalancer:
         self._stopped = threading.Event()
 
     # ---- requested elections --------------------------------------------------------------
-    def elect_preferred(self, partitions: set[TopicPartition] | None, trigger: str) -> dict[TopicPartition, tuple[int, str | None]]:
+    def elect_preferred(
+        self, partitions: set[TopicPartition] | None, trigger: str
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         ctx = self.ctx
         wanted = set(ctx.all_partitions()) if partitions is None else set(partitions)
         results: dict[TopicPartition, tuple[int, str | None]] = {}
@@ -105,7 +107,9 @@ class LeaderBalancer:
                     by_preferred[a.replicas[0]].append(TopicPartition(t, p))
         out = {}
         for broker, tps in by_preferred.items():
-            not_led = [tp for tp in tps if (li := ctx.leadership.get(tp)) is not None and li.leader_and_isr.leader != broker]
+            not_led = [
+                tp for tp in tps if (li := ctx.leadership.get(tp)) is not None and li.leader_and_isr.leader != broker
+            ]
             out[broker] = (len(not_led) / len(tps), not_led)
         return out
 

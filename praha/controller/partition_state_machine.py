@@ -195,7 +195,8 @@ class PartitionStateMachine:
             # a replica in a failed log dir of a live broker is no candidate (Kafka's isReplicaOnline)
             failed_dirs = ctx.offline_dir_brokers(tp) if ctx.replicas_on_offline_dirs else None
             if kind is ElectionKind.CONTROLLED_SHUTDOWN:
-                e = elect(kind, tp, current, assignment, live_or_shutting - failed_dirs if failed_dirs else live_or_shutting,
+                e = elect(kind, tp, current, assignment,
+                          live_or_shutting - failed_dirs if failed_dirs else live_or_shutting,
                           shutting_down=ctx.shutting_down_broker_ids)
             elif kind is ElectionKind.PREFERRED and assignment and current.leader == assignment[0]:
                 return None  # already led by its preferred replica

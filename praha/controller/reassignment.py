@@ -109,7 +109,10 @@ class ReassignmentManager:
         if require_live_targets:
             dead = [b for b in reassign_to(current, tuple(target)).adding if b not in ctx.live_broker_ids]
             if dead:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"replica assignment has brokers that are not alive: {dead}"
+                return (
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"replica assignment has brokers that are not alive: {dead}",
+                )
         return ErrorCode.NONE, None
 
     # ---- triggers ------------------------------------------------------------------------------
@@ -153,7 +156,9 @@ class ReassignmentManager:
             known = self._targets[tp] = (current, current.target_replicas)
         return known[1] == target
 
-    def api_alter(self, targets: dict[TopicPartition, tuple[int, ...] | None]) -> dict[TopicPartition, tuple[int, str | None]]:
+    def api_alter(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         out = {}
         items: list[tuple[TopicPartition, ReplicaAssignment]] = []
         for tp, target in targets.items():
@@ -178,7 +183,8 @@ class ReassignmentManager:
             if (partitions is None or tp in partitions) and (a := ctx.partition_assignment(tp)) is not None
         }
 
-    def on_isr_change(self, partitions: Iterable[TopicPartition], states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
+    def on_isr_change(self, partitions: Iterable[TopicPartition],
+                      states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None
                       ) -> None:
         """The state znodes of `partitions` changed (their watches, coalesced into one event, or
         ISR-change notifications): those being reassigned whose targets are all in the ISR now

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Protocol, cast
+from typing import Any, Protocol, cast
 
 from praha.common import (
     EPOCH_DURING_DELETE,
@@ -286,7 +287,9 @@ class ControllerRequestBatch:
                         metadata = full
                     else:
                         if partial is None:
-                            partial = SharedPartitions(self._partitions_metadata(sorted(self._update_metadata_partitions)))
+                            partial = SharedPartitions(
+                                self._partitions_metadata(sorted(self._update_metadata_partitions))
+                            )
                         metadata = partial
                     update_metadata = UpdateMetadataRequestData(
                         controller_id=self.controller_id,

@@ -6,8 +6,9 @@ the target's valid-previous set is refused by the state machines and logged.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable, Iterable, Mapping
 from enum import Enum
-from typing import Hashable, Iterable, Mapping, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from praha.common import TopicPartition
 from praha.statelog import StateChangeLog

@@ -101,7 +101,9 @@ class TopicDeletionManager:
         topics = {pr.partition.topic for pr in replicas}
         self.mark_ineligible(topics, "a replica could not be deleted (broker down or error)")
         rsm = self.replica_sm
-        not_yet_offline = [pr for pr in replicas if self.ctx.replica_states.get(pr) in (ReplicaState.ONLINE, ReplicaState.NEW)]
+        not_yet_offline = [
+            pr for pr in replicas if self.ctx.replica_states.get(pr) in (ReplicaState.ONLINE, ReplicaState.NEW)
+        ]
         rsm.handle_state_changes(not_yet_offline, ReplicaState.OFFLINE)
         rsm.handle_state_changes(
             [pr for pr in replicas if self.ctx.replica_states.get(pr) is not ReplicaState.DELETION_INELIGIBLE],
@@ -114,7 +116,8 @@ class TopicDeletionManager:
         self.replica_sm.handle_state_changes(done, ReplicaState.DELETION_SUCCESSFUL)
         self.resume()
 
-    def on_stop_replica_response(self, broker_id: int, error_code: int, partition_errors: Mapping[TopicPartition, int]) -> None:
+    def on_stop_replica_response(self, broker_id: int, error_code: int,
+                                 partition_errors: Mapping[TopicPartition, int]) -> None:
         if error_code != ErrorCode.NONE:
             failed = set(partition_errors)
         else:

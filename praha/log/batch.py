@@ -19,8 +19,9 @@ after itself, so a batch is batchLength + 12 bytes long.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence, cast
+from typing import NamedTuple, cast
 
 from crc32c import crc32c
 
@@ -227,7 +228,9 @@ def assign_offsets(
     every CRC stays valid. With `in_place` a writable `buf` is patched and returned
     (saves a copy on the produce path); otherwise a patched bytearray copy is returned.
     `batches` (from `validate`) avoids walking the headers again."""
-    out = cast("bytearray | memoryview", buf) if in_place else bytearray(buf)  # in place: the caller passes a writable buffer
+    out = (
+        cast("bytearray | memoryview", buf) if in_place else bytearray(buf)
+    )  # in place: the caller passes a writable buffer
     if batches is None:
         batches = list(iter_batches(out))
     nxt = base_offset

@@ -16,7 +16,7 @@ Reading: a missing file means "no entries"; anything unparsable raises
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from praha.common import TopicPartition
 from praha.log.errors import CorruptCheckpointError

@@ -12,8 +12,9 @@ values.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from praha.config import TOPIC_CONFIG_BY_NAME, first_synonym, parse_value
 from praha.errors import ConfigError
@@ -105,13 +106,13 @@ class LogConfig:
         if self.timestamp_before_max_ms < 0 or self.timestamp_after_max_ms < 0:
             raise ConfigError("message.timestamp.before.max.ms and message.timestamp.after.max.ms must be ≥ 0")
 
-    def with_overrides(self, topic_config: Mapping[str, str | int]) -> "LogConfig":
+    def with_overrides(self, topic_config: Mapping[str, str | int]) -> LogConfig:
         """This config with topic-level overrides (Kafka topic config names) applied."""
         changes = _parse(topic_config, _TOPIC_KEYS)
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
-    def from_broker_config(cls, props: Mapping[str, str | int]) -> "LogConfig":
+    def from_broker_config(cls, props: Mapping[str, str | int]) -> LogConfig:
         """Defaults from broker properties: for each topic setting, the broker synonym that
         wins by Kafka's precedence (ms > minutes > hours), converted to the topic's unit."""
         given: dict[str, str] = {}

@@ -20,7 +20,7 @@ import struct
 import sys
 import threading
 from array import array
-from typing import Callable
+from collections.abc import Callable
 
 from praha.log.checkpoints import atomic_write
 from praha.log.errors import CorruptIndexError

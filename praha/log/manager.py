@@ -37,8 +37,8 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Mapping
 
 from praha.common import TopicPartition
 from praha.log.checkpoints import (
@@ -435,7 +435,8 @@ class LogManager:
     def high_watermark_file(self, d: str) -> OffsetCheckpointFile:
         return OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
 
-    def retention_pass(self, now_ms: int | None = None, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
+    def retention_pass(self, now_ms: int | None = None,
+                       high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
         deleted = 0

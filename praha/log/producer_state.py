@@ -169,7 +169,8 @@ class ProducerStateTable:
         for pid, entry in self.producers.items():
             if entry.batches:
                 b = entry.batches[-1]
-                out.append(SnapshotEntry(pid, entry.epoch, b.last_sequence, b.last_offset, b.last_offset - b.first_offset,
+                out.append(SnapshotEntry(pid, entry.epoch, b.last_sequence, b.last_offset,
+                                         b.last_offset - b.first_offset,
                                          coordinator_epoch=entry.coordinator_epoch,
                                          current_txn_first_offset=entry.current_txn_first_offset))
             elif entry.coordinator_epoch >= 0 or entry.current_txn_first_offset >= 0:
@@ -178,7 +179,7 @@ class ProducerStateTable:
         return out
 
     @classmethod
-    def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> "ProducerStateTable":
+    def from_snapshot(cls, entries: Iterable[SnapshotEntry]) -> ProducerStateTable:
         table = cls()
         for e in entries:
             entry = table.producers[e.producer_id] = ProducerEntry(e.epoch, coordinator_epoch=e.coordinator_epoch,

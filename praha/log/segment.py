@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 from praha.log.batch import (
     HEADER_SIZE,
@@ -108,8 +108,10 @@ class LogSegment:
         self.path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
         self._fd = fd
         self._size = size
-        self.offset_index = OffsetIndex(os.path.join(directory, segment_file_name(base_offset, INDEX_SUFFIX)), base_offset)
-        self.time_index = TimeIndex(os.path.join(directory, segment_file_name(base_offset, TIME_INDEX_SUFFIX)), base_offset)
+        self.offset_index = OffsetIndex(os.path.join(directory,
+                                                     segment_file_name(base_offset, INDEX_SUFFIX)), base_offset)
+        self.time_index = TimeIndex(os.path.join(directory,
+                                                 segment_file_name(base_offset, TIME_INDEX_SUFFIX)), base_offset)
         self.txn_index = TransactionIndex(os.path.join(directory, segment_file_name(base_offset, TXN_INDEX_SUFFIX)))
         self._ix = _IndexState(base_offset, index_interval_bytes)
         #: offset after the last batch; None until known (sealed segments learn it from the log)
@@ -124,7 +126,7 @@ class LogSegment:
 
     # -- creation ----------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> "LogSegment":
+    def create(cls, directory: str, base_offset: int, index_interval_bytes: int) -> LogSegment:
         """A new empty segment (any stale files with the same name are emptied)."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -136,7 +138,7 @@ class LogSegment:
 
     @classmethod
     def create_with_suffix(cls, directory: str, base_offset: int, index_interval_bytes: int,
-                           suffix: str) -> "LogSegment":
+                           suffix: str) -> LogSegment:
         """A new empty segment whose three files carry `suffix` (the cleaner's `.cleaned`)."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX)) + suffix
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -162,7 +164,7 @@ class LogSegment:
             self.path = target
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, index_interval_bytes: int) -> "LogSegment":
+    def open(cls, directory: str, base_offset: int, index_interval_bytes: int) -> LogSegment:
         """Open existing files. Index problems found cheaply here (missing file, torn size,
         last entry beyond the log) set `index_suspect`; the log then recovers the segment."""
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
@@ -349,7 +351,8 @@ class LogSegment:
                 self._rebuild_indexes()
 
     # -- writing -----------------------------------------------------------------------
-    def append(self, data: Buffer, batches: Sequence[BatchHeader], data_start: int = 0, now_ms: int | None = None) -> None:
+    def append(self, data: Buffer, batches: Sequence[BatchHeader], data_start: int = 0,
+               now_ms: int | None = None) -> None:
         """Append whole batches. `batches` describe `data` with their final offsets;
         `batch.position - data_start` is where each starts inside `data`."""
         if self._closed:

@@ -30,7 +30,7 @@ class SaslAuthenticationError(PrahaError):
     code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
-def sasl_tokens(security: ClientSecurity) -> "Callable[[bytes | None], bytes | None]":
+def sasl_tokens(security: ClientSecurity) -> Callable[[bytes | None], bytes | None]:
     """The client's token sequence: call with None first, then with each server token;
     returns the next token to send, or None when the exchange is complete."""
     mechanism = security.sasl_mechanism

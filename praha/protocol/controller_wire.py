@@ -206,7 +206,7 @@ def _li_shape(n_isr: int, n_replicas: int, n_adding: int, n_removing: int) -> st
         if max(key) >= 127:
             raise _NotPlain(repr(key))
         st = _LI_SHAPES.setdefault(key, struct.Struct(
-            ">iiiiB%diiB%diB%diB%di?B" % (n_isr, n_replicas, n_adding, n_removing)))
+            f">iiiiB{n_isr}iiB{n_replicas}iB{n_adding}iB{n_removing}i?B"))
     return st
 
 
@@ -217,7 +217,7 @@ def _um_shape(n_isr: int, n_replicas: int, n_offline: int) -> struct.Struct:
     if st is None:
         if max(key) >= 127:
             raise _NotPlain(repr(key))
-        st = _UM_SHAPES.setdefault(key, struct.Struct(">iiiiB%diiB%diB%diB" % key))
+        st = _UM_SHAPES.setdefault(key, struct.Struct(f">iiiiB{n_isr}iiB{n_replicas}iB{n_offline}iB"))
     return st
 
 
@@ -315,7 +315,7 @@ class _LazyLeaderAndIsrRequest(LeaderAndIsrRequest):
     _materialized: bool
 
     @classmethod
-    def of(cls, req: LeaderAndIsrRequestData) -> "_LazyLeaderAndIsrRequest":
+    def of(cls, req: LeaderAndIsrRequestData) -> _LazyLeaderAndIsrRequest:
         msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
                   broker_epoch=req.broker_epoch)
         del msg.topic_states, msg.live_leaders  # unset slots: reading them materialises (__getattr__)
@@ -360,7 +360,7 @@ class SharedPartitions(list[Any]):
     """A partition list that several requests of one batch carry (see above)."""
 
     __slots__ = ("_wire",)
-    _wire: "_SharedUpdateMetadata"
+    _wire: _SharedUpdateMetadata
 
 
 class _SharedUpdateMetadata:
@@ -379,7 +379,7 @@ class _SharedUpdateMetadata:
                 self._fields = (_um_topic_states(self.partitions), _um_brokers(self.live_brokers))
             return self._fields
 
-    def body(self, msg: "_SharedUpdateMetadataRequest") -> bytes:
+    def body(self, msg: _SharedUpdateMetadataRequest) -> bytes:
         """`msg` encoded at UPDATE_METADATA_VERSION (the first call encodes, later ones patch)."""
         with self._lock:
             cached = self._body
@@ -407,7 +407,7 @@ class _SharedUpdateMetadataRequest(UpdateMetadataRequest):
     _materialized: bool
 
     @classmethod
-    def of(cls, req: UpdateMetadataRequestData, shared: _SharedUpdateMetadata) -> "_SharedUpdateMetadataRequest":
+    def of(cls, req: UpdateMetadataRequestData, shared: _SharedUpdateMetadata) -> _SharedUpdateMetadataRequest:
         msg = cls(controller_id=req.controller_id, controller_epoch=req.controller_epoch,
                   broker_epoch=req.broker_epoch)
         del msg.topic_states, msg.live_brokers  # unset slots: reading them materialises (__getattr__)

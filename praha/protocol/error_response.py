@@ -142,7 +142,8 @@ def _fits(field: Field, value: Any) -> bool:
 
 
 def _plain_matches(field: Field) -> bool:
-    return "partition" in field.name or field.name in ("index", "group_id", "name", "key", "transactional_id", "topic_id")
+    return "partition" in field.name or field.name in ("index", "group_id", "name", "key",
+                                                       "transactional_id", "topic_id")
 
 
 __all__ = ["error_response", "fields_of"]

@@ -41,9 +41,9 @@ class FetchedPartition(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     #: whole record batches (a view into the response frame), or None
-    records: "bytes | memoryview | Region | None"
+    records: bytes | memoryview | Region | None
     #: read_committed only: (producer id, first offset) of each aborted transaction in range
-    aborted_transactions: "list[tuple[int, int]] | None" = None
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 #: from this Fetch version on, topics are named by id (KIP-516)

@@ -40,7 +40,7 @@ class MalformedProduceError(InvalidRequestError, ValueError):
 class PartitionProduceData(NamedTuple):
     index: int  # type: ignore[assignment]  # Kafka's field name; it shadows tuple.index
     #: the partition's record batches, a view of the request frame, or None (null)
-    records: "memoryview | None"
+    records: memoryview | None
 
 
 class TopicProduceData(NamedTuple):

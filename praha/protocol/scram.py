@@ -36,7 +36,7 @@ class ScramMechanism(Enum):
         return self.value[2]
 
     @classmethod
-    def by_wire_id(cls, wire_id: int) -> "ScramMechanism | None":
+    def by_wire_id(cls, wire_id: int) -> ScramMechanism | None:
         return next((m for m in cls if m.wire_id == wire_id), None)
 
     @property
@@ -48,7 +48,7 @@ class ScramMechanism(Enum):
         return self.value[1]
 
     @classmethod
-    def by_name(cls, name: str) -> "ScramMechanism | None":
+    def by_name(cls, name: str) -> ScramMechanism | None:
         return next((m for m in cls if m.mechanism_name == name), None)
 
     def hmac(self, key: bytes, msg: bytes) -> bytes:
@@ -78,14 +78,14 @@ class ScramCredential:
 
     @classmethod
     def from_password(cls, mechanism: ScramMechanism, password: str, iterations: int,
-                      salt: bytes | None = None) -> "ScramCredential":
+                      salt: bytes | None = None) -> ScramCredential:
         salt = os.urandom(32) if salt is None else salt
         return cls.from_salted_password(mechanism, mechanism.salted_password(password, salt, iterations), salt,
                                         iterations)
 
     @classmethod
     def from_salted_password(cls, mechanism: ScramMechanism, salted: bytes, salt: bytes,
-                             iterations: int) -> "ScramCredential":
+                             iterations: int) -> ScramCredential:
         """What AlterUserScramCredentials sends: the client salted the password itself."""
         client_key = mechanism.hmac(salted, b"Client Key")
         return cls(salt, mechanism.hash(client_key), mechanism.hmac(salted, b"Server Key"), iterations)
@@ -97,7 +97,7 @@ class ScramCredential:
                 f"server_key={b64(self.server_key).decode()},iterations={self.iterations}")
 
     @classmethod
-    def from_config(cls, text: str) -> "ScramCredential":
+    def from_config(cls, text: str) -> ScramCredential:
         fields = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
         try:
             return cls(base64.b64decode(fields["salt"]), base64.b64decode(fields["stored_key"]),

@@ -316,7 +316,8 @@ def _delete_setting(reg: Registry, subject: str | None, field: str, held: Callab
 
 def delete_config(reg: Registry, call: Call) -> Answer:
     s = call.params.get("subject")
-    return _delete_setting(reg, s, "compatibilityLevel", lambda: s in reg.state.configs, errors.subject_config_not_found,
+    return _delete_setting(reg, s, "compatibilityLevel", lambda: s in reg.state.configs,
+                           errors.subject_config_not_found,
                            lambda: reg.state.compatibility(s).value, lambda: RegistryState.config_write(s, None))
 
 

@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from praha.errors import ConfigError
 
 
-class SchemaType(str, Enum):
+class SchemaType(StrEnum):
     AVRO = "AVRO"
     JSON = "JSON"
     PROTOBUF = "PROTOBUF"
 
 
-class Compatibility(str, Enum):
+class Compatibility(StrEnum):
     NONE = "NONE"
     BACKWARD = "BACKWARD"
     BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
@@ -38,7 +38,7 @@ class Compatibility(str, Enum):
         return self.value.startswith(("FORWARD", "FULL"))
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     READWRITE = "READWRITE"
     READONLY = "READONLY"
     READONLY_OVERRIDE = "READONLY_OVERRIDE"

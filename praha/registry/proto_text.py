@@ -21,8 +21,11 @@ SCALARS = {
     "sfixed64": FD.TYPE_SFIXED64, "sint32": FD.TYPE_SINT32, "sint64": FD.TYPE_SINT64,
 }
 LABELS = {"optional": FD.LABEL_OPTIONAL, "required": FD.LABEL_REQUIRED, "repeated": FD.LABEL_REPEATED}
-_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|([A-Za-z_][\w.]*|\.[A-Za-z_][\w.]*)'
-                    r'|(-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))|([{}\[\]()<>;=,:\-+])', re.S)
+_TOKEN = re.compile(
+    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|([A-Za-z_][\w.]*|\.[A-Za-z_][\w.]*)'
+    r"|(-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))|([{}\[\]()<>;=,:\-+])",
+    re.S,
+)
 
 
 def _tokens(text: str) -> list[str]:

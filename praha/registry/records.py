@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from praha.registry.model import Compatibility, Mode, Reference, SchemaType, SchemaVersion
@@ -13,7 +13,7 @@ from praha.registry.model import Compatibility, Mode, Reference, SchemaType, Sch
 TOPIC = "_schemas"
 
 
-class KeyType(str, Enum):
+class KeyType(StrEnum):
     SCHEMA = "SCHEMA"
     CONFIG = "CONFIG"
     MODE = "MODE"

@@ -37,7 +37,7 @@ class ResourceType(IntEnum):
         return _TYPE_NAMES[self]
 
     @classmethod
-    def from_name(cls, name: str) -> "ResourceType":
+    def from_name(cls, name: str) -> ResourceType:
         key = name.replace("_", "").replace("-", "").lower()
         for t, n in _TYPE_NAMES.items():
             if n.lower() == key:
@@ -84,7 +84,7 @@ class AclOperation(IntEnum):
         return "".join(part.capitalize() for part in self.name.split("_"))
 
     @classmethod
-    def from_name(cls, name: str) -> "AclOperation":
+    def from_name(cls, name: str) -> AclOperation:
         key = name.replace("_", "").replace("-", "").lower()
         for op in cls:
             if op.zk_name.lower() == key:
@@ -177,7 +177,7 @@ class AuthorizerConfig:
     allow_everyone_if_no_acl_found: bool = False
 
     @classmethod
-    def parse(cls, super_users: str, allow_everyone: bool) -> "AuthorizerConfig":
+    def parse(cls, super_users: str, allow_everyone: bool) -> AuthorizerConfig:
         """`super.users` is semicolon-separated principals ("User:admin;User:broker")."""
         return cls(frozenset(s.strip() for s in super_users.split(";") if s.strip()), allow_everyone)
 

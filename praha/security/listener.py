@@ -81,8 +81,10 @@ def listener_security(cfg: BrokerConfig, endpoint: EndPoint) -> ListenerSecurity
             jaas = jaas_for(cfg, name, "PLAIN")
             plain_users = jaas.plain_users if jaas else {}
             if not plain_users:
-                raise ConfigError(f"listener {name} enables PLAIN but listener.name.{name.lower()}.plain.sasl.jaas.config "
-                                  "names no user_<name>=\"<password>\"")
+                raise ConfigError(
+                    f"listener {name} enables PLAIN but listener.name.{name.lower()}.plain.sasl.jaas.config "
+                    'names no user_<name>="<password>"'
+                )
     return ListenerSecurity(name, protocol, context, rules or (), mechanisms, plain_users)
 
 

@@ -41,7 +41,7 @@ class SslSettings:
     endpoint_identification_algorithm: str = "https"
 
     @classmethod
-    def from_lookup(cls, value: Callable[[str], str]) -> "SslSettings":
+    def from_lookup(cls, value: Callable[[str], str]) -> SslSettings:
         """Built from `value(<kafka key>)` (a listener's view of the broker's settings)."""
         return cls(**{name: value("ssl." + name.replace("_", ".")) for name in cls.__dataclass_fields__})
 
@@ -119,7 +119,11 @@ def openssl_cipher_name(name: str) -> str:
     if "_WITH_" not in name:
         return ""  # a TLS 1.3 suite: OpenSSL enables those itself
     kx, cipher = name[4:].split("_WITH_", 1)
-    cipher = cipher.replace("AES_128", "AES128").replace("AES_256", "AES256").replace("CHACHA20_POLY1305", "CHACHA20-POLY1305")
+    cipher = (
+        cipher.replace("AES_128", "AES128")
+        .replace("AES_256", "AES256")
+        .replace("CHACHA20_POLY1305", "CHACHA20-POLY1305")
+    )
     parts = ([] if kx == "RSA" else [kx.replace("_", "-")]) + [cipher.replace("_", "-")]
     return "-".join(parts)
 

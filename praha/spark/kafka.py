@@ -55,7 +55,7 @@ AUTHORIZATION_FAILED = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCod
                                   ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
 
 
-def not_authorized(operation: str, topic: str, client: "ClusterClient | None" = None) -> AccessError:
+def not_authorized(operation: str, topic: str, client: ClusterClient | None = None) -> AccessError:
     user = f" as User:{client.security.username}" if client is not None and client.security.username else ""
     return AccessError(f"Not authorized to {operation} topic {topic}{user} (TOPIC_AUTHORIZATION_FAILED): "
                        f"grant it with `praha acls --add --allow-principal User:NAME --operation {operation} "
@@ -210,7 +210,8 @@ class ClusterClient:
         return m
 
     # ------------------------------------------------------------------ offsets
-    def list_offsets(self, wanted: dict[TopicPartition, int], retries: int, backoff_ms: int) -> dict[TopicPartition, int]:
+    def list_offsets(self, wanted: dict[TopicPartition, int], retries: int,
+                     backoff_ms: int) -> dict[TopicPartition, int]:
         """{tp: timestamp or -2/-1} → {tp: offset}; -1 where no record has that timestamp.
         Partitions that no longer exist (topic deleted) are left out of the answer.
 
@@ -243,7 +244,8 @@ class ClusterClient:
                     continue
                 by_leader.setdefault(m.leader, []).append(tp)
             for leader, tps in by_leader.items():
-                req = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level, timeout_ms=int(self.timeout * 1000), topics=[
+                req = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level,
+                                         timeout_ms=int(self.timeout * 1000), topics=[
                     ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
                         ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
                             partition_index=tp.partition, current_leader_epoch=self.meta.partitions[tp].leader_epoch,
@@ -374,7 +376,9 @@ def fetch_range(client: ClusterClient, tp: TopicPartition, start: int, end: int,
                 stalled_since = None
                 continue
             # beyond the leader's log: a new leader may not have caught up yet, or the log was truncated
-            last_problem = f"out of range: offset {offset} is beyond the leader's log (high watermark {p.high_watermark})"
+            last_problem = (
+                f"out of range: offset {offset} is beyond the leader's log (high watermark {p.high_watermark})"
+            )
             stalled_since = stalled_since or now
             client.meta.partitions.pop(tp, None)
             time.sleep(backoff_ms / 1000)

@@ -93,7 +93,8 @@ def resolve(client: ClusterClient, tps: list[TopicPartition], spec: OffsetSpec, 
     if spec.kind == "timestamps":
         missing = sorted(str(tp) for tp in tps if tp not in spec.offsets)
         if missing:
-            raise OptionError(spec.option, f"must give a timestamp for every partition read; missing: {', '.join(missing)}")
+            raise OptionError(spec.option,
+                              f"must give a timestamp for every partition read; missing: {', '.join(missing)}")
         stamps = {tp: spec.offsets[tp] for tp in tps}
     else:
         stamps = {tp: spec.timestamp for tp in tps}

@@ -27,8 +27,9 @@ import crc32c
 from praha.errors import CorruptLogError
 from praha.protocol.varint import read_uvarint, read_varint
 
-#: offsets in the v2 batch header
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq, count
+#: offsets in the v2 batch header: base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid,
+#: pepoch, seq, count
+_HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = _HEADER.size  # 61
 _LOG_OVERHEAD = 12  # base offset + batch length
 _MAGIC_AT = 16

@@ -161,8 +161,11 @@ def parse_security(opts: Mapping[str, str]) -> Security:
     if protocol.startswith("SASL_"):
         mechanism = (get("sasl.mechanism") or "GSSAPI").strip().upper()
         if mechanism in _REFUSED_MECHANISMS:
-            raise OptionError("kafka.sasl.mechanism", f"{mechanism} is not supported: {_REFUSED_MECHANISMS[mechanism]}"
-                              + (" (GSSAPI is Kafka's default: set kafka.sasl.mechanism)" if mechanism == "GSSAPI" else ""))
+            raise OptionError(
+                "kafka.sasl.mechanism",
+                f"{mechanism} is not supported: {_REFUSED_MECHANISMS[mechanism]}"
+                + (" (GSSAPI is Kafka's default: set kafka.sasl.mechanism)" if mechanism == "GSSAPI" else ""),
+            )
         if mechanism not in MECHANISMS:
             raise OptionError("kafka.sasl.mechanism", f"must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
         jaas = get("sasl.jaas.config")

@@ -52,13 +52,16 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
                           f"it has {', '.join(schema.fieldNames()) or 'no columns'}")
     for name in ("key", "value"):
         if name in fields and not isinstance(fields[name].dataType, (BinaryType, StringType)):
-            raise OptionError(name, f"column '{name}' must be binary or string, not {fields[name].dataType.simpleString()}")
+            raise OptionError(name,
+                              f"column '{name}' must be binary or string, not {fields[name].dataType.simpleString()}")
     if "topic" in fields and not isinstance(fields["topic"].dataType, StringType):
         raise OptionError("topic", f"column 'topic' must be a string, not {fields['topic'].dataType.simpleString()}")
     if opts.topic is None and "topic" not in fields:
-        raise OptionError("topic", "no topic to write to: set the 'topic' option or give the DataFrame a 'topic' column")
+        raise OptionError("topic",
+                          "no topic to write to: set the 'topic' option or give the DataFrame a 'topic' column")
     if "partition" in fields and not isinstance(fields["partition"].dataType, (IntegerType, ShortType, LongType)):
-        raise OptionError("partition", f"column 'partition' must be an int, not {fields['partition'].dataType.simpleString()}")
+        raise OptionError("partition",
+                          f"column 'partition' must be an int, not {fields['partition'].dataType.simpleString()}")
     if "headers" in fields:
         t = fields["headers"].dataType
         ok = isinstance(t, ArrayType) and isinstance(t.elementType, StructType) and \
@@ -183,7 +186,8 @@ def _write_exactly_once(opts: WriteOptions, batches: Iterator[Any]) -> WriteComm
     from praha.spark.exactly_once import write_exactly_once
 
     t0 = time.monotonic()
-    written, skipped = write_exactly_once(producer_config(opts), opts.topic, opts.transactional_id_prefix, opts.write_id,
+    written, skipped = write_exactly_once(producer_config(opts), opts.topic,
+                                          opts.transactional_id_prefix, opts.write_id,
                                           rows_of(opts, batches), produce_row, opts.fail_first_attempt)
     return WriteCommit(written, time.monotonic() - t0, skipped)
 

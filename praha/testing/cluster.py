@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.testing.zookeeper import delete_chroot, unique_chroot
@@ -108,7 +109,8 @@ def cluster_on_chroot(
         delete_chroot(connect, auth=auth)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
+             what: str = "condition") -> Any:
     """Poll `predicate` until it returns a truthy value (returned) or `timeout` passes (AssertionError)."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
@@ -120,7 +122,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: floa
         except Exception as e:  # noqa: BLE001 - keep polling; report the last error
             last_error = e
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_error!r})" if last_error else ""))
+    raise AssertionError(
+        f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last_error!r})" if last_error else "")
+    )
 
 
 def scrape_metrics(port: int, timeout: float = 2.0, host: str = "127.0.0.1") -> dict[str, float]:

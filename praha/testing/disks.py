@@ -44,7 +44,7 @@ class TinyDisk:
         self.size_mb = size_mb
         self.mounted = False
 
-    def mount(self) -> "TinyDisk":
+    def mount(self) -> TinyDisk:
         self.path.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m", "tmpfs", str(self.path)],
                        check=True, capture_output=True, timeout=10)
@@ -79,7 +79,7 @@ class TinyDisk:
             subprocess.run(["umount", "-l", str(self.path)], capture_output=True, timeout=10)
             self.mounted = False
 
-    def __enter__(self) -> "TinyDisk":
+    def __enter__(self) -> TinyDisk:
         return self.mount()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

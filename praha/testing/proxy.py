@@ -87,7 +87,7 @@ class TcpProxy:
         for t in self._threads:
             t.join(timeout=5)
 
-    def __enter__(self) -> "TcpProxy":
+    def __enter__(self) -> TcpProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -98,7 +98,7 @@ class TcpProxy:
         while not self._stopped.is_set():
             try:
                 client, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

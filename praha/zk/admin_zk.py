@@ -251,8 +251,12 @@ def broker_dynamic_refusal(keys: Collection[str], per_broker: bool) -> str | Non
         return ("These security configs can be dynamically updated only per-listener using the listener prefix: "
                 + ", ".join(unprefixed))
     if not per_broker:
-        broker_only = sorted(k for k in keys if (_listener_base(k) or k) not in CLUSTER_LEVEL_LISTENER_CONFIGS
-                             and (_listener_base(k) is not None or k in DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS))
+        broker_only = sorted(
+            k
+            for k in keys
+            if (_listener_base(k) or k) not in CLUSTER_LEVEL_LISTENER_CONFIGS
+            and (_listener_base(k) is not None or k in DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS)
+        )
         if broker_only:
             return ("Cannot update these configs at default cluster level, broker id must be specified: "
                     + ", ".join(broker_only))

@@ -77,7 +77,7 @@ class ZkAuth:
                               "(java.security.auth.login.config) or praha.zookeeper.digest")
 
     @classmethod
-    def from_environment(cls) -> "ZkAuth":
+    def from_environment(cls) -> ZkAuth:
         digest = os.environ.get(ENVIRONMENT_VARIABLE, "")
         return cls(digest, bool(digest))
 

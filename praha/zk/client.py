@@ -636,7 +636,9 @@ class ZooKeeperClient:
                 continue
             ops = [DeleteOp(p) for p in level]
             results = self.multi(ops) if check is None else self.checked_multi(ops, check)
-            failed = [(p, r) for p, r in zip(level, results) if r.outcome not in (WriteOutcome.OK, WriteOutcome.NO_NODE)]
+            failed = [
+                (p, r) for p, r in zip(level, results) if r.outcome not in (WriteOutcome.OK, WriteOutcome.NO_NODE)
+            ]
             if failed:
                 raise ZkError(f"could not delete {failed[0][0]}: {failed[0][1]} (a child appeared meanwhile?)")
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 USED_COMMANDS = ("srvr", "ruok")
 
 
-def tls_context(tls: "ZkTls") -> ssl.SSLContext:
+def tls_context(tls: ZkTls) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=tls.truststore)
     ctx.check_hostname = tls.check_hostname
     if tls.keystore:
@@ -22,7 +22,7 @@ def tls_context(tls: "ZkTls") -> ssl.SSLContext:
     return ctx
 
 
-def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0, tls: "ZkTls | None" = None) -> str | None:
+def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0, tls: ZkTls | None = None) -> str | None:
     """Send a 4-letter command; None if nobody answers."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as raw:

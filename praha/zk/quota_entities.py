@@ -198,7 +198,9 @@ def entity_from_wire(components: Sequence[tuple[str, str | None]]) -> QuotaEntit
         seen[kind] = name
     if IP in seen:
         if len(seen) > 1:
-            raise QuotaError("Invalid quota entity combination, IP entity should not be used with user/client ID entity.")
+            raise QuotaError(
+                "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
+            )
         raise QuotaError("IP quotas (connection_creation_rate) are not supported by praha; "
                          "see max.connections.per.ip and max.connection.creation.rate")
     return QuotaEntity(user=sanitize_entity_name(seen[USER]) if USER in seen else None,

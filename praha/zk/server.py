@@ -27,9 +27,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.common import netns_preexec
 from praha.errors import PrahaError
@@ -371,14 +372,14 @@ class EmbeddedZooKeeper(_JavaServer):
                          max_session_timeout_ms=max_session_timeout_ms, force_sync=force_sync,
                          heap_mb=heap_mb, die_with_parent=die_with_parent, security=security)
 
-    def start(self, timeout: float = 30) -> "EmbeddedZooKeeper":
+    def start(self, timeout: float = 30) -> EmbeddedZooKeeper:
         deadline = time.monotonic() + timeout
         self.launch()
         self.wait_ready(deadline)
         log.info("ZooKeeper serving on %s (pid %s, data %s)", self.connect_string, self.pid, self.data_dir)
         return self
 
-    def __enter__(self) -> "EmbeddedZooKeeper":
+    def __enter__(self) -> EmbeddedZooKeeper:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -443,7 +444,7 @@ class ZooKeeperEnsemble:
     def pids(self) -> list[int | None]:
         return [s.pid for s in self.servers]
 
-    def start(self, timeout: float = 60) -> "ZooKeeperEnsemble":
+    def start(self, timeout: float = 60) -> ZooKeeperEnsemble:
         deadline = time.monotonic() + timeout
         try:
             for s in self.servers:
@@ -459,14 +460,15 @@ class ZooKeeperEnsemble:
         for s in self.servers:
             s.stop()
 
-    def __enter__(self) -> "ZooKeeperEnsemble":
+    def __enter__(self) -> ZooKeeperEnsemble:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def run_foreground(port: int = 2181, data_dir: str | os.PathLike[str] = "zookeeper-data", host: str = "127.0.0.1") -> int:
+def run_foreground(port: int = 2181, data_dir: str | os.PathLike[str] = "zookeeper-data",
+                   host: str = "127.0.0.1") -> int:
     """Run an embedded ZooKeeper until SIGINT/SIGTERM (for the CLI); returns an exit code."""
     server = EmbeddedZooKeeper(data_dir, port=port, host=host)
     stop = threading.Event()

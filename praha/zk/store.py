@@ -127,7 +127,8 @@ class ZkStore(ZooKeeperClient):
             results = self._get(tx.commit_async())
         except KazooException as e:
             raise self._wrap(e, "controller election") from None
-        error = next((r for r in results if isinstance(r, BaseException) and not isinstance(r, ROLLED_BACK_ERRORS)), None)
+        error = next((r for r in results if isinstance(r, BaseException) and not isinstance(r, ROLLED_BACK_ERRORS)),
+                     None)
         if error is None:
             return new_epoch, results[1].version
         if isinstance(error, (NodeExistsError, BadVersionError)):

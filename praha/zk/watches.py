@@ -68,7 +68,7 @@ class WatchHandle:
     """A live watch on one path; `cancel()` stops it for good."""
 
     def __init__(self, client: KazooClient, path: str, kind: WatchKind, callback: WatchCallback,
-                 group: str | None, on_cancel: Callable[["WatchHandle"], None]):
+                 group: str | None, on_cancel: Callable[[WatchHandle], None]):
         self.path = path
         self.kind = kind
         self.group = group

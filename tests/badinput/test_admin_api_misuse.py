@@ -9,7 +9,8 @@ that wrongly succeeded would not change the cluster for the next one.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka.protocol.admin import AlterClientQuotasRequest as AQ
@@ -230,7 +231,8 @@ def ports(misuse_cluster):
     return misuse_cluster.port(ctrl), misuse_cluster.port(other)
 
 
-@pytest.mark.parametrize("case_id,request_,version,read,expected", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+@pytest.mark.parametrize(("case_id", "request_", "version", "read", "expected"), CATALOGUE,
+                         ids=[c[0] for c in CATALOGUE])
 def test_admin_misuse(ports, case_id, request_, version, read, expected):
     assert read(send(ports[0], request_, version)) == expected
 
@@ -246,7 +248,7 @@ def test_list_reassignments_of_an_unknown_topic_lists_nothing(ports):
     assert (r.error_code, r.topics) == (0, [])
 
 
-@pytest.mark.parametrize("request_,version,read", [
+@pytest.mark.parametrize(("request_", "version", "read"), [
     (create("t1"), 5, created), (DT(topic_names=["orders"], timeout_ms=5000), 4, deleted),
     (grow("orders", 4), 2, grown), (elect("orders", 0), 2, elected), (move("orders", 0, [2, 1]), 0, moved)],
     ids=["create", "delete", "grow", "elect", "move"])

@@ -86,7 +86,8 @@ CATALOGUE = [
     ("create-negative-rf", "topics create --topic t1 --partitions 1 --replication-factor -1", 1,
      "error: replication factor must be larger than 0, got -1"),
     ("create-config-retention-below-minus-one", "topics create --topic t1 --partitions 1 --replication-factor 1 "
-     "--config retention.ms=-5", 1, "error: Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+     "--config retention.ms=-5", 1,
+     "error: Invalid value -5 for configuration retention.ms: Value must be at least -1"),
     ("create-rf-above-brokers", "topics create --topic t1 --partitions 1 --replication-factor 4", 1,
      "error: replication factor: 4 larger than available brokers: 3"),
     ("create-exists", "topics create --topic orders --partitions 1 --replication-factor 1", 1,
@@ -332,7 +333,8 @@ CATALOGUE = [
     ("log-dirs-dead-broker", "log-dirs --describe --broker-list 9", 1,
      "error: broker 9: broker 9 is not alive (live: [1, 2, 3])"),
     ("api-versions-bad-bootstrap", "api-versions --bootstrap-server nohost", 2,
-     "praha api-versions: error: argument --bootstrap-server: expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
+     "praha api-versions: error: argument --bootstrap-server: "
+     "expected HOST:PORT[,HOST:PORT...][/chroot], got 'nohost'"),
     ("api-versions-unknown-option", "api-versions --all", 2,
      "praha: error: unrecognized arguments: --all"),
     ("groups-reset-no-scenario", "groups --reset-offsets --group g --topic orders", 1,
@@ -357,8 +359,8 @@ CATALOGUE = [
     ("groups-reset-bad-partition", "groups --reset-offsets --group g --topic orders:x --to-earliest", 1,
      "error: Invalid partition 'x' specified in topic arg 'orders:x'"),
     ("groups-reset-options-without-reset", "groups --describe --group g --to-earliest", 1,
-     "error: Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run and --execute go with "
-     "--reset-offsets"),
+     "error: Options --to-*, --shift-by, --by-duration, --from-file, --all-topics, --export, --dry-run and "
+     "--execute go with --reset-offsets"),
     ("groups-delete-with-topic", "groups --delete --group g --topic orders", 1,
      "error: The consumer does not support topic-specific offset deletion from a consumer group."),
     ("groups-delete-offsets-no-topic", "groups --delete-offsets --group g", 1,
@@ -388,7 +390,8 @@ CATALOGUE = [
      "praha transactions: error: argument --abort: not allowed with argument --list"),
     ("transactions-describe-no-id", "transactions --describe", 1, "error: --describe requires --transactional-id"),
     ("transactions-abort-no-coordinator-epoch", "transactions --abort --topic orders --partition 0 --producer-id 1 "
-     "--producer-epoch 0", 1, "error: --abort requires either --start-offset or all of --producer-id, --producer-epoch and --coordinator-epoch"),
+     "--producer-epoch 0", 1,
+     "error: --abort requires either --start-offset or all of --producer-id, --producer-epoch and --coordinator-epoch"),
     ("transactions-list-with-topic", "transactions --list --topic orders", 1, "error: --list does not take --topic"),
     ("transactions-negative-partition", "transactions --describe-producers --topic orders --partition -1", 2,
      "praha transactions: error: argument --partition: must be >= 0, got -1"),
@@ -538,7 +541,8 @@ def env(misuse_cluster):
 
 
 def expand(text: str, env) -> str:
-    out = text.replace("{dir}", env.dir).replace("{f:}", str(env.files)).replace("{long}", LONG).replace("{pid1}", str(env.pid(1)))
+    out = (text.replace("{dir}", env.dir).replace("{f:}", str(env.files)).replace("{long}", LONG)
+           .replace("{pid1}", str(env.pid(1))))
     while "{f:" in out:
         start = out.index("{f:")
         end = out.index("}", start)
@@ -556,7 +560,7 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
     return code, err[-1] if err else ""
 
 
-@pytest.mark.parametrize("case_id,command,code,message", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+@pytest.mark.parametrize(("case_id", "command", "code", "message"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_misuse(env, capsys, case_id, command, code, message):
     import shlex
 
@@ -572,7 +576,8 @@ def test_misuse(env, capsys, case_id, command, code, message):
 def test_consume_refuses_a_negative_partition(env, capsys):
     code, last = run_cli(["consume", "--topic", "orders", "--partition", "-1", "--max-messages", "1",
                           "--idle-timeout", "1", "--dir", env.dir], capsys)
-    assert code != 0 and "partition" in last
+    assert code != 0
+    assert "partition" in last
 
 
 def test_the_catalogue_covers_every_command():
@@ -589,14 +594,16 @@ def test_analyze_refuses_a_file_as_path(env, capsys):
     if "analyze state-change-log" not in commands():
         pytest.skip("no analyze command in this build")
     code, last = run_cli(["analyze", "state-change-log", "--path", str(env.files / "bad.json")], capsys)
-    assert code == 1 and last.startswith("error: ")
+    assert code == 1
+    assert last.startswith("error: ")
 
 
 def test_analyze_refuses_zero_cores(env, capsys):
     if "analyze state-change-log" not in commands():
         pytest.skip("no analyze command in this build")
     code, last = run_cli(["analyze", "state-change-log", "--path", env.dir, "--cores", "0"], capsys)
-    assert code == 1 and last.startswith("error: ")
+    assert code == 1
+    assert last.startswith("error: ")
 
 
 def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, capsys):
@@ -610,7 +617,7 @@ def test_broker_start_with_an_unusable_log_dir_says_so_in_one_line(tmp_path, cap
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("line,message", [
+@pytest.mark.parametrize(("line", "message"), [
     # the key as given, as Kafka's KafkaConfig names it (it was the topic setting's name)
     ("log.cleanup.policy=shred", "error: Invalid value shred for configuration log.cleanup.policy: "
                                  "String must be one of: compact, delete"),

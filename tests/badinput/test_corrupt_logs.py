@@ -73,7 +73,8 @@ class Node:
         p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0})
         offsets: list[int] = []
         p.produce(topic, value=value.encode(), partition=0, on_delivery=lambda e, m: offsets.append(m.offset()))
-        assert p.flush(30) == 0 and offsets
+        assert p.flush(30) == 0
+        assert offsets
         del p
         return offsets[0]
 
@@ -164,7 +165,8 @@ def test_indexes_are_rebuilt(node, crash, damage):
     node.start(topic)
     assert assert_prefix(node.read(topic), values, N) == N
     middle = node.read(topic, start=N // 2)  # a lookup through the rebuilt index
-    assert min(middle) == N // 2 and middle[N // 2] == values[N // 2]
+    assert min(middle) == N // 2
+    assert middle[N // 2] == values[N // 2]
 
 
 @pytest.mark.parametrize("damage", ["missing", "garbage"])

@@ -241,7 +241,9 @@ def test_a_client_quota_znode_that_does_not_decode_is_ignored(env, data):
             resp = conn.send(DQ(components=[DQ.ComponentData(entity_type="client-id", match_type=2, match=None)],
                                 strict=True), 1)
         names = {e.entity_name for entry in resp.entries for e in entry.entity}
-        assert resp.error_code == 0 and "quota-good-client" in names and "garbled-client" not in names
+        assert resp.error_code == 0
+        assert "quota-good-client" in names
+        assert "garbled-client" not in names
     finally:
         env.store.client.delete(bad)
         env.store.client.delete(good)

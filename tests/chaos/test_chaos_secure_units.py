@@ -31,7 +31,9 @@ NEEDS = {
 
 
 def _bindings() -> list[AclBinding]:
-    return [AclBinding(g.pattern(), e) for role, grants in GRANTS.items() for g in grants for e in g.entries(role.value)]
+    return [
+        AclBinding(g.pattern(), e) for role, grants in GRANTS.items() for g in grants for e in g.entries(role.value)
+    ]
 
 
 @pytest.mark.parametrize("role", sorted(NEEDS, key=lambda r: r.value))
@@ -81,7 +83,8 @@ def test_credentials_reach_a_client_process_in_a_private_file_not_its_command_li
 
 def test_secure_campaign_config():
     cfg = CampaignConfig(netns=True, secure=True, workload="txn")
-    assert cfg.zk_acls and "forged_zk_write" in cfg.effective_kinds()
+    assert cfg.zk_acls
+    assert "forged_zk_write" in cfg.effective_kinds()
     assert "forged_zk_write" not in CampaignConfig(netns=True).effective_kinds()
     with pytest.raises(ValueError, match="--secure already secures ZooKeeper"):
         CampaignConfig(secure=True, secure_zookeeper=True).validate()

@@ -23,11 +23,13 @@ def test_forged_zk_write_runs_only_on_secure_campaigns():
 
 @pytest.mark.slow
 def test_secure_campaign_refuses_every_forged_zookeeper_write(tmp_path):
-    head, output = run_chaos(tmp_path, "--brokers", "3", "--faults", "6", "--seed", "14",  # 3 forged writes, a kill, 2 controlled restarts
+    # 3 forged writes, a kill, 2 controlled restarts
+    head, output = run_chaos(tmp_path, "--brokers", "3", "--faults", "6", "--seed", "14",
                              "--kinds", "forged_zk_write,kill,controlled_restart", "--secure-zookeeper",
                              "--group-members", "0", "--session-timeout-ms", "3000", timeout=600)
     faults = json.loads(open(head["report"]).read())["faults"]
     forged = [f for f in faults if f["kind"] == "forged_zk_write"]
-    assert forged and all(f["ok"] and set(f["details"]["answers"].values()) == {"NoAuth"} for f in forged), output
+    assert forged, output
+    assert all(f["ok"] and set(f["details"]["answers"].values()) == {"NoAuth"} for f in forged), output
     assert "forged_zk_write_accepted" not in head["violation_kinds"], output
     judge(head, output)

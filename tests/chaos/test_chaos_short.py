@@ -44,8 +44,10 @@ def run_chaos(tmp_path, *args: str, timeout: float = 600) -> tuple[dict, str]:
         capture_output=True, text=True, timeout=timeout,
     )
     lines = proc.stdout.strip().splitlines()
-    assert lines and lines[-1].startswith("{"), \
+    assert lines, f"praha chaos ended without its JSON line (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    assert lines[-1].startswith("{"), (
         f"praha chaos ended without its JSON line (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    )
     return json.loads(lines[-1]), proc.stdout + proc.stderr[-2000:]
 
 
@@ -74,32 +76,43 @@ def test_short_campaign(tmp_path):
         head, output = run_chaos(tmp_path, *args, *(["--netns"] if on_hosts else ["--kinds", LOOPBACK_KINDS]))
     finally:
         leftovers.cleanup_leftovers()  # a campaign killed by the timeout: its processes, mounts, namespaces
-    assert head["seed"] == seed and head["faults"] == FAULTS, output
+    assert head["seed"] == seed, output
+    assert head["faults"] == FAULTS, output
     kinds = set(head["fault_kinds"])
     assert {"long_pause", "member_kill"} <= kinds, output
-    assert head["acked"] > 1000 and head["duplicated"] == 0, output
+    assert head["acked"] > 1000, output
+    assert head["duplicated"] == 0, output
     # the transactional workload ran through the faults and its history is clean
-    assert head["committed_txns"] > 20 and head["aborted_txns"] > 5 and head["polled"] > head["txn_values_committed"], \
-        output
-    assert set(head["anomalies"]) == set(ANOMALIES) and not any(head["anomalies"].values()), output
+    assert head["committed_txns"] > 20, output
+    assert head["aborted_txns"] > 5, output
+    assert head["polled"] > head["txn_values_committed"], output
+    assert set(head["anomalies"]) == set(ANOMALIES), output
+    assert not any(head["anomalies"].values()), output
     report = json.loads(open(head["report"]).read())
     (pause,) = [f for f in report["faults"] if f["kind"] == "long_pause"]
-    assert pause["ok"] and pause["details"]["writer"] and pause["details"]["session_expired"], output
+    assert pause["ok"], output
+    assert pause["details"]["writer"], output
+    assert pause["details"]["session_expired"], output
     assert pause["details"]["hold_s"] > TRANSACTION_TIMEOUT_MS / 1000, output
     history = Path(report["paths"]["history"])
     ops = [json.loads(line) for line in history.read_text().splitlines()]
     assert {o["process"] for o in ops} >= {"p0", "p1", "p2", "c0", "c1", "c2", "c3", "c4", "x0", "final"}
     assert any(o["op"] == "txn" and o["process"] == "x0" and o["type"] == "ok" and o["reads"] for o in ops), output
     group = report["figures"]["group"]
-    assert group["member_kills"] >= 1 and group["commits_acked"] > 100 and group["caught_up"], output
+    assert group["member_kills"] >= 1, output
+    assert group["commits_acked"] > 100, output
+    assert group["caught_up"], output
     if on_hosts:
         from praha.chaos.netfaults import PARTITION_SHAPES
 
         assert {"partition", "flaky_link", "one_way"} <= kinds, output
         (part,) = [f for f in report["faults"] if f["kind"] == "partition"]
-        assert part["ok"] and part["details"]["shape"] in PARTITION_SHAPES and part["details"]["drops"], output
+        assert part["ok"], output
+        assert part["details"]["shape"] in PARTITION_SHAPES, output
+        assert part["details"]["drops"], output
         (flaky,) = [f for f in report["faults"] if f["kind"] == "flaky_link"]
-        assert flaky["ok"] and flaky["details"]["detour"]["jitter_ms"] > 0, output
+        assert flaky["ok"], output
+        assert flaky["details"]["detour"]["jitter_ms"] > 0, output
         delayed = int(flaky["details"]["proxy"].split()[1])  # "forwarded N delayed chunks"
         assert delayed > 0, output
         layout = json.loads((Path(head["report"]).parent / "netns.json").read_text())

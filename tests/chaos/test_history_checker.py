@@ -47,7 +47,8 @@ def found(history) -> dict[str, int]:
 def test_a_clean_history_is_clean():
     v = check(clean_history())
     assert v.clean, v.to_json()
-    assert v.ops == len(clean_history()) and set(v.counts) == set(ANOMALIES)
+    assert v.ops == len(clean_history())
+    assert set(v.counts) == set(ANOMALIES)
 
 
 PLANTED = {
@@ -102,7 +103,8 @@ def test_write_write_cycles_alone_are_g0_allowed():
     h = [send("p0", "a", offset=0, txn="T1", more=[{"partition": "t-1", "value": "b", "offset": 1}]),
          send("p1", "c", offset=1, txn="T2", more=[{"partition": "t-1", "value": "d", "offset": 0}])]
     v = check(h)
-    assert v.clean and v.g0_cycles == 1
+    assert v.clean
+    assert v.g0_cycles == 1
 
 
 def test_praha_chaos_check_rechecks_a_saved_history(tmp_path):
@@ -112,7 +114,11 @@ def test_praha_chaos_check_rechecks_a_saved_history(tmp_path):
     run = lambda p: subprocess.run([sys.executable, "-m", "praha", "chaos", "check", str(p)],  # noqa: E731
                                    capture_output=True, text=True, timeout=60)
     ok, ko = run(good), run(bad)
-    assert ok.returncode == 0 and json.loads(ok.stdout)["anomalies"]["aborted_read"] == 0
-    assert ko.returncode == 1 and json.loads(ko.stdout)["anomalies"]["aborted_read"] == 1
+    assert ok.returncode == 0
+    assert json.loads(ok.stdout)["anomalies"]["aborted_read"] == 0
+    assert ko.returncode == 1
+    assert json.loads(ko.stdout)["anomalies"]["aborted_read"] == 1
     missing = run(tmp_path / "none.jsonl")
-    assert missing.returncode == 1 and not missing.stdout and "no such history file" in missing.stderr
+    assert missing.returncode == 1
+    assert not missing.stdout
+    assert "no such history file" in missing.stderr

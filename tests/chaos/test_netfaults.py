@@ -53,7 +53,9 @@ def test_leader_from_followers_but_not_zookeeper():
     p = shaped("leader_from_followers")
     assert all(not reachable(p, "b3", f) and not reachable(p, f, "b3") for f in ("b4", "b5"))
     assert all(reachable(p, "b3", z) and reachable(p, z, "b3") for z in ("zk1", "zk2", "zk3"))
-    assert reachable(p, "b3", "b1") and reachable(p, "b4", "b5") and not p.cuts_zookeeper
+    assert reachable(p, "b3", "b1")
+    assert reachable(p, "b4", "b5")
+    assert not p.cuts_zookeeper
 
 
 def test_broker_from_zookeeper_only_spares_the_controller():
@@ -67,7 +69,8 @@ def test_broker_from_zookeeper_only_spares_the_controller():
 def test_halves_cut_every_pair_across_and_none_within():
     p = shaped("halves")
     a, b = p.sides
-    assert set(a) | set(b) == set(ADDR) and not set(a) & set(b)
+    assert set(a) | set(b) == set(ADDR)
+    assert not set(a) & set(b)
     assert all(not reachable(p, x, y) and not reachable(p, y, x) for x in a for y in b)
     assert all(reachable(p, x, y) for side in (a, b) for x in side for y in side)
 
@@ -81,7 +84,8 @@ def test_bridge_middle_reaches_both_sides():
 
 def test_client_cut_from_the_leader_only():
     p = shaped("client_from_leader")
-    assert not reachable(p, "clients", "b3") and reachable(p, "clients", "b1")
+    assert not reachable(p, "clients", "b3")
+    assert reachable(p, "clients", "b1")
     assert all(reachable(p, n, "b3") for n in ADDR if n != "b3")
 
 
@@ -103,7 +107,9 @@ def test_flaky_link_drops_a_share_at_random():
     assert len(drops) > 10
     for p in drops:
         ((victim, (drop,)),) = p.drops.items()
-        assert 10 <= drop.percent <= 40 and drop.inbound and drop.peers
+        assert 10 <= drop.percent <= 40
+        assert drop.inbound
+        assert drop.peers
         assert f"numgen random mod 100 < {drop.percent} drop" in nft_script([drop])
 
 
@@ -112,10 +118,14 @@ def test_flaky_link_delays_what_peers_and_clients_send_through_a_proxy():
     assert len(delays) > 10
     for p in delays:
         d = p.detour
-        assert d is not None and not p.drops and d.node.startswith("b")
-        assert GW in d.peers and ADDR[d.node] not in d.peers  # the clients always; never itself
+        assert d is not None
+        assert not p.drops
+        assert d.node.startswith("b")
+        assert GW in d.peers
+        assert ADDR[d.node] not in d.peers  # the clients always; never itself
         assert set(d.peers) - {GW} <= {a for n, a in ADDR.items() if n.startswith("b")}  # brokers only
-        assert 20 <= d.delay_ms <= 200 and 50 <= d.jitter_ms <= 1000
+        assert 20 <= d.delay_ms <= 200
+        assert 50 <= d.jitter_ms <= 1000
         assert p.describe()["detour"]["delay_ms"] == d.delay_ms
         assert p.shape == f"delay_{d.delay_ms}ms_jitter_{d.jitter_ms}ms"
 
@@ -141,7 +151,8 @@ def test_same_seed_same_plan():
 @pytest.mark.parametrize("netns", [False, True])
 def test_network_kinds_only_on_hosts_of_their_own(netns):
     kinds = set(CampaignConfig(netns=netns).effective_kinds())
-    assert (NETWORK_KINDS <= kinds) == netns and (not NETWORK_KINDS & kinds) == (not netns)
+    assert (NETWORK_KINDS <= kinds) == netns
+    assert (not NETWORK_KINDS & kinds) == (not netns)
 
 
 def test_describe_names_the_drops():

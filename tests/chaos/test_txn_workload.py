@@ -22,9 +22,11 @@ def test_the_clients_cover_both_libraries_modes_isolation_levels_and_a_ctp_stage
     assert {c.mode for c in consumers} == {"assign", "subscribe"}
     assert {c.isolation for c in consumers} == {"read_committed", "read_uncommitted"}
     subscribers = [c for c in consumers if c.mode == "subscribe"]
-    assert len(subscribers) >= 2 and len({c.group for c in subscribers}) == 1  # a group that rebalances
+    assert len(subscribers) >= 2
+    assert len({c.group for c in subscribers}) == 1  # a group that rebalances
     (ctp,) = [c for c in CLIENTS if c.role == "ctp"]
-    assert ctp.group and ctp.isolation == "read_committed"
+    assert ctp.group
+    assert ctp.isolation == "read_committed"
     assert len({c.name for c in CLIENTS}) == len(CLIENTS)
 
 
@@ -32,11 +34,14 @@ def test_command_lines():
     by_name = {c.name: c for c in CLIENTS}
     p = command(by_name["p2"], ["--bootstrap", "h:1"], "/x/p2.jsonl", 7)  # type: ignore[arg-type]
     assert p[1:3] == ["-m", "praha.chaos.txnclient"]
-    assert p[p.index("--lib") + 1] == "kafka-python" and p[p.index("--topics") + 1] == ",".join(INPUT_TOPICS)
+    assert p[p.index("--lib") + 1] == "kafka-python"
+    assert p[p.index("--topics") + 1] == ",".join(INPUT_TOPICS)
     c = command(by_name["c1"], ["--bootstrap", "h:1"], "/x/c1.jsonl", 7)  # type: ignore[arg-type]
-    assert OUTPUT_TOPIC in c[c.index("--topics") + 1] and c[c.index("--isolation") + 1] == "read_uncommitted"
+    assert OUTPUT_TOPIC in c[c.index("--topics") + 1]
+    assert c[c.index("--isolation") + 1] == "read_uncommitted"
     x = command(by_name["x0"], ["--bootstrap", "h:1"], "/x/x0.jsonl", 7)  # type: ignore[arg-type]
-    assert x[x.index("--output-topic") + 1] == OUTPUT_TOPIC and "--group" in x
+    assert x[x.index("--output-topic") + 1] == OUTPUT_TOPIC
+    assert "--group" in x
 
 
 def test_the_client_help_explains(capsys):
@@ -45,7 +50,8 @@ def test_the_client_help_explains(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    assert "consume-transform-produce" in out and "--isolation" in out
+    assert "consume-transform-produce" in out
+    assert "--isolation" in out
 
 
 def test_histories_merge_in_time_order_keeping_each_files_order(tmp_path):
@@ -164,10 +170,14 @@ def test_kinds_asked_for_by_name_that_cannot_run_are_refused_with_the_option_the
 
     out = subprocess.run([sys.executable, "-m", "praha", "chaos", "--kinds", "long_pause,partition,kill",
                           "--faults", "1"], capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0 and not out.stdout
-    assert "long_pause needs --workload txn" in out.stderr and "partition needs --netns" in out.stderr
-    assert CampaignConfig(workload="txn", netns=True).missing() == {"zk_member_kill": "--zk-ensemble 3",
-                                                                   "forged_zk_write": "--secure-zookeeper (or --secure)"}
+    assert out.returncode != 0
+    assert not out.stdout
+    assert "long_pause needs --workload txn" in out.stderr
+    assert "partition needs --netns" in out.stderr
+    assert CampaignConfig(workload="txn", netns=True).missing() == {
+        "zk_member_kill": "--zk-ensemble 3",
+        "forged_zk_write": "--secure-zookeeper (or --secure)",
+    }
 
 
 def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):
@@ -185,7 +195,9 @@ def test_a_client_that_never_worked_is_a_problem_of_the_campaign(tmp_path):
               else {"op": "poll", "type": "ok", "t": 1.0, "records": {}})
         (w.dir / f"{spec.name}.jsonl").write_text(json.dumps(op) + "\n")
     assert not w.wait_working(0.5)
-    assert len(w.problems) == 1 and "['c2']" in w.problems[0]
+    assert len(w.problems) == 1
+    assert "['c2']" in w.problems[0]
     (w.dir / "c2.jsonl").write_text(json.dumps({"op": "poll", "type": "ok", "t": 2.0, "records": {}}) + "\n")
     w.problems.clear()
-    assert w.wait_working(5) and not w.problems
+    assert w.wait_working(5)
+    assert not w.problems

@@ -1,9 +1,10 @@
 """Hypothesis strategies for well-formed Kafka requests of any API key and version.
 
-Built from praha's message definitions (`praha/protocol/messages/`): for a (request class, version) every field present in that version gets a value
-of its type — ints over their whole range, strings, bytes, booleans, UUIDs, nested
-structs and arrays (short, so examples stay small), null where the version allows it.
-A plain module, not a conftest, so its name cannot clash with other test directories.
+Built from praha's message definitions (`praha/protocol/messages/`): for a (request class,
+version) every field present in that version gets a value of its type — ints over their
+whole range, strings, bytes, booleans, UUIDs, nested structs and arrays (short, so examples
+stay small), null where the version allows it. A plain module, not a conftest, so its name
+cannot clash with other test directories.
 """
 from __future__ import annotations
 

@@ -40,4 +40,5 @@ def test_every_served_api_answers_a_failed_request(api_key, version):
     cls = response_class(api_key)
     answer = decode_response(cls, frame[4:], version)
     codes = error_codes(answer, version)
-    assert codes and set(codes) == {ErrorCode.UNKNOWN_SERVER_ERROR}, answer
+    assert codes, answer
+    assert set(codes) == {ErrorCode.UNKNOWN_SERVER_ERROR}, answer

@@ -101,11 +101,13 @@ def test_znode_writes_and_refusals_that_need_no_broker(zk_store, zk_connect, cli
     with pytest.raises(UnknownTopicError, match="Topic 'nope' does not exist."):
         delete_topic(zk_store, "nope")
     rc, out, err = cli("topics", "delete", "--topic", "a", *d)
-    assert rc == 0 and out == ("Topic a is marked for deletion.\n"
+    assert rc == 0
+    assert out == ("Topic a is marked for deletion.\n"
                                "Note: This will have no impact if delete.topic.enable is not set to true.\n")
     assert zk_store.get_topics_marked_for_deletion() == ["a"]
     rc, _, err = cli("topics", "delete", "--topic", "a", *d)
-    assert rc == 1 and err == "error: Topic 'a' is already marked for deletion.\n"
+    assert rc == 1
+    assert err == "error: Topic 'a' is already marked for deletion.\n"
     with pytest.raises(TopicAlreadyMarkedForDeletionError):
         delete_topic(zk_store, "a")
     with pytest.raises(InvalidTopicError, match="Topic 'a' is marked for deletion."):
@@ -119,12 +121,14 @@ def test_znode_writes_and_refusals_that_need_no_broker(zk_store, zk_connect, cli
     with pytest.raises(ReassignmentInProgressError, match="existing partition reassignment"):
         execute(zk_store, {TP("a", 0): (2, 1)})
     rc, out, _ = cli("reassign", "list", *d)
-    assert rc == 0 and out == "Current partition reassignments:\nb-0: replicas: 2,1. adding: . removing: . " \
+    assert rc == 0
+    assert out == "Current partition reassignments:\nb-0: replicas: 2,1. adding: . removing: . " \
                               "not yet in the ISR: 2,1.\n"
     zk_store.delete_recursive([zn.REASSIGN_PARTITIONS_PATH])
     zk_store.create_preferred_election([TP("b", 0)])
     rc, _, err = cli("elect-leaders", "--election-type", "preferred", "--topic", "b", "--via-zookeeper", *d)
-    assert rc == 1 and "A preferred replica election is already in progress" in err
+    assert rc == 1
+    assert "A preferred replica election is already in progress" in err
 
 
 # ------------------------------------------------------------------------------ topics delete / alter
@@ -143,8 +147,10 @@ def test_topics_alter_and_delete(make_cluster, zk_store, zk_connect, cli):
         "Topic a now has 4 partitions, all with leaders.",
     ]
     got = replicas(zk_store, "a")
-    assert sorted(got) == [0, 1, 2, 3] and all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
-    assert got[0] == (1, 2) and got[1] == (2, 3)
+    assert sorted(got) == [0, 1, 2, 3]
+    assert all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
+    assert got[0] == (1, 2)
+    assert got[1] == (2, 3)
 
     before = snapshot(zk_store, zn.topic_path("a"))
     refusals = [
@@ -159,9 +165,12 @@ def test_topics_alter_and_delete(make_cluster, zk_store, zk_connect, cli):
     ]
     for args, message in refusals:
         rc, out, err = cli("topics", "alter", "--topic", "a", *args, *d)
-        assert rc == 1 and err.startswith("error: ") and message in err, (args, err)
+        assert rc == 1, (args, err)
+        assert err.startswith("error: "), (args, err)
+        assert message in err, (args, err)
     rc, _, err = cli("topics", "alter", "--topic", "nope", "--partitions", "3", *d)
-    assert rc == 1 and err == "error: Topic 'nope' does not exist.\n"
+    assert rc == 1
+    assert err == "error: Topic 'nope' does not exist.\n"
     assert cli("topics", "alter", "--topic", "nope", "--partitions", "3", "--if-exists", *d)[0] == 0
     assert snapshot(zk_store, zn.topic_path("a")) == before
 
@@ -169,14 +178,17 @@ def test_topics_alter_and_delete(make_cluster, zk_store, zk_connect, cli):
     rc, out, err = cli("topics", "alter", "--topic", "a", "--partitions", "5",
                        "--replica-assignment", "1:2,2:3,1:3,3:1,3:2", *d)
     assert rc == 0, err
-    assert replicas(zk_store, "a")[4] == (3, 2) and leaders(zk_store, "a")[4] == 3
+    assert replicas(zk_store, "a")[4] == (3, 2)
+    assert leaders(zk_store, "a")[4] == 3
 
     rc, out, err = cli("topics", "delete", "--topic", "a", "--wait", "--timeout", "30", *d)
     assert rc == 0, err
     assert out.endswith("Topic a is deleted.\n")
-    assert "a" not in zk_store.get_all_topics() and zk_store.get_topics_marked_for_deletion() == []
+    assert "a" not in zk_store.get_all_topics()
+    assert zk_store.get_topics_marked_for_deletion() == []
     rc, _, err = cli("topics", "delete", "--topic", "a", *d)
-    assert rc == 1 and err == "error: Topic 'a' does not exist.\n"
+    assert rc == 1
+    assert err == "error: Topic 'a' does not exist.\n"
     assert cli("topics", "delete", "--topic", "a", "--if-exists", *d)[0] == 0
 
 
@@ -199,7 +211,8 @@ def test_reassignment_and_preferred_election_through_the_cli(make_cluster, zk_st
         {"topic": "r", "partition": p, "replicas": list(r), "log_dirs": ["any", "any"]}
         for p, r in [(0, (1, 2)), (1, (2, 3)), (2, (3, 1))]]}
     proposed = json.loads(lines[4])["partitions"]
-    assert [e["partition"] for e in proposed] == [0, 1, 2] and all(sorted(e["replicas"]) == [2, 3] for e in proposed)
+    assert [e["partition"] for e in proposed] == [0, 1, 2]
+    assert all(sorted(e["replicas"]) == [2, 3] for e in proposed)
 
     # refusals: nothing written (no znode, no config, no change notice)
     watched = (zn.REASSIGN_PARTITIONS_PATH, zn.config_topic_path("r"), zn.config_broker_path(1), zn.topic_path("r"))
@@ -223,11 +236,13 @@ def test_reassignment_and_preferred_election_through_the_cli(make_cluster, zk_st
     ]
     for path, message in refusals:
         rc, _, err = cli("reassign", "execute", "--reassignment-json-file", path, "--throttle", "1000000", *d)
-        assert rc == 1 and message in err, (path.read_text(), err)
+        assert rc == 1, (path.read_text(), err)
+        assert message in err, (path.read_text(), err)
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
     rc, _, err = cli("reassign", "execute", "--reassignment-json-file", bad, *d)
-    assert rc == 1 and "not valid JSON" in err
+    assert rc == 1
+    assert "not valid JSON" in err
     assert snapshot(zk_store, *watched) == before
 
     # r-0 moves off broker 1 (new leader 2), e-0 only swaps its order: leader 1 stays, preferred is now 2
@@ -248,7 +263,8 @@ def test_reassignment_and_preferred_election_through_the_cli(make_cluster, zk_st
         f"Reassignment of partition {tp} is complete." for tp in ("e-0", "r-0", "r-1", "r-2")]
     assert "Clearing broker-level throttles on brokers 1,2,3" in out
     assert "Clearing topic-level throttles on topics e,r" in out
-    assert replicas(zk_store, "r") == {0: (2, 3), 1: (3, 2), 2: (3, 2)} and replicas(zk_store, "e")[0] == (2, 1)
+    assert replicas(zk_store, "r") == {0: (2, 3), 1: (3, 2), 2: (3, 2)}
+    assert replicas(zk_store, "e")[0] == (2, 1)
     assert zk_store.get_topic_configs(["r"])[0]["r"] == {"retention.ms": "600000"}  # throttles gone, rest kept
     assert zk_store.get_data(zn.config_broker_path(1)) is None or zn.decode_config(
         zk_store.get_data(zn.config_broker_path(1))[0]) == {}
@@ -267,7 +283,8 @@ def test_reassignment_and_preferred_election_through_the_cli(make_cluster, zk_st
         (["--all-topic-partitions", "--partition", "1"], "--partition needs --topic"),
     ]:
         rc, _, err = cli("elect-leaders", "--election-type", "preferred", *args, *d)
-        assert rc == 1 and message in err, (args, err)
+        assert rc == 1, (args, err)
+        assert message in err, (args, err)
 
     # ... and through /admin/preferred_replica_election (e-1 swapped: leader 2 stays, preferred 3)
     rc, _, err = cli("reassign", "execute", "--reassignment-json-file", plan(("e", 1, (3, 2))), *d)
@@ -314,14 +331,17 @@ def test_stuck_reassignment_listed_verified_and_cancelled(make_cluster, zk_store
         rc, out, _ = cli("reassign", "verify", "--reassignment-json-file", plan_path, *d)
         assert out.startswith("Status of partition reassignment:\n"
                               "Reassignment of partition m-0 is still in progress. Not yet in the ISR: 3 (leader 1")
-        assert "Clearing" not in out and zk_store.get_topic_configs(["m"])[0]["m"]  # throttles kept meanwhile
+        assert "Clearing" not in out
+        assert zk_store.get_topic_configs(["m"])[0]["m"]  # throttles kept meanwhile
 
         other = tmp_path / "other.json"
         other.write_text('{"version":1,"partitions":[{"topic":"m","partition":1,"replicas":[1,2]}]}')
         rc, _, err = cli("reassign", "execute", "--reassignment-json-file", other, *d)
-        assert rc == 1 and "Cannot execute because there is an existing partition reassignment" in err
+        assert rc == 1
+        assert "Cannot execute because there is an existing partition reassignment" in err
         rc, _, err = cli("topics", "alter", "--topic", "m", "--partitions", "3", *d)
-        assert rc == 1 and "A partition reassignment is in progress for the topic 'm' (partitions 0)" in err
+        assert rc == 1
+        assert "A partition reassignment is in progress for the topic 'm' (partitions 0)" in err
 
         rc, out, err = cli("reassign", "cancel", "--reassignment-json-file", plan_path, *d)
         assert rc == 0, err
@@ -347,7 +367,8 @@ def test_admin_apis_from_kafka_python_and_confluent(make_cluster, zk_store, zk_c
     admin = KafkaAdminClient(bootstrap_servers=bootstrap(cluster))
     try:
         admin.create_partitions({"k": 3})
-        assert len(replicas(zk_store, "k")) == 3 and led(zk_store, "k", 3)
+        assert len(replicas(zk_store, "k")) == 3
+        assert led(zk_store, "k", 3)
         with pytest.raises(InvalidPartitionsError):
             admin.create_partitions({"k": 2})
         with pytest.raises(InvalidReplicationAssignmentError):
@@ -409,4 +430,5 @@ def test_delete_topics_api_when_deletion_is_disabled(make_cluster, zk_store):
             admin.delete_topics(["keep"], timeout_ms=2000)
     finally:
         admin.close()
-    assert "keep" in zk_store.get_all_topics() and zk_store.get_topics_marked_for_deletion() == []
+    assert "keep" in zk_store.get_all_topics()
+    assert zk_store.get_topics_marked_for_deletion() == []

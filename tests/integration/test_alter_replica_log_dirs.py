@@ -108,7 +108,9 @@ def test_replicas_move_between_dirs_while_a_producer_writes(zk_connect, tmp_path
             for p in (0, 1):
                 # the old log is renamed away at once (and removed after file.delete.delay.ms)
                 assert not (Path(before[p]) / f"{TOPIC}-{p}").exists()
-                assert read_back(bs, TOPIC, p, set(acked[p])) >= set(acked[p]), f"partition {p} lost acknowledged records"
+                assert read_back(bs, TOPIC, p, set(acked[p])) >= set(acked[p]), (
+                    f"partition {p} lost acknowledged records"
+                )
             wait_for(lambda: all(BROKER in part["isr"] for part in
                                  cluster_status(zk_connect, store=store)["topics"][TOPIC]["partitions"]), 30,
                      what="broker 1 in both ISRs after the moves")

@@ -42,9 +42,11 @@ def test_auto_creation_on_and_off(make_cluster, zk_store):
                  logger=trace.logger)
     delivered = []
     p.produce("made-by-a-producer", value=b"hello", on_delivery=lambda err, msg: delivered.append(err))
-    assert p.flush(30) == 0 and delivered == [None], trace.tail()
+    assert p.flush(30) == 0, trace.tail()
+    assert delivered == [None], trace.tail()
     parts = wait_for(lambda: metadata(off, "made-by-a-producer").partitions, 30, what="the new topic's metadata")
-    assert len(parts) == 3 and all(len(part.replica_nodes) == 2 for part in parts)
+    assert len(parts) == 3
+    assert all(len(part.replica_nodes) == 2 for part in parts)
     assert sorted(zk_store.get_all_topics()) == ["made-by-a-producer"]
 
 

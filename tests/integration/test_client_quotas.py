@@ -102,27 +102,32 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
             (("client-id", None),): {"consumer_byte_rate": 5e6},
             (("client-id", "c/1"), ("user", "bob smith")): {"controller_mutation_rate": 10.0},
         }
-        assert set(describe(admin, [("user", 0, "alice")])) == {(("user", "alice"),), (("client-id", None), ("user", "alice"))}
+        assert set(describe(admin, [("user", 0, "alice")])) == {(("user", "alice"),),
+                                                                (("client-id", None), ("user", "alice"))}
         assert set(describe(admin, [("user", 0, "alice")], strict=True)) == {(("user", "alice"),)}
         assert set(describe(admin, [("client-id", 1, None)])) == \
             {(("client-id", None),), (("client-id", None), ("user", "alice"))}
-        assert set(describe(admin, [("client-id", 2, None)], strict=True)) == {(("client-id", "c1"),), (("client-id", None),)}
+        assert set(describe(admin, [("client-id", 2, None)], strict=True)) == {(("client-id", "c1"),),
+                                                                               (("client-id", None),)}
 
         # the command sees what the API wrote, and the API what the command writes
         rc, out, err = cli("configs", "--entity-type", "clients", "--entity-name", "c1", "--describe", *d)
-        assert rc == 0 and out == "Quota configs for client-id 'c1' are producer_byte_rate=1048576.0\n", err
+        assert rc == 0, err
+        assert out == "Quota configs for client-id 'c1' are producer_byte_rate=1048576.0\n", err
         rc, out, _ = cli("configs", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients",
                          "--entity-default", "--describe", *d)
         assert out == "Quota configs for user-principal 'alice', the default client-id are producer_byte_rate=3000.0\n"
         rc, out, err = cli("configs", "--entity-type", "clients", "--entity-name", "c2", "--alter",
                            "--add-config", "consumer_byte_rate=4096,request_percentage=12.5", *d)
-        assert rc == 0 and out == "Completed updating config for client c2.\n", err
+        assert rc == 0, err
+        assert out == "Completed updating config for client c2.\n", err
         rc, out, err = cli("configs", "--entity-type", "clients", "--entity-name", "c1", "--alter",
                            "--delete-config", "producer_byte_rate", *d)
         assert rc == 0, err
         rc, out, err = cli("configs", "--entity-type", "users", "--entity-default", "--alter",
                            "--add-config", "producer_byte_rate=777", *d)
-        assert rc == 0 and out == "Completed updating default config for users in the cluster.\n", err
+        assert rc == 0, err
+        assert out == "Completed updating default config for users in the cluster.\n", err
         got = describe(admin, [("client-id", 2, None)], strict=True)
         assert got == {(("client-id", "c2"),): {"consumer_byte_rate": 4096.0, "request_percentage": 12.5},
                        (("client-id", None),): {"consumer_byte_rate": 5e6}}  # c1 has no quota left
@@ -166,7 +171,8 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
             (["clients", "--describe", "--all"], "--all is for topics and brokers"),
         ]:
             rc, _, err = cli("configs", "--entity-type", *args, *d)
-            assert rc == 1 and message in err, (args, err)
+            assert rc == 1, (args, err)
+            assert message in err, (args, err)
         assert quota_znodes(zk_store) == before
 
         # request time: a tiny request_percentage throttles even Metadata requests of that client id only
@@ -187,18 +193,21 @@ def test_quotas_through_kafka_python_and_praha_configs_and_bad_input(make_cluste
                              *d)[0] == 0, 30, what="topic t served")
         rc, out, err = cli("configs", "--entity-type", "topics", "--entity-name", "t", "--describe", "--all", *d)
         lines = out.splitlines()
-        assert rc == 0 and lines[0] == "All configs for topic t are:", err
+        assert rc == 0, err
+        assert lines[0] == "All configs for topic t are:", err
         assert "  retention.ms=600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=600000, " \
                "DEFAULT_CONFIG:log.retention.ms=604800000}" in lines, lines
         assert "  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}" in lines
         assert len(lines) > 30  # every topic config, not only the overrides
         rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe", "--all",
                            "--bootstrap-server", f"127.0.0.1:{broker.port}")
-        assert rc == 0 and out.splitlines()[0] == "All configs for broker 1 are:", err
+        assert rc == 0, err
+        assert out.splitlines()[0] == "All configs for broker 1 are:", err
         assert any(line.startswith("  broker.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=1")
                    for line in out.splitlines()), out
         rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "7", "--describe", "--all", *d)
-        assert rc == 1 and "broker 7 is not a live broker" in err
+        assert rc == 1
+        assert "broker 7 is not a live broker" in err
     finally:
         admin.close()
 
@@ -312,7 +321,8 @@ def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_st
     per_second = [_rate(runs["limited"][0], start + s, start + s + 1) for s in range(int(warmup + measured))]
     assert _held_to(limited, 1048576, measured), (limited, per_second)
     assert free >= 0.9 * 4 * 1048576, free  # what it offered: not slowed
-    assert max(runs["limited"][1]) > 0 and max(runs["free"][1]) == 0  # only "limited" was throttled
+    assert max(runs["limited"][1]) > 0
+    assert max(runs["free"][1]) == 0  # only "limited" was throttled
 
     warmup, measured = 3.0, 10.0
     reads: dict[str, tuple[list, list]] = {cid: ([], []) for cid in ("slow-reader", "fast-reader")}
@@ -326,7 +336,8 @@ def test_byte_rate_quotas_hold_one_client_id_and_not_another(make_cluster, zk_st
     assert 0.9 * 1048576 <= slow <= 1.1 * 1048576, (slow, per_second)  # 100 KB fetches: fine-grained
     total = sum(n for _, n in runs["limited"][0] + runs["free"][0])
     assert sum(n for _, n in reads["fast-reader"][0]) == total  # read everything, at its own pace
-    assert max(reads["slow-reader"][1]) > 0 and max(reads["fast-reader"][1]) == 0
+    assert max(reads["slow-reader"][1]) > 0
+    assert max(reads["fast-reader"][1]) == 0
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{broker.actual_metrics_port}/metrics", timeout=5).read().decode()
     for kind in ("Produce", "Fetch"):

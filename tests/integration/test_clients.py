@@ -55,9 +55,14 @@ def create_topic(env, name: str, assignment: dict[int, tuple[int, ...]], config:
     wait_for(leaders, 30, what=f"leaders of {name}")
     for b in cluster.load().brokers.values():
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"})
-        wait_for(lambda admin=admin: all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
-                 and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment),
-                 20, what=f"broker {b.id} to know {name}")
+        wait_for(
+            lambda admin=admin: (
+                all(p.leader >= 0 for p in admin.list_topics(name, timeout=5).topics[name].partitions.values())
+                and len(admin.list_topics(name, timeout=5).topics[name].partitions) == len(assignment)
+            ),
+            20,
+            what=f"broker {b.id} to know {name}",
+        )
 
 
 def leader_of(env, topic: str, partition: int) -> int:
@@ -94,7 +99,8 @@ def produce_request(topic: str, partition: int, records: bytes | None, acks: int
             ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)])])
 
 
-def produce_code(conn: BrokerConnection, topic: str, partition: int, records: bytes | None, acks: int = -1) -> tuple[int, int]:
+def produce_code(conn: BrokerConnection, topic: str, partition: int, records: bytes | None,
+                 acks: int = -1) -> tuple[int, int]:
     resp = conn.send(produce_request(topic, partition, records, acks), 9)
     p = resp.responses[0].partition_responses[0]
     return p.error_code, p.base_offset
@@ -132,7 +138,8 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
         sent.append(rec)
         cp.produce(topic, key=rec[1], value=rec[2], headers=rec[3], timestamp=rec[4], partition=rec[0],
                    on_delivery=lambda err, m: errors.append(err) if err else None)
-    assert cp.flush(30) == 0 and not errors
+    assert cp.flush(30) == 0
+    assert not errors
     kp = KafkaProducer(bootstrap_servers=bs, acks="all", enable_idempotence=False, linger_ms=2)
     futures = []
     for i in range(200):
@@ -149,7 +156,8 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
 
     want = sorted(key_of(r) for r in sent)
     got_c = consume_confluent(bs, topic, [0, 1, 2, 3], len(sent))
-    assert sorted(key_of((m.partition(), m.key(), m.value(), m.headers() or [], m.timestamp()[1])) for m in got_c) == want
+    assert sorted(key_of((m.partition(), m.key(), m.value(), m.headers() or [],
+                          m.timestamp()[1])) for m in got_c) == want
     # offsets are dense and in order per partition
     for p in range(4):
         offs = [m.offset() for m in got_c if m.partition() == p]
@@ -170,7 +178,8 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
         assert kc.beginning_offsets(tps) == {tp: 0 for tp in tps}
         assert kc.end_offsets(tps) == {tp: 100 for tp in tps}
         found = kc.offsets_for_times({KTP(topic, 0): base_ts + 1000})
-        assert found[KTP(topic, 0)].offset == 50 and found[KTP(topic, 0)].timestamp == base_ts + 1000
+        assert found[KTP(topic, 0)].offset == 50
+        assert found[KTP(topic, 0)].timestamp == base_ts + 1000
         assert kc.offsets_for_times({KTP(topic, 0): base_ts + 10_000})[KTP(topic, 0)] is None
     finally:
         kc.close()
@@ -194,9 +203,11 @@ def test_kafka_python_and_confluent_round_trip_keys_values_headers_timestamps(en
     # DescribeCluster (AdminClient) names the three brokers and the controller
     desc = admin.describe_cluster().result(timeout=10)
     assert sorted(n.id for n in desc.nodes) == [1, 2, 3]
-    assert desc.controller is not None and desc.controller.id in (1, 2, 3)
+    assert desc.controller is not None
+    assert desc.controller.id in (1, 2, 3)
     m = scrape_metrics(cluster.load().brokers[1].metrics_port)
-    assert m["praha_broker_messages_in"] > 0 and m["praha_broker_under_replicated_partitions"] == 0
+    assert m["praha_broker_messages_in"] > 0
+    assert m["praha_broker_under_replicated_partitions"] == 0
 
 
 def test_bad_input_gets_kafka_error_codes_and_nothing_is_lost(env):
@@ -233,11 +244,14 @@ def test_bad_input_gets_kafka_error_codes_and_nothing_is_lost(env):
         assert produce_code(conn, topic, 0, batch([b"x"]), acks=2)[0] == ErrorCode.INVALID_REQUIRED_ACKS
         # fetch outside the log
         p = fetch(conn, topic, 0, 1000)
-        assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 2
+        assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert p.high_watermark == 2
         # a fetch waiting for data that never comes returns empty after max_wait
         t0 = time.monotonic()
         p = fetch(conn, topic, 0, 2, max_wait_ms=300)
-        assert p.error_code == ErrorCode.NONE and not p.records and time.monotonic() - t0 >= 0.25
+        assert p.error_code == ErrorCode.NONE
+        assert not p.records
+        assert time.monotonic() - t0 >= 0.25
         # the same connection still works
         assert produce_code(conn, topic, 0, batch([b"c"])) == (ErrorCode.NONE, 2)
     finally:
@@ -310,7 +324,8 @@ def test_console_producer_and_consumer(env):
     bad = subprocess.run(
         [sys.executable, "-m", "praha", "consume", "--topic", "missing-topic", "--bootstrap-server", f"127.0.0.1:{bs}",
          "--timeout", "3"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 1 and "missing-topic" in bad.stderr
+    assert bad.returncode == 1
+    assert "missing-topic" in bad.stderr
 
 
 def test_deleted_topic_stops_being_served_and_its_logs_go(env):
@@ -369,12 +384,14 @@ def test_log_append_time_topics_carry_the_leaders_clock(env):
     assert [m.error() for m in delivered] == [None] * 3
     for m in delivered:
         kind, ts = m.timestamp()
-        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME
+        assert before <= ts <= after
     got = consume_confluent(bootstrap(cluster), "appended", [0], 3)
     assert [m.value() for m in got] == [b"v0", b"v1", b"v2"]
     for m in got:
         kind, ts = m.timestamp()
-        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME and before <= ts <= after
+        assert kind == confluent_kafka.TIMESTAMP_LOG_APPEND_TIME
+        assert before <= ts <= after
 
 
 def test_keyless_records_for_a_compacted_topic_fail_with_their_index(env):
@@ -426,7 +443,8 @@ def test_topics_get_an_id_at_creation_and_a_new_one_when_created_again(env):
 
     wait_for(created, 60, 0.5, what="reborn created")
     first = topic_id()
-    assert first != "A" * 22 and store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == first
+    assert first != "A" * 22
+    assert store.get_topic_assignments(["reborn"])[0]["reborn"].topic_id == first
     admin.delete_topics(["reborn"])["reborn"].result(30)
     wait_for(lambda: "reborn" not in admin.list_topics(timeout=5).topics, 30, what="the deletion")
     wait_for(created, 60, 0.5, what="reborn created again")
@@ -480,7 +498,8 @@ def test_a_producer_keeps_delivering_across_a_delete_and_recreate_of_its_topic(e
     def created(old: str | None, replicas: list[int] | None = None) -> bool:
         """The topic exists under a new id (created here: the producer does not auto-create)."""
         try:
-            new = NewTopic("phoenix", 1, 3) if replicas is None else NewTopic("phoenix", 1, replica_assignment=[replicas])
+            new = NewTopic("phoenix", 1, 3) if replicas is None else NewTopic("phoenix", 1,
+                                                                              replica_assignment=[replicas])
             admin.create_topics([new])["phoenix"].result(30)
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
@@ -614,7 +633,9 @@ def test_fetch_by_topic_id_serves_records_and_names_an_unknown_id(env):
         by_id = {t.topic_id: t.partitions for t in answer}
         assert set(by_id) == {known, stranger}
         (served,) = by_id[known]
-        assert served.error_code == ErrorCode.NONE and served.high_watermark == 3 and served.records
+        assert served.error_code == ErrorCode.NONE
+        assert served.high_watermark == 3
+        assert served.records
         assert [(x.partition_index, x.error_code) for x in by_id[stranger]] == [(3, ErrorCode.UNKNOWN_TOPIC_ID)]
     got = consume_confluent(bs, topic, [0], 3)
     assert [m.value() for m in got] == [b"i0", b"i1", b"i2"]

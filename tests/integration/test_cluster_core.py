@@ -45,8 +45,10 @@ def metadata_controller_ids(cluster) -> dict[int, int]:
 def active_controllers(cluster) -> list[int]:
     state = cluster.load()
     return [
-        b.id for b in state.brokers.values()
-        if cluster.broker_running(b) and scrape_metrics(b.actual_metrics_port).get("praha_controller_active_controller") == 1.0
+        b.id
+        for b in state.brokers.values()
+        if cluster.broker_running(b)
+        and scrape_metrics(b.actual_metrics_port).get("praha_controller_active_controller") == 1.0
     ]
 
 
@@ -108,7 +110,8 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
     try:
         for req in (
             _um(0, -1),
-            LeaderAndIsrRequestData(9, 0, -1, [PartitionLeaderState(TopicPartition("x", 0), 0, 9, 5, (9,), 0, (9,))], []),
+            LeaderAndIsrRequestData(9, 0, -1,
+                                    [PartitionLeaderState(TopicPartition("x", 0), 0, 9, 5, (9,), 0, (9,))], []),
         ):
             obj, version = wire.request_to_wire(req)
             assert conn.send(obj, version).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
@@ -125,7 +128,8 @@ def test_broker_refuses_requests_from_an_older_controller_epoch(make_cluster, zk
     assert m["praha_broker_stale_controller_requests"] == 4
 
 
-def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(make_cluster, zookeeper, zk_connect, zk_store):
+def test_controller_cut_from_zookeeper_stops_acting_and_rejoins_as_plain_broker(make_cluster, zookeeper,
+                                                                                zk_connect, zk_store):
     chroot = zk_connect[zk_connect.index("/"):]
     host, port = zookeeper.connect_string.split(":")
     proxies = {b: TcpProxy((host, int(port))) for b in (1, 2, 3)}
@@ -185,7 +189,8 @@ def test_fast_restart_of_a_broker_is_seen_as_a_bounce(make_cluster, zk_store):
         return None
 
     e = wait_for(bounced, 20, what="the controller to record a bounce")
-    assert e["dead"] == [] and e["new"] == []
+    assert e["dead"] == []
+    assert e["new"] == []
 
 
 def test_garbage_in_znodes_is_logged_and_election_converges(make_cluster, zk_store):

@@ -141,7 +141,8 @@ def test_the_topic_list_pages_and_finds_by_name(env, browser):
     browser.find_element(By.ID, "page-next").click()
     wait_for(lambda: "page 2 of " in text_of(browser, "#topics-summary"), timeout=30, what="page 2")
     second = [r.get_attribute("id") for r in browser.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
-    assert len(second) == 1 and second != first
+    assert len(second) == 1
+    assert second != first
     _open(browser, env, "/topics")
     browser.find_element(By.CSS_SELECTOR, "#find-topics input[name=q]").send_keys("rder")
     browser.find_element(By.CSS_SELECTOR, "#find-topics button").click()
@@ -157,7 +158,8 @@ def test_a_filtered_scan_finds_the_one_message_and_shows_progress(env, browser):
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan's results")
     assert text_of(browser, "#scan-status").startswith("done: scanned 30, 1 matched")
     values = texts_of(browser, "#results .value")
-    assert len(values) == 1 and '"item": "golden-needle"' in values[0]  # pretty JSON
+    assert len(values) == 1
+    assert '"item": "golden-needle"' in values[0]  # pretty JSON
     shot(browser, "messages-filtered")
     _open(browser, env, f"/topics/{TOPIC}/messages?run=1&header=source%3Dweb")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the header scan")
@@ -279,7 +281,8 @@ def test_the_console_serves_https_when_given_a_certificate(env, tmp_path):
                          log=tmp_path / "console.log", context=context) as url:
         assert url.startswith("https://")
         with urllib.request.urlopen(url + "/brokers", timeout=30, context=context) as r:
-            assert r.status == 200 and b'id="broker-1"' in r.read()
+            assert r.status == 200
+            assert b'id="broker-1"' in r.read()
 
 
 PRICE_V1 = {"type": "record", "name": "Price", "namespace": "shop",
@@ -327,7 +330,10 @@ def test_schemas_page_shows_a_subjects_versions_compatibility_and_a_diff(env, br
     _open(browser, env, f"/topics/{topic}/messages?run=1&start=oldest&order=oldest&format=schema")
     wait_for(lambda: browser.find_elements(By.ID, "scan-summary"), timeout=60, what="the scan")
     (value,) = texts_of(browser, "#results .value")
-    assert "(AVRO)" in value and '"sku": "pear-7"' in value and '"cents": 129' in value and '"CZK"' in value
+    assert "(AVRO)" in value
+    assert '"sku": "pear-7"' in value
+    assert '"cents": 129' in value
+    assert '"CZK"' in value
     shot(browser, "messages-avro")
 
 
@@ -361,11 +367,14 @@ def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser, 
         _open(browser, env, "/groups")
         wait_for(lambda: browser.find_elements(By.ID, f"group-{gid}"), timeout=30, what="the group in the list")
         cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, f"#group-{gid} td")]
-        assert cells[1] == "consumer" and cells[3] == "Stable" and cells[4] == "1", cells
+        assert cells[1] == "consumer", cells
+        assert cells[3] == "Stable", cells
+        assert cells[4] == "1", cells
         _open(browser, env, f"/groups/{gid}")
         assert text_of(browser, "#group-state") == "Stable"
         rows = [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#members tbody tr")]
-        assert len(rows) == 1 and "kip848-member" in rows[0]
+        assert len(rows) == 1
+        assert "kip848-member" in rows[0]
         assert all(f"{TOPIC}-{p}" in rows[0] for p in range(3)), rows
         shot(browser, "group-kip848")
         # `praha groups --describe` (kafka-consumer-groups) describes it too, as Kafka 4's tool does
@@ -376,6 +385,7 @@ def test_a_kip848_consumer_group_shows_its_type_state_and_members(env, browser, 
         live = next(f"127.0.0.1:{b.port}" for b in state.brokers.values() if env.cluster.broker_running(b))
         assert main(["groups", "--bootstrap-server", live, "--describe", "--group", gid, "--members"]) == 0
         out = capsys.readouterr().out
-        assert "kip848-member" in out and "Consumer group" not in out, out
+        assert "kip848-member" in out, out
+        assert "Consumer group" not in out, out
     finally:
         c.close()

@@ -37,10 +37,13 @@ def secure(zookeeper, tmp_path_factory):
                       "--broker-config", "offsets.topic.replication.factor=1",
                       "--broker-config", "offsets.topic.num.partitions=1", "--console", str(port)]) == 0
         beside = json.loads((root / "console.json").read_text())
-        assert beside["port"] == port and psutil.pid_exists(beside["pid"])
+        assert beside["port"] == port
+        assert psutil.pid_exists(beside["pid"])
         state = LocalCluster(root).load()
         bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
-        admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)["confluent-kafka"]
+        admin_conf = SecureSetup.load(root.parent / "cluster" / "security").client_settings(bootstrap)[
+            "confluent-kafka"
+        ]
         admin = AdminClient(admin_conf)
         for f in admin.create_topics([NewTopic("seen", 1, 1), NewTopic("hidden", 1, 1)]).values():
             f.result(30)
@@ -101,7 +104,9 @@ def test_a_user_sees_only_the_topics_acls_let_her_describe(secure):
     assert "UNKNOWN_TOPIC_OR_PARTITION" in text_of(browser, "#error")
     assert ALICE not in browser.page_source
     text = log.read_text()
-    assert "console login: user 'alice'" in text and ALICE not in text and "not-her-password" not in text
+    assert "console login: user 'alice'" in text
+    assert ALICE not in text
+    assert "not-her-password" not in text
     # without Describe on the cluster her ACL page says so (and the console lives on: confluent-kafka's
     # describe of every SCRAM user aborted the process on this refusal)
     browser.get(url + "/acls")
@@ -197,7 +202,8 @@ def test_a_scram_user_set_on_the_page_logs_in_and_is_removed(secure):
     assert browser.find_elements(By.ID, "user-erin-SCRAM_SHA_512"), browser.find_element(By.ID, "users").get_attribute(
         "innerHTML")
     assert "erin-Pass-7" not in browser.page_source
-    assert _logs_in(log, "erin", "erin-Pass-7") and not _logs_in(log, "erin", "not-erins")
+    assert _logs_in(log, "erin", "erin-Pass-7")
+    assert not _logs_in(log, "erin", "not-erins")
 
     confirm_submit(browser, "#user-erin-SCRAM_SHA_512 form.remove-user")
     wait_for(lambda: "removed the SCRAM-SHA-512 credential of erin" in text_of(browser, "#msg"), timeout=30,
@@ -216,7 +222,8 @@ def test_cluster_down_stops_the_console_that_cluster_up_started(secure):
     root = log.parent
     pid = json.loads((root / "console.json").read_text())["pid"]
     proc = psutil.Process(pid)
-    assert "console" in proc.cmdline() and _answers(url)
+    assert "console" in proc.cmdline()
+    assert _answers(url)
     assert praha(["cluster", "down", "--dir", str(root)]) == 0
     wait_for(lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, timeout=30,
              what=f"console pid {pid} to exit")

@@ -219,7 +219,8 @@ def summary(members: list[Member]) -> str:
             kinds: dict[str, int] = {}
             for e in m.events:
                 kinds[e[1]] = kinds.get(e[1], 0) + 1
-            odd = [e for e in m.events if e[1] in ("error", "commit-failed", "assign", "revoke", "lost", "dropped")][-12:]
+            odd = [e for e in m.events if e[1] in ("error", "commit-failed", "assign", "revoke", "lost",
+                                                   "dropped")][-12:]
         out.append(f"member {i}: {kinds} owned={sorted(m.owned())} last={odd}")
     return "; ".join(out)
 
@@ -375,7 +376,8 @@ def test_a_classic_member_in_a_consumer_group_that_never_syncs_is_fenced_by_its_
             first = join("")
             assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED, first
             joined = join(first.member_id)
-            assert joined.error_code == ErrorCode.NONE and joined.generation_id > 0, joined
+            assert joined.error_code == ErrorCode.NONE, joined
+            assert joined.generation_id > 0, joined
             beats: list[int] = []
 
             def beat() -> bool:  # its session stays alive; the answers say what became of it
@@ -474,27 +476,31 @@ def test_admin_client_describes_and_lists_consumer_groups_by_type(cluster):
             d = admin.describe_consumer_groups([group])[group].result(15)
             return d if d.members and d.state.name == "STABLE" else None
         d = wait_for(described, 60, what="a stable described group")
-        assert d.type == ConsumerGroupType.CONSUMER and len(d.members) == 1
+        assert d.type == ConsumerGroupType.CONSUMER
+        assert len(d.members) == 1
         assert {(tp.topic, tp.partition) for tp in d.members[0].assignment.topic_partitions} == m.owned()
 
         def listed(types):
             res = admin.list_consumer_groups(types=types).result(15)
             return {g.group_id: g.type for g in res.valid}
         consumers = wait_for(lambda: listed({ConsumerGroupType.CONSUMER}), 30, what="consumer groups listed")
-        assert consumers.get(group) == ConsumerGroupType.CONSUMER and f"{group}-classic" not in consumers
+        assert consumers.get(group) == ConsumerGroupType.CONSUMER
+        assert f"{group}-classic" not in consumers
         wait_for(lambda: f"{group}-classic" in listed({ConsumerGroupType.CLASSIC}), 60, what="the classic group")
         assert group not in listed({ConsumerGroupType.CLASSIC})
         out = subprocess.run([sys.executable, "-m", "praha", "groups", "--list", "--type", "consumer", "--state",
                               "--bootstrap-server", bs], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[1:]}
-        assert rows.get(group) == ["Consumer", "Stable"] and f"{group}-classic" not in rows, out.stdout
+        assert rows.get(group) == ["Consumer", "Stable"], out.stdout
+        assert f"{group}-classic" not in rows, out.stdout
         out = subprocess.run([sys.executable, "-m", "praha", "groups", "--describe", "--group", group, "--members",
                               "--verbose", "--bootstrap-server", bs], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         header, row = [line.split() for line in out.stdout.splitlines() if line.strip()][:2]
         assert header[-4:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"], out.stdout
-        assert row[-4:] == [row[-4], f"{topic}(0,1)", row[-2], f"{topic}(0,1)"] and int(row[-4]) >= 1, out.stdout
+        assert row[-4:] == [row[-4], f"{topic}(0,1)", row[-2], f"{topic}(0,1)"], out.stdout
+        assert int(row[-4]) >= 1, out.stdout
     finally:
         m.stop()
         classic.close()
@@ -536,7 +542,8 @@ def test_group_configs_override_the_brokers_with_kafkas_checks(cluster):
     ]
     for values, message in cases:
         code, text = alter(**values)
-        assert code == ErrorCode.INVALID_CONFIG and message in (text or ""), (values, code, text)
+        assert code == ErrorCode.INVALID_CONFIG, (values, code, text)
+        assert message in (text or ""), (values, code, text)
     assert alter(validate_only=True, consumer_session_timeout_ms="50000") == (0, None)
     assert described()["consumer.session.timeout.ms"] == ("6000", 5)  # validate_only wrote nothing
     assert alter(consumer_session_timeout_ms="50000", consumer_heartbeat_interval_ms="7000") == (0, None)
@@ -578,7 +585,8 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
         raise AssertionError("no broker coordinates the group")
 
     ok = send()
-    assert ok.error_code == 0 and ok.member_epoch == 1
+    assert ok.error_code == 0
+    assert ok.member_epoch == 1
     assert send(group_id=other, member_id="o-1").error_code == 0
     # the member's epoch now: the topic's metadata reaching the coordinator just after the join may
     # have given the group a new epoch (a heartbeat at epoch 1 then moves the member to it)
@@ -603,7 +611,8 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(cluster):
 
     def commit(epoch: int) -> int:
         req = OC(group_id=group, generation_id_or_member_epoch=epoch, member_id="m-1",
-                 topics=[OC.OffsetCommitRequestTopic(name=topic, partitions=[P(partition_index=0, committed_offset=1)])])
+                 topics=[OC.OffsetCommitRequestTopic(name=topic,
+                                                     partitions=[P(partition_index=0, committed_offset=1)])])
         for b in bs.split(","):
             h, p = b.split(":")
             with BrokerConnection(h, int(p)) as conn:

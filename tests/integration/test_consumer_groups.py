@@ -370,7 +370,8 @@ def test_coordinator_killed_while_members_commit_loses_no_commit(cluster):
             if not killed and sum(acked.values()) >= 100:
                 cluster.kill_broker(coordinator_id)
                 killed = True
-        assert killed and sum(acked.values()) >= 300 - PARTITIONS
+        assert killed
+        assert sum(acked.values()) >= 300 - PARTITIONS
         assert find_coordinator(bs, group)[0] != coordinator_id
     finally:
         c.close()
@@ -449,9 +450,12 @@ def test_bad_group_requests_get_kafkas_errors(cluster):
     try:
         assert g.join(member_id="nobody").error_code == ErrorCode.UNKNOWN_MEMBER_ID
         first = g.join()
-        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.member_id
+        assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+        assert first.member_id
         joined = g.join(member_id=first.member_id)
-        assert joined.error_code == 0 and joined.leader == first.member_id and joined.generation_id == 1
+        assert joined.error_code == 0
+        assert joined.leader == first.member_id
+        assert joined.generation_id == 1
         assert g.sync(joined.generation_id, first.member_id).error_code == 0
         assert g.heartbeat(joined.generation_id, first.member_id) == 0
         assert g.heartbeat(joined.generation_id - 1, first.member_id) == ErrorCode.ILLEGAL_GENERATION
@@ -482,7 +486,8 @@ def test_static_member_id_reused_fences_the_older_process(cluster):
         first = joined_member(old, instance="shared-instance")
         assert old.sync(first.generation_id, first.member_id, "shared-instance").error_code == 0
         second = new.join(instance="shared-instance")
-        assert second.error_code == 0 and second.member_id != first.member_id
+        assert second.error_code == 0
+        assert second.member_id != first.member_id
         assert old.heartbeat(first.generation_id, first.member_id, "shared-instance") == \
             ErrorCode.FENCED_INSTANCE_ID
         assert new.heartbeat(second.generation_id, second.member_id, "shared-instance") == 0
@@ -512,7 +517,9 @@ def test_offsets_topic_is_internal_compacted_and_where_kafka_puts_groups(cluster
     outcome = []
     p.produce(OFFSETS_TOPIC, value=b"forged", partition=0, on_delivery=lambda err, msg: outcome.append(err))
     p.flush(10)
-    assert outcome and outcome[0] is not None and outcome[0].code() == 17  # INVALID_TOPIC_EXCEPTION
+    assert outcome
+    assert outcome[0] is not None
+    assert outcome[0].code() == 17  # INVALID_TOPIC_EXCEPTION
 
 
 def poll_until(consumers, predicate, timeout: float, what: str) -> None:
@@ -561,8 +568,10 @@ def test_cooperative_sticky_moves_only_what_must_move(cluster):
         c = member(2)
         poll_until([a, b, c], lambda: all(len(x.assignment()) == 2 for x in (a, b, c)), 60, "2+2+2")
         after_a, after_b = {tp.partition for tp in a.assignment()}, {tp.partition for tp in b.assignment()}
-        assert after_a <= before[0] and after_b <= before[1], "a partition moved between the old members"
-        assert revoked[0] == before[0] - after_a and revoked[1] == before[1] - after_b
+        assert after_a <= before[0], "a partition moved between the old members"
+        assert after_b <= before[1], "a partition moved between the old members"
+        assert revoked[0] == before[0] - after_a
+        assert revoked[1] == before[1] - after_b
         assert {tp.partition for tp in c.assignment()} == revoked[0] | revoked[1]
     finally:
         for x in (a, b, c):
@@ -586,7 +595,8 @@ def test_standalone_consumer_commits_and_figures_count_them(cluster):
     assert sum(f.get("praha_broker_group_offset_commits_total", 0) for f in figures) >= 1
     assert sum(f.get("praha_broker_group_coordinator_partitions", 0) for f in figures) == 50
     import urllib.request
-    text = "".join(urllib.request.urlopen(f"http://127.0.0.1:{b.actual_metrics_port}/metrics", timeout=5).read().decode()
+    text = "".join(urllib.request.urlopen(f"http://127.0.0.1:{b.actual_metrics_port}/metrics",
+                                          timeout=5).read().decode()
                    for b in cluster.load().brokers.values())
     per_partition = [line for line in text.splitlines() if line.startswith("praha_group_coordinator_load_time_ms{")]
     assert len(per_partition) == 50  # every __consumer_offsets partition, on the broker leading it
@@ -609,7 +619,9 @@ def test_admin_clients_list_describe_alter_and_delete_groups(cluster):
         listed = admin.list_consumer_groups(states=set()).result(15)
         assert group in {g.group_id for g in listed.valid}
         d = admin.describe_consumer_groups([group])[group].result(15)
-        assert d.state.name == "STABLE" and len(d.members) == 1 and d.partition_assignor == "range"
+        assert d.state.name == "STABLE"
+        assert len(d.members) == 1
+        assert d.partition_assignor == "range"
         assert {tp.partition for tp in d.members[0].assignment.topic_partitions} == set(range(PARTITIONS))
         assert (group, "consumer") in [(g["group_id"], g["protocol_type"]) for g in kp.list_groups()]
         assert kp.describe_groups([group])[group]["group_state"] == "Stable"
@@ -641,7 +653,8 @@ def test_over_long_group_id_is_refused(cluster):
     long_id = "g" * 40000  # only a flexible (compact-string) request can carry it
     with BrokerConnection(host, int(port)) as conn:
         r = conn.send(FindCoordinatorRequest(key=long_id, key_type=0), 3)
-        assert r.error_code == ErrorCode.INVALID_GROUP_ID and "32767" in r.error_message
+        assert r.error_code == ErrorCode.INVALID_GROUP_ID
+        assert "32767" in r.error_message
         _, chost, cport = find_coordinator(bs, "short")
     with BrokerConnection(chost, cport) as conn:
         req = JoinGroupRequest(group_id=long_id, session_timeout_ms=6000, rebalance_timeout_ms=3000, member_id="",

@@ -78,7 +78,8 @@ def test_deletion_waits_for_a_dead_broker_and_survives_controller_failover(make_
     assert "doomed" in zk_store.get_all_topics()
     assert zk_store.get_topics_marked_for_deletion() == ["doomed"]
     described = topic_state(zk_connect, "doomed")
-    assert described["marked_for_deletion"] and described["deletion_waiting_for_brokers"] == [4]
+    assert described["marked_for_deletion"]
+    assert described["deletion_waiting_for_brokers"] == [4]
     # a controller failover midway
     cid = zk_store.get_controller_id()
     if cid != 4:
@@ -101,7 +102,8 @@ def test_deletion_disabled_drops_the_marker_and_keeps_the_topic(make_cluster, zk
     wait_for(lambda: online(zk_connect, "kept", 1), 20, what="topic online")
     zk_store.mark_topic_for_deletion("kept")
     wait_for(lambda: zk_store.get_topics_marked_for_deletion() == [], 20, what="marker removed")
-    assert "kept" in zk_store.get_all_topics() and online(zk_connect, "kept", 1)
+    assert "kept" in zk_store.get_all_topics()
+    assert online(zk_connect, "kept", 1)
 
 
 def test_partition_expansion_and_expansion_during_deletion(make_cluster, zk_store, zk_connect):
@@ -135,7 +137,8 @@ def test_reassignment_waits_for_its_target_and_survives_failover(make_cluster, z
     wait_for(lambda: topic_state(zk_connect, "moving")["partitions"][0]["adding_replicas"] == [4], 20,
              what="reassignment in flight")
     p0 = topic_state(zk_connect, "moving")["partitions"][0]
-    assert p0["removing_replicas"] == [1] and p0["replicas"] == [2, 3, 4, 1]
+    assert p0["removing_replicas"] == [1]
+    assert p0["replicas"] == [2, 3, 4, 1]
     # the topic cannot be deleted meanwhile: it waits
     cid = zk_store.get_controller_id()
     cluster.kill_broker(cid)
@@ -160,7 +163,9 @@ def test_refused_reassignments_change_nothing(make_cluster, zk_store, zk_connect
     assert topic_state(zk_connect, "stay")["partitions"][0]["replicas"] == [1, 2, 3]
     refused = controller_events(cluster, "ReassignmentRefused")
     reasons = " ".join(json.dumps(e["partitions"]) for e in refused)
-    assert "equals the current assignment" in reasons and "duplicate" in reasons and "unknown partition" in reasons
+    assert "equals the current assignment" in reasons
+    assert "duplicate" in reasons
+    assert "unknown partition" in reasons
 
 
 def test_preferred_election_on_request_auto_and_with_preferred_offline(make_cluster, zk_store, zk_connect):
@@ -199,7 +204,8 @@ def test_controlled_shutdown_moves_leadership_before_exit(make_cluster, zk_store
     victim = next(b for b in (1, 2, 3) if b != zk_store.get_controller_id())
     assert cluster.stop_broker(victim, timeout=60)  # exited by itself
     shut = [e for e in controller_events(cluster, "ControlledShutdown") if e["broker"] == victim]
-    assert shut and shut[-1]["remaining"] == []
+    assert shut
+    assert shut[-1]["remaining"] == []
     t = topic_state(zk_connect, "cs")
     assert all(p["leader"] != victim and p["leader"] != -1 for p in t["partitions"])
     assert all(victim not in p["isr"] for p in t["partitions"])

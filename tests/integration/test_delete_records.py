@@ -49,11 +49,14 @@ def test_delete_records_moves_every_replicas_log_start(make_cluster):
         assert sorted(d["broker"] for d in dirs) == [1, 2, 3]
         for d in dirs:
             (ld,) = d["log_dirs"]
-            assert ld["error_code"] == 0 and ld["log_dir"].endswith(f"broker-{d['broker']}/data")
+            assert ld["error_code"] == 0
+            assert ld["log_dir"].endswith(f"broker-{d['broker']}/data")
             assert 0 < ld["usable_bytes"] <= ld["total_bytes"]
             (t,) = ld["topics"]
             sizes = {p["partition_index"]: (p["partition_size"], p["offset_lag"]) for p in t["partitions"]}
-            assert t["name"] == "dr" and sizes.keys() == {0, 1} and all(sz > 0 and lag == 0 for sz, lag in sizes.values())
+            assert t["name"] == "dr"
+            assert sizes.keys() == {0, 1}
+            assert all(sz > 0 and lag == 0 for sz, lag in sizes.values())
         out = kp.delete_records({KpTopicPartition("dr", 1): 10})
         assert out[KpTopicPartition("dr", 1)]["low_watermark"] == 10
         with pytest.raises(Exception, match="OffsetOutOfRange"):
@@ -104,10 +107,12 @@ def test_delete_records_log_dirs_and_describe_producers_tools(make_cluster, cli,
                                 "partition: tools-0\tlow_watermark: 5", "partition: tools-1\tlow_watermark: 20"]
     plan.write_text(json.dumps({"partitions": [{"topic": "tools", "partition": 0, "offset": 999}], "version": 1}))
     rc, out, _ = cli("delete-records", "--offset-json-file", plan, "--bootstrap-server", bs.split(",")[0])
-    assert rc == 1 and "partition: tools-0\terror: OFFSET_OUT_OF_RANGE" in out
+    assert rc == 1
+    assert "partition: tools-0\terror: OFFSET_OUT_OF_RANGE" in out
     plan.write_text('{"partitions": [{"topic": "tools", "partition": 0}], "version": 1}')
     rc, _, err = cli("delete-records", "--offset-json-file", plan, "--bootstrap-server", bs.split(",")[0])
-    assert rc == 1 and "partitions[0]: expected topic (string), partition and offset (integers)" in err
+    assert rc == 1
+    assert "partitions[0]: expected topic (string), partition and offset (integers)" in err
 
     rc, out, err = cli("log-dirs", "--describe", "--bootstrap-server", bs.split(",")[0], "--topic-list", "tools")
     assert rc == 0, err
@@ -115,14 +120,17 @@ def test_delete_records_log_dirs_and_describe_producers_tools(make_cluster, cli,
     assert lines[:2] == ["Querying brokers for log directories information",
                          "Received log directory information from brokers 1,2"]
     doc = json.loads(lines[2])
-    assert doc["version"] == 1 and [b["broker"] for b in doc["brokers"]] == [1, 2]
+    assert doc["version"] == 1
+    assert [b["broker"] for b in doc["brokers"]] == [1, 2]
     for b in doc["brokers"]:
         (d,) = b["logDirs"]
-        assert d["error"] is None and d["logDir"].endswith(f"broker-{b['broker']}/data")
+        assert d["error"] is None
+        assert d["logDir"].endswith(f"broker-{b['broker']}/data")
         assert [x["partition"] for x in d["partitions"]] == ["tools-0", "tools-1"]
         assert all(x["size"] > 0 and x["offsetLag"] == 0 and x["isFuture"] is False for x in d["partitions"])
     rc, _, err = cli("log-dirs", "--describe", "--bootstrap-server", bs.split(",")[0], "--broker-list", "1,7")
-    assert rc == 1 and "broker 7: broker 7 is not alive" in err
+    assert rc == 1
+    assert "broker 7: broker 7 is not alive" in err
 
     kp = KafkaAdminClient(bootstrap_servers=bs)
     try:
@@ -130,7 +138,8 @@ def test_delete_records_log_dirs_and_describe_producers_tools(make_cluster, cli,
         assert len(states) == 2
         for tp, state in states.items():
             (producer,) = state.active_producers  # the one idempotent producer, its 20th record last
-            assert producer.producer_id >= 0 and producer.last_sequence == 19, (tp, producer)
+            assert producer.producer_id >= 0, (tp, producer)
+            assert producer.last_sequence == 19, (tp, producer)
             assert (producer.coordinator_epoch, producer.current_transaction_start_offset) == (-1, -1)
     finally:
         kp.close()

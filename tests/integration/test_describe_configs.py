@@ -49,10 +49,12 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
                          NewTopic("plain", 1, 1)])["plain"].result(30)
 
     c = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "compacted"))
-    assert (c["cleanup.policy"].value, c["cleanup.policy"].source) == ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert (c["cleanup.policy"].value, c["cleanup.policy"].source) == ("compact",
+                                                                       ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
     assert c["retention.ms"].value == "1000"
     assert (c["segment.bytes"].value, c["segment.bytes"].source) == ("1073741824", ConfigSource.DEFAULT_CONFIG.value)
-    assert not c["segment.bytes"].is_read_only and not c["cleanup.policy"].is_sensitive
+    assert not c["segment.bytes"].is_read_only
+    assert not c["cleanup.policy"].is_sensitive
 
     p = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "plain"))
     assert (p["retention.ms"].value, p["retention.ms"].source) == \
@@ -73,7 +75,8 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     rate = b["leader.replication.throttled.rate"]
     assert (rate.value, rate.source, rate.is_read_only) == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
                                                            False)
-    assert b["broker.id"].is_read_only and b["log.retention.hours"].is_read_only
+    assert b["broker.id"].is_read_only
+    assert b["log.retention.hours"].is_read_only
     # every setting of the table is reported, typed; log.retention.ms has no value of its own
     # (Kafka: no default; the hours decide), as Kafka's broker answers
     assert (b["log.retention.ms"].value, b["log.retention.ms"].source) == (None, ConfigSource.DEFAULT_CONFIG.value)
@@ -83,7 +86,8 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     from praha.protocol.client import BrokerConnection
     R = DescribeConfigsRequest.DescribeConfigsResource
     with BrokerConnection("127.0.0.1", cluster.load().brokers[1].port) as conn:  # "": the cluster-wide defaults
-        got = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="", configuration_keys=None)],
+        got = conn.send(DescribeConfigsRequest(resources=[R(resource_type=4, resource_name="",
+                                                            configuration_keys=None)],
                                                include_synonyms=False, include_documentation=False), 3)
         loggers = conn.send(DescribeConfigsRequest(resources=[R(resource_type=8, resource_name="1",
                                                                  configuration_keys=["root"])],
@@ -110,11 +114,13 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     rc, out, err = cli("api-versions", "--dir", str(cluster.root))
     assert rc == 0, err
     assert out.startswith(f"127.0.0.1:{cluster.load().brokers[1].port} (id: 1 rack: null) -> (")
-    assert "\tDescribeConfigs(32): 1 to 4 [usable: 4]," in out and "\tSaslHandshake(17): 0 to 1 [usable: 1]," in out
+    assert "\tDescribeConfigs(32): 1 to 4 [usable: 4]," in out
+    assert "\tSaslHandshake(17): 0 to 1 [usable: 1]," in out
     assert "\tDescribeDelegationToken(41): UNSUPPORTED," in out
     rc, out, _ = cli("api-versions", "--json", "--dir", str(cluster.root))
     import json
-    assert rc == 0 and json.loads(out)[0]["apis"]["JoinGroup"] == {"min": 0, "max": 9}
+    assert rc == 0
+    assert json.loads(out)[0]["apis"]["JoinGroup"] == {"min": 0, "max": 9}
 
     from kafka.admin import ConfigResource as KpResource
     from kafka.admin import ConfigResourceType, KafkaAdminClient
@@ -124,7 +130,8 @@ def test_topic_and_broker_configs_with_their_sources(make_cluster, cli):
     finally:
         kp.close()
     text = repr(got)
-    assert "cleanup.policy" in text and "compact" in text
+    assert "cleanup.policy" in text
+    assert "compact" in text
 
 
 def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
@@ -195,7 +202,8 @@ def test_alter_and_incremental_alter_are_praha_configs_too(make_cluster, cli):
                        ("log.cleaner.threads", "2")):
         broker("1", key, value)
     rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe", *d)
-    assert rc == 0 and "listener.name.plaintext.sasl.kerberos.min.time.before.relogin=120000" in out, (out, err)
+    assert rc == 0, (out, err)
+    assert "listener.name.plaintext.sasl.kerberos.min.time.before.relogin=120000" in out, (out, err)
     refusals = (("1", "ssl.keystore.location", "/x", "only per-listener"),
                 ("1", "broker.id", "3", "Cannot update these configs dynamically"))
     for name, key, value, message in refusals:
@@ -256,7 +264,8 @@ def test_dynamic_broker_log_defaults_apply_to_running_logs(make_cluster, cli):
     assert (b.value, b.source, b.is_read_only) == ("3600000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
     rc, out, err = cli("configs", "--entity-type", "brokers", "--entity-name", "1", "--describe",
                        "--dir", str(cluster.root))
-    assert rc == 0 and "log.retention.ms=3600000" in out, err
+    assert rc == 0, err
+    assert "log.retention.ms=3600000" in out, err
 
     with pytest.raises(KafkaException, match="INVALID_CONFIG.*cleanup.policy"):
         set_broker("1", "log.cleanup.policy", "shred")

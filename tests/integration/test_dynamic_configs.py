@@ -37,13 +37,15 @@ def test_configs_take_effect_while_running_and_bad_input_changes_nothing(make_cl
     wait_for(lambda: produce_code(port, tp) == ErrorCode.NONE, 30, what="topic writable")
 
     rc, out, _ = cli("configs", "--entity-type", "topics", "--entity-name", "cfg", "--describe", *d)
-    assert rc == 0 and out == "Dynamic configs for topic cfg are:\n  retention.ms=600000\n"
+    assert rc == 0
+    assert out == "Dynamic configs for topic cfg are:\n  retention.ms=600000\n"
 
     # max.message.bytes below one batch: the next produce is refused at once, no LeaderAndIsr needed
     # (min.insync.replicas=2 served here before issue 15; above the replication factor it is now refused)
     rc, out, err = cli("configs", "--entity-type", "topics", "--entity-name", "cfg", "--alter",
                        "--add-config", "max.message.bytes=10", *d)
-    assert rc == 0 and out == "Completed updating config for topic cfg.\n", err
+    assert rc == 0, err
+    assert out == "Completed updating config for topic cfg.\n", err
     wait_for(lambda: produce_code(port, tp) == ErrorCode.MESSAGE_TOO_LARGE, 30, what="new max.message.bytes")
     rc, _, err = cli("configs", "--entity-type", "topics", "--entity-name", "cfg", "--alter",
                      "--delete-config", "max.message.bytes", *d)
@@ -51,7 +53,8 @@ def test_configs_take_effect_while_running_and_bad_input_changes_nothing(make_cl
     wait_for(lambda: produce_code(port, tp) == ErrorCode.NONE, 30, what="max.message.bytes removed")
     rc, _, err = cli("configs", "--entity-type", "topics", "--entity-name", "cfg", "--alter",
                      "--add-config", "min.insync.replicas=2", *d)
-    assert rc == 1 and "larger than the replication factor 1" in err, err
+    assert rc == 1, err
+    assert "larger than the replication factor 1" in err, err
     assert zk_store.get_topic_configs(["cfg"])[0]["cfg"] == {"retention.ms": "600000"}
 
     # broker default: the follower throttle rate reaches the running broker
@@ -77,12 +80,14 @@ def test_configs_take_effect_while_running_and_bad_input_changes_nothing(make_cl
         (["topics", "--entity-name", "cfg", "--alter"], "nothing to alter"),
         (["topics", "--entity-name", "nope", "--alter", "--add-config", "retention.ms=1"], "does not exist"),
         (["topics", "--entity-default", "--describe"], "--entity-default is for"),
-        (["brokers", "--entity-name", "1", "--alter", "--add-config", "num.partitions=3"], "Cannot update these configs dynamically"),
+        (["brokers", "--entity-name", "1", "--alter", "--add-config", "num.partitions=3"],
+         "Cannot update these configs dynamically"),
         (["brokers", "--entity-name", "x", "--describe"], "non-negative id"),
         (["brokers", "--entity-name", "1", "--alter", "--add-config", "follower.replication.throttled.rate=-1"],
          "positive number"),
     ]
     for args, message in refusals:
         rc, _, err = cli("configs", "--entity-type", *args, *d)
-        assert rc == 1 and message in err, (args, err)
+        assert rc == 1, (args, err)
+        assert message in err, (args, err)
     assert state() == before

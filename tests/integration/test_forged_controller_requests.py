@@ -87,7 +87,8 @@ def _send(port: int, request: object) -> int:
 def _epochs(store: ZkStore) -> tuple[int, int]:
     epoch = store.get_controller_epoch()
     cid = store.get_controller_id()
-    assert epoch is not None and cid is not None
+    assert epoch is not None
+    assert cid is not None
     return cid, epoch[0]
 
 
@@ -146,8 +147,10 @@ def test_forged_update_metadata_cannot_redirect_clients_or_fetchers(env):
     for b in brokers.values():
         # claiming another controller id, or the real controller's id and epoch with endpoints
         # that are not the brokers' registrations: both refused
-        assert _send(b.port, UpdateMetadataRequestData(FORGER, epoch, -1, [], bogus)) == ErrorCode.STALE_CONTROLLER_EPOCH
-        assert _send(b.port, UpdateMetadataRequestData(real_id, epoch, -1, [], bogus)) == ErrorCode.STALE_CONTROLLER_EPOCH
+        assert _send(b.port,
+                     UpdateMetadataRequestData(FORGER, epoch, -1, [], bogus)) == ErrorCode.STALE_CONTROLLER_EPOCH
+        assert _send(b.port,
+                     UpdateMetadataRequestData(real_id, epoch, -1, [], bogus)) == ErrorCode.STALE_CONTROLLER_EPOCH
     for b in brokers.values():
         md = AdminClient({"bootstrap.servers": f"127.0.0.1:{b.port}"}).list_topics(timeout=10)
         assert {bm.id: bm.port for bm in md.brokers.values()} == {i: x.port for i, x in brokers.items()}

@@ -101,14 +101,17 @@ def test_producer_ids_and_retried_produce(make_cluster, zk_store):
     for port in ports.values():
         for _ in range(2):
             r = init_producer_id(port)
-            assert r.error_code == 0 and r.producer_epoch == 0
+            assert r.error_code == 0
+            assert r.producer_epoch == 0
             ids.append(r.producer_id)
     assert len(set(ids)) == len(ids)  # unique across brokers: each claimed its own block
     broker, start, end = zn.decode_producer_id_block(zk_store.get_data(zn.PRODUCER_ID_BLOCK_PATH)[0])
-    assert end - start == 999 and max(ids) <= end
+    assert end - start == 999
+    assert max(ids) <= end
     # a transactional id goes to its transaction coordinator: none before __transaction_state exists
     refused = init_producer_id(ports[1], "txn-1")
-    assert refused.error_code == ErrorCode.NOT_COORDINATOR and refused.producer_id == -1
+    assert refused.error_code == ErrorCode.NOT_COORDINATOR
+    assert refused.producer_id == -1
 
     tp = TP("retries", 0)
     create(zk_store, tp.topic, (1, 2, 3))

@@ -138,7 +138,8 @@ def test_kafka_topics(bs):
                  "--replication-factor", 3, "--config", "retention.ms=60000")
     assert created.out == "Created topic kt.\n"
     again = tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kt", "--partitions", 1)
-    assert again.rc == 1 and re.match(r"^Error while executing topic command : .*already exists", again.out, re.I)
+    assert again.rc == 1
+    assert re.match(r"^Error while executing topic command : .*already exists", again.out, re.I)
     assert ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "kt", "--partitions", 1,
               "--if-not-exists").out == ""
     assert "kt" in ok("kafka-topics", "--bootstrap-server", bs, "--list").out.splitlines()
@@ -146,22 +147,29 @@ def test_kafka_topics(bs):
     ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "kt", "--partitions", 4)
     lines = ok("kafka-topics.sh", "--bootstrap-server", bs, "--describe", "--topic", "kt").out.splitlines()
     head = TOPIC_LINE.match(lines[0])
-    assert head and head.group(1, 3, 4) == ("kt", "4", "3") and "retention.ms=60000" in head.group(5).split(","), lines
+    assert head, lines
+    assert head.group(1, 3, 4) == ("kt", "4", "3"), lines
+    assert "retention.ms=60000" in head.group(5).split(","), lines
     assert head.group(2) != "A" * 22
     by_id = ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic-id", head.group(2)).out.splitlines()
     assert by_id[0] == lines[0], by_id
     parts = [PARTITION_LINE.match(line) for line in lines[1:]]
-    assert all(parts) and [int(m.group(2)) for m in parts if m] == [0, 1, 2, 3], lines
+    assert all(parts), lines
+    assert [int(m.group(2)) for m in parts if m] == [0, 1, 2, 3], lines
     assert all(len(m.group(4).split(",")) == 3 for m in parts if m)
 
     unknown = tool("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "no-such-topic")
-    assert unknown.rc == 1 and "does not exist as expected" in unknown.out
+    assert unknown.rc == 1
+    assert "does not exist as expected" in unknown.out
     assert ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "no-such-topic",
               "--if-exists").out == ""
     bad = tool("kafka-topics", "--bootstrap-server", bs, "--list", "--partitions", 3)
-    assert bad.rc == 1 and "can't be used with option" in bad.err and "usage: kafka-topics" in bad.err
+    assert bad.rc == 1
+    assert "can't be used with option" in bad.err
+    assert "usage: kafka-topics" in bad.err
     bad = tool("kafka-topics.sh", "--bootstrap-server", bs, "--create", "--topic", "x", "--partitons", 3)
-    assert bad.rc == 1 and "unrecognized arguments: --partitons" in bad.err
+    assert bad.rc == 1
+    assert "unrecognized arguments: --partitons" in bad.err
     assert tool("kafka-topics", "--list").rc == 1  # no --bootstrap-server
 
     ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", 1)
@@ -187,34 +195,41 @@ def test_console_tools_and_consumer_groups(bs):
     one = ok("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "kc", "--partition", 0, "--offset", 0,
              "--timeout-ms", 3000, "--property", "print.offset=true")
     offsets = [line.split("\t")[0] for line in one.out.splitlines()]
-    assert offsets == [f"Offset:{i}" for i in range(len(offsets))] and offsets
+    assert offsets == [f"Offset:{i}" for i in range(len(offsets))]
+    assert offsets
     assert re.search(r"Processed a total of \d+ messages", one.err)
     bad = tool("kafka-console-consumer", "--bootstrap-server", bs, "--topic", "kc", "--offset", 3)
-    assert bad.rc == 1 and "The partition is required when offset is specified." in bad.err
+    assert bad.rc == 1
+    assert "The partition is required when offset is specified." in bad.err
     bad = tool("kafka-console-producer", "--bootstrap-server", bs, "--topic", "kc", "--property", "parse.key=true",
                stdin="no separator here\n")
-    assert bad.rc == 1 and "No key separator found on line number 1" in bad.err
+    assert bad.rc == 1
+    assert "No key separator found on line number 1" in bad.err
 
     assert "kg" in ok("kafka-consumer-groups.sh", "--bootstrap-server", bs, "--list").out.split()
     typed = [line.split() for line in ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type",
                                          "--state").out.splitlines()]
-    assert typed[0] == ["GROUP", "TYPE", "STATE"] and ["kg", "Classic", "Empty"] in typed
+    assert typed[0] == ["GROUP", "TYPE", "STATE"]
+    assert ["kg", "Classic", "Empty"] in typed
     assert ok("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "consumer").out == \
         "GROUP                     TYPE\n"  # KIP-848 groups: none, praha's coordinator runs classic ones
     bad_type = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--list", "--type", "share")
-    assert bad_type.rc == 1 and "Invalid types list 'share'. Valid types are: classic, consumer" in bad_type.err
+    assert bad_type.rc == 1
+    assert "Invalid types list 'share'. Valid types are: classic, consumer" in bad_type.err
     table = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "kg").out.split("\n")
     rows = [line.split() for line in table if line.strip()]
     assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
                        "HOST", "CLIENT-ID"]
     assert {(r[0], r[1], r[2]) for r in rows[1:]} == {("kg", "kc", "0"), ("kg", "kc", "1")}
-    assert sum(int(r[3]) for r in rows[1:]) == 6 and all(r[5] == "0" for r in rows[1:])
+    assert sum(int(r[3]) for r in rows[1:]) == 6
+    assert all(r[5] == "0" for r in rows[1:])
     reset = ok("kafka-consumer-groups", "--bootstrap-server", bs, "--reset-offsets", "--group", "kg", "--topic", "kc",
                "--to-earliest", "--execute")
     assert [line.split() for line in reset.out.splitlines() if line.strip()][0] == [
         "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
     missing = tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe", "--group", "no-such-group")
-    assert missing.rc == 1 and "Consumer group 'no-such-group' does not exist." in missing.err
+    assert missing.rc == 1
+    assert "Consumer group 'no-such-group' does not exist." in missing.err
     assert tool("kafka-consumer-groups", "--bootstrap-server", bs, "--describe").rc == 1
 
 
@@ -230,7 +245,8 @@ def test_console_producer_reader_config_and_line_reader(bs, tmp_path):
     assert sorted(got.out.splitlines()) == ["a:1", "b:2"]
     refused = tool("kafka-console-producer", "--bootstrap-server", bs, "--topic", "krc", "--line-reader",
                    "com.acme.Reader", stdin="x\n")
-    assert refused.rc == 1 and "a Java class cannot be loaded here" in refused.err
+    assert refused.rc == 1
+    assert "a Java class cannot be loaded here" in refused.err
 
 
 def test_consumer_group_offsets_exported_and_reset_from_the_file(bs, tmp_path):
@@ -263,7 +279,8 @@ def test_consumer_group_offsets_exported_and_reset_from_the_file(bs, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("kx,zero,1\n")
     refused = tool(*groups, "--reset-offsets", "--group", "kx1", "--from-file", bad, "--execute")
-    assert refused.rc == 1 and "partition and offset must be whole numbers" in refused.err
+    assert refused.rc == 1
+    assert "partition and offset must be whole numbers" in refused.err
     rows = [line.split() for line in ok(*groups, "--describe", "--group", "kx1").out.splitlines() if line.strip()]
     assert {(r[2], r[3]) for r in rows[1:]} == {("0", "0"), ("1", "2")}  # the bad file changed nothing
     assert tool(*groups, "--list", "--export").rc == 1
@@ -284,7 +301,8 @@ def test_kafka_configs(bs):
     assert "retention.ms" not in ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg",
                                     "--describe").out
     every = ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--describe", "--all").out.splitlines()
-    assert every[0] == "All configs for topic kcfg are:" and len(every) > 10
+    assert every[0] == "All configs for topic kcfg are:"
+    assert len(every) > 10
 
     assert ok("kafka-configs", "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-default", "--alter",
               "--add-config", "log.retention.ms=7200000").out == \
@@ -295,10 +313,12 @@ def test_kafka_configs(bs):
     assert len(re.findall(r"^Dynamic configs for broker \d+ are:$", brokers, re.M)) == 3
 
     missing = tool("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--alter", "--delete-config", "nosuch")
-    assert missing.rc == 1 and "Invalid config(s): nosuch" in missing.err
+    assert missing.rc == 1
+    assert "Invalid config(s): nosuch" in missing.err
     invalid = tool("kafka-configs", "--bootstrap-server", bs, "--topic", "kcfg", "--alter", "--add-config",
                    "retention.ms=soon")
-    assert invalid.rc == 1 and "retention.ms" in invalid.err
+    assert invalid.rc == 1
+    assert "retention.ms" in invalid.err
     assert tool("kafka-configs", "--bootstrap-server", bs, "--describe").rc == 1  # no entity
 
 
@@ -318,11 +338,14 @@ def test_kafka_configs_broker_loggers(bs):
     root = root_line.split()[0].split("=")[1]
     assert f"  {logger}={root} " in ok(*cfg, "--broker-logger", 2, "--describe").out  # the root's level again
     bad = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", f"{logger}=LOUD")
-    assert bad.rc == 1 and f"Cannot set the log level of {logger} to LOUD as it is not a supported log level" in bad.err
+    assert bad.rc == 1
+    assert f"Cannot set the log level of {logger} to LOUD as it is not a supported log level" in bad.err
     root_gone = tool(*cfg, "--broker-logger", 2, "--alter", "--delete-config", "root")
-    assert root_gone.rc == 1 and "Removing the log level of the root logger is not allowed" in root_gone.err
+    assert root_gone.rc == 1
+    assert "Removing the log level of the root logger is not allowed" in root_gone.err
     unknown = tool(*cfg, "--broker-logger", 2, "--alter", "--add-config", "nosuch.logger=INFO")
-    assert unknown.rc == 1 and "Logger nosuch.logger does not exist!" in unknown.err
+    assert unknown.rc == 1
+    assert "Logger nosuch.logger does not exist!" in unknown.err
 
 
 def test_kafka_configs_quotas_of_users_clients_and_ips(bs):
@@ -343,12 +366,15 @@ def test_kafka_configs_quotas_of_users_clients_and_ips(bs):
     assert ok(*cfg, "--user", "qa", "--client", "qc", "--describe").out == \
         "Quota configs for user-principal 'qa', client-id 'qc' are producer_byte_rate=1.048576E7\n"
     unknown = tool(*cfg, "--user", "qa", "--alter", "--add-config", "retention.ms=5")
-    assert unknown.rc == 1 and "Only quota configs can be added for 'users' using --bootstrap-server. " \
+    assert unknown.rc == 1
+    assert "Only quota configs can be added for 'users' using --bootstrap-server. " \
         "Unexpected config names: Set(retention.ms)" in unknown.err
     bad = tool(*cfg, "--client", "qc", "--alter", "--add-config", "producer_byte_rate=fast")
-    assert bad.rc == 1 and "Cannot parse quota configuration value for producer_byte_rate: fast" in bad.err
+    assert bad.rc == 1
+    assert "Cannot parse quota configuration value for producer_byte_rate: fast" in bad.err
     ip = tool(*cfg, "--ip", "127.0.0.9", "--alter", "--add-config", "producer_byte_rate=10")
-    assert ip.rc == 1 and "Only connection quota configs can be added for 'ip'" in ip.err
+    assert ip.rc == 1
+    assert "Only connection quota configs can be added for 'ip'" in ip.err
 
 
 def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
@@ -365,7 +391,8 @@ def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
     assert dirs[0] == "Querying brokers for log directories information"
     assert re.match(r"^Received log directory information from brokers \d+,\d+,\d+$", dirs[1])
     doc = json.loads(dirs[2])
-    assert doc["version"] == 1 and len(doc["brokers"]) == 3
+    assert doc["version"] == 1
+    assert len(doc["brokers"]) == 3
     assert sorted(p["partition"] for b in doc["brokers"] for d in b["logDirs"] for p in d["partitions"]) == \
         ["kr-0", "kr-0", "kr-1", "kr-1"]
 
@@ -379,7 +406,8 @@ def test_records_log_dirs_api_versions_and_elections(bs, tmp_path):
     assert re.match(r"^(Valid replica already elected for partitions kr-0|Successfully completed leader election "
                     r"\(PREFERRED\) for partitions kr-0)$", elected.strip()), elected
     bad = tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type", "preferred", "--topic", "kr")
-    assert bad.rc == 1 and "Missing required option(s): partition" in bad.err
+    assert bad.rc == 1
+    assert "Missing required option(s): partition" in bad.err
 
 
 def test_kafka_reassign_partitions(bs, tmp_path):
@@ -391,7 +419,8 @@ def test_kafka_reassign_partitions(bs, tmp_path):
     assert generated[0] == "Current partition replica assignment"
     assert json.loads(generated[1])["partitions"][0] == {"topic": "kra", "partition": 0, "replicas": [1, 2],
                                                          "log_dirs": ["any", "any"]}
-    assert generated[3] == "Proposed partition reassignment configuration" and json.loads(generated[4])
+    assert generated[3] == "Proposed partition reassignment configuration"
+    assert json.loads(generated[4])
 
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "kra", "partition": 0, "replicas": [3, 1]}]}))
@@ -408,7 +437,8 @@ def test_kafka_reassign_partitions(bs, tmp_path):
 
     out = wait_for(verified, 60, interval=0.5, what="reassignment complete")
     assert out.startswith("Status of partition reassignment:\n")
-    assert "Clearing broker-level throttles on brokers 1,2,3" in out and "Clearing topic-level throttles on topic kra" in out
+    assert "Clearing broker-level throttles on brokers 1,2,3" in out
+    assert "Clearing topic-level throttles on topic kra" in out
     assert "throttled" not in ok("kafka-configs", "--bootstrap-server", bs, "--topic", "kra", "--describe").out
     described = ok("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "kra").out
     assert "\tPartition: 0\tLeader: 3\tReplicas: 3,1\t" in described or "\tReplicas: 3,1\t" in described
@@ -440,18 +470,21 @@ def test_kafka_transactions(bs):
     described = ok("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "kt-tx").out
     header, row = described.splitlines()[:2]
     assert header.split()[:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
-                                  "TransactionState"] and row.split()[1] == "kt-tx"
+                                  "TransactionState"]
+    assert row.split()[1] == "kt-tx"
     producers = ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic", "ktx",
                    "--partition", 0).out.splitlines()
     assert producers[0].split() == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-                                    "LastTimestamp", "CurrentTransactionStartOffset"] and len(producers) == 2
+                                    "LastTimestamp", "CurrentTransactionStartOffset"]
+    assert len(producers) == 2
     assert tool("kafka-transactions", "--bootstrap-server", bs).rc == 1  # no command
     follower = ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic", "ktx",
                   "--partition", 0, "--broker-id", 1).out.splitlines()  # RF 3: broker 1 holds a replica
     assert follower[0].split()[0] == "ProducerId"
     hanging = ok("kafka-transactions", "--bootstrap-server", bs, "find-hanging", "--topic", "ktx").out.splitlines()
     assert hanging[0].split() == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch",
-                                  "StartOffset", "LastTimestamp", "Duration(min)"] and len(hanging) == 1
+                                  "StartOffset", "LastTimestamp", "Duration(min)"]
+    assert len(hanging) == 1
     assert "requires --broker-id or --topic" in tool("kafka-transactions", "--bootstrap-server", bs,
                                                      "find-hanging").err
 
@@ -464,7 +497,8 @@ def test_kafka_transactions(bs):
         start = open_tx.send("ktx", b"left open").get(30).offset
         wrong = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
                      "--start-offset", start + 100)
-        assert wrong.rc == 1 and f"Could not find any open transactions starting at offset {start + 100}" in wrong.err
+        assert wrong.rc == 1
+        assert f"Could not find any open transactions starting at offset {start + 100}" in wrong.err
         ok("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
            "--start-offset", start)
         rows = [r.split() for r in ok("kafka-transactions", "--bootstrap-server", bs, "describe-producers", "--topic",
@@ -474,9 +508,11 @@ def test_kafka_transactions(bs):
         open_tx.close(timeout=5)
     both = tool("kafka-transactions", "--bootstrap-server", bs, "abort", "--topic", "ktx", "--partition", 0,
                 "--start-offset", 0, "--producer-id", 5)
-    assert both.rc == 1 and "either --start-offset or all of" in both.err
+    assert both.rc == 1
+    assert "either --start-offset or all of" in both.err
     missing = tool("kafka-transactions", "--bootstrap-server", bs, "describe", "--transactional-id", "nope")
-    assert missing.rc == 1 and "nope" in missing.err
+    assert missing.rc == 1
+    assert "nope" in missing.err
 
 
 def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
@@ -485,7 +521,9 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
     assert ok("kafka-topics.sh", "--bootstrap-server", bs, *cfg, "--create", "--topic", "sec", "--partitions", 2,
               "--replication-factor", 1).out == "Created topic sec.\n"
     lines = ok("kafka-topics", "--bootstrap-server", bs, *cfg, "--describe", "--topic", "sec").out.splitlines()
-    assert TOPIC_LINE.match(lines[0]) and all(PARTITION_LINE.match(line) for line in lines[1:]) and len(lines) == 3
+    assert TOPIC_LINE.match(lines[0])
+    assert all(PARTITION_LINE.match(line) for line in lines[1:])
+    assert len(lines) == 3
 
     added = ok("kafka-acls.sh", "--bootstrap-server", bs, *cfg, "--add", "--allow-principal", "User:alice",
                "--operation", "Read", "--operation", "Describe", "--topic", "sec").out
@@ -494,7 +532,8 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
                      "\t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW) \n\n")
     listed = ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--list", "--topic", "sec").out
     assert listed.startswith("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=sec, "
-                             "patternType=LITERAL)`: \n") and listed.count("principal=User:alice") == 2
+                             "patternType=LITERAL)`: \n")
+    assert listed.count("principal=User:alice") == 2
     ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--remove", "--allow-principal", "User:alice", "--operation",
        "Describe", "--topic", "sec", "--force")
     assert ok("kafka-acls", "--bootstrap-server", bs, *cfg, "--list", "--topic", "sec").out.count("User:alice") == 1
@@ -535,7 +574,8 @@ def test_the_tools_over_sasl_ssl_with_command_config(secure, tmp_path):
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(props.read_text().replace(password, "not-the-password"))
     refused = tool("kafka-topics", "--bootstrap-server", bs, "--command-config", wrong, "--list")
-    assert refused.rc == 1 and "Authentication failed" in refused.out
+    assert refused.rc == 1
+    assert "Authentication failed" in refused.out
 
 
 def test_every_tool_runs_as_a_process(bs, secure, tmp_path):
@@ -585,7 +625,8 @@ def test_every_tool_runs_as_a_process(bs, secure, tmp_path):
                 proc.wait()
     for name, r in results.items():
         expected_rc = 1 if name == "kafka-topics" else 0
-        assert r.rc == expected_rc and re.search(runs[name][2], r.out), f"{name}: rc {r.rc}\n{r.out}\n{r.err}"
+        assert r.rc == expected_rc, f"{name}: rc {r.rc}\n{r.out}\n{r.err}"
+        assert re.search(runs[name][2], r.out), f"{name}: rc {r.rc}\n{r.out}\n{r.err}"
     assert "unrecognized arguments: --lst" in results["kafka-topics"].err
     assert "usage: kafka-topics" in results["kafka-topics"].err
     assert "Processed a total of 1 messages" in results["kafka-console-consumer"].err

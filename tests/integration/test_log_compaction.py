@@ -101,16 +101,19 @@ def test_compacted_topic_on_three_brokers(make_cluster, zk_store, cli):
     create(zk_store, "compacted", COMPACT)
     topic = ["configs", "--entity-type", "topics", "--entity-name", "compacted", "--dir", cluster.root]
     rc, _, err = cli(*topic, "--alter", "--add-config", "cleanup.policy=shred")
-    assert rc == 1 and "Invalid value shred for configuration cleanup.policy: String must be one of: compact, delete" \
+    assert rc == 1, err
+    assert "Invalid value shred for configuration cleanup.policy: String must be one of: compact, delete" \
         in err, err
     assert cli(*topic, "--alter", "--add-config", "max.compaction.lag.ms=600000")[0] == 0
     rc, _, err = cli(*topic, "--alter", "--add-config", "min.compaction.lag.ms=700000")  # checked merged
-    assert rc == 1 and "conflict topic config setting min.compaction.lag.ms (700000) > max.compaction.lag.ms" in err
+    assert rc == 1
+    assert "conflict topic config setting min.compaction.lag.ms (700000) > max.compaction.lag.ms" in err
     assert cli(*topic, "--alter", "--delete-config", "max.compaction.lag.ms")[0] == 0
     assert zk_store.get_topic_configs(["compacted"])[0]["compacted"] == COMPACT
     pairs = [(b"key-%d" % (i % 40), b"value-%d-" % i + b"x" * 100) for i in range(2000)]
     written, errors = produce(bs, "compacted", pairs)
-    assert not errors and len(written) == 2000
+    assert not errors
+    assert len(written) == 2000
     more, _ = produce(bs, "compacted", [(b"last", b"roll")] * 150)  # push the data out of the active segment
     written.update(more)
     wait_for(lambda: all(cleaned_to_active(cluster, b, "compacted") for b in (1, 2, 3)), 30,
@@ -129,7 +132,8 @@ def test_compacted_topic_on_three_brokers(make_cluster, zk_store, cli):
     for follower in (2, 3):
         assert sealed_bytes(cluster, follower, "compacted") == (active_base, leader_bytes)
     metrics = scrape_metrics(cluster.load().brokers[1].actual_metrics_port)
-    assert metrics["praha_broker_log_cleaner_passes"] >= 1 and metrics["praha_broker_log_cleaner_bytes_read"] > 0
+    assert metrics["praha_broker_log_cleaner_passes"] >= 1
+    assert metrics["praha_broker_log_cleaner_bytes_read"] > 0
 
     # 2. a keyless record is refused
     _, errors = produce(bs, "compacted", [(None, b"no key")])

@@ -140,7 +140,8 @@ def test_a_full_log_dir_moves_leadership_loses_nothing_and_recovers_after_a_rest
     wait_for(lambda: len(other.acked) >= 100, 60, what="writes to the healthy directory")
     other.stop.set()
     other.join(150)
-    assert not other.failed and _partition(connect, store, healthy)["leader"] == FAILING_BROKER
+    assert not other.failed
+    assert _partition(connect, store, healthy)["leader"] == FAILING_BROKER
 
     # nothing acknowledged was lost
     acked = set(writer.acked)
@@ -175,7 +176,8 @@ def test_a_broker_whose_only_log_dir_fails_exits(zk_connect, zk_store, tmp_path)
             _, b = cluster.broker(1)
             wait_for(lambda: not cluster.broker_running(b), 30, what="the broker exiting")
             text = Path(b.log_path).read_text()
-            assert "because all log dirs in" in text and "have failed" in text
+            assert "because all log dirs in" in text
+            assert "have failed" in text
     finally:
         disk.unmount()
 
@@ -204,5 +206,6 @@ def test_a_broker_starts_with_an_unusable_log_dir_offline(zk_connect, zk_store, 
     assert errors == {f"{blocker}/data": "KAFKA_STORAGE_ERROR", str(good): None}
     assert {p.partition for d in b.dirs for p in d.partitions} == {"survivor-0", "survivor-1"}
     meta = (good / "meta.properties").read_text()  # Kafka's record of whose data this is
-    assert "broker.id=1" in meta and f"cluster.id={store.get_or_create_cluster_id()}" in meta
+    assert "broker.id=1" in meta
+    assert f"cluster.id={store.get_or_create_cluster_id()}" in meta
 

@@ -155,7 +155,9 @@ def test_every_node_is_on_a_host_of_its_own(hosts):
     for b in hosts.cluster.load().brokers.values():
         assert os.readlink(f"/proc/{b.pid}/ns/net") != root_ns
         listening = netns.run_in(b.netns, ["ss", "-ltnH"]).stdout
-        assert f"{b.host}:9092 " in listening and "127.0.0.1:9092" not in listening and "0.0.0.0:9092" not in listening
+        assert f"{b.host}:9092 " in listening
+        assert "127.0.0.1:9092" not in listening
+        assert "0.0.0.0:9092" not in listening
     for s in hosts.ensemble.servers:
         assert os.readlink(f"/proc/{s.pid}/ns/net") != root_ns
 
@@ -206,11 +208,13 @@ def test_up_crashed_half_way_then_down_removes_every_namespace(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     err = tmp_path / "up.err"
     with open(err, "wb") as out:
-        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1", "--timeout", "240",
+        up = subprocess.Popen([sys.executable, "-m", "praha", "cluster", "up", "--netns", "--brokers", "1",
+                               "--timeout", "240",
                                "--dir", str(d)], stdout=subprocess.DEVNULL, stderr=out, env=env, start_new_session=True)
     layout = None
     try:
-        wait_for(lambda: (d / "broker-1" / "broker.log").exists() or up.poll() is not None, 180, what="the broker launched")
+        wait_for(lambda: (d / "broker-1" / "broker.log").exists() or up.poll() is not None, 180,
+                 what="the broker launched")
         assert up.poll() is None, f"cluster up ended first:\n{err.read_text()[-3000:]}"
         layout = netns.NetnsLayout.load(d / "netns.json")
         assert layout is not None
@@ -235,7 +239,8 @@ def test_leftovers_of_a_dead_creator_are_found_by_prefix_and_removed(tmp_path):
     assert f"praha-{index}-b1" in netns.existing_names()[0]
     assert index in netns.cleanup_leftovers()
     ns, links = netns.existing_names()
-    assert f"praha-{index}-b1" not in ns and f"prh{index}-br" not in links
+    assert f"praha-{index}-b1" not in ns
+    assert f"prh{index}-br" not in links
 
 
 class _Writer(threading.Thread):
@@ -393,4 +398,5 @@ def test_a_secure_cluster_on_hosts_of_their_own(tmp_path, cli):
             names = {n.netns for n in record.nodes.values()} if record else set()
         rc, _, err = cli("cluster", "down", "--dir", root)
     assert rc == 0, err
-    assert names and not names & netns.existing_names()[0]
+    assert names
+    assert not names & netns.existing_names()[0]

@@ -70,8 +70,10 @@ def test_reassignment_copy_is_held_to_the_throttle_and_follows_rate_changes(make
     assert figure(cluster, 2, "follower_throttled_bytes") > 0
     # progress shows how far behind the new replica is (its own log end, from the follower)
     mid = verify(zk_store, plan, preserve_throttles=True).partitions[tp]
-    assert mid.state == "in_progress" and mid.not_in_isr == (2,)
-    assert mid.leader_offset == DATA // 1024 and 0 < mid.replica_offsets[2] < mid.leader_offset
+    assert mid.state == "in_progress"
+    assert mid.not_in_isr == (2,)
+    assert mid.leader_offset == DATA // 1024
+    assert 0 < mid.replica_offsets[2] < mid.leader_offset
 
     # a raised rate (as `execute` of another plan writes it) reaches the follower mid-move
     set_throttles(zk_store, {tp: (1,)}, plan, 1 << 30)
@@ -81,5 +83,6 @@ def test_reassignment_copy_is_held_to_the_throttle_and_follows_rate_changes(make
     assert copied_bytes(broker2_dir, tp) >= DATA
 
     result = verify(zk_store, plan, with_offsets=False)
-    assert result.all_complete and 2 in result.cleared_brokers
+    assert result.all_complete
+    assert 2 in result.cleared_brokers
     wait_for(lambda: figure(cluster, 2, "follower_throttle_rate") == 0, 30, what="throttle cleared on broker 2")

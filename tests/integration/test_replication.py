@@ -74,7 +74,8 @@ def produce_all(bs: str, topic: str, values: list[bytes], partition: int = 0, ac
     p = Producer({"bootstrap.servers": bs, "acks": acks, "linger.ms": 2, "message.timeout.ms": 20000})
     for v in values:
         p.produce(topic, value=v, partition=partition, on_delivery=lambda e, m: errors.append(e) if e else None)
-    assert p.flush(30) == 0 and not errors, errors
+    assert p.flush(30) == 0, errors
+    assert not errors, errors
 
 
 def consume_all(bs: str, topic: str, partition: int = 0, timeout: float = 30) -> list[tuple[int, bytes]]:
@@ -184,10 +185,12 @@ def test_leader_sigkill_during_acks_all_stream_loses_no_acknowledged_record(clus
         if killed_at and min(acked_after_kill.values()) >= 100:
             break
     assert p.flush(30) == 0
-    assert killed_at and min(acked_after_kill.values()) >= 100, (acked_after_kill, failed)
+    assert killed_at, (acked_after_kill, failed)
+    assert min(acked_after_kill.values()) >= 100, (acked_after_kill, failed)
 
     after = partition_state(zk_connect, zk_store, topic, 0)
-    assert after["leader"] not in (victim, -1) and after["leader"] in before["isr"]
+    assert after["leader"] not in (victim, -1)
+    assert after["leader"] in before["isr"]
     assert after["leader_epoch"] > before["leader_epoch"]
     live = bootstrap(cluster)
     for part in (0, 1):
@@ -230,7 +233,8 @@ def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_repl
     time.sleep(2)
     for t in ("clean", "asked"):
         s = partition_state(zk_connect, zk_store, t)
-        assert s["leader"] == -1 and s["isr"] == [a]
+        assert s["leader"] == -1
+        assert s["isr"] == [a]
     # the operator asks for an unclean election of "asked" (and of "dirty", which needs none)
     from confluent_kafka import ElectionType
 
@@ -238,9 +242,11 @@ def test_unclean_election_off_keeps_partition_offline_on_elects_out_of_sync_repl
     outcome = admin.elect_leaders(ElectionType.UNCLEAN, [CTP("asked", 0), CTP("dirty", 0)]).result(timeout=60)
     errors = {tp.topic: e for tp, e in outcome.items()}
     assert errors["asked"] is None
-    assert errors["dirty"] is not None and errors["dirty"].name() == "ELECTION_NOT_NEEDED"
+    assert errors["dirty"] is not None
+    assert errors["dirty"].name() == "ELECTION_NOT_NEEDED"
     s = partition_state(zk_connect, zk_store, "asked")
-    assert s["leader"] == b and s["isr"] == [b]
+    assert s["leader"] == b
+    assert s["isr"] == [b]
     assert partition_state(zk_connect, zk_store, "clean")["leader"] == -1  # not asked: still offline
     m = scrape_metrics(cluster.load().brokers[ctrl].metrics_port)
     assert max(m.get("praha_controller_unclean_leader_elections_total", 0),
@@ -277,7 +283,8 @@ def test_crashed_follower_recovers_a_torn_log_and_rejoins_the_isr(cluster, zk_st
     produce_all(bs, topic, second)  # ISR is {leader, other} meanwhile, enough for acks=all
     restart(cluster, zk_store, victim)
     wait_isr(zk_connect, zk_store, topic, {1, 2, 3})
-    assert "Recovered log" in broker_log(cluster, victim) and "truncated" in broker_log(cluster, victim)
+    assert "Recovered log" in broker_log(cluster, victim)
+    assert "truncated" in broker_log(cluster, victim)
     # the recovered follower holds exactly the leader's records
     cluster.stop_broker(victim)
     cluster.stop_broker(leader)
@@ -323,5 +330,7 @@ def test_former_leader_truncates_records_only_it_had(cluster, zk_store, zk_conne
     cluster.stop_broker(old)
     cluster.stop_broker(new)
     ours, theirs = disk_records(log_dir(cluster, old, topic)), disk_records(log_dir(cluster, new, topic))
-    assert [v for _, v, _ in ours] == want and ours == theirs
-    assert {e for _, _, e in ours[20:]} == {max(e for _, _, e in ours)} and ours[20][2] > ours[0][2]
+    assert [v for _, v, _ in ours] == want
+    assert ours == theirs
+    assert {e for _, _, e in ours[20:]} == {max(e for _, _, e in ours)}
+    assert ours[20][2] > ours[0][2]

@@ -30,7 +30,8 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         assert rc == 0, err
         state = LocalCluster(root).load()
         url = state.brokers[1].schema_registry
-        assert url.startswith("https://") and f"schema registry:   {url}" in out
+        assert url.startswith("https://")
+        assert f"schema registry:   {url}" in out
         setup = SecureSetup.load(root / "security")
         ca = str(setup.ca)
         cluster = LocalCluster(root)
@@ -56,7 +57,8 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         assert other.get_version("secure-s", 1).schema_id == sid
         reader = SchemaRegistryClient({"url": url, "ssl.ca.location": ca,
                                        "basic.auth.user.info": "reader:reader-secret"})
-        assert reader.get_subjects() == ["secure-s"] and reader.get_schema(sid).schema_str == SCHEMA.schema_str
+        assert reader.get_subjects() == ["secure-s"]
+        assert reader.get_schema(sid).schema_str == SCHEMA.schema_str
         with pytest.raises(SchemaRegistryError) as e:
             reader.register_schema("secure-t", SCHEMA)
         assert e.value.http_status_code == 403
@@ -68,7 +70,8 @@ def test_https_basic_auth_and_alter_on_the_cluster(zookeeper, tmp_path, cli):
         from praha.testing.cluster import wait_for
         wait_for(lambda: _registers(reader), timeout=30, what="the ACL to reach the broker")
         rc, out, err = cli("schemas", "list", "--dir", root)  # the command uses the admin and the CA itself
-        assert rc == 0 and "secure-t" in out.split(), err
+        assert rc == 0, err
+        assert "secure-t" in out.split(), err
     finally:
         cluster = LocalCluster(root)
         auth = cluster.zk_auth(cluster.load()) if cluster.exists() else None

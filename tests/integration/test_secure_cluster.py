@@ -32,7 +32,8 @@ def test_secure_cluster_settings_work_in_every_client(zk_connect, tmp_path, cli)
         confluent = json.loads(lines[lines.index("confluent-kafka:") + 1])
         kafka_python = json.loads(lines[lines.index("kafka-python:") + 1])
         kcat = shlex.split(lines[lines.index("kcat:") + 1].strip())
-        assert confluent["security.protocol"] == "SASL_SSL" and confluent["sasl.mechanism"] == "SCRAM-SHA-512"
+        assert confluent["security.protocol"] == "SASL_SSL"
+        assert confluent["sasl.mechanism"] == "SCRAM-SHA-512"
 
         p = Producer({**confluent, "acks": "all"})
         for i in range(5):

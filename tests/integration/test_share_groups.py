@@ -206,7 +206,8 @@ def test_records_held_by_a_killed_consumer_come_to_another_after_the_lock_with_d
     wait_for(lambda: len(accepted([other])) >= 20, timeout=90, what="the other consumer accepted all")
     counts = {o: dc for _, o, dc in other.of("got")}
     assert accepted([other]) == list(range(20))
-    assert held and all(counts[o] == 2 for o in held), (held, counts)
+    assert held, (held, counts)
+    assert all(counts[o] == 2 for o in held), (held, counts)
     assert all(counts[o] == 1 for o in counts if o not in held)
 
 
@@ -248,7 +249,8 @@ def test_a_share_group_and_a_classic_group_read_the_same_topic_independently(bs,
     finally:
         c.close()
     wait_for(lambda: len(accepted([m])) >= 30, timeout=60, what="the share group read all")
-    assert sorted(seen) == list(range(30)) and accepted([m]) == list(range(30))
+    assert sorted(seen) == list(range(30))
+    assert accepted([m]) == list(range(30))
 
 
 def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones_come_again(cluster, bs, members):
@@ -273,7 +275,9 @@ def test_after_the_leader_is_killed_acknowledged_records_stay_done_and_held_ones
         wait_for(lambda: set(accepted([other])) >= set(range(10, 30)), timeout=120,
                  what="the other consumer accepted the rest after the election")
         got = {o: dc for _, o, dc in other.of("got")}
-        assert not set(got) & set(range(10)), f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        assert not set(got) & set(range(10)), (
+            f"acknowledged records delivered again: {sorted(set(got) & set(range(10)))}"
+        )
         assert accepted([other]) == list(range(10, 30))
         assert all(got[o] == 2 for o in held), got  # the held ones come back, their first delivery counted
     finally:
@@ -287,16 +291,19 @@ def test_praha_groups_share_describe_shows_members_start_offsets_and_in_flight_r
     members.append(holder)
     wait_for(lambda: holder.of("holding"), timeout=120, what="4 accepted, 4 held")
     rc, out, err = cli("groups", "--share", "--list", "--dir", cluster.root)
-    assert rc == 0 and group in out.split()
+    assert rc == 0
+    assert group in out.split()
     rc, out, err = cli("groups", "--share", "--describe", "--group", group, "--dir", cluster.root, "--json")
     assert rc == 0, err
     g = json.loads(out)["groups"][0]
-    assert g["state"] == "Stable" and len(g["members"]) == 1
+    assert g["state"] == "Stable"
+    assert len(g["members"]) == 1
     assert g["members"][0]["assignment"] == [{"topic": topic, "partition": 0}]
     # lag (DescribeShareGroupOffsets v1): records from the start offset to the end not yet done
     assert g["partitions"] == [{"topic": topic, "partition": 0, "start_offset": 4, "lag": 8, "in_flight": 4}]
     rc, out, err = cli("groups", "--share", "--describe", "--group", "no-such-" + group, "--dir", cluster.root)
-    assert rc == 1 and "does not exist" in err
+    assert rc == 1
+    assert "does not exist" in err
     rc, out, err = cli("groups", "--share", "--delete", "--group", group, "--dir", cluster.root)
     assert rc != 0
 
@@ -329,7 +336,8 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     member = uuid.uuid4().hex
     hb = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
                                                subscribed_topic_names=[topic]), 1)
-    assert hb.error_code == 0 and hb.member_epoch >= 1
+    assert hb.error_code == 0
+    assert hb.member_epoch >= 1
     # a stale member epoch is fenced; an unknown group is not found
     fenced = coord.send(ShareGroupHeartbeatRequest(group_id=group, member_id=member,
                                                    member_epoch=hb.member_epoch + 5), 1)
@@ -368,9 +376,11 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     assert ack(0, 0, 0).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
     # acknowledging records never acquired (2-3): INVALID_RECORD_STATE for the partition, nothing changed
     r = ack(1, 0, 3)
-    assert r.error_code == 0 and r.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+    assert r.error_code == 0
+    assert r.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
     r = ack(2, 0, 1)  # 0 and 1 are still ours: accepted now
-    assert r.error_code == 0 and r.responses[0].partitions[0].error_code == 0
+    assert r.error_code == 0
+    assert r.responses[0].partitions[0].error_code == 0
     nxt = fetch(3)
     assert [(a.first_offset, a.last_offset, a.delivery_count) for t in nxt.responses for p in t.partitions
             for a in p.acquired_records] == [(2, 3, 1)]
@@ -399,19 +409,22 @@ def test_share_group_offsets_described_reset_and_deleted_while_the_group_is_empt
     tp = TopicPartition(topic, 0)
     # DescribeShareGroupOffsets: start offset past everything, lag 0
     d = admin.describe_share_group_offsets([group])[group]
-    assert d is not None and (d[tp].start_offset, d[tp].lag, d[tp].error) == (10, 0, 0)
+    assert d is not None
+    assert (d[tp].start_offset, d[tp].lag, d[tp].error) == (10, 0, 0)
     # a group with a member: its offsets stay (NON_EMPTY_GROUP), by the wire and by the CLI
     with pytest.raises(GroupNotEmptyError):
         admin.alter_share_group_offsets(group, {tp: 0})
     rc, _, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
                      "--execute", "--dir", cluster.root)
-    assert rc == 1 and "not empty" in err
+    assert rc == 1
+    assert "not empty" in err
     first.kill()
     wait_for(lambda: _empty(admin, group), timeout=60, what="the killed member's session to time out")
     # AlterShareGroupOffsets through praha groups: back to offset 4; a new member gets 4..9 once each
     rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
                        "--dry-run", "--dir", cluster.root)
-    assert rc == 0 and _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 10, "lag": 0}]
+    assert rc == 0
+    assert _share_offsets(cli, cluster, group) == [{"partition": 0, "start_offset": 10, "lag": 0}]
     rc, out, err = cli("groups", "--share", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "4",
                        "--execute", "--dir", cluster.root)
     assert rc == 0, err
@@ -491,7 +504,8 @@ def test_share_group_configs_through_confluent_kafkas_admin_client_apply_to_that
 
     def alter(**values: str) -> None:
         res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-            ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+            ConfigEntry(k.replace("_", "."), v,
+                        incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
         admin.incremental_alter_configs([res])[res].result(30)
 
     for bad, message in ((dict(share_auto_offset_reset="sometimes"), "String must be one of"),

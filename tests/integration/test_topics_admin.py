@@ -59,7 +59,8 @@ def test_cli_creates_describes_and_refuses_bad_input(make_cluster, zk_connect, z
     r = praha("topics", "create", "--topic", "orders", "--partitions", "1", "--if-not-exists", *d)
     assert r.returncode == 0
     r = praha("topics", "describe", "--topic", "nope", *d)
-    assert r.returncode == 1 and "unknown topic 'nope'" in r.stderr
+    assert r.returncode == 1
+    assert "unknown topic 'nope'" in r.stderr
 
 
 def test_create_topics_api_from_real_clients(make_cluster, zk_store):
@@ -80,7 +81,8 @@ def test_create_topics_api_from_real_clients(make_cluster, zk_store):
         futures["cf bad"].result(15)
     md = wait_for(lambda: (m := cf.list_topics(timeout=5)) and {"kp", "cf"} <= set(m.topics) and m, 20,
                   what="metadata for the new topics")
-    assert len(md.topics["kp"].partitions) == 4 and len(md.topics["cf"].partitions) == 3
+    assert len(md.topics["kp"].partitions) == 4
+    assert len(md.topics["cf"].partitions) == 3
     assert all(p.leader in (1, 2, 3) for p in md.topics["cf"].partitions.values())
     assert set(zk_store.get_all_topics()) == {"kp", "cf"}
     # authorised operations (KIP-430) as Kafka fills them with no authoriser: every operation

@@ -82,7 +82,8 @@ def _leader(cluster, topic: str, partition: int) -> int | None:
 
 
 def producer(cluster, tid: str, **extra) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap(cluster, running_only=True), "transactional.id": tid, "log_level": 3, **extra})
+    return Producer({"bootstrap.servers": bootstrap(cluster, running_only=True), "transactional.id": tid,
+                     "log_level": 3, **extra})
 
 
 def read(cluster, topic: str, isolation: str, expect: int, partitions: int = PARTITIONS, idle_s: float = 2.0
@@ -160,7 +161,8 @@ def test_confluent_commit_and_abort_read_committed_sees_committed_only_in_order(
             p.abort_transaction(30)
             aborted += sent
     got = read(cluster, topic, "read_committed", len(committed))
-    assert values(got) == set(committed) and not values(got) & set(aborted)
+    assert values(got) == set(committed)
+    assert not values(got) & set(aborted)
     for part, vs in got.items():  # in each partition, in the order written
         assert vs == [v for i, v in enumerate(committed) if i % 6 % PARTITIONS == part]
     everything = read(cluster, topic, "read_uncommitted", len(committed) + len(aborted))
@@ -285,7 +287,8 @@ def test_a_second_producer_with_the_same_id_fences_the_first(cluster):
     with pytest.raises(KafkaException) as refused:
         old.commit_transaction(30)
     err = refused.value.args[0]
-    assert err.fatal() and err.code() in (KafkaError._FENCED, ErrorCode.PRODUCER_FENCED,
+    assert err.fatal()
+    assert err.code() in (KafkaError._FENCED, ErrorCode.PRODUCER_FENCED,
                                           ErrorCode.INVALID_PRODUCER_EPOCH)
     new.begin_transaction()
     sent = produce_txn(new, topic, "new")
@@ -448,7 +451,8 @@ def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
 
     rc, out, _ = cli("transactions", "--list", "--bootstrap-server", bs, "--json")
     listed = {t["TransactionalId"]: t for t in json.loads(out)}
-    assert rc == 0 and listed[tid]["TransactionState"] == "Ongoing"
+    assert rc == 0
+    assert listed[tid]["TransactionState"] == "Ongoing"
     rc, out, _ = cli("transactions", "--describe", "--transactional-id", tid, "--bootstrap-server", bs, "--json")
     (d,) = json.loads(out)
     assert (d["TransactionState"], d["TopicPartitions"], d["CoordinatorId"]) == (
@@ -460,16 +464,20 @@ def test_transactions_cli_lists_describes_and_aborts(cluster, cli):
         d["ProducerId"], d["ProducerEpoch"], 0)
     leader = _leader(cluster, topic, 0)
     rc, out, _ = cli("transactions", "--find-hanging", "--broker-id", leader, "--bootstrap-server", bs, "--json")
-    assert rc == 0 and json.loads(out) == []  # open, but its coordinator will end it: not hanging
+    assert rc == 0
+    assert json.loads(out) == []  # open, but its coordinator will end it: not hanging
 
     rc, out, _ = cli("transactions", "--abort", "--topic", topic, "--partition", 0, "--producer-id", prod["ProducerId"],
-                     "--producer-epoch", prod["ProducerEpoch"], "--coordinator-epoch", max(prod["LatestCoordinatorEpoch"], 0),
+                     "--producer-epoch", prod["ProducerEpoch"], "--coordinator-epoch",
+                     max(prod["LatestCoordinatorEpoch"], 0),
                      "--bootstrap-server", bs)
-    assert rc == 0 and out.startswith(f"Aborted the transaction of producer {prod['ProducerId']}")
+    assert rc == 0
+    assert out.startswith(f"Aborted the transaction of producer {prod['ProducerId']}")
     rc, out, _ = cli("transactions", "--describe-producers", "--topic", topic, "--partition", 0,
                      "--bootstrap-server", bs, "--json")
     assert json.loads(out)[0]["CurrentTransactionStartOffset"] == -1
-    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster, running_only=True), isolation_level="read_committed", enable_auto_commit=False)
+    kc = KafkaConsumer(bootstrap_servers=bootstrap(cluster, running_only=True), isolation_level="read_committed",
+                       enable_auto_commit=False)
     try:
         assert kc.end_offsets([KTP(topic, 0)])[KTP(topic, 0)] == 2  # the LSO passed the record and the marker
     finally:
@@ -503,7 +511,8 @@ def test_bad_transaction_requests_get_kafkas_errors_and_change_nothing(cluster):
     tid = f"bad-{uuid.uuid4().hex[:6]}"
     init = _at_coordinator(cluster, tid, 1, InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1), 4)
-    assert init.error_code == 0 and init.producer_epoch == 0
+    assert init.error_code == 0
+    assert init.producer_epoch == 0
     pid = init.producer_id
     too_long = _at_coordinator(cluster, tid, 1, InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=900001, producer_id=-1, producer_epoch=-1), 4)

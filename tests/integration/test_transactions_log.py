@@ -224,7 +224,8 @@ def test_write_txn_markers_errors_change_nothing(env):
         assert write_marker(conn, {topic: [0]}, 2000, commit=True, coordinator_epoch=4) == {
             (topic, 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
         assert write_marker(conn, {"no-such-topic": [0], topic: [7]}, 2000, commit=True, coordinator_epoch=5) == {
-            ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, (topic, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            (topic, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
         assert list_offset(conn, topic, 0) == end
         assert list_offset(conn, topic, 1) == end - 1  # y's transaction is still open
     with conn_to(cluster, follower) as conn:

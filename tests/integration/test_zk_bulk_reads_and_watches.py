@@ -20,7 +20,8 @@ def test_watch_data_many_arms_every_watch_before_returning(zk_store):
     paths = [f"/many/{i}" for i in range(50)]
     zk_store.client.ensure_path("/many/0")
     handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g")
-    assert list(handles) == paths and all(h.active for h in handles.values())
+    assert list(handles) == paths
+    assert all(h.active for h in handles.values())
     # armed server-side on return: a change right away is seen, for present and absent nodes
     zk_store.client.set("/many/0", b"x")
     zk_store.client.create("/many/7", b"")

@@ -56,7 +56,8 @@ def other_store(zk_connect):
 
 # -- election ------------------------------------------------------------------------------------------
 def test_election_algorithm(zk_store, other_store):
-    assert zk_store.get_controller_id() is None and zk_store.get_controller_epoch() is None
+    assert zk_store.get_controller_id() is None
+    assert zk_store.get_controller_epoch() is None
     epoch, version = zk_store.register_controller_and_increment_epoch(1)
     assert epoch == 1
     assert zk_store.get_controller_id() == 1
@@ -65,7 +66,8 @@ def test_election_algorithm(zk_store, other_store):
 
     with pytest.raises(ControllerMovedError):
         other_store.register_controller_and_increment_epoch(2)
-    assert other_store.get_controller_id() == 1 and other_store.get_controller_epoch()[0] == 1
+    assert other_store.get_controller_id() == 1
+    assert other_store.get_controller_epoch()[0] == 1
 
     zk_store.delete_controller()
     zk_store.delete_controller()  # absent is fine
@@ -96,7 +98,8 @@ def test_election_race_has_one_winner(zk_connect):
         for t in threads:
             t.join(30)
         winners = [i for i, o in outcomes.items() if isinstance(o, tuple)]
-        assert len(outcomes) == 4 and len(winners) == 1
+        assert len(outcomes) == 4
+        assert len(winners) == 1
         assert stores[0].get_controller_id() == winners[0]
         assert outcomes[winners[0]][0] == stores[0].get_controller_epoch()[0] == 1
     finally:
@@ -127,7 +130,8 @@ def test_broker_registration_and_duplicate_id(zk_store, other_store):
     live, bad = zk_store.get_live_brokers()
     assert live == {1: BrokerInfo(1, (EndPoint("127.0.0.1", 9092),), None, epoch1),
                     2: BrokerInfo(2, (EndPoint("127.0.0.1", 9093),), None, epoch2)}
-    assert list(bad) == [7] and isinstance(bad[7], ZNodeDecodeError)
+    assert list(bad) == [7]
+    assert isinstance(bad[7], ZNodeDecodeError)
 
     other_store.stop()
     wait_for(lambda: 2 not in zk_store.get_live_brokers()[0])
@@ -192,7 +196,8 @@ def test_per_item_outcomes_in_one_batch(zk_store):
     tp = tps[5]
     assert zk_store.conditional_update_partition_state(tp, state(2, (2, 1), 1), 0).outcome is WriteOutcome.BAD_VERSION
     r = zk_store.conditional_update_partition_state(tp, state(2, (2, 1), 1), 1)
-    assert r.ok and r.stat_version == 2
+    assert r.ok
+    assert r.stat_version == 2
 
 
 def test_create_partition_states_without_topic_is_no_node(zk_store):
@@ -217,20 +222,26 @@ def test_bulk_reads_5k(zk_store):
     assert zk_store.multi_read_supported  # ZooKeeper 3.9
     for use_multi_read in (True, False):
         raw = zk_store.get_data_bulk([zn.tp_state_path(tp) for tp in tps] + ["/absent"], use_multi_read=use_multi_read)
-        assert len(raw) == 5001 and raw["/absent"] is None
+        assert len(raw) == 5001
+        assert raw["/absent"] is None
         states, bad = zk_store.get_partition_states(tps + [missing])
-        assert list(bad) == [tps[42]] and missing not in states and len(states) == 4999
+        assert list(bad) == [tps[42]]
+        assert missing not in states
+        assert len(states) == 4999
         assert states[tps[7]] == written[tps[7]]
         children = zk_store.get_children_bulk([zn.partitions_path(t) for t in topics] + ["/absent"],
                                               use_multi_read=use_multi_read)
-        assert children["/absent"] is None and len(children[zn.partitions_path("bulk3")]) == 1000
+        assert children["/absent"] is None
+        assert len(children[zn.partitions_path("bulk3")]) == 1000
 
     assert zk_store.get_all_topics() == topics
     assignments, bad = zk_store.get_topic_assignments(topics + ["nope"])
-    assert not bad and set(assignments) == set(topics)
+    assert not bad
+    assert set(assignments) == set(topics)
     assert assignments["bulk1"].partitions[999] == ReplicaAssignment((1, 2, 3))
     configs, bad = zk_store.get_topic_configs(topics)
-    assert configs["bulk4"] == {"retention.ms": "1"} and not bad
+    assert configs["bulk4"] == {"retention.ms": "1"}
+    assert not bad
 
 
 # -- topics and admin znodes ---------------------------------------------------------------------------
@@ -242,7 +253,9 @@ def test_topic_admin_and_notifications(zk_store):
         zk_store.create_topic("orders", assignment)
     # written with a new topic id (version 3), as Kafka's AdminZkClient writes it
     written = zk_store.get_topic_assignments(["orders"])[0]["orders"]
-    assert written.partitions == assignment.partitions and written.topic_id and len(written.topic_id) == 22
+    assert written.partitions == assignment.partitions
+    assert written.topic_id
+    assert len(written.topic_id) == 22
     assert zk_store.get_data(zn.topic_path("orders"))[0] == zn.encode_topic_assignment(written)
 
     grown = TopicAssignment({**assignment.partitions, 2: ReplicaAssignment((1, 2))})
@@ -254,7 +267,8 @@ def test_topic_admin_and_notifications(zk_store):
     zk_store.create_isr_change_notification([TopicPartition("orders", 1)])
     zk_store.client.create(zn.isr_change_path("isr_change_9999999999"), b"junk")
     names, tps = zk_store.get_isr_change_notifications()
-    assert len(names) == 3 and tps == {TopicPartition("orders", 0), TopicPartition("orders", 1)}
+    assert len(names) == 3
+    assert tps == {TopicPartition("orders", 0), TopicPartition("orders", 1)}
     zk_store.delete_isr_change_notifications(names, ev)
     assert zk_store.get_isr_change_notifications() == ([], set())
 
@@ -274,7 +288,8 @@ def test_topic_admin_and_notifications(zk_store):
     with pytest.raises(TopicExistsError, match="marked for deletion"):
         zk_store.create_topic("orders", assignment)
     zk_store.delete_topic_znodes(["orders"], ev)
-    assert zk_store.get_all_topics() == [] and zk_store.get_topics_marked_for_deletion() == []
+    assert zk_store.get_all_topics() == []
+    assert zk_store.get_topics_marked_for_deletion() == []
     assert zk_store.exists(zn.config_topic_path("orders")) is None
 
 
@@ -306,14 +321,18 @@ def test_watches_refire_and_stop_after_cancel(zk_store):
     assert child_events.get(timeout=5).path == "/later"
     zk_store.client.create("/later/x")
     assert child_events.get(timeout=5).type is WatchEventType.CHILDREN_CHANGED
-    assert zk_store.unwatch("/later") == 1 and not absent_parent.active
+    assert zk_store.unwatch("/later") == 1
+    assert not absent_parent.active
 
-    assert zk_store.cancel_watches("controller") == 2 and not dw.active and not cw.active
+    assert zk_store.cancel_watches("controller") == 2
+    assert not dw.active
+    assert not cw.active
     zk_store.client.set(path, b"after cancel")
     zk_store.client.create(zn.topic_path("w9"), b"{}")
     zk_store.client.create("/later/y")
     time.sleep(0.5)
-    assert data_events.empty() and child_events.empty()
+    assert data_events.empty()
+    assert child_events.empty()
 
 
 # -- sessions ---------------------------------------------------------------------------------------
@@ -368,7 +387,8 @@ def test_session_expiry_through_cut_proxy(zookeeper, zk_connect, zk_store):
             assert store.connected
             # the watch was re-armed on the new session and reports what happened meanwhile
             event = watched.get(timeout=5)
-            assert event.type is WatchEventType.CREATED and event.resync
+            assert event.type is WatchEventType.CREATED
+            assert event.resync
             zk_store.client.set("/flag", b"after")
             assert watched.get(timeout=5).type is WatchEventType.CHANGED
             store.register_broker(broker(5))
@@ -386,7 +406,8 @@ def test_server_errors(zookeeper, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ZooKeeperServerError, match="Java not found"):
         EmbeddedZooKeeper(tmp_path / "nojava", port=0).start()
-    assert zookeeper.is_running() and zookeeper.pid_file.read_text().strip() == str(zookeeper.pid)
+    assert zookeeper.is_running()
+    assert zookeeper.pid_file.read_text().strip() == str(zookeeper.pid)
 
 
 @pytest.mark.slow

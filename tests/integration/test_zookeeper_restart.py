@@ -22,7 +22,8 @@ def test_restarted_zookeeper_belongs_to_the_cluster(tmp_path, cli):
         cluster = LocalCluster(root)
         old = cluster.load().zookeeper_pid
         rc, _, err = cli("zookeeper", "start", "--dir", root)
-        assert rc == 1 and f"is running (pid {old})" in err  # one ZooKeeper per cluster
+        assert rc == 1
+        assert f"is running (pid {old})" in err  # one ZooKeeper per cluster
         os.kill(old, signal.SIGKILL)
         try:
             os.waitpid(old, 0)  # `cluster up` ran in this process: reap its child (a shell's init would)
@@ -31,14 +32,17 @@ def test_restarted_zookeeper_belongs_to_the_cluster(tmp_path, cli):
         rc, out, err = cli("zookeeper", "start", "--dir", root)
         assert rc == 0, err
         new = cluster.load().zookeeper_pid
-        assert new != old and _process_matches(new, "zookeeper") and f"(pid {new})" in out
+        assert new != old
+        assert _process_matches(new, "zookeeper")
+        assert f"(pid {new})" in out
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the broker's session survives or it registers again
             rc, out, _ = cli("cluster", "status", "--dir", root)
             if rc == 0 and "controller: broker 1" in out:
                 break
             time.sleep(0.5)
-        assert rc == 0 and "controller: broker 1" in out, out
+        assert rc == 0, out
+        assert "controller: broker 1" in out, out
     finally:
         rc, _, err = cli("cluster", "down", "--dir", root)
     assert rc == 0, err

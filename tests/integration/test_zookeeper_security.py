@@ -87,7 +87,8 @@ def test_plaintext_is_off_and_only_the_used_four_letter_words_answer(secure):
     for word in ("envi", "dump", "cons", "conf", "wchp"):
         assert "not in the whitelist" in (four_letter_word(host, int(port), word, tls=tls) or "")
     conf = (cluster.root / "zookeeper" / "zoo.cfg").read_text()
-    assert "admin.enableServer=false" in conf and "\nclientPort=" not in conf
+    assert "admin.enableServer=false" in conf
+    assert "\nclientPort=" not in conf
     plain = KazooClient(hosts=state.zookeeper)  # a plaintext ZooKeeper session: never established
     try:
         with pytest.raises(KazooTimeoutError):
@@ -121,9 +122,11 @@ def test_a_wrong_secret_is_refused(secure, cli, tmp_path):
                                                                             str(jaas)))
     rc, _, err = cli("topics", "create", "--topic", "never", "--partitions", "1", "--replication-factor", "1",
                      "--zookeeper", state.zookeeper, "--zk-tls-config-file", props)
-    assert rc == 1 and "refused the SASL login" in err
+    assert rc == 1
+    assert "refused the SASL login" in err
     rc, out, err = cli("topics", "list", "--dir", cluster.root)
-    assert rc == 0 and "never" not in out.split()
+    assert rc == 0
+    assert "never" not in out.split()
 
 
 def test_every_command_works_on_the_secured_tree(secure, cli, tmp_path):
@@ -169,4 +172,5 @@ def test_every_command_works_on_the_secured_tree(secure, cli, tmp_path):
     assert "ZooKeeper access is" not in (cluster.root / "broker-1" / "broker.log").read_text()
     # restarting ZooKeeper keeps it secured
     rc, _, err = cli("zookeeper", "start", *d)
-    assert rc == 1 and "is running" in err
+    assert rc == 1
+    assert "is running" in err

@@ -77,7 +77,8 @@ def test_migration_secures_an_existing_tree_and_opens_it_again(chroot, tmp_path,
         _rolling_restart(cluster, SECURED)
         monkeypatch.setenv(ENVIRONMENT_VARIABLE, DIGEST)
         rc, out, err = cli("zookeeper-security-migration", "--zookeeper.acl", "secure", "--zookeeper.connect", chroot)
-        assert rc == 0 and "secure on" in out, err
+        assert rc == 0, err
+        assert "secure on" in out, err
         rc, out, _ = cli("cluster", "status", "--zookeeper", chroot)
         assert "znodes ACL-protected" in out
         monkeypatch.delenv(ENVIRONMENT_VARIABLE)

@@ -199,8 +199,10 @@ def test_idle_active_and_slow_clients_do_not_stall_the_cluster(cluster):
     slow.close()
     assert len(done) > ACTIVE * 5, f"the active clients completed only {len(done)} rounds"
     p99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) >= 100 else max(latencies)
-    assert p99 < PROBE_P99_S and max(latencies) < PROBE_MAX_S, (
-        f"probe latency p99 {p99:.2f}s max {max(latencies):.2f}s over {len(latencies)} probes")
+    assert p99 < PROBE_P99_S, f"probe latency p99 {p99:.2f}s max {max(latencies):.2f}s over {len(latencies)} probes"
+    assert max(latencies) < PROBE_MAX_S, (
+        f"probe latency p99 {p99:.2f}s max {max(latencies):.2f}s over {len(latencies)} probes"
+    )
     assert controller_s < CONTROLLER_BOUND_S
     grown = {b: round(rss[b] - rss0[b], 1) for b in rss}
     print(f"load: {len(done)} active rounds, probe p99 {p99:.3f}s max {max(latencies):.3f}s, "

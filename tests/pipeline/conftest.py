@@ -130,7 +130,8 @@ class PipelineCluster:
                 except BufferError:
                     p.poll(0.05)
         left = p.flush(60)
-        assert left == 0 and not errors, f"produce failed: {left} unacknowledged, errors {errors[:3]}"
+        assert left == 0, f"produce failed: {left} unacknowledged, errors {errors[:3]}"
+        assert not errors, f"produce failed: {left} unacknowledged, errors {errors[:3]}"
 
 
 #: `PRAHA_SPARK_MASTER=standalone` (make test-spark-cluster): the same tests on a Spark

@@ -51,14 +51,18 @@ def test_analytics_reports_the_elections_of_a_kill_and_a_controlled_shutdown(spa
                if e["kind"] == "offline" and e["partition"] == f"{topic_name}-{killed_p}")
 
     periods = [p for p in table("offline_periods") if p["partition"] == f"{topic_name}-{killed_p}"]
-    assert periods and all(int(p["dead_leader"]) == killed and int(p["duration_ms"]) >= 0 for p in periods)
+    assert periods
+    assert all(int(p["dead_leader"]) == killed and int(p["duration_ms"]) >= 0 for p in periods)
     row = next(r for r in table("partitions") if r["partition"] == f"{topic_name}-{killed_p}")
-    assert int(row["offline"]) >= 1 and int(row["elections"]) >= 2 and int(row["offline_periods"]) >= 1
+    assert int(row["offline"]) >= 1
+    assert int(row["elections"]) >= 2
+    assert int(row["offline_periods"]) >= 1
     by_broker = {int(r["broker"]): r for r in table("brokers")}
     assert int(by_broker[stopped]["controlled_shutdowns"]) >= 1
     assert int(by_broker[killed]["seen_dead"]) >= 1
     assert table("controllers")
 
-    assert (out / "partitions.parquet").is_dir() and any((out / "partitions.parquet").glob("*.parquet"))
+    assert (out / "partitions.parquet").is_dir()
+    assert any((out / "partitions.parquet").glob("*.parquet"))
     assert spark.read.parquet(str(out / "brokers.parquet")).count() == 3
     assert (out / "offline_partitions.png").stat().st_size > 10_000

@@ -43,10 +43,12 @@ def test_streaming_table_and_materialized_view_from_a_topic(pipeline, topic_name
     shutil.copytree(EXAMPLE, project)
     spec = (project / "spark-pipeline.yml").read_text()
     spec = (spec.replace("file:///tmp/praha-pipeline-storage", f"file://{tmp_path / 'storage'}")
-            .replace("127.0.0.1:9092", pipeline.bootstrap).replace("praha.topic: pageviews", f"praha.topic: {topic_name}"))
+            .replace("127.0.0.1:9092", pipeline.bootstrap).replace("praha.topic: pageviews",
+                                                                   f"praha.topic: {topic_name}"))
     (project / "spark-pipeline.yml").write_text(spec)
     home = spark_home()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": worker_python(sys.executable),
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": worker_python(sys.executable),
            "PYTHONPATH": str(ROOT)}
 
     def run() -> None:
@@ -61,5 +63,6 @@ def test_streaming_table_and_materialized_view_from_a_topic(pipeline, topic_name
     pipeline.produce(topic_name, [{"key": p.encode(), "value": b"w%d" % i} for i, p in enumerate(more)])
     run()
     raw = _table(project, "pageviews_raw")
-    assert len(raw) == 250 and len({(r["partition"], r["offset"]) for r in raw}) == 250
+    assert len(raw) == 250
+    assert len({(r["partition"], r["offset"]) for r in raw}) == 250
     assert {r["page"]: r["count"] for r in _table(project, "pageviews_per_page")} == dict(Counter(pages + more))

@@ -67,7 +67,7 @@ def test_leader_killed_in_the_middle_of_a_batch_read(spark, pipeline, topic_name
         rows = result["rows"]
         assert len(rows) == n
         assert len({(r.partition, r.offset) for r in rows}) == n
-        assert {r.value for r in rows} == {"r-%06d" % i for i in range(n)}
+        assert {r.value for r in rows} == {f"r-{i:06d}" for i in range(n)}
         assert pipeline.leader(topic_name, 0) != victim
     finally:
         _restore(pipeline, victim, topic_name, 2)
@@ -99,7 +99,8 @@ def test_leader_killed_in_the_middle_of_a_streaming_query(spark, pipeline, topic
     pt.start()
     victim = -1
     try:
-        wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= 600, 120, what="the query to read 600 rows")
+        wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= 600, 120,
+                 what="the query to read 600 rows")
         victim = pipeline.leader(topic_name, 0)
         pipeline.cluster.kill_broker(victim)
         pt.join(180)
@@ -109,10 +110,11 @@ def test_leader_killed_in_the_middle_of_a_streaming_query(spark, pipeline, topic
                  .option("subscribe", topic_name).load()
                  .selectExpr("partition", "offset", "cast(value as string) as value").collect())
         expect = {(r.partition, r.offset, r.value) for r in topic}
-        assert {v for _, _, v in expect} >= {"s-%05d" % i for i in range(total)}
+        assert {v for _, _, v in expect} >= {f"s-{i:05d}" for i in range(total)}
         wait_for(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= len(topic), 120,
                  what="the query to catch up")
-        assert q.isActive and q.exception() is None
+        assert q.isActive
+        assert q.exception() is None
     finally:
         q.stop()
         if victim >= 0:

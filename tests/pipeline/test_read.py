@@ -57,7 +57,7 @@ def test_batch_read_returns_every_record_once_with_kafka_schema(spark, pipeline,
         assert row.key == rec["key"]
         assert row.topic == topic
         assert row.partition == rec["partition"]
-        assert row.timestamp == dt.datetime.fromtimestamp(rec["timestamp"] / 1000, dt.timezone.utc).replace(tzinfo=None)
+        assert row.timestamp == dt.datetime.fromtimestamp(rec["timestamp"] / 1000, dt.UTC).replace(tzinfo=None)
         assert row.timestampType == 0
         assert [(h.key, h.value) for h in row.headers] == rec["headers"]
     # offsets per partition are 0..n-1 and follow the produce order
@@ -78,7 +78,8 @@ def test_starting_and_ending_offsets_json_bound_the_read_exactly(spark, pipeline
     assert got == expect
 
     rows = _read(spark, pipeline, assign=json.dumps({topic: [1]}),
-                 startingOffsets=json.dumps({topic: {"1": 100}}), endingOffsets=json.dumps({topic: {"1": 101}})).collect()
+                 startingOffsets=json.dumps({topic: {"1": 100}}),
+                 endingOffsets=json.dumps({topic: {"1": 101}})).collect()
     assert [(r.partition, r.offset) for r in rows] == [(1, 100)]
 
 
@@ -86,10 +87,13 @@ def test_starting_offsets_by_timestamp_and_min_partitions(spark, pipeline, writt
     topic, recs = written
     # record i has timestamp BASE_TS + i and sits in partition i % 3
     df = _read(spark, pipeline, subscribe=topic, minPartitions="7",
-               startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 300, "1": BASE_TS + 1, "2": BASE_TS + 1499}}))
+               startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 300, "1": BASE_TS + 1,
+                                                              "2": BASE_TS + 1499}}))
     assert df.rdd.getNumPartitions() >= 7
     values = sorted(int(r.value.split(b"-")[1]) for r in df.select("value").collect())
-    expect = sorted(i for i in range(1500) if (i % 3 == 0 and i >= 300) or (i % 3 == 1 and i >= 1) or (i % 3 == 2 and i >= 1499))
+    expect = sorted(
+        i for i in range(1500) if (i % 3 == 0 and i >= 300) or (i % 3 == 1 and i >= 1) or (i % 3 == 2 and i >= 1499)
+    )
     assert values == expect
 
     # a timestamp after every record: 'error' strategy (default) fails naming the option, 'latest' reads nothing
@@ -128,7 +132,8 @@ def test_bad_read_options_fail_at_analysis_naming_the_option(spark, pipeline, wr
     with pytest.raises(AnalysisException) as info:
         _read(spark, pipeline, **options).collect()
     message = str(info.value)
-    assert "praha data source option" in message and f"'{named}'" in message, message
+    assert "praha data source option" in message, message
+    assert f"'{named}'" in message, message
 
 
 def test_unknown_topic_without_fail_on_data_loss_reads_nothing(spark, pipeline, written):

@@ -77,15 +77,19 @@ def test_stores(pki):
     d, ca, client = pki
     pem = parse_security({"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": str(ca.path),
                           "kafka.ssl.keystore.location": str(client.keystore)})
-    assert pem.truststore is not None and pem.truststore.kind == "PEM" and pem.keystore is not None
+    assert pem.truststore is not None
+    assert pem.truststore.kind == "PEM"
+    assert pem.keystore is not None
     assert isinstance(pem.client_security().ssl_context, ssl.SSLContext)
     rd = pem.librdkafka()
-    assert "BEGIN CERTIFICATE" in rd["ssl.ca.pem"] and "PRIVATE KEY" in rd["ssl.key.pem"]
+    assert "BEGIN CERTIFICATE" in rd["ssl.ca.pem"]
+    assert "PRIVATE KEY" in rd["ssl.key.pem"]
     p12 = parse_security({"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": str(d / "trust.p12"),
                           "kafka.ssl.truststore.type": "PKCS12", "kafka.ssl.truststore.password": "trust-pass",
                           "kafka.ssl.keystore.location": str(d / "client.p12"),
                           "kafka.ssl.keystore.password": "store-pass"})
-    assert p12.keystore is not None and p12.keystore.kind == "PKCS12"
+    assert p12.keystore is not None
+    assert p12.keystore.kind == "PKCS12"
     assert p12.client_security().ssl_context is not None
     assert p12.librdkafka()["ssl.keystore.location"] == str(d / "client.p12")
     assert "BEGIN CERTIFICATE" in p12.librdkafka()["ssl.ca.pem"]
@@ -95,13 +99,15 @@ def test_stores(pki):
     # JKS: refused with the keytool command that converts it
     msg = refused({"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": str(d / "store.jks")},
                   "kafka.ssl.truststore.location")
-    assert "keytool -importkeystore" in msg and "PKCS12" in msg
+    assert "keytool -importkeystore" in msg
+    assert "PKCS12" in msg
 
 
 def test_secrets_stay_out_of_repr_and_pickles_carry_no_ssl_context():
     opts = parse_read_options({**BASE, "kafka.security.protocol": "SASL_PLAINTEXT",
                                "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": SCRAM})
-    assert opts.security.username == "spark" and opts.security.password == SECRET
+    assert opts.security.username == "spark"
+    assert opts.security.password == SECRET
     assert SECRET not in repr(opts)
     assert pickle.loads(pickle.dumps(opts)) == opts  # strings only: executors rebuild TLS themselves
     w = parse_write_options({**BASE, "topic": "t", "kafka.security.protocol": "SASL_PLAINTEXT",
@@ -111,7 +117,8 @@ def test_secrets_stay_out_of_repr_and_pickles_carry_no_ssl_context():
     from praha.spark.writer import producer_config
 
     conf = producer_config(w)
-    assert conf["sasl.username"] == "spark" and conf["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert conf["sasl.username"] == "spark"
+    assert conf["sasl.mechanism"] == "SCRAM-SHA-512"
 
 
 def test_min_offsets_per_trigger_and_max_trigger_delay():

@@ -22,7 +22,8 @@ def test_sink_writes_a_dataframe_and_reading_it_back_gives_the_same_rows(spark, 
     rows = [(f"k{i % 17}", f"value-{i}", i % 3, [("n", str(i).encode())]) for i in range(900)]
     df = spark.createDataFrame(rows, "key string, value string, partition int, "
                                      "headers array<struct<key: string, value: binary>>")
-    df.write.format("praha").mode("append").option("kafka.bootstrap.servers", pipeline.bootstrap).option("topic", topic_name).save()
+    df.write.format("praha").mode("append").option("kafka.bootstrap.servers",
+                                                   pipeline.bootstrap).option("topic", topic_name).save()
     back = _read_back(spark, pipeline, topic_name).collect()
     assert len(back) == 900
     got = {(r.key.decode(), r.value.decode(), r.partition, tuple((h.key, h.value) for h in r.headers)) for r in back}
@@ -44,9 +45,10 @@ def test_streaming_sink_writes_every_micro_batch(spark, pipeline, topic_name, tm
          .selectExpr("key", "upper(cast(value as string)) as value")
          .writeStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap).option("topic", dst)
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-    assert q.awaitTermination(120) and q.exception() is None
+    assert q.awaitTermination(120)
+    assert q.exception() is None
     values = sorted(r.value.decode() for r in _read_back(spark, pipeline, dst).collect())
-    assert values == sorted("M-%d" % i for i in range(400))
+    assert values == sorted(f"M-{i}" for i in range(400))
 
 
 @pytest.mark.parametrize(("options", "schema", "named"), [

@@ -35,7 +35,8 @@ def test_batch_write_retried_tasks_write_each_row_once(spark, pipeline, topic_na
     assert sorted(_read(spark, pipeline, topic_name, committed=True)) == want
     uncommitted = _read(spark, pipeline, topic_name, committed=False)
     if failure == "beforeCommit":  # the aborted attempts' records are in the log, hidden by read_committed
-        assert len(uncommitted) > len(want) and set(uncommitted) == set(want)
+        assert len(uncommitted) > len(want)
+        assert set(uncommitted) == set(want)
     else:  # the retries wrote nothing at all
         assert sorted(uncommitted) == want
 
@@ -65,7 +66,8 @@ def test_streaming_query_replayed_after_a_failed_commit_writes_each_record_once(
     assert q.exception() is not None
     # restart from the checkpoint: Spark runs batch 1 again, then the rest
     q = start()
-    assert q.awaitTermination(180) and q.exception() is None
-    want = sorted("M-%d" % i for i in range(400))
+    assert q.awaitTermination(180)
+    assert q.exception() is None
+    want = sorted(f"M-{i}" for i in range(400))
     assert sorted(_read(spark, pipeline, dst, committed=True)) == want
     assert sorted(_read(spark, pipeline, dst, committed=False)) == want  # nothing was written twice

@@ -95,7 +95,8 @@ def test_read_committed_skips_aborted_transactions_until_their_marker():
 
 def test_exactly_once_write_options():
     o = parse_write_options({**BS, "topic": "t", "exactlyOnce": "true", "transactionalIdPrefix": "orders-sink"})
-    assert o.exactly_once and o.transactional_id_prefix == "orders-sink"
+    assert o.exactly_once
+    assert o.transactional_id_prefix == "orders-sink"
     assert not parse_write_options({**BS, "topic": "t"}).exactly_once
     for bad, named in (({"kafka.transactional.id": "x"}, "kafka.transactional.id"),
                        ({"kafka.acks": "1"}, "kafka.acks"),
@@ -168,7 +169,8 @@ BS = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
     ({**BS, "subscribe": "a", "startingOffsets": "latest"}, False, "startingOffsets"),
     ({**BS, "subscribe": "a", "endingOffsets": "latest"}, True, "endingOffsets"),
     ({**BS, "subscribe": "a", "startingOffsetsByTimestamp": '{"a": {"0": -5}}'}, None, "startingOffsetsByTimestamp"),
-    ({**BS, "subscribe": "a", "startingOffsetsByTimestampStrategy": "maybe"}, None, "startingOffsetsByTimestampStrategy"),
+    ({**BS, "subscribe": "a", "startingOffsetsByTimestampStrategy": "maybe"}, None,
+     "startingOffsetsByTimestampStrategy"),
     ({**BS, "subscribe": "a", "maxOffsetsPerTrigger": "-1"}, True, "maxOffsetsPerTrigger"),
     ({**BS, "subscribe": "a", "includeHeaders": "yes"}, None, "includeHeaders"),
     ({**BS, "subscribe": "a", "kafka.value.deserializer": "x"}, None, "kafka.value.deserializer"),
@@ -194,7 +196,8 @@ def test_read_options_defaults_and_precedence():
 
 def test_write_options_pass_producer_settings_and_default_to_acks_all():
     o = parse_write_options({**BS, "topic": "t", "kafka.linger.ms": "7"})
-    assert o.producer_config["acks"] == "all" and o.producer_config["linger.ms"] == "7"
+    assert o.producer_config["acks"] == "all"
+    assert o.producer_config["linger.ms"] == "7"
     assert o.producer_config["bootstrap.servers"] == "127.0.0.1:9092"
     with pytest.raises(OptionError, match="kafka.key.serializer"):
         parse_write_options({**BS, "kafka.key.serializer": "x"})

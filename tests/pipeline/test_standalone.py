@@ -51,7 +51,8 @@ def test_a_job_submitted_with_praha_as_py_files_reads_and_writes(cluster, pipeli
     assert report["read"] == values
     assert report["executors"] == 2
     assert "praha.zip" in report["driver_praha"], report
-    assert report["executor_praha"] and all("praha.zip" in f for f in report["executor_praha"]), report
+    assert report["executor_praha"], report
+    assert all("praha.zip" in f for f in report["executor_praha"]), report
     _check_output(pipeline, dst, values)
 
 
@@ -77,8 +78,8 @@ def test_a_job_submitted_with_a_packed_environment_in_spark_archives(cluster, pi
     assert report["read"] == values
     assert report["executors"] == 2
     # the executors imported praha from the archive unpacked in their own work directories
-    assert report["executor_praha"] and all("/env/lib/" in f and not f.startswith(str(tmp_path))
-                                            for f in report["executor_praha"]), report
+    assert report["executor_praha"], report
+    assert all("/env/lib/" in f and not f.startswith(str(tmp_path)) for f in report["executor_praha"]), report
     _check_output(pipeline, dst, values)
 
 

@@ -1,5 +1,6 @@
 """Streaming reads: availableNow, restart from a checkpoint, maxOffsetsPerTrigger,
-minOffsetsPerTrigger with maxTriggerDelay, new partitions picked up, and data loss (retention, topic deletion) with failOnDataLoss."""
+minOffsetsPerTrigger with maxTriggerDelay, new partitions picked up, and data loss (retention,
+topic deletion) with failOnDataLoss."""
 from __future__ import annotations
 
 import json
@@ -37,7 +38,8 @@ def _run_available_now(spark, pipeline, topic, out, checkpoint, **options) -> li
     return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
 
 
-def test_available_now_reads_everything_then_restart_reads_exactly_the_new_records(spark, pipeline, topic_name, tmp_path):
+def test_available_now_reads_everything_then_restart_reads_exactly_the_new_records(spark, pipeline, topic_name,
+                                                                                   tmp_path):
     pipeline.create_topic(topic_name, 3, 3, {"min.insync.replicas": "2"})
     pipeline.produce(topic_name, _values(0, 600, 3))
     out, ck = tmp_path / "out", tmp_path / "checkpoint"
@@ -51,7 +53,7 @@ def test_available_now_reads_everything_then_restart_reads_exactly_the_new_recor
     rows = spark.read.parquet(str(out)).collect()
     assert len(rows) == 850
     assert len({(r.partition, r.offset) for r in rows}) == 850
-    assert {r.value for r in rows} == {"v-%d" % i for i in range(850)}
+    assert {r.value for r in rows} == {f"v-{i}" for i in range(850)}
     # offsets in the checkpoint are per topic-partition, in Spark's Kafka JSON
     last = sorted((ck / "offsets").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)[-1]
     offsets = json.loads(last.read_text().strip().splitlines()[-1])
@@ -78,16 +80,18 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
          .selectExpr("partition", "cast(value as string) as value")
          .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start())
     try:
-        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 100, 60, what="first 100 rows")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 100, 60,
+                 what="first 100 rows")
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.create_partitions([NewPartitions(topic_name, 4)])[topic_name].result(timeout=60)
         pipeline.wait_ready(topic_name, 4)
         pipeline.produce(topic_name, _values(100, 200, 4))
-        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c >= 200, 60, what="rows of new partitions")
+        wait_for(lambda: spark.sql(f"select count(*) c from {name}").first().c >= 200, 60,
+                 what="rows of new partitions")
         rows = spark.sql(f"select partition, value from {name}").collect()
         assert len(rows) == 200
         assert {r.partition for r in rows} == {0, 1, 2, 3}
-        assert {r.value for r in rows} == {"v-%d" % i for i in range(200)}
+        assert {r.value for r in rows} == {f"v-{i}" for i in range(200)}
     finally:
         q.stop()
 
@@ -95,7 +99,8 @@ def test_new_partitions_of_a_subscribed_topic_are_picked_up(spark, pipeline, top
 def test_data_removed_by_retention_fails_or_is_skipped(spark, pipeline, topic_name):
     # small segments and a byte limit: the broker deletes old segments within seconds
     pipeline.create_topic(topic_name, 1, 3, {"segment.bytes": "4096", "retention.bytes": "8192"})
-    pipeline.produce(topic_name, [{"value": b"x" * 200} for _ in range(300)], **{"linger.ms": 0, "batch.num.messages": 5})
+    pipeline.produce(topic_name, [{"value": b"x" * 200} for _ in range(300)],
+                     **{"linger.ms": 0, "batch.num.messages": 5})
 
     def log_start() -> int:
         with ClusterClient(parse_bootstrap({"kafka.bootstrap.servers": pipeline.bootstrap})) as c:
@@ -107,7 +112,9 @@ def test_data_removed_by_retention_fails_or_is_skipped(spark, pipeline, topic_na
     with pytest.raises(Exception, match="failOnDataLoss"):
         read.load().count()
     rows = read.option("failOnDataLoss", "false").load().select("offset").collect()
-    assert rows and min(r.offset for r in rows) >= start and max(r.offset for r in rows) == 299
+    assert rows
+    assert min(r.offset for r in rows) >= start
+    assert max(r.offset for r in rows) == 299
 
 
 def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name):
@@ -121,7 +128,8 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
         queries[fail] = (_stream(spark, pipeline, subscribe=topic_name, failOnDataLoss=fail, startingOffsets="earliest")
                          .select("offset").writeStream.format("memory").queryName(name)
                          .trigger(processingTime="500 milliseconds").start())
-        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 50, 60, what=f"rows ({fail})")
+        wait_for(lambda name=name: spark.sql(f"select count(*) c from {name}").first().c == 50, 60,
+                 what=f"rows ({fail})")
     try:
         admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
         admin.delete_topics([topic_name])[topic_name].result(timeout=60)
@@ -129,7 +137,8 @@ def test_deleted_topic_fails_the_query_or_is_skipped(spark, pipeline, topic_name
         wait_for(lambda: not queries["true"].isActive, 60, what="the failOnDataLoss=true query to fail")
         assert "failOnDataLoss" in str(queries["true"].exception())
         time.sleep(2)
-        assert queries["false"].isActive and queries["false"].exception() is None
+        assert queries["false"].isActive
+        assert queries["false"].exception() is None
     finally:
         for q in queries.values():
             q.stop()
@@ -163,7 +172,8 @@ def test_min_offsets_per_trigger_holds_a_batch_back_until_enough_or_the_delay(pi
         released = wait_for(lambda: (o := reader.latestOffset(first, limit)) != first and o, 60, interval=0.2,
                             what="maxTriggerDelay to release the batch")
         # never before maxTriggerDelay after the last batch (a semantic bound, not a speed check)
-        assert time.monotonic() - first_at >= 4.0 and total(released) == 30
+        assert time.monotonic() - first_at >= 4.0
+        assert total(released) == 30
         pipeline.produce(topic_name, _values(30, 140, 2))
         assert total(reader.latestOffset(released, limit)) == 140  # 110 new >= 100: at once
     finally:

@@ -69,13 +69,14 @@ class TestPlanNewPartitions:
 
     def test_keeps_the_replication_factor(self):
         got = plan_new_partitions("t", self.current, 5, {1, 2, 3})
-        assert sorted(got) == [3, 4] and all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
+        assert sorted(got) == [3, 4]
+        assert all(len(r) == 2 and len(set(r)) == 2 for r in got.values())
 
     @pytest.mark.parametrize("given", [[(1, 2), (2, 3), (3, 1), (1, 3), (2, 1)], [(1, 3), (2, 1)]])
     def test_manual_assignment_of_all_or_only_the_new_partitions(self, given):
         assert plan_new_partitions("t", self.current, 5, {1, 2, 3}, given) == {3: (1, 3), 4: (2, 1)}
 
-    @pytest.mark.parametrize("kwargs,error,message", [
+    @pytest.mark.parametrize(("kwargs", "error", "message"), [
         (dict(current=None), UnknownTopicError, "Topic 't' does not exist."),
         (dict(marked_for_deletion=True), InvalidTopicError, "Topic 't' is marked for deletion."),
         (dict(reassigning={TP("t", 1)}), ReassignmentInProgressError,
@@ -117,7 +118,7 @@ def test_topics_to_move_and_broker_list():
     assert parse_broker_list("3,1,2") == [3, 1, 2]
 
 
-@pytest.mark.parametrize("text,message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("nope", "the topics-to-move file is not valid JSON"),
     ('{"topics":"a"}', 'invalid topics-to-move JSON: expected {"version":1,"topics":[{"topic":"foo"},...]}'),
     ('{"version":2,"topics":[{"topic":"a"}]}', "Not supported version field value 2"),
@@ -132,7 +133,7 @@ def test_topics_to_move_refusals(text, message):
     assert str(e.value).startswith(message)
 
 
-@pytest.mark.parametrize("text,message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("1,x", "invalid broker list '1,x': expected broker ids separated by ',' (e.g. 1,2,3)"),
     ("", "invalid broker list '': expected broker ids separated by ',' (e.g. 1,2,3)"),
     ("1,2,1,2", "Broker list contains duplicate entries: 1,2"),
@@ -158,7 +159,7 @@ def _entry(topic="t", partition=0, replicas=(1, 2), **extra):
     return {"topic": topic, "partition": partition, "replicas": list(replicas), **extra}
 
 
-@pytest.mark.parametrize("obj,error,message", [
+@pytest.mark.parametrize(("obj", "error", "message"), [
     ("{", InvalidRequestError, "the reassignment file is not valid JSON"),
     ({"version": 1}, InvalidRequestError, "invalid reassignment JSON: expected"),
     ({"version": 3, "partitions": [_entry()]}, InvalidRequestError, "Not supported version field value 3"),
@@ -202,7 +203,7 @@ def test_propose_keeps_partition_counts_and_replication_factors():
     assert sorted(proposed[TP("a", p)][0] for p in range(3)) == [4, 5, 6]  # leaders spread
 
 
-@pytest.mark.parametrize("topics,brokers,error,message", [
+@pytest.mark.parametrize(("topics", "brokers", "error", "message"), [
     (["a", "x", "y"], [1, 2], UnknownTopicError, "Topics x, y not found."),
     (["a"], [1, 9], InvalidReplicaAssignmentError, "Unknown broker id 9 (live brokers: 1,2,3)"),
     (["a"], [1], InvalidReplicationFactorError, "replication factor: 2 larger than available brokers: 1"),
@@ -226,7 +227,7 @@ def test_check_plan_returns_the_current_replicas():
     assert check_plan({TP("t", 0): (2, 1)}, view()) == {TP("t", 0): (1, 2)}  # a new preferred leader is a change
 
 
-@pytest.mark.parametrize("plan,kw,error,message", [
+@pytest.mark.parametrize(("plan", "kw", "error", "message"), [
     ({TP("x", 0): (1,), TP("t", 0): (1,)}, {}, UnknownTopicError, "Topic x not found."),
     ({TP("t", 7): (1, 2), TP("t", 9): (1, 2)}, {}, UnknownTopicError, "Unable to find partitions: t-7, t-9"),
     ({TP("t", 0): (1, 9)}, {}, InvalidReplicaAssignmentError, "Unknown broker id 9 (live brokers: 1,2,3,4)"),
@@ -260,7 +261,7 @@ def test_election_json():
         TP("a", 1), TP("b", 0)}
 
 
-@pytest.mark.parametrize("text,message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("[", "the election file is not valid JSON"),
     ('{"partition":[]}', 'invalid election JSON: expected {"partitions":[{"topic":"foo","partition":1},...]}'),
     ('{"partitions":[{"topic":"a","partition":true}]}', 'invalid election entry {"topic": "a", "partition": true}'),
@@ -432,7 +433,8 @@ def test_alter_reassignments_checks_then_calls_the_flow(version):
 def test_alter_and_list_reassignments_on_a_non_controller():
     apis = AdminApis(fake_broker(FakeController(acting=False)))
     response = call(apis, "handle_alter_partition_reassignments", alter_request({("t", 0): [1]}), 0)
-    assert response.error_code == ErrorCode.NOT_CONTROLLER and response.responses == []
+    assert response.error_code == ErrorCode.NOT_CONTROLLER
+    assert response.responses == []
     response = call(apis, "handle_list_partition_reassignments", ListPartitionReassignmentsRequest(timeout_ms=100), 0)
     assert response.error_code == ErrorCode.NOT_CONTROLLER
 

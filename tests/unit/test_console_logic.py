@@ -74,7 +74,8 @@ def test_timeline_events_come_from_the_state_change_lines():
     assert sorted(e.kind.name for e in change) == ["BROKER_DOWN", "BROKER_UP"]
     leaders = events_of({"time_ms": 7, "event": "PartitionStateChange", "target": "OnlinePartition",
                          "election": "offline", "leaders": {"t-0": [2, 5, json.dumps([2])]}, "unclean": ["t-0"]})
-    assert leaders[0].kind is Kind.LEADER and "1 offline elections (1 unclean): t-0 → 2" in leaders[0].text
+    assert leaders[0].kind is Kind.LEADER
+    assert "1 offline elections (1 unclean): t-0 → 2" in leaders[0].text
     assert events_of({"time_ms": 8, "event": "PartitionStateChange", "target": "OfflinePartition", "count": 3}) == []
     assert events_of({"time_ms": 9, "event": "IsrChange", "isr": {"t-1": [1, 2]}})[0].kind is Kind.ISR
 

@@ -46,7 +46,8 @@ def test_avro_a_field_the_reader_adds_needs_a_default():
 
 
 def test_avro_a_field_the_writer_has_and_the_reader_lacks_is_ignored():
-    new, old = avro(rec({"name": "a", "type": "int"})), avro(rec({"name": "a", "type": "int"}, {"name": "b", "type": "int"}))
+    new, old = avro(rec({"name": "a", "type": "int"})), avro(rec({"name": "a", "type": "int"},
+                                                                 {"name": "b", "type": "int"}))
     assert not compatibility_problems(Compatibility.BACKWARD, new, [old])
     assert compatibility_problems(Compatibility.FORWARD, new, [old])  # old readers need b, which has no default
     assert compatibility_problems(Compatibility.FULL, new, [old])
@@ -146,7 +147,8 @@ def test_json_required_types_bounds_enums():
     assert not reads(js({"type": "integer", "minimum": 5}), js({"type": "integer", "minimum": 0}))
     assert reads(js({"enum": ["a", "b", "c"]}), js({"enum": ["a", "b"]}))
     assert not reads(js({"enum": ["a"]}), js({"enum": ["a", "b"]}))
-    assert not reads(js({"type": "array", "items": {"type": "integer"}}), js({"type": "array", "items": {"type": "number"}}))
+    assert not reads(js({"type": "array", "items": {"type": "integer"}}),
+                     js({"type": "array", "items": {"type": "number"}}))
 
 
 def test_json_canonical_forms_and_invalid_schemas():
@@ -201,7 +203,9 @@ def test_proto_text_parses_to_a_usable_descriptor():
     o.at.seconds = 5
     o.note = "n"
     back = Order.FromString(o.SerializeToString())
-    assert back.lines[0].qty == 2 and back.tags["k"] == 7 and back.WhichOneof("payment") == "card"
+    assert back.lines[0].qty == 2
+    assert back.tags["k"] == 7
+    assert back.WhichOneof("payment") == "card"
     assert back.HasField("note")
 
 

@@ -107,7 +107,8 @@ def test_soft_then_permanent_deletes(reg):
     call(reg, "POST", "/subjects/t/versions", enum("A"))
     call(reg, "DELETE", "/subjects/t/versions/1")
     again = call(reg, "POST", "/subjects/t/versions", enum("C"))[1]
-    assert again["version"] == 2 and again["id"] > 2
+    assert again["version"] == 2
+    assert again["id"] > 2
 
 
 def test_references(reg):
@@ -119,7 +120,7 @@ def test_references(reg):
              "references": [{"name": "fin.Money", "subject": "money", "version": 1}]}
     oid = call(reg, "POST", "/subjects/order/versions", order)[1]["id"]
     assert call(reg, "GET", "/subjects/money/versions/1/referencedby")[1] == [oid]
-    assert call(reg, "GET", "/schemas/ids/%d" % oid)[1]["references"] == order["references"]
+    assert call(reg, "GET", f"/schemas/ids/{oid}")[1]["references"] == order["references"]
     assert code(reg, "DELETE", "/subjects/money/versions/1") == 42206
     assert code(reg, "DELETE", "/subjects/money") == 42206
     missing = dict(order, references=[{"name": "fin.Money", "subject": "money", "version": 7}])
@@ -139,7 +140,8 @@ def test_modes(reg):
         "id": 42, "version": 3, "subject": "s"}
 
 
-@pytest.mark.parametrize(("text", "expected"), [("latest", LATEST), ("-1", LATEST), ("1", 1), ("2147483647", 2**31 - 1)])
+@pytest.mark.parametrize(("text", "expected"),
+                         [("latest", LATEST), ("-1", LATEST), ("1", 1), ("2147483647", 2**31 - 1)])
 def test_versions(text, expected):
     assert parse_version(text) == expected
 
@@ -168,7 +170,8 @@ def test_records_are_confluents_format(reg):
     assert json.loads(v1) == {"subject": "s", "version": 1, "id": 1, "schema": enum("A")["schema"], "deleted": False}
     assert json.loads(k2) == {"keytype": "CONFIG", "subject": None, "magic": 0}
     assert json.loads(v2) == {"compatibilityLevel": "FULL"}
-    assert decode_schema_value(v1).id == 1 and Key.decode(k1) == Key(KeyType.SCHEMA, "s", 1)
+    assert decode_schema_value(v1).id == 1
+    assert Key.decode(k1) == Key(KeyType.SCHEMA, "s", 1)
     assert Key.decode(b"not json") is None
 
 

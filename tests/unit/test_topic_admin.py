@@ -31,7 +31,7 @@ def test_placement_matches_kafkas_rack_unaware_algorithm_for_a_fixed_start():
     assert got[9] == (4, 1, 2)
 
 
-@pytest.mark.parametrize("brokers,partitions,rf", [(3, 6, 3), (6, 60, 3), (5, 100, 2)])
+@pytest.mark.parametrize(("brokers", "partitions", "rf"), [(3, 6, 3), (6, 60, 3), (5, 100, 2)])
 def test_preferred_leaders_and_replicas_are_balanced(brokers, partitions, rf):
     got = assign_replicas(list(range(1, brokers + 1)), partitions, rf, rng=random.Random(7))
     leaders = Counter(r[0] for r in got.values())

@@ -79,7 +79,9 @@ def test_broker_round_trip_rack_listeners_ipv6():
     data = zn.encode_broker(info, features={"metadata.version": (1, 7)})
     obj = json.loads(data)
     assert obj["endpoints"] == ["INTERNAL://[::1]:9093", "PLAINTEXT://h:9092"]
-    assert obj["host"] == "h" and obj["port"] == 9092 and obj["rack"] == "r1"
+    assert obj["host"] == "h"
+    assert obj["port"] == 9092
+    assert obj["rack"] == "r1"
     assert obj["features"] == {"metadata.version": {"min_version": 1, "max_version": 7}}
     assert zn.decode_broker(2, data, epoch=5) == info
 
@@ -87,11 +89,12 @@ def test_broker_round_trip_rack_listeners_ipv6():
 def test_broker_without_plaintext_has_null_host():
     info = BrokerInfo(3, (EndPoint("h", 9093, "SSL", "SSL"),))
     obj = json.loads(zn.encode_broker(info))
-    assert obj["host"] is None and obj["port"] == -1
+    assert obj["host"] is None
+    assert obj["port"] == -1
     assert zn.decode_broker(3, zn.encode_broker(info)) == BrokerInfo(3, (EndPoint("h", 9093, "SSL", "SSL"),))
 
 
-@pytest.mark.parametrize("data, expected", [
+@pytest.mark.parametrize(("data", "expected"), [
     (b'{"jmx_port":-1,"timestamp":"1","host":"h1","version":1,"port":9092}', (EndPoint("h1", 9092),), ),
     (b'{"jmx_port":-1,"timestamp":"1","endpoints":["PLAINTEXT://h2:9092"],"host":"h2","version":2,"port":9092}',
      (EndPoint("h2", 9092),)),
@@ -103,7 +106,9 @@ def test_broker_without_plaintext_has_null_host():
 ])
 def test_broker_legacy_versions(data, expected):
     info = zn.decode_broker(9, data, epoch=77)
-    assert info.endpoints == expected and info.epoch == 77 and info.id == 9
+    assert info.endpoints == expected
+    assert info.epoch == 77
+    assert info.id == 9
     assert info.rack == ("rk" if b'"rack"' in data else None)
 
 
@@ -120,9 +125,11 @@ def test_topic_assignment_reassigning_and_topic_id():
                          0: ReplicaAssignment((1, 2))}, topic_id="q3yN9SCxRlKX8nJgXkrZxg")
     data = zn.encode_topic_assignment(a)
     obj = json.loads(data)
-    assert obj["version"] == 3 and obj["topic_id"] == "q3yN9SCxRlKX8nJgXkrZxg"
+    assert obj["version"] == 3
+    assert obj["topic_id"] == "q3yN9SCxRlKX8nJgXkrZxg"
     assert list(obj["partitions"]) == ["0", "1"]
-    assert obj["adding_replicas"] == {"1": [4]} and obj["removing_replicas"] == {"1": [1]}
+    assert obj["adding_replicas"] == {"1": [4]}
+    assert obj["removing_replicas"] == {"1": [1]}
     assert zn.decode_topic_assignment(data) == a
 
 
@@ -165,7 +172,8 @@ def test_config_and_cluster_id():
     data = zn.encode_config({"retention.ms": "1000"})
     assert data == b'{"version":1,"config":{"retention.ms":"1000"}}'
     assert zn.decode_config(data) == {"retention.ms": "1000"}
-    assert zn.decode_config(b"") == {} and zn.decode_config(b'{"version":1}') == {}
+    assert zn.decode_config(b"") == {}
+    assert zn.decode_config(b'{"version":1}') == {}
     assert zn.encode_cluster_id("abc") == b'{"version":"1","id":"abc"}'
     assert zn.decode_cluster_id(b'{"version":"1","id":"abc"}') == "abc"
 
@@ -218,11 +226,12 @@ SPECIFIC_GARBAGE = {
 }
 
 
-@pytest.mark.parametrize("kind, data", [(k, d) for k in DECODERS for d in COMMON_GARBAGE + SPECIFIC_GARBAGE[k]])
+@pytest.mark.parametrize(("kind", "data"), [(k, d) for k in DECODERS for d in COMMON_GARBAGE + SPECIFIC_GARBAGE[k]])
 def test_garbage_raises_decode_error(kind, data):
     with pytest.raises(ZNodeDecodeError) as info:
         DECODERS[kind](data)
-    assert isinstance(info.value, PrahaError) and info.value.reason
+    assert isinstance(info.value, PrahaError)
+    assert info.value.reason
 
 
 def test_decode_error_names_path():

@@ -63,7 +63,8 @@ def parser() -> KafkaToolParser:
     p.add_argument("--user", help="same as --entity-type users --entity-name USER")
     p.add_argument("--client", help="same as --entity-type clients --entity-name CLIENT_ID")
     p.add_argument("--ip", help="same as --entity-type ips --entity-name IP")
-    p.add_argument("--broker-logger", dest="broker_logger", help="same as --entity-type broker-loggers --entity-name ID")
+    p.add_argument("--broker-logger", dest="broker_logger",
+                   help="same as --entity-type broker-loggers --entity-name ID")
     p.add_argument("--broker-defaults", action="store_true", help="same as --entity-type brokers --entity-default")
     p.add_argument("--user-defaults", action="store_true", help="same as --entity-type users --entity-default")
     p.add_argument("--client-defaults", action="store_true", help="same as --entity-type clients --entity-default")

@@ -208,7 +208,8 @@ def run_consumer(argv: list[str]) -> int:
     p.add_argument("--group", help="the consumer group id (default: console-consumer-NNNNN)")
     p.add_argument("--partition", type=int, help="consume only this partition (no group)")
     p.add_argument("--offset", default="latest", help="with --partition: earliest, latest (default) or an offset")
-    p.add_argument("--from-beginning", action="store_true", help="start from the earliest offset without a committed one")
+    p.add_argument("--from-beginning", action="store_true",
+                   help="start from the earliest offset without a committed one")
     p.add_argument("--max-messages", type=int, default=-1, help="exit after this many messages")
     p.add_argument("--timeout-ms", type=int, help="exit when no message arrived for this long")
     p.add_argument("--isolation-level", default="read_uncommitted", choices=["read_committed", "read_uncommitted"],

@@ -88,7 +88,8 @@ class Member:
 
     def record(self) -> MemberRecord:
         return MemberRecord(self.member_id, self.group_instance_id, self.client_id, self.client_host,
-                            self.rebalance_timeout_ms, self.session_timeout_ms, self.metadata_for_current, self.assignment)
+                            self.rebalance_timeout_ms, self.session_timeout_ms, self.metadata_for_current,
+                            self.assignment)
 
 
 @dataclass(frozen=True, slots=True)

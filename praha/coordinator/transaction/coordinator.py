@@ -74,7 +74,7 @@ class TxnConfig:
     expiration_check_interval_ms: int = 3600000
 
     @classmethod
-    def from_broker_config(cls, c: BrokerConfig) -> "TxnConfig":
+    def from_broker_config(cls, c: BrokerConfig) -> TxnConfig:
         return cls(c.transaction_state_log_num_partitions, c.transaction_max_timeout_ms,
                    c.transactional_id_expiration_ms, c.transaction_abort_timed_out_transaction_cleanup_interval_ms,
                    c.transaction_remove_expired_transaction_cleanup_interval_ms)

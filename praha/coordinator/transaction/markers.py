@@ -52,7 +52,7 @@ class MarkerJob:
     remaining: set[Partition]
     #: False once the coordinator no longer owns the transaction (resigned, reloaded)
     still_valid: Callable[[], bool] = lambda: True
-    done: "asyncio.Future[bool] | None" = None
+    done: asyncio.Future[bool] | None = None
     started: float = field(default_factory=time.monotonic)
 
 
@@ -84,7 +84,7 @@ class MarkerChannel:
         self._dispatcher: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
 
-    def write(self, job: MarkerJob) -> "asyncio.Future[bool]":
+    def write(self, job: MarkerJob) -> asyncio.Future[bool]:
         """Queue the markers of `job`; the future is True once every partition has its marker."""
         job.done = asyncio.get_running_loop().create_future()
         if not job.remaining:
@@ -136,7 +136,7 @@ class MarkerChannel:
                 break
             try:
                 await asyncio.wait_for(self._wake.wait(), self.retry_backoff_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def _settle(self) -> None:

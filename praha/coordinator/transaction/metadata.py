@@ -46,14 +46,14 @@ class TxnState(Enum):
         return self.value[1]
 
     @classmethod
-    def of_id(cls, state_id: int) -> "TxnState":
+    def of_id(cls, state_id: int) -> TxnState:
         for s in cls:
             if s.id == state_id:
                 return s
         raise ValueError(f"unknown transaction state id {state_id}")
 
     @classmethod
-    def of_name(cls, name: str) -> "TxnState | None":
+    def of_name(cls, name: str) -> TxnState | None:
         return next((s for s in cls if s.display.lower() == name.lower()), None)
 
     @property

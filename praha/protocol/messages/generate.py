@@ -405,7 +405,8 @@ class Module:
             "from praha.protocol.messages.runtime import (",
             "    I32, ZERO_UUID, WireFormatError, WireMessage, WireStruct, null_field, read_bytes, read_compact_bytes,",
             "    read_compact_count, read_compact_string, read_count, read_string, read_uvarint, skip_tagged,",
-            "    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string, write_tagged,",
+            "    uuid_bytes, uvarint, write_bytes, write_compact_bytes, write_compact_string, write_string,"
+            " write_tagged,",
             ")",
             "",
         ]
@@ -436,7 +437,8 @@ def generate() -> dict[Path, str]:
         index += [f"    {a.name}Request, {a.name}Response," for a in apis]
         index.append(")")
         table += [f"    {a.key}: ({a.name}Request, {a.name}Response)," for a in apis]
-    index += ["from praha.protocol.messages.runtime import WireMessage", "", "#: api key → (request class, response class)",
+    index += ["from praha.protocol.messages.runtime import WireMessage", "",
+              "#: api key → (request class, response class)",
               "MESSAGES: dict[int, tuple[type[WireMessage], type[WireMessage]]] = {"]
     index += sorted(table, key=lambda line: int(line.split(":")[0]))
     index += ["}", ""]

@@ -151,19 +151,22 @@ def test_log_offsets_and_group_deletes(broker):
             a.offsets_for_time(tps, -1)
         assert a.delete_groups(["idle", "busy", "nobody"]) == {
             "idle": 0, "busy": ErrorCode.NON_EMPTY_GROUP, "nobody": ErrorCode.GROUP_ID_NOT_FOUND}
-        assert a.delete_offsets("busy", [TP("orders", 0)]) == (0, {TP("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
+        assert a.delete_offsets("busy", [TP("orders", 0)]) == (0,
+                                                               {TP("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC})
 
 
 # ----------------------------------------------------------------------------- the command
 def test_list_and_describe_text_and_json(broker, capsys):
     assert cli(capsys, broker, "--list")[1] == "busy\nidle\n"
     rc, out, _ = cli(capsys, broker, "--list", "--state", "Empty,stable", "--json")
-    assert rc == 0 and json.loads(out) == {"groups": [
+    assert rc == 0
+    assert json.loads(out) == {"groups": [
         {"group": "busy", "state": "Stable", "protocol_type": "consumer"},
         {"group": "idle", "state": "Empty", "protocol_type": "consumer"}]}
 
     rc, out, err = cli(capsys, broker, "--describe", "--group", "idle")
-    assert rc == 0 and err == "\nConsumer group 'idle' has no active members.\n"
+    assert rc == 0
+    assert err == "\nConsumer group 'idle' has no active members.\n"
     assert [line.split() for line in out.splitlines()[2:]] == [
         ["idle", "orders", "0", "4", "10", "6", "-", "-", "-"], ["idle", "orders", "1", "10", "10", "0", "-", "-", "-"]]
     rc, out, _ = cli(capsys, broker, "--describe", "--group", "busy", "--offsets", "--json")
@@ -187,19 +190,22 @@ def test_list_and_describe_text_and_json(broker, capsys):
 
 def test_reset_plans_executes_and_refuses_active_groups(broker, capsys):
     rc, out, err = cli(capsys, broker, "--reset-offsets", "--group", "idle", "--topic", "orders", "--to-offset", "5")
-    assert rc == 0 and err.startswith("WARN: No action will be performed as the --execute option is missing.")
+    assert rc == 0
+    assert err.startswith("WARN: No action will be performed as the --execute option is missing.")
     assert broker.groups["idle"].offsets == {TP("orders", 0): 4, TP("orders", 1): 10}  # a dry run by default
     assert [line.split() for line in out.splitlines()[2:]] == [["idle", "orders", str(p), "5"] for p in range(3)]
 
     rc, out, _ = cli(capsys, broker, "--reset-offsets", "--group", "idle", "--all-topics", "--shift-by", "-3",
                      "--execute", "--json")
-    assert rc == 0 and json.loads(out)["executed"] is True
+    assert rc == 0
+    assert json.loads(out)["executed"] is True
     assert broker.groups["idle"].offsets == {TP("orders", 0): 2, TP("orders", 1): 7}  # 4-3 clamped to start 2
 
     broker.by_time = {TP("orders", 0): 6}
     rc, _, err = cli(capsys, broker, "--reset-offsets", "--group", "idle", "--topic", "orders:0,1",
                      "--by-duration", "PT1H", "--execute")
-    assert rc == 0 and broker.groups["idle"].offsets == {TP("orders", 0): 6, TP("orders", 1): 10}
+    assert rc == 0
+    assert broker.groups["idle"].offsets == {TP("orders", 0): 6, TP("orders", 1): 10}
     assert "WARN: Partition 1 from topic orders is empty. Falling back to latest known offset." in err
 
     rc, _, err = cli(capsys, broker, "--reset-offsets", "--group", "busy", "--topic", "orders", "--to-earliest",
@@ -218,23 +224,27 @@ def test_reset_plans_executes_and_refuses_active_groups(broker, capsys):
     # a group that does not exist yet gets offsets (Kafka allows it: the state is Dead)
     rc, _, _ = cli(capsys, broker, "--reset-offsets", "--group", "fresh", "--topic", "orders:1", "--to-latest",
                    "--execute")
-    assert rc == 0 and broker.groups["fresh"].offsets == {TP("orders", 1): 10}
+    assert rc == 0
+    assert broker.groups["fresh"].offsets == {TP("orders", 1): 10}
 
 
 def test_delete_and_delete_offsets(broker, capsys):
     rc, out, err = cli(capsys, broker, "--delete-offsets", "--group", "busy", "--topic", "orders:0")
-    assert rc == 1 and "orders                         0               Error: The consumer group is actively " \
+    assert rc == 1
+    assert "orders                         0               Error: The consumer group is actively " \
                        "subscribed to the topic" in out
     assert err == ("error: could not delete the offsets of 1 partition(s) of group 'busy' (first: orders-0: The "
                    "consumer group is actively subscribed to the topic)\n")
     rc, out, _ = cli(capsys, broker, "--delete-offsets", "--group", "idle", "--topic", "orders", "--json")
-    assert rc == 0 and json.loads(out)["partitions"][0] == {"topic": "orders", "partition": 0, "error": None}
+    assert rc == 0
+    assert json.loads(out)["partitions"][0] == {"topic": "orders", "partition": 0, "error": None}
     assert broker.groups["idle"].offsets == {}
     rc, _, err = cli(capsys, broker, "--delete-offsets", "--group", "nobody", "--topic", "orders")
     assert (rc, err) == (1, "error: Consumer group 'nobody' does not exist.\n")
 
     rc, out, err = cli(capsys, broker, "--delete", "--group", "idle", "--group", "busy", "--json")
-    assert rc == 1 and json.loads(out) == {"deleted": ["idle"], "failed": {"busy": "The group is not empty."}}
+    assert rc == 1
+    assert json.loads(out) == {"deleted": ["idle"], "failed": {"busy": "The group is not empty."}}
     assert err == "error: Group 'busy' could not be deleted: The group is not empty.\n"
     broker.groups["busy"].members.clear()
     rc, out, _ = cli(capsys, broker, "--delete", "--all-groups")

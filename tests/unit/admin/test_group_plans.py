@@ -113,13 +113,16 @@ def test_to_offset_is_clamped_into_the_log_with_kafkas_warning():
     assert p.warnings == ["New offset (8) is higher than latest offset for topic partition a-2. Value will be set to 0"]
     p = plan(ResetMode.TO_OFFSET, 2, parts=[A0])
     assert p.offsets == {A0: 5}
-    assert p.warnings == ["New offset (2) is lower than earliest offset for topic partition a-0. Value will be set to 5"]
+    assert p.warnings == [
+        "New offset (2) is lower than earliest offset for topic partition a-0. Value will be set to 5"
+    ]
 
 
 def test_shift_by_moves_from_the_committed_offset_and_is_clamped():
     assert plan(ResetMode.SHIFT_BY, 3, parts=[A0, A1]).offsets == {A0: 15, A1: 6}
     p = plan(ResetMode.SHIFT_BY, -10, parts=[A0, A1])
-    assert p.offsets == {A0: 5, A1: 0} and len(p.warnings) == 2
+    assert p.offsets == {A0: 5, A1: 0}
+    assert len(p.warnings) == 2
     assert plan(ResetMode.SHIFT_BY, 100, parts=[A0]).offsets == {A0: 20}
     with pytest.raises(GroupInputError, match="Cannot shift offset for partition a-2 since there is no current "
                                               "committed offset"):
@@ -143,7 +146,9 @@ def test_unknown_log_offsets_are_errors():
 
 def test_lag():
     assert lag(3, 10) == 7
-    assert lag(None, 10) is None and lag(3, None) is None and lag(-1, 10) is None
+    assert lag(None, 10) is None
+    assert lag(3, None) is None
+    assert lag(-1, 10) is None
 
 
 # ----------------------------------------------------------------------------- describe rows and tables
@@ -208,7 +213,8 @@ def test_a_reset_file_reads_back_what_export_wrote_and_is_clamped_into_the_log()
         parse_reset_csv("a,0\n", None)
     plan = plan_reset(ResetSpec(ResetMode.FROM_FILE), [a0, a1], {}, {a0: 2, a1: 0}, {a0: 10, a1: 5},
                       requested={a0: 0, a1: 9})
-    assert plan.offsets == {a0: 2, a1: 5} and len(plan.warnings) == 2
+    assert plan.offsets == {a0: 2, a1: 5}
+    assert len(plan.warnings) == 2
 
 
 def test_group_types_for_list_type():

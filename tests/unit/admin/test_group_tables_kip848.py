@@ -15,4 +15,5 @@ def test_consumer_group_members_show_current_and_target_epochs_and_assignments()
                                 "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
     assert lines[1].split() == ["g", "m-1", "/127.0.0.1", "c1", "1", "4", "orders(0)", "5", "orders(0,1)"]
     classic = members_table("g", [MemberInfo("m-2", "c2", "/h", None, (TopicPartition("orders", 2),))], verbose=True)
-    assert classic[0].split()[-1] == "ASSIGNMENT" and classic[1].split()[-1] == "orders(2)"
+    assert classic[0].split()[-1] == "ASSIGNMENT"
+    assert classic[1].split()[-1] == "orders(2)"

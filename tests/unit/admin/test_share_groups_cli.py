@@ -24,7 +24,7 @@ def test_share_actions_pass_the_checks(line):
     check_options(args(line))
 
 
-@pytest.mark.parametrize("line, message", [
+@pytest.mark.parametrize(("line", "message"), [
     ("--share --delete --group g", "Option --share is only valid with --list, --describe, --reset-offsets"),
     ("--share --reset-offsets --group g --topic t --shift-by 2", "takes --to-earliest, --to-latest, --to-offset"),
     ("--share --reset-offsets --group g --topic t --to-current", "takes --to-earliest, --to-latest, --to-offset"),

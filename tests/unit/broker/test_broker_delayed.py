@@ -19,15 +19,19 @@ def test_delayed_produce_completes_when_every_partition_is_decided():
         waits = {"a": ProduceWait(5), "b": ProduceWait(3)}
         op = DelayedProduce(loop, waits, lambda k, req: 0 if hw[k] >= req else None)
         fut = pg.watch(op, waits, 10_000)
-        assert not fut.done() and len(pg) == 1
+        assert not fut.done()
+        assert len(pg) == 1
         hw["a"] = 5
-        assert pg.check("a") == 0 and not fut.done()
+        assert pg.check("a") == 0
+        assert not fut.done()
         assert pg.check("zzz") == 0
         hw["b"] = 3
         assert pg.check("b") == 1
         result = await fut
-        assert result["a"].error == 0 and result["b"].error == 0
-        assert len(pg) == 0 and not pg._watchers
+        assert result["a"].error == 0
+        assert result["b"].error == 0
+        assert len(pg) == 0
+        assert not pg._watchers
     run(go())
 
 
@@ -40,8 +44,11 @@ def test_delayed_produce_times_out_with_undecided_partitions():
         op = DelayedProduce(loop, waits, lambda k, req: codes[k])
         fut = pg.watch(op, waits, 30)
         result = await asyncio.wait_for(fut, 2)
-        assert result["a"].error == 0 and result["b"].error is None
-        assert pg.stats.expired == 1 and len(pg) == 0 and not pg._watchers
+        assert result["a"].error == 0
+        assert result["b"].error is None
+        assert pg.stats.expired == 1
+        assert len(pg) == 0
+        assert not pg._watchers
     run(go())
 
 
@@ -51,8 +58,10 @@ def test_an_already_satisfied_operation_is_never_parked():
         pg = Purgatory("produce", loop)
         op = DelayedProduce(loop, {"a": ProduceWait(1)}, lambda k, req: 6)  # e.g. NOT_LEADER
         fut = pg.watch(op, ["a"], 10_000)
-        assert fut.done() and (await fut)["a"].error == 6
-        assert len(pg) == 0 and not pg._watchers
+        assert fut.done()
+        assert (await fut)["a"].error == 6
+        assert len(pg) == 0
+        assert not pg._watchers
     run(go())
 
 
@@ -70,7 +79,8 @@ def test_delayed_fetch_accumulates_bytes_across_partitions():
         assert not fut.done()
         avail["b"] = 30
         pg.check("b")
-        assert fut.done() and await fut is True
+        assert fut.done()
+        assert await fut is True
     run(go())
 
 
@@ -95,5 +105,7 @@ def test_expire_all_answers_every_parked_operation():
         pg = Purgatory("fetch", loop)
         futs = [pg.watch(DelayedFetch(loop, 1, [k], lambda k: 0), [k], 60_000) for k in "abc"]
         pg.expire_all()
-        assert [f.done() for f in futs] == [True] * 3 and len(pg) == 0 and not pg._watchers
+        assert [f.done() for f in futs] == [True] * 3
+        assert len(pg) == 0
+        assert not pg._watchers
     run(go())

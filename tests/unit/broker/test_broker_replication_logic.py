@@ -54,7 +54,8 @@ def test_unknown_follower_log_end_holds_the_high_watermark():
 def test_follower_fetching_the_leader_end_is_caught_up_now():
     p = ReplicaProgress()
     p.update(fetch_offset=10, leader_leo=10, now_ms=5_000)
-    assert p.last_caught_up_ms == 5_000 and p.log_end_offset == 10
+    assert p.last_caught_up_ms == 5_000
+    assert p.log_end_offset == 10
 
 
 def test_follower_behind_but_past_previous_leader_end_is_caught_up_as_of_previous_fetch():
@@ -133,21 +134,25 @@ def _partition(tmp_path, broker_id: int = 1) -> Partition:
 def test_leader_high_watermark_follows_the_slowest_isr_member_and_never_goes_back(tmp_path):
     p = _partition(tmp_path)
     p.make_leader(state(1, 0), now_ms=1_000)
-    assert p.role is Role.LEADER and p.high_watermark == 0
+    assert p.role is Role.LEADER
+    assert p.high_watermark == 0
     p.log.append_as_leader(batch(5), 0)
     assert not p.maybe_increment_high_watermark()  # followers have not fetched yet
     assert p.update_follower(2, 5, 1_100) == (False, False)
     moved, _ = p.update_follower(3, 3, 1_100)
-    assert moved and p.high_watermark == 3
+    assert moved
+    assert p.high_watermark == 3
     p.update_follower(3, 5, 1_200)
     assert p.high_watermark == 5
     # shrinking the ISR can only raise it; a lagging non-member does not hold it
     p.log.append_as_leader(batch(5), 0)
     p.update_follower(2, 10, 1_300)
     p.isr = (1, 2)
-    assert p.maybe_increment_high_watermark() and p.high_watermark == 10
+    assert p.maybe_increment_high_watermark()
+    assert p.high_watermark == 10
     p.isr = (1, 2, 3)
-    assert not p.maybe_increment_high_watermark() and p.high_watermark == 10
+    assert not p.maybe_increment_high_watermark()
+    assert p.high_watermark == 10
     p.log.close()
 
 
@@ -176,7 +181,8 @@ def test_pending_expansion_counts_for_the_high_watermark(tmp_path):
     assert p.maximal_isr == (1, 2)
     assert not p.maybe_increment_high_watermark()
     p.pending_isr = None
-    assert p.maybe_increment_high_watermark() and p.high_watermark == 3
+    assert p.maybe_increment_high_watermark()
+    assert p.high_watermark == 3
     p.log.close()
 
 

@@ -100,11 +100,13 @@ def test_request_time_throttle_is_capped_at_one_window():
 
 def test_no_quota_set_records_nothing():
     m = ClientQuotaManager(QuotaType.PRODUCE, clock_ms=lambda: 0)
-    assert not m.enabled and m.record(ANONYMOUS, "c", 10**12) == 0 and m.max_value_in_window(ANONYMOUS, "c") is None
+    assert not m.enabled
+    assert m.record(ANONYMOUS, "c", 10**12) == 0
+    assert m.max_value_in_window(ANONYMOUS, "c") is None
     assert not m._rates
 
 
-@pytest.mark.parametrize("present, expected", [
+@pytest.mark.parametrize(("present", "expected"), [
     ({QuotaEntity("u", "c"): 1, QuotaEntity("u", DEFAULT): 2, QuotaEntity("u", None): 3}, 1),
     ({QuotaEntity("u", DEFAULT): 2, QuotaEntity("u", None): 3, QuotaEntity(None, "c"): 7}, 2),
     ({QuotaEntity("u", None): 3, QuotaEntity(DEFAULT, "c"): 4, QuotaEntity(None, "c"): 7}, 3),
@@ -130,10 +132,11 @@ def test_names_are_sanitized_as_kafkas_sanitizer():
     assert QuotaEntity(user=sanitize("a b"), client_id=DEFAULT).zk_path == "/config/users/a%20b/clients/<default>"
     assert entity_from_path("users/u/clients/c") == QuotaEntity("u", "c")
     assert entity_from_path("clients/<default>") == QuotaEntity(None, DEFAULT)
-    assert entity_from_path("topics/t") is None and entity_from_path("users/u/other/c") is None
+    assert entity_from_path("topics/t") is None
+    assert entity_from_path("users/u/other/c") is None
 
 
-@pytest.mark.parametrize("components, message", [
+@pytest.mark.parametrize(("components", "message"), [
     ([], "Invalid empty client quota entity"),
     ([("user", "")], "Empty user not supported"),
     ([("client-id", "")], "Empty client-id not supported"),
@@ -145,10 +148,11 @@ def test_names_are_sanitized_as_kafkas_sanitizer():
 def test_bad_entities_are_kafkas_invalid_request(components, message):
     with pytest.raises(QuotaError) as e:
         entity_from_wire(components)
-    assert e.value.code == ErrorCode.INVALID_REQUEST and message in str(e.value)
+    assert e.value.code == ErrorCode.INVALID_REQUEST
+    assert message in str(e.value)
 
 
-@pytest.mark.parametrize("op, message", [
+@pytest.mark.parametrize(("op", "message"), [
     (QuotaOp("bad", 1.0), "Invalid configuration key bad"),
     (QuotaOp("producer_byte_rate", -1.0), "Quota producer_byte_rate must be greater than 0"),
     (QuotaOp("consumer_byte_rate", 0.0), "Quota consumer_byte_rate must be greater than 0"),
@@ -177,9 +181,11 @@ def test_describe_filters_exact_default_any_and_strict():
 
     assert pick([("user", MatchType.EXACT, "u1")], False) == [QuotaEntity("u1", None), QuotaEntity("u1", "c1")]
     assert pick([("user", MatchType.EXACT, "u1")], True) == [QuotaEntity("u1", None)]
-    assert pick([("client-id", MatchType.DEFAULT, None)], False) == [QuotaEntity(None, DEFAULT), QuotaEntity("u2", DEFAULT)]
+    assert pick([("client-id", MatchType.DEFAULT, None)], False) == [QuotaEntity(None, DEFAULT),
+                                                                     QuotaEntity("u2", DEFAULT)]
     assert pick([("user", MatchType.ANY, None)], True) == [QuotaEntity("u1", None), QuotaEntity(DEFAULT, None)]
-    assert pick([], False) == entities and pick([], True) == []
+    assert pick([], False) == entities
+    assert pick([], True) == []
     assert pick([("ip", MatchType.ANY, None)], False) == []
     with pytest.raises(QuotaError, match="Duplicate user filter component entity type"):
         pick([("user", 0, "a"), ("user", 2, None)], False)
@@ -209,7 +215,8 @@ def test_busy_timer_counts_running_time_not_waiting_time():
         return await timer, timer.busy_ns
 
     answer, busy_ns = asyncio.run(run())
-    assert answer == "answer" and 0.04e9 <= busy_ns < 0.15e9
+    assert answer == "answer"
+    assert 0.04e9 <= busy_ns < 0.15e9
 
 
 def test_request_quota_throttles_and_sets_throttle_time_but_exempts_controller_requests():
@@ -239,7 +246,9 @@ def test_request_quota_throttles_and_sets_throttle_time_but_exempts_controller_r
         return await throttler.run(req, handler)
 
     got = asyncio.run(run(request(ApiKey.METADATA)))
-    assert type(got) is Muted and 0 < got.mute_ms <= 1000 and got.response.throttle_time_ms == got.mute_ms
+    assert type(got) is Muted
+    assert 0 < got.mute_ms <= 1000
+    assert got.response.throttle_time_ms == got.mute_ms
     assert quotas.request.stats.throttled == 1
     assert type(asyncio.run(run(request(ApiKey.LEADER_AND_ISR)))) is not Muted  # a cluster action
     assert type(asyncio.run(run(request(ApiKey.METADATA, "idle")))) is not Muted  # no quota for it
@@ -297,7 +306,9 @@ def test_the_connection_is_muted_after_a_throttled_response_and_others_are_not()
 
     (first, other, second), mutes = asyncio.run(go())
     # the throttled answer and the other client's at once; the muted connection's next one after the throttle
-    assert first < 1.0 and other < 1.0 <= second and mutes >= 1
+    assert first < 1.0
+    assert other < 1.0 <= second
+    assert mutes >= 1
 
 
 def test_text_alteration_is_kafka_configs_rules():

@@ -21,7 +21,8 @@ def test_an_older_epoch_is_stale_and_counted():
     f = fence_knowing((1, 5))
     assert f.decide(1, 4, 100) is Verdict.STALE_CONTROLLER
     assert f.settle(6, 4, Verdict.STALE_CONTROLLER) == ErrorCode.STALE_CONTROLLER_EPOCH
-    assert f.refused[(6, 4)] == 1 and f.highest_controller_epoch == 5
+    assert f.refused[(6, 4)] == 1
+    assert f.highest_controller_epoch == 5
 
 
 def test_a_request_for_an_older_incarnation_of_the_broker_is_stale():
@@ -41,7 +42,8 @@ def test_a_forgery_zookeeper_does_not_confirm_changes_nothing():
         verdict = f.after_reading(cid, epoch, seat=(1, 5))
         assert verdict is Verdict.STALE_CONTROLLER
         assert f.settle(4, epoch, verdict) == ErrorCode.STALE_CONTROLLER_EPOCH
-    assert f.highest_controller_epoch == 5 and f.known_controller == (1, 5)
+    assert f.highest_controller_epoch == 5
+    assert f.known_controller == (1, 5)
     assert f.decide(1, 5, 100) is Verdict.ACCEPT  # the real controller is still believed
 
 
@@ -49,7 +51,8 @@ def test_a_new_controller_confirmed_by_zookeeper_becomes_the_known_one():
     f = fence_knowing((1, 5))
     assert f.after_reading(2, 6, seat=(2, 6)) is Verdict.ACCEPT
     f.settle(4, 6, Verdict.ACCEPT)
-    assert f.known_controller == (2, 6) and f.highest_controller_epoch == 6
+    assert f.known_controller == (2, 6)
+    assert f.highest_controller_epoch == 6
     assert f.decide(1, 5, 100) is Verdict.STALE_CONTROLLER
 
 

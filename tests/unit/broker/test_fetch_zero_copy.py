@@ -76,7 +76,8 @@ def test_frame_with_file_regions_is_byte_identical_to_kafka_python(tmp_path, ver
         frame = encode_fetch_frame(version, 77, topics(regions))
         assert type(frame) is SegmentedFrame
         expected = kafka_python(version, 77, topics(data))
-        assert bytes(frame) == expected and len(frame) == len(expected)
+        assert bytes(frame) == expected
+        assert len(frame) == len(expected)
         # the record bytes stay in the file: the frame's own bytes are only the fields
         assert [p for p in frame.parts if type(p) is not bytes] == regions
         assert sum(len(p) for p in frame.parts if type(p) is bytes) == len(expected) - sum(len(d) for d in data)
@@ -99,7 +100,8 @@ def test_region_outlives_its_segment(tmp_path):
     expected = lg.read_slice(0, 1 << 20).read()
     assert lg.delete_retention_segments(now) == 1  # closed and unlinked at once (delay 0)
     assert not any(n.startswith("00000000000000000000.log") for n in os.listdir(lg.dir))
-    assert region.read() == expected and len(decode(region.read())) == 20
+    assert region.read() == expected
+    assert len(decode(region.read())) == 20
     region.close()
     lg.close()
 
@@ -214,7 +216,8 @@ def test_follower_fetch_is_sent_from_the_file_up_to_the_log_end(tmp_path):
     data = lg.read_slice(0, 1 << 20).read()
     assert len(data) >= ZERO_COPY_MIN_BYTES
     assert got == kafka_python(12, 9, [("events", [FetchedPartition(0, 0, 50, 50, 0, data)])])
-    assert sent == 1 and broker.follower_fetches == [(2, 0)]
+    assert sent == 1
+    assert broker.follower_fetches == [(2, 0)]
     lg.close()
 
 
@@ -228,7 +231,8 @@ def test_zero_copy_can_be_switched_off(tmp_path):
         return exchange(port, fetch_request(-1, [("events", 0, 0, 1 << 20)]), 9), server.regions_sent
 
     got, sent = serve(apis.handle_fetch, client)
-    assert sent == 0 and got == kafka_python(12, 9, [("events", [
+    assert sent == 0
+    assert got == kafka_python(12, 9, [("events", [
         FetchedPartition(0, 0, lg.log_end_offset, lg.log_end_offset, 0, lg.read_slice(0, 1 << 20).read())])])
     lg.close()
 
@@ -254,7 +258,8 @@ def test_file_cut_short_under_a_pending_send_closes_the_connection(tmp_path):
     finally:
         os.close(fd)
     (size,) = struct.unpack(">i", got[:4])
-    assert size > 300_000 and len(got) < 4 + size
+    assert size > 300_000
+    assert len(got) < 4 + size
     assert sent == 0
 
 

@@ -75,7 +75,8 @@ def test_a_large_body_is_read_in_place_and_grows_only_as_bytes_arrive():
     conn, _ = connection()
     data = frame(body)
     feed(conn, data[:200_000], 65536)
-    assert conn._body is not None and len(conn._body) <= FrameConnection.BODY_START_BYTES
+    assert conn._body is not None
+    assert len(conn._body) <= FrameConnection.BODY_START_BYTES
     feed(conn, data[200_000:], 65536)
     got = frames_of(conn, 1)[0]
     assert got == body
@@ -92,7 +93,8 @@ def test_reading_pauses_while_a_megabyte_waits_and_resumes_when_taken():
     body = b"p" * (600 << 10)
     data = frame(body) + frame(body)
     sent = feed(conn, data, 65536)
-    assert not t.reading and sent < len(data)  # 600 KiB queued + 424 KiB of the next body
+    assert not t.reading
+    assert sent < len(data)  # 600 KiB queued + 424 KiB of the next body
     assert frames_of(conn, 1) == [body]
     assert t.reading
     assert feed(conn, data[sent:], 65536) == len(data) - sent
@@ -142,7 +144,8 @@ def test_bodies_are_writable_and_owned_by_their_request():
         feed(conn, data[sent:], 65536)  # the rest arrives once the first request is taken
         return small, await conn.next_frame()
     small, large = asyncio.run(take())
-    assert isinstance(small, bytearray) and isinstance(large, bytearray)
+    assert isinstance(small, bytearray)
+    assert isinstance(large, bytearray)
     small[0:1] = b"Z"  # stamping one request's bytes cannot touch the next one's
     assert bytes(large[:1]) == b"b"
 

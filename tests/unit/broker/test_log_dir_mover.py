@@ -19,7 +19,7 @@ def make_batch(count: int, value_size: int = 10) -> bytes:
     return bytes(b.build())
 
 
-@pytest.mark.parametrize("target,offline,replica_offline,current,future,code,action", [
+@pytest.mark.parametrize(("target", "offline", "replica_offline", "current", "future", "code", "action"), [
     ("/d/c", [], False, "/d/a", None, ErrorCode.LOG_DIR_NOT_FOUND, AlterAction.NOTHING),
     ("/d/b", ["/d/b"], False, "/d/a", None, ErrorCode.KAFKA_STORAGE_ERROR, AlterAction.NOTHING),
     ("/d/b", [], True, None, None, ErrorCode.KAFKA_STORAGE_ERROR, AlterAction.NOTHING),
@@ -47,16 +47,19 @@ def test_the_future_log_follows_appends_truncations_and_the_log_start(tmp_path):
     steps = 0
     while not LogDirMover._copy_step(current, future):
         steps += 1
-    assert steps > 0 and future.log_end_offset == current.log_end_offset == 90
+    assert steps > 0
+    assert future.log_end_offset == current.log_end_offset == 90
     assert future.read(0, 1 << 20).data == current.read(0, 1 << 20).data[:len(future.read(0, 1 << 20).data)]
     # the current log is truncated and written again under a new epoch: the copy follows
     current.truncate_to(45)
     current.append_as_leader(make_batch(5), leader_epoch=7)
     while not LogDirMover._copy_step(current, future):
         pass
-    assert future.log_end_offset == 50 and future.end_offset_for_epoch(7) == current.end_offset_for_epoch(7)
+    assert future.log_end_offset == 50
+    assert future.end_offset_for_epoch(7) == current.end_offset_for_epoch(7)
     # retention moved the log start past everything copied
     current.increment_log_start_offset(50)
-    assert LogDirMover._copy_step(current, future) and future.log_start_offset == 50
+    assert LogDirMover._copy_step(current, future)
+    assert future.log_start_offset == 50
     current.close()
     future.close()

@@ -18,20 +18,26 @@ class Clock:
 
 def test_throttled_replicas_values():
     spec = parse_throttled_replicas("0:1, 1:2,0:3")
-    assert spec.covers(0, 1) and spec.covers(1, 2) and spec.covers(0, 3)
-    assert not spec.covers(1, 1) and not spec.covers(0, 2)
+    assert spec.covers(0, 1)
+    assert spec.covers(1, 2)
+    assert spec.covers(0, 3)
+    assert not spec.covers(1, 1)
+    assert not spec.covers(0, 2)
     assert parse_throttled_replicas("*").covers(7, 9)
-    assert parse_throttled_replicas("").empty and parse_throttled_replicas(None).empty
-    for bad in ("0", "a:1", "0:1,x", "1:-2"):
-        with pytest.raises(ValueError):
+    assert parse_throttled_replicas("").empty
+    assert parse_throttled_replicas(None).empty
+    for bad, item in (("0", "0"), ("a:1", "a:1"), ("0:1,x", "x"), ("1:-2", "1:-2")):
+        with pytest.raises(ValueError, match=f"throttled replica '{item}' is not partition:broker"):
             parse_throttled_replicas(bad)
 
 
 def test_rate_values():
-    assert parse_rate(None) is None and parse_rate(" ") is None
+    assert parse_rate(None) is None
+    assert parse_rate(" ") is None
     assert parse_rate("1000") == 1000
-    for bad in ("0", "-5", "fast"):
-        with pytest.raises(ValueError):
+    for bad, says in (("0", "positive number of bytes/s, not 0"), ("-5", "positive number of bytes/s, not -5"),
+                      ("fast", "invalid literal for int")):
+        with pytest.raises(ValueError, match=says):
             parse_rate(bad)
 
 
@@ -70,7 +76,8 @@ def test_unlimited_and_rate_changes():
     clock = Clock()
     q = ReplicationQuota(None, clock=clock)
     q.record(10**9)
-    assert not q.exceeded() and q.seconds_until_available() == 0
+    assert not q.exceeded()
+    assert q.seconds_until_available() == 0
     q.set_rate(100)
     assert not q.exceeded()  # a new rate starts with a full bucket
     q.record(1000)
@@ -89,4 +96,5 @@ def test_config_change_notices():
         with pytest.raises(ZNodeDecodeError):
             zn.decode_config_change(bad)
     assert notice_sequence("config_change_0000000042") == 42
-    assert notice_sequence("config_change_x") is None and notice_sequence("other") is None
+    assert notice_sequence("config_change_x") is None
+    assert notice_sequence("other") is None

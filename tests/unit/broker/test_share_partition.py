@@ -62,10 +62,12 @@ def test_release_gives_the_record_back_at_once_and_reject_archives_it_for_good()
     p.acquire("a", [0, 1], 2, now_ms=0)
     p.acknowledge("a", [ack(0, 1, T.RELEASE, T.REJECT)])
     assert p.records[0].state is RecordState.AVAILABLE
-    assert 1 in p.records and p.records[1].state is RecordState.ARCHIVED
+    assert 1 in p.records
+    assert p.records[1].state is RecordState.ARCHIVED
     assert p.acquire("b", [0, 1], 2, now_ms=0) == [AcquiredRange(0, 0, 2)]
     p.acknowledge("b", [ack(0, 0, T.ACCEPT)])
-    assert p.start_offset == 2 and p.records == {}
+    assert p.start_offset == 2
+    assert p.records == {}
 
 
 def test_a_poison_record_is_archived_when_its_delivery_count_reaches_the_limit():
@@ -75,7 +77,8 @@ def test_a_poison_record_is_archived_when_its_delivery_count_reaches_the_limit()
     for delivery in (2, 3):
         assert p.acquire("a", [0, 1], 2, now_ms=0) == [AcquiredRange(0, 0, delivery)]
         p.acknowledge("a", [ack(0, 0, T.RELEASE)])
-    assert p.start_offset == 2 and p.records == {}
+    assert p.start_offset == 2
+    assert p.records == {}
     assert p.acquire("a", [0, 1], 2, now_ms=0) == []
 
 
@@ -106,7 +109,8 @@ def test_acknowledging_what_one_does_not_hold_changes_nothing():
 def test_the_in_flight_window_caps_how_many_records_are_locked():
     p = sp(locks=3)
     assert p.acquire("a", range(10), 10, now_ms=0) == [AcquiredRange(0, 2, 1)]
-    assert p.window_full() and p.acquire("b", range(10), 10, now_ms=0) == []
+    assert p.window_full()
+    assert p.acquire("b", range(10), 10, now_ms=0) == []
     p.acknowledge("a", [ack(0, 0, T.ACCEPT)])
     assert p.acquire("b", range(10), 10, now_ms=0) == [AcquiredRange(3, 3, 1)]
 
@@ -116,9 +120,11 @@ def test_offsets_without_a_deliverable_record_are_archived_as_gaps():
     # 2 is a transaction marker, 4 an aborted record: the read went up to offset 6
     assert p.acquire("a", [0, 1, 3, 5], 6, now_ms=0) == [AcquiredRange(0, 1, 1), AcquiredRange(3, 3, 1),
                                                          AcquiredRange(5, 5, 1)]
-    assert p.records[2].state is RecordState.ARCHIVED and p.records[4].state is RecordState.ARCHIVED
+    assert p.records[2].state is RecordState.ARCHIVED
+    assert p.records[4].state is RecordState.ARCHIVED
     p.acknowledge("a", [ack(0, 5, T.ACCEPT, T.ACCEPT, T.GAP, T.ACCEPT, T.GAP, T.ACCEPT)])
-    assert p.start_offset == 6 and p.end_offset == 6
+    assert p.start_offset == 6
+    assert p.end_offset == 6
 
 
 def test_a_member_leaving_releases_what_it_holds():
@@ -185,7 +191,8 @@ def test_a_share_fetch_ships_only_the_batches_holding_what_was_acquired():
 
 def test_acquirable_counts_new_offsets_in_the_window_and_available_ones_inside_it():
     p = sp(locks=10)
-    assert p.acquirable(0, 4) == 5 and p.acquirable(5, 30) == 5  # the window ends at offset 10
+    assert p.acquirable(0, 4) == 5
+    assert p.acquirable(5, 30) == 5  # the window ends at offset 10
     p.acquire("a", range(6), 6, now_ms=0)  # 0-5 acquired
     p.acknowledge("a", [ack(0, 1, T.ACCEPT), ack(2, 2, T.RELEASE)])  # start 2; 2 available again
     assert p.acquirable(0, 5) == 1  # only 2: 0-1 done, 3-5 held

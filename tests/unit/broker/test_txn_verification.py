@@ -32,7 +32,9 @@ def test_only_transactional_batches_need_verifying():
     assert transactional_producer(memoryview(batch(True))) == TxnProducer(7, 3)
     assert transactional_producer(batch(False)) is None
     assert transactional_producer(b"short") is None
-    assert is_transactional(batch(True)) and not is_transactional(batch(False)) and not is_transactional(None)
+    assert is_transactional(batch(True))
+    assert not is_transactional(batch(False))
+    assert not is_transactional(None)
 
 
 def test_request_is_the_broker_batch_form_with_verify_only():

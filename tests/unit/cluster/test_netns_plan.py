@@ -10,15 +10,17 @@ from praha.cluster import netns
 
 def test_plan_names_and_addresses():
     lay = netns.plan(7, ["zk1", "b1", "b12"])
-    assert lay.bridge == "prh7-br" and lay.gateway == "198.18.7.1"
+    assert lay.bridge == "prh7-br"
+    assert lay.gateway == "198.18.7.1"
     assert [(n.netns, n.link, n.address) for n in lay.nodes.values()] == [
         ("praha-7-zk1", "prh7-zk1", "198.18.7.10"), ("praha-7-b1", "prh7-b1", "198.18.7.11"),
         ("praha-7-b12", "prh7-b12", "198.18.7.12")]
     longest = netns.plan(255, ["zk123", "b99999"])
-    assert all(len(n.link) <= 15 for n in longest.nodes.values()) and len(longest.bridge) <= 15
+    assert all(len(n.link) <= 15 for n in longest.nodes.values())
+    assert len(longest.bridge) <= 15
 
 
-@pytest.mark.parametrize("index,names", [(256, ["b1"]), (-1, ["b1"]), (0, ["B1"]), (0, ["toolongname"]),
+@pytest.mark.parametrize(("index", "names"), [(256, ["b1"]), (-1, ["b1"]), (0, ["B1"]), (0, ["toolongname"]),
                                          (0, [f"b{i}" for i in range(250)])])
 def test_plan_refuses_what_cannot_be_made(index, names):
     with pytest.raises(netns.NetnsError):
@@ -39,7 +41,8 @@ def test_layout_record_round_trips(tmp_path):
 def test_up_and_down_commands_cover_every_node():
     lay = netns.plan(1, ["zk1", "b1"])
     up = [" ".join(c) for c in netns.up_commands(lay)]
-    assert up[0] == "ip link add prh1-br type bridge" and "ip addr add 198.18.1.1/24 dev prh1-br" in up
+    assert up[0] == "ip link add prh1-br type bridge"
+    assert "ip addr add 198.18.1.1/24 dev prh1-br" in up
     assert "ip -n praha-1-b1 addr add 198.18.1.11/24 dev eth0" in up
     down = [" ".join(c) for c in netns.down_commands(lay)]
     assert down == ["ip netns del praha-1-zk1", "ip link del prh1-zk1", "ip netns del praha-1-b1",

@@ -55,7 +55,8 @@ def test_every_default_parses_with_its_type_and_passes_its_validator():
         if not ok or not d.doc.strip():
             bad.append(f"{d.name}: default {d.default!r} ({d.type.name}), doc {d.doc!r}")
     assert bad == []
-    assert len(BROKER_CONFIG_DEFS) > 150 and len(TOPIC_CONFIG_DEFS) > 30
+    assert len(BROKER_CONFIG_DEFS) > 150
+    assert len(TOPIC_CONFIG_DEFS) > 30
 
 
 def test_names_are_unique_and_every_field_is_bound_to_the_table():
@@ -164,11 +165,14 @@ def test_dynamic_levels_agree_with_alterconfigs():
             continue  # only with a listener prefix
         per_broker, default = broker_dynamic_refusal([d.name], True), broker_dynamic_refusal([d.name], False)
         if d.dynamic is Dynamic.READ_ONLY:
-            assert per_broker and "Cannot update these configs dynamically" in per_broker, d.name
+            assert per_broker, d.name
+            assert "Cannot update these configs dynamically" in per_broker, d.name
         elif d.dynamic is Dynamic.PER_BROKER:
-            assert per_broker is None and default, d.name
+            assert per_broker is None, d.name
+            assert default, d.name
         else:
-            assert per_broker is None and default is None, d.name
+            assert per_broker is None, d.name
+            assert default is None, d.name
     listener = (DYNAMIC_LISTENER_CONFIGS | DYNAMIC_SECURITY_CONFIGS) - CLUSTER_LEVEL_LISTENER_CONFIGS
     assert {d.name for d in BROKER_CONFIG_DEFS if d.dynamic is Dynamic.PER_BROKER} == listener
     assert all(BROKER_CONFIG_BY_NAME[k].dynamic is Dynamic.CLUSTER_WIDE for k in DYNAMIC_BROKER_KEYS)

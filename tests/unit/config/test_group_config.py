@@ -13,19 +13,25 @@ BROKER = {n: int(BrokerConfig.from_dict({"broker.id": "0", "zookeeper.connect": 
 
 
 def test_kafkas_defaults_bound_the_overrides():
-    assert {k: v for k, v in BROKER.items() if k.startswith("group.consumer.")} == {"group.consumer.session.timeout.ms": 45000, "group.consumer.heartbeat.interval.ms": 5000,
-                      "group.consumer.min.session.timeout.ms": 45000, "group.consumer.max.session.timeout.ms": 60000,
-                      "group.consumer.min.heartbeat.interval.ms": 5000,
-                      "group.consumer.max.heartbeat.interval.ms": 15000}
+    assert {k: v for k, v in BROKER.items() if k.startswith("group.consumer.")} == {
+        "group.consumer.session.timeout.ms": 45000,
+        "group.consumer.heartbeat.interval.ms": 5000,
+        "group.consumer.min.session.timeout.ms": 45000,
+        "group.consumer.max.session.timeout.ms": 60000,
+        "group.consumer.min.heartbeat.interval.ms": 5000,
+        "group.consumer.max.heartbeat.interval.ms": 15000,
+    }
     assert validate_group_config({"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"},
-                                 BROKER) == {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 6000}
+                                 BROKER) == {"consumer.session.timeout.ms": 50000,
+                                             "consumer.heartbeat.interval.ms": 6000}
     assert validate_group_config({}, BROKER) == {}
 
 
-@pytest.mark.parametrize("values, message", [
+@pytest.mark.parametrize(("values", "message"), [
     ({"consumer.fetch.bytes": "1"}, "Unknown group config name: consumer.fetch.bytes"),
     ({"consumer.session.timeout.ms": "soon"}, "Not a number"),
-    ({"consumer.session.timeout.ms": "44999"}, "must be greater than or equal to group.consumer.min.session.timeout.ms"),
+    ({"consumer.session.timeout.ms": "44999"},
+     "must be greater than or equal to group.consumer.min.session.timeout.ms"),
     ({"consumer.session.timeout.ms": "60001"}, "must be less than or equal to group.consumer.max.session.timeout.ms"),
     ({"consumer.heartbeat.interval.ms": "100"}, "must be greater than or equal to group.consumer.min.heartbeat"),
     ({"consumer.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.consumer.max.heartbeat"),
@@ -57,7 +63,7 @@ def test_share_group_configs_kafka_42s_names_bounds_and_values():
         "share.record.lock.duration.ms": 20000}
 
 
-@pytest.mark.parametrize("values, message", [
+@pytest.mark.parametrize(("values", "message"), [
     ({"share.auto.offset.reset": "sometimes"}, "String must be one of: latest, earliest"),
     ({"share.isolation.level": "dirty"}, "String must be one of: read_uncommitted, read_committed"),
     ({"share.record.lock.duration.ms": "1000"}, "must be greater than or equal to group.share.min.record.lock"),

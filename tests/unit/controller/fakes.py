@@ -7,8 +7,8 @@ the request batch sends per broker; `FakeSeat` says whether this broker holds th
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from praha.common import BrokerInfo, EndPoint, ReplicaAssignment, TopicPartition
 from praha.config import BrokerConfig

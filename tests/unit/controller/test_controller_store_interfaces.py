@@ -46,7 +46,7 @@ def test_the_protocols_name_every_call_of_the_flows():
         _protocol_methods(ControllerStore))
 
 
-@pytest.mark.parametrize("implementation,protocol", [
+@pytest.mark.parametrize(("implementation", "protocol"), [
     (ZkStore, ControllerSeatStore), (FakeControllerStore, ControllerStore),
 ])
 def test_store_implements_the_protocol(implementation, protocol):

@@ -52,7 +52,9 @@ def test_offline_election_bumps_epoch_and_shrinks_isr_to_live_members():
 def test_unclean_election_isr_is_just_the_new_leader():
     cur = LeaderAndIsr(1, (1,), leader_epoch=0)
     e = elect(ElectionKind.OFFLINE, TP, cur, [1, 2, 3], live={3}, unclean_enabled=True)
-    assert e.unclean and e.leader_and_isr.leader == 3 and e.leader_and_isr.isr == (3,)
+    assert e.unclean
+    assert e.leader_and_isr.leader == 3
+    assert e.leader_and_isr.isr == (3,)
     assert elect(ElectionKind.OFFLINE, TP, cur, [1, 2, 3], live={3}, unclean_enabled=False) is None
 
 
@@ -68,5 +70,6 @@ def test_reassignment_and_preferred_keep_isr_and_name_their_recipients():
 def test_controlled_shutdown_removes_shutting_down_brokers_from_isr():
     cur = LeaderAndIsr(1, (1, 2, 3), leader_epoch=0)
     e = elect(ElectionKind.CONTROLLED_SHUTDOWN, TP, cur, [1, 2, 3], live={1, 2, 3}, shutting_down={1})
-    assert e.leader_and_isr.leader == 2 and e.leader_and_isr.isr == (2, 3)
+    assert e.leader_and_isr.leader == 2
+    assert e.leader_and_isr.isr == (2, 3)
     assert e.recipients == (1, 2, 3)

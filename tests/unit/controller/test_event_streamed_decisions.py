@@ -92,7 +92,8 @@ def test_bad_version_rounds_and_corrupt_znodes():
     # decided again on the state the leader wrote meanwhile (ISR (1,)): new leader 1, ISR ()
     assert outcome.updated[TPS[2]].leader_and_isr == LeaderAndIsr(1, (), 3, 2)
     assert outcome.updated[TPS[6]].leader_and_isr == LeaderAndIsr(1, (), 7, 2)
-    assert outcome.failed[TPS[3]] == "corrupt state znode" and TPS[3] not in leadership
+    assert outcome.failed[TPS[3]] == "corrupt state znode"
+    assert TPS[3] not in leadership
     assert outcome.failed[TPS[4]] == "no state znode"
     # a lost connection in the middle of the first round changes nothing
     again = _load(BadVersionOnce({TPS[2], TPS[6]}))

@@ -118,7 +118,8 @@ def test_partial_update_metadata_is_built_only_for_brokers_that_get_it():
     rb.add_update_metadata([3], [TopicPartition("t1", 2), TopicPartition("t0", 1)])
     rb.send_requests_to_brokers(2)
     by_broker = {b: r for b, r in sender.sent}
-    assert by_broker[1].partitions is by_broker[2].partitions and len(by_broker[1].partitions) == 12
+    assert by_broker[1].partitions is by_broker[2].partitions
+    assert len(by_broker[1].partitions) == 12
     assert [s.tp for s in by_broker[3].partitions] == [TopicPartition("t0", 1), TopicPartition("t1", 2)]
     assert by_broker[3].partitions[0] == rb._partition_metadata(TopicPartition("t0", 1))
 
@@ -128,7 +129,8 @@ def test_update_metadata_marks_deleted_topics_and_offline_replicas():
     ctx.topics_to_be_deleted = {"t1"}
     rb = ControllerRequestBatch(1, ctx, Sender())
     s = rb._partition_metadata(TopicPartition("t1", 0))
-    assert s.leader == -2 and s.offline_replicas == tuple(r for r in s.replicas if r not in (1, 2))
+    assert s.leader == -2
+    assert s.offline_replicas == tuple(r for r in s.replicas if r not in (1, 2))
     assert rb._partition_metadata(TopicPartition("nope", 0)) is None
 
 

@@ -54,7 +54,8 @@ def test_storage_errors_take_the_replicas_offline_and_move_their_leadership_with
     assert r.ctx.replicas_on_offline_dirs == {1: {T0, T2}}
     for tp in (T0, T2):
         li = r.store.states[tp].leader_and_isr
-        assert li.leader in (2, 3) and 1 not in li.isr, (tp, li)
+        assert li.leader in (2, 3), (tp, li)
+        assert 1 not in li.isr, (tp, li)
         assert r.ctx.partition_states[tp] is PartitionState.ONLINE
         assert r.ctx.replica_states[PartitionAndReplica(tp, 1)] is ReplicaState.OFFLINE
     # the replica in a healthy dir is untouched
@@ -62,7 +63,8 @@ def test_storage_errors_take_the_replicas_offline_and_move_their_leadership_with
     assert r.ctx.replica_states[PartitionAndReplica(T1, 1)] is ReplicaState.ONLINE
     # every broker hears of the offline replicas (Metadata's offline_replicas)
     states = {s.tp: s for reqs in r.sender.update_metadata().values() for req in reqs for s in req.partitions}
-    assert states[T0].offline_replicas == (1,) and states[T2].offline_replicas == (1,)
+    assert states[T0].offline_replicas == (1,)
+    assert states[T2].offline_replicas == (1,)
     assert 1 not in states[T0].isr
 
 
@@ -72,7 +74,8 @@ def test_an_answer_repeating_known_offline_replicas_changes_nothing():
     before = dict(r.store.states)
     r.sender.sent.clear()
     _storage_errors_from_broker_1(handlers, offline={T0})
-    assert r.store.states == before and r.sender.sent == []
+    assert r.store.states == before
+    assert r.sender.sent == []
 
 
 def test_a_replica_in_a_failed_dir_is_never_elected():

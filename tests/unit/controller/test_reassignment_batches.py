@@ -97,7 +97,8 @@ def test_one_event_for_all_partitions_is_one_partition_after_the_other():
     assert len([e for e in store1.log if e == ("topic", "t0")]) == 2
     assert len([e for e in store2.log if e == ("topic", "t0")]) == 5
     assert len([e for e in store1.log if e == ("admin",)]) == 2
-    assert first["admin"] is not None and set(first["admin"]) == {TopicPartition("t0", 0), TopicPartition("t1", 0),
+    assert first["admin"] is not None
+    assert set(first["admin"]) == {TopicPartition("t0", 0), TopicPartition("t1", 0),
                                                                   TopicPartition("t1", 3)}
 
     # the ISR catches up: one event naming all of them, against one at a time
@@ -113,8 +114,10 @@ def test_one_event_for_all_partitions_is_one_partition_after_the_other():
             flows2.reassignment.on_isr_change({tp})
     done = _snapshot(r1, store1, r1.sender)
     assert done == _snapshot(r2, store2, r2.sender)
-    assert done["admin"] is None and not done["reassigning"]
-    assert done["assignments"]["t1"][0].replicas == (5, 1, 2) and done["leadership"][TopicPartition("t1", 3)] \
+    assert done["admin"] is None
+    assert not done["reassigning"]
+    assert done["assignments"]["t1"][0].replicas == (5, 1, 2)
+    assert done["leadership"][TopicPartition("t1", 3)] \
         .leader_and_isr.leader == 4
 
 

@@ -55,11 +55,13 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     with flows.batch():
         flows.reassignment.on_admin_znode()
     tps = sorted(store.admin)
-    assert r.ctx.partitions_being_reassigned == set(tps) and len(tps) == 36
+    assert r.ctx.partitions_being_reassigned == set(tps)
+    assert len(tps) == 36
     # not watched yet: the epoch bumps (this event's own writes) fired nothing; the next event
     # watches them all and checks them once more (a change made in between): it finds none
     # complete and writes nothing
-    assert not store.watches and not store.fired
+    assert not store.watches
+    assert not store.fired
     assert em.queue_size == 1
     check = em._queue.popleft().event
     assert check == ev.PartitionReassignmentIsrChange(set(tps))
@@ -70,7 +72,8 @@ def _started(catch_up_first: tuple[TopicPartition, ...] = ()):
     assert not store.fired
     if catch_up_first:
         return r, store, flows, dispatch, tps, em
-    assert len(store.log) == writes and r.ctx.partitions_being_reassigned == set(tps)
+    assert len(store.log) == writes
+    assert r.ctx.partitions_being_reassigned == set(tps)
     dispatch.processed.clear()
     r.sender.sent.clear()
     store.log.clear()
@@ -96,19 +99,23 @@ def test_partitions_catching_up_together_complete_in_one_event_with_one_admin_zn
         store.fire(_state_path(tp))
     entries = {id(entry) for entry in r.enqueued}
     assert len(r.enqueued) == len(tps)
-    assert em.queue_size == 1 and len(entries) == 1 and em.events_absorbed == len(tps) - 1
+    assert em.queue_size == 1
+    assert len(entries) == 1
+    assert em.events_absorbed == len(tps) - 1
     em.start()
     try:
         em.put(ev.ShutdownEventThread())  # stop after what is queued (not absorbed: another kind)
         em._thread.join(10)
     finally:
         assert not em.is_alive()
-    assert len(dispatch.processed) == 1 and dispatch.processed[0].partitions == set(tps)
+    assert len(dispatch.processed) == 1
+    assert dispatch.processed[0].partitions == set(tps)
     # the completion's own state writes (new leaders, removed replicas out of the ISR) fired no
     # watch: they were cancelled first
     assert store.fired == [_state_path(tp) for tp in tps]
     # all complete, the admin znode deleted once (not rewritten per partition)
-    assert store.admin is None and not r.ctx.partitions_being_reassigned
+    assert store.admin is None
+    assert not r.ctx.partitions_being_reassigned
     assert store.log.count(("admin",)) == 1
     assert all(r.ctx.partition_assignment(tp).replicas == _target(TOPICS[tp.topic][tp.partition]) for tp in tps)
     assert all(r.ctx.leadership[tp].leader_and_isr.leader == _target(TOPICS[tp.topic][tp.partition])[0] for tp in tps)
@@ -141,26 +148,32 @@ def test_only_a_run_queued_back_to_back_is_one_event():
     assert em.put(ev.PartitionReassignmentIsrChange({b})) is first
     em.put(ev.BrokerChange())
     third = em.put(ev.PartitionReassignmentIsrChange({c}))
-    assert third is not first and em.put(ev.PartitionReassignmentIsrChange({d})) is third
+    assert third is not first
+    assert em.put(ev.PartitionReassignmentIsrChange({d})) is third
     em.put(ev.BrokerChange())
     em.put(ev.BrokerChange())  # other kinds are never merged
-    assert em.queue_size == 5 and em.events_absorbed == 2
+    assert em.queue_size == 5
+    assert em.events_absorbed == 2
     em.put(ev.ShutdownEventThread())  # after all of them (close() would drop what is queued)
     em.start()
     em._thread.join(10)
-    assert not em.is_alive() and third.await_processing(0)
+    assert not em.is_alive()
+    assert third.await_processing(0)
     assert [type(e).__name__ for e in processed] == [
         "PartitionReassignmentIsrChange", "BrokerChange", "PartitionReassignmentIsrChange", "BrokerChange",
         "BrokerChange"]
-    assert processed[0].partitions == {a, b} and processed[2].partitions == {c, d}
+    assert processed[0].partitions == {a, b}
+    assert processed[2].partitions == {c, d}
 
 
 def test_a_partition_catching_up_before_its_watch_is_armed_completes():
     early = (TopicPartition("a", 3), TopicPartition("c", 11))
     r, store, _flows, _dispatch, tps, _em = _started(catch_up_first=early)
     assert r.ctx.partitions_being_reassigned == set(tps) - set(early)
-    assert set(store.admin) == set(tps) - set(early) and store.log.count(("admin",)) == 1
+    assert set(store.admin) == set(tps) - set(early)
+    assert store.log.count(("admin",)) == 1
     for tp in early:
         assert r.ctx.partition_assignment(tp).replicas == _target(TOPICS[tp.topic][tp.partition])
     # completed without a watch firing, and their watches are gone; the others stay watched
-    assert not store.fired and all(store.watches[_state_path(tp)].cancelled == (tp in early) for tp in tps)
+    assert not store.fired
+    assert all(store.watches[_state_path(tp)].cancelled == (tp in early) for tp in tps)

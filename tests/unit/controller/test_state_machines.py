@@ -48,7 +48,7 @@ INVALID_PARTITION = [(c, t) for t in PartitionState for c in PartitionState if c
 INVALID_REPLICA = [(c, t) for t in ReplicaState for c in ReplicaState if c not in REPLICA_VALID_PREVIOUS[t]]
 
 
-@pytest.mark.parametrize("current,target", INVALID_PARTITION)
+@pytest.mark.parametrize(("current", "target"), INVALID_PARTITION)
 def test_invalid_partition_transitions_are_refused_and_change_nothing(current, target):
     r = rig(topics={"t": {0: (1, 2, 3)}})
     if current is not PartitionState.NON_EXISTENT:
@@ -60,7 +60,8 @@ def test_invalid_partition_transitions_are_refused_and_change_nothing(current, t
     send(r)
     assert r.ctx.partition_states.get(T0, PartitionState.NON_EXISTENT) is current
     assert m.invalid_transitions == 1
-    assert r.sender.sent == [] and r.store.writes == 0
+    assert r.sender.sent == []
+    assert r.store.writes == 0
 
 
 def test_a_topic_recreated_under_a_deleted_name_starts_above_its_last_leader_epoch():
@@ -101,7 +102,8 @@ def test_new_partition_without_live_replica_stays_new():
     m.handle_state_changes([T0], PartitionState.NEW)
     res = m.handle_state_changes([T0], PartitionState.ONLINE, ElectionKind.OFFLINE)
     send(r)
-    assert isinstance(res[T0], str) and r.ctx.partition_states[T0] is PartitionState.NEW
+    assert isinstance(res[T0], str)
+    assert r.ctx.partition_states[T0] is PartitionState.NEW
     assert r.sender.leader_and_isr() == {}
 
 
@@ -193,7 +195,8 @@ def test_offline_to_non_existent_and_new_only_mark_state():
     m.handle_state_changes([T0], PartitionState.OFFLINE)
     m.handle_state_changes([T0], PartitionState.NON_EXISTENT)
     send(r)
-    assert T0 not in r.ctx.partition_states and r.sender.sent == []
+    assert T0 not in r.ctx.partition_states
+    assert r.sender.sent == []
 
 
 def test_initialize_partition_state_at_failover():
@@ -216,7 +219,7 @@ def pr(b, tp=T0):
     return PartitionAndReplica(tp, b)
 
 
-@pytest.mark.parametrize("current,target", INVALID_REPLICA)
+@pytest.mark.parametrize(("current", "target"), INVALID_REPLICA)
 def test_invalid_replica_transitions_are_refused(current, target):
     r = rig(topics={"t": {0: (1, 2, 3)}})
     _online(r)
@@ -227,7 +230,9 @@ def test_invalid_replica_transitions_are_refused(current, target):
     m.handle_state_changes([pr(2)], target)
     send(r)
     assert r.ctx.replica_states.get(pr(2), ReplicaState.NON_EXISTENT) is current
-    assert m.invalid_transitions == 1 and r.sender.sent == [] and r.store.writes == 0
+    assert m.invalid_transitions == 1
+    assert r.sender.sent == []
+    assert r.store.writes == 0
 
 
 def test_new_replica_gets_leader_and_isr_as_follower():
@@ -239,7 +244,8 @@ def test_new_replica_gets_leader_and_isr_as_follower():
     send(r)
     assert r.ctx.replica_states[pr(4)] is ReplicaState.NEW
     (req,) = r.sender.leader_and_isr()[4]
-    assert req.partitions[0].leader == 1 and req.partitions[0].is_new
+    assert req.partitions[0].leader == 1
+    assert req.partitions[0].is_new
 
 
 def test_new_to_online_adds_the_replica_to_the_assignment():
@@ -357,7 +363,8 @@ def test_one_request_of_each_kind_per_broker_per_batch():
     counts = {}
     for b, req in r.sender.sent:
         counts[(b, type(req).__name__)] = counts.get((b, type(req).__name__), 0) + 1
-    assert counts and max(counts.values()) == 1
+    assert counts
+    assert max(counts.values()) == 1
     assert 1 not in {b for b, _ in r.sender.sent}  # the dead broker hears nothing
     assert all(r.store.states[tp].leader_and_isr.leader == 2 for tp in parts)
 

@@ -24,7 +24,8 @@ def test_failover_writes_an_id_into_each_id_less_topic_and_keeps_the_others():
                       "new": TopicAssignment({0: ReplicaAssignment((2, 3))}, "AAAAAAAAAAAAAAAAAAAAAQ")}
     load_context(r.store, r.ctx, lambda _name: None)
     old_id = r.store.topics["old"].topic_id
-    assert old_id and r.ctx.topic_ids == {"old": old_id, "new": "AAAAAAAAAAAAAAAAAAAAAQ"}
+    assert old_id
+    assert r.ctx.topic_ids == {"old": old_id, "new": "AAAAAAAAAAAAAAAAAAAAAQ"}
     assert r.store.topics["old"].partitions == {0: ReplicaAssignment((1, 2))}
     assert [e for e in r.store.log if e[0] == "topic"] == [("topic", "old")]
 
@@ -37,4 +38,5 @@ def test_a_topic_created_without_an_id_gets_one_when_the_controller_sees_it():
     flows = ControllerFlows(services(r))
     r.store.topics["plain"] = TopicAssignment({0: ReplicaAssignment((1, 2, 3))})
     flows.process_topic_change(ev.TopicChange())
-    assert r.store.topics["plain"].topic_id and r.ctx.topic_ids["plain"] == r.store.topics["plain"].topic_id
+    assert r.store.topics["plain"].topic_id
+    assert r.ctx.topic_ids["plain"] == r.store.topics["plain"].topic_id

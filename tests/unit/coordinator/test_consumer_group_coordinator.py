@@ -38,19 +38,23 @@ def test_heartbeats_are_written_and_a_new_coordinator_loads_the_group_as_it_was(
         c = await coordinator(log)
         a = await c.consumer_group_heartbeat(join_req("a"))
         b = await c.consumer_group_heartbeat(join_req("b"))
-        assert a.error == b.error == E.NONE and a.answer.member_epoch == 1 and b.answer.member_epoch == 2
+        assert a.error == b.error == E.NONE
+        assert a.answer.member_epoch == 1
+        assert b.answer.member_epoch == 2
         assert sum(len(p) for p in a.answer.assignment.values()) == 6  # all of it, until b's join is reconciled
         before = c.consumer.groups["g"]
         c.shutdown()
         d = await coordinator(log)  # the failover: a new leader of the partition replays the log
         after = d.consumer.groups["g"]
         assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch) == (2, 2)
-        assert after.members == before.members and after.target == before.target
+        assert after.members == before.members
+        assert after.target == before.target
         assert after.partition_epochs == before.partition_epochs
         # a's next heartbeat is accepted at the epoch it had: no rejoin, no full rebalance
         owned = tuple((t, tuple(sorted(p))) for t, p in a.answer.assignment.items())
         again = await d.consumer_group_heartbeat(HeartbeatRequest("g", "a", 1, topic_partitions=owned))
-        assert again.error == E.NONE and after.members["a"].pending_revocation
+        assert again.error == E.NONE
+        assert after.members["a"].pending_revocation
         d.shutdown()
     run(go())
 
@@ -64,7 +68,8 @@ def test_a_failed_write_changes_nothing_and_maps_the_error():
         log.fail_with = E.NOT_ENOUGH_REPLICAS
         out = await c.consumer_group_heartbeat(join_req("b"))
         assert out.error == E.COORDINATOR_NOT_AVAILABLE
-        assert set(c.consumer.groups["g"].members) == {"a"} and c.consumer.groups["g"].group_epoch == epoch
+        assert set(c.consumer.groups["g"].members) == {"a"}
+        assert c.consumer.groups["g"].group_epoch == epoch
         log.fail_with = None
         assert (await c.consumer_group_heartbeat(join_req("b"))).error == E.NONE
         c.shutdown()
@@ -96,21 +101,25 @@ def test_offsets_of_a_consumer_group_check_member_and_epoch_and_survive_a_failov
         c = await coordinator(log)
         a = await c.consumer_group_heartbeat(join_req("a"))
         off = {("orders", 0): CommittedOffset(42, -1, "", 1)}
-        assert (await c.commit_offsets("g", a.answer.member_epoch - 1, "a", None, off)) == {("orders", 0): E.STALE_MEMBER_EPOCH}
-        assert (await c.commit_offsets("g", a.answer.member_epoch, "zz", None, off)) == {("orders", 0): E.UNKNOWN_MEMBER_ID}
+        assert (await c.commit_offsets("g", a.answer.member_epoch - 1, "a", None,
+                                       off)) == {("orders", 0): E.STALE_MEMBER_EPOCH}
+        assert (await c.commit_offsets("g", a.answer.member_epoch, "zz", None,
+                                       off)) == {("orders", 0): E.UNKNOWN_MEMBER_ID}
         assert (await c.commit_offsets("g", a.answer.member_epoch, "a", None, off)) == {("orders", 0): E.NONE}
         assert c.fetch_offsets("g", [("orders", 0)], "a", a.answer.member_epoch + 1)[0] == E.STALE_MEMBER_EPOCH
         c.shutdown()
         d = await coordinator(log)
         code, got = d.fetch_offsets("g", [("orders", 0)], "a", a.answer.member_epoch)
-        assert code == E.NONE and got[("orders", 0)].offset == 42
+        assert code == E.NONE
+        assert got[("orders", 0)].offset == 42
         assert d.consumer.groups["g"].state is ConsumerGroupState.STABLE
         # the last member leaves; the empty group is deleted with its offsets, and stays gone after a reload
         await d.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
         assert (await d.delete_groups(["g"])) == {"g": E.NONE}
         d.shutdown()
         e = await coordinator(log)
-        assert "g" not in e.consumer.groups and e.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
+        assert "g" not in e.consumer.groups
+        assert e.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
         e.shutdown()
     run(go())
 
@@ -120,7 +129,8 @@ def test_offsets_of_a_consumer_group_with_members_do_not_expire():
         c = await coordinator(MemoryLog())
         a = await c.consumer_group_heartbeat(join_req("a"))
         await c.commit_offsets("g", a.answer.member_epoch, "a", None, {("orders", 0): CommittedOffset(1, -1, "", 1)})
-        assert await c.expire_offsets(10**15) == 0 and c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
+        assert await c.expire_offsets(10**15) == 0
+        assert c.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)]
         c.shutdown()
     run(go())
 
@@ -135,11 +145,14 @@ def test_empty_consumer_groups_expire_with_their_last_offset_or_at_once_without_
         await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
         await c.consumer_group_heartbeat(HeartbeatRequest("bare", "b", -1))
         assert await c.expire_offsets(2) == 0  # the offset is young: g stays; bare has none: it goes
-        assert "g" in c.consumer.groups and "bare" not in c.consumer.groups
+        assert "g" in c.consumer.groups
+        assert "bare" not in c.consumer.groups
         assert await c.expire_offsets(10**15) == 1
-        assert "g" not in c.consumer.groups and "g" not in c.groups
+        assert "g" not in c.consumer.groups
+        assert "g" not in c.groups
         c.shutdown()
         d = await coordinator(log)
-        assert not d.consumer.groups and d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
+        assert not d.consumer.groups
+        assert d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
         d.shutdown()
     run(go())

@@ -121,7 +121,8 @@ def _err(code: ErrorCode, fn, *args, **kwargs) -> None:
 def test_three_members_share_six_partitions_then_leave_fail_and_join_without_double_ownership():
     sim = Sim([T])
     sim.hb("a")
-    assert sim.owned_by("a") == set(range(6)) and sim.groups["g"].state is ConsumerGroupState.STABLE
+    assert sim.owned_by("a") == set(range(6))
+    assert sim.groups["g"].state is ConsumerGroupState.STABLE
     sim.hb("b")
     sim.hb("c")
     sim.settle(["a", "b", "c"])
@@ -131,7 +132,8 @@ def test_three_members_share_six_partitions_then_leave_fail_and_join_without_dou
     # a leaves cleanly
     d = heartbeat(sim.groups, HeartbeatRequest("g", "a", -1), sim.topics, SETTINGS, 1000)
     sim.write(d.records)
-    assert d.answer.member_epoch == -1 and d.timers.cancel == ("a",)
+    assert d.answer.member_epoch == -1
+    assert d.timers.cancel == ("a",)
     del sim.clients["a"]
     sim.settle(["b", "c"])
     assert sim.owned_by("b") >= kept_by_b, "sticky: b keeps what it had"
@@ -184,10 +186,13 @@ def test_an_assignment_whose_answer_was_lost_is_sent_again_until_the_member_repo
     lost = heartbeat(sim.groups, plain, sim.topics, SETTINGS, 1000)  # b is given a's partitions: answer lost
     sim.write(lost.records)
     new = lost.answer.assignment
-    assert new is not None and sum(len(p) for p in new.values()) == 6
+    assert new is not None
+    assert sum(len(p) for p in new.values()) == 6
     again = heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS, 1000)
-    assert again.records == [] and again.answer.assignment == new  # sent again, nothing changed
-    acked = HeartbeatRequest("g", "b", lost.answer.member_epoch, topic_partitions=_pairs({(T.topic_id, p) for p in range(6)}))
+    assert again.records == []
+    assert again.answer.assignment == new  # sent again, nothing changed
+    acked = HeartbeatRequest("g", "b", lost.answer.member_epoch,
+                             topic_partitions=_pairs({(T.topic_id, p) for p in range(6)}))
     assert heartbeat(sim.groups, acked, sim.topics, SETTINGS, 1000).answer.assignment is None
     assert heartbeat(sim.groups, HeartbeatRequest("g", "b", lost.answer.member_epoch), sim.topics, SETTINGS,
                      1000).answer.assignment is None
@@ -198,17 +203,21 @@ def test_a_partition_is_revoked_before_another_member_gets_it():
     sim.hb("a")
     sim.hb("b")  # target: 3 each, but a still owns all six
     g = sim.groups["g"]
-    assert sim.owned_by("b") == set() and g.members["b"].state is MemberState.UNRELEASED_PARTITIONS
+    assert sim.owned_by("b") == set()
+    assert g.members["b"].state is MemberState.UNRELEASED_PARTITIONS
     d = sim.hb("a", owned=_pairs({(T.topic_id, p) for p in range(6)}))  # a learns it must revoke
     a = g.members["a"]
-    assert a.state is MemberState.UNREVOKED_PARTITIONS and d.timers.revocation == ("a", a.member_epoch, 30000)
-    assert len(a.pending_revocation[T.topic_id]) == 3 and len(d.answer.assignment[T.topic_id]) == 3
+    assert a.state is MemberState.UNREVOKED_PARTITIONS
+    assert d.timers.revocation == ("a", a.member_epoch, 30000)
+    assert len(a.pending_revocation[T.topic_id]) == 3
+    assert len(d.answer.assignment[T.topic_id]) == 3
     sim.hb("b")
     assert sim.owned_by("b") == set(), "still pending revocation by a"
     sim.hb("a")  # a reports it gave them up
     assert g.members["a"].state is MemberState.STABLE
     sim.hb("b")
-    assert len(sim.owned_by("b")) == 3 and g.state is ConsumerGroupState.STABLE
+    assert len(sim.owned_by("b")) == 3
+    assert g.state is ConsumerGroupState.STABLE
 
 
 def test_a_heartbeat_at_the_previous_epoch_does_not_release_what_the_current_epoch_gave():
@@ -219,7 +228,8 @@ def test_a_heartbeat_at_the_previous_epoch_does_not_release_what_the_current_epo
     sim.hb("a", server_assignor="range")
     sim.hb("b", server_assignor="range")
     sim.settle(["a", "b"])
-    assert sim.owned_by("a") == {0, 1, 2} and sim.owned_by("b") == {3, 4, 5}
+    assert sim.owned_by("a") == {0, 1, 2}
+    assert sim.owned_by("b") == {3, 4, 5}
     d = heartbeat(sim.groups, HeartbeatRequest("g", "b", -1), sim.topics, SETTINGS, now_ms=1000)
     sim.write(d.records)
     del sim.clients["b"]
@@ -228,16 +238,19 @@ def test_a_heartbeat_at_the_previous_epoch_does_not_release_what_the_current_epo
     d = heartbeat(sim.groups, HeartbeatRequest("g", "a", epoch, topic_partitions=_pairs(owned)), sim.topics,
                   SETTINGS, now_ms=1000)
     sim.write(d.records)
-    assert d.answer.member_epoch == epoch + 1 and len(d.answer.assignment[T.topic_id]) == 6
+    assert d.answer.member_epoch == epoch + 1
+    assert len(d.answer.assignment[T.topic_id]) == 6
     sim.hb("c", server_assignor="range")  # the target: a 0-2, c 3-5
     sim.hb("a")  # sent at epoch E, owning 0-2 only: not a release of 3-5
     g = sim.groups["g"]
-    assert g.members["a"].state is MemberState.UNREVOKED_PARTITIONS and g.members["a"].member_epoch == epoch + 1
+    assert g.members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert g.members["a"].member_epoch == epoch + 1
     sim.hb("c")
     assert sim.owned_by("c") == set(), "given to c while a may be taking them"
     sim.hb("a")  # at epoch E+1, without 3-5: released
     sim.hb("c")
-    assert sim.owned_by("c") == {3, 4, 5} and sim.owned_by("a") == {0, 1, 2}
+    assert sim.owned_by("c") == {3, 4, 5}
+    assert sim.owned_by("a") == {0, 1, 2}
 
 
 def test_a_member_that_does_not_revoke_in_time_is_fenced_and_its_partitions_move():
@@ -279,7 +292,8 @@ def test_static_member_leaves_for_now_keeps_its_partitions_and_comes_back_under_
     # another process with the same instance id while s1 is away: it takes s1's place
     del sim.clients["s1"]
     sim.hb("s2", instance_id="inst")
-    assert sim.owned_by("s2") == held and "s1" not in sim.groups["g"].members
+    assert sim.owned_by("s2") == held
+    assert "s1" not in sim.groups["g"].members
     # the instance is now held: a third process with it is refused, and the old id is fenced
     _err(ErrorCode.UNRELEASED_INSTANCE_ID, sim.hb, "s3", instance_id="inst")
     _err(ErrorCode.FENCED_INSTANCE_ID, heartbeat, sim.groups,
@@ -306,7 +320,8 @@ def test_range_assignor_chosen_by_the_members():
     sim.hb("a", server_assignor="range")
     sim.hb("b", server_assignor="range")
     sim.settle(["a", "b"])
-    assert sim.owned_by("a") == {0, 1, 2} and sim.owned_by("b") == {3, 4, 5}
+    assert sim.owned_by("a") == {0, 1, 2}
+    assert sim.owned_by("b") == {3, 4, 5}
 
 
 def test_empty_group_is_deleted_with_tombstones_and_reloads_as_gone():
@@ -341,7 +356,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("code,fields", BAD, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(BAD)])
+@pytest.mark.parametrize(("code", "fields"), BAD, ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(BAD)])
 def test_bad_heartbeat_gets_kafkas_error_and_changes_nothing(code, fields):
     sim = Sim([T])
     sim.hb("a")
@@ -351,7 +366,8 @@ def test_bad_heartbeat_gets_kafkas_error_and_changes_nothing(code, fields):
                 subscribed_topic_names=("orders",), topic_partitions=())
     base.update(fields)
     _err(code, heartbeat, sim.groups, HeartbeatRequest(**base), sim.topics, SETTINGS, 1000)
-    assert _snapshot(sim.groups) == before and len(sim.log) == logged
+    assert _snapshot(sim.groups) == before
+    assert len(sim.log) == logged
 
 
 def test_group_max_size_refuses_a_new_member_but_not_a_known_one():
@@ -385,7 +401,8 @@ def _check_assignment(result, members, topics):
         for tid, parts in a.items():
             assert tid in members[m].topics
             for p in parts:
-                assert (tid, p) not in seen and 0 <= p < topics[tid]
+                assert (tid, p) not in seen
+                assert 0 <= p < topics[tid]
                 seen.add((tid, p))
     wanted = {(t, p) for t in set().union(*(s.topics for s in members.values())) if t in topics
               for p in range(topics[t])}

@@ -67,7 +67,8 @@ async def classic_group(c: GroupCoordinator, rebalance_ms: int = 2000) -> tuple[
                        {a: encode_assignment([("orders", range(6))], 1)})
     b = (await join(c, "", rebalance_ms=rebalance_ms)).member_id
     ja, jb = await asyncio.gather(join(c, a, rebalance_ms=rebalance_ms), join(c, b, rebalance_ms=rebalance_ms))
-    assert ja.generation == jb.generation == 2 and ja.leader == a
+    assert ja.generation == jb.generation == 2
+    assert ja.leader == a
     sa, sb = await asyncio.gather(
         c.sync_group("g", 2, a, None, "consumer", "range", {a: encode_assignment([("orders", [0, 1, 2])], 1),
                                                             b: encode_assignment([("orders", [3, 4, 5])], 1)}),
@@ -84,7 +85,9 @@ def owned_of(answer_assignment) -> tuple:
 async def rejoin_and_sync(c: GroupCoordinator, member_id: str) -> tuple[int, list[int]]:
     """An eager classic member's round: it revoked everything, rejoins, syncs; (generation, partitions)."""
     j = await join(c, member_id)
-    assert j.error == E.NONE and j.leader == "" and j.members == [], j
+    assert j.error == E.NONE, j
+    assert j.leader == "", j
+    assert j.members == [], j
     s = await c.sync_group("g", j.generation, member_id, None, "consumer", j.protocol, {})
     assert s.error == E.NONE, s
     return j.generation, sorted(p for _, parts in decode_assignment(s.assignment) for p in parts)
@@ -98,21 +101,29 @@ def test_a_classic_group_migrates_to_the_consumer_protocol_member_by_member_and_
         # a consumer-protocol member joins: the classic group is upgraded, its members kept at generation 2
         x = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
                                                               subscribed_topic_names=("orders",), topic_partitions=()))
-        assert x.error == E.NONE and x.answer.member_epoch == 3 and not x.answer.assignment  # all still owned
+        assert x.error == E.NONE
+        assert x.answer.member_epoch == 3
+        assert not x.answer.assignment  # all still owned
         g = c.consumer.groups["g"]
         assert {m: (g.members[m].member_epoch, g.members[m].classic is not None) for m in g.members} == \
             {a: (2, True), b: (2, True), "x": (3, False)}
-        assert not c._has_classic_members("g") and c.groups["g"].offsets[("orders", 0)].offset == 42
+        assert not c._has_classic_members("g")
+        assert c.groups["g"].offsets[("orders", 0)].offset == 42
         # the classic members learn of the new epoch through Heartbeat, rejoin and sync, one at a time
         assert c.heartbeat("g", gen, a, None) == E.REBALANCE_IN_PROGRESS
         assert c.heartbeat("g", 1, a, None) == E.ILLEGAL_GENERATION
         gen_a, parts_a = await rejoin_and_sync(c, a)
-        assert gen_a == 3 and len(parts_a) == 2 and c.heartbeat("g", 3, a, None) == E.NONE
+        assert gen_a == 3
+        assert len(parts_a) == 2
+        assert c.heartbeat("g", 3, a, None) == E.NONE
         gen_b, parts_b = await rejoin_and_sync(c, b)
-        assert gen_b == 3 and len(parts_b) == 2 and not set(parts_a) & set(parts_b)
+        assert gen_b == 3
+        assert len(parts_b) == 2
+        assert not set(parts_a) & set(parts_b)
         x2 = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 3, topic_partitions=()))
         parts_x = sorted(p for ps in x2.answer.assignment.values() for p in ps)
-        assert len(parts_x) == 2 and sorted(parts_a + parts_b + parts_x) == list(range(6))
+        assert len(parts_x) == 2
+        assert sorted(parts_a + parts_b + parts_x) == list(range(6))
         assert g.members["x"].state is MemberState.STABLE
         # a classic member commits with its generation (any OffsetCommit version), a stale one is refused
         assert await c.commit_offsets("g", 3, a, None, OFFSET, api_version=8) == {("orders", 0): E.NONE}
@@ -121,22 +132,29 @@ def test_a_classic_group_migrates_to_the_consumer_protocol_member_by_member_and_
         # a failover keeps the mixed group: classic metadata, epochs, assignments
         d = await coordinator(log)
         g2 = d.consumer.groups["g"]
-        assert g2.members == g.members and g2.target == g.target and d.heartbeat("g", 3, b, None) == E.NONE
+        assert g2.members == g.members
+        assert g2.target == g.target
+        assert d.heartbeat("g", 3, b, None) == E.NONE
         # the last consumer-protocol member leaves: the group goes back to classic and rebalances
         left = await d.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
-        assert left.error == E.NONE and d.consumer_group("g") is None
+        assert left.error == E.NONE
+        assert d.consumer_group("g") is None
         classic = d.groups["g"]
-        assert set(classic.members) == {a, b} and classic.is_(GroupState.PREPARING_REBALANCE)
+        assert set(classic.members) == {a, b}
+        assert classic.is_(GroupState.PREPARING_REBALANCE)
         # at the generation a and b hold (Kafka converts instead of fencing x): asked to rejoin, their
         # commits still accepted, rather than ILLEGAL_GENERATION (partitions lost, commits refused)
-        assert classic.generation == 3 and classic.offsets[("orders", 0)].offset == 42
+        assert classic.generation == 3
+        assert classic.offsets[("orders", 0)].offset == 42
         assert d.heartbeat("g", 3, a, None) == E.REBALANCE_IN_PROGRESS
         assert await d.commit_offsets("g", 3, b, None, OFFSET, api_version=8) == {("orders", 0): E.NONE}
         ja, jb = await asyncio.gather(join(d, a), join(d, b))
-        assert ja.error == jb.error == E.NONE and ja.generation == 4
+        assert ja.error == jb.error == E.NONE
+        assert ja.generation == 4
         d.shutdown()
         e = await coordinator(log)
-        assert "g" not in e.consumer.groups and set(e.groups["g"].members) == {a, b}
+        assert "g" not in e.consumer.groups
+        assert set(e.groups["g"].members) == {a, b}
         assert e.fetch_offsets("g", [("orders", 0)])[1][("orders", 0)].offset == 42
         e.shutdown()
     run(go())
@@ -148,14 +166,17 @@ def test_the_migration_policy_refuses_the_upgrade_or_keeps_classic_members_in_th
         await classic_group(c)
         refused = await c.consumer_group_heartbeat(HeartbeatRequest(
             "g", "x", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",), topic_partitions=()))
-        assert refused.error == E.GROUP_ID_NOT_FOUND and c._has_classic_members("g") and "g" not in c.consumer.groups
+        assert refused.error == E.GROUP_ID_NOT_FOUND
+        assert c._has_classic_members("g")
+        assert "g" not in c.consumer.groups
         c.shutdown()
         c = await coordinator(MemoryLog(), MigrationPolicy.UPGRADE)
         a, b, _ = await classic_group(c)
         await c.consumer_group_heartbeat(HeartbeatRequest(
             "g", "x", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("orders",), topic_partitions=()))
         await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
-        assert set(c.consumer.groups["g"].members) == {a, b} and not c._has_classic_members("g")
+        assert set(c.consumer.groups["g"].members) == {a, b}
+        assert not c._has_classic_members("g")
         c.shutdown()
     run(go())
 
@@ -179,15 +200,19 @@ def test_classic_requests_in_a_consumer_group_get_kafkas_errors_and_change_nothi
         assert c.heartbeat("g", 2, "x", None) == E.UNKNOWN_MEMBER_ID
         assert await c.leave_group("g", [("nobody", None), ("x", None)]) == \
             (E.NONE, [E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID])
-        assert g.group_epoch == epoch and g.members == members
+        assert g.group_epoch == epoch
+        assert g.members == members
         # a new classic member is asked for a member id first, then joins at the next epoch
         first = await join(c, "")
-        assert first.error == E.MEMBER_ID_REQUIRED and "g" in c.consumer.groups
+        assert first.error == E.MEMBER_ID_REQUIRED
+        assert "g" in c.consumer.groups
         new = await join(c, first.member_id)
-        assert new.error == E.NONE and new.generation == epoch + 1
+        assert new.error == E.NONE
+        assert new.generation == epoch + 1
         assert await c.leave_group("g", [(new.member_id, None)]) == (E.NONE, [E.NONE])
         g = c.consumer.groups["g"]
-        assert new.member_id not in g.members and g.group_epoch == epoch + 2
+        assert new.member_id not in g.members
+        assert g.group_epoch == epoch + 2
         c.shutdown()
     run(go())
 
@@ -203,7 +228,8 @@ def test_the_classic_member_metadata_round_trips_as_kafkas_tagged_field():
     r = Record(MemberMetadataKey("g", "m"), value)
     assert decode(*encode(r)) == r
     plain = Record(MemberMetadataKey("g", "m"), dataclasses.replace(value, classic=None))
-    assert decode(*encode(plain)) == plain and len(encode(plain)[1]) < len(encode(r)[1])
+    assert decode(*encode(plain)) == plain
+    assert len(encode(plain)[1]) < len(encode(r)[1])
 
 
 async def until(check, what: str, bound_s: float = 5.0) -> None:
@@ -236,19 +262,25 @@ def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_time
         # b rejoins: its join timer stops, its sync timer starts; the sync stops it
         assert c.heartbeat("g", gen, b, None) == E.REBALANCE_IN_PROGRESS
         j = await join(c, b, rebalance_ms=300)
-        assert j.error == E.NONE and set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION, TimerKind.SYNC}
+        assert j.error == E.NONE
+        assert set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION, TimerKind.SYNC}
         s = await c.sync_group("g", j.generation, b, None, "consumer", j.protocol, {})
-        assert s.error == E.NONE and set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION}
+        assert s.error == E.NONE
+        assert set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION}
         # a never rejoins: fenced by its join timer (its session, 5 s, has not run out), its partitions freed
         epoch = g.group_epoch
         await until(lambda: a not in g.members, "a fenced by its join timer")
-        assert g.group_epoch == epoch + 1 and c.consumer.deadlines("g", a) == {} and b in g.members
+        assert g.group_epoch == epoch + 1
+        assert c.consumer.deadlines("g", a) == {}
+        assert b in g.members
         assert c.heartbeat("g", j.generation, a, None) == E.UNKNOWN_MEMBER_ID
         # a new classic member joins and never syncs: fenced by its sync timer
         new = await join(c, (await join(c, "", rebalance_ms=300)).member_id, rebalance_ms=300)
-        assert new.error == E.NONE and TimerKind.SYNC in c.consumer.deadlines("g", new.member_id)
+        assert new.error == E.NONE
+        assert TimerKind.SYNC in c.consumer.deadlines("g", new.member_id)
         await until(lambda: new.member_id not in g.members, "the joined member fenced by its sync timer")
-        assert b in g.members and "x" in g.members
+        assert b in g.members
+        assert "x" in g.members
         c.shutdown()
         # the fences were written: a reload has neither
         d = await coordinator(log)
@@ -284,10 +316,12 @@ def test_an_offset_commit_written_while_the_group_downgrades_is_applied():
         await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
                                                           subscribed_topic_names=("orders",), topic_partitions=()))
         log.armed = True
-        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None, {("orders", 1): CommittedOffset(7, -1, "", 1)}))
+        commit = asyncio.ensure_future(c.commit_offsets("g", 2, a, None,
+                                                        {("orders", 1): CommittedOffset(7, -1, "", 1)}))
         await asyncio.wait_for(log.held.wait(), 5)
         left = await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", -1))
-        assert left.error == E.NONE and c.consumer_group("g") is None  # downgraded meanwhile
+        assert left.error == E.NONE
+        assert c.consumer_group("g") is None  # downgraded meanwhile
         log.release.set()
         assert await commit == {("orders", 1): E.NONE}
         assert c.fetch_offsets("g", [("orders", 1)])[1][("orders", 1)].offset == 7

@@ -47,7 +47,8 @@ def test_offset_records_in_kafkas_layout():
     assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
     assert decode_key(key) == OffsetKey("g", "t", 3)
     value = offset_value(OffsetValue(42, 7, "meta", 1000))
-    assert value[:2] == b"\x00\x03" and value[2:10] == (42).to_bytes(8, "big")
+    assert value[:2] == b"\x00\x03"
+    assert value[2:10] == (42).to_bytes(8, "big")
     assert decode_offset_value(value) == OffsetValue(42, 7, "meta", 1000)
 
 
@@ -119,7 +120,8 @@ def test_first_member_gets_an_id_then_leads_generation_one():
     async def go():
         c, log = await coordinator_for("g")
         first = await join(c, "g")
-        assert first.error == E.MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
+        assert first.error == E.MEMBER_ID_REQUIRED
+        assert first.member_id.startswith("client-")
         res = await join(c, "g", first.member_id)
         assert (res.error, res.generation, res.leader, res.protocol) == (E.NONE, 1, first.member_id, "range")
         assert [m[0] for m in res.members] == [first.member_id]
@@ -127,7 +129,8 @@ def test_first_member_gets_an_id_then_leads_generation_one():
         assert (sync.error, sync.assignment) == (E.NONE, b"A")
         assert c.groups["g"].state is GroupState.STABLE
         stored = decode_group_value(log.records[c.partition_of("g")][-1][1])
-        assert stored.generation == 1 and stored.members[0].assignment == b"A"
+        assert stored.generation == 1
+        assert stored.members[0].assignment == b"A"
     run(go())
 
 
@@ -143,11 +146,14 @@ def test_second_member_rebalances_and_both_get_answers():
         a_again = await join(c, "g", a.member_id)
         b = await b_task
         assert a_again.generation == b.generation == 2
-        assert a_again.leader == a.member_id and len(a_again.members) == 2 and b.members == []
+        assert a_again.leader == a.member_id
+        assert len(a_again.members) == 2
+        assert b.members == []
         leader_sync = asyncio.ensure_future(c.sync_group("g", 2, a.member_id, None, None, None,
                                                          {a.member_id: b"x", b.member_id: b"y"}))
         follower = await c.sync_group("g", 2, b.member_id, None, None, None, {})
-        assert follower.assignment == b"y" and (await leader_sync).assignment == b"x"
+        assert follower.assignment == b"y"
+        assert (await leader_sync).assignment == b"x"
     run(go())
 
 
@@ -231,7 +237,9 @@ def test_member_that_stops_heartbeating_is_removed_and_offsets_then_expire():
                 break
             await asyncio.sleep(0.01)
         g = c.groups["g"]
-        assert not g.members and g.state is GroupState.EMPTY and g.generation == 2
+        assert not g.members
+        assert g.state is GroupState.EMPTY
+        assert g.generation == 2
         assert await c.expire_offsets(g.state_timestamp + 500) == 0
         assert await c.expire_offsets(g.state_timestamp + 1000) == 1
         assert "g" not in c.groups
@@ -246,7 +254,9 @@ def test_static_member_rejoining_fences_the_old_id_without_a_rebalance():
         a = await join_fully(c, "g", instance="i-1")
         await c.sync_group("g", 1, a.member_id, "i-1", None, None, {a.member_id: b"A"})
         again = await join(c, "g", instance="i-1")
-        assert again.error == E.NONE and again.member_id != a.member_id and again.generation == 1
+        assert again.error == E.NONE
+        assert again.member_id != a.member_id
+        assert again.generation == 1
         assert c.heartbeat("g", 1, a.member_id, "i-1") == E.FENCED_INSTANCE_ID
         assert c.heartbeat("g", 1, again.member_id, "i-1") == E.NONE
         assert c.groups["g"].state is GroupState.STABLE
@@ -288,7 +298,8 @@ def test_a_new_leader_epoch_of_a_partition_already_led_reloads_nothing():
         group = c.groups["g"]
         c.on_elected(c.partition_of("g"), 2)  # an ISR change bumped the leader epoch
         await asyncio.sleep(0.01)
-        assert c.groups["g"] is group and c.heartbeat("g", 1, a.member_id, None) == E.NONE
+        assert c.groups["g"] is group
+        assert c.heartbeat("g", 1, a.member_id, None) == E.NONE
         assert c.owned[c.partition_of("g")][1] == 2
         c.shutdown()
     run(go())

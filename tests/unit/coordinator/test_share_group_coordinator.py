@@ -35,12 +35,16 @@ def test_more_members_than_partitions_all_share_the_partition():
 def test_join_heartbeat_leave_with_member_epochs():
     s = service()
     a = s.heartbeat(hb("a", 0, ("orders",)), 0)
-    assert a.error == E.NONE and a.member_epoch == 1 and a.assignment == {T1: frozenset({0})}
+    assert a.error == E.NONE
+    assert a.member_epoch == 1
+    assert a.assignment == {T1: frozenset({0})}
     b = s.heartbeat(hb("b", 0, ("orders",)), 0)
-    assert b.member_epoch == 2 and b.assignment == {T1: frozenset({0})}
+    assert b.member_epoch == 2
+    assert b.assignment == {T1: frozenset({0})}
     # a learns of the new epoch on its next heartbeat (no revocation step: partitions are shared)
     a2 = s.heartbeat(hb("a", 1), 10)
-    assert a2.member_epoch == 2 and a2.assignment == {T1: frozenset({0})}
+    assert a2.member_epoch == 2
+    assert a2.assignment == {T1: frozenset({0})}
     assert s.heartbeat(hb("a", 2), 20).assignment is None  # unchanged: not sent again
     assert s.heartbeat(hb("a", 1), 20).error == E.FENCED_MEMBER_EPOCH
     assert s.heartbeat(hb("zz", 3), 20).error == E.UNKNOWN_MEMBER_ID
@@ -65,8 +69,10 @@ def test_silent_members_expire_and_an_empty_group_can_be_deleted():
     s = service()
     s.heartbeat(hb("a", 0, ("orders",)), 0)
     assert s.delete("g") == E.NON_EMPTY_GROUP
-    assert s.expire(500) == 0 and s.expire(1001) == 1
-    assert s.delete("g") == E.NONE and s.find("g")[0] == E.GROUP_ID_NOT_FOUND
+    assert s.expire(500) == 0
+    assert s.expire(1001) == 1
+    assert s.delete("g") == E.NONE
+    assert s.find("g")[0] == E.GROUP_ID_NOT_FOUND
 
 
 def test_a_topic_created_after_the_subscription_is_assigned_on_a_later_heartbeat():
@@ -76,7 +82,8 @@ def test_a_topic_created_after_the_subscription_is_assigned_on_a_later_heartbeat
     assert a.assignment == {}
     topics.update(TOPICS)
     a2 = s.heartbeat(hb("a", a.member_epoch), 1)
-    assert a2.member_epoch > a.member_epoch and a2.assignment == {T1: frozenset({0})}
+    assert a2.member_epoch > a.member_epoch
+    assert a2.assignment == {T1: frozenset({0})}
 
 
 TP = TopicPartition("orders", 0)
@@ -87,11 +94,14 @@ def test_share_session_epochs():
     assert c.on_fetch("g", "m", 1, [TP], []).error == E.SHARE_SESSION_NOT_FOUND
     assert c.on_acknowledge("g", "m", 1).error == E.SHARE_SESSION_NOT_FOUND
     d = c.on_fetch("g", "m", 0, [TP], [])
-    assert d.error == E.NONE and d.session.partitions == {TP} and d.session.epoch == 1
+    assert d.error == E.NONE
+    assert d.session.partitions == {TP}
+    assert d.session.epoch == 1
     assert c.on_acknowledge("g", "m", 0).error == E.INVALID_SHARE_SESSION_EPOCH  # cannot open one
     assert c.on_fetch("g", "m", 2, [], []).error == E.INVALID_SHARE_SESSION_EPOCH  # stale/future: refused
     assert c.sessions[("g", "m")].epoch == 1  # and nothing moved
     assert c.on_fetch("g", "m", 1, [], [TP]).session.partitions == set()
     assert c.on_acknowledge("g", "m", 2).error == E.NONE
     closing = c.on_fetch("g", "m", -1, [], [])
-    assert closing.closing and ("g", "m") not in c.sessions
+    assert closing.closing
+    assert ("g", "m") not in c.sessions

@@ -14,20 +14,23 @@ def test_lag_counts_records_from_the_start_to_the_high_watermark_not_yet_done():
     assert lag(4, ((4, 5, ACKED, 1), (6, 6, ARCHIVED, 3), (7, 9, ACQ, 1)), 12) == 5
     # a done batch reaching past the high watermark counts only below it
     assert lag(10, ((10, 20, ACKED, 1),), 12) == 0
-    assert lag(5, (), -1) == -1 and lag(-1, (), 10) == -1
+    assert lag(5, (), -1) == -1
+    assert lag(-1, (), 10) == -1
     assert lag(12, (), 10) == 0
 
 
 def test_group_refusals_in_kafkas_order():
     assert group_refusal("g", ErrorCode.NOT_COORDINATOR, True, 3, False, True).error == ErrorCode.NOT_COORDINATOR
     other = group_refusal("g", ErrorCode.NONE, True, 0, True, False)
-    assert other is not None and (other.error, other.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+    assert other is not None
+    assert (other.error, other.message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                                   "Group g is not a share group.")
     assert group_refusal("g", ErrorCode.NONE, False, 0, False, False).error == ErrorCode.GROUP_ID_NOT_FOUND
     assert group_refusal("g", ErrorCode.NONE, False, 2, True, True).error == ErrorCode.NON_EMPTY_GROUP
     assert group_refusal("g", ErrorCode.NONE, False, 2, True, False) is None  # describe: members are fine
     assert group_refusal("g", ErrorCode.NONE, False, 0, True, True) is None
-    assert start_offset_refusal(-1).error == ErrorCode.INVALID_REQUEST and start_offset_refusal(0) is None
+    assert start_offset_refusal(-1).error == ErrorCode.INVALID_REQUEST
+    assert start_offset_refusal(0) is None
 
 
 def test_a_group_config_sets_that_share_groups_heartbeat_interval_and_session_timeout():

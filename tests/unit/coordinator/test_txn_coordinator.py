@@ -135,7 +135,8 @@ def test_commit_writes_prepare_markers_then_complete():
         assert (job.commit, job.coordinator_epoch, job.producer_epoch, job.remaining) == (
             True, 7, 0, {("a", 0), ("a", 1)})
         assert [s for _, s, _ in log.states()] == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
-        assert c.describe("t").state == "CompleteCommit" and c.stats.commits == 1
+        assert c.describe("t").state == "CompleteCommit"
+        assert c.stats.commits == 1
         assert await c.end_txn("t", pid, 0, commit=True) == E.NONE  # a retried commit
         assert await c.end_txn("t", pid, 0, commit=False) == E.INVALID_TXN_STATE
         c.shutdown()
@@ -152,7 +153,8 @@ def test_bad_requests_get_kafkas_errors_and_change_nothing():
         assert await c.end_txn("nope", pid, 0, commit=True) == E.INVALID_PRODUCER_ID_MAPPING
         assert await c.add_partitions("t", pid + 1, 0, [("a", 0)]) == E.INVALID_PRODUCER_ID_MAPPING
         assert await c.add_partitions("t", pid, 3, [("a", 0)]) == E.PRODUCER_FENCED
-        assert log.records[0] == before and not markers.jobs
+        assert log.records[0] == before
+        assert not markers.jobs
         assert c.describe("nope").error == E.TRANSACTIONAL_ID_NOT_FOUND
         c.shutdown()
     run(go())
@@ -191,7 +193,8 @@ def test_a_timed_out_transaction_is_fenced_and_aborted():
         assert await c.abort_timed_out(start + 999) == 0
         assert await c.abort_timed_out(start + 1001) == 1
         await settle()
-        assert c.txns["t"].state is TxnState.COMPLETE_ABORT and c.txns["t"].producer_epoch == 1
+        assert c.txns["t"].state is TxnState.COMPLETE_ABORT
+        assert c.txns["t"].producer_epoch == 1
         assert markers.jobs[0].commit is False
         assert await c.end_txn("t", r.producer_id, 0, commit=True) == E.PRODUCER_FENCED
         c.shutdown()
@@ -211,12 +214,15 @@ def test_after_a_failover_a_prepared_commit_is_completed():
         job = markers.jobs[0]
         assert (job.transactional_id, job.commit, job.coordinator_epoch, job.producer_id, job.producer_epoch) == (
             "t", True, 9, 1234, 3)
-        assert c.txns["t"].state is TxnState.COMPLETE_COMMIT and c.txns["u"].state is TxnState.ONGOING
+        assert c.txns["t"].state is TxnState.COMPLETE_COMMIT
+        assert c.txns["u"].state is TxnState.ONGOING
         assert "gone" not in c.txns
         code, listed = c.list_transactions({"ongoing"})
-        assert code == E.NONE and [t.transactional_id for t in listed] == ["u"]
+        assert code == E.NONE
+        assert [t.transactional_id for t in listed] == ["u"]
         c.on_resigned(0)
-        assert c.txns == {} and (await c.end_txn("u", 1235, 0, True)) == E.NOT_COORDINATOR
+        assert c.txns == {}
+        assert (await c.end_txn("u", 1235, 0, True)) == E.NOT_COORDINATOR
         c.shutdown()
     run(go())
 
@@ -228,7 +234,8 @@ def test_a_failed_write_changes_nothing_and_maps_the_error():
         r = await c.init_producer_id("t", 60000)
         log.fail_with = E.NOT_ENOUGH_REPLICAS
         assert await c.add_partitions("t", r.producer_id, 0, [("a", 0)]) == E.COORDINATOR_NOT_AVAILABLE
-        assert c.txns["t"].state is TxnState.EMPTY and c.txns["t"].pending is None
+        assert c.txns["t"].state is TxnState.EMPTY
+        assert c.txns["t"].pending is None
         log.fail_with = E.NOT_LEADER_OR_FOLLOWER
         assert (await c.init_producer_id("t", 60000)).error == E.NOT_COORDINATOR
         c.shutdown()
@@ -243,7 +250,8 @@ def test_idle_transactional_ids_expire_with_a_tombstone():
         last = c.txns["t"].last_update_ms
         assert await c.expire_ids(last + 999) == 0
         assert await c.expire_ids(last + 1000) == 1
-        assert "t" not in c.txns and log.states()[-1] == ("t", "tombstone", -1)
+        assert "t" not in c.txns
+        assert log.states()[-1] == ("t", "tombstone", -1)
         c.shutdown()
     run(go())
 

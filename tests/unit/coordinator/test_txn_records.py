@@ -97,20 +97,24 @@ def test_transitions_are_two_steps_and_guarded():
         txn.prepare_end(commit=True, now_ms=1)  # Empty -> PrepareCommit: no transaction
     assert e.value.code == ErrorCode.INVALID_TXN_STATE
     t = txn.prepare_add_partitions({("a", 0)}, now_ms=10)
-    assert txn.state is TxnState.EMPTY and txn.pending == t  # nothing applied before the write
+    assert txn.state is TxnState.EMPTY
+    assert txn.pending == t  # nothing applied before the write
     with pytest.raises(TxnTransitionError) as e:
         txn.prepare_add_partitions({("a", 1)}, now_ms=11)
     assert e.value.code == ErrorCode.CONCURRENT_TRANSACTIONS
     txn.complete(t)
     assert (txn.state, txn.partitions, txn.start_ms, txn.pending) == (TxnState.ONGOING, {("a", 0)}, 10, None)
     txn.complete(txn.prepare_add_partitions({("a", 1)}, now_ms=20))
-    assert txn.partitions == {("a", 0), ("a", 1)} and txn.start_ms == 10
+    assert txn.partitions == {("a", 0), ("a", 1)}
+    assert txn.start_ms == 10
     txn.complete(txn.prepare_end(commit=False, now_ms=30))
     txn.complete(txn.prepare_complete(now_ms=40))
     assert (txn.state, txn.partitions) == (TxnState.COMPLETE_ABORT, set())
     bump = txn.prepare_epoch_bump(2000, now_ms=50)
     txn.abandon()  # the write failed: nothing changes
-    assert txn.producer_epoch == 0 and txn.pending is None and bump.producer_epoch == 1
+    assert txn.producer_epoch == 0
+    assert txn.pending is None
+    assert bump.producer_epoch == 1
 
 
 def test_fencing_bumps_the_epoch_before_the_abort():

@@ -29,7 +29,7 @@ def test_empty_map(tmp_path):
     assert f.read() == {}
 
 
-@pytest.mark.parametrize("content, match", [
+@pytest.mark.parametrize(("content", "match"), [
     (b"", "missing"),
     (b"1\n0\n", "version"),
     (b"0\nabc\n", "count"),

@@ -64,15 +64,18 @@ def clean_fully(lg: Log, map_bytes: int = 1 << 20, now_ms: int = 10_000, hw: int
 # -- pure decisions ---------------------------------------------------------------------
 def test_offset_map_is_bounded_by_the_dedupe_buffer():
     m = OffsetMap(24 * 10, load_factor=1.0)
-    assert m.slots == 10 and m.max_entries == 10
+    assert m.slots == 10
+    assert m.max_entries == 10
     for i in range(10):
         assert m.put(b"k%d" % i, i)
     assert m.full
     assert not m.put(b"new", 50)  # a new key does not fit
     assert m.put(b"k3", 60)  # an existing key is updated
-    assert m.get(b"k3") == 60 and m.get(b"new") == -1 and m.latest_offset == 60
+    assert m.get(b"k3") == 60
+    assert m.get(b"new") == -1
+    assert m.latest_offset == 60
     assert OffsetMap(24 * 100).max_entries == 90  # Kafka's 0.9 load factor
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot hold a single entry"):
         OffsetMap(10)
 
 
@@ -122,7 +125,8 @@ def test_records_round_trip_every_codec(codec):
     recs = [(b"k%d" % i, None if i == 3 else b"value-%d" % i * 5, 1_000 + i) for i in range(8)]
     data = encode_records(100, recs, compression=codec, producer_id=7, producer_epoch=1, base_sequence=5)
     d = decode_batch(data)
-    assert d.header.compression == codec and d.header.record_count == 8
+    assert d.header.compression == codec
+    assert d.header.record_count == 8
     assert [(r.offset, r.key, r.value_is_null, r.timestamp) for r in d.records] == [
         (100 + i, b"k%d" % i, i == 3, 1_000 + i) for i in range(8)]
     # a subset keeps base offset, last offset delta and producer fields; the CRC is right
@@ -177,9 +181,13 @@ def test_last_value_per_key_survives_with_offset_gaps(open_log):
     below_active = [r for r in got if r[0] < active.base_offset]
     assert {k: (o, v) for o, k, v in below_active} == {**last, b"tail": (active.base_offset - 1, b"x")}
     offsets = [o for o, _, _ in below_active]
-    assert offsets == sorted(offsets) and len(offsets) == 8 and offsets[-1] == active.base_offset - 1  # gaps
-    assert lg.active_segment is active and active.read_bytes(0, active.size) == active_bytes
-    assert lg.log_end_offset == leo and len(lg.segments) < before  # small segments grouped
+    assert offsets == sorted(offsets)
+    assert len(offsets) == 8
+    assert offsets[-1] == active.base_offset - 1  # gaps
+    assert lg.active_segment is active
+    assert active.read_bytes(0, active.size) == active_bytes
+    assert lg.log_end_offset == leo
+    assert len(lg.segments) < before  # small segments grouped
     # reads and reopening see the same
     first = lg.read(0, 1 << 20)
     assert first.first_offset <= offsets[0] < first.next_offset  # the batch holding the first survivor
@@ -278,7 +286,8 @@ def test_compact_only_retention_keeps_old_segments(open_log):
     fill(lg, rounds=6, keys=3, per_batch=3)
     n = len(lg.segments)
     assert n > 2
-    assert lg.delete_retention_segments(now_ms=10**12) == 0 and len(lg.segments) == n
+    assert lg.delete_retention_segments(now_ms=10**12) == 0
+    assert len(lg.segments) == n
     both = open_log("both-0", config=LogConfig(segment_bytes=200, retention_ms=1, cleanup_policy="compact,delete",
                                                file_delete_delay_ms=0))
     fill(both, rounds=3, keys=3)
@@ -295,7 +304,8 @@ def test_reader_keeps_working_while_segments_are_swapped(open_log):
     expected = sl.read()
     clean_fully(lg)
     assert sl.read() == expected  # the old segment's descriptor is still open
-    assert region is not None and region.read() == expected
+    assert region is not None
+    assert region.read() == expected
     region.close()
     assert any(name.endswith(".deleted") for name in os.listdir(lg.dir))
     lg.delete_expired_files(now_ms=int(time.time() * 1000) + 120_000)
@@ -340,7 +350,8 @@ def test_log_manager_runs_the_cleaner_and_checkpoints(tmp_path):
     entries = read_entries(os.path.join(d, CLEANER_OFFSET_CHECKPOINT), 3)
     assert entries == [["t", "0", str(lg.active_segment.base_offset)]]
     figures = dict((n, v) for n, v, _ in lm.cleaner.figures())
-    assert figures["log_cleaner_passes"] >= 1 and figures["log_cleaner_bytes_read"] > 0
+    assert figures["log_cleaner_passes"] >= 1
+    assert figures["log_cleaner_bytes_read"] > 0
     lm.shutdown()
 
 
@@ -356,10 +367,16 @@ def test_cleaner_disabled(tmp_path):
 def test_configs_parse_kafka_names():
     cfg = LogConfig.from_broker_config({"log.cleanup.policy": "compact", "log.cleaner.min.cleanable.ratio": "0.2",
                                         "log.cleaner.delete.retention.ms": "5"})
-    assert cfg.compact and not cfg.delete and cfg.min_cleanable_dirty_ratio == 0.2 and cfg.delete_retention_ms == 5
+    assert cfg.compact
+    assert not cfg.delete
+    assert cfg.min_cleanable_dirty_ratio == 0.2
+    assert cfg.delete_retention_ms == 5
     t = cfg.with_overrides({"cleanup.policy": "delete, compact", "min.compaction.lag.ms": "7",
                             "max.compaction.lag.ms": "9"})
-    assert t.compact and t.delete and t.min_compaction_lag_ms == 7 and t.max_compaction_lag_ms == 9
+    assert t.compact
+    assert t.delete
+    assert t.min_compaction_lag_ms == 7
+    assert t.max_compaction_lag_ms == 9
     from praha.errors import ConfigError
 
     with pytest.raises(ConfigError, match="String must be one of: compact, delete"):
@@ -369,7 +386,8 @@ def test_configs_parse_kafka_names():
     cc = CleanerConfig.from_broker_config({"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": "1000",
                                            "log.cleaner.io.max.bytes.per.second": "5e6", "log.cleaner.backoff.ms": "7"})
     assert (cc.threads, cc.dedupe_buffer_size, cc.io_max_bytes_per_second, cc.backoff_ms) == (2, 1000, 5e6, 7)
-    assert CleanerConfig().io_max_bytes_per_second == float("inf") and CleanerConfig().enable
+    assert CleanerConfig().io_max_bytes_per_second == float("inf")
+    assert CleanerConfig().enable
 
 
 def test_topic_rules_accept_compaction_configs_and_refuse_bad_values():
@@ -398,7 +416,8 @@ def test_dirty_split_and_throttler():
 
     segs = [SegmentInfo(0, 100, 0, 0), SegmentInfo(10, 200, 0, 0), SegmentInfo(20, 300, 0, 0), SegmentInfo(30, 7, 0, 0)]
     split = dirty_split(TP, segs, 10, 30, False)
-    assert (split.clean_bytes, split.cleanable_bytes) == (100, 500) and split.cleanable_ratio == 500 / 600
+    assert (split.clean_bytes, split.cleanable_bytes) == (100, 500)
+    assert split.cleanable_ratio == 500 / 600
     stop = threading.Event()
     t = Throttler(1_000_000, stop)
     start = time.monotonic()
@@ -464,7 +483,9 @@ def test_filter_batch_decisions():
     r = filter_batch(data, h, m, now_ms=1_000, delete_retention_ms=500, retain_empty=False)
     out = dec(r.output)
     assert [(x.offset, x.key) for x in out.records] == [(10, b"a"), (11, b"b")]
-    assert out.delete_horizon_ms == 1_500 and out.header.last_offset == 13 and out.header.producer_id == 3
+    assert out.delete_horizon_ms == 1_500
+    assert out.header.last_offset == 13
+    assert out.header.producer_id == 3
     # past the horizon the tombstone goes too
     r2 = filter_batch(r.output, out.header, m, now_ms=1_500, delete_retention_ms=500, retain_empty=False)
     assert [x.key for x in dec(r2.output).records] == [b"a"]
@@ -496,4 +517,5 @@ def test_log_deleted_during_a_pass_leaves_nothing(open_log):
     p = LogCleaningPass(lg, OffsetMap(1 << 20), 10_000, check=delete_midway)
     with pytest.raises((CleaningAbortedError, OSError)):
         p.clean(0, lg.active_segment.base_offset)
-    assert calls and not os.path.exists(lg.dir)
+    assert calls
+    assert not os.path.exists(lg.dir)

@@ -65,7 +65,8 @@ def test_read_respects_max_bytes_with_whole_batches(open_log):
     assert len(r.data) == 3 * len(batch)
     assert r.next_offset == 12
     r = lg.read(12, 3 * len(batch))
-    assert len(r.data) == 3 * len(batch) and r.first_offset == 12
+    assert len(r.data) == 3 * len(batch)
+    assert r.first_offset == 12
 
 
 def test_at_least_one_batch_even_if_larger_than_max_bytes(open_log):
@@ -136,7 +137,8 @@ def test_read_slice_for_zero_copy(open_log):
     lg.append_as_leader(make_batches([2, 2]), 0)
     sl = lg.read_slice(2, 1 << 20)
     assert sl.segment is lg.active_segment
-    assert sl.position > 0 and sl.size > 0
+    assert sl.position > 0
+    assert sl.size > 0
     import os
     assert os.pread(sl.segment.fd, sl.size, sl.position) == sl.read()
     assert batch_meta(sl.read()) == [(2, 3, 0)]

@@ -15,7 +15,8 @@ def read_all(lg, start=None, max_bytes=700):
     while pos < lg.log_end_offset:
         r = lg.read(pos, max_bytes)
         recs = decode(r.data)
-        assert recs and r.next_offset > pos
+        assert recs
+        assert r.next_offset > pos
         out += [(o, v) for o, _, v in recs if o >= pos]
         pos = r.next_offset
     return out

@@ -35,12 +35,14 @@ def test_sequence_rules():
     assert dup.verdict is SequenceVerdict.DUPLICATE
     assert (dup.duplicate_of.first_offset, dup.duplicate_of.last_offset) == (100, 101)
     gap = t.check(7, 0, 5, 0)
-    assert gap.verdict is SequenceVerdict.OUT_OF_ORDER and gap.expected == 2
+    assert gap.verdict is SequenceVerdict.OUT_OF_ORDER
+    assert gap.expected == 2
     t.record(7, 3, 0, 0, first_offset=110)  # a new epoch starts over
     assert t.check(7, 2, 1, 0).verdict is SequenceVerdict.FENCED_EPOCH
     assert t.check(7, 3, 1, 0).verdict is SequenceVerdict.ACCEPT
     t.record(7, 2, 9, 0, first_offset=120)  # a fenced producer's batch changes nothing
-    assert t.producers[7].epoch == 3 and t.producers[7].last_sequence == 0
+    assert t.producers[7].epoch == 3
+    assert t.producers[7].last_sequence == 0
 
 
 def test_only_the_last_five_batches_are_remembered_and_sequences_wrap():
@@ -60,7 +62,8 @@ def test_retried_batch_is_not_appended_twice(open_log):
     first = lg.append_as_leader(idem_batch(5, 0), 1)
     lg.append_as_leader(idem_batch(5, 2), 1)
     again = lg.append_as_leader(idem_batch(5, 0), 1)  # the response to the first was lost
-    assert again.duplicate and again.record_count == 0
+    assert again.duplicate
+    assert again.record_count == 0
     assert (again.first_offset, again.last_offset) == (first.first_offset, first.last_offset)
     assert lg.log_end_offset == 4
     assert [v for _, _, v in decode(lg.read(0, 1 << 20).data)] == [b"v-0-0", b"v-0-1", b"v-2-0", b"v-2-1"]
@@ -90,7 +93,8 @@ def test_state_is_rebuilt_after_reload_and_truncation(open_log):
     assert lg.append_as_leader(idem_batch(9, 4), 1).record_count == 2
     lg.truncate_to(4)  # the batch of seqs 4-5 is gone: its retry must be appended
     retry = lg.append_as_leader(idem_batch(9, 4), 1)
-    assert not retry.duplicate and retry.first_offset == 4
+    assert not retry.duplicate
+    assert retry.first_offset == 4
 
 
 def test_followers_keep_the_state_a_new_leader_needs(open_log):
@@ -109,7 +113,8 @@ def test_batches_of_one_append_continue_each_other(open_log):
     lg = open_log()
     lg.append_as_leader(idem_batch(8, 0), 1)
     info = lg.append_as_leader(idem_batch(8, 2) + idem_batch(8, 4), 1)
-    assert info.record_count == 4 and lg.log_end_offset == 6
+    assert info.record_count == 4
+    assert lg.log_end_offset == 6
     with pytest.raises(OutOfOrderSequenceError):
         lg.append_as_leader(idem_batch(8, 6) + idem_batch(8, 9), 1)
     assert lg.log_end_offset == 6
@@ -148,11 +153,13 @@ def test_state_older_than_the_active_segment_survives_a_restart(open_log, monkey
     first = lg.append_as_leader(idem_batch(9, 2, epoch=1), 1)
     for i in range(20):  # other producers' data: several segments roll
         lg.append_as_leader(idem_batch(100 + i, 0, count=5, tag=b"x" * 40), 1)
-    assert len(lg.segments) > 3 and ps.list_snapshots(lg.dir)
+    assert len(lg.segments) > 3
+    assert ps.list_snapshots(lg.dir)
     lg.close()
     lg = open_log("s-0", config=config)
     retry = lg.append_as_leader(idem_batch(9, 2, epoch=1), 1)
-    assert retry.duplicate and retry.first_offset == first.first_offset
+    assert retry.duplicate
+    assert retry.first_offset == first.first_offset
     with pytest.raises(InvalidProducerEpochError):
         lg.append_as_leader(idem_batch(9, 4, epoch=0), 1)  # the zombie of epoch 0
     assert lg.append_as_leader(idem_batch(9, 4, epoch=1), 1).record_count == 2

@@ -127,7 +127,8 @@ def test_clean_shutdown_skips_checks_but_knows_its_end(closed_log):
     assert lg.offset_for_timestamp(20_001) == (37, 20_001)
     lg.close()
     lg = Log(d, CFG)  # full check agrees with what the fast path wrote
-    assert lg.log_end_offset == 39 and not lg.last_recovery.eventful
+    assert lg.log_end_offset == 39
+    assert not lg.last_recovery.eventful
     lg.close()
 
 

@@ -57,7 +57,8 @@ def test_log_append_time_stamps_the_batch_with_the_leaders_clock(open_log):
     stored = bytes(lg.read(0, 1 << 20).data)
     validate(stored, strict=True)  # the CRC was computed again
     [h] = list(iter_batches(stored))
-    assert h.attributes & TIMESTAMP_TYPE_MASK and h.max_timestamp == 50_000
+    assert h.attributes & TIMESTAMP_TYPE_MASK
+    assert h.max_timestamp == 50_000
     assert lg.offset_for_timestamp(40_000) == (0, 50_000)
 
     plain = open_log("plain-0", config=LogConfig(file_delete_delay_ms=0))

@@ -45,7 +45,8 @@ def control_batches(data: bytes) -> list[tuple[int, int, bool]]:
     mr = MemoryRecords(bytes(data))
     while mr.has_next():
         b = mr.next_batch()
-        assert isinstance(b, DefaultRecordBatch) and b.validate_crc()
+        assert isinstance(b, DefaultRecordBatch)
+        assert b.validate_crc()
         if b.is_control_batch:
             out.append((b.base_offset, b.producer_id, parse_marker(b._buffer).is_commit))
     return out
@@ -55,10 +56,13 @@ def control_batches(data: bytes) -> list[tuple[int, int, bool]]:
 def test_marker_batch_is_kafkas_control_batch():
     raw = build_marker_batch(42, 3, TxnMarker(ControlType.ABORT, 7), 5000)
     b = DefaultRecordBatch(bytearray(raw))
-    assert b.validate_crc() and b.is_control_batch and b.is_transactional
+    assert b.validate_crc()
+    assert b.is_control_batch
+    assert b.is_transactional
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (42, 3, -1)
     (rec,) = list(b)
-    assert rec.key == b"\x00\x00\x00\x00" and rec.value == b"\x00\x00\x00\x00\x00\x07"
+    assert rec.key == b"\x00\x00\x00\x00"
+    assert rec.value == b"\x00\x00\x00\x00\x00\x07"
     assert parse_marker(raw) == TxnMarker(ControlType.ABORT, 7)
 
 
@@ -67,8 +71,10 @@ def test_table_opens_and_closes_transactions_and_fences_markers():
     t.record(1, 0, 0, 1, first_offset=10, transactional=True)
     t.record(1, 0, 2, 1, first_offset=12, transactional=True)  # same transaction
     t.record(2, 0, 0, 0, first_offset=14, transactional=True)
-    assert t.ongoing == {1: 10, 2: 14} and t.has_ongoing_transaction(1, 0)
-    assert t.last_stable_offset(100) == 10 and t.last_stable_offset(5) == 5
+    assert t.ongoing == {1: 10, 2: 14}
+    assert t.has_ongoing_transaction(1, 0)
+    assert t.last_stable_offset(100) == 10
+    assert t.last_stable_offset(5) == 5
     done = t.record_marker(1, 0, TxnMarker(ControlType.ABORT, 4), offset=15)
     assert (done.first_offset, done.last_offset, done.aborted) == (10, 15, True)
     assert t.last_stable_offset_after(done) == 14  # producer 2 is still open
@@ -80,8 +86,10 @@ def test_table_opens_and_closes_transactions_and_fences_markers():
     t.record(1, 2, 0, 0, first_offset=20)  # a newer epoch
     assert t.check_marker(1, 1, 9) is MarkerVerdict.FENCED_EPOCH
     done2 = t.record_marker(2, 0, TxnMarker(ControlType.COMMIT, 0), offset=21)
-    assert not done2.aborted and t.last_stable_offset_after(done2) == 22
-    assert t.last_stable_offset(22) == 22 and not t.ongoing
+    assert not done2.aborted
+    assert t.last_stable_offset_after(done2) == 22
+    assert t.last_stable_offset(22) == 22
+    assert not t.ongoing
 
 
 def test_snapshot_round_trip_keeps_transaction_state(tmp_path):
@@ -98,7 +106,8 @@ def test_snapshot_round_trip_keeps_transaction_state(tmp_path):
 
 def test_transaction_index_file_and_collect(tmp_path):
     ix = TransactionIndex(str(tmp_path / "00000000000000000000.txnindex"))
-    assert ix.collect(0, 100) == ([], False) and not os.path.exists(ix.path)  # created lazily
+    assert ix.collect(0, 100) == ([], False)
+    assert not os.path.exists(ix.path)  # created lazily
     a, b = AbortedTxn(1, 0, 5, 3), AbortedTxn(2, 3, 9, 20)  # b was open when a ended
     ix.append(a)
     ix.append(b)
@@ -146,7 +155,8 @@ def test_lso_aborted_index_and_collect(open_log):
     assert lg.last_stable_offset(lg.log_end_offset) == 1
     abort = lg.append_marker_as_leader(1, 0, False, 0, 0)       # 5
     assert abort.first_offset == 5
-    assert lg.last_stable_offset(5) == 1 and lg.last_stable_offset(6) == 3
+    assert lg.last_stable_offset(5) == 1
+    assert lg.last_stable_offset(6) == 3
     lg.append_marker_as_leader(2, 0, True, 0, 0)                # 6
     assert lg.last_stable_offset(7) == 7
     assert lg.active_segment.txn_index.entries == [AbortedTxn(1, 1, 5, 3)]

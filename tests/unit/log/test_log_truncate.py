@@ -85,7 +85,8 @@ def test_truncate_fully_and_start_at(open_log):
 def test_truncate_fully_same_base(open_log):
     lg = build(open_log)
     lg.truncate_fully_and_start_at(0)
-    assert lg.log_end_offset == 0 and lg.read(0, 100).data == b""
+    assert lg.log_end_offset == 0
+    assert lg.read(0, 100).data == b""
     lg.append_as_leader(make_batch(1), 9)
     assert batch_meta(lg.read(0, 100).data) == [(0, 0, 9)]
 

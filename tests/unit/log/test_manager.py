@@ -172,7 +172,8 @@ def test_an_io_error_takes_only_its_dir_offline(dirs):
     assert reported == [os.path.abspath(dirs[0])]
     assert m.live_log_dirs == [os.path.abspath(dirs[1])]
     assert sorted(m.handle_dir_failure(os.path.abspath(dirs[0]))) == sorted(tp("t", i) for i in failing)
-    assert all(logs[i].closed for i in failing) and len(m) == 4 - len(failing)
+    assert all(logs[i].closed for i in failing)
+    assert len(m) == 4 - len(failing)
     # a second error in the same dir is not news
     assert not m.failure_channel.report(os.path.abspath(dirs[0]), "again")
     # new partitions only go to the live dir; its checkpoints and marker are still written
@@ -187,7 +188,8 @@ def test_a_dir_unusable_at_start_up_is_offline_and_all_unusable_fails(dirs, tmp_
     blocker.write_text("x")
     m = LogManager([str(blocker), dirs[0]], LogConfig(file_delete_delay_ms=0))
     m.startup()
-    assert m.offline_log_dirs() == [str(blocker)] and m.live_log_dirs == [os.path.abspath(dirs[0])]
+    assert m.offline_log_dirs() == [str(blocker)]
+    assert m.live_log_dirs == [os.path.abspath(dirs[0])]
     assert m.log_dir_of(m.get_or_create(tp("t")).topic_partition) == os.path.abspath(dirs[0])
     m.shutdown()
     with pytest.raises(LogStorageError, match="every log directory failed"):

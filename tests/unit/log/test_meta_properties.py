@@ -13,7 +13,8 @@ def test_reads_what_kafka_writes_and_writes_what_it_reads():
     meta = parse(KAFKA_WRITTEN)
     assert meta == BrokerMetadata(1, "K21CdXN_ROGaaQLR4QT6eg")
     assert parse(format_meta(meta).decode()) == meta
-    assert parse("version=0\n") is None and parse("broker.id=x") is None
+    assert parse("version=0\n") is None
+    assert parse("broker.id=x") is None
 
 
 def test_another_brokers_or_clusters_data_is_refused_in_kafkas_words():

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from praha.errors import ErrorCode
+from praha.errors import ErrorCode, PrahaError
 from praha.log import Log, LogConfig
 from praha.log.errors import InvalidRecordError
 from praha.log.records import compress
-from praha.log.validator import RecordRules, validate_records
+from praha.log.validator import RecordRules, RecordValidationError, validate_records
 from praha.testing.batches import forge_batch, record
 
 NOW = int(time.time() * 1000)
@@ -29,7 +29,7 @@ def check(batch: bytes, rules: RecordRules = ANY_TOPIC) -> None:
 
 
 def code_of(batch: bytes, rules: RecordRules = ANY_TOPIC) -> int:
-    with pytest.raises(Exception) as e:
+    with pytest.raises(PrahaError) as e:
         check(batch, rules)
     return int(e.value.code)
 
@@ -63,15 +63,16 @@ def test_corrupted_record_body_is_refused():
 
 def test_offset_deltas_must_count_from_zero():
     dup = record(b"a", b"1", 0) + record(b"b", b"2", 0)
-    with pytest.raises(Exception) as e:
+    with pytest.raises(RecordValidationError) as e:
         check(forge_batch(dup, record_count=2))
-    assert e.value.code == ErrorCode.INVALID_RECORD and e.value.record_errors == [(1, e.value.record_errors[0][1])]
+    assert e.value.code == ErrorCode.INVALID_RECORD
+    assert e.value.record_errors == [(1, e.value.record_errors[0][1])]
 
 
 def test_compacted_topic_needs_keys_and_names_the_record():
     mixed = record(b"a", b"1", 0) + record(None, b"2", 1)
     check(forge_batch(mixed, record_count=2))  # fine for a delete-policy topic
-    with pytest.raises(Exception) as e:
+    with pytest.raises(RecordValidationError) as e:
         check(forge_batch(mixed, record_count=2), RecordRules(compact=True))
     assert e.value.code == ErrorCode.INVALID_RECORD
     assert e.value.record_errors == [(1, "Compacted topic cannot accept message without key")]
@@ -80,7 +81,8 @@ def test_compacted_topic_needs_keys_and_names_the_record():
 def test_timestamps_outside_the_configured_window():
     rules = RecordRules(timestamp_before_max_ms=60_000, timestamp_after_max_ms=1_000)
     check(forge_batch(three(), record_count=3, base_timestamp=NOW - 30_000), rules)
-    assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW - 120_000), rules) == ErrorCode.INVALID_RECORD
+    assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW - 120_000),
+                   rules) == ErrorCode.INVALID_RECORD
     assert code_of(forge_batch(three(), record_count=3, base_timestamp=NOW + 10_000), rules) == ErrorCode.INVALID_RECORD
     log_append_time = 0x08
     check(forge_batch(three(), record_count=3, base_timestamp=0, attributes=log_append_time), rules)
@@ -91,7 +93,7 @@ def test_a_refused_batch_appends_nothing(tmp_path):
     try:
         lg.append_as_leader(forge_batch(three(), record_count=3), 0)
         poison = forge_batch(record(b"k", b"v", 0), record_count=1000)
-        with pytest.raises(Exception) as e:
+        with pytest.raises(InvalidRecordError) as e:
             lg.append_as_leader(poison + forge_batch(three(), record_count=3), 0)
         assert e.value.code == ErrorCode.INVALID_RECORD
         future = forge_batch(three(), record_count=3, base_timestamp=int(time.time() * 1000) + 3_600_000)
@@ -110,4 +112,5 @@ def test_every_keyless_record_of_a_compacted_batch_is_named():
         check(batch, RecordRules(compact=True))
     why = "Compacted topic cannot accept message without key"
     assert e.value.record_errors == [(1, why), (3, why)]
-    assert e.value.code == ErrorCode.INVALID_RECORD and "2 records" in str(e.value)
+    assert e.value.code == ErrorCode.INVALID_RECORD
+    assert "2 records" in str(e.value)

@@ -96,7 +96,8 @@ def test_shared_update_metadata_direct_encoding_is_the_generated_codecs():
 
 
 def _req(n=30):
-    parts = [PartitionLeaderState(TopicPartition(f"t{i % 3}", i), 2, i % 4, 7, (1, 2), 3, (1, 2, 3), (3,), (), i % 2 == 0)
+    parts = [PartitionLeaderState(TopicPartition(f"t{i % 3}", i), 2, i % 4, 7, (1, 2), 3, (1, 2, 3),
+                                  (3,), (), i % 2 == 0)
              for i in range(n)]
     return LeaderAndIsrRequestData(1, 2, 99, parts, [BrokerInfo(1, (EndPoint("h", 9092),))])
 
@@ -105,7 +106,8 @@ def test_lazy_leader_and_isr_fields_are_the_eager_ones_and_round_trip():
     req = _req()
     obj, version = wire.request_to_wire(req)
     eager = wire._leader_and_isr_to_wire(req)
-    assert obj.topic_states == eager.topic_states and obj.live_leaders == eager.live_leaders
+    assert obj.topic_states == eager.topic_states
+    assert obj.live_leaders == eager.live_leaders
     body = bytes(encode_request(obj, version, 1, "praha"))[4:]
     back = wire.leader_and_isr_from_wire(decode_request(body).request)
     # grouped by topic on the wire: the same states, topic by topic
@@ -149,6 +151,7 @@ def test_states_shared_by_a_batchs_requests_are_encoded_once_and_identically():
     for r in reqs:
         obj, version = wire.request_to_wire(r)
         assert bytes(encode_request(obj, version, 7, "praha")) == _plain_leader_and_isr(r)
-    assert len(cache) == 40 and all(v[0] is s for s in req.partitions for k, v in cache.items() if k == id(s))
+    assert len(cache) == 40
+    assert all(v[0] is s for s in req.partitions for k, v in cache.items() if k == id(s))
     # the cache is no part of the request's value
     assert reqs[0] == LeaderAndIsrRequestData(1, 2, 7, req.partitions, req.live_leaders)

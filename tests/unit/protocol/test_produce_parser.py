@@ -47,7 +47,8 @@ def test_records_are_writable_views_of_a_bytearray_frame(version):
     body = bytearray(encode_request(request([("t", [(0, b"x" * 100), (1, b"y" * 50)])]), version, 1)[4:])
     parts = decode_request(body).request.topic_data[0].partition_data
     view = parts[0].records
-    assert isinstance(view, memoryview) and not view.readonly
+    assert isinstance(view, memoryview)
+    assert not view.readonly
     view[0:1] = b"Z"  # the frame itself changes: no copy was made
     assert body.count(b"Z" + b"x" * 99) == 1
     assert bytes(parts[1].records) == b"y" * 50
@@ -69,9 +70,23 @@ def test_lengths_that_lie_are_refused(version):
     flexible = version >= 9
     # records claimed 1000 bytes long, 5 present
     if flexible:
-        body = b"\x00" + struct.pack(">hi", 1, 100) + b"\x02" + b"\x02t" + b"\x02" + struct.pack(">i", 0) + b"\xe9\x07abcde"
+        body = (
+            b"\x00"
+            + struct.pack(">hi", 1, 100)
+            + b"\x02"
+            + b"\x02t"
+            + b"\x02"
+            + struct.pack(">i", 0)
+            + b"\xe9\x07abcde"
+        )
     else:
-        body = struct.pack(">hhi", -1, 1, 100) + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">iii", 1, 0, 1000) + b"abcde"
+        body = (
+            struct.pack(">hhi", -1, 1, 100)
+            + struct.pack(">ih", 1, 1)
+            + b"t"
+            + struct.pack(">iii", 1, 0, 1000)
+            + b"abcde"
+        )
     with pytest.raises(MalformedProduceError, match="runs past the end"):
         parse_produce_request(body, 0, version)
     # a negative array length other than a null marker

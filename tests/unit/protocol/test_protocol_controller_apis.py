@@ -99,11 +99,13 @@ EXPECTED_FIELDS = {
 }
 
 
-@pytest.mark.parametrize("req,resp,key,version", ALL)
+@pytest.mark.parametrize(("req", "resp", "key", "version"), ALL)
 def test_keys_versions_and_field_names(req, resp, key, version):
     assert req.API_KEY == resp.API_KEY == key
-    assert req.MAX_VERSION >= version and resp.MAX_VERSION >= version  # Kafka 3.9 defines newer ones too
-    assert req.is_flexible(version) and resp.is_flexible(version)
+    assert req.MAX_VERSION >= version
+    assert resp.MAX_VERSION >= version  # Kafka 3.9 defines newer ones too
+    assert req.is_flexible(version)
+    assert resp.is_flexible(version)
     for cls in (req, resp):
         assert field_tree(fields_of(cls), version) == EXPECTED_FIELDS[cls.__name__]
 
@@ -170,7 +172,8 @@ def samples():
     ]
 
 
-@pytest.mark.parametrize("msg,version", samples(), ids=lambda x: type(x).__name__ if not isinstance(x, int) else str(x))
+@pytest.mark.parametrize(("msg", "version"), samples(),
+                         ids=lambda x: type(x).__name__ if not isinstance(x, int) else str(x))
 def test_round_trip_with_header(msg, version):
     if type(msg).__name__.endswith("Request"):
         frame = encode_request(msg, version, correlation_id=123, client_id="controller-1")
@@ -185,7 +188,7 @@ def test_round_trip_with_header(msg, version):
     assert values_at(back, fields_of(back), version) == values_at(msg, fields_of(msg), version)
 
 
-@pytest.mark.parametrize("msg,version", [s for s in samples() if type(s[0]).__name__.endswith("Request")],
+@pytest.mark.parametrize(("msg", "version"), [s for s in samples() if type(s[0]).__name__.endswith("Request")],
                          ids=lambda x: type(x).__name__ if not isinstance(x, int) else str(x))
 def test_requests_through_framing(msg, version):
     frame = encode_request(msg, version, correlation_id=77, client_id="controller-1")
@@ -196,7 +199,7 @@ def test_requests_through_framing(msg, version):
     assert values_at(decoded.request, fields_of(msg), version) == values_at(msg, fields_of(msg), version)
 
 
-@pytest.mark.parametrize("req,resp,key,version", ALL)
+@pytest.mark.parametrize(("req", "resp", "key", "version"), ALL)
 def test_every_declared_version_round_trips(req, resp, key, version):
     """Lower versions are declared too (0..max); each must at least be self-consistent."""
     for v in range(version + 1):

@@ -102,7 +102,8 @@ def test_unknown_header_tags_are_skipped():
     body = bytes(MetadataRequest(topics=None, allow_auto_topic_creation=True).encode(version=12))
     header = struct.pack(">hhih", 3, 12, 77, 1) + b"c" + b"\x02" + b"\x05\x03abc" + b"\x06\x00"
     d = decode_request(header + body)
-    assert d.header.correlation_id == 77 and d.request.topics is None
+    assert d.header.correlation_id == 77
+    assert d.request.topics is None
 
 
 def test_encode_request_header_matches_kafka_python():
@@ -178,7 +179,9 @@ def test_unsupported_api_versions_gets_a_v0_answer():
     with pytest.raises(UnsupportedVersionError) as e:
         decode_request(body, supported)
     err = e.value
-    assert err.is_api_versions and err.correlation_id == 55 and err.header.client_id == "new"
+    assert err.is_api_versions
+    assert err.correlation_id == 55
+    assert err.header.client_id == "new"
     frame = bytes(encode_response(err.header, unsupported_version_response(supported), 0))
     assert frame[4:8] == struct.pack(">i", 55)
     resp = ApiVersionsResponse.decode(frame[4:], version=3, header=True)

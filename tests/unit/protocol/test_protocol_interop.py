@@ -13,7 +13,7 @@ from praha.protocol.produce import ProduceRequestView, produce_fields
 from praha.protocol.registry import APIS, api_versions_response
 
 
-@pytest.mark.parametrize("name,request_,version", client_requests() + controller_requests(),
+@pytest.mark.parametrize(("name", "request_", "version"), client_requests() + controller_requests(),
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_kafka_python_frames_decode(name, request_, version):
     frame = kafka_python_frame(request_, version, correlation_id=4711, client_id="kafka-python-3")
@@ -51,11 +51,13 @@ def test_kafka_python_reads_praha_responses():
     frame = bytes(encode_response(decoded.header, api_versions_response({18: (0, 3), 3: (0, 12)}), 3))
     assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
     resp = ApiVersionsResponse.decode(frame[4:], version=3, header=True)
-    assert resp.header.correlation_id == 3 and resp.error_code == 0
+    assert resp.header.correlation_id == 3
+    assert resp.error_code == 0
 
     M = MetadataResponse
     meta = M(throttle_time_ms=0, brokers=[M.MetadataResponseBroker(node_id=1, host="127.0.0.1", port=9092, rack=None)],
              cluster_id="praha", controller_id=1, topics=[])
     frame = bytes(encode_response(decoded.header, meta, 12))
     back = M.decode(frame[4:], version=12, header=True)
-    assert back.header.correlation_id == 3 and back.brokers[0].port == 9092
+    assert back.header.correlation_id == 3
+    assert back.brokers[0].port == 9092

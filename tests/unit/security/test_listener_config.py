@@ -29,11 +29,12 @@ def test_several_listeners_with_a_protocol_map():
 
 
 def test_security_inter_broker_protocol_names_the_listener():
-    c = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:1,SSL://:2", "security.inter.broker.protocol": "SSL"})
+    c = BrokerConfig.from_dict({**BASE, "listeners": "PLAINTEXT://:1,SSL://:2",
+                                "security.inter.broker.protocol": "SSL"})
     assert c.inter_broker_listener == "SSL"
 
 
-@pytest.mark.parametrize("props,words", [
+@pytest.mark.parametrize(("props", "words"), [
     ({"listeners": "FOO://127.0.0.1:1"}, "no security protocol defined for listener FOO"),
     ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "once"),
     ({"listeners": "PLAINTEXT://:1,SSL://:1"}, "own port"),

@@ -6,7 +6,7 @@ from praha.security.jaas import parse_jaas
 from praha.security.principal import NoMappingRuleError, map_dn, parse_rules
 
 
-@pytest.mark.parametrize("rules,dn,name", [
+@pytest.mark.parametrize(("rules", "dn", "name"), [
     ("DEFAULT", "CN=writer,OU=apps,O=praha", "CN=writer,OU=apps,O=praha"),
     ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT", "CN=kafka1,OU=ServiceUsers,O=Org", "kafka1"),
     ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT", "CN=x,OU=Other,O=Org", "CN=x,OU=Other,O=Org"),
@@ -32,7 +32,8 @@ def test_bad_rules(bad):
 def test_jaas_plain():
     jaas = parse_jaas('org.apache.kafka.common.security.plain.PlainLoginModule required '
                       'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="a;l\\"ice";')
-    assert jaas.username == "admin" and jaas.password == "admin-secret"
+    assert jaas.username == "admin"
+    assert jaas.password == "admin-secret"
     assert jaas.plain_users == {"admin": "admin-secret", "alice": 'a;l"ice'}
 
 

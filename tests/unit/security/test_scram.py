@@ -62,7 +62,9 @@ def test_channel_binding_refused():
 def test_credential_round_trips_kafkas_format():
     credential = ScramCredential.from_password(ScramMechanism.SHA_512, "pw", 8192)
     text = credential.to_config()
-    assert text.startswith("salt=") and ",stored_key=" in text and ",server_key=" in text
+    assert text.startswith("salt=")
+    assert ",stored_key=" in text
+    assert ",server_key=" in text
     assert text.endswith(",iterations=8192")
     assert ScramCredential.from_config(text) == credential
 

@@ -22,7 +22,7 @@ def jaas(tmp_path):
     return str(f)
 
 
-@pytest.mark.parametrize("path,sensitive", [
+@pytest.mark.parametrize(('path', 'sensitive'), [
     ("/config/users", True), ("/config/users/alice", True), ("/config/brokers/1", True),
     ("/delegation_token/tokens/t", True), ("/config/topics/t", False), ("/config/clients/c", False),
     ("/kafka-acl/Topic/t", False), ("/kafka-acl-changes/acl_changes_0000000001", False), ("/controller", False),
@@ -46,26 +46,29 @@ def test_sasl_from_the_jaas_client_section_named_in_the_properties_or_kafka_opts
 def test_a_tool_logged_in_by_kafka_opts_protects_what_it_creates(jaas, monkeypatch):
     monkeypatch.delenv("PRAHA_ZOOKEEPER_DIGEST", raising=False)
     auth = zk_auth_for_tool(None, {"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
-    assert auth.sasl_user == "praha" and auth.set_acl
+    assert auth.sasl_user == "praha"
+    assert auth.set_acl
     monkeypatch.setenv("PRAHA_ZOOKEEPER_DIGEST", "u:p")
     assert zk_auth_for_tool(None, {}) == ZkAuth("u:p", True)
 
 
 def test_tls_settings_by_kafkas_names():
     auth = zk_auth_from_properties({
-        "zookeeper.ssl.client.enable": "true", "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
         "zookeeper.ssl.truststore.location": "/ca.pem", "zookeeper.ssl.keystore.location": "/me.pem",
         "zookeeper.ssl.endpoint.identification.algorithm": ""}, {})
     assert auth.tls == ZkTls("/ca.pem", "/me.pem", check_hostname=False)
     assert zk_auth_from_properties({"zookeeper.ssl.truststore.location": "/ca.pem"}, {}).tls is None
 
 
-@pytest.mark.parametrize("props,message", [
+@pytest.mark.parametrize(('props', 'message'), [
     ({"zookeeper.ssl.client.enable": "true"}, "needs zookeeper.ssl.truststore.location"),
     ({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": "/t",
       "zookeeper.ssl.keystore.type": "PKCS12"}, "zookeeper.ssl.keystore.type: praha reads PEM files only"),
     ({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": "/t",
-      "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"}, "needs org.apache.zookeeper.ClientCnxnSocketNetty"),
+      "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNIO"},
+      "needs org.apache.zookeeper.ClientCnxnSocketNetty"),
     ({"zookeeper.set.acl": "true"}, "zookeeper.set.acl=true needs a ZooKeeper identity"),
     ({"praha.zookeeper.digest": "no-colon"}, "user:password"),
     ({"java.security.auth.login.config": "/nowhere/jaas.conf"}, "cannot read /nowhere/jaas.conf"),
@@ -85,7 +88,8 @@ def test_only_digest_md5_logins(tmp_path):
 def test_the_warning_of_secured_listeners_over_an_open_zookeeper():
     secured = ["SASL_SSL", "SSL"]
     warning = open_zookeeper_warning(secured, ZkAuth())
-    assert warning and "unauthenticated, without znode ACLs" in warning
+    assert warning
+    assert "unauthenticated, without znode ACLs" in warning
     assert "without znode ACLs" in (open_zookeeper_warning(secured, ZkAuth("u:p", False)) or "")
     assert open_zookeeper_warning(secured, ZkAuth("u:p", True)) is None
     assert open_zookeeper_warning(["PLAINTEXT", "SSL"], ZkAuth()) is None  # an open listener: nothing to betray

@@ -256,7 +256,8 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
     updated = member if _unchanged(member, req) else member.with_(
         instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
         rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+        rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                              else member.rebalance_timeout_ms),
         server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
         subscribed_topic_names=(tuple(req.subscribed_topic_names) if req.subscribed_topic_names is not None
                                 else member.subscribed_topic_names),
@@ -404,7 +405,8 @@ def _refresh_regexes(groups: dict[str, ConsumerGroup], g: ConsumerGroup, topics:
     for rx in sorted(in_use):
         found = resolve(rx, topics)
         if g.resolved_regexes.get(rx) != found:
-            _emit(groups, out, Record(RegexKey(g.group_id, rx), RegexValue(tuple(sorted(found)), g.group_epoch, now_ms)))
+            _emit(groups, out,
+                  Record(RegexKey(g.group_id, rx), RegexValue(tuple(sorted(found)), g.group_epoch, now_ms)))
     for rx in sorted(set(g.resolved_regexes) - in_use):
         _emit(groups, out, Record(RegexKey(g.group_id, rx), None))
     return out
@@ -464,7 +466,8 @@ def session_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: 
     return _fence(groups, g, member_id)
 
 
-def revocation_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: str, member_epoch: int) -> list[Record]:
+def revocation_expired(groups: dict[str, ConsumerGroup], group_id: str, member_id: str,
+                       member_epoch: int) -> list[Record]:
     """The member did not revoke within its rebalance timeout: fence it, if it still has not."""
     g = groups.get(group_id)
     m = None if g is None else g.members.get(member_id)

@@ -172,7 +172,8 @@ def encode_assignment(pairs: Iterable[tuple[str, Iterable[int]]], version: int) 
     return bytes(out)
 
 
-def _by_ids(pairs: Iterable[tuple[str, Iterable[int]]], topics: Mapping[str, TopicInfo]) -> dict[uuid.UUID, frozenset[int]]:
+def _by_ids(pairs: Iterable[tuple[str, Iterable[int]]],
+            topics: Mapping[str, TopicInfo]) -> dict[uuid.UUID, frozenset[int]]:
     """Named partitions as an assignment by topic id; topics that no longer exist are dropped."""
     return assignment_of((topics[t].topic_id, ps) for t, ps in pairs if t in topics)
 

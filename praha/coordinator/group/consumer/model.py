@@ -204,7 +204,11 @@ class ConsumerGroup:
         return names
 
     def member_topics(self, m: ConsumerMember) -> frozenset[str]:
-        extra = self.resolved_regexes.get(m.subscribed_topic_regex, frozenset()) if m.subscribed_topic_regex else frozenset()
+        extra = (
+            self.resolved_regexes.get(m.subscribed_topic_regex, frozenset())
+            if m.subscribed_topic_regex
+            else frozenset()
+        )
         return frozenset(m.subscribed_topic_names) | extra
 
     def all_classic(self) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass
-from typing import Union
 
 from praha.coordinator.group.consumer.model import Assignment, ClassicMetadata, MemberState, TopicInfo, assignment_of
 from praha.coordinator.group.records import _Reader, _Writer
@@ -67,8 +66,8 @@ class RegexKey:
     regex: str
 
 
-Key = Union[GroupEpochKey, PartitionMetadataKey, MemberMetadataKey, TargetEpochKey, TargetMemberKey,
-            CurrentAssignmentKey, RegexKey]
+Key = (GroupEpochKey | PartitionMetadataKey | MemberMetadataKey | TargetEpochKey | TargetMemberKey
+       | CurrentAssignmentKey | RegexKey)
 
 #: every record kind of the protocol and its key version (Kafka's CoordinatorRecordType ids)
 KEY_VERSIONS: dict[type, int] = {
@@ -134,8 +133,8 @@ class RegexValue:
     timestamp: int
 
 
-Value = Union[GroupEpochValue, PartitionMetadataValue, MemberMetadataValue, TargetEpochValue, TargetMemberValue,
-              CurrentAssignmentValue, RegexValue]
+Value = (GroupEpochValue | PartitionMetadataValue | MemberMetadataValue | TargetEpochValue | TargetMemberValue
+         | CurrentAssignmentValue | RegexValue)
 
 
 @dataclass(frozen=True, slots=True)

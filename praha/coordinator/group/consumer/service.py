@@ -88,7 +88,8 @@ class ConsumerGroupService:
             for mid, m in g.members.items():
                 ms = m.classic.session_timeout_ms if m.classic is not None else \
                     self.settings_for(gid).session_timeout_ms
-                self._restart(gid, mid, TimerKind.SESSION, ms, functools.partial(session_expired, self.groups, gid, mid))
+                self._restart(gid, mid, TimerKind.SESSION, ms,
+                              functools.partial(session_expired, self.groups, gid, mid))
         return len(loaded)
 
     def unload(self, partition: int) -> int:

@@ -103,7 +103,9 @@ def heartbeat(g: ShareGroup, targets: dict[str, Assignment], req: ShareHeartbeat
         return _refuse(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a member epoch "
                                                       f"({req.member_epoch}) different from the coordinator's "
                                                       f"({m.member_epoch}).")
-    elif req.subscribed_topic_names is not None and tuple(sorted(req.subscribed_topic_names)) != m.subscribed_topic_names:
+    elif (
+        req.subscribed_topic_names is not None and tuple(sorted(req.subscribed_topic_names)) != m.subscribed_topic_names
+    ):
         m.subscribed_topic_names = tuple(sorted(req.subscribed_topic_names))
         changed = True
     m.last_heartbeat_ms = now_ms
