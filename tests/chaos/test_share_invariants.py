@@ -116,3 +116,15 @@ def test_the_fates_are_fixed_by_the_value_and_mostly_accept():
     fates = [intent(v) for v in values]
     assert fates == [intent(v) for v in values]
     assert fates.count(Intent.ACCEPT) > 1800 and fates.count(Intent.REJECT) > 20 and fates.count(Intent.RELEASE) > 10
+
+
+def test_only_a_share_campaign_gives_the_brokers_the_share_settings():
+    from praha.chaos.config import CampaignConfig
+    from praha.chaos.environment import broker_overrides
+    from praha.chaos.share_config import BROKER_SETTINGS
+
+    share = broker_overrides(CampaignConfig(workload="share"))
+    assert {k: share[k] for k in BROKER_SETTINGS} == BROKER_SETTINGS
+    assert not set(BROKER_SETTINGS) & set(broker_overrides(CampaignConfig(workload="queue")))
+    with pytest.raises(ValueError, match="unknown workload"):
+        CampaignConfig(workload="shared").validate()
