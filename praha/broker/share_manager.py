@@ -7,7 +7,8 @@ its durable state when the group has one there, else at the offset `share.auto.o
 names (latest or earliest). A share partition belongs to the leader epoch it was loaded in; a
 new epoch on this broker loads it again. Acknowledgements are answered only once the state
 they produced is written, so nothing acknowledged is delivered again after a failover; what
-was acquired but not acknowledged is stored as available, so nothing is lost either.
+was acquired but not acknowledged is stored as available (archived if that was its last
+delivery), so nothing is lost either.
 """
 from __future__ import annotations
 
