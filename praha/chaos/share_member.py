@@ -25,16 +25,16 @@ SIGTERM ends it after its current step (close() leaves the group); it also ends 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 import time
 import zlib
 from enum import Enum
-from typing import Any, TextIO
+from typing import Any
 
 from praha.chaos.access import from_arguments
+from praha.chaos.member import Out
 
 _stop = False
 
@@ -64,19 +64,6 @@ def intent(value: str) -> Intent:
 def _on_term(*_args: object) -> None:
     global _stop
     _stop = True
-
-
-def _wall() -> int:
-    return int(time.time() * 1000)
-
-
-class Out:
-    def __init__(self, f: TextIO):
-        self.f = f
-
-    def write(self, ev: str, **fields: Any) -> None:
-        self.f.write(json.dumps({"ev": ev, "w": _wall(), **fields}) + "\n")
-        self.f.flush()
 
 
 def run(args: argparse.Namespace) -> int:
