@@ -256,7 +256,7 @@ class SharePartitionManager:
             try:
                 version = await asyncio.get_running_loop().run_in_executor(None, store.version, group_id, tp)
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: hand nothing out
-                version, why = None, f"state version not read ({e})"
+                version, why = None, f"state version not read ({type(e).__name__}: {e})"
             else:
                 why = f"state rewritten elsewhere (version {version}, loaded {h.version})"
             if version == h.version:
