@@ -240,26 +240,29 @@ class SharePartitionManager:
         return Acquired(ErrorCode.NONE, covering(data, headers, ranges), tuple(ranges))
 
     async def _current(self, group_id: str, tp: TopicPartition, sp: SharePartition) -> bool:
-        """Before records go out: is the loaded share partition still the durable state's latest?
+        """Before records go out: is the loaded share partition still the durable state's latest,
+        and is this broker still the leader ZooKeeper names?
 
         Another broker that wrote the state since (a successor leader while this one is cut off
         and does not know yet, or the coordinator resetting offsets) may have acknowledged the very
         records just acquired here (chaos seed 502, `--workload share`, a one_way cut of the leader:
-        records accepted at the new leader were handed out again by the old one). Then, or when
-        ZooKeeper cannot say, the share partition is dropped and nothing is delivered; the next
-        look loads it again (or finds it is not the leader)."""
+        records accepted at the new leader were handed out again by the old one); a successor that
+        has not written yet may be handing the same records to another member (seed 503). Then, or
+        when ZooKeeper cannot say, the share partition is dropped and nothing is delivered; the
+        next look loads it again (or finds it is not the leader)."""
         h = self.held.get((group_id, tp))
         if self.store is None or h is None or h.partition is not sp:
             return self.store is None
         store = self.store
         async with h.lock:  # not in the middle of our own write
             try:
-                version = await asyncio.get_running_loop().run_in_executor(None, store.version, group_id, tp)
+                version, epoch = await asyncio.get_running_loop().run_in_executor(None, store.standing, group_id, tp)
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: hand nothing out
-                version, why = None, f"state version not read ({type(e).__name__}: {e})"
+                version, epoch, why = None, None, f"state version not read ({type(e).__name__}: {e})"
             else:
-                why = f"state rewritten elsewhere (version {version}, loaded {h.version})"
-            if version == h.version:
+                why = (f"state rewritten elsewhere (version {version}, loaded {h.version})" if version != h.version
+                       else f"leader epoch {epoch} in ZooKeeper, this leader's {h.leader_epoch}")
+            if version == h.version and epoch == h.leader_epoch:
                 return True
             if self.held.get((group_id, tp)) is h:
                 del self.held[(group_id, tp)]
