@@ -376,6 +376,40 @@ def test_a_leader_hands_out_nothing_another_broker_has_since_written_done(chroot
         c.close()
 
 
+def test_a_leader_the_controller_replaced_without_its_knowing_hands_out_nothing(chrooted, bs):
+    """Chaos seed 503 (`--secure --workload share`): a deposed leader, cut off from the controller,
+    loaded the share partition beside the real one and both handed out the same records. Here the
+    partition's leader epoch in ZooKeeper is raised from outside, as an election the leader has not
+    heard of would leave it: its ShareFetch hands out nothing until the znode is put back."""
+    import dataclasses
+
+    from praha.common import LeaderIsrAndControllerEpoch
+    from praha.zk.znodes import decode_partition_state, encode_partition_state, partition_state_path
+
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    member = uuid.uuid4().hex
+    wait_for(lambda: coord.send(ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]), 1).error_code == 0,
+        timeout=60, what="the member joined")
+    topic_id, leader = _leader(any_broker, topic)
+    zk, path = chrooted.store.client, partition_state_path(topic, 0)
+    data, stat = zk.get(path)
+    state = decode_partition_state(data, stat.version)
+    elected = LeaderIsrAndControllerEpoch(dataclasses.replace(
+        state.leader_and_isr, leader_epoch=state.leader_and_isr.leader_epoch + 1), state.controller_epoch)
+    zk.set(path, encode_partition_state(elected))
+    try:
+        r = _share_fetch(leader, group, member, topic_id, 0, 5)
+        assert r.error_code == 0 and _acquired(r) == [], "a leader ZooKeeper no longer names handed records out"
+    finally:
+        zk.set(path, data)  # as the controller left it
+    assert _acquired(_share_fetch(leader, group, member, topic_id, 1, 5)) == [(0, 4, 1)]
+    for c in (any_broker, coord, leader):
+        c.close()
+
+
 def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     topic = new_topic(bs, 5)
     group = f"g-{uuid.uuid4().hex[:6]}"
