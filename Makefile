@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short chaos-share clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-spark  the slow Spark tests: secure cluster with a leader kill, standalone cluster, Spark Connect"
 	@echo "make test-spark-cluster  every pipeline test on a Spark standalone cluster (master + 2 workers)"
 	@echo "make chaos-secure-short  one short secure chaos campaign (--netns --secure --workload txn, 6 faults; root)"
+	@echo "make chaos-share  one short chaos campaign with the share-group workload (--workload share, 6 faults)"
 	@echo "make bench  run the benchmarks in bench/ (slow)"
 	@echo "make bench-groups  only the consumer-group benchmarks (issue 11)"
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
@@ -164,6 +165,11 @@ chaos: bytecode tools
 # on SASL_SSL/SCRAM as a principal of its own with ACLs on (a few minutes; root for the namespaces)
 chaos-secure-short: bytecode tools
 	$(PY) -m pytest -q -m slow tests/chaos/test_chaos_secure_short.py
+
+# one short campaign with the share-group workload (issue 23): 3 brokers, 6 faults, ShareConsumer
+# members SIGKILLed, every share invariant checked (about 4 minutes)
+chaos-share: bytecode tools
+	$(PY) -m pytest -q -m slow tests/chaos/test_chaos_share.py
 
 cluster-down: $(STAMP)
 	$(PY) -m praha cluster down

@@ -38,6 +38,7 @@ from praha.chaos.plot import plot_timeline
 from praha.chaos.principals import Role
 from praha.chaos.report import headline, summary_text, violation_json
 from praha.chaos.schedule import build_schedule
+from praha.chaos.share_workload import ShareWorkload
 from praha.chaos.timeline import Timeline
 from praha.chaos.txn import TOPIC_PARTITIONS, TxnWorkload, summarize
 from praha.chaos.workload import AdminWorker, ConsumerWorker, ProducerWorker
@@ -136,6 +137,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
     group: ConsumerGroup | None = None
     group_ledger: GroupLedger | None = None
     txn: TxnWorkload | None = None
+    share: ShareWorkload | None = None
+    share_figures: dict[str, Any] | None = None
     txn_ops: list[dict[str, Any]] = []
     verdict: Verdict | None = None
     health = inv.Health(False, 0.0, ["not reached"])
@@ -164,6 +167,9 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             _create_topics(env, cfg, TOPIC_PARTITIONS)
             txn = TxnWorkload(root, env.access, timeline, cfg.seed)
             txn.start()
+        if cfg.workload == "share":
+            share = ShareWorkload(root, env, timeline, cfg.seed, clients_log)
+            share.start(lambda parts: _create_topics(env, cfg, parts), stop_clients)
         if cfg.group_members > 0:
             group = ConsumerGroup(root, env.access(Role.READER), _data_topics(cfg), timeline, cfg.group_members)
             group.start()
@@ -203,6 +209,9 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         if txn is not None:
             progress("chaos: stopping the transactional writers; reading every transactional record back")
             txn_ops, verdict = txn.finish(clients_log)
+        if share is not None:
+            progress("chaos: letting the share group finish every record; judging it")
+            share_figures = share.finish()
     except KeyboardInterrupt:
         interrupted = "interrupted"
         timeline.add("note", "campaign interrupted")
@@ -217,6 +226,8 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             group.stop()
         if txn is not None:
             txn.stop()
+        if share is not None:
+            share.stop()
         progress("chaos: stopping the cluster")
         replica_divergent = -1
         try:
@@ -231,7 +242,7 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             leftovers.release(owner)  # not reached if close() failed: cleanup_leftovers finishes it
     return _judge(cfg, root, timeline, env, ledger, faults, final, health, replica_divergent, hw_monitor,
                   observer, admin, consumers, producers, interrupted, group_ledger,
-                  (txn_ops, verdict, txn.problems if txn is not None else []))
+                  (txn_ops, verdict, txn.problems if txn is not None else []), share_figures)
 
 
 def _finish_group(group: ConsumerGroup, final: inv.FinalRead, tps: list[Tp], logger: logging.Logger,
@@ -279,7 +290,8 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
            observer: ClusterObserver | None, admin: AdminWorker | None, consumers: list[ConsumerWorker],
            producers: list[ProducerWorker], interrupted: str,
            group_ledger: GroupLedger | None = None,
-           txn: tuple[list[dict[str, Any]], Verdict | None, list[str]] = ([], None, [])) -> dict[str, Any]:
+           txn: tuple[list[dict[str, Any]], Verdict | None, list[str]] = ([], None, []),
+           share: dict[str, Any] | None = None) -> dict[str, Any]:
     hw = hw_monitor.state if hw_monitor else HwState()
     txn_ops, verdict, txn_problems = txn
     for problem in txn_problems:
@@ -347,6 +359,7 @@ def _judge(cfg: CampaignConfig, root: Path, timeline: Timeline, env: ChaosEnviro
         "group_undelivered": group.undelivered if group else 0,
         "group": asdict(group) if group else None,
         "txn": {**asdict(summarize(txn_ops)), **verdict.to_json()} if verdict is not None else None,
+        "share": share,
         "violations": len(timeline.violations),
     }
     report: dict[str, Any] = {

@@ -19,7 +19,7 @@ ALL_KINDS = ("kill", "kill_controller", "pause", "zk_expire", "controlled_restar
 #: kinds that need the nodes in network namespaces
 NETWORK_KINDS = frozenset({"partition", "one_way", "flaky_link"})
 
-WORKLOADS = ("queue", "txn")
+WORKLOADS = ("queue", "txn", "share")
 
 #: relative frequency of each kind in a schedule
 KIND_WEIGHTS = {
@@ -48,8 +48,9 @@ class CampaignConfig:
     netns: bool = False  # every ZooKeeper server and broker in a network namespace of its own
     workdir: Path = Path(".praha/chaos")
     kinds: tuple[str, ...] = ALL_KINDS
-    # workload: "queue" (idempotent producers, assign consumers, the consumer group) or "txn"
-    # (the queue workload plus transactional clients judged by the history checker)
+    # workload: "queue" (idempotent producers, assign consumers, the consumer group), "txn"
+    # (the queue workload plus transactional clients judged by the history checker) or "share"
+    # (the queue workload plus a share group: praha/chaos/share_workload.py)
     workload: str = "queue"
     topics: int = 2
     partitions: int = 3

@@ -22,6 +22,7 @@ from praha.admin.zk_security_migration import AclMode, migrate
 from praha.chaos.access import ClientAccess
 from praha.chaos.config import CampaignConfig
 from praha.chaos.principals import GRANTS, Role
+from praha.chaos.share_config import BROKER_SETTINGS as SHARE_BROKER_SETTINGS
 from praha.cluster import netns
 from praha.cluster.local import BrokerProcess, LocalCluster
 from praha.errors import PrahaError
@@ -64,6 +65,7 @@ def broker_overrides(cfg: CampaignConfig) -> dict[str, str]:
         # no Schema Registry: no campaign client uses it, and a broker (re)started by a fault
         # would otherwise import it, start its reader and be waited for until it listens
         "schema.registry.listeners": "",
+        **(SHARE_BROKER_SETTINGS if cfg.workload == "share" else {}),
         **cfg.extra_broker_config,
     }
 

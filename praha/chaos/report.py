@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from praha.chaos.share_invariants import share_line
+
 HEADLINE_KEYS = ("seed", "faults", "acked", "lost", "duplicated", "divergent_offsets",
                  "dual_controller_acceptances", "violations")
 
@@ -26,6 +28,8 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
         "group_commit_regressions": fig.get("group_commit_regressions", 0),
         "group_undelivered": fig.get("group_undelivered", 0),
         **_txn_headline(fig.get("txn")),
+        **({"share_violations": fig["share"]["violations"], "share_accepted": fig["share"]["accepted"]}
+           if fig.get("share") else {}),
         **({"secure": True, "security_refusals": report["security_refusals"]}
            if report.get("config", {}).get("secure") else {}),
         "violation_kinds": sorted({v["invariant"] for v in report["violations"]}),
@@ -119,6 +123,7 @@ def summary_text(report: dict[str, Any]) -> str:
         f"{f['dual_controller_acceptances']} dual-controller acceptances",
         *([_group_line(f["group"])] if f.get("group") else []),
         *([_txn_line(f["txn"])] if f.get("txn") else []),
+        *([share_line(f["share"])] if f.get("share") else []),
         f"  unavailability: {f['unavailable_s_total']:.1f} partition-seconds without a leader "
         f"(worst {f['unavailable_worst']})",
         *([_security_line(report["security_refusals"])] if report.get("security_refusals") else []),

@@ -1,7 +1,7 @@
 """`praha chaos`: one chaos campaign against a cluster it starts itself.
 
   praha chaos --brokers N --faults K [--seed S] [--zk-ensemble 3] [--kinds kill,pause,...]
-              [--group-members 3] [--netns] [--secure] [--workload queue|txn] [--dir D] [--json]
+              [--group-members 3] [--netns] [--secure] [--workload queue|txn|share] [--dir D] [--json]
   praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
                                 anomalies in praha/chaos/history.py); exit 1 on any anomaly
   praha chaos cleanup           remove what campaigns killed from outside left behind: their
@@ -15,7 +15,11 @@ and kafka-python processes: producers committing and aborting, read_committed an
 read_uncommitted consumers, a consume-transform-produce stage) run beside the queue workload,
 their history (history.jsonl) is checked for Jepsen's anomalies, and long_pause (a broker and
 a transactional producer SIGSTOPped past the transaction timeout) joins the faults; the JSON
-line then also has committed_txns, aborted_txns, polled and anomalies. With --secure the
+line then also has committed_txns, aborted_txns, polled and anomalies. With --workload share a
+share group (KIP-932: four ShareConsumer processes on a two-partition topic, one SIGKILLed every
+~15 s) runs beside the queue workload and is judged by praha/chaos/share_invariants.py: every
+record delivered, then acknowledged once or archived, never delivered after its acknowledgement,
+delivery counts within the limit; the JSON line then also has share_violations. With --secure the
 cluster is a secure one (as `praha cluster up --secure`: SASL_SSL with SCRAM-SHA-512 for
 clients, mutual TLS between brokers, ACLs on, ZooKeeper logged in to and its tree protected)
 and every client of the campaign logs in: producers, readers and the consume-transform-produce
@@ -80,7 +84,8 @@ def register(sub: Any) -> None:
     p.add_argument("--workload", choices=WORKLOADS, default="queue",
                    help="queue (default): idempotent producers and consumers; txn: plus transactional producers "
                         "(commit/abort), read_committed and read_uncommitted consumers and a "
-                        "consume-transform-produce stage, whose history is checked for Jepsen's anomalies")
+                        "consume-transform-produce stage, whose history is checked for Jepsen's anomalies; "
+                        "share: plus a share group of ShareConsumers, members SIGKILLed (docs/share-groups.md)")
     p.add_argument("--json", action="store_true", help="end with one JSON line of headline figures")
     p.set_defaults(fn=cmd_chaos)
 

@@ -20,7 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
-from praha.zk.znodes import SHARE_GROUP_STATE_PATH
+from praha.zk.znodes import SHARE_GROUP_STATE_PATH, decode_partition_state, partition_state_path
 
 
 class FencedStateEpoch(PrahaError):
@@ -90,6 +90,17 @@ class ShareStateStore:
             raise FencedStateEpoch(f"share state of {group_id} {tp} was written by a newer leader") from None
         except NoNodeError:  # deleted since this leader read it (DeleteShareGroupOffsets, DeleteGroups)
             raise FencedStateEpoch(f"share state of {group_id} {tp} was deleted") from None
+
+    def standing(self, group_id: str, tp: TopicPartition) -> tuple[int, int]:
+        """The state znode's version (-1: none) and the partition's leader epoch as ZooKeeper has
+        it, read together: before handing records out, a leader checks that nobody rewrote the
+        state and that the controller has not elected another leader it has not heard of yet."""
+        state = self.client.exists_async(state_path(group_id, tp))
+        partition = self.client.get_async(partition_state_path(tp.topic, tp.partition))
+        stat = state.get()
+        data, pstat = partition.get()
+        epoch = decode_partition_state(data, pstat.version).leader_and_isr.leader_epoch
+        return (-1 if stat is None else int(stat.version)), epoch
 
     def version(self, group_id: str, tp: TopicPartition) -> int:
         """The state znode's version (-1: none), to see whether another broker rewrote it."""

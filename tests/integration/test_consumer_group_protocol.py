@@ -159,6 +159,10 @@ class Member:
     def intervals(self) -> list[tuple[tuple[str, int], float, float]]:
         """(partition, from, to) of every ownership, from the callbacks; open ones end now
         (or when the process was killed)."""
+        return [(tp, a, b) for tp, a, b, _ in self.spans()]
+
+    def spans(self) -> list[tuple[tuple[str, int], float, float, str]]:
+        """`intervals` with how each ended: revoke, lost (the member was fenced), killed or open."""
         out = []
         since: dict[tuple[str, int], float] = {}
         with self.lock:
@@ -170,10 +174,15 @@ class Member:
             elif kind in ("revoke", "lost"):
                 for tp in rest[0]:
                     if tuple(tp) in since:
-                        out.append((tuple(tp), since.pop(tuple(tp)), t))
+                        out.append((tuple(tp), since.pop(tuple(tp)), t, kind))
         end = self.killed_at if self.killed_at is not None else time.monotonic()
-        out += [(tp, t, end) for tp, t in since.items()]
+        out += [(tp, t, end, "killed" if self.killed_at is not None else "open") for tp, t in since.items()]
         return out
+
+    def around(self, t: float, window: float = 3.0) -> list[list]:
+        """The member's callbacks and errors within `window` seconds of `t` (a failure's evidence)."""
+        with self.lock:
+            return [e for e in self.events if abs(e[0] - t) <= window and e[1] not in ("got", "ok")]
 
     def leave(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -191,11 +200,14 @@ class Member:
 
 
 def assert_never_owned_twice(members: list[Member]) -> None:
-    spans = [(tp, a, b, i) for i, m in enumerate(members) for tp, a, b in m.intervals()]
-    for tp, a, b, i in spans:
-        for tp2, a2, b2, j in spans:
+    spans = [(tp, a, b, end, i) for i, m in enumerate(members) for tp, a, b, end in m.spans()]
+    for tp, a, b, end, i in spans:
+        for tp2, a2, b2, end2, j in spans:
             if i < j and tp == tp2:
-                assert b <= a2 or b2 <= a, f"{tp} owned by members {i} and {j} at once: {a}-{b} and {a2}-{b2}"
+                assert b <= a2 or b2 <= a, (
+                    f"{tp} owned by members {i} and {j} at once: {a}-{b} (ended by {end}) and {a2}-{b2} "
+                    f"(ended by {end2}); member {i} around then: {members[i].around(max(a, a2))}; "
+                    f"member {j}: {members[j].around(max(a, a2))}")
 
 
 def produce(bs: str, topic: str, n: int, per_second: float) -> threading.Thread:

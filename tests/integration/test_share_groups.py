@@ -57,8 +57,13 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def cluster(module_cluster):
-    return module_cluster(3, SETTINGS, store=False).cluster
+def chrooted(module_cluster):
+    return module_cluster(3, SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def cluster(chrooted):
+    return chrooted.cluster
 
 
 @pytest.fixture(scope="module")
@@ -329,6 +334,89 @@ def _leader(conn: BrokerConnection, topic: str):
     return t.topic_id, BrokerConnection(b.host, b.port)
 
 
+def _share_fetch(leader: BrokerConnection, group: str, member: str, topic_id: uuid.UUID, epoch: int,
+                 max_records: int, acks=()):
+    """One ShareFetch v1 of partition 0, with acknowledgements (first, last, type)."""
+    F = ShareFetchRequest
+    part = F.FetchTopic.FetchPartition
+    return leader.send(F(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=2000,
+                         min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+                         topics=[F.FetchTopic(topic_id=topic_id, partitions=[part(
+                             partition_index=0, acknowledgement_batches=[part.AcknowledgementBatch(
+                                 first_offset=a, last_offset=b, acknowledge_types=[t]) for a, b, t in acks])])],
+                         forgotten_topics_data=[]), 1)
+
+
+def _acquired(r) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count) for t in r.responses for p in t.partitions
+            for a in p.acquired_records]
+
+
+def test_a_leader_hands_out_nothing_another_broker_has_since_written_done(chrooted, bs):
+    """Chaos seed 502 (`--workload share`, a one_way cut of the leader): records accepted at the
+    new leader were handed out again by the old one, which did not know yet and still had the
+    share partition loaded. Here the durable state is rewritten from outside as a successor
+    would leave it (all ten records done) while this leader holds 0-4 for a member: its next
+    ShareFetch must not hand out 5-9, and the held records are done for it too."""
+    from praha.zk.share_state import ShareSnapshot, ShareStateStore
+
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    member = uuid.uuid4().hex
+    wait_for(lambda: coord.send(ShareGroupHeartbeatRequest(  # a fresh cluster's coordinator may still load
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]), 1).error_code == 0,
+        timeout=60, what="the member joined")
+    topic_id, leader = _leader(any_broker, topic)
+    first = _share_fetch(leader, group, member, topic_id, 0, 5)
+    assert first.error_code == 0 and _acquired(first) == [(0, 4, 1)]
+    store = ShareStateStore(chrooted.store.client)
+    tp = TopicPartition(topic, 0)
+    _, version = store.read(group, tp)
+    store.write(group, tp, ShareSnapshot(10, (), 1), version)  # a successor acknowledged all ten
+    nxt = _share_fetch(leader, group, member, topic_id, 1, 5)
+    assert nxt.error_code == 0 and _acquired(nxt) == [], "records done in the durable state handed out again"
+    late = _share_fetch(leader, group, member, topic_id, 2, 5, acks=[(0, 4, 1)])  # accepting 0-4 now: done already
+    assert late.responses[0].partitions[0].acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
+    assert _acquired(late) == [] and store.read(group, tp)[0].start_offset == 10
+    for c in (any_broker, coord, leader):
+        c.close()
+
+
+def test_a_leader_the_controller_replaced_without_its_knowing_hands_out_nothing(chrooted, bs):
+    """Chaos seed 503 (`--secure --workload share`): a deposed leader, cut off from the controller,
+    loaded the share partition beside the real one and both handed out the same records. Here the
+    partition's leader epoch in ZooKeeper is raised from outside, as an election the leader has not
+    heard of would leave it: its ShareFetch hands out nothing until the znode is put back."""
+    import dataclasses
+
+    from praha.common import LeaderIsrAndControllerEpoch
+    from praha.zk.znodes import decode_partition_state, encode_partition_state, partition_state_path
+
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    any_broker, coord, _ = _connect(bs, group)
+    member = uuid.uuid4().hex
+    wait_for(lambda: coord.send(ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]), 1).error_code == 0,
+        timeout=60, what="the member joined")
+    topic_id, leader = _leader(any_broker, topic)
+    zk, path = chrooted.store.client, partition_state_path(topic, 0)
+    data, stat = zk.get(path)
+    state = decode_partition_state(data, stat.version)
+    elected = LeaderIsrAndControllerEpoch(dataclasses.replace(
+        state.leader_and_isr, leader_epoch=state.leader_and_isr.leader_epoch + 1), state.controller_epoch)
+    zk.set(path, encode_partition_state(elected))
+    try:
+        r = _share_fetch(leader, group, member, topic_id, 0, 5)
+        assert r.error_code == 0 and _acquired(r) == [], "a leader ZooKeeper no longer names handed records out"
+    finally:
+        zk.set(path, data)  # as the controller left it
+    assert _acquired(_share_fetch(leader, group, member, topic_id, 1, 5)) == [(0, 4, 1)]
+    for c in (any_broker, coord, leader):
+        c.close()
+
+
 def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     topic = new_topic(bs, 5)
     group = f"g-{uuid.uuid4().hex[:6]}"
@@ -345,15 +433,9 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     d = coord.send(ShareGroupDescribeRequest(group_ids=["no-such-" + group]), 1)
     assert d.groups[0].error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NOT_COORDINATOR)
     topic_id, leader = _leader(any_broker, topic)
-    F = ShareFetchRequest
-    part = F.FetchTopic.FetchPartition
 
     def fetch(epoch: int, acks=()):
-        return leader.send(F(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=2000,
-                             min_bytes=1, max_bytes=1 << 20, max_records=2, batch_size=2, topics=[F.FetchTopic(
-                                 topic_id=topic_id, partitions=[part(partition_index=0, acknowledgement_batches=[
-                                     part.AcknowledgementBatch(first_offset=a, last_offset=b, acknowledge_types=[t])
-                                     for a, b, t in acks])])], forgotten_topics_data=[]), 1)
+        return _share_fetch(leader, group, member, topic_id, epoch, 2, acks)
 
     # no session yet: epoch 1 is SHARE_SESSION_NOT_FOUND
     assert fetch(1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
@@ -381,9 +463,7 @@ def test_bad_input_gets_kafkas_errors_and_changes_nothing(bs):
     r = ack(2, 0, 1)  # 0 and 1 are still ours: accepted now
     assert r.error_code == 0
     assert r.responses[0].partitions[0].error_code == 0
-    nxt = fetch(3)
-    assert [(a.first_offset, a.last_offset, a.delivery_count) for t in nxt.responses for p in t.partitions
-            for a in p.acquired_records] == [(2, 3, 1)]
+    assert _acquired(fetch(3)) == [(2, 3, 1)]
     for c in (any_broker, coord, leader):
         c.close()
 

@@ -7,7 +7,8 @@ its durable state when the group has one there, else at the offset `share.auto.o
 names (latest or earliest). A share partition belongs to the leader epoch it was loaded in; a
 new epoch on this broker loads it again. Acknowledgements are answered only once the state
 they produced is written, so nothing acknowledged is delivered again after a failover; what
-was acquired but not acknowledged is stored as available, so nothing is lost either.
+was acquired but not acknowledged is stored as available (archived if that was its last
+delivery), so nothing is lost either.
 """
 from __future__ import annotations
 
@@ -234,7 +235,39 @@ class SharePartitionManager:
         else:
             deliverable = [r.offset for r in records if not r.control]
         ranges = sp.acquire(member_id, deliverable, read_end, now_ms, max_records)
+        if ranges and not await self._current(group_id, tp, sp):
+            return Acquired(ErrorCode.NONE)  # nothing handed out; the next look loads the state again
         return Acquired(ErrorCode.NONE, covering(data, headers, ranges), tuple(ranges))
+
+    async def _current(self, group_id: str, tp: TopicPartition, sp: SharePartition) -> bool:
+        """Before records go out: is the loaded share partition still the durable state's latest,
+        and is this broker still the leader ZooKeeper names?
+
+        Another broker that wrote the state since (a successor leader while this one is cut off
+        and does not know yet, or the coordinator resetting offsets) may have acknowledged the very
+        records just acquired here (chaos seed 502, `--workload share`, a one_way cut of the leader:
+        records accepted at the new leader were handed out again by the old one); a successor that
+        has not written yet may be handing the same records to another member (seed 503). Then, or
+        when ZooKeeper cannot say, the share partition is dropped and nothing is delivered; the
+        next look loads it again (or finds it is not the leader)."""
+        h = self.held.get((group_id, tp))
+        if self.store is None or h is None or h.partition is not sp:
+            return self.store is None
+        store = self.store
+        async with h.lock:  # not in the middle of our own write
+            try:
+                version, epoch = await asyncio.get_running_loop().run_in_executor(None, store.standing, group_id, tp)
+            except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: hand nothing out
+                version, epoch, why = None, None, f"state version not read ({type(e).__name__}: {e})"
+            else:
+                why = (f"state rewritten elsewhere (version {version}, loaded {h.version})" if version != h.version
+                       else f"leader epoch {epoch} in ZooKeeper, this leader's {h.leader_epoch}")
+            if version == h.version and epoch == h.leader_epoch:
+                return True
+            if self.held.get((group_id, tp)) is h:
+                del self.held[(group_id, tp)]
+        log.warning("share partition %s %s: %s; unloaded before delivering", group_id, tp, why)
+        return False
 
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
                           batches: list[AckBatch], now_ms: int) -> tuple[ErrorCode, str | None]:

@@ -6,7 +6,7 @@ expire and how far the share-partition start offset (SPSO) advances. Every recor
 in-flight window [start_offset, end_offset) has a state:
 
     AVAILABLE  -> ACQUIRED (by one member, until its lock expires; delivery count + 1)
-    ACQUIRED   -> ACKNOWLEDGED (accept) | AVAILABLE (release, lock expiry) | ARCHIVED (reject)
+    ACQUIRED   -> ACKNOWLEDGED (accept) | AVAILABLE (release, lock expiry, leader failover) | ARCHIVED (reject)
     AVAILABLE  -> ARCHIVED when its delivery count has reached the limit (a poison record)
 
 Records below the start offset are done (acknowledged or archived); the start offset moves
@@ -227,10 +227,16 @@ class SharePartition:
         return min(deadlines) if deadlines else None
 
     def _make_available(self, r: InFlight) -> None:
-        if r.delivery_count >= self.settings.delivery_count_limit:
+        if self._after_lock(r) is RecordState.ARCHIVED:
             self._finish(r, RecordState.ARCHIVED)
         else:
             r.state, r.member_id, r.lock_deadline_ms = RecordState.AVAILABLE, None, 0
+
+    def _after_lock(self, r: InFlight) -> RecordState:
+        """Where a record goes when its acquisition ends unacknowledged (release, lock expiry,
+        member gone, leader gone): available, or archived once its deliveries reached the limit."""
+        return RecordState.ARCHIVED if r.delivery_count >= self.settings.delivery_count_limit \
+            else RecordState.AVAILABLE
 
     @staticmethod
     def _finish(r: InFlight, state: RecordState) -> None:
@@ -258,12 +264,14 @@ class SharePartition:
 
     # -- durable state ---------------------------------------------------------------------------
     def state_batches(self) -> list[StateBatch]:
-        """The in-flight window as it should survive the leader: acquired records count as
-        available (their locks die with the leader), delivery counts kept."""
+        """The in-flight window as it should survive the leader: an acquired record counts as
+        its lock expired (the lock dies with the leader): available, or archived when that
+        delivery was its last (chaos seed 502: written as available at the limit, the next
+        leader delivered it once more than the limit allows). Delivery counts kept."""
         out: list[StateBatch] = []
         for o in sorted(self.records):
             r = self.records[o]
-            state = RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state
+            state = self._after_lock(r) if r.state is RecordState.ACQUIRED else r.state
             last = out[-1] if out else None
             if last and last.last_offset == o - 1 and last.state is state and last.delivery_count == r.delivery_count:
                 out[-1] = StateBatch(last.first_offset, o, state, r.delivery_count)
@@ -277,8 +285,10 @@ class SharePartition:
         sp = cls(settings, start_offset)
         for b in batches:
             for o in range(max(b.first_offset, start_offset), b.last_offset + 1):
-                state = RecordState.AVAILABLE if b.state is RecordState.ACQUIRED else b.state
-                sp.records[o] = InFlight(state, b.delivery_count)
+                r = InFlight(b.state, b.delivery_count)
+                if r.state in (RecordState.ACQUIRED, RecordState.AVAILABLE):  # no delivery past the limit
+                    r.state = sp._after_lock(r)
+                sp.records[o] = r
                 sp.end_offset = max(sp.end_offset, o + 1)
         sp._advance()
         return sp

@@ -158,6 +158,24 @@ def test_the_durable_state_keeps_what_is_done_and_turns_locks_into_available_rec
                                                             AcquiredRange(4, 4, 1)]
 
 
+def test_a_record_acquired_for_its_last_delivery_is_archived_by_a_failover_not_delivered_again():
+    """Chaos seed 502 (`--workload share`, a controlled restart of the leader): a poison record
+    acquired for the 4th time of a limit of 4 was written as available with count 4 when another
+    record's acknowledgement was stored; the next leader delivered it a 5th time."""
+    p = sp(limit=2)
+    p.acquire("a", [0, 1], 2, now_ms=0)
+    p.acknowledge("a", [ack(0, 0, T.RELEASE), ack(1, 1, T.RELEASE)])
+    assert p.acquire("a", [0, 1], 2, now_ms=0) == [AcquiredRange(0, 1, 2)]  # the last delivery of both
+    p.acknowledge("a", [ack(1, 1, T.ACCEPT)])  # the write a leader makes here holds offset 0 acquired
+    batches = p.state_batches()
+    assert batches == [StateBatch(0, 0, RecordState.ARCHIVED, 2), StateBatch(1, 1, RecordState.ACKNOWLEDGED, 2)]
+    q = SharePartition.restore(p.settings, p.start_offset, batches)
+    assert q.acquire("b", [0, 1], 2, now_ms=0) == [] and q.start_offset == 2
+    # state an earlier leader wrote (available at the limit) is not delivered past the limit either
+    old = SharePartition.restore(p.settings, 0, [StateBatch(0, 0, RecordState.AVAILABLE, 2)])
+    assert old.acquire("b", [0, 1], 2, now_ms=0) == [AcquiredRange(1, 1, 1)] and 0 not in old.records
+
+
 def test_read_committed_skips_aborted_transactions_and_markers():
     recs = [LogRecord(0, -1, False, False), LogRecord(1, 7, True, False), LogRecord(2, 8, True, False),
             LogRecord(3, 7, True, True),   # abort marker of producer 7

@@ -253,6 +253,35 @@ def test_a_heartbeat_at_the_previous_epoch_does_not_release_what_the_current_epo
     assert sim.owned_by("a") == {0, 1, 2}
 
 
+def test_a_heartbeat_omitting_partitions_just_given_at_this_epoch_does_not_release_them():
+    """The issue 22 flake, caught with the members' callbacks: c, alone, was given all six at epoch 1;
+    b joined and the target moved 3-5 to b; a heartbeat c sent at epoch 1 reporting none (librdkafka's
+    full request carries its last acknowledged assignment while it is still taking the new one) freed
+    them, and b was assigned 3 and 4 three milliseconds before c's revoke callback let them go."""
+    sim = Sim([T])
+    sim.hb("c", server_assignor="range")
+    epoch = sim.groups["g"].members["c"].member_epoch
+    sim.hb("b", server_assignor="range")  # the target: c 0-2, b 3-5
+
+    def c_reports(*owned: int) -> None:
+        d = heartbeat(sim.groups, HeartbeatRequest("g", "c", sim.groups["g"].members["c"].member_epoch,
+                                                   topic_partitions=[(T.topic_id, list(owned))]),
+                      sim.topics, SETTINGS, now_ms=1000)
+        sim.write(d.records)
+
+    c_reports()  # at epoch 1, owning "nothing": c is still taking what epoch 1 gave it
+    assert sim.groups["g"].members["c"].member_epoch == epoch
+    assert sim.groups["g"].members["c"].state is MemberState.UNREVOKED_PARTITIONS
+    sim.hb("b")
+    assert sim.owned_by("b") == set(), "given to b while c may be taking them"
+    c_reports(0, 1, 2, 3, 4, 5)  # c took all six (its assign callback), still to give 3-5 up
+    sim.hb("b")
+    assert sim.owned_by("b") == set()
+    c_reports(0, 1, 2)  # revoked: now they move
+    sim.hb("b")
+    assert sim.owned_by("b") == {3, 4, 5}
+
+
 def test_a_member_that_does_not_revoke_in_time_is_fenced_and_its_partitions_move():
     sim = Sim([T])
     sim.hb("a")

@@ -278,8 +278,9 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
     if g.group_epoch > g.assignment_epoch:
         out.extend(_new_target(groups, g, settings))
     before = g.members[member_id]
+    owned = _maybe_owned(g, before, _proof_of_ownership(before, req))
     after = reconcile(before, g.assignment_epoch, g.target_of(member_id), g.current_partition_epoch,
-                      _proof_of_ownership(before, req))
+                      None if owned is None else tuple(owned.items()))
     if after != before:
         _emit(groups, out, _current_record(g.group_id, after))
     full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None and
@@ -289,6 +290,10 @@ def heartbeat(groups: dict[str, ConsumerGroup], req: HeartbeatRequest, topics: M
         g.acknowledged[member_id] = assignment_of(req.topic_partitions)
     answer = HeartbeatAnswer(member_id, after.member_epoch, settings.heartbeat_interval_ms,
                              after.assigned if full or changed or _unacknowledged(g, after) else None)
+    if answer.assignment is not None:
+        given = {tid: parts - (owned or {}).get(tid, frozenset()) if owned is not None else parts
+                 for tid, parts in answer.assignment.items()}
+        _note_unconfirmed(g, member_id, given)
     revocation = None
     if after.state is MemberState.UNREVOKED_PARTITIONS and before.state is not MemberState.UNREVOKED_PARTITIONS:
         revocation = (member_id, after.member_epoch, after.rebalance_timeout_ms)
@@ -308,6 +313,36 @@ def _proof_of_ownership(m: ConsumerMember, req: HeartbeatRequest) -> Owned:
     if 0 < req.member_epoch < m.member_epoch:
         return None
     return req.topic_partitions
+
+
+def _maybe_owned(g: ConsumerGroup, m: ConsumerMember, reported: Owned) -> dict[uuid.UUID, frozenset[int]] | None:
+    """What a heartbeat proves the member may still own: what it reports, plus what answers gave it
+    that it has never reported owning (praha's addition to Kafka's rule; the issue 22 flake).
+
+    librdkafka reports its last acknowledged assignment in a full request (the first heartbeats
+    after joining, any after an error), also while it is still taking a newer one: a member given
+    all six partitions at epoch 1 reported owning none at epoch 1 while its assign callback ran,
+    the target had moved four of them on, and they went to another member 3 ms before the first
+    one revoked them. A partition given and never reported counts as owned until a heartbeat
+    reports it, or reports exactly the member's assignment (it has taken in the last answer)."""
+    if reported is None:
+        return None
+    now = assignment_of(reported)
+    pending = g.unconfirmed.get(m.member_id, {})
+    if now == dict(m.assigned):
+        pending = {}
+    left = {tid: parts - now.get(tid, frozenset()) for tid, parts in pending.items()}
+    left = {tid: parts for tid, parts in left.items() if parts}
+    g.unconfirmed[m.member_id] = left
+    return assignment_of([*now.items(), *left.items()])
+
+
+def _note_unconfirmed(g: ConsumerGroup, member_id: str, given: Mapping[uuid.UUID, frozenset[int]]) -> None:
+    pending = dict(g.unconfirmed.get(member_id, {}))
+    for tid, parts in given.items():
+        if parts:
+            pending[tid] = pending.get(tid, frozenset()) | parts
+    g.unconfirmed[member_id] = pending
 
 
 def _unacknowledged(g: ConsumerGroup, m: ConsumerMember) -> bool:

@@ -169,6 +169,9 @@ class ConsumerGroup:
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     #: soft state (no record): member id -> the assignment its last heartbeat reported owning
     acknowledged: dict[str, Assignment] = field(default_factory=dict)
+    #: soft state: member id -> partitions answers gave it that no heartbeat of it has reported
+    #: owning yet (it may be taking them: `heartbeat._maybe_owned`)
+    unconfirmed: dict[str, Assignment] = field(default_factory=dict)
     dead: bool = False
 
     # ------------------------------------------------------------ state
@@ -247,6 +250,7 @@ class ConsumerGroup:
 
     def drop_member(self, member_id: str) -> None:
         self.acknowledged.pop(member_id, None)
+        self.unconfirmed.pop(member_id, None)
         m = self.members.pop(member_id, None)
         if m is None:
             return
