@@ -38,10 +38,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -162,7 +162,7 @@ class StandInBroker:
         self.session: ZkStore | None = None
         self.epoch = -1
 
-    def start(self) -> "StandInBroker":
+    def start(self) -> StandInBroker:
         self.thread.start()
         return self
 
@@ -455,7 +455,8 @@ class BrokerProcess:
             except Exception:  # noqa: BLE001 - not serving yet
                 pass
             time.sleep(0.05)
-        raise RuntimeError(f"broker {self.broker_id} did not start within {timeout:.0f}s; see {self.dir / 'broker.log'}")
+        raise RuntimeError(f"broker {self.broker_id} did not start within {timeout:.0f}s; "
+                           f"see {self.dir / 'broker.log'}")
 
     def stop(self, grace: float = 30.0) -> None:
         """SIGTERM by PID; SIGKILL after `grace` seconds."""
@@ -721,7 +722,7 @@ class Rig:
         self._trials = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "Rig":
+    def start(self) -> Rig:
         self.zk = start_zookeeper(self.root / f"zk-{self.name}", heap_mb=self.args.zk_heap_mb,
                                   jute_maxbuffer=self.jute_maxbuffer)
         self.store = bench_store(self.zk)
@@ -734,7 +735,7 @@ class Rig:
             self.register(bid)
         return self
 
-    def __enter__(self) -> "Rig":
+    def __enter__(self) -> Rig:
         """`start()`, and `close()` at the end of the block, also when starting fails half-way
         (a ZooKeeper JVM or stand-in left running would skew the next size and the machine)."""
         try:

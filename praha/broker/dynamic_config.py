@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from praha.errors import ZNodeDecodeError
 from praha.zk import znodes as zn
@@ -44,7 +45,7 @@ def notice_sequence(name: str) -> int | None:
 
 
 class ConfigChangeListener:
-    def __init__(self, store: "ZkStore", broker_id: int, on_topic: Callable[[str], None],
+    def __init__(self, store: ZkStore, broker_id: int, on_topic: Callable[[str], None],
                  on_broker: Callable[[dict[str, str]], None], expiry_ms: int = NOTICE_EXPIRY_MS,
                  on_quota: Callable[[str], None] | None = None, on_group: Callable[[str], None] | None = None):
         self.store = store
@@ -57,7 +58,7 @@ class ConfigChangeListener:
         self.last_handled = -1
         self.notices_handled = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="config-changes")
-        self._watch: "WatchHandle | None" = None
+        self._watch: WatchHandle | None = None
         self._stopped = False
 
     def start(self) -> dict[str, str]:
@@ -90,7 +91,7 @@ class ConfigChangeListener:
                 log.warning("ignoring the dynamic broker config in %s: %s", path, e)
         return merged
 
-    def _on_watch(self, _event: "WatchEvent") -> None:
+    def _on_watch(self, _event: WatchEvent) -> None:
         if not self._stopped:  # kazoo's thread: hand over, never block it
             try:
                 self._executor.submit(self._process)

@@ -39,7 +39,7 @@ _QUOTA_TYPE_NAMES = {"PRODUCE": "Produce", "FETCH": "Fetch", "REQUEST": "Request
 
 
 class BrokerCollector:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
@@ -90,7 +90,7 @@ class BrokerCollector:
             yield g
 
 
-def start_metrics_server(broker: "Broker", host: str, port: int) -> tuple[object, int]:
+def start_metrics_server(broker: Broker, host: str, port: int) -> tuple[object, int]:
     """Serve /metrics on `port`; if it is taken, on any free port (logged) rather than not start."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker))

@@ -45,7 +45,7 @@ def build_batch(records: list[tuple[bytes, bytes | None]], now_ms: int, producer
 
 
 class CoordinatorLog:
-    def __init__(self, replica_manager: "ReplicaManager", topic: str, commit_timeout_ms: int):
+    def __init__(self, replica_manager: ReplicaManager, topic: str, commit_timeout_ms: int):
         self.rm = replica_manager
         self.topic = topic
         self.commit_timeout_ms = commit_timeout_ms
@@ -74,7 +74,7 @@ class CoordinatorLog:
         return ErrorCode(w.error) if w.error is not None else ErrorCode.REQUEST_TIMED_OUT
 
     @staticmethod
-    def _next_sequence(lg: "Log", producer_id: int, epoch: int) -> int:
+    def _next_sequence(lg: Log, producer_id: int, epoch: int) -> int:
         """The sequence after the producer's last batch here (0 for a new producer or epoch):
         read and used with no await between, so appends on the loop cannot interleave."""
         for entry in lg.active_producers():

@@ -24,7 +24,8 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from praha.broker.dynamic_config import ConfigChangeListener
 from praha.broker.handlers.authorization import RequestAuthorizer
@@ -165,7 +166,8 @@ class BrokerServer:
         self.broker_info: BrokerInfo | None = None
         log_dir = config.state_change_log_dir or str(config.log_dir_list[0])
         self.state_log = StateChangeLog(f"{log_dir}/state-change.log", config.broker_id)
-        self.fence.on_accept = lambda api, epoch: self.state_log.record("ControllerRequestAccepted", -1, epoch, api_key=api)
+        self.fence.on_accept = lambda api, epoch: self.state_log.record("ControllerRequestAccepted", -1,
+                                                                        epoch, api_key=api)
         self.started_at = time.time()
         self.schema_registry: Any = None  # praha.registry.service.RegistryService, when configured
 
@@ -328,7 +330,8 @@ class BrokerServer:
         If the id is taken by a registration with exactly our endpoints, it is our own
         previous incarnation (we could bind its port, so it is gone) whose session has not
         expired yet: replace it atomically, which the controller sees as a bounce."""
-        assert self.store is not None and self.broker_info is not None
+        assert self.store is not None
+        assert self.broker_info is not None
         try:
             epoch = self.store.register_broker(self.broker_info)
         except BrokerIdInUseError:
@@ -467,8 +470,10 @@ class BrokerServer:
             ("failed_authentications", float(sum(s.failed_authentications for s in servers)),
              "connections closed because they did not authenticate (TLS principal, SASL)"),
             ("broker_epoch", float(self.fence.broker_epoch), "this broker's epoch (czxid of its registration)"),
-            ("highest_controller_epoch_seen", float(self.fence.highest_controller_epoch), "highest controller epoch accepted"),
-            ("stale_controller_requests", float(sum(self.fence.refused.values())), "controller requests refused as stale"),
+            ("highest_controller_epoch_seen", float(self.fence.highest_controller_epoch),
+             "highest controller epoch accepted"),
+            ("stale_controller_requests", float(sum(self.fence.refused.values())),
+             "controller requests refused as stale"),
             ("connections", float(sum(s.connections for s in servers)), "open client connections"),
             ("requests", float(sum(s.requests for s in servers)), "requests handled"),
             ("bad_requests", float(sum(s.bad_requests for s in servers)), "malformed or unsupported requests"),
@@ -534,7 +539,9 @@ class BrokerServer:
                     return True
                 log.info(
                     "controlled shutdown attempt %d: error %s, %d partitions still led",
-                    attempt, ErrorCode(resp.error_code).name if resp.error_code in ErrorCode._value2member_map_ else resp.error_code,
+                    attempt,
+                    (ErrorCode(resp.error_code).name if resp.error_code in ErrorCode._value2member_map_
+                     else resp.error_code),
                     remaining,
                 )
             except Exception as e:  # noqa: BLE001 - retry on anything, bounded

@@ -158,7 +158,8 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
                          examples={rid: e for rid, e in f.duplicated_examples.items() if rid in resent})
     if len(dups) > len(resent):
         timeline.violate("duplicated", f"{len(dups) - len(resent)} record ids stored at two offsets (idempotent "
-                         "producers)", examples={rid: e for rid, e in f.duplicated_examples.items() if rid not in resent})
+                         "producers)",
+                         examples={rid: e for rid, e in f.duplicated_examples.items() if rid not in resent})
     f.unacked_present = sum(1 for rid in where if rid not in acked)
     _check_contiguous(final, f, timeline)
     _check_order(acked, f, timeline)

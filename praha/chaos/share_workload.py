@@ -23,9 +23,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from praha.chaos.access import ClientAccess, process_arguments
 from praha.chaos.environment import ChaosEnvironment, wait_until

@@ -43,9 +43,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from hashlib import md5
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from praha.common import TopicPartition
 from praha.config import BROKER_CONFIG_BY_NAME, CLEANER_KEYS, parse_value
@@ -117,7 +118,7 @@ class CleanerConfig:
     io_buffer_load_factor: float = _cleaner_value("log.cleaner.io.buffer.load.factor")  # dedupe map fill
 
     @classmethod
-    def from_broker_config(cls, props: Mapping[str, str | int]) -> "CleanerConfig":
+    def from_broker_config(cls, props: Mapping[str, str | int]) -> CleanerConfig:
         enable, threads, dedupe, io_max, backoff, load_factor = (_cleaner_value(k, props.get(k)) for k in CLEANER_KEYS)
         return cls(enable=enable, threads=max(threads, 1), dedupe_buffer_size=dedupe, io_max_bytes_per_second=io_max,
                    backoff_ms=max(backoff, 1), io_buffer_load_factor=load_factor)
@@ -338,7 +339,7 @@ def _read_batches(seg: LogSegment, start_pos: int, end_pos: int, throttler: Thro
 class LogCleaningPass:
     """One pass over one log (steps 2-5 of the module doc)."""
 
-    def __init__(self, lg: "Log", offset_map: OffsetMap, now_ms: int, throttler: Throttler | None = None,
+    def __init__(self, lg: Log, offset_map: OffsetMap, now_ms: int, throttler: Throttler | None = None,
                  check: Callable[[], None] | None = None, crash_after: str | None = None):
         self.log = lg
         self.map = offset_map
@@ -519,7 +520,7 @@ class LogCleaningPass:
             raise
 
 
-def clean_log(lg: "Log", offset_map: OffsetMap, first_dirty: int, first_uncleanable: int,
+def clean_log(lg: Log, offset_map: OffsetMap, first_dirty: int, first_uncleanable: int,
               now_ms: int | None = None, throttler: Throttler | None = None,
               check: Callable[[], None] | None = None) -> tuple[int, CleanerStats]:
     """Clean `lg` from `first_dirty` up to at most `first_uncleanable`; returns the offset
@@ -537,7 +538,7 @@ class LogCleaner:
     `logs()` lists (tp, log, log dir); `high_watermark(tp)` bounds cleaning (None: no bound)."""
 
     def __init__(self, config: CleanerConfig,
-                 logs: Callable[[], list[tuple[TopicPartition, "Log", str]]],
+                 logs: Callable[[], list[tuple[TopicPartition, Log, str]]],
                  high_watermark: Callable[[TopicPartition], int | None] | None = None,
                  on_io_error: Callable[[str, OSError], object] | None = None):
         self.config = config
@@ -649,7 +650,8 @@ class LogCleaner:
         t = self.totals
         ratios = list(self.manager.dirty_ratios.values())
         return [
-            ("log_cleaner_max_dirty_percent", 100.0 * t.max_dirty_ratio, "max-dirty-percent: dirty ratio of the last log chosen"),
+            ("log_cleaner_max_dirty_percent", 100.0 * t.max_dirty_ratio,
+             "max-dirty-percent: dirty ratio of the last log chosen"),
             ("log_cleaner_max_clean_time_secs", t.max_clean_time_s, "max-clean-time-secs: duration of the last pass"),
             ("log_cleaner_max_buffer_utilization_percent", 100.0 * t.max_buffer_utilization,
              "max-buffer-utilization-percent: dedupe map fill of the last pass"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from praha.common import TopicPartition
 from praha.log.checkpoints import OffsetCheckpointFile
@@ -110,7 +111,7 @@ def choose_log(candidates: Iterable[LogToClean], min_ratio: Callable[[TopicParti
     return max(ok, key=lambda c: (c.needs_compaction_now, c.cleanable_ratio))
 
 
-def segment_infos(lg: "Log") -> tuple[list[LogSegment], list[SegmentInfo]]:
+def segment_infos(lg: Log) -> tuple[list[LogSegment], list[SegmentInfo]]:
     segs = list(lg.segments)
     infos = []
     for s in segs:
@@ -125,7 +126,7 @@ def segment_infos(lg: "Log") -> tuple[list[LogSegment], list[SegmentInfo]]:
     return segs, infos
 
 
-def plan_for(tp: TopicPartition, lg: "Log", checkpoint: int | None, high_watermark: int | None,
+def plan_for(tp: TopicPartition, lg: Log, checkpoint: int | None, high_watermark: int | None,
              now_ms: int) -> LogToClean:
     _, infos = segment_infos(lg)
     cfg = lg.config
@@ -141,7 +142,7 @@ class LogCleanerManager:
 
     `logs()` lists (tp, log, log dir); `high_watermark(tp)` bounds cleaning (None: no bound)."""
 
-    def __init__(self, logs: Callable[[], list[tuple[TopicPartition, "Log", str]]],
+    def __init__(self, logs: Callable[[], list[tuple[TopicPartition, Log, str]]],
                  high_watermark: Callable[[TopicPartition], int | None] | None = None):
         self._logs = logs
         self._hw = high_watermark or (lambda tp: None)
@@ -177,14 +178,14 @@ class LogCleanerManager:
             self._checkpoint_file(log_dir).write(cp)  # under the lock: threads write in order
 
     # -- the choice
-    def grab_filthiest(self, now: int) -> tuple[LogToClean, "Log", str, set[TopicPartition]] | None:
+    def grab_filthiest(self, now: int) -> tuple[LogToClean, Log, str, set[TopicPartition]] | None:
         """Choose the filthiest compacted log not being cleaned nor skipped and mark it in
         progress: (its plan, the log, its dir, every live partition), or None. Each compacted
         log's expired files are deleted on the way, and its dirty ratio noted."""
         entries = self._logs()
         live = {tp for tp, _, _ in entries}
         plans: list[LogToClean] = []
-        by_tp: dict[TopicPartition, tuple["Log", str]] = {}
+        by_tp: dict[TopicPartition, tuple[Log, str]] = {}
         ratios: dict[TopicPartition, float] = {}
         for tp, lg, d in entries:
             if not lg.config.compact or lg.closed:

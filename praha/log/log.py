@@ -38,9 +38,9 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
@@ -485,7 +485,8 @@ class Log:
         if check.verdict is SequenceVerdict.INVALID_TXN_STATE:
             raise InvalidTxnStateError(f"expected a transactional write from producer {h.producer_id} "
                                        f"in {self.dir}: its transaction is open")
-        raise OutOfOrderSequenceError(f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
+        raise OutOfOrderSequenceError(
+            f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
 
     def begin_verification(self, producer_id: int, producer_epoch: int) -> object | None:
         """KIP-890: None if the producer's transaction is already open here (no check

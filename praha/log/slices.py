@@ -29,7 +29,7 @@ class LogSlice:
             return b""
         return self.segment.read_bytes(self.position, self.size)
 
-    def region(self) -> "FileRegion | None":
+    def region(self) -> FileRegion | None:
         """The slice as a `FileRegion` on a descriptor of its own (None if empty), for a
         zero-copy send that may finish after the segment closed (retention, shutdown)."""
         if self.segment is None or self.size == 0:

@@ -94,9 +94,11 @@ def test_seed_210_each_copy_of_a_duplicate_names_its_producer_epoch_and_sequence
     d = tmp_path / "broker-4" / "t-0"
     d.mkdir(parents=True)
     (d / "00000000000000000000.log").write_bytes(
-        encode_records(0, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=1, base_sequence=2254, leader_epoch=26)
+        encode_records(0, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=1, base_sequence=2254,
+                       leader_epoch=26)
         + encode_records(1, [(None, b"p0-30768", 1)], producer_id=1000, producer_epoch=0, base_sequence=9)
-        + encode_records(2, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=2, base_sequence=0, leader_epoch=26))
+        + encode_records(2, [(None, b"p1-30762", 1)], producer_id=0, producer_epoch=2, base_sequence=0,
+                         leader_epoch=26))
     final = final_read({0: "p1-30762", 1: "p0-30768", 2: "p1-30762"})
     inv.describe_copies({4: [tmp_path / "broker-4"]}, final)
     ledger, tl = ledger_with({"p1-30762": (0, 2), "p0-30768": (0, 1)})
@@ -106,7 +108,8 @@ def test_seed_210_each_copy_of_a_duplicate_names_its_producer_epoch_and_sequence
     assert [(c["offset"], c["producer_id"], c["producer_epoch"], c["base_sequence"]) for c in copies] == [
         (0, 0, 1, 2254), (2, 0, 2, 0)]
     [v] = tl.violations  # the client's resend is its own kind; the same epoch twice stays the leader's
-    assert v.invariant == "duplicated_client_resend" and "p1-30762" in v.details["examples"]
+    assert v.invariant == "duplicated_client_resend"
+    assert "p1-30762" in v.details["examples"]
 
 
 def test_a_duplicate_under_one_producer_epoch_stays_the_leaders_violation(tmp_path):

@@ -45,7 +45,9 @@ def test_a_clean_history_breaks_nothing_and_counts_what_happened():
     v = judge(h, produced, {(T, 0): FinalState(3)}, {(T, 0): 3}, LIMIT)
     assert v.violations == {}
     assert (v.records, v.delivered, v.accepted, v.rejected, v.poison, v.finished) == (3, 3, 1, 1, 1, 3)
-    assert v.redelivered == 1 and v.max_delivery_count == LIMIT and v.deliveries == 2 + LIMIT
+    assert v.redelivered == 1
+    assert v.max_delivery_count == LIMIT
+    assert v.deliveries == 2 + LIMIT
     assert "violations: none" in share_line({**v.__dict__, "violations": v.counts(), "drained": True,
                                              "drain_s": 1.0, "members_started": 2, "members_killed": 0})
 
@@ -108,14 +110,18 @@ def test_a_failed_acknowledgement_is_not_a_confirmation():
     h.add("s2.0", {"ev": "ack", "w": 30, "recs": [[T, 0, 0, "accept"]]})
     h.add("s2.0", {"ev": "ack_failed", "w": 31, "recs": [[T, 0, 0, "accept"]], "error": "INVALID_RECORD_STATE"})
     v = judge(h, produced, {(T, 0): FinalState(3)}, {(T, 0): 3}, LIMIT)
-    assert v.violations == {} and v.acks_failed == 1 and v.errors == {"INVALID_RECORD_STATE": 1}
+    assert v.violations == {}
+    assert v.acks_failed == 1
+    assert v.errors == {"INVALID_RECORD_STATE": 1}
 
 
 def test_the_fates_are_fixed_by_the_value_and_mostly_accept():
     values = [f"sp0-{i}" for i in range(2000)]
     fates = [intent(v) for v in values]
     assert fates == [intent(v) for v in values]
-    assert fates.count(Intent.ACCEPT) > 1800 and fates.count(Intent.REJECT) > 20 and fates.count(Intent.RELEASE) > 10
+    assert fates.count(Intent.ACCEPT) > 1800
+    assert fates.count(Intent.REJECT) > 20
+    assert fates.count(Intent.RELEASE) > 10
 
 
 def test_only_a_share_campaign_gives_the_brokers_the_share_settings():

@@ -369,16 +369,19 @@ def test_a_leader_hands_out_nothing_another_broker_has_since_written_done(chroot
         timeout=60, what="the member joined")
     topic_id, leader = _leader(any_broker, topic)
     first = _share_fetch(leader, group, member, topic_id, 0, 5)
-    assert first.error_code == 0 and _acquired(first) == [(0, 4, 1)]
+    assert first.error_code == 0
+    assert _acquired(first) == [(0, 4, 1)]
     store = ShareStateStore(chrooted.store.client)
     tp = TopicPartition(topic, 0)
     _, version = store.read(group, tp)
     store.write(group, tp, ShareSnapshot(10, (), 1), version)  # a successor acknowledged all ten
     nxt = _share_fetch(leader, group, member, topic_id, 1, 5)
-    assert nxt.error_code == 0 and _acquired(nxt) == [], "records done in the durable state handed out again"
+    assert nxt.error_code == 0, "records done in the durable state handed out again"
+    assert _acquired(nxt) == [], "records done in the durable state handed out again"
     late = _share_fetch(leader, group, member, topic_id, 2, 5, acks=[(0, 4, 1)])  # accepting 0-4 now: done already
     assert late.responses[0].partitions[0].acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
-    assert _acquired(late) == [] and store.read(group, tp)[0].start_offset == 10
+    assert _acquired(late) == []
+    assert store.read(group, tp)[0].start_offset == 10
     for c in (any_broker, coord, leader):
         c.close()
 
@@ -409,7 +412,8 @@ def test_a_leader_the_controller_replaced_without_its_knowing_hands_out_nothing(
     zk.set(path, encode_partition_state(elected))
     try:
         r = _share_fetch(leader, group, member, topic_id, 0, 5)
-        assert r.error_code == 0 and _acquired(r) == [], "a leader ZooKeeper no longer names handed records out"
+        assert r.error_code == 0, "a leader ZooKeeper no longer names handed records out"
+        assert _acquired(r) == [], "a leader ZooKeeper no longer names handed records out"
     finally:
         zk.set(path, data)  # as the controller left it
     assert _acquired(_share_fetch(leader, group, member, topic_id, 1, 5)) == [(0, 4, 1)]

@@ -74,7 +74,7 @@ def _by_topic(items: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 class AdminApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     @property

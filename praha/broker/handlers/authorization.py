@@ -71,7 +71,8 @@ class RequestAuthorizer:
         return bits - (1 << 32) if bits >= 1 << 31 else bits
 
     def _quietly_allowed(self, session: Session, op: AclOperation, resource_type: ResourceType, name: str) -> bool:
-        assert self.config is not None and self.cache is not None
+        assert self.config is not None
+        assert self.cache is not None
         return decide(self.cache.bindings, self.config, session.principal, session.client_host.lstrip("/"), op,
                       resource_type, name)
 

@@ -71,7 +71,7 @@ log = logging.getLogger(__name__)
 
 
 class ConfigApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     async def handle_describe_configs(self, req: DecodedRequest) -> Any:
@@ -185,7 +185,8 @@ class ConfigApis:
             layers = [ResolvedValue(d.name, override[d.name], ConfigSource.GROUP_CONFIG)] if d.name in override else []
             layers.append(ResolvedValue(d.broker_default, str(self.broker.config.value_of(d.broker_default)),
                                         ConfigSource.DEFAULT_CONFIG))
-            top = layers[0] if d.name in override else ResolvedValue(d.name, layers[0].value, ConfigSource.DEFAULT_CONFIG)
+            top = layers[0] if d.name in override else ResolvedValue(d.name, layers[0].value,
+                                                                     ConfigSource.DEFAULT_CONFIG)
             out.append(_entry(d.name, top, False, synonyms, layers, ConfigType.INT if d.is_int else ConfigType.STRING,
                               d.doc if docs else None))
         return out
@@ -274,7 +275,8 @@ class ConfigApis:
         level by Kafka's name, DELETE to follow the parent again; checked whole first, with
         Kafka's refusals, and not kept across a restart (as Kafka's)."""
         if name != str(self.broker.broker_id):
-            return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}"
+            return (ErrorCode.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}")
         try:
             levels = plan_logger_levels(changes, set(_logger_names()))
         except PrahaError as e:
@@ -335,7 +337,8 @@ def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, in
                 raise PrahaError(f"Config value append is not allowed for config key: {key}", ErrorCode.INVALID_CONFIG)
             have = [v for v in current.get(key, d.default or "").split(",") if v]
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
-            items = have + [v for v in given if v not in have] if op == OP_APPEND else [v for v in have if v not in given]
+            items = (have + [v for v in given if v not in have] if op == OP_APPEND
+                     else [v for v in have if v not in given])
             add[key] = ",".join(items)
         else:
             raise PrahaError(f"unknown config operation {op} for {key}", ErrorCode.INVALID_REQUEST)

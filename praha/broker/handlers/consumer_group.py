@@ -46,7 +46,7 @@ def heartbeat_request(r: Any, version: int, client_id: str, client_host: str) ->
 
 
 class ConsumerGroupApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     @property
@@ -89,7 +89,8 @@ class ConsumerGroupApis:
                        member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                        subscribed_topic_names=list(m.subscribed_topic_names),
                        subscribed_topic_regex=m.subscribed_topic_regex,
-                       assignment=_assignment(m.assigned, names), target_assignment=_assignment(g.target_of(mid), names),
+                       assignment=_assignment(m.assigned, names),
+                       target_assignment=_assignment(g.target_of(mid), names),
                        member_type=MEMBER_TYPE_CLASSIC if m.classic is not None else MEMBER_TYPE_CONSUMER)
                    for mid, m in sorted(g.members.items())]
         return _DG(error_code=0, error_message=None, group_id=g.group_id, group_state=g.state.value,

@@ -35,7 +35,7 @@ LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = ApiKey.LEADER_AND_ISR, ApiKey.ST
 
 
 class ControllerApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     def _cluster_action_refused(self, req: DecodedRequest, api: int) -> Any:

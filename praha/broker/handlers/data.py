@@ -105,14 +105,14 @@ ZERO_COPY_MIN_BYTES = 64 * 1024
 
 
 class DataApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         #: None disables the zero-copy reads (every record byte is read into the frame)
         self.zero_copy_min_bytes: int | None = ZERO_COPY_MIN_BYTES
         self.verifier = TxnVerifier(broker)
 
     @property
-    def rm(self) -> "ReplicaManager":
+    def rm(self) -> ReplicaManager:
         return self.broker.replica_manager
 
     # ------------------------------------------------------------------ shared checks
@@ -222,7 +222,8 @@ class DataApis:
             return None, ErrorCode.NOT_ENOUGH_REPLICAS
         return p, code
 
-    def _append(self, p: Partition, tp: TopicPartition, records: Any, acks: int, results: dict[TopicPartition, list[int]],
+    def _append(self, p: Partition, tp: TopicPartition, records: Any, acks: int,
+                results: dict[TopicPartition, list[int]],
                 refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
                 waits: dict[TopicPartition, ProduceWait], verified: dict[int, object] | None = None) -> None:
         rm = self.rm
@@ -242,7 +243,8 @@ class DataApis:
         if acks == -1 and (info.record_count or info.duplicate):  # a retry waits like the first write
             waits[tp] = ProduceWait(info.last_offset + 1)
 
-    async def _verify_and_append(self, transactional_id: str, to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]],
+    async def _verify_and_append(self, transactional_id: str,
+                                 to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]],
                                  acks: int, results: dict[TopicPartition, list[int]],
                                  refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
                                  waits: dict[TopicPartition, ProduceWait]) -> None:
@@ -452,7 +454,8 @@ class DataApis:
         rm = self.rm
         for tp, fp in wanted:
             p = rm.partitions.get(tp)
-            if p is not None and p.is_leader and (fp.current_leader_epoch < 0 or fp.current_leader_epoch == p.leader_epoch):
+            if p is not None and p.is_leader and (fp.current_leader_epoch < 0
+                                                  or fp.current_leader_epoch == p.leader_epoch):
                 rm.record_follower_fetch(p, replica_id, fp.fetch_offset, getattr(fp, "log_start_offset", -1))
 
     def _read_all(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
@@ -617,7 +620,8 @@ class DataApis:
                     continue
                 p, code = self._leader(tp, op.current_leader_epoch)
                 if p is None:
-                    parts.append(_OP(error_code=code, partition=op.partition, leader_epoch=UNDEFINED_EPOCH, end_offset=-1))
+                    parts.append(_OP(error_code=code, partition=op.partition,
+                                     leader_epoch=UNDEFINED_EPOCH, end_offset=-1))
                     continue
                 epoch, end = p.log.end_offset_for_epoch(op.leader_epoch)
                 parts.append(_OP(error_code=ErrorCode.NONE, partition=op.partition, leader_epoch=epoch, end_offset=end))
@@ -636,8 +640,10 @@ class DataApis:
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
             cluster_id=self.broker.cluster_id, controller_id=cache.controller_id,
-            brokers=[_DB(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack, is_fenced=False) for b, ep in brokers],
-            cluster_authorized_operations=self.broker.authz.authorized_operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            brokers=[_DB(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack,
+                         is_fenced=False) for b, ep in brokers],
+            cluster_authorized_operations=self.broker.authz.authorized_operations(
+                req, ResourceType.CLUSTER, CLUSTER_NAME)
             if req.request.include_cluster_authorized_operations else NOT_REQUESTED)
 
 
@@ -671,7 +677,8 @@ class EncodedFetchResponse:
         self._correlation_id = correlation_id
 
     def encode(self, header: bool = True, framed: bool = True) -> bytes | SegmentedFrame:
-        assert header and framed, "only the framed form with header is produced"
+        assert header, "only the framed form with header is produced"
+        assert framed, "only the framed form with header is produced"
         return encode_fetch_frame(self.API_VERSION, self._correlation_id, self.topics,
                                   throttle_time_ms=self.throttle_time_ms)
 
@@ -680,7 +687,8 @@ def encode_fetch_frame(version: int, correlation_id: int,
                        topics: Sequence[tuple[str | uuid.UUID, list[FetchedPartition]]],
                        error_code: int = 0, session_id: int = 0, throttle_time_ms: int = 0) -> bytes | SegmentedFrame:
     """A framed FetchResponse v4-v16 (size prefix, response header, body; topics by name,
-    or by id from v13), byte-identical to kafka-python's encoding. Records given as bytes are joined once into the frame;
+    or by id from v13), byte-identical to kafka-python's encoding. Records given as bytes are joined
+    once into the frame;
     records given as a `FileRegion` are not read: the answer is then a SegmentedFrame of
     the bytes around them and the regions themselves (sent with os.sendfile)."""
     out = fetch_response_pieces(version, correlation_id, topics, error_code, session_id, throttle_time_ms)

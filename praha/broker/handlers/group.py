@@ -93,7 +93,7 @@ def internal_topic(cfg: BrokerConfig, name: str) -> InternalTopic:
 
 
 class GroupApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self._creating: dict[str, asyncio.Future[None]] = {}
 
@@ -155,7 +155,7 @@ class GroupApis:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {leader.id} has no listener {listener}")
         return ErrorCode.NONE, None, leader.id, endpoint.host, endpoint.port
 
-    async def _create_internal_topic(self, topic: "InternalTopic") -> str | None:
+    async def _create_internal_topic(self, topic: InternalTopic) -> str | None:
         """Create a coordinator's topic (once per broker and topic at a time); a problem, or None."""
         alive = len(self.broker.metadata_cache.live_brokers)
         if alive < topic.replication_factor:
@@ -191,7 +191,8 @@ class GroupApis:
         r = req.request
         v = req.api_version
         if not self._group_readable(req):
-            return JoinGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1, protocol_type=None,
+            return JoinGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                     generation_id=-1, protocol_type=None,
                                      protocol_name=None if v >= 7 else "", leader="", skip_assignment=False,
                                      member_id=r.member_id or "", members=[])
         protocols = [(p.name, bytes(p.metadata)) for p in (r.protocols or [])]
@@ -210,7 +211,8 @@ class GroupApis:
         r = req.request
         v = req.api_version
         if not self._group_readable(req):
-            return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, protocol_type=None, protocol_name=None, assignment=b"")
+            return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                     protocol_type=None, protocol_name=None, assignment=b"")
         assignments = {a.member_id: bytes(a.assignment) for a in (r.assignments or [])}
         res = await self.coordinator.sync_group(
             r.group_id, r.generation_id, r.member_id, r.group_instance_id if v >= 3 else None,
@@ -255,7 +257,8 @@ class GroupApis:
             for p in t.partitions or []:
                 tp = (t.name, p.partition_index)
                 if not group_ok or not topic_ok:
-                    results[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED if not group_ok else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    results[tp] = (ErrorCode.GROUP_AUTHORIZATION_FAILED if not group_ok
+                                   else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                     continue
                 if cache.partition(TopicPartition(t.name, p.partition_index)) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -273,7 +276,8 @@ class GroupApis:
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
                 r.group_instance_id if v >= 7 else None, offsets, api_version=v))
         topics = by_topic((t, _OCP(partition_index=p, error_code=int(code))) for (t, p), code in results.items())
-        return OffsetCommitResponse(throttle_time_ms=0, topics=[_OCT(name=t, partitions=ps) for t, ps in topics.items()])
+        return OffsetCommitResponse(throttle_time_ms=0,
+                                    topics=[_OCT(name=t, partitions=ps) for t, ps in topics.items()])
 
     async def handle_offset_fetch(self, req: DecodedRequest) -> Any:
         r = req.request

@@ -38,7 +38,7 @@ _MRP = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
 
 
 class MetadataApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     async def handle_metadata(self, req: DecodedRequest) -> Any:

@@ -47,7 +47,7 @@ ZK_TIMEOUT_S = 10.0
 class ProducerIdManager:
     """Hands out producer ids from blocks claimed in ZooKeeper; thread-safe."""
 
-    def __init__(self, broker_id: int, store_of: Callable[[], "ZkStore | None"], block_size: int = BLOCK_SIZE):
+    def __init__(self, broker_id: int, store_of: Callable[[], ZkStore | None], block_size: int = BLOCK_SIZE):
         self.broker_id = broker_id
         self._store_of = store_of  # the store appears once the broker has started
         self.block_size = block_size
@@ -58,7 +58,7 @@ class ProducerIdManager:
     def next_id(self) -> int:
         with self._lock:
             if self._next > self._end:
-                store: "ZkStore | None" = self._store_of()
+                store: ZkStore | None = self._store_of()
                 if store is None:
                     raise PrahaError("not connected to ZooKeeper yet")
                 self._next, self._end = store.allocate_producer_id_block(self.broker_id, self.block_size)
@@ -69,7 +69,7 @@ class ProducerIdManager:
 
 
 class ProducerIdApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.manager = ProducerIdManager(broker.broker_id, lambda: broker.store)
         self._zk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
@@ -79,7 +79,7 @@ class ProducerIdApis:
         loop = asyncio.get_running_loop()
         try:
             return int(await asyncio.wait_for(loop.run_in_executor(self._zk, self.manager.next_id), ZK_TIMEOUT_S))
-        except asyncio.TimeoutError as e:
+        except TimeoutError as e:
             raise PrahaError("timed out claiming a producer id block", ErrorCode.COORDINATOR_NOT_AVAILABLE) from e
 
     async def handle_init_producer_id(self, req: DecodedRequest) -> Any:

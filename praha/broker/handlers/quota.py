@@ -32,12 +32,13 @@ _AEntry = AlterClientQuotasResponse.EntryData
 
 
 class QuotaApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     async def handle_describe_client_quotas(self, req: DecodedRequest) -> Any:
         r = req.request
-        if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE_CONFIGS):  # Kafka: DescribeConfigs on the cluster
+        # Kafka: DescribeConfigs on the cluster
+        if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE_CONFIGS):
             return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                 error_message=None, entries=None)
         try:

@@ -91,7 +91,7 @@ class Route:
 class RequestHandlers:
     """Builds the handler groups for one broker and binds the table to them."""
 
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.metadata = MetadataApis(broker)
         self.controller = ControllerApis(broker)
@@ -108,7 +108,8 @@ class RequestHandlers:
         self.share = ShareApis(broker)
         groups: dict[type, object] = {type(g): g for g in (
             self, self.metadata, self.controller, self.data, self.admin, self.producer_ids, self.groups,
-            self.consumer_groups, self.configs, self.quotas, self.security, self.transactions, self.txn_markers, self.share)}
+            self.consumer_groups, self.configs, self.quotas, self.security, self.transactions,
+            self.txn_markers, self.share)}
         self.handlers: dict[int, Handler] = {}
         self.versions: dict[int, tuple[int, int]] = {}
         for route in ROUTES:
@@ -219,7 +220,8 @@ ROUTES: tuple[Route, ...] = (
     Route(ApiKey.OFFSET_FETCH, (1, 9), GroupApis, GroupApis.handle_offset_fetch,
           acls=acls((G, Op.DESCRIBE, "group_id | groups[].group_id"), (T, Op.DESCRIBE, "topics[].name"))),
     Route(ApiKey.LIST_GROUPS, (0, 5), GroupApis, GroupApis.handle_list_groups,
-          acls=acls((C, Op.DESCRIBE, CLUSTER + ": all groups"), (G, Op.DESCRIBE, "each group: the groups listed")), refuses=False),
+          acls=acls((C, Op.DESCRIBE, CLUSTER + ": all groups"),
+                    (G, Op.DESCRIBE, "each group: the groups listed")), refuses=False),
     Route(ApiKey.DESCRIBE_GROUPS, (0, 5), GroupApis, GroupApis.handle_describe_groups,
           acls=acls((G, Op.DESCRIBE, "groups[]"))),
     Route(ApiKey.DELETE_GROUPS, (0, 2), GroupApis, GroupApis.handle_delete_groups,
@@ -259,7 +261,8 @@ ROUTES: tuple[Route, ...] = (
           acls=acls((C, Op.ALTER, CLUSTER))),
     # transactions, at Kafka 3.7's versions (v4 of AddPartitionsToTxn: partition leaders' verification)
     Route(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 4), TransactionApis, TransactionApis.handle_add_partitions_to_txn,
-          acls=acls((X, Op.WRITE, "v3_and_below_transactional_id | transactions[].transactional_id"), (T, Op.WRITE, "topics[].name"), (C, Op.CLUSTER_ACTION, CLUSTER + ": v4 verification"))),
+          acls=acls((X, Op.WRITE, "v3_and_below_transactional_id | transactions[].transactional_id"),
+                    (T, Op.WRITE, "topics[].name"), (C, Op.CLUSTER_ACTION, CLUSTER + ": v4 verification"))),
     Route(ApiKey.ADD_OFFSETS_TO_TXN, (0, 3), TransactionApis, TransactionApis.handle_add_offsets_to_txn,
           acls=acls((X, Op.WRITE, "transactional_id"), (G, Op.READ, "group_id"))),
     Route(ApiKey.END_TXN, (0, 3), TransactionApis, TransactionApis.handle_end_txn,

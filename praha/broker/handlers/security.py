@@ -46,7 +46,7 @@ _DISABLED = "No Authorizer is configured on the broker"
 
 
 class SecurityApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     async def _zk(self, fn: Callable[[], T]) -> T:
@@ -151,7 +151,8 @@ class SecurityApis:
         for user, creds in found.items():
             if not creds:
                 results.append(Result(user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND,
-                                      error_message=f"Attempt to describe a user credential that does not exist: {user}",
+                                      error_message="Attempt to describe a user credential that does not "
+                                                    f"exist: {user}",
                                       credential_infos=[]))
                 continue
             results.append(Result(user=user, error_code=0, error_message=None, credential_infos=[
@@ -207,7 +208,8 @@ def _enum(cls: Any, value: int, what: str) -> Any:
 
 def _binding(rtype: int, name: str, pattern: int, principal: str, host: str, op: int, perm: int) -> AclBinding:
     """A CreateAcls entry, checked as Kafka checks it (INVALID_REQUEST otherwise)."""
-    resource_type, pattern_type = _enum(ResourceType, rtype, "resource type"), _enum(PatternType, pattern, "pattern type")
+    resource_type = _enum(ResourceType, rtype, "resource type")
+    pattern_type = _enum(PatternType, pattern, "pattern type")
     operation, permission = _enum(AclOperation, op, "operation"), _enum(PermissionType, perm, "permission type")
     if resource_type in (ResourceType.ANY, ResourceType.UNKNOWN) or pattern_type not in (PatternType.LITERAL,
                                                                                          PatternType.PREFIXED):
@@ -226,4 +228,5 @@ def _binding(rtype: int, name: str, pattern: int, principal: str, host: str, op:
 def _filter(rtype: int, name: str | None, pattern: int, principal: str | None, host: str | None, op: int,
             perm: int) -> AclFilter:
     return AclFilter(_enum(ResourceType, rtype, "resource type"), name, _enum(PatternType, pattern, "pattern type"),
-                     principal, host, _enum(AclOperation, op, "operation"), _enum(PermissionType, perm, "permission type"))
+                     principal, host, _enum(AclOperation, op, "operation"),
+                     _enum(PermissionType, perm, "permission type"))

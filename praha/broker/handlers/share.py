@@ -55,7 +55,7 @@ RECHECK_S = 0.05
 
 
 class ShareApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     # ---------------------------------------------------------------- the coordinator's
@@ -156,7 +156,8 @@ class ShareApis:
         has_acks = any(p.acknowledgement_batches for t in r.topics or [] for p in t.partitions or [])
         if r.share_session_epoch == 0 and has_acks:
             return _fetch_error(ErrorCode.INVALID_REQUEST, "Acknowledgements on the request opening a share session.")
-        d: SessionDecision = self.broker.share_sessions.on_fetch(group, member, r.share_session_epoch, wanted, forgotten)
+        d: SessionDecision = self.broker.share_sessions.on_fetch(group, member, r.share_session_epoch,
+                                                                 wanted, forgotten)
         if d.error != ErrorCode.NONE or d.session is None:
             return _fetch_error(d.error, d.message)
         sm = self.broker.share_manager
@@ -166,7 +167,8 @@ class ShareApis:
         if d.closing:
             await sm.release(group, member, d.session.partitions)
             return self._fetch_answer(group, {tp: (b"", (), ErrorCode.NONE) for tp in acks}, acks, unknown)
-        readable = {tp for tp in d.session.partitions if self.broker.authz.topic_allowed(req, AclOperation.READ, tp.topic)}
+        allowed = self.broker.authz.topic_allowed
+        readable = {tp for tp in d.session.partitions if allowed(req, AclOperation.READ, tp.topic)}
         deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
         max_records = r.max_records if req.api_version >= 1 and r.max_records > 0 else 0
         while True:
@@ -234,7 +236,8 @@ class ShareApis:
         ids = self.broker.metadata_cache.topic_ids
         topics = by_topic((ids.get(tp.topic, uuid.UUID(int=0)), _AP(
             partition_index=tp.partition, error_code=int(code), error_message=msg,
-            current_leader=_AP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1))) for tp, (code, msg) in sorted(acks.items()))
+            current_leader=_AP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+            for tp, (code, msg) in sorted(acks.items()))
         return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=0, error_message=None,
                                         responses=[_AT(topic_id=t, partitions=ps) for t, ps in topics.items()],
                                         node_endpoints=[])
@@ -388,7 +391,8 @@ class ShareApis:
 
 def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
     return ShareGroupDescribeResponse.Assignment(topic_partitions=[
-        ShareGroupDescribeResponse.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""), partitions=sorted(parts))
+        ShareGroupDescribeResponse.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""),
+                                                   partitions=sorted(parts))
         for tid, parts in sorted(a.items(), key=lambda kv: kv[0].bytes)])
 
 

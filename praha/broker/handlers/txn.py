@@ -47,7 +47,7 @@ def for_version(code: ErrorCode, version: int, since: int = PRODUCER_FENCED_SINC
 
 
 class TransactionApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     @property

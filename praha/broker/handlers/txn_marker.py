@@ -42,7 +42,7 @@ _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 
 class TxnMarkerApis:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
 
     def _append(self, tp: TopicPartition, marker: Any) -> tuple[int, int]:

@@ -127,7 +127,7 @@ def partition_errors(response: AddPartitionsToTxnResponse, transactional_id: str
 class TxnVerifier:
     """Asks transaction coordinators whether partitions are in a transaction (one per broker)."""
 
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self._connections: dict[int, tuple[AsyncConnection, asyncio.Lock]] = {}
 
@@ -162,14 +162,15 @@ class TxnVerifier:
                         raise
                     # a kept connection its peer had closed (a restarted coordinator): once more, fresh
                     response = await conn.send(request, VERIFY_VERSION, AddPartitionsToTxnResponse)
-        except (OSError, asyncio.TimeoutError, PrahaError) as e:
+        except (TimeoutError, OSError, PrahaError) as e:
             log.info("Transaction verification for %s at broker %d failed: %s", transactional_id, coordinator.id, e)
             return {tp: produce_error(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
         except Exception as e:  # noqa: BLE001 - an undecodable answer must fail this produce, not the connection
             conn.close()
             log.warning("Undecodable AddPartitionsToTxn answer from broker %d: %r", coordinator.id, e)
             return {tp: produce_error(ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
-        return {tp: produce_error(code) for tp, code in partition_errors(response, transactional_id, partitions).items()}
+        return {tp: produce_error(code) for tp, code in partition_errors(response, transactional_id,
+                                                                         partitions).items()}
 
     def _connection(self, broker_id: int, host: str, port: int) -> tuple[AsyncConnection, asyncio.Lock]:
         entry = self._connections.get(broker_id)

@@ -105,8 +105,8 @@ async def _answer(conn: FrameConnection, auth: SaslAuthenticator, req: DecodedRe
         await _send(conn, req, SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=reply,
                                                         session_lifetime_ms=0))
         return
-    raise AuthenticationFailed(f"unexpected request {ApiKey(req.api_key).name if req.api_key in ApiKey._value2member_map_ else req.api_key} "
-                               f"in SASL state {auth.state.value}")
+    api = ApiKey(req.api_key).name if req.api_key in ApiKey._value2member_map_ else req.api_key
+    raise AuthenticationFailed(f"unexpected request {api} in SASL state {auth.state.value}")
 
 
 async def _send(conn: FrameConnection, req: DecodedRequest, response: Any) -> None:

@@ -16,10 +16,10 @@ injectable for tests.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from praha.config import parse_ip_overrides
 
@@ -49,7 +49,7 @@ class ConnectionLimits:
     partial_request_timeout_ms: int = 30_000
 
     @classmethod
-    def from_broker_config(cls, cfg: "BrokerConfig") -> "ConnectionLimits":
+    def from_broker_config(cls, cfg: BrokerConfig) -> ConnectionLimits:
         return cls(cfg.max_connections, cfg.max_connections_per_ip,
                    parse_ip_overrides(cfg.max_connections_per_ip_overrides), cfg.max_connection_creation_rate,
                    cfg.connections_max_idle_ms, cfg.partial_request_timeout_ms)

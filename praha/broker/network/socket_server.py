@@ -35,9 +35,9 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from praha.broker.network.authentication import AuthenticationFailed, sasl_authenticate, transport_session
 from praha.broker.network.connection_quotas import ConnectionLimits, ConnectionQuotas, Refusal
@@ -86,7 +86,7 @@ class SegmentedFrame:
 
     __slots__ = ("parts", "size")
 
-    def __init__(self, parts: "Sequence[bytes | Region]", size: int):
+    def __init__(self, parts: Sequence[bytes | Region], size: int):
         self.parts = parts
         self.size = size
 
@@ -175,7 +175,7 @@ class FrameConnection(asyncio.BufferedProtocol):
     #: the body being read (Kafka reads nothing more until the answer is out)
     QUEUE_BYTES = 1 << 20
 
-    def __init__(self, max_frame_bytes: int, on_connect: "Callable[[FrameConnection], None] | None" = None,
+    def __init__(self, max_frame_bytes: int, on_connect: Callable[[FrameConnection], None] | None = None,
                  tls: bool = False):
         self.max_frame_bytes = max_frame_bytes
         self.tls = tls
@@ -391,7 +391,7 @@ class SocketServer:
 
     TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
-    def __init__(self, handlers: "ApiTable", host: str, port: int, max_request_bytes: int,
+    def __init__(self, handlers: ApiTable, host: str, port: int, max_request_bytes: int,
                  limits: ConnectionLimits | None = None, throttler: RequestThrottler | None = None,
                  security: ListenerSecurity = PLAINTEXT_LISTENER, scram_lookup: ScramLookup | None = None,
                  connection_quotas: ConnectionQuotas | None = None):
@@ -515,7 +515,8 @@ class SocketServer:
             idle = partial = 0
             for conn in list(self._open):
                 if conn.partial_since is not None:  # (its clock restarts whenever we resume reading)
-                    if not conn._paused_reading and (now - conn.partial_since) * 1000 > limits.partial_request_timeout_ms:
+                    waited_ms = (now - conn.partial_since) * 1000
+                    if not conn._paused_reading and waited_ms > limits.partial_request_timeout_ms:
                         partial += 1
                         conn.close()
                     continue
@@ -561,7 +562,7 @@ class SocketServer:
             conn.last_active = time.monotonic()
 
     async def _handle(self, body: bytes | bytearray, peer: object, session: Session
-                      ) -> "tuple[bytes | SegmentedFrame | None | Literal[False], int]":
+                      ) -> tuple[bytes | SegmentedFrame | None | Literal[False], int]:
         """(response bytes, None for no response or False to close the connection; the
         milliseconds to mute the connection for after it)."""
         handlers = self.handlers

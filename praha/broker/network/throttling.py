@@ -80,7 +80,8 @@ class RequestQuotaThrottler:
 
     async def run(self, request: DecodedRequest, handler: Callable[[DecodedRequest], Awaitable[Any]]) -> Any:
         key = request.api_key
-        if key in EXEMPT_APIS or (key == ApiKey.FETCH and fetch_replica_id(request.request, request.header.api_version) >= 0) or \
+        if key in EXEMPT_APIS or (key == ApiKey.FETCH and fetch_replica_id(request.request,
+                                                                           request.header.api_version) >= 0) or \
                 (key == ApiKey.PRODUCE and request.request.acks == 0):  # Kafka exempts acks=0 too
             return await handler(request)
         timer = BusyTimer(handler(request))  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ held back, as in Kafka). Nothing here does I/O; `clock` is injectable for tests.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ is testable without a broker.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
+from typing import Any, Generic, TypeVar
 
 from praha.common import TopicPartition
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition, by_topic, now_ms
 from praha.errors import ErrorCode, PrahaError
@@ -132,9 +133,9 @@ class ReplicaFetcher:
     """Every partition this broker follows from one source broker."""
 
     def __init__(self, source: BrokerInfo, settings: FetcherSettings,
-                 partition_of: Callable[[TopicPartition, int], "Partition | None"],
-                 on_appended: Callable[["Partition"], None], stats: FetcherStats,
-                 quota: "ReplicationQuota | None" = None,
+                 partition_of: Callable[[TopicPartition, int], Partition | None],
+                 on_appended: Callable[[Partition], None], stats: FetcherStats,
+                 quota: ReplicationQuota | None = None,
                  is_throttled: Callable[[TopicPartition], bool] = lambda tp: False):
         self.source = source
         self.settings = settings
@@ -205,7 +206,7 @@ class ReplicaFetcher:
                 did = await self._round()
             except asyncio.CancelledError:
                 raise
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, PrahaError) as e:
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, PrahaError) as e:
                 self.stats.errors += 1
                 if not self._failing:
                     ep = self._endpoint(self.source)
@@ -235,7 +236,7 @@ class ReplicaFetcher:
         self._wake.clear()
         try:
             await asyncio.wait_for(self._wake.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _round(self) -> bool:
@@ -251,7 +252,7 @@ class ReplicaFetcher:
         await self._fetch(fetching)
         return True
 
-    def _current(self, fp: FollowedPartition) -> "Partition | None":
+    def _current(self, fp: FollowedPartition) -> Partition | None:
         """The partition if we still follow it from here at the same epoch."""
         if self.partitions.get(fp.tp) is not fp:
             return None
@@ -275,7 +276,8 @@ class ReplicaFetcher:
                 asks[fp.tp] = (fp, epoch)
         if not asks:
             return
-        topics = by_topic((tp.topic, _OP(partition=tp.partition, current_leader_epoch=fp.leader_epoch, leader_epoch=epoch))
+        topics = by_topic((tp.topic,
+                           _OP(partition=tp.partition, current_leader_epoch=fp.leader_epoch, leader_epoch=epoch))
                           for tp, (fp, epoch) in asks.items())
         req = OffsetForLeaderEpochRequest(
             replica_id=self.settings.broker_id,
@@ -299,13 +301,14 @@ class ReplicaFetcher:
                 log_ = p.log
                 tr = truncation_offset(r.leader_epoch, r.end_offset, log_.log_end_offset, p.high_watermark,
                                        log_.end_offset_for_epoch)
-                self._truncate_to(p, tr.offset, f"leader {self.source.id} has epoch {r.leader_epoch} up to {r.end_offset}")
+                self._truncate_to(p, tr.offset,
+                                  f"leader {self.source.id} has epoch {r.leader_epoch} up to {r.end_offset}")
                 if tr.complete:
                     fp.state = FetchState.FETCHING
         for tp in unanswered:  # a leader that skips a partition must not make us spin
             self._delay(asks[tp][0])
 
-    def _truncate_to(self, p: "Partition", offset: int, why: str) -> None:
+    def _truncate_to(self, p: Partition, offset: int, why: str) -> None:
         log_ = p.log
         if offset < log_.log_end_offset:
             before = log_.log_end_offset
@@ -373,7 +376,7 @@ class ReplicaFetcher:
         if out_of_range:
             await self._handle_out_of_range(out_of_range)
 
-    def _apply(self, fp: FollowedPartition, p: "Partition", r: Any) -> None:
+    def _apply(self, fp: FollowedPartition, p: Partition, r: Any) -> None:
         records = r.records
         throttled = self._throttled(fp)
         if records:
@@ -435,8 +438,8 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """Fetchers by source broker; created on first partition, stopped when empty."""
 
-    def __init__(self, settings: FetcherSettings, partition_of: Callable[[TopicPartition, int], "Partition | None"],
-                 on_appended: Callable[["Partition"], None], quota: "ReplicationQuota | None" = None,
+    def __init__(self, settings: FetcherSettings, partition_of: Callable[[TopicPartition, int], Partition | None],
+                 on_appended: Callable[[Partition], None], quota: ReplicationQuota | None = None,
                  is_throttled: Callable[[TopicPartition], bool] = lambda tp: False):
         self.settings = settings
         self.partition_of = partition_of

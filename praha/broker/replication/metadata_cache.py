@@ -71,7 +71,7 @@ class MetadataCache:
     def topic_partitions(self, topic: str) -> dict[int, PartitionLeaderState]:
         return self.partitions.get(topic, {})
 
-    def endpoints_on(self, listener: str) -> "list[tuple[BrokerInfo, EndPoint]]":
+    def endpoints_on(self, listener: str) -> list[tuple[BrokerInfo, EndPoint]]:
         """Live brokers with an endpoint on `listener`, by id, with that endpoint."""
         out = []
         for b in sorted(self.live_brokers.values(), key=lambda b: b.id):

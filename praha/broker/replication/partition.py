@@ -21,9 +21,9 @@ the broker's network event loop thread.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Mapping
 
 from praha.common import NO_LEADER, TopicPartition
 from praha.log import Log
@@ -131,7 +131,8 @@ class Partition:
         self.role = Role.LEADER
         leo = self.log.log_end_offset
         self.leader_epoch_start_offset = leo
-        self.log.epoch_cache.assign(s.leader_epoch, leo, durable=False)  # the log syncs it before its recovery point moves
+        self.log.epoch_cache.assign(s.leader_epoch, leo,
+                                    durable=False)  # the log syncs it before its recovery point moves
         old = self.followers if was_leader else {}
         self.followers = {
             r: old.get(r) or ReplicaProgress(last_caught_up_ms=now_ms if r in s.isr else 0)

@@ -44,9 +44,10 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from praha.broker.quotas.replication_quota import (
     NO_THROTTLED_REPLICAS,
@@ -112,13 +113,13 @@ def halt_process(code: int) -> None:
 
 class ReplicaManager:
     def __init__(self, broker_id: int, config: BrokerConfig | None = None,
-                 metadata_cache: "MetadataCache | None" = None):
+                 metadata_cache: MetadataCache | None = None):
         self.broker_id = broker_id
         self.config = config or BrokerConfig(broker_id=broker_id)
         self.metadata_cache = metadata_cache
         self.partitions: dict[TopicPartition, Partition] = {}
         self.log_manager: LogManager | None = None
-        self.store: "ZkStore | None" = None
+        self.store: ZkStore | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         #: how followers reach leaders (set by the broker from its inter-broker listener)
@@ -162,7 +163,7 @@ class ReplicaManager:
         self.hw_checkpoint_interval_ms = cfg.replica_high_watermark_checkpoint_interval_ms
 
     # ------------------------------------------------------------------ lifecycle
-    def start_logs(self, store: "ZkStore | None") -> None:
+    def start_logs(self, store: ZkStore | None) -> None:
         """Open every log on disk (recovering after a crash); before the broker registers.
 
         Topic overrides of the topics found on disk are read first so logs open with them."""
@@ -456,7 +457,8 @@ class ReplicaManager:
         return p
 
     def min_insync_replicas(self, topic: str) -> int:
-        v = self.topic_configs.get(topic, {}).get("min.insync.replicas", self.dynamic_log_defaults.get("min.insync.replicas"))
+        v = self.topic_configs.get(topic, {}).get("min.insync.replicas",
+                                                  self.dynamic_log_defaults.get("min.insync.replicas"))
         try:
             return int(v) if v is not None else self.config.min_insync_replicas
         except ValueError:
@@ -504,7 +506,8 @@ class ReplicaManager:
                     lg.update_config(self.log_manager.default_config.with_overrides(self.topic_configs[tp.topic]))
 
     def _apply_leader_and_isr(self, req: LeaderAndIsrRequestData) -> ControllerResponseData:
-        assert self.log_manager is not None and self.fetchers is not None
+        assert self.log_manager is not None
+        assert self.fetchers is not None
         errors: dict[TopicPartition, int] = {}
         leaders: list[Partition] = []
         became_leader: list[Partition] = []  # not leader before this request (Kafka's makeLeaders result)
@@ -541,7 +544,8 @@ class ReplicaManager:
             errors[s.tp] = ErrorCode.NONE
         no_leader = 0
         for p, s in followers:
-            leader = live.get(s.leader) or (self.metadata_cache.live_brokers.get(s.leader) if self.metadata_cache else None)
+            leader = live.get(s.leader) or (self.metadata_cache.live_brokers.get(s.leader)
+                                            if self.metadata_cache else None)
             if leader is None or self.shutting_down:
                 self.fetchers.remove(p.tp)
                 no_leader += leader is None
@@ -688,18 +692,21 @@ class ReplicaManager:
         return ErrorCode.NONE if p.low_watermark() >= required_offset else None
 
     def park_delete_records(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future[Any]:
-        assert self.delete_records_purgatory is not None and self.loop is not None
+        assert self.delete_records_purgatory is not None
+        assert self.loop is not None
         op = DelayedProduce(self.loop, waits, self.low_watermark_status)
         return self.delete_records_purgatory.watch(op, list(waits), timeout_ms)
 
     def park_produce(self, waits: dict[TopicPartition, ProduceWait], timeout_ms: int) -> asyncio.Future[Any]:
-        assert self.produce_purgatory is not None and self.loop is not None
+        assert self.produce_purgatory is not None
+        assert self.loop is not None
         op = DelayedProduce(self.loop, waits, self.produce_status)
         return self.produce_purgatory.watch(op, list(waits), timeout_ms)
 
     def park_fetch(self, min_bytes: int, keys: list[TopicPartition], available: Callable[[TopicPartition], int],
                    timeout_ms: int) -> asyncio.Future[Any]:
-        assert self.fetch_purgatory is not None and self.loop is not None
+        assert self.fetch_purgatory is not None
+        assert self.loop is not None
         op = DelayedFetch(self.loop, min_bytes, keys, available)
         return self.fetch_purgatory.watch(op, keys, timeout_ms)
 
@@ -741,7 +748,7 @@ class ReplicaManager:
         fut.add_done_callback(lambda f: self._isr_written(p, epoch, new_isr, expand, f))
 
     def _isr_written(self, p: Partition, epoch: int, new_isr: tuple[int, ...], expand: bool,
-                     fut: "asyncio.Future[tuple[bool, int]]") -> None:
+                     fut: asyncio.Future[tuple[bool, int]]) -> None:
         if self.partitions.get(p.tp) is not p or p.leader_epoch != epoch or not p.is_leader:
             return  # a LeaderAndIsr replaced this state meanwhile
         p.pending_isr = None

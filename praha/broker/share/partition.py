@@ -16,8 +16,8 @@ up over every leading done record, which frees room in the window
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from praha.errors import ErrorCode, PrahaError
 from praha.log.batch import BatchHeader
@@ -281,7 +281,7 @@ class SharePartition:
 
     @classmethod
     def restore(cls, settings: SharePartitionSettings, start_offset: int,
-                batches: Iterable[StateBatch]) -> "SharePartition":
+                batches: Iterable[StateBatch]) -> SharePartition:
         sp = cls(settings, start_offset)
         for b in batches:
             for o in range(max(b.first_offset, start_offset), b.last_offset + 1):

@@ -8,8 +8,8 @@ session epoch that orders its requests. Pure decisions; the cache is keyed by (g
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode

@@ -93,7 +93,7 @@ class GroupConfig:
     migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
 
     @classmethod
-    def from_broker_config(cls, c: BrokerConfig) -> "GroupConfig":
+    def from_broker_config(cls, c: BrokerConfig) -> GroupConfig:
         return cls(c.offsets_topic_num_partitions, c.group_min_session_timeout_ms, c.group_max_session_timeout_ms,
                    c.group_initial_rebalance_delay_ms, c.group_max_size, c.offsets_retention_minutes * 60_000,
                    c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes,
@@ -507,7 +507,8 @@ class GroupCoordinator:
             if err != ErrorCode.NONE:
                 return JoinResult(err, new_id)
             is_leader = group.leader_id == new_id
-            return self._join_result(group, m, with_members=is_leader and skip_ok, skip_assignment=is_leader and skip_ok)
+            return self._join_result(group, m, with_members=is_leader and skip_ok,
+                                     skip_assignment=is_leader and skip_ok)
         if group.is_(GroupState.PREPARING_REBALANCE):
             m.protocols = protocols
             return await self._await_join(group, m)
@@ -919,7 +920,8 @@ class GroupCoordinator:
             return 0
         return self.store.complete_txn_offsets(offsets_partition, producer_id, commit)
 
-    def has_pending_txn_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None) -> set[tuple[str, int]]:
+    def has_pending_txn_offsets(self, group_id: str,
+                                partitions: Iterable[tuple[str, int]] | None) -> set[tuple[str, int]]:
         """The partitions with an offset waiting for its transaction (OffsetFetch's
         require_stable answers UNSTABLE_OFFSET_COMMIT for them)."""
         return self.store.has_pending_txn_offsets(group_id, partitions)

@@ -170,10 +170,12 @@ def test_a_record_acquired_for_its_last_delivery_is_archived_by_a_failover_not_d
     batches = p.state_batches()
     assert batches == [StateBatch(0, 0, RecordState.ARCHIVED, 2), StateBatch(1, 1, RecordState.ACKNOWLEDGED, 2)]
     q = SharePartition.restore(p.settings, p.start_offset, batches)
-    assert q.acquire("b", [0, 1], 2, now_ms=0) == [] and q.start_offset == 2
+    assert q.acquire("b", [0, 1], 2, now_ms=0) == []
+    assert q.start_offset == 2
     # state an earlier leader wrote (available at the limit) is not delivered past the limit either
     old = SharePartition.restore(p.settings, 0, [StateBatch(0, 0, RecordState.AVAILABLE, 2)])
-    assert old.acquire("b", [0, 1], 2, now_ms=0) == [AcquiredRange(1, 1, 1)] and 0 not in old.records
+    assert old.acquire("b", [0, 1], 2, now_ms=0) == [AcquiredRange(1, 1, 1)]
+    assert 0 not in old.records
 
 
 def test_read_committed_skips_aborted_transactions_and_markers():

@@ -210,7 +210,8 @@ def test_after_an_io_error_the_next_batch_is_a_storage_error_not_out_of_order_se
     monkeypatch.setattr(LogSegment, "append", disk_full)
     with pytest.raises(LogStorageError) as first:
         lg.append_as_leader(idem_batch(4, 2), 1)  # sequences 2-3: the write fails
-    assert first.value.code == ErrorCode.KAFKA_STORAGE_ERROR and len(told) == 1
+    assert first.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert len(told) == 1
     monkeypatch.setattr(LogSegment, "append", real_append)  # even if the disk had room again
     with pytest.raises(LogStorageError) as second:
         lg.append_as_leader(idem_batch(4, 4), 1)  # the next pipelined batch, sequences 4-5

@@ -56,7 +56,8 @@ def snapshot(g: ConsumerGroup) -> ConsumerGroup:
     return dataclasses.replace(g, members=dict(g.members), target=dict(g.target), static_members=dict(g.static_members),
                                partition_epochs=dict(g.partition_epochs),
                                subscription_metadata=dict(g.subscription_metadata),
-                               resolved_regexes=dict(g.resolved_regexes), acknowledged=dict(g.acknowledged), unconfirmed=dict(g.unconfirmed))
+                               resolved_regexes=dict(g.resolved_regexes), acknowledged=dict(g.acknowledged),
+                               unconfirmed=dict(g.unconfirmed))
 
 
 class ConsumerGroupService:
