@@ -188,6 +188,7 @@ def measure_latency(spark, bs: str, trigger_ms: int, seconds: float, rate: int, 
     while len(seen) < n and time.monotonic() < deadline:
         time.sleep(0.2)
     error = q.exception()
+    phases = batch_phases(q.recentProgress)
     q.stop()
     stop.set()
     rt.join(10)
@@ -196,7 +197,16 @@ def measure_latency(spark, bs: str, trigger_ms: int, seconds: float, rate: int, 
     warm = int(n * 0.2)  # the first fifth: query start, Python workers starting
     lat = [(seen[k] - acked[k]) * 1000 for k in sorted(acked)[warm:] if k in seen]
     return {"trigger": trigger_ms, "n": len(lat), "missing": n - len(seen), "p50": percentile(lat, 0.5),
-            "p99": percentile(lat, 0.99), "load": load()}
+            "p99": percentile(lat, 0.99), "load": load(), "phases": phases}
+
+
+def batch_phases(progress: list) -> dict[str, float]:
+    """Median milliseconds of each phase of the query's micro-batches that read something
+    (Spark's `durationMs`: latestOffset, queryPlanning, addBatch, walCommit, ...), and their count."""
+    batches = [p["durationMs"] for p in progress if p.get("numInputRows")]
+    keys = sorted({k for d in batches for k in d})
+    phases = {k: statistics.median(d.get(k, 0) for d in batches) for k in keys} if batches else {}
+    return {**phases, "batches": len(batches)}
 
 
 def measure_sink(spark, bs: str, rows: int, repeat: int) -> dict:
@@ -293,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = measure_latency(spark, bs, trigger, args.latency_seconds, args.rate, root)
                 print(f"  latency trigger {trigger} ms: p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms "
                       f"({r['n']} records, load {r['load']})", flush=True)
+                print("    median ms per micro-batch: " + ", ".join(f"{k} {v:.0f}" for k, v in r["phases"].items()),
+                      flush=True)
                 extra["latency"].append(r)
         if args.sink:
             extra["sink"] = measure_sink(spark, bs, args.sink_rows, args.repeat)

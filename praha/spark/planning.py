@@ -9,11 +9,13 @@ a range always cover it with no gap and no overlap, and a rate limit admits exac
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from praha.common import TopicPartition
 from praha.spark.kafka import ClusterClient, DataLossError, data_loss_message
 from praha.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, ReadOptions, Subscription
+from praha.spark.pool import CLIENTS
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,13 @@ def client_for(opts: ReadOptions) -> ClusterClient:
     """A wire client with the read's settings: isolation level, client id, TLS and SASL."""
     return ClusterClient(opts.bootstrap, client_id=opts.client_id, read_committed=opts.read_committed,
                          security=opts.security.client_security())
+
+
+def pooled_client(opts: ReadOptions) -> AbstractContextManager[ClusterClient]:
+    """`client_for`'s client lent from this process's pool (`praha.spark.pool`): a task of a
+    reused Python worker reads with the connections and metadata the last task left open."""
+    key = (opts.bootstrap, opts.client_id, opts.read_committed, opts.security)
+    return CLIENTS.borrow(key, lambda: client_for(opts))
 
 
 # ------------------------------------------------------------------------------ partitions

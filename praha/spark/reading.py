@@ -1,8 +1,9 @@
 """One Spark task's read: an offset range of one partition, as Arrow batches.
 
 Runs on executors. The reader object that calls this was pickled on the driver, so
-nothing here is opened before `read()`: each task makes its own connections and closes
-them when its iterator ends (or is abandoned).
+nothing here is opened before `read()`: each task borrows a client from its Python
+worker's pool (`praha.spark.pool`) and gives it back when its iterator ends (or is
+abandoned); a client that failed is closed instead.
 
 Exactly-once within a task: `fetch_range` re-fetches from `position[0]`, the offset just
 past the last complete batch decoded, so a leader change mid-range neither skips nor
@@ -20,7 +21,7 @@ from pyspark.sql.datasource import InputPartition
 from praha.common import TopicPartition
 from praha.spark.kafka import Chunk, fetch_range
 from praha.spark.options import ReadOptions
-from praha.spark.planning import client_for
+from praha.spark.planning import pooled_client
 from praha.spark.records import Columns, decode_into, scan_next_offset
 from praha.spark.schema import to_arrow
 
@@ -55,17 +56,14 @@ def read_range(opts: ReadOptions, part: Any, pa_schema: Any, prefetch: bool = Tr
 
 def _direct(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> Generator[tuple[Chunk, int], None, None]:
     """Fetch, hand over, fetch again: the task does one thing at a time."""
-    client = client_for(opts)
     position = [start]
-    try:
+    with pooled_client(opts) as client:  # back to the worker's pool when the range is read
         for chunk in fetch_range(client, tp, start, end, fail_on_data_loss=opts.fail_on_data_loss,
                                  max_bytes=opts.partition_fetch_bytes, poll_timeout_ms=opts.poll_timeout_ms,
                                  position=position):
             begin = position[0]
             position[0] = max(begin, scan_next_offset(chunk.records, begin, end))
             yield chunk, begin
-    finally:
-        client.close()
 
 
 _DONE = object()
@@ -99,7 +97,7 @@ def _prefetched(opts: ReadOptions, tp: TopicPartition, start: int, end: int) -> 
         except BaseException as e:  # noqa: BLE001 - handed to the task thread
             put(e)
         finally:
-            source.close()  # closes the task's connections
+            source.close()  # gives the task's client back
 
     t = threading.Thread(target=run, name=f"praha-fetch-{tp}", daemon=True)
     t.start()

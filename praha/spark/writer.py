@@ -5,12 +5,12 @@ Columns as in Spark's Kafka sink: `value` (required, binary or string), `key`,
 which wins), `partition` (int; absent or null: the producer's partitioner).
 
 Delivery guarantee: **at-least-once** by default. Each task writes its rows through one
-confluent-kafka Producer (acks=all unless `kafka.acks` says otherwise), flushes before
-it returns, and raises if any record was not acknowledged, so Spark retries the task.
-A retried task writes all its rows again: rows a failed attempt did get acknowledged
-appear twice. With `exactlyOnce=true` each task writes in one transaction with a marker
-of its batch, and a replayed task that finds its marker writes nothing
-(`praha.spark.exactly_once`).
+confluent-kafka Producer (acks=all unless `kafka.acks` says otherwise; kept by the Python
+worker for its next task, `praha.spark.pool`), flushes before it returns, and raises if
+any record was not acknowledged, so Spark retries the task. A retried task writes all
+its rows again: rows a failed attempt did get acknowledged appear twice. With
+`exactlyOnce=true` each task writes in one transaction with a marker of its batch, and a
+replayed task that finds its marker writes nothing (`praha.spark.exactly_once`).
 """
 from __future__ import annotations
 
@@ -25,9 +25,12 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Shor
 from praha.errors import PrahaError
 from praha.spark.exactly_once import Row
 from praha.spark.options import OptionError, WriteOptions
+from praha.spark.pool import CLIENTS, PRODUCERS
 
 #: Kafka's AclOperation code of WRITE (its bit in authorised-operation fields)
 WRITE = 4
+#: the client id of the sink's own metadata checks
+SINK_CLIENT_ID = "praha-spark-sink"
 #: how long a task waits for its last acknowledgements (librdkafka retries within it)
 FLUSH_TIMEOUT_S = 120.0
 
@@ -78,8 +81,10 @@ def check_topic_exists(opts: WriteOptions) -> None:
     names a topic that exists (praha does not auto-create) and that the user may write."""
     from praha.spark.kafka import ClusterClient, not_authorized
 
-    with ClusterClient(opts.bootstrap, client_id="praha-spark-sink", security=opts.security.client_security()) \
-            as client:
+    key = (opts.bootstrap, SINK_CLIENT_ID, False, opts.security)
+    make = lambda: ClusterClient(opts.bootstrap, client_id=SINK_CLIENT_ID,  # noqa: E731
+                                 security=opts.security.client_security())
+    with CLIENTS.borrow(key, make) as client:  # Spark plans a streaming write for every micro-batch
         # from any broker that answers: Spark plans a streaming write again for every
         # micro-batch, and a broker of the last metadata may just have died
         md = client.refresh([opts.topic] if opts.topic else [], authorized_operations=opts.security.sasl)
@@ -155,30 +160,32 @@ def write_batches(opts: WriteOptions, batches: Iterator[Any]) -> WriteCommit:
 
     t0 = time.monotonic()
     failures: list[str] = []
-    producer = Producer(producer_config(opts))
+    config = producer_config(opts)
 
     def delivered(err: Any, msg: Any) -> None:
         if err is not None:
             failures.append(f"{msg.topic()}[{msg.partition()}]: {err.str() if hasattr(err, 'str') else err}")
 
     rows = 0
-    try:
-        for topic, kwargs in rows_of(opts, batches):
-            kwargs["on_delivery"] = delivered
-            produce_row(producer, (topic, kwargs))
-            rows += 1
-            if rows % 1000 == 0:
-                producer.poll(0)
-            if failures:
-                break
-        left = producer.flush(FLUSH_TIMEOUT_S)
-    except KafkaException as e:
-        raise WriteError(f"producer error: {e}") from e
-    if failures or left:
-        detail = "; ".join(failures[:3]) + (f" (+{len(failures) - 3} more)" if len(failures) > 3 else "")
-        raise WriteError(f"{len(failures) + left} of {rows} records were not acknowledged"
-                         + (f" ({left} still unacknowledged after {FLUSH_TIMEOUT_S:.0f}s)" if left else "")
-                         + (f": {detail}" if detail else "") + "; failing the task so Spark retries it")
+    # the worker's producer from its last task, if it ended well (a failed one is dropped)
+    with PRODUCERS.borrow(tuple(sorted(config.items())), lambda: Producer(config)) as producer:
+        try:
+            for topic, kwargs in rows_of(opts, batches):
+                kwargs["on_delivery"] = delivered
+                produce_row(producer, (topic, kwargs))
+                rows += 1
+                if rows % 1000 == 0:
+                    producer.poll(0)
+                if failures:
+                    break
+            left = producer.flush(FLUSH_TIMEOUT_S)
+        except KafkaException as e:
+            raise WriteError(f"producer error: {e}") from e
+        if failures or left:
+            detail = "; ".join(failures[:3]) + (f" (+{len(failures) - 3} more)" if len(failures) > 3 else "")
+            raise WriteError(f"{len(failures) + left} of {rows} records were not acknowledged"
+                             + (f" ({left} still unacknowledged after {FLUSH_TIMEOUT_S:.0f}s)" if left else "")
+                             + (f": {detail}" if detail else "") + "; failing the task so Spark retries it")
     return WriteCommit(rows, time.monotonic() - t0)
 
 
