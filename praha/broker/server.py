@@ -475,6 +475,8 @@ class BrokerServer:
             ("stale_controller_requests", float(sum(self.fence.refused.values())),
              "controller requests refused as stale"),
             ("connections", float(sum(s.connections for s in servers)), "open client connections"),
+            ("connections_accepted", float(sum(s.accepted for s in servers)),
+             "connections accepted since start (Kafka's connection-creation-total)"),
             ("requests", float(sum(s.requests for s in servers)), "requests handled"),
             ("bad_requests", float(sum(s.bad_requests for s in servers)), "malformed or unsupported requests"),
             ("handler_failures", float(sum(s.handler_failures for s in servers)),

@@ -211,3 +211,41 @@ def test_delete_records_between_planning_and_reading_fails_or_is_skipped(pipelin
     assert offsets == list(range(40, 100))
     for r in readers.values():
         r.stop()
+
+
+def test_micro_batches_read_and_write_with_the_python_workers_kept_clients(spark, pipeline, topic_name, tmp_path):
+    """Spark reuses its Python workers, and their tasks borrow the worker's cluster client and
+    producer (`praha.spark.pool`): after a first query has made them, ten micro-batches of two
+    read and two write tasks open about one connection per micro-batch, the sink's metadata check
+    when Spark plans the micro-batch's write (its planner runs in a new Python process each time).
+    Tasks that connected anew opened 105 (each task's client and producer to several brokers)."""
+    from praha.testing.cluster import scrape_metrics
+
+    out_topic = f"{topic_name}-out"
+    pipeline.create_topic(topic_name, 2, 3)
+    pipeline.create_topic(out_topic, 2, 3)
+    pipeline.produce(topic_name, _values(0, 600, 2))
+
+    def accepted() -> float:
+        return sum(scrape_metrics(b.actual_metrics_port)["praha_broker_connections_accepted"]
+                   for b in pipeline.cluster.load().brokers.values())
+
+    def run(checkpoint, per_trigger: str) -> list[int]:
+        q = (_stream(spark, pipeline, subscribe=topic_name, startingOffsets="earliest",
+                     maxOffsetsPerTrigger=per_trigger)
+             .selectExpr("key", "value")
+             .writeStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap)
+             .option("topic", out_topic).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+        assert q.awaitTermination(180), "availableNow query did not finish"
+        assert q.exception() is None
+        return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+    assert sum(run(tmp_path / "warm", "300")) == 600  # the workers make their clients here
+    before = accepted()
+    batches = run(tmp_path / "ck", "60")
+    opened = accepted() - before
+    assert batches == [60] * 10
+    # one per write plan, and a few to spare: a Python worker Spark replaced makes its clients again
+    assert opened <= len(batches) + 6, f"{opened:.0f} connections opened for {len(batches)} micro-batches"
+    assert len(pipeline.values(out_topic, 1200)) == 1200

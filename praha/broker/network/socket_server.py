@@ -414,6 +414,8 @@ class SocketServer:
         self.max_request_bytes = max_request_bytes
         self.server: asyncio.base_events.Server | None = None
         self.connections = 0
+        #: connections accepted since start (Kafka's connection-creation-total)
+        self.accepted = 0
         self.requests = 0
         self.bad_requests = 0
         #: requests whose handler raised (answered with UNKNOWN_SERVER_ERROR)
@@ -460,6 +462,7 @@ class SocketServer:
 
     async def _serve(self, conn: FrameConnection, peer: object, ip: str, delay: float) -> None:
         self.connections += 1
+        self.accepted += 1
         self._open.add(conn)
         try:
             if delay > 0:  # max.connection.creation.rate: served in its turn, not refused
