@@ -151,22 +151,26 @@ KAFKA_PYTHON_MEMBER = textwrap.dedent("""
                       enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=300,
                       metadata_max_age_ms=2000)
     seen, deadline = set(), time.monotonic() + 150
-    # The topic's partitions are known before the member joins. kafka-python 3.0.12 loses a rebalance
-    # it starts because a leader's metadata changed (its first assignment found no partitions): that
-    # path leaves `rejoin_needed` False, the assignment makes the metadata snapshots equal, so a poll
-    # whose timer ends while the SyncGroup is in flight never looks at the join again -- the member
-    # got its answer, never applies it and never heartbeats (seen in this test, SyncGroup answered in
-    # 35 ms, the broker's group stable; dpkp/kafka-python#2855 chases the same symptom).
-    while not c.partitions_for_topic(topic) and time.monotonic() < deadline:
-        time.sleep(0.1)
     c.subscribe([topic])
+    # One metadata update after subscribing, before the first join. kafka-python 3.0.12 loses a
+    # rebalance it starts itself because the leader's snapshot of the subscription's partitions
+    # changed (the snapshot taken before the first update after `subscribe` is empty): that path
+    # leaves `rejoin_needed` False and the assignment makes the snapshots equal, so a poll whose
+    # timer ends while the SyncGroup is in flight never looks at the join again -- the member got
+    # its answer, never applies it and never heartbeats. Seen here with kafka-python's wire log:
+    # SyncGroup answered NONE in 35 ms, the broker's group stable, the member silent for good
+    # (dpkp/kafka-python#2855 chases the same symptom). `topics()` fetches metadata, which
+    # rebuilds the snapshot, so the first assignment's snapshot is already the whole topic; a leader
+    # still rejoins on its own at times, so each poll also lasts long enough for a join to finish.
+    while topic not in c.topics() and time.monotonic() < deadline:
+        time.sleep(0.1)
     def report(name, **extra):
         tmp = os.path.join(where, name + ".tmp")
         with open(tmp, "w") as f:
             json.dump({"assignment": sorted(tp.partition for tp in c.assignment()), **extra}, f)
         os.replace(tmp, os.path.join(where, name))
     while not os.path.exists(os.path.join(where, "stop")) and time.monotonic() < deadline:
-        for tp, msgs in c.poll(timeout_ms=200).items():
+        for tp, msgs in c.poll(timeout_ms=1000).items():  # long enough for a join to finish within it (above)
             seen.update((tp.partition, m.offset) for m in msgs)
         mine = c.assignment()
         report(f"{i}.json", caught_up=bool(mine) and all(c.position(tp) == ends[tp.partition] for tp in mine))
