@@ -9,6 +9,9 @@ every Python data source (Spark's Kafka sink accepts it; this is the one differe
 """
 from __future__ import annotations
 
+import sys
+from types import FrameType
+
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -60,5 +63,23 @@ class PrahaDataSource(DataSource):
 
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts)
-        check_topic_exists(opts)
+        if not _committing_a_micro_batch():
+            check_topic_exists(opts)
         return PrahaStreamWriter(opts)
+
+
+#: the PySpark module that commits each micro-batch of a streaming write in a new Python process
+_SINK_COMMIT_RUNNER = "python_streaming_sink_runner"
+
+
+def _committing_a_micro_batch() -> bool:
+    """Whether Spark's sink commit runner is asking for the writer. It does so after every
+    micro-batch, in a new Python process, only to call `commit` or `abort`; the topic was
+    checked when the query started, and checking again costs a connection (with TLS and SASL,
+    a handshake) per micro-batch."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(f"{_SINK_COMMIT_RUNNER}.py"):
+            return True
+        frame = frame.f_back
+    return False
