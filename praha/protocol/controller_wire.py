@@ -31,6 +31,7 @@ from praha.protocol.messages.gen.controller import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.varint import write_uvarint
 
 LEADER_AND_ISR_VERSION = 4
@@ -520,7 +521,7 @@ def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
 
 
 # ---------------------------------------------------------------------- responses
-def response_to_wire(api_key: int, resp: ControllerResponseData) -> Any:
+def response_to_wire(api_key: int, resp: ControllerResponseData) -> WireMessage:
     errors = [(tp.topic, tp.partition, int(code)) for tp, code in resp.partition_errors.items()]
     if api_key == LeaderAndIsrRequestData.api_key:
         return LeaderAndIsrResponse(
