@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from praha.encoding.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 from praha.errors import ErrorCode, InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import (
@@ -33,7 +34,6 @@ from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
 from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
 from praha.protocol.produce import ProduceRequestView, decode_produce
 from praha.protocol.registry import APIS, ApiSpec, header_version
-from praha.protocol.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024

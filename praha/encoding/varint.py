@@ -5,14 +5,13 @@ for an int32) and zigzag varints (record fields; at most 10 bytes for an int64).
 take any indexable buffer (bytes, bytearray, memoryview) and a position, and return the
 value and the position after it; they raise `MalformedVarintError` for a varint that runs
 past `end` or is longer than its type allows, so a caller can turn that into the error
-its own layer answers with.
+its own layer answers with. Writers either return bytes or append to a bytearray (the
+record encoders build a batch in one).
 
-Hot loops that cannot afford a call per byte (the Spark record reader) inline the
-one-byte case and call these for the rest.
+Hot loops that cannot afford a call per byte (the log cleaner's and the Spark reader's
+record scans, the generated codecs) inline the one-byte case and call these for the rest.
 """
 from __future__ import annotations
-
-from typing import Any
 
 from praha.errors import CorruptLogError
 
@@ -20,12 +19,16 @@ UVARINT_MAX_BYTES = 5  # an int32
 VARLONG_MAX_BYTES = 10  # an int64
 _SMALL = [bytes((i,)) for i in range(128)]
 
+#: what the readers take (indexing gives an int)
+Buffer = bytes | bytearray | memoryview
+
 
 class MalformedVarintError(CorruptLogError):
     """A varint that is truncated or longer than its type allows (CORRUPT_MESSAGE)."""
 
 
-def read_uvarint(buf: Any, pos: int, end: int | None = None, max_bytes: int = UVARINT_MAX_BYTES) -> tuple[int, int]:
+def read_uvarint(buf: Buffer, pos: int, end: int | None = None,
+                 max_bytes: int = UVARINT_MAX_BYTES) -> tuple[int, int]:
     """The unsigned varint at `pos` and the position after it."""
     limit = len(buf) if end is None else end
     value = 0
@@ -40,10 +43,20 @@ def read_uvarint(buf: Any, pos: int, end: int | None = None, max_bytes: int = UV
     raise MalformedVarintError(f"varint longer than {max_bytes} bytes")
 
 
-def read_varint(buf: Any, pos: int, end: int | None = None) -> tuple[int, int]:
+def read_uvarlong(buf: Buffer, pos: int, end: int | None = None) -> tuple[int, int]:
+    """The unsigned varint of up to 64 bits at `pos` (a zigzag varint before decoding)."""
+    return read_uvarint(buf, pos, end, VARLONG_MAX_BYTES)
+
+
+def read_varint(buf: Buffer, pos: int, end: int | None = None) -> tuple[int, int]:
     """The zigzag varint (up to an int64) at `pos` and the position after it."""
     raw, pos = read_uvarint(buf, pos, end, VARLONG_MAX_BYTES)
     return (raw >> 1) ^ -(raw & 1), pos
+
+
+def unzigzag(raw: int) -> int:
+    """The signed value of a zigzag-encoded one (`read_uvarlong`'s result)."""
+    return (raw >> 1) ^ -(raw & 1)
 
 
 def write_uvarint(value: int) -> bytes:
@@ -53,14 +66,31 @@ def write_uvarint(value: int) -> bytes:
     if value < 0 or value > 0xFFFFFFFF:
         raise ValueError(f"{value} does not fit an unsigned varint")
     out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+    append_uvarint(out, value)
     return bytes(out)
 
 
-def skip_tagged_fields(buf: Any, pos: int, end: int | None = None) -> int:
+def append_uvarint(out: bytearray, n: int) -> None:
+    """Append `n` (≥ 0) to `out` as an unsigned varint."""
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def append_varint(out: bytearray, n: int) -> None:
+    """Append `n` (an int64) to `out` as a zigzag varint."""
+    append_uvarint(out, (n << 1) ^ (n >> 63))
+
+
+def write_varint(n: int) -> bytes:
+    """`n` (an int64) as a zigzag varint."""
+    out = bytearray()
+    append_varint(out, n)
+    return bytes(out)
+
+
+def skip_tagged_fields(buf: Buffer, pos: int, end: int | None = None) -> int:
     """The position after a tagged-field section (count, then tag, size, bytes each)."""
     limit = len(buf) if end is None else end
     count, pos = read_uvarint(buf, pos, limit)
