@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short chaos-share clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-bench test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short chaos-share clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
 	@echo "make test-consumer-protocol  KIP-848 consumer groups with confluent-kafka (group.protocol=consumer), slow"
 	@echo "make test-share-groups  KIP-932 share groups with confluent-kafka's ShareConsumer, slow"
+	@echo "make test-bench  every bench script's --help and tiny real runs, the controller benches' rig included (slow)"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -117,6 +118,11 @@ test-consumer-protocol: bytecode
 # KIP-932 share groups against a real cluster (ShareConsumer processes, a leader SIGKILLed): minutes
 test-share-groups: bytecode
 	$(PY) -m pytest -q -m slow tests/integration/test_share_groups.py
+
+# every bench script starts (--help) and two run tiny real measurements, one on the controller
+# benches' rig (embedded ZooKeeper, stand-ins, a real broker): under a minute
+test-bench: bytecode
+	$(PY) -m pytest -q tests/test_bench_scripts.py
 
 # the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
 test-registry: bytecode $(QUIX_STAMP)
