@@ -1,4 +1,4 @@
-# praha — `make run` starts the showcase, `make test` runs the tests. Needs Python 3.11+ and Java 17.
+# praha — `make run` starts the showcase (examples/showcase.py), `make test` runs the tests. Needs Python 3.11+ and Java 17.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -47,14 +47,14 @@ $(QUIX_STAMP): pyproject.toml
 # otherwise compile praha's source again (about 0.7 CPU-seconds per process); compileall
 # writes the caches regardless and skips what is current
 bytecode: $(STAMP)
-	@$(PY) -m compileall -q -j 0 praha tests bench
+	@$(PY) -m compileall -q -j 0 praha tests bench examples
 
 # docs/configuration.md is generated from the settings tables; a unit test keeps it in sync
 docs: $(STAMP)
 	$(PY) -m praha.config.docs docs/configuration.md
 
 run: bytecode
-	$(PY) -m praha.showcase
+	$(PY) examples/showcase.py
 
 # praha's message definitions (praha/protocol/messages/*.wire): `wire` regenerates the codecs
 # in praha/protocol/messages/gen/ (committed); `wire-check` compares the definitions with
@@ -64,10 +64,10 @@ wire: $(STAMP)
 wire-check: $(STAMP)
 	$(PY) tools/wire_check.py
 
-# ruff (pyflakes, import order, bugbear) and mypy (strict on all of praha)
+# ruff (pyflakes, import order, bugbear) and mypy (strict on all of praha and the showcase)
 lint: $(STAMP)
-	$(VENV)/bin/ruff check praha tests bench tools
-	$(VENV)/bin/mypy praha
+	$(VENV)/bin/ruff check praha tests bench tools examples
+	$(VENV)/bin/mypy praha examples
 
 # Debian packages the tests drive (kcat; chromium and its driver for the console's browser
 # tests; nftables for the network faults), as PACKAGE:COMMAND (the command that shows it is there);

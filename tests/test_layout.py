@@ -24,11 +24,10 @@ _BASE = {"common", "errors"}
 #: (praha/config.py, praha/statelog.py, ...) count as packages of their own name.
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"console", "showcase", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark",
+    "cli": {"console", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark",
             "zk", "protocol",
             "log", "config", "statelog", "topic_rules"} | _BASE,
     "console": {"analytics", "cluster", "admin", "zk", "protocol"} | _BASE,
-    "showcase": {"cluster", "admin", "spark", "zk", "protocol", "config"} | _BASE,
     "chaos": {"testing", "cluster", "admin", "zk", "protocol", "log", "config", "statelog"} | _BASE,
     "analytics": {"spark"} | _BASE,
     "testing": {"cluster", "admin", "zk", "protocol", "config", "encoding"} | _BASE,
