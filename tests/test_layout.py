@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"console", "chaos", "analytics", "cluster", "admin", "broker", "security", "spark",
             "zk", "protocol",
             "log", "config", "statelog", "topic_rules"} | _BASE,
-    "console": {"analytics", "cluster", "admin", "zk", "protocol"} | _BASE,
+    "console": {"analytics", "cluster", "admin", "zk", "protocol", "encoding"} | _BASE,
     "chaos": {"testing", "cluster", "admin", "zk", "protocol", "log", "config", "statelog"} | _BASE,
     "analytics": {"spark"} | _BASE,
     "testing": {"cluster", "admin", "zk", "protocol", "config", "encoding"} | _BASE,
