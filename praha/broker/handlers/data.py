@@ -52,6 +52,7 @@ from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.slices import FileRegion
+from praha.log.validator import RecordValidationError
 from praha.protocol.error_response import refusal
 from praha.protocol.fetch import FETCH_BY_TOPIC_ID, FetchedPartition, fetch_replica_id, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
@@ -248,7 +249,7 @@ class DataApis:
             info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable, verified=verified)
         except PrahaError as e:
             results[tp] = [int(e.code), -1, -1, -1]
-            refusals[tp] = (str(e), getattr(e, "record_errors", []))
+            refusals[tp] = (str(e), e.record_errors if isinstance(e, RecordValidationError) else [])
             return
         results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset, info.log_append_time]
         if info.record_count:

@@ -105,11 +105,8 @@ class TxnMarkerApis:
         return WriteTxnMarkersResponse(markers=results)
 
     def _complete_offsets(self, marker: _Marker, codes: dict[TopicPartition, int]) -> None:
-        """Tell the group coordinator about each `__consumer_offsets` partition this marker
-        ended (part B's `complete_transactional_offsets`; absent until it exists)."""
-        complete = getattr(self.broker.group_coordinator, "complete_transactional_offsets", None)
-        if complete is None:
-            return
+        """Tell the group coordinator about each `__consumer_offsets` partition this marker ended."""
+        complete = self.broker.group_coordinator.complete_transactional_offsets
         for tp, code in codes.items():
             if tp.topic == OFFSETS_TOPIC and code == ErrorCode.NONE:
                 complete(tp.partition, marker.producer_id, bool(marker.transaction_result))
