@@ -102,8 +102,13 @@ def scan_records(buf: bytes, count: int, position: int = 0) -> list[tuple[int, i
             if b < 0x80:
                 ts = b
                 pos += 1
-            else:
-                ts, pos = uvarint(buf, pos)
+            else:  # a timestamp delta of 64 ms or more: two bytes up to 8 s
+                b2 = buf[pos + 1]
+                if b2 < 0x80:
+                    ts = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    ts, pos = uvarint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 od = b
