@@ -1,10 +1,10 @@
-# praha — `make run` starts the showcase, `make test` runs the tests. Needs Python 3.11+ and Java 17.
+# praha — `make run` starts the showcase (examples/showcase.py), `make test` runs the tests. Needs Python 3.11+ and Java 17.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short chaos-share clean cluster-down help
+.PHONY: docs bytecode wire wire-check lint run test fuzz test-unit test-integration tools test-kafka-tools test-consumer-protocol test-share-groups test-bench test-registry test-zk-security test-spark test-spark-cluster bench bench-groups chaos chaos-secure-short chaos-share clean cluster-down help
 
 help:
 	@echo "make run    set up .venv, start ZooKeeper and a 3-broker local cluster, run the main job"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-registry  the Schema Registry tests, slow ones included"
 	@echo "make test-consumer-protocol  KIP-848 consumer groups with confluent-kafka (group.protocol=consumer), slow"
 	@echo "make test-share-groups  KIP-932 share groups with confluent-kafka's ShareConsumer, slow"
+	@echo "make test-bench  every bench script's --help and tiny real runs, the controller benches' rig included (slow)"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "praha needs Python 3.11+")'
@@ -46,14 +47,14 @@ $(QUIX_STAMP): pyproject.toml
 # otherwise compile praha's source again (about 0.7 CPU-seconds per process); compileall
 # writes the caches regardless and skips what is current
 bytecode: $(STAMP)
-	@$(PY) -m compileall -q -j 0 praha tests bench
+	@$(PY) -m compileall -q -j 0 praha tests bench examples
 
 # docs/configuration.md is generated from the settings tables; a unit test keeps it in sync
 docs: $(STAMP)
 	$(PY) -m praha.config.docs docs/configuration.md
 
 run: bytecode
-	$(PY) -m praha.showcase
+	$(PY) examples/showcase.py
 
 # praha's message definitions (praha/protocol/messages/*.wire): `wire` regenerates the codecs
 # in praha/protocol/messages/gen/ (committed); `wire-check` compares the definitions with
@@ -63,10 +64,10 @@ wire: $(STAMP)
 wire-check: $(STAMP)
 	$(PY) tools/wire_check.py
 
-# ruff (pyflakes, import order, bugbear) and mypy (strict on all of praha)
+# ruff (pyflakes, import order, bugbear) and mypy (strict on all of praha and the showcase)
 lint: $(STAMP)
-	$(VENV)/bin/ruff check praha tests bench tools
-	$(VENV)/bin/mypy praha
+	$(VENV)/bin/ruff check praha tests bench tools examples
+	$(VENV)/bin/mypy praha examples
 
 # Debian packages the tests drive (kcat; chromium and its driver for the console's browser
 # tests; nftables for the network faults), as PACKAGE:COMMAND (the command that shows it is there);
@@ -117,6 +118,11 @@ test-consumer-protocol: bytecode
 # KIP-932 share groups against a real cluster (ShareConsumer processes, a leader SIGKILLed): minutes
 test-share-groups: bytecode
 	$(PY) -m pytest -q -m slow tests/integration/test_share_groups.py
+
+# every bench script starts (--help) and two run tiny real measurements, one on the controller
+# benches' rig (embedded ZooKeeper, stand-ins, a real broker): under a minute
+test-bench: bytecode
+	$(PY) -m pytest -q tests/test_bench_scripts.py
 
 # the Schema Registry's tests, the slow ones too (a secure cluster; Quix Streams with a registry serializer)
 test-registry: bytecode $(QUIX_STAMP)

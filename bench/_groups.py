@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from _harness import median  # noqa: E402,F401 - the group benches import it from here
+from harness import median  # noqa: E402,F401 - the group benches import it from here
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest  # noqa: E402
 from produce import start_cluster  # noqa: E402
 
@@ -210,7 +210,7 @@ SECTION_INTRO = (
 def write_subsection(results: Path, sub_heading: str, text: str) -> None:
     """Replace (or add) the `### ...` subsection `sub_heading` inside the `## Consumer groups
     (issue 11)` section of RESULTS.md, keeping the other subsections."""
-    from _harness import write_section
+    from harness import write_section
 
     body = results.read_text() if results.exists() else ""
     start = body.find(SECTION + "\n")

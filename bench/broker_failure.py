@@ -4,7 +4,7 @@ every partition's new leader acknowledged, against the raw ZooKeeper write limit
 For each size P (topics of 100 partitions, RF 3):
   1. a fresh embedded ZooKeeper pre-loaded with multi-ops: every partition led by stand-in
      broker 2, its two followers rotating over stand-ins 3..6 (ISR = all three);
-  2. stand-ins 2..6 (`_harness`); stand-in 2 registers `/brokers/ids/2` in a ZooKeeper session
+  2. stand-ins 2..6 (`harness`); stand-in 2 registers `/brokers/ids/2` in a ZooKeeper session
      of its own — closing that session is its death (ZooKeeper deletes the ephemeral znode at
      once, as it would after a SIGKILL once the session times out; the session timeout itself
      is not part of what is timed);
@@ -31,26 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402
-    OTHER_LOAD,
-    TRIALS,
-    Rig,
-    common_args,
-    fmt_s,
-    md_table,
-    missing_verdicts,
-    partitions_of,
-    plot_vs_raw,
-    ratio_verdict,
-    report_results,
-    rig_machine,
-    run_sizes,
-    secs,
-    section_text,
-    summarise_trials,
-    target_verdicts,
-    topic_names,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 DYING = 2
 FOLLOWERS = (3, 4, 5, 6)

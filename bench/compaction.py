@@ -156,7 +156,7 @@ def main() -> None:
     print(verdict)
     if args.no_write:
         return
-    from _harness import machine_line, write_section  # noqa: E402 - bench/ is on sys.path when run as a script
+    from harness import machine_line, write_section  # noqa: E402 - bench/ is on sys.path when run as a script
 
     command = ("python bench/compaction.py " + " ".join(sys.argv[1:])).strip()
     section = (f"{HEADING}\n\nCommand: `{command}`\n\nMachine: {machine_line()}.\n\n"

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import REPO, BrokerProcess, machine_line, rss_mb, start_zookeeper, write_section
+from harness import REPO, BrokerProcess, machine_line, rss_mb, start_zookeeper, write_section
 
 TARGET_KIB = 8.0
 HEADING = "## Idle connections (issue 15 §4)"

@@ -255,7 +255,7 @@ def main() -> int:
     print(section)
     if not args.no_write:
         sys.path.insert(0, str(REPO / "bench"))
-        from _harness import write_section
+        from harness import write_section
 
         write_section(REPO / "bench" / "RESULTS.md", HEADING, section)
     return 0

@@ -30,26 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402
-    OTHER_LOAD,
-    TRIALS,
-    Rig,
-    common_args,
-    fmt_s,
-    md_table,
-    missing_verdicts,
-    partitions_of,
-    plot_vs_raw,
-    ratio_verdict,
-    report_results,
-    rig_machine,
-    run_sizes,
-    secs,
-    section_text,
-    summarise_trials,
-    target_verdicts,
-    topic_names,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 SHUTTING_DOWN = 2
 FOLLOWERS = (3, 4, 5, 6)

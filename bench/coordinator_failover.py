@@ -46,7 +46,7 @@ from _groups import (  # noqa: E402
     median,
     write_subsection,
 )
-from _harness import machine_line  # noqa: E402
+from harness import machine_line  # noqa: E402
 from kafka.protocol.consumer import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitResponse,

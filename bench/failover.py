@@ -36,31 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402  (the shared bench machinery: stand-ins, pre-load, broker 1)
-    BROKERS,
-    CONTROLLER_BROKER,
-    RF,
-    UPDATE_METADATA,
-    BrokerProcess,
-    StandInBroker,
-    bench_store,
-    clear_broker,
-    common_args,
-    loglog_plot,
-    machine_id,
-    md_table,
-    preload,
-    report_results,
-    run_sizes,
-    section_text,
-    start_py_spy,
-    start_zookeeper,
-    stop_py_spy,
-    summarise_trials,
-    take_controller_seat,
-    topic_names,
-    wait_for_line,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 from praha.zk import znodes as zn  # noqa: E402
 from praha.zk.multiread import GET_DATA_OPCODE, multi_read_async  # noqa: E402

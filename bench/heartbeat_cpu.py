@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _harness import machine_line  # noqa: E402
+from harness import machine_line  # noqa: E402
 
 from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest  # noqa: E402
 from praha.coordinator.group.consumer.model import ConsumerGroupState, TopicInfo  # noqa: E402

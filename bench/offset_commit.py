@@ -44,7 +44,7 @@ from _groups import (  # noqa: E402
     offsets_assignment,
     write_subsection,
 )
-from _harness import machine_line, start_py_spy, stop_py_spy  # noqa: E402
+from harness import machine_line, start_py_spy, stop_py_spy  # noqa: E402
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse  # noqa: E402
 from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E402
 

@@ -5,7 +5,7 @@ For each size P (topics of 100 partitions, RF 3 rotating over stand-ins 2..6):
   1. a fresh embedded ZooKeeper (jute.maxbuffer raised to 16 MiB: the admin znode naming 50k
      partitions is ~2 MB) pre-loaded with multi-ops where leadership has moved away: every
      partition is led by its *second* replica, ISR = all three;
-  2. stand-ins 2..6 (`_harness`), registered in the bench's session;
+  2. stand-ins 2..6 (`harness`), registered in the bench's session;
   3. per trial: put every state back (led by the second replica), time the raw limit (P
      fenced conditional writes of the same state znodes in multi-ops of 100), start the real
      broker 1 (the controller; hosts no replica; auto leader rebalance off) and wait until it
@@ -29,28 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402
-    OTHER_LOAD,
-    STAND_INS,
-    TRIALS,
-    Rig,
-    common_args,
-    fmt_s,
-    md_table,
-    missing_verdicts,
-    partitions_of,
-    plot_vs_raw,
-    ratio_verdict,
-    report_results,
-    rig_machine,
-    rotation,
-    run_sizes,
-    secs,
-    section_text,
-    summarise_trials,
-    topic_names,
-    wait_until,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 from praha.zk import znodes as zn  # noqa: E402
 

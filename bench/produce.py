@@ -50,9 +50,9 @@ from praha.testing.cluster import wait_for
 from praha.zk.store import ZkStore
 
 try:  # run as a script from the repo root or from bench/
-    from bench._harness import start_py_spy, stop_py_spy
+    from bench.harness import start_py_spy, stop_py_spy
 except ImportError:  # pragma: no cover
-    from _harness import start_py_spy, stop_py_spy  # type: ignore[no-redef]
+    from harness import start_py_spy, stop_py_spy  # type: ignore[no-redef]
 
 RECORD = 1024
 BROKER_CONFIG = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500"}

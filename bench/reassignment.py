@@ -4,7 +4,7 @@ the raw ZooKeeper write limit.
 For each size P (topics of 100 partitions, RF 3 rotating over stand-ins 2..6):
   1. a fresh embedded ZooKeeper (jute.maxbuffer raised to 16 MiB: the admin znode for 50k
      partitions is ~3 MB) pre-loaded with multi-ops: replicas (r0, r1, r2), leader r0, ISR all;
-  2. stand-ins 2..6 (`_harness`), registered in the bench's session;
+  2. stand-ins 2..6 (`harness`), registered in the bench's session;
   3. per trial: put states and topic assignments back, time the raw limit (P fenced
      conditional writes of the same state znodes in multi-ops of 100), start the real broker
      1 (the controller; hosts no replica) and wait until it is quiet; then
@@ -36,26 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402
-    OTHER_LOAD,
-    STAND_INS,
-    TRIALS,
-    Rig,
-    common_args,
-    fmt_s,
-    md_table,
-    partitions_of,
-    plot_vs_raw,
-    report_results,
-    rig_machine,
-    rotation,
-    run_sizes,
-    secs,
-    section_text,
-    summarise_trials,
-    topic_names,
-    wait_until,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 from praha.common import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicAssignment  # noqa: E402
 from praha.zk import znodes as zn  # noqa: E402

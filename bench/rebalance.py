@@ -52,8 +52,8 @@ from _groups import (  # noqa: E402
     median,
     write_subsection,
 )
-from _harness import machine_line, start_py_spy, stop_py_spy  # noqa: E402
 from confluent_kafka import Consumer, Producer  # noqa: E402
+from harness import machine_line, start_py_spy, stop_py_spy  # noqa: E402
 
 TOPIC = "rebalance-900"
 ASSIGNORS = ("range", "cooperative-sticky")

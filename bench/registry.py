@@ -26,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _harness import REPO, machine_line, write_section
 from confluent_kafka import Producer
+from harness import REPO, machine_line, write_section
 
 from praha.cluster.local import LocalCluster
 

@@ -21,9 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-from _harness import REPO, machine_line, write_section
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness import REPO, machine_line, write_section
 from kafka.protocol.metadata import MetadataRequest
 
 from praha.cluster.certs import issue, make_ca

@@ -37,10 +37,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from praha.cluster.local import LocalCluster
 
 try:  # run as a script from the repo root or from bench/
-    from bench._harness import machine_line, write_section
+    from bench.harness import machine_line, write_section
     from bench.produce import RECORD, bootstrap, start_cluster
 except ImportError:  # pragma: no cover
-    from _harness import machine_line, write_section  # type: ignore[no-redef]
+    from harness import machine_line, write_section  # type: ignore[no-redef]
     from produce import RECORD, bootstrap, start_cluster  # type: ignore[no-redef]
 
 SETTINGS = {"zookeeper.session.timeout.ms": "6000", "replica.fetch.wait.max.ms": "500",

@@ -4,7 +4,7 @@ brokers' memory.
 
 For each size P, per trial:
   1. one embedded ZooKeeper per size (warmed up: P scratch state znodes created and deleted
-     first), stand-ins 2..6 (`_harness`) registered in the bench's session; per trial a fresh
+     first), stand-ins 2..6 (`harness`) registered in the bench's session; per trial a fresh
      real broker 1 (the controller; it hosts no replica), waited for until quiet; its RSS is
      read;
   2. `ZkStore.create_topic` as the admin tool does it: the config znode, then the assignment
@@ -38,32 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import (  # noqa: E402
-    OTHER_LOAD,
-    STAND_INS,
-    TRIALS,
-    BrokerProcess,
-    Rig,
-    clear_broker,
-    common_args,
-    current_controller_epoch,
-    fmt_s,
-    md_table,
-    missing_verdicts,
-    plot_vs_raw,
-    ratio_verdict,
-    raw_fenced_writes,
-    report_results,
-    rig_machine,
-    rotation,
-    secs,
-    section_text,
-    sizes,
-    summarise_trials,
-    target_verdicts,
-    wait_until,
-    work_dir,
-)
+# ruff: noqa: F405 - names from the shared bench machinery's star import below
+from harness import *  # noqa: E402,F403 - the shared bench machinery (bench/harness/)
 
 from praha.common import (  # noqa: E402
     LeaderAndIsr,

@@ -15,6 +15,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from praha.encoding.varint import MalformedVarintError, read_varint
 from praha.errors import PrahaError
 
 TIMEOUT_S = 5.0
@@ -131,15 +132,13 @@ def _q(s: str) -> str:
 
 # ------------------------------------------------------------------------------ Avro binary
 def _long(buf: io.BytesIO) -> int:
-    shift = result = 0
-    while True:
-        b = buf.read(1)
-        if not b:
-            raise EOFError("truncated varint")
-        result |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            return (result >> 1) ^ -(result & 1)
-        shift += 7
+    """Avro's long: a zigzag varint, Kafka's record varint."""
+    try:
+        value, pos = read_varint(buf.getbuffer(), buf.tell())
+    except MalformedVarintError:
+        raise EOFError("truncated varint") from None
+    buf.seek(pos)
+    return value
 
 
 def _bytes(buf: io.BytesIO) -> bytes:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from praha.common import TopicPartition
 from praha.config import BROKER_CONFIG_BY_NAME, CLEANER_KEYS, parse_value
+from praha.encoding.compression import NONE, codec_available, decompress
 from praha.errors import ConfigError, ErrorCode, PrahaError
 from praha.log.batch import CONTROL_MASK, HEADER_SIZE, BatchHeader, parse_header
 from praha.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT as CLEANER_OFFSET_CHECKPOINT
@@ -63,16 +64,7 @@ from praha.log.cleaner_manager import plan_for as plan_for
 from praha.log.control import ControlType, parse_marker
 from praha.log.errors import CorruptBatchError
 from praha.log.offset_map import OffsetMap
-from praha.log.records import (
-    DELETE_HORIZON_MASK,
-    NONE,
-    Record,
-    build_batch,
-    codec_available,
-    decode_batch,
-    decompress,
-    scan_records,
-)
+from praha.log.records import DELETE_HORIZON_MASK, Record, build_batch, decode_batch, scan_records
 from praha.log.segment import CLEANED_SUFFIX, LogSegment
 from praha.log.txn_index import AbortedTxn
 

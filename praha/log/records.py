@@ -13,21 +13,21 @@ set, in which case the records are re-encoded against it), 2. compress with the 
 codec, 3. write the 61-byte header with the original last offset delta (so an
 idempotent producer's last sequence survives) and 4. the CRC32C over attributes..end.
 
-Codecs: gzip (zlib, stdlib), snappy (raw blocks or Kafka's xerial framing), lz4 (frame
-format) and zstd come from pyarrow, which praha depends on. If pyarrow lacks a codec
-(`codec_available` is False), batches using it are never decoded: the cleaner keeps them
-whole and the produce path stores them unread.
+Codecs (gzip, snappy, lz4, zstd) are `praha.encoding.compression`'s. If one is not
+available here (`codec_available` is False), batches using it are never decoded: the
+cleaner keeps them whole and the produce path stores them unread.
 """
 from __future__ import annotations
 
-import gzip
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from crc32c import crc32c
 
+from praha.encoding.compression import NONE, compress, decompress
+from praha.encoding.varint import MalformedVarintError, append_varint, read_uvarlong, unzigzag
 from praha.log.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -47,18 +47,6 @@ from praha.log.errors import CorruptBatchError
 
 #: attributes bit 6: baseTimestamp holds the delete horizon of the batch's tombstones (KIP-534)
 DELETE_HORIZON_MASK = 0x40
-
-NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
-CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
-_XERIAL_BLOCK = 32 * 1024
-_I32 = struct.Struct(">i")
-
-
-class RecordsUnavailableError(CorruptBatchError):
-    """The batch's codec is not available here; its records cannot be read."""
-
 
 class Record(NamedTuple):
     """One record as the cleaner sees it; `raw` is its whole encoding (length prefix included)."""
@@ -81,104 +69,14 @@ class DecodedBatch:
         return h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
 
 
-# -- codecs ------------------------------------------------------------------------------
-_pa: Any = None
-
-
-def _pyarrow() -> Any:
-    global _pa
-    if _pa is None:
-        try:
-            import pyarrow
-        except ImportError:  # pragma: no cover - pyarrow is a dependency
-            _pa = False
-        else:
-            _pa = pyarrow
-    return _pa
-
-
-def codec_available(codec: int) -> bool:
-    if codec in (NONE, GZIP):
-        return True
-    pa = _pyarrow()
-    if not pa or codec not in CODEC_NAMES:
-        return False
-    return bool(pa.Codec.is_available(CODEC_NAMES[codec]))
-
-
-def _uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise CorruptBatchError(pos, "varint too long")
-
-
-def decompress(codec: int, data: Buffer) -> bytes:
-    if codec == NONE:
-        return bytes(data)
-    if codec == GZIP:
-        return gzip.decompress(data)
-    if not codec_available(codec):
-        raise RecordsUnavailableError(0, f"codec {CODEC_NAMES.get(codec, codec)} not available")
-    pa = _pyarrow()
-    if codec == SNAPPY:
-        view = bytes(data)
-        if view.startswith(_XERIAL_MAGIC):
-            parts = []
-            pos = len(_XERIAL_HEADER)
-            snappy = pa.Codec("snappy")
-            while pos < len(view):
-                (n,) = _I32.unpack_from(view, pos)
-                block = view[pos + 4: pos + 4 + n]
-                size, _ = _uvarint(block, 0)
-                parts.append(snappy.decompress(block, decompressed_size=size, asbytes=True))
-                pos += 4 + n
-            return b"".join(parts)
-        size, _ = _uvarint(view, 0)
-        return bytes(pa.Codec("snappy").decompress(view, decompressed_size=size, asbytes=True))
-    return bytes(pa.input_stream(pa.BufferReader(bytes(data)), compression=CODEC_NAMES[codec]).read())
-
-
-def compress(codec: int, data: bytes, like: Buffer | None = None) -> bytes:
-    """`data` compressed with `codec`; for snappy, framed like `like` (the original payload)."""
-    if codec == NONE:
-        return data
-    if codec == GZIP:
-        return gzip.compress(data, compresslevel=6, mtime=0)
-    if not codec_available(codec):
-        raise RecordsUnavailableError(0, f"codec {CODEC_NAMES.get(codec, codec)} not available")
-    pa = _pyarrow()
-    if codec == SNAPPY:
-        snappy = pa.Codec("snappy")
-        if like is not None and bytes(like[:len(_XERIAL_MAGIC)]) == _XERIAL_MAGIC:
-            out = [_XERIAL_HEADER]
-            for i in range(0, len(data), _XERIAL_BLOCK):
-                block = snappy.compress(data[i:i + _XERIAL_BLOCK], asbytes=True)
-                out.append(_I32.pack(len(block)))
-                out.append(block)
-            return b"".join(out)
-        return bytes(snappy.compress(data, asbytes=True))
-    return bytes(pa.Codec(CODEC_NAMES[codec]).compress(data, asbytes=True))
-
-
 # -- decoding ----------------------------------------------------------------------------
-def _zigzag(n: int) -> int:
-    return (n >> 1) ^ -(n & 1)
-
-
 def scan_records(buf: bytes, count: int, position: int = 0) -> list[tuple[int, int, bytes | None, bool, int, int]]:
     """(offset delta, timestamp delta, key, value is null, start, end) of the first `count`
     records of `buf` (a decompressed records section): the cleaner's hot loop, with the
     one- and two-byte varints inlined. `position` only names the batch in errors."""
     out: list[tuple[int, int, bytes | None, bool, int, int]] = []
     append = out.append
-    uvarint = _uvarint
+    uvarint = read_uvarlong
     pos = 0
     end = len(buf)
     try:
@@ -204,8 +102,13 @@ def scan_records(buf: bytes, count: int, position: int = 0) -> list[tuple[int, i
             if b < 0x80:
                 ts = b
                 pos += 1
-            else:
-                ts, pos = uvarint(buf, pos)
+            else:  # a timestamp delta of 64 ms or more: two bytes up to 8 s
+                b2 = buf[pos + 1]
+                if b2 < 0x80:
+                    ts = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    ts, pos = uvarint(buf, pos)
             b = buf[pos]
             if b < 0x80:
                 od = b
@@ -226,7 +129,7 @@ def scan_records(buf: bytes, count: int, position: int = 0) -> list[tuple[int, i
                 pos += klen
             append(((od >> 1) ^ -(od & 1), (ts >> 1) ^ -(ts & 1), key, buf[pos] == 1, start, rec_end))
             pos = rec_end
-    except IndexError:
+    except (IndexError, MalformedVarintError):
         raise CorruptBatchError(position, "record runs past the batch") from None
     return out
 
@@ -278,29 +181,18 @@ def complete_batches(data: Buffer) -> Iterator[tuple[BatchHeader, list[ReadRecor
 
 
 # -- encoding ----------------------------------------------------------------------------
-def _write_uvarint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _write_varint(out: bytearray, n: int) -> None:
-    _write_uvarint(out, (n << 1) ^ (n >> 63))
-
-
 def rebase_record(raw: Buffer, new_timestamp_delta: int) -> bytes:
     """`raw` (one encoded record) with its timestamp delta replaced."""
     buf = memoryview(raw)
-    _, pos = _uvarint(buf, 0)
+    _, pos = read_uvarlong(buf, 0)
     attrs = buf[pos]
-    _, after_ts = _uvarint(buf, pos + 1)
+    _, after_ts = read_uvarlong(buf, pos + 1)
     body = bytearray()
     body.append(attrs)
-    _write_varint(body, new_timestamp_delta)
+    append_varint(body, new_timestamp_delta)
     body += buf[after_ts:]
     out = bytearray()
-    _write_varint(out, len(body))
+    append_varint(out, len(body))
     out += body
     return bytes(out)
 
@@ -343,16 +235,16 @@ def record_key_value(raw: Buffer) -> tuple[bytes | None, bytes | None]:
     """Key and value of one encoded record (`Record.raw`)."""
     buf = memoryview(raw)
     try:
-        _, pos = _uvarint(buf, 0)
-        _, pos = _uvarint(buf, pos + 1)  # after attributes: timestamp delta
-        _, pos = _uvarint(buf, pos)  # offset delta
+        _, pos = read_uvarlong(buf, 0)
+        _, pos = read_uvarlong(buf, pos + 1)  # after attributes: timestamp delta
+        _, pos = read_uvarlong(buf, pos)  # offset delta
         fields: list[bytes | None] = []
         for _ in range(2):
-            n, pos = _uvarint(buf, pos)
-            n = _zigzag(n)
+            n, pos = read_uvarlong(buf, pos)
+            n = unzigzag(n)
             fields.append(None if n < 0 else bytes(buf[pos:pos + n]))
             pos += max(n, 0)
-    except IndexError:
+    except (IndexError, MalformedVarintError):
         raise CorruptBatchError(0, "record runs past its end") from None
     return fields[0], fields[1]
 
@@ -367,21 +259,21 @@ def encode_records(base_offset: int, records: list[tuple[bytes | None, bytes | N
     base_ts = records[0][2] if records else 0
     for i, (key, value, ts) in enumerate(records):
         body = bytearray([0])
-        _write_varint(body, ts - base_ts)
-        _write_varint(body, i)
+        append_varint(body, ts - base_ts)
+        append_varint(body, i)
         if key is None:
-            _write_varint(body, -1)
+            append_varint(body, -1)
         else:
-            _write_varint(body, len(key))
+            append_varint(body, len(key))
             body += key
         if value is None:
-            _write_varint(body, -1)
+            append_varint(body, -1)
         else:
-            _write_varint(body, len(value))
+            append_varint(body, len(value))
             body += value
-        _write_varint(body, 0)
+        append_varint(body, 0)
         raw = bytearray()
-        _write_varint(raw, len(body))
+        append_varint(raw, len(body))
         raw += body
         raws.append(Record(base_offset + i, ts, key, value is None, bytes(raw)))
     max_ts = max((r[2] for r in records), default=NO_TIMESTAMP)

@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from praha.encoding.compression import codec_available, decompress
 from praha.log.batch import (
     COMPRESSION_MASK,
     HEADER_SIZE,
@@ -34,7 +35,6 @@ from praha.log.batch import (
     Buffer,
 )
 from praha.log.errors import CorruptBatchError, InvalidRecordError
-from praha.log.records import codec_available, decompress
 
 if TYPE_CHECKING:
     from aiokafka.record.default_records import DefaultRecordBatch

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.encoding.varint import write_uvarint
 from praha.errors import PrahaError
 from praha.protocol.controller_requests import (
     ControllerRequest,
@@ -31,7 +32,7 @@ from praha.protocol.messages.gen.controller import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from praha.protocol.varint import write_uvarint
+from praha.protocol.messages.runtime import WireMessage
 
 LEADER_AND_ISR_VERSION = 4
 STOP_REPLICA_VERSION = 3
@@ -148,7 +149,6 @@ def _um_brokers(live_brokers: Iterable[BrokerInfo]) -> list[Any]:
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">iiq")       # controller id, controller epoch, broker epoch
-_SMALL_UVARINT = [bytes((i,)) for i in range(128)]
 
 
 class _NotPlain(PrahaError):
@@ -156,11 +156,10 @@ class _NotPlain(PrahaError):
 
 
 def _uvarint(n: int) -> bytes:
-    if 0 <= n < 128:
-        return _SMALL_UVARINT[n]
-    if n < 0 or n > 0xFFFFFFFF:
-        raise _NotPlain(repr(n))
-    return write_uvarint(n)
+    try:
+        return write_uvarint(n)
+    except (TypeError, ValueError):  # not an int, or out of range: the generated codec says why
+        raise _NotPlain(repr(n)) from None
 
 
 def _string(v: str | None) -> bytes:
@@ -520,7 +519,7 @@ def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
 
 
 # ---------------------------------------------------------------------- responses
-def response_to_wire(api_key: int, resp: ControllerResponseData) -> Any:
+def response_to_wire(api_key: int, resp: ControllerResponseData) -> WireMessage:
     errors = [(tp.topic, tp.partition, int(code)) for tp, code in resp.partition_errors.items()]
     if api_key == LeaderAndIsrRequestData.api_key:
         return LeaderAndIsrResponse(

@@ -17,6 +17,7 @@ from praha.errors import ErrorCode
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.definition import Api, Field, load_all
 from praha.protocol.messages.reflect import fields_of, struct_class
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.registry import response_class
 
 #: response field → the request fields that hold the same thing, in the order tried
@@ -49,15 +50,15 @@ _ANSWERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def error_response(api_key: int, api_version: int, request: Any, code: ErrorCode,
-                   message: str | None = None) -> Any:
+def error_response(api_key: int, api_version: int, request: object, code: ErrorCode,
+                   message: str | None = None) -> WireMessage:
     """The response object (of `api_key`, for `api_version`) saying `request` failed with `code`."""
     cls = response_class(api_key)
     api = _definitions()[api_key]
     return cls(**_answer(cls, cls, api.response.fields, request, api.request.fields, api_version, code, message))
 
 
-def refusal(req: DecodedRequest, code: ErrorCode, message: str | None = None) -> Any:
+def refusal(req: DecodedRequest, code: ErrorCode, message: str | None = None) -> WireMessage:
     """The answer to a handler's refusal of the whole of `req` (its API's own response with
     `code` where the client looks for it): one way for every handler, not one per API."""
     return error_response(req.api_key, req.api_version, req.request, code, message)

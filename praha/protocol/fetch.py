@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from praha.encoding.varint import read_uvarint, skip_tagged_fields, write_uvarint
 from praha.errors import PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import encode_request_header
-from praha.protocol.varint import read_uvarint, skip_tagged_fields, write_uvarint
 
 _SIZE = struct.Struct(">i")
 

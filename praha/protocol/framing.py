@@ -18,8 +18,9 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from praha.encoding.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 from praha.errors import ErrorCode, InvalidRequestError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.errors import (
@@ -31,9 +32,8 @@ from praha.protocol.header import RequestHeader
 from praha.protocol.messages.runtime import WireFormatError, WireMessage
 from praha.protocol.produce import MAX_VERSION as PRODUCE_MAX
 from praha.protocol.produce import MIN_VERSION as PRODUCE_MIN
-from praha.protocol.produce import decode_produce
+from praha.protocol.produce import ProduceRequestView, decode_produce
 from praha.protocol.registry import APIS, ApiSpec, header_version
-from praha.protocol.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 
 #: Kafka's `socket.request.max.bytes` default: the largest request frame accepted.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
@@ -52,6 +52,25 @@ _FLEXIBLE_RESPONSE_HEADER = struct.Struct(">iib")  # size, correlation id, no ta
 _ENCODE_LOCK = threading.Lock()
 
 Bytes = bytes | bytearray | memoryview
+#: what a request frame decodes to: a generated message, or Produce's view of the frame
+RequestBody = WireMessage | ProduceRequestView
+_Body = TypeVar("_Body", bound=RequestBody)
+
+
+class SelfFramingResponse(Protocol):
+    """A response that frames itself (the broker's Fetch answer, whose records may stay in
+    files): what `encode_response` uses of it."""
+
+    _header: None
+    API_VERSION: int
+
+    def with_header(self, correlation_id: int = 0) -> None: ...
+
+    def encode(self, header: bool = True, framed: bool = True) -> object: ...
+
+
+#: what a handler answers with and `encode_response` frames
+Response = WireMessage | SelfFramingResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +90,11 @@ ANONYMOUS = Session()
 
 @dataclass(frozen=True, slots=True)
 class DecodedRequest:
-    """A request ready for a handler: its header and the kafka-python message object
+    """A request ready for a handler: its header and the generated message object
     (for Produce a `ProduceRequestView` with the same field names)."""
 
     header: RequestHeader
-    request: Any
+    request: RequestBody
     #: the client's address as the socket server saw it (a group member's `client_host`)
     client_host: str = ""
     session: Session = ANONYMOUS
@@ -95,6 +114,14 @@ class DecodedRequest:
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    def body(self, cls: type[_Body]) -> _Body:
+        """The request as the handler's own message class (the route table sends each API
+        to its handler, so anything else is a routing slip, not bad input)."""
+        r = self.request
+        if not isinstance(r, cls):
+            raise TypeError(f"{type(r).__name__} handed to a {cls.__name__} handler")
+        return r
 
     @property
     def expects_response(self) -> bool:
@@ -153,7 +180,7 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
     return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session, size=len(body))
 
 
-def encode_response(header: RequestHeader, response: Any, api_version: int) -> Any:
+def encode_response(header: RequestHeader, response: Response, api_version: int) -> Any:
     """Frame a response for `header`'s request: size prefix, response header, body.
 
     A generated message gives a bytearray, ready for sendall; Fetch's own response
@@ -269,7 +296,7 @@ def _skip_tagged_fields(body: Bytes, pos: int, partial: RequestHeader) -> int:
         raise MalformedRequestError(str(e), partial) from None
 
 
-def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> Any:
+def _decode_body(spec: ApiSpec, body: Bytes, header: RequestHeader) -> RequestBody:
     """Decode with the generated decoder, which checks every length against the frame
     (Produce: `praha.protocol.produce`, which leaves the records where they are).
     Trailing bytes are tolerated, as Kafka does."""

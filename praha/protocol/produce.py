@@ -18,9 +18,9 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from praha.encoding.varint import MalformedVarintError, read_uvarint
 from praha.errors import InvalidRequestError
 from praha.protocol.errors import MalformedRequestError
-from praha.protocol.varint import MalformedVarintError, read_uvarint
 
 if TYPE_CHECKING:
     from praha.protocol.header import RequestHeader

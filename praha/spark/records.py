@@ -24,8 +24,9 @@ from typing import Any
 
 import crc32c
 
+from praha.encoding.compression import NONE, decompress
+from praha.encoding.varint import read_varint
 from praha.errors import CorruptLogError
-from praha.protocol.varint import read_uvarint, read_varint
 
 #: offsets in the v2 batch header: base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid,
 #: pepoch, seq, count
@@ -38,7 +39,6 @@ _OLD_MAGIC = ("message set at offset {base} has magic {magic}: praha reads only 
               "(Kafka 0.11 and later)")
 _CRC_DATA_AT = 21
 
-COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = 0, 1, 2, 3, 4
 TIMESTAMP_CREATE, TIMESTAMP_LOG_APPEND = 0, 1
 
 
@@ -125,7 +125,7 @@ def decode_into(buf: bytes, start: int, end: int, out: Columns, check_crc: bool 
             pos = batch_end
             continue
         compression = attrs & 0x07
-        if compression == COMPRESSION_NONE:
+        if compression == NONE:
             records, rpos = buf, pos + HEADER_SIZE
         else:
             records, rpos = decompress(compression, memoryview(buf)[pos + HEADER_SIZE:batch_end]), 0
@@ -249,33 +249,5 @@ def _headers(buf: Any, pos: int) -> list[tuple[str, bytes | None]]:
 
 
 _varint = read_varint
-_unsigned_varint = read_uvarint
 
 
-def decompress(compression: int, data: memoryview) -> bytes:
-    """The records section of a compressed batch, decompressed (pyarrow's codecs, so no
-    extra wheels: gzip, snappy incl. the xerial framing Java producers use, LZ4 frame, zstd)."""
-    import pyarrow as pa
-
-    if compression in (COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_ZSTD):
-        codec = {COMPRESSION_GZIP: "gzip", COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}[compression]
-        with pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(data)), codec) as stream:
-            return bytes(stream.read())
-    if compression == COMPRESSION_SNAPPY:
-        raw = bytes(data)
-        if raw[:8] == b"\x82SNAPPY\x00":  # xerial framing: 16-byte header, then [int32 size][block]...
-            pos, parts = 16, []
-            while pos + 4 <= len(raw):
-                (size,) = struct.unpack_from(">i", raw, pos)
-                parts.append(_snappy_block(raw[pos + 4:pos + 4 + size]))
-                pos += 4 + size
-            return b"".join(parts)
-        return _snappy_block(raw)
-    raise CorruptLogError(f"unknown compression codec {compression} in a record batch")
-
-
-def _snappy_block(block: bytes) -> bytes:
-    import pyarrow as pa
-
-    size, _ = _unsigned_varint(block, 0)  # a raw snappy block starts with its decompressed length
-    return bytes(pa.decompress(block, decompressed_size=size, codec="snappy").to_pybytes())

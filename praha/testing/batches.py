@@ -8,27 +8,19 @@ import time
 
 from crc32c import crc32c
 
+from praha.encoding.varint import write_varint
+
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC_AT, _ATTRIBUTES_AT = 17, 21
 
 
-def _varint(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)  # zigzag
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def record(key: bytes | None, value: bytes | None, offset_delta: int, timestamp_delta: int = 0) -> bytes:
     """One v2 record (length prefix included), no headers."""
-    body = b"\0" + _varint(timestamp_delta) + _varint(offset_delta)
-    body += _varint(-1) if key is None else _varint(len(key)) + key
-    body += _varint(-1) if value is None else _varint(len(value)) + value
-    body += _varint(0)
-    return _varint(len(body)) + body
+    body = b"\0" + write_varint(timestamp_delta) + write_varint(offset_delta)
+    body += write_varint(-1) if key is None else write_varint(len(key)) + key
+    body += write_varint(-1) if value is None else write_varint(len(value)) + value
+    body += write_varint(0)
+    return write_varint(len(body)) + body
 
 
 def forge_batch(records: bytes, *, record_count: int, last_offset_delta: int | None = None, attributes: int = 0,

@@ -15,8 +15,8 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 from kafka.protocol.producer import ProduceRequest
 
+from praha.encoding.compression import compress
 from praha.errors import ErrorCode
-from praha.log.records import compress
 from praha.protocol.client import BrokerConnection
 from praha.testing.batches import forge_batch, record
 from praha.testing.cluster import bootstrap

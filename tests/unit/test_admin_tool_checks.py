@@ -47,6 +47,7 @@ from praha.errors import (
 )
 from praha.protocol.controller_requests import PartitionLeaderState
 from praha.protocol.framing import DecodedRequest, RequestHeader
+from praha.protocol.registry import APIS
 from praha.topic_rules import assign_replicas, plan_new_partitions
 
 TP = TopicPartition
@@ -346,7 +347,8 @@ def leader_state(tp, leader, replicas):
 
 
 def call(apis, handler, request, version):
-    request = type(request).decode(request.encode(version=version), version=version)  # as off the wire
+    # encoded by kafka-python, decoded as the broker decodes it off the wire
+    request, _ = APIS[request.API_KEY].request.decode_from(bytes(request.encode(version=version)), version)
     header = RequestHeader(request.API_KEY, version, 7)
     response = asyncio.run(getattr(apis, handler)(DecodedRequest(header, request)))
     return type(response).decode(response.encode(version=version), version=version)

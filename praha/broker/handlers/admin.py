@@ -19,24 +19,31 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from praha.common import TopicPartition, by_topic
 from praha.errors import ControllerMovedError, ErrorCode, PrahaError, TopicAlreadyMarkedForDeletionError
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
     ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from praha.protocol.messages.runtime import WireMessage
 from praha.security.acl import AclOperation
 from praha.zk.admin_zk import add_partitions, delete_topic
 
 if TYPE_CHECKING:
-    from praha.broker.handlers.broker_api import Broker
+    from praha.broker.handlers.broker_api import AdminFlows, Broker, ControllerSeat, PartitionResults
+    from praha.protocol.controller_requests import PartitionLeaderState
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +51,20 @@ PREFERRED, UNCLEAN = 0, 1
 _POLL_S = 0.05
 NOT_CONTROLLER_MESSAGE = "This broker is not the active controller."
 
-Results = dict[TopicPartition, tuple[int, str | None]]
+_R = TypeVar("_R")
+_T = TypeVar("_T")
 
 
 class ControllerCallError(PrahaError):
     """The controller flow could not be run (missing entry point, timeout)."""
 
 
-def _flow(controller: Any, name: str) -> Callable[..., Any]:
-    """The controller flow's admin entry point `name` (see ControllerFlows)."""
-    fn: Callable[..., Any] | None = getattr(controller.flows, name, None)
-    if fn is None:
+def _flows(controller: ControllerSeat, name: str) -> AdminFlows:
+    """The controller's flows, once they are known to have the admin entry point `name`."""
+    flows = controller.flows
+    if getattr(flows, name, None) is None:
         raise ControllerCallError(f"the controller does not implement {name} yet")
-    return fn
+    return flows
 
 
 def _error_of(e: BaseException) -> tuple[int, str]:
@@ -82,20 +90,20 @@ class AdminApis:
         c = self.broker.controller
         return c is not None and c.is_acting
 
-    async def _on_controller(self, fn: Callable[[Any], Any], timeout_s: float) -> Any:
+    async def _on_controller(self, fn: Callable[[ControllerSeat], _R], timeout_s: float) -> _R:
         """Run `fn(controller)` on the controller's event thread; its result, or raises."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Any] = loop.create_future()
+        fut: asyncio.Future[_R] = loop.create_future()
 
-        def settle(result: Any, error: BaseException | None) -> None:
+        def settle(result: _R | None, error: BaseException | None) -> None:
             if fut.done():
                 return
             if error is not None:
                 fut.set_exception(error)
             else:
-                fut.set_result(result)
+                fut.set_result(result)  # type: ignore[arg-type]  # None only alongside an error
 
-        def done(result: Any, error: BaseException | None) -> None:
+        def done(result: _R | None, error: BaseException | None) -> None:
             loop.call_soon_threadsafe(settle, result, error)
 
         controller = self.broker.controller
@@ -104,10 +112,10 @@ class AdminApis:
         controller.run_on_controller(fn, done)
         return await asyncio.wait_for(fut, max(timeout_s, 0.5))
 
-    async def _in_executor(self, fn: Callable[[], Any]) -> Any:
+    async def _in_executor(self, fn: Callable[[], _R]) -> _R:
         return await asyncio.get_running_loop().run_in_executor(None, fn)
 
-    async def _wait_until(self, pending: set[Any], done: Callable[[Any], bool], timeout_ms: int) -> set[Any]:
+    async def _wait_until(self, pending: set[_T], done: Callable[[_T], bool], timeout_ms: int) -> set[_T]:
         """Poll `done(item)` for each pending item until all are done or the timeout passes;
         returns what is still pending."""
         loop = asyncio.get_running_loop()
@@ -120,16 +128,18 @@ class AdminApis:
         return pending
 
     # ------------------------------------------------------------------ DeleteTopics
-    async def handle_delete_topics(self, req: DecodedRequest) -> Any:
+    async def handle_delete_topics(self, req: DecodedRequest) -> DeleteTopicsResponse:
         """Mark each topic for deletion, then wait until our cache no longer has it."""
-        r, version = req.request, req.api_version
+        r, version = req.body(DeleteTopicsRequest), req.api_version
         if version >= 6:  # by name, or by an id a Metadata answer gave (KIP-516)
             by_id = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
-            wanted = [(t.name if t.name is not None else by_id.get(t.topic_id), t.topic_id) for t in r.topics or []]
+            wanted = [(t.name if t.name is not None else by_id.get(t.topic_id) if t.topic_id else None, t.topic_id)
+                      for t in r.topics or []]
         else:
             wanted = [(name, None) for name in r.topic_names or []]
         names = [n for n, _ in wanted]
-        results: list[list[Any]] = []
+        result_cls = DeleteTopicsResponse.DeletableTopicResult
+        results: list[DeleteTopicsResponse.DeletableTopicResult] = []
         waiting: set[str] = set()
         for name, topic_id in wanted:
             if name is not None and not self.broker.authz.topic_allowed(req, AclOperation.DELETE, name):
@@ -153,26 +163,25 @@ class AdminApis:
                     code, message = e.code, str(e)
                 if code == ErrorCode.NONE:
                     waiting.add(name)
-            results.append([name, topic_id, code, message])
+            results.append(result_cls(name=name, topic_id=topic_id, error_code=int(code), error_message=message))
         if waiting and (r.timeout_ms or 0) > 0:
             cache = self.broker.metadata_cache
             late = await self._wait_until(set(waiting), lambda t: not cache.contains_topic(t), r.timeout_ms)
             for res in results:
-                if res[0] in late and res[2] == ErrorCode.NONE:
-                    res[2], res[3] = ErrorCode.REQUEST_TIMED_OUT, (
-                        f"Topic '{res[0]}' is marked for deletion but was not deleted within {r.timeout_ms} ms.")
-        result_cls = DeleteTopicsResponse.DeletableTopicResult
-        return DeleteTopicsResponse(throttle_time_ms=0, responses=[
-            result_cls(name=n, topic_id=tid, error_code=int(c), error_message=m) for n, tid, c, m in results])
+                if res.name in late and res.error_code == ErrorCode.NONE:
+                    res.error_code, res.error_message = ErrorCode.REQUEST_TIMED_OUT, (
+                        f"Topic '{res.name}' is marked for deletion but was not deleted within {r.timeout_ms} ms.")
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
     # ------------------------------------------------------------------ CreatePartitions
-    async def handle_create_partitions(self, req: DecodedRequest) -> Any:
+    async def handle_create_partitions(self, req: DecodedRequest) -> CreatePartitionsResponse:
         """Grow topics (znode writes as `praha topics alter`), then wait for the new
         partitions to reach our cache."""
-        r = req.request
+        r = req.body(CreatePartitionsRequest)
         topics = list(r.topics or [])
         names = [t.name for t in topics]
-        results: list[list[Any]] = []
+        result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
+        results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = []
         waiting: dict[str, int] = {}
         for t in topics:
             if not self.broker.authz.topic_allowed(req, AclOperation.ALTER, t.name):
@@ -191,32 +200,35 @@ class AdminApis:
                         waiting[t.name] = t.count
                 except PrahaError as e:
                     code, message = e.code, str(e)
-            results.append([t.name, code, message])
+            results.append(result_cls(name=t.name, error_code=int(code), error_message=message))
         if waiting and (r.timeout_ms or 0) > 0:
             cache = self.broker.metadata_cache
             late = await self._wait_until(set(waiting), lambda n: len(cache.topic_partitions(n)) >= waiting[n],
                                           r.timeout_ms)
             for res in results:
-                if res[0] in late and res[1] == ErrorCode.NONE:
-                    res[1], res[2] = ErrorCode.REQUEST_TIMED_OUT, (
-                        f"The partitions of '{res[0]}' were added but are not online within {r.timeout_ms} ms.")
-        result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
-        return CreatePartitionsResponse(throttle_time_ms=0, results=[
-            result_cls(name=n, error_code=int(c), error_message=m) for n, c, m in results])
+                if res.name in late and res.error_code == ErrorCode.NONE:
+                    res.error_code, res.error_message = ErrorCode.REQUEST_TIMED_OUT, (
+                        f"The partitions of '{res.name}' were added but are not online within {r.timeout_ms} ms.")
+        return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
     # ------------------------------------------------------------------ ElectLeaders
-    async def handle_elect_leaders(self, req: DecodedRequest) -> Any:
+    async def handle_elect_leaders(self, req: DecodedRequest) -> ElectLeadersResponse:
         """Preferred and unclean elections through the controller's flows; the answer waits
         until this broker's metadata shows each elected leader."""
-        r, version = req.request, req.api_version
+        r, version = req.body(ElectLeadersRequest), req.api_version
         election_type = r.election_type if version >= 1 else PREFERRED
         partitions = None if r.topic_partitions is None else {
             TopicPartition(t.topic, p) for t in r.topic_partitions for p in t.partitions}
         timeout_ms = r.timeout_ms if r.timeout_ms is not None else 60000
         top: int = ErrorCode.NONE
         top_message: str | None = None
-        results: Results = {}
+        results: PartitionResults = {}
         flow = {PREFERRED: "api_elect_preferred", UNCLEAN: "api_elect_unclean"}.get(election_type)
+
+        def elect(c: ControllerSeat, name: str) -> PartitionResults:
+            flows = _flows(c, name)
+            return (flows.api_elect_preferred if name == "api_elect_preferred" else flows.api_elect_unclean)(partitions)
+
         if not self.broker.authz.cluster_allowed(req, AclOperation.ALTER):
             top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             results = {tp: (top, None) for tp in partitions or ()}
@@ -229,7 +241,7 @@ class AdminApis:
                        for tp in partitions or ()}
         else:
             try:
-                results = dict(await self._on_controller(lambda c: _flow(c, flow)(partitions), timeout_ms / 1000.0))
+                results = dict(await self._on_controller(lambda c: elect(c, flow), timeout_ms / 1000.0))
             except Exception as e:  # noqa: BLE001 - answered as an error code
                 code, top_message = _error_of(e)
                 top = code
@@ -260,10 +272,10 @@ class AdminApis:
             for t, ps in _by_topic(results).items()])
 
     # ------------------------------------------------------------------ AlterPartitionReassignments
-    async def handle_alter_partition_reassignments(self, req: DecodedRequest) -> Any:
+    async def handle_alter_partition_reassignments(self, req: DecodedRequest) -> AlterPartitionReassignmentsResponse:
         """Checks Kafka's API makes before the controller (empty or duplicate replica lists,
         a replication-factor change when v1 forbids it); the rest is the controller's."""
-        r, version = req.request, req.api_version
+        r, version = req.body(AlterPartitionReassignmentsRequest), req.api_version
         allow_rf_change = r.allow_replication_factor_change if version >= 1 else True
         cls = AlterPartitionReassignmentsResponse
         if not self.broker.authz.cluster_allowed(req, AclOperation.ALTER):
@@ -272,7 +284,7 @@ class AdminApis:
         if not self.acting:
             return cls(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
                        error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[])
-        results: Results = {}
+        results: PartitionResults = {}
         targets: dict[TopicPartition, tuple[int, ...] | None] = {}
         cache = self.broker.metadata_cache
         for t in r.topics or []:
@@ -303,7 +315,8 @@ class AdminApis:
         if targets:
             try:
                 results.update(await self._on_controller(
-                    lambda c: _flow(c, "api_alter_reassignments")(targets), (r.timeout_ms or 60000) / 1000.0))
+                    lambda c: _flows(c, "api_alter_reassignments").api_alter_reassignments(targets),
+                    (r.timeout_ms or 60000) / 1000.0))
             except Exception as e:  # noqa: BLE001 - answered as an error code
                 top, top_message = _error_of(e)
                 if top == ErrorCode.NOT_CONTROLLER:
@@ -321,8 +334,8 @@ class AdminApis:
             for t, ps in _by_topic(results).items()])
 
     # ------------------------------------------------------------------ ListPartitionReassignments
-    async def handle_list_partition_reassignments(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_list_partition_reassignments(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(ListPartitionReassignmentsRequest)
         cls = ListPartitionReassignmentsResponse
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):
             return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -331,8 +344,9 @@ class AdminApis:
         partitions = None if r.topics is None else {
             TopicPartition(t.name, p) for t in r.topics for p in t.partition_indexes}
         try:
-            ongoing = await self._on_controller(lambda c: _flow(c, "api_list_reassignments")(partitions),
-                                                (r.timeout_ms or 60000) / 1000.0)
+            ongoing = await self._on_controller(
+                lambda c: _flows(c, "api_list_reassignments").api_list_reassignments(partitions),
+                (r.timeout_ms or 60000) / 1000.0)
         except Exception as e:  # noqa: BLE001 - answered as an error code
             code, message = _error_of(e)
             return refusal(req, ErrorCode(code), message)
@@ -346,7 +360,7 @@ class AdminApis:
             for t, ps in _by_topic(ongoing).items()])
 
 
-def _origin(state: Any) -> tuple[int, ...]:
+def _origin(state: PartitionLeaderState) -> tuple[int, ...]:
     """A partition's replicas before any reassignment in flight (its replication factor)."""
-    adding = set(getattr(state, "adding_replicas", ()) or ())
+    adding = set(state.adding_replicas)
     return tuple(b for b in state.replicas if b not in adding)

@@ -8,8 +8,8 @@ importing `server.py` back: the arrows inside the broker go one way, from the pr
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from praha.broker.handlers.authorization import RequestAuthorizer
 from praha.broker.quotas.client_quota import ClientQuotas
@@ -28,6 +28,31 @@ from praha.protocol.controller_requests import UpdateMetadataRequestData
 from praha.statelog import StateChangeLog
 from praha.zk.store import ZkStore
 
+_R = TypeVar("_R")
+#: partition → (error code, message): what an election or a reassignment answers
+PartitionResults = dict[TopicPartition, tuple[int, str | None]]
+#: partition → (replicas, adding, removing) of a reassignment in flight
+OngoingReassignments = dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+
+
+class AdminFlows(Protocol):
+    """The controller flows' admin entry points (`ControllerFlows.api_*`), run on its event thread."""
+
+    def api_elect_preferred(self, partitions: set[TopicPartition] | None) -> PartitionResults: ...
+
+    def api_elect_unclean(self, partitions: set[TopicPartition] | None) -> PartitionResults: ...
+
+    def api_alter_reassignments(self, targets: dict[TopicPartition, tuple[int, ...] | None]) -> PartitionResults: ...
+
+    def api_list_reassignments(self, partitions: set[TopicPartition] | None) -> OngoingReassignments: ...
+
+
+class ControllerSeat(Protocol):
+    """The controller as a function run on its event thread sees it."""
+
+    @property
+    def flows(self) -> AdminFlows: ...
+
 
 class HostedController(Protocol):
     """The controller seat every broker hosts, as the broker's handlers use it."""
@@ -42,7 +67,7 @@ class HostedController(Protocol):
     ) -> None: ...
 
     def run_on_controller(
-        self, fn: Callable[[Any], Any], callback: Callable[[Any, BaseException | None], None]
+        self, fn: Callable[[ControllerSeat], _R], callback: Callable[[_R | None, BaseException | None], None]
     ) -> None: ...
 
     def figures(self) -> dict[str, float]: ...
@@ -71,9 +96,9 @@ class Broker(Protocol):
     @property
     def controller(self) -> HostedController | None: ...
 
-    async def replica_manager_call(self, fn: Callable[[ReplicaManager], Any]) -> Any: ...
+    async def replica_manager_call(self, fn: Callable[[ReplicaManager], Awaitable[_R]]) -> _R: ...
 
-    def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: Any) -> None: ...
+    def on_metadata_update(self, data: UpdateMetadataRequestData, deleted: list[TopicPartition]) -> None: ...
 
     def broker_figures(self) -> list[tuple[str, float, str]]: ...
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.config import (
     BROKER_CONFIG_BY_NAME,
@@ -40,8 +39,11 @@ from praha.config.group_defs import GROUP_CONFIG_DEFS, int_broker_settings, vali
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from praha.security.acl import AclOperation
@@ -74,8 +76,8 @@ class ConfigApis:
     def __init__(self, broker: Broker):
         self.broker = broker
 
-    async def handle_describe_configs(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
+        r = req.body(DescribeConfigsRequest)
         v = req.api_version
         synonyms = bool(r.include_synonyms) if v >= 1 else False
         docs = bool(r.include_documentation) if v >= 3 else False
@@ -105,7 +107,7 @@ class ConfigApis:
             return None if authz.group_allowed(req, op, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
         return None if authz.cluster_allowed(req, op) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
-    async def _describe(self, rtype: int, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    async def _describe(self, rtype: int, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[_Entry]:
         if rtype == RESOURCE_TOPIC:
             return await self._topic(name, keys, synonyms, docs)
         if rtype == RESOURCE_BROKER:
@@ -129,7 +131,7 @@ class ConfigApis:
                     read_config(store, BROKERS, DEFAULT_ENTITY))
         return await asyncio.get_running_loop().run_in_executor(None, read)
 
-    async def _topic(self, topic: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    async def _topic(self, topic: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[_Entry]:
         if not self.broker.metadata_cache.contains_topic(topic):
             raise PrahaError(f"Topic '{topic}' does not exist.", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         override, dyn, dyn_default = await self._zk_layers(topic)
@@ -145,7 +147,7 @@ class ConfigApis:
             out.append(_entry(d.name, layers[0], False, synonyms, layers, d.type, d.doc if docs else None))
         return out
 
-    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    async def _broker(self, name: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[_Entry]:
         if name not in ("", str(self.broker.broker_id)):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id} or empty string, "
                              f"but received {name}", ErrorCode.INVALID_REQUEST)
@@ -172,7 +174,7 @@ class ConfigApis:
         """The broker settings a GROUP config falls back to and is bounded by."""
         return {n: int(self.broker.config.value_of(n) or 0) for n in int_broker_settings()}
 
-    async def _group(self, group: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    async def _group(self, group: str, keys: set[str] | None, synonyms: bool, docs: bool) -> list[_Entry]:
         """A group's settings: its override (GROUP_CONFIG), else the broker's (DEFAULT_CONFIG)."""
         if not group:
             raise PrahaError("Group name must not be empty", ErrorCode.INVALID_REQUEST)
@@ -192,33 +194,38 @@ class ConfigApis:
         return out
 
     # ------------------------------------------------------------ AlterConfigs
-    async def handle_alter_configs(self, req: DecodedRequest) -> Any:
-        return await self._alter_all(req, AlterConfigsResponse, replace=True,
-                                     changes=lambda res: [(c.name, OP_SET, c.value) for c in (res.configs or [])])
+    async def handle_alter_configs(self, req: DecodedRequest) -> AlterConfigsResponse:
+        r = req.body(AlterConfigsRequest)
+        asked = [(res.resource_type, res.resource_name, [(c.name, OP_SET, c.value) for c in (res.configs or [])])
+                 for res in r.resources or []]
+        cls = AlterConfigsResponse.AlterConfigsResourceResponse
+        return AlterConfigsResponse(throttle_time_ms=0, responses=[
+            cls(error_code=int(code), error_message=message, resource_type=rtype, resource_name=name)
+            for rtype, name, code, message in await self._alter_all(req, asked, True, bool(r.validate_only))])
 
-    async def handle_incremental_alter_configs(self, req: DecodedRequest) -> Any:
-        return await self._alter_all(req, IncrementalAlterConfigsResponse, replace=False,
-                                     changes=lambda res: [(c.name, c.config_operation, c.value)
-                                                          for c in (res.configs or [])])
+    async def handle_incremental_alter_configs(self, req: DecodedRequest) -> IncrementalAlterConfigsResponse:
+        r = req.body(IncrementalAlterConfigsRequest)
+        asked = [(res.resource_type, res.resource_name,
+                  [(c.name, c.config_operation, c.value) for c in (res.configs or [])])
+                 for res in r.resources or []]
+        cls = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+            cls(error_code=int(code), error_message=message, resource_type=rtype, resource_name=name)
+            for rtype, name, code, message in await self._alter_all(req, asked, False, bool(r.validate_only))])
 
-    async def _alter_all(self, req: DecodedRequest, response: Any, replace: bool,
-                         changes: Callable[[Any], list[tuple[str, int, str | None]]]) -> Any:
-        """Each resource of an (Incremental)AlterConfigs request altered and answered on its own."""
-        out = []
-        r = req.request
-        for res in r.resources or []:
-            refused = self._refusal(req, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS)
+    async def _alter_all(self, req: DecodedRequest, asked: list[tuple[int, str, list[tuple[str, int, str | None]]]],
+                         replace: bool, validate_only: bool) -> list[tuple[int, str, int, str | None]]:
+        """Each resource of an (Incremental)AlterConfigs request altered and answered on its own:
+        (resource type, name, error code, message)."""
+        out: list[tuple[int, str, int, str | None]] = []
+        for rtype, name, changes in asked:
+            refused = self._refusal(req, rtype, name, AclOperation.ALTER_CONFIGS)
             if refused is not None:
-                out.append(response.AlterConfigsResourceResponse(
-                    error_code=int(refused), error_message=None, resource_type=res.resource_type,
-                    resource_name=res.resource_name))
+                out.append((rtype, name, int(refused), None))
                 continue
-            code, message = await self._alter(res.resource_type, res.resource_name, changes(res), replace,
-                                              bool(r.validate_only))
-            out.append(response.AlterConfigsResourceResponse(
-                error_code=int(code), error_message=message, resource_type=res.resource_type,
-                resource_name=res.resource_name))
-        return response(throttle_time_ms=0, responses=out)
+            code, message = await self._alter(rtype, name, changes, replace, validate_only)
+            out.append((rtype, name, int(code), message))
+        return out
 
     async def _alter(self, rtype: int, name: str, changes: list[tuple[str, int, str | None]], replace: bool,
                      validate_only: bool) -> tuple[ErrorCode, str | None]:
@@ -254,7 +261,7 @@ class ConfigApis:
             return e.code, str(e)
         return ErrorCode.NONE, None
 
-    def _loggers(self, name: str, keys: set[str] | None) -> list[Any]:
+    def _loggers(self, name: str, keys: set[str] | None) -> list[_Entry]:
         if name != str(self.broker.broker_id):
             raise PrahaError(f"Unexpected broker id, expected {self.broker.broker_id}, but received {name}",
                              ErrorCode.INVALID_REQUEST)
@@ -346,7 +353,7 @@ def _apply_ops(entity: str, current: dict[str, str], changes: list[tuple[str, in
 
 
 def _entry(name: str, top: ResolvedValue, read_only: bool, synonyms: bool, layers: list[ResolvedValue],
-           type_: ConfigType, doc: str | None) -> Any:
+           type_: ConfigType, doc: str | None) -> _Entry:
     d = BROKER_CONFIG_BY_NAME.get(name)
     sensitive = name.endswith(_SENSITIVE_SUFFIXES) or (d is not None and d.sensitive)
     return _Entry(

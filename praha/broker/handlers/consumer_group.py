@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
@@ -19,7 +19,14 @@ from praha.coordinator.group.consumer.model import Assignment, ConsumerGroup
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.errors import ErrorCode
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.groups import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+from praha.protocol.messages.gen.groups import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponse_Assignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from praha.protocol.messages.runtime import ZERO_UUID
 from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -35,10 +42,11 @@ MEMBER_TYPE_CONSUMER = 1
 MEMBER_TYPE_CLASSIC = 0
 
 
-def heartbeat_request(r: Any, version: int, client_id: str, client_host: str) -> HeartbeatRequest:
+def heartbeat_request(r: ConsumerGroupHeartbeatRequest, version: int, client_id: str,
+                      client_host: str) -> HeartbeatRequest:
     """The wire request as the coordinator's decision takes it."""
     owned = None if r.topic_partitions is None else tuple(
-        (t.topic_id, tuple(t.partitions or ())) for t in r.topic_partitions)
+        (t.topic_id or ZERO_UUID, tuple(t.partitions or ())) for t in r.topic_partitions)
     return HeartbeatRequest(
         r.group_id or "", r.member_id or "", r.member_epoch, r.instance_id, r.rack_id, r.rebalance_timeout_ms,
         None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
@@ -53,8 +61,8 @@ class ConsumerGroupApis:
     def coordinator(self) -> GroupCoordinator:
         return self.broker.group_coordinator
 
-    async def handle_consumer_group_heartbeat(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_consumer_group_heartbeat(self, req: DecodedRequest) -> ConsumerGroupHeartbeatResponse:
+        r = req.body(ConsumerGroupHeartbeatRequest)
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
             return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
@@ -65,8 +73,8 @@ class ConsumerGroupApis:
             return heartbeat_refusal(_HB, out.error, out.message)
         return heartbeat_answer(_HB, a.member_id, a.member_epoch, a.heartbeat_interval_ms, a.assignment)
 
-    async def handle_consumer_group_describe(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_consumer_group_describe(self, req: DecodedRequest) -> ConsumerGroupDescribeResponse:
+        r = req.body(ConsumerGroupDescribeRequest)
         authz = self.broker.authz
         out = []
         for gid in r.group_ids or []:
@@ -82,7 +90,7 @@ class ConsumerGroupApis:
                 out.append(self._described(g, req.api_version, ops))
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
-    def _described(self, g: ConsumerGroup, version: int, ops: int) -> Any:
+    def _described(self, g: ConsumerGroup, version: int, ops: int) -> _DG:
         names = {t.topic_id: t.name for t in self.broker.consumer_group_topics().values()}
         assignor = g.preferred_assignor(self.coordinator.config.consumer.default_assignor)
         members = [_DM(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
@@ -98,12 +106,12 @@ class ConsumerGroupApis:
                    members=members, authorized_operations=ops)
 
 
-def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
+def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> ConsumerGroupDescribeResponse_Assignment:
     return _DM.Assignment(topic_partitions=[
         _DM.Assignment.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""), partitions=sorted(parts))
         for tid, parts in sorted(a.items(), key=lambda kv: kv[0].bytes)])
 
 
-def _empty(gid: str, code: ErrorCode, message: str | None) -> Any:
+def _empty(gid: str, code: ErrorCode, message: str | None) -> _DG:
     return _DG(error_code=int(code), error_message=message, group_id=gid, group_state="", group_epoch=-1,
                assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NOT_REQUESTED)

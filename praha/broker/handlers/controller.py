@@ -13,17 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.replication.fencing import Verdict
 from praha.common import BrokerInfo, TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol import controller_wire as wire
 from praha.protocol.api_keys import ApiKey
-from praha.protocol.controller_apis import ControlledShutdownResponse
+from praha.protocol.controller_apis import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
 from praha.protocol.controller_requests import ControllerRequest, ControllerResponseData
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.runtime import WireMessage
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
@@ -38,7 +45,7 @@ class ControllerApis:
     def __init__(self, broker: Broker):
         self.broker = broker
 
-    def _cluster_action_refused(self, req: DecodedRequest, api: int) -> Any:
+    def _cluster_action_refused(self, req: DecodedRequest, api: int) -> WireMessage | None:
         """The answer to a sender without ClusterAction on the cluster (only brokers have it:
         Kafka's KafkaApis), or None when it may send controller requests."""
         if self.broker.authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION):
@@ -49,10 +56,10 @@ class ControllerApis:
             return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return wire.response_to_wire(api, ControllerResponseData(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
 
-    async def handle_leader_and_isr(self, req: DecodedRequest) -> Any:
+    async def handle_leader_and_isr(self, req: DecodedRequest) -> WireMessage:
         if (refused := self._cluster_action_refused(req, LEADER_AND_ISR)) is not None:
             return refused
-        data = wire.leader_and_isr_from_wire(req.request)
+        data = wire.leader_and_isr_from_wire(req.body(LeaderAndIsrRequest))
         refusal = await self._refusal(LEADER_AND_ISR, "LeaderAndIsr", data)
         if refusal is not None:
             return refusal
@@ -63,10 +70,10 @@ class ControllerApis:
         )
         return wire.response_to_wire(LEADER_AND_ISR, result)
 
-    async def handle_update_metadata(self, req: DecodedRequest) -> Any:
+    async def handle_update_metadata(self, req: DecodedRequest) -> WireMessage:
         if (refused := self._cluster_action_refused(req, UPDATE_METADATA)) is not None:
             return refused
-        data = wire.update_metadata_from_wire(req.request)
+        data = wire.update_metadata_from_wire(req.body(UpdateMetadataRequest))
         refusal = await self._refusal(UPDATE_METADATA, "UpdateMetadata", data)
         if refusal is not None:
             return refusal
@@ -79,21 +86,21 @@ class ControllerApis:
         self.broker.on_metadata_update(data, deleted)
         return wire.response_to_wire(UPDATE_METADATA, ControllerResponseData(ErrorCode.NONE))
 
-    async def handle_stop_replica(self, req: DecodedRequest) -> Any:
+    async def handle_stop_replica(self, req: DecodedRequest) -> WireMessage:
         if (refused := self._cluster_action_refused(req, STOP_REPLICA)) is not None:
             return refused
-        data = wire.stop_replica_from_wire(req.request)
+        data = wire.stop_replica_from_wire(req.body(StopReplicaRequest))
         refusal = await self._refusal(STOP_REPLICA, "StopReplica", data)
         if refusal is not None:
             return refusal
         result = await self.broker.replica_manager_call(lambda rm: rm.stop_replicas(data))
         return wire.response_to_wire(STOP_REPLICA, result)
 
-    async def handle_controlled_shutdown(self, req: DecodedRequest) -> Any:
+    async def handle_controlled_shutdown(self, req: DecodedRequest) -> WireMessage:
         if (refused := self._cluster_action_refused(req, ApiKey.CONTROLLED_SHUTDOWN)) is not None:
             return refused
         controller = self.broker.controller
-        r = req.request
+        r = req.body(ControlledShutdownRequest)
         if controller is None or not controller.is_acting:
             return refusal(req, ErrorCode.NOT_CONTROLLER)
         loop = asyncio.get_running_loop()
@@ -116,7 +123,7 @@ class ControllerApis:
             ],
         )
 
-    async def _refusal(self, api_key: int, name: str, data: ControllerRequest) -> Any:
+    async def _refusal(self, api_key: int, name: str, data: ControllerRequest) -> WireMessage | None:
         """None if the fence admits `data`; otherwise the refusal to send back (logged)."""
         code = await self._admit(api_key, data.controller_id, data.controller_epoch, data.broker_epoch)
         if code == ErrorCode.NONE:

@@ -40,11 +40,11 @@ import logging
 import shutil
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.broker.handlers.txn_verification import TxnProducer, TxnVerifier, is_transactional, transactional_producer
-from praha.broker.network.socket_server import Muted, SegmentedFrame
+from praha.broker.network.socket_server import Answer, Muted, SegmentedFrame
 from praha.broker.replication.delayed import ProduceWait
 from praha.broker.replication.partition import Partition
 from praha.common import TopicPartition, by_topic
@@ -52,17 +52,29 @@ from praha.errors import ErrorCode, PrahaError
 from praha.log.errors import OffsetOutOfRangeError
 from praha.log.leader_epoch import UNDEFINED_EPOCH
 from praha.log.slices import FileRegion
+from praha.log.validator import RecordValidationError
 from praha.protocol.error_response import refusal
 from praha.protocol.fetch import FETCH_BY_TOPIC_ID, FetchedPartition, fetch_replica_id, fetch_response_pieces
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
-from praha.protocol.messages.gen.metadata import DescribeClusterResponse
+from praha.protocol.messages.gen.admin import (
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
+from praha.protocol.messages.gen.metadata import DescribeClusterRequest, DescribeClusterResponse
 from praha.protocol.messages.gen.produce_fetch import (
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    FetchRequest,
+    ListOffsetsRequest,
     ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     ProduceResponse,
 )
+from praha.protocol.messages.runtime import ZERO_UUID, WireMessage
+from praha.protocol.produce import ProduceRequestView
 from praha.protocol.registry import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
@@ -74,6 +86,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+_FT = FetchRequest.FetchTopic
+_FP = FetchRequest.FetchTopic.FetchPartition
+_LOP = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
 _PR = ProduceResponse.TopicProduceResponse
 _PP = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 _LR = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -132,14 +147,15 @@ class DataApis:
         return p, ErrorCode.NONE
 
     # ------------------------------------------------------------------ Produce
-    async def handle_produce(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_produce(self, req: DecodedRequest) -> Answer:
+        r = req.body(ProduceRequestView)
         acks = r.acks
         rm = self.rm
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, base offset, log start, log append time]
         refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]] = {}  # message, record errors (v8+)
         waits: dict[TopicPartition, ProduceWait] = {}
-        to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]] = {}  # KIP-890: records, producer, token
+        # KIP-890: records, producer, token
+        to_verify: dict[TopicPartition, tuple[memoryview, TxnProducer, object]] = {}
         verify = r.transactional_id is not None and self.verifier.enabled
         if r.transactional_id is None and any(is_transactional(pd.records) for t in r.topic_data
                                               for pd in t.partition_data):
@@ -182,7 +198,7 @@ class DataApis:
                         to_verify[tp] = (records, producer, token)
                         continue
                 self._append(p, tp, records, acks, results, refusals, waits)
-        if to_verify:
+        if to_verify and r.transactional_id is not None:
             await self._verify_and_append(r.transactional_id, to_verify, acks, results, refusals, waits)
         if waits:
             outcome = await rm.park_produce(waits, r.timeout_ms)
@@ -196,7 +212,7 @@ class DataApis:
             quota.throttled(throttle)
         if acks == 0:
             return Muted(None, throttle) if throttle else None
-        def answer(tp: TopicPartition, code: int, base: int, start: int, append_time: int) -> Any:
+        def answer(tp: TopicPartition, code: int, base: int, start: int, append_time: int) -> _PP:
             message, record_errors = refusals.get(tp, (None, []))
             return _PP(index=tp.partition, error_code=int(code), base_offset=base, log_append_time_ms=append_time,
                        log_start_offset=start, error_message=message,
@@ -207,7 +223,7 @@ class DataApis:
         return Muted(response, throttle) if throttle else response
 
     @staticmethod
-    def _refuse_all(r: Any, code: int) -> Any:
+    def _refuse_all(r: ProduceRequestView, code: int) -> ProduceResponse | None:
         """One error for every partition of a Produce (nothing appended)."""
         if r.acks == 0:
             return None
@@ -222,7 +238,7 @@ class DataApis:
             return None, ErrorCode.NOT_ENOUGH_REPLICAS
         return p, code
 
-    def _append(self, p: Partition, tp: TopicPartition, records: Any, acks: int,
+    def _append(self, p: Partition, tp: TopicPartition, records: memoryview, acks: int,
                 results: dict[TopicPartition, list[int]],
                 refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
                 waits: dict[TopicPartition, ProduceWait], verified: dict[int, object] | None = None) -> None:
@@ -233,7 +249,7 @@ class DataApis:
             info = p.log.append_as_leader(records, p.leader_epoch, in_place=writable, verified=verified)
         except PrahaError as e:
             results[tp] = [int(e.code), -1, -1, -1]
-            refusals[tp] = (str(e), getattr(e, "record_errors", []))
+            refusals[tp] = (str(e), e.record_errors if isinstance(e, RecordValidationError) else [])
             return
         results[tp] = [ErrorCode.NONE, info.first_offset, p.log.log_start_offset, info.log_append_time]
         if info.record_count:
@@ -244,7 +260,7 @@ class DataApis:
             waits[tp] = ProduceWait(info.last_offset + 1)
 
     async def _verify_and_append(self, transactional_id: str,
-                                 to_verify: dict[TopicPartition, tuple[Any, TxnProducer, object]],
+                                 to_verify: dict[TopicPartition, tuple[memoryview, TxnProducer, object]],
                                  acks: int, results: dict[TopicPartition, list[int]],
                                  refusals: dict[TopicPartition, tuple[str, list[tuple[int, str]]]],
                                  waits: dict[TopicPartition, ProduceWait]) -> None:
@@ -268,13 +284,13 @@ class DataApis:
                 self._append(p, tp, records, acks, results, refusals, waits, verified={producer.producer_id: token})
 
     # ------------------------------------------------------------------ DeleteRecords
-    async def handle_delete_records(self, req: DecodedRequest) -> Any:
+    async def handle_delete_records(self, req: DecodedRequest) -> DeleteRecordsResponse:
         """Move each partition's log start up to the offset given (-1: the high watermark),
         then wait — up to the request's timeout — until every in-sync replica's log start is
         there too (their fetches report it); answer with that low watermark. An offset
         above the high watermark is OFFSET_OUT_OF_RANGE, as in Kafka. The segments wholly
         below the new start are deleted by the next retention pass."""
-        r = req.request
+        r = req.body(DeleteRecordsRequest)
         rm = self.rm
         results: dict[TopicPartition, list[int]] = {}  # tp -> [error, low watermark]
         waits: dict[TopicPartition, ProduceWait] = {}
@@ -312,12 +328,12 @@ class DataApis:
                                                                  for t, ps in topics.items()])
 
     # ------------------------------------------------------------------ DescribeLogDirs
-    async def handle_describe_log_dirs(self, req: DecodedRequest) -> Any:
+    async def handle_describe_log_dirs(self, req: DecodedRequest) -> WireMessage:
         """Per log directory: the replicas in it (all, or those asked for) with their size
         and how far their log end is below the high watermark, and the disk's total and
         usable bytes (v4). A failed (offline) directory answers KAFKA_STORAGE_ERROR with no
         replicas and unknown sizes (-1), as Kafka's."""
-        r = req.request
+        r = req.body(DescribeLogDirsRequest)
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE):  # Kafka: an empty answer
             return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         lm = self.rm.log_manager
@@ -328,7 +344,7 @@ class DataApis:
                 wanted.setdefault(t.topic, set()).update(t.partitions or [])
         if lm is None:  # before the logs are open there is no directory to describe
             return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=[])
-        by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in lm.log_dirs}
+        by_dir: dict[str, dict[str, list[_LDP]]] = {d: {} for d in lm.log_dirs}
         for tp, lg in list(lm):
             if wanted is not None and tp.partition not in wanted.get(tp.topic, ()):
                 continue
@@ -364,11 +380,11 @@ class DataApis:
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
     # ------------------------------------------------------------------ AlterReplicaLogDirs
-    async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> Any:
+    async def handle_alter_replica_log_dirs(self, req: DecodedRequest) -> AlterReplicaLogDirsResponse:
         """Move replicas of this broker to other dirs of it (praha/broker/replication/log_dir_mover.py)."""
-        answers: list[tuple[str, Any]] = []
+        answers: list[tuple[str, _ARLP]] = []
         allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER)  # Kafka: Alter on the cluster
-        for d in req.request.dirs:
+        for d in req.body(AlterReplicaLogDirsRequest).dirs:
             for t in d.topics:
                 for partition in t.partitions:
                     code = (self.rm.mover.alter(TopicPartition(t.name, partition), d.path) if allowed
@@ -378,15 +394,15 @@ class DataApis:
             _ARLT(topic_name=t, partitions=ps) for t, ps in by_topic(answers).items()])
 
     # ------------------------------------------------------------------ Fetch
-    async def handle_fetch(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_fetch(self, req: DecodedRequest) -> EncodedFetchResponse | Muted:
+        r = req.body(FetchRequest)
         version = req.header.api_version
         replica_id = fetch_replica_id(r, version)
-        wanted: list[tuple[TopicPartition, Any]] = []
+        wanted: list[tuple[TopicPartition, _FP]] = []
         by_id = version >= FETCH_BY_TOPIC_ID
         names, unknown = await self._names_of_topic_ids(r.topics) if by_id else ({}, [])
         for t in r.topics:
-            name = names.get(t.topic_id) if by_id else t.topic
+            name = (names.get(t.topic_id) if t.topic_id is not None else None) if by_id else t.topic
             if name is None:
                 continue
             for fp in t.partitions:
@@ -421,24 +437,25 @@ class DataApis:
             self.rm.stats.bytes_out += total
         parts += [(tp, _error_partition(tp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for tp in denied]
         ids = {name: tid for tid, name in names.items()}
-        topics: dict[str | uuid.UUID, list[Any]] = by_topic(
+        topics: dict[str | uuid.UUID, list[FetchedPartition]] = by_topic(
             (ids[tp.topic] if by_id else tp.topic, pdata) for tp, pdata in parts)
         for t in unknown:  # Kafka's answer for an id it does not know, partition by partition
-            topics[t.topic_id] = [_error_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID) for fp in t.partitions]
+            topics[t.topic_id or ZERO_UUID] = [_error_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+                                               for fp in t.partitions]
         return EncodedFetchResponse(list(topics.items()))
 
-    async def _names_of_topic_ids(self, topics: list[Any]) -> tuple[dict[uuid.UUID, str], list[Any]]:
+    async def _names_of_topic_ids(self, topics: list[_FT]) -> tuple[dict[uuid.UUID, str], list[_FT]]:
         """The name of each topic a Fetch v13+ names by id, and the topics whose id no topic
         here has (ids not in the cache yet are read from ZooKeeper first)."""
         cache = self.broker.metadata_cache
         if any(t.topic_id not in cache.names_by_id for t in topics):
             await self.broker.load_topic_ids()
         names = {t.topic_id: cache.names_by_id[t.topic_id] for t in topics
-                 if t.topic_id.int and t.topic_id in cache.names_by_id}  # the zero id names no topic
+                 if t.topic_id and t.topic_id.int and t.topic_id in cache.names_by_id}  # the zero id names no topic
         return names, [t for t in topics if t.topic_id not in names]
 
     def _unreadable(self, req: DecodedRequest, replica_id: int,
-                    wanted: list[tuple[TopicPartition, Any]]) -> set[TopicPartition]:
+                    wanted: list[tuple[TopicPartition, _FP]]) -> set[TopicPartition]:
         """Partitions the session may not fetch: a follower needs ClusterAction, a consumer
         Read on the topic (Kafka answers TOPIC_AUTHORIZATION_FAILED for each)."""
         authz = self.broker.authz
@@ -450,16 +467,16 @@ class DataApis:
         readable = {t: authz.topic_allowed(req, AclOperation.READ, t) for t in {tp.topic for tp, _ in wanted}}
         return {tp for tp, _ in wanted if not readable[tp.topic]}
 
-    def _record_follower_fetches(self, replica_id: int, wanted: list[tuple[TopicPartition, Any]]) -> None:
+    def _record_follower_fetches(self, replica_id: int, wanted: list[tuple[TopicPartition, _FP]]) -> None:
         rm = self.rm
         for tp, fp in wanted:
             p = rm.partitions.get(tp)
             if p is not None and p.is_leader and (fp.current_leader_epoch < 0
                                                   or fp.current_leader_epoch == p.leader_epoch):
-                rm.record_follower_fetch(p, replica_id, fp.fetch_offset, getattr(fp, "log_start_offset", -1))
+                rm.record_follower_fetch(p, replica_id, fp.fetch_offset, fp.log_start_offset)
 
-    def _read_all(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
-                  max_bytes: int, committed: bool = False) -> tuple[list[tuple[TopicPartition, Any]], int, bool]:
+    def _read_all(self, wanted: list[tuple[TopicPartition, _FP]], replica_id: int, max_bytes: int,
+                  committed: bool = False) -> tuple[list[tuple[TopicPartition, FetchedPartition]], int, bool]:
         out = []
         total = 0
         errored = False
@@ -471,7 +488,7 @@ class DataApis:
             out.append((tp, pdata))
         return out, total, errored
 
-    def _read_one(self, tp: TopicPartition, fp: Any, replica_id: int, limit: int,
+    def _read_one(self, tp: TopicPartition, fp: _FP, replica_id: int, limit: int,
                   first: bool, committed: bool = False) -> tuple[FetchedPartition, int]:
         """One partition's answer and its record bytes; records of at least
         `zero_copy_min_bytes` come as a FileRegion (still in the file) instead of bytes.
@@ -512,7 +529,7 @@ class DataApis:
         n = len(data) if data is not None else 0
         return FetchedPartition(tp.partition, ErrorCode.NONE, hw, lso, lg.log_start_offset, data or b"", aborted), n
 
-    async def _park_fetch(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
+    async def _park_fetch(self, wanted: list[tuple[TopicPartition, _FP]], replica_id: int,
                           min_bytes: int, max_wait_ms: int, committed: bool = False) -> None:
         rm = self.rm
         by_tp = dict(wanted)
@@ -543,8 +560,8 @@ class DataApis:
         await rm.park_fetch(min_bytes, list(by_tp), available, max_wait_ms)
 
     # ------------------------------------------------------------------ ListOffsets
-    async def handle_list_offsets(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_list_offsets(self, req: DecodedRequest) -> ListOffsetsResponse:
+        r = req.body(ListOffsetsRequest)
         topics = []
         authz = self.broker.authz
         for t in r.topics:
@@ -563,11 +580,11 @@ class DataApis:
                 if lp.timestamp < 0 and req.header.api_version < SPECIAL_TIMESTAMP_SINCE.get(lp.timestamp, 1 << 15):
                     parts.append(_lo(tp.partition, ErrorCode.UNSUPPORTED_VERSION))
                     continue
-                parts.append(self._list_offset(tp, lp, r.replica_id, getattr(r, "isolation_level", 0) or 0))
+                parts.append(self._list_offset(tp, lp, r.replica_id, r.isolation_level))
             topics.append(_LR(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
-    def _list_offset(self, tp: TopicPartition, lp: Any, replica_id: int, isolation_level: int = 0) -> Any:
+    def _list_offset(self, tp: TopicPartition, lp: _LOP, replica_id: int, isolation_level: int = 0) -> _LP:
         """Consumers (replica id -1) see the leader's offsets below the high watermark, or
         below the last stable offset with read_committed (isolation level 1);
         replicas see the leader's log end; Kafka's debugging id (-2) asks any replica, also
@@ -604,8 +621,8 @@ class DataApis:
         return _lo(tp.partition, ErrorCode.NONE, off, found_ts, lg.epoch_cache.epoch_for_offset(off))
 
     # ------------------------------------------------------------------ OffsetForLeaderEpoch
-    async def handle_offset_for_leader_epoch(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_offset_for_leader_epoch(self, req: DecodedRequest) -> OffsetForLeaderEpochResponse:
+        r = req.body(OffsetForLeaderEpochRequest)
         topics = []
         authz = self.broker.authz
         cluster_action = authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION)
@@ -629,7 +646,7 @@ class DataApis:
         return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 
     # ------------------------------------------------------------------ DescribeCluster
-    async def handle_describe_cluster(self, req: DecodedRequest) -> Any:
+    async def handle_describe_cluster(self, req: DecodedRequest) -> DescribeClusterResponse:
         cache = self.broker.metadata_cache
         listener = req.session.listener
         brokers = cache.endpoints_on(listener)
@@ -644,7 +661,7 @@ class DataApis:
                          is_fenced=False) for b, ep in brokers],
             cluster_authorized_operations=self.broker.authz.authorized_operations(
                 req, ResourceType.CLUSTER, CLUSTER_NAME)
-            if req.request.include_cluster_authorized_operations else NOT_REQUESTED)
+            if req.body(DescribeClusterRequest).include_cluster_authorized_operations else NOT_REQUESTED)
 
 
 def _error_partition(partition: int, code: int) -> FetchedPartition:
@@ -673,7 +690,7 @@ class EncodedFetchResponse:
         self.API_VERSION = 12
         self._correlation_id = 0
 
-    def with_header(self, correlation_id: int = 0, **_ignored: Any) -> None:
+    def with_header(self, correlation_id: int = 0) -> None:
         self._correlation_id = correlation_id
 
     def encode(self, header: bool = True, framed: bool = True) -> bytes | SegmentedFrame:
@@ -709,6 +726,6 @@ def encode_fetch_frame(version: int, correlation_id: int,
     return SegmentedFrame(pieces, sum(len(x) for x in out))
 
 
-def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> Any:
+def _lo(partition: int, code: int, offset: int = -1, timestamp: int = -1, epoch: int = -1) -> _LP:
     return _LP(partition_index=partition, error_code=int(code), old_style_offsets=[], timestamp=timestamp,
                offset=offset, leader_epoch=epoch)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.common import TopicPartition, by_topic, now_ms
@@ -29,24 +30,37 @@ from praha.errors import ErrorCode, PrahaError
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.groups import (
+    DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DescribeGroupsRequest,
     DescribeGroupsResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
     ListGroupsResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
-from praha.protocol.messages.gen.metadata import FindCoordinatorResponse
-from praha.protocol.messages.gen.txn import TxnOffsetCommitResponse
+from praha.protocol.messages.gen.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from praha.protocol.messages.gen.txn import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from praha.protocol.messages.runtime import WireMessage
 from praha.security.acl import AclOperation, ResourceType
 from praha.zk.admin_zk import create_topic_if_absent
 
 if TYPE_CHECKING:
     from praha.broker.handlers.broker_api import Broker
+    from praha.coordinator.group.coordinator import GroupOverview
+    from praha.coordinator.group.share.service import ShareListing
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +106,26 @@ def internal_topic(cfg: BrokerConfig, name: str) -> InternalTopic:
                          "offsets.topic.replication.factor", offsets_topic_config(cfg.offsets_topic_segment_bytes))
 
 
+class _OffsetToCommit(Protocol):
+    """A partition of an OffsetCommit or a TxnOffsetCommit (the two name these fields alike)."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _TopicToCommit(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_OffsetToCommit]: ...
+
+
 class GroupApis:
     def __init__(self, broker: Broker):
         self.broker = broker
@@ -102,8 +136,8 @@ class GroupApis:
         return self.broker.group_coordinator
 
     # ------------------------------------------------------------ FindCoordinator
-    async def handle_find_coordinator(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_find_coordinator(self, req: DecodedRequest) -> FindCoordinatorResponse:
+        r = req.body(FindCoordinatorRequest)
         v = req.api_version
         key_type = r.key_type if v >= 1 else KEY_TYPE_GROUP
         keys = list(r.coordinator_keys or []) if v >= 4 else [r.key]
@@ -184,13 +218,13 @@ class GroupApis:
             del self._creating[topic.name]
 
     # ------------------------------------------------------------ membership
-    def _group_readable(self, req: DecodedRequest) -> bool:
-        return self.broker.authz.group_allowed(req, AclOperation.READ, req.request.group_id)
+    def _group_readable(self, req: DecodedRequest, group_id: str) -> bool:
+        return self.broker.authz.group_allowed(req, AclOperation.READ, group_id)
 
-    async def handle_join_group(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_join_group(self, req: DecodedRequest) -> JoinGroupResponse:
+        r = req.body(JoinGroupRequest)
         v = req.api_version
-        if not self._group_readable(req):
+        if not self._group_readable(req, r.group_id):
             return JoinGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                      generation_id=-1, protocol_type=None,
                                      protocol_name=None if v >= 7 else "", leader="", skip_assignment=False,
@@ -207,10 +241,10 @@ class GroupApis:
             protocol_type=res.protocol_type, protocol_name=res.protocol if res.protocol is not None or v >= 7 else "",
             leader=res.leader, skip_assignment=res.skip_assignment, member_id=res.member_id, members=members)
 
-    async def handle_sync_group(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_sync_group(self, req: DecodedRequest) -> SyncGroupResponse:
+        r = req.body(SyncGroupRequest)
         v = req.api_version
-        if not self._group_readable(req):
+        if not self._group_readable(req, r.group_id):
             return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                      protocol_type=None, protocol_name=None, assignment=b"")
         assignments = {a.member_id: bytes(a.assignment) for a in (r.assignments or [])}
@@ -220,18 +254,18 @@ class GroupApis:
         return SyncGroupResponse(throttle_time_ms=0, error_code=int(res.error), protocol_type=res.protocol_type,
                                  protocol_name=res.protocol, assignment=res.assignment)
 
-    async def handle_heartbeat(self, req: DecodedRequest) -> Any:
-        r = req.request
-        if not self._group_readable(req):
+    async def handle_heartbeat(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(HeartbeatRequest)
+        if not self._group_readable(req, r.group_id):
             return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         code = self.coordinator.heartbeat(r.group_id, r.generation_id, r.member_id,
                                           r.group_instance_id if req.api_version >= 3 else None)
         return HeartbeatResponse(throttle_time_ms=0, error_code=int(code))
 
-    async def handle_leave_group(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_leave_group(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(LeaveGroupRequest)
         v = req.api_version
-        if not self._group_readable(req):
+        if not self._group_readable(req, r.group_id):
             return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         leaving: list[tuple[str, str | None]] = (
             [(m.member_id, m.group_instance_id) for m in (r.members or [])] if v >= 3 else [(r.member_id, None)])
@@ -243,7 +277,8 @@ class GroupApis:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=int(code), members=members)
 
     # ------------------------------------------------------------ offsets
-    def _offsets_to_commit(self, req: DecodedRequest, topics: Any, with_epoch: bool
+    def _offsets_to_commit(self, req: DecodedRequest, group_id: str, topics: Sequence[_TopicToCommit] | None,
+                           with_epoch: bool
                            ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
         """An (Txn)OffsetCommit's partitions: refused ones (Read on the group and on the topic
         needed; unknown) and the offsets to commit."""
@@ -251,7 +286,7 @@ class GroupApis:
         now = now_ms()
         results: dict[tuple[str, int], ErrorCode] = {}
         offsets: dict[tuple[str, int], CommittedOffset] = {}
-        authz, group_ok = self.broker.authz, self._group_readable(req)
+        authz, group_ok = self.broker.authz, self._group_readable(req, group_id)
         for t in topics or []:
             topic_ok = authz.topic_allowed(req, AclOperation.READ, t.name)
             for p in t.partitions or []:
@@ -267,10 +302,10 @@ class GroupApis:
                 offsets[tp] = CommittedOffset(p.committed_offset, epoch, p.committed_metadata or "", now)
         return results, offsets
 
-    async def handle_offset_commit(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_offset_commit(self, req: DecodedRequest) -> OffsetCommitResponse:
+        r = req.body(OffsetCommitRequest)
         v = req.api_version
-        results, offsets = self._offsets_to_commit(req, r.topics, with_epoch=v >= 6)
+        results, offsets = self._offsets_to_commit(req, r.group_id, r.topics, with_epoch=v >= 6)
         if offsets or not results:
             results.update(await self.coordinator.commit_offsets(
                 r.group_id, r.generation_id_or_member_epoch, r.member_id or "",
@@ -279,8 +314,8 @@ class GroupApis:
         return OffsetCommitResponse(throttle_time_ms=0,
                                     topics=[_OCT(name=t, partitions=ps) for t, ps in topics.items()])
 
-    async def handle_offset_fetch(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_offset_fetch(self, req: DecodedRequest) -> OffsetFetchResponse:
+        r = req.body(OffsetFetchRequest)
         v = req.api_version
         if v >= 8:
             groups = []
@@ -333,11 +368,11 @@ class GroupApis:
             topics.setdefault(t, []).append(row)
         return code, topics
 
-    async def handle_txn_offset_commit(self, req: DecodedRequest) -> Any:
+    async def handle_txn_offset_commit(self, req: DecodedRequest) -> TxnOffsetCommitResponse:
         """TxnOffsetCommit: offsets written in the producer's transaction, visible once it commits."""
-        r = req.request
+        r = req.body(TxnOffsetCommitRequest)
         v = req.api_version
-        results, offsets = self._offsets_to_commit(req, r.topics, with_epoch=v >= 2)
+        results, offsets = self._offsets_to_commit(req, r.group_id, r.topics, with_epoch=v >= 2)
         if r.transactional_id and not self.broker.authz.transactional_id_allowed(req, AclOperation.WRITE,
                                                                                 r.transactional_id):
             results = {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in [*results, *offsets]}
@@ -355,8 +390,8 @@ class GroupApis:
         return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
             _TOCT(name=t, partitions=ps) for t, ps in topics.items()])
 
-    async def handle_offset_delete(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_offset_delete(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(OffsetDeleteRequest)
         authz = self.broker.authz
         if not authz.group_allowed(req, AclOperation.DELETE, r.group_id):
             return refusal(req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -372,7 +407,7 @@ class GroupApis:
             per[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         for tp in denied:
             per[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        topics: dict[str, list[Any]] = {}
+        topics: dict[str, list[OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition]] = {}
         if code == ErrorCode.NONE:
             for (t, p), c in per.items():
                 topics.setdefault(t, []).append(
@@ -382,13 +417,13 @@ class GroupApis:
             OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t, partitions=ps) for t, ps in topics.items()])
 
     # ------------------------------------------------------------ admin
-    async def handle_list_groups(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_list_groups(self, req: DecodedRequest) -> ListGroupsResponse:
+        r = req.body(ListGroupsRequest)
         v = req.api_version
         states = {s.lower() for s in (r.states_filter or [])} if v >= 4 else set()
         types = {t.lower() for t in (r.types_filter or [])} if v >= 5 else set()
         code, groups = self.coordinator.list_groups(states, types)
-        listed: list[Any] = [*groups, *self.broker.share_groups.listed(states, types)]
+        listed: list[GroupOverview | ShareListing] = [*groups, *self.broker.share_groups.listed(states, types)]
         authz = self.broker.authz  # Describe on the cluster lists all; otherwise those the principal may describe
         if not authz.cluster_allowed(req, AclOperation.DESCRIBE):
             listed = [g for g in listed if authz.group_allowed(req, AclOperation.DESCRIBE, g.group_id)]
@@ -396,8 +431,8 @@ class GroupApis:
             ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                                            group_type=g.group_type) for g in listed])
 
-    async def handle_describe_groups(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_describe_groups(self, req: DecodedRequest) -> DescribeGroupsResponse:
+        r = req.body(DescribeGroupsRequest)
         out = []
         authz = self.broker.authz
         with_ops = req.api_version >= 3 and bool(r.include_authorized_operations)
@@ -419,12 +454,12 @@ class GroupApis:
                 else NOT_REQUESTED))
         return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
-    async def handle_delete_groups(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
+        r = req.body(DeleteGroupsRequest)
         ids = list(r.groups_names or [])
         authz = self.broker.authz
         allowed = [g for g in ids if authz.group_allowed(req, AclOperation.DELETE, g)]
-        results: dict[str, Any] = dict(await self.coordinator.delete_groups(allowed)) if allowed else {}
+        results: dict[str, ErrorCode] = dict(await self.coordinator.delete_groups(allowed)) if allowed else {}
         shares = [g for g, code in results.items() if code == ErrorCode.GROUP_ID_NOT_FOUND]
         if shares:  # not a classic or consumer group: perhaps a share group (KIP-932)
             results.update(await self.broker.share_manager.delete_groups(shares, self.broker.share_groups))

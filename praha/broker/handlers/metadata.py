@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.common import NO_LEADER, topic_id_uuid
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.admin import CreateTopicsResponse
-from praha.protocol.messages.gen.metadata import MetadataResponse
+from praha.protocol.messages.gen.admin import CreateTopicsRequest, CreateTopicsResponse
+from praha.protocol.messages.gen.metadata import MetadataRequest, MetadataResponse
 from praha.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from praha.topic_rules import INTERNAL_TOPICS
 from praha.zk.admin_zk import create_topic, create_topic_if_absent
@@ -29,6 +29,7 @@ from praha.zk.admin_zk import create_topic, create_topic_if_absent
 
 if TYPE_CHECKING:
     from praha.broker.handlers.broker_api import Broker
+    from praha.common import TopicAssignment
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ class MetadataApis:
     def __init__(self, broker: Broker):
         self.broker = broker
 
-    async def handle_metadata(self, req: DecodedRequest) -> Any:
+    async def handle_metadata(self, req: DecodedRequest) -> MetadataResponse:
         cache = self.broker.metadata_cache
-        r = req.request
+        r = req.body(MetadataRequest)
         by_id: list[uuid.UUID] = []
         asked_by_id: dict[str, uuid.UUID] = {}
         if r.topics is None:
@@ -51,7 +52,7 @@ class MetadataApis:
         else:
             names = [t.name for t in r.topics if t.name is not None]
             # v10+: topics asked for by id (a KIP-848 consumer resolving its assignment)
-            by_id = [t.topic_id for t in r.topics if t.name is None and getattr(t, "topic_id", None)
+            by_id = [t.topic_id for t in r.topics if t.name is None and t.topic_id is not None
                      and t.topic_id.int] if req.api_version >= 10 else []
         unknown_ids: list[uuid.UUID] = []
         if by_id:
@@ -144,7 +145,7 @@ class MetadataApis:
             log.info("auto-created or found being created %d topics (e.g. %s)", len(made), made[0])
         return created
 
-    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: int = NOT_REQUESTED) -> Any:
+    def _topic_metadata(self, name: str, auto_created: ErrorCode | None = None, ops: int = NOT_REQUESTED) -> _MRT:
         cache = self.broker.metadata_cache
         parts = cache.topic_partitions(name)
         if not parts:
@@ -164,11 +165,11 @@ class MetadataApis:
                     is_internal=name in INTERNAL_TOPICS,
                     partitions=out, topic_authorized_operations=ops)
 
-    async def handle_create_topics(self, req: DecodedRequest) -> Any:
+    async def handle_create_topics(self, req: DecodedRequest) -> CreateTopicsResponse:
         """Only the active controller creates topics (clients send CreateTopics there); the
         znodes are written off the event loop, then we wait — up to the request's timeout —
         until every partition has a leader in our metadata cache."""
-        r = req.request
+        r = req.body(CreateTopicsRequest)
         controller = self.broker.controller
         cfg = self.broker.config
         results = []
@@ -184,10 +185,15 @@ class MetadataApis:
                 results.append(_topic_result(t.name, ErrorCode.NOT_CONTROLLER, "this broker is not the controller"))
                 continue
             assignment = {a.partition_index: list(a.broker_ids) for a in (t.assignments or [])}
-            config = {c.name: c.value for c in (t.configs or [])}
+            null_configs = [c.name for c in (t.configs or []) if c.value is None]
+            if null_configs:  # Kafka's answer (ZkAdminManager.createTopics)
+                results.append(_topic_result(t.name, ErrorCode.INVALID_CONFIG,
+                                             f"Null value not supported for topic configs: {','.join(null_configs)}"))
+                continue
+            config = {c.name: c.value for c in (t.configs or []) if c.value is not None}
 
-            def create(t: Any = t, assignment: dict[int, list[int]] = assignment,
-                       config: dict[str, str] = config) -> Any:
+            def create(t: CreateTopicsRequest.CreatableTopic = t, assignment: dict[int, list[int]] = assignment,
+                       config: dict[str, str] = config) -> TopicAssignment:
                 return create_topic(
                     self.broker.zk_store(), t.name, t.num_partitions, t.replication_factor, config, assignment or None,
                     validate_only=bool(r.validate_only), default_partitions=cfg.num_partitions,
@@ -213,7 +219,7 @@ class MetadataApis:
         return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 def _topic_result(name: str, code: int, message: str | None, partitions: int = -1, rf: int = -1,
-                  topic_id: uuid.UUID | None = None) -> Any:
+                  topic_id: uuid.UUID | None = None) -> CreateTopicsResponse.CreatableTopicResult:
     return CreateTopicsResponse.CreatableTopicResult(
         name=name, topic_id=topic_id, error_code=int(code), error_message=message, topic_config_error_code=0,
         num_partitions=partitions, replication_factor=rf, configs=None,

@@ -21,13 +21,13 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.common import TopicPartition
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.admin import DescribeProducersResponse
-from praha.protocol.messages.gen.txn import InitProducerIdResponse
+from praha.protocol.messages.gen.admin import DescribeProducersRequest, DescribeProducersResponse
+from praha.protocol.messages.gen.txn import InitProducerIdRequest, InitProducerIdResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
@@ -82,8 +82,8 @@ class ProducerIdApis:
         except TimeoutError as e:
             raise PrahaError("timed out claiming a producer id block", ErrorCode.COORDINATOR_NOT_AVAILABLE) from e
 
-    async def handle_init_producer_id(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_init_producer_id(self, req: DecodedRequest) -> InitProducerIdResponse:
+        r = req.body(InitProducerIdRequest)
         v = req.api_version
         authz = self.broker.authz
         if r.transactional_id is not None:
@@ -104,18 +104,18 @@ class ProducerIdApis:
         return self._response(ErrorCode.NONE, pid, 0)
 
     @staticmethod
-    def _response(code: int, producer_id: int = -1, epoch: int = -1) -> Any:
+    def _response(code: int, producer_id: int = -1, epoch: int = -1) -> InitProducerIdResponse:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=int(code), producer_id=producer_id,
                                       producer_epoch=epoch)
 
     # ------------------------------------------------------------------ DescribeProducers
-    async def handle_describe_producers(self, req: DecodedRequest) -> Any:
+    async def handle_describe_producers(self, req: DecodedRequest) -> DescribeProducersResponse:
         """The producers a partition's replica here knows (their last batch each, the coordinator
         epoch of their last marker, the first offset of their open transaction or -1), as
         kafka-transactions describe-producers (`--broker-id`: any replica, as Kafka's brokers
         answer from their local log) and find-hanging read them."""
         topics = []
-        for t in req.request.topics or []:
+        for t in req.body(DescribeProducersRequest).topics or []:
             out = []
             readable = self.broker.authz.topic_allowed(req, AclOperation.READ, t.name)
             for index in t.partition_indexes or []:

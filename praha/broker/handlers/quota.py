@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.admin import AlterClientQuotasResponse, DescribeClientQuotasResponse
+from praha.protocol.messages.gen.admin import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from praha.security.acl import AclOperation
 from praha.zk.quota_entities import QuotaOp, entity_from_wire, filter_from_wire
 from praha.zk.quota_zk import alter_client_quotas, describe_client_quotas
@@ -35,8 +40,8 @@ class QuotaApis:
     def __init__(self, broker: Broker):
         self.broker = broker
 
-    async def handle_describe_client_quotas(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_describe_client_quotas(self, req: DecodedRequest) -> DescribeClientQuotasResponse:
+        r = req.body(DescribeClientQuotasRequest)
         # Kafka: DescribeConfigs on the cluster
         if not self.broker.authz.cluster_allowed(req, AclOperation.DESCRIBE_CONFIGS):
             return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -55,8 +60,8 @@ class QuotaApis:
             for entity, values in sorted(found.items(), key=lambda item: item[0].entity_path)]
         return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
 
-    async def handle_alter_client_quotas(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_alter_client_quotas(self, req: DecodedRequest) -> AlterClientQuotasResponse:
+        r = req.body(AlterClientQuotasRequest)
         validate_only = bool(r.validate_only)
         # Kafka: AlterConfigs on the cluster, else every entry answers CLUSTER_AUTHORIZATION_FAILED
         allowed = self.broker.authz.cluster_allowed(req, AclOperation.ALTER_CONFIGS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.handlers.admin import AdminApis
 from praha.broker.handlers.config import ConfigApis
@@ -33,17 +33,20 @@ from praha.broker.handlers.security import SecurityApis
 from praha.broker.handlers.share import ShareApis
 from praha.broker.handlers.txn import TransactionApis
 from praha.broker.handlers.txn_marker import TxnMarkerApis
+from praha.broker.network.socket_server import Answer
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
+from praha.protocol.messages.gen.metadata import ApiVersionsResponse
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.registry import api_versions_response, check_supported
 from praha.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from praha.broker.handlers.broker_api import Broker
 
-Handler = Callable[[DecodedRequest], Awaitable[Any]]
+Handler = Callable[[DecodedRequest], Awaitable[Answer]]
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Route:
     api_key: ApiKey
     versions: tuple[int, int]
     owner: type
-    method: Callable[..., Awaitable[Any]]
+    method: Callable[..., Awaitable[Answer]]
     acls: tuple[AclCheck, ...] = ()
     #: False where the checks only shape the answer (what is listed, the authorised
     #: operations) and never refuse the request, as Kafka's
@@ -121,15 +124,15 @@ class RequestHandlers:
         self.handlers[api_key] = handler
         self.versions[api_key] = versions
 
-    async def handle_api_versions(self, req: DecodedRequest) -> Any:
+    async def handle_api_versions(self, req: DecodedRequest) -> ApiVersionsResponse:
         return api_versions_response(self.versions)
 
-    async def handle_sasl_handshake(self, req: DecodedRequest) -> Any:
+    async def handle_sasl_handshake(self, req: DecodedRequest) -> WireMessage:
         """Only an unauthenticated SASL connection may hand-shake (`authentication`); here
         the connection is authenticated already or not SASL at all: Kafka's answer."""
         return refusal(req, ErrorCode.ILLEGAL_SASL_STATE)
 
-    async def handle_sasl_authenticate(self, req: DecodedRequest) -> Any:
+    async def handle_sasl_authenticate(self, req: DecodedRequest) -> WireMessage:
         return refusal(req, ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate outside a SASL handshake")
 
 

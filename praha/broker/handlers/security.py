@@ -12,18 +12,25 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from enum import IntEnum
+from typing import TYPE_CHECKING, TypeVar
 
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.admin import (
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    CreateAclsRequest,
     CreateAclsResponse,
+    DeleteAclsRequest,
     DeleteAclsResponse,
+    DescribeAclsRequest,
     DescribeAclsResponse,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 from praha.security.acl import (
     AccessControlEntry,
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
     from praha.broker.handlers.broker_api import Broker
 
 T = TypeVar("T")
+_E = TypeVar("_E", bound=IntEnum)
 _DISABLED = "No Authorizer is configured on the broker"
 
 
@@ -56,11 +64,11 @@ class SecurityApis:
         return self.broker.authz.cluster_allowed(req, op)
 
     # ------------------------------------------------------------------ ACLs
-    async def handle_create_acls(self, req: DecodedRequest) -> Any:
-        creations = req.request.creations or []
+    async def handle_create_acls(self, req: DecodedRequest) -> WireMessage:
+        creations = req.body(CreateAclsRequest).creations or []
         R_ = CreateAclsResponse.AclCreationResult
 
-        def result(code: ErrorCode, message: str | None = None) -> Any:
+        def result(code: ErrorCode, message: str | None = None) -> CreateAclsResponse.AclCreationResult:
             return R_(error_code=int(code), error_message=message)
 
         if not self.broker.authz.enabled:
@@ -79,10 +87,10 @@ class SecurityApis:
                 results.append(result(e.code, str(e)))
         return CreateAclsResponse(throttle_time_ms=0, results=results)
 
-    async def handle_describe_acls(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_describe_acls(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(DescribeAclsRequest)
 
-        def refused(code: ErrorCode, message: str | None = None) -> Any:
+        def refused(code: ErrorCode, message: str | None = None) -> WireMessage:
             return refusal(req, code, message)
 
         if not self.broker.authz.enabled:
@@ -106,11 +114,11 @@ class SecurityApis:
                                    permission_type=int(e.permission)) for e in entries])
             for p, entries in by_pattern.items()])
 
-    async def handle_delete_acls(self, req: DecodedRequest) -> Any:
-        filters = req.request.filters or []
+    async def handle_delete_acls(self, req: DecodedRequest) -> WireMessage:
+        filters = req.body(DeleteAclsRequest).filters or []
         FR = DeleteAclsResponse.DeleteAclsFilterResult
 
-        def refused(code: ErrorCode, message: str | None = None) -> Any:
+        def refused(code: ErrorCode, message: str | None = None) -> WireMessage:
             return refusal(req, code, message)
 
         if not self.broker.authz.enabled:
@@ -136,13 +144,14 @@ class SecurityApis:
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=out)
 
     # ------------------------------------------------------------------ SCRAM credentials
-    async def handle_describe_user_scram_credentials(self, req: DecodedRequest) -> Any:
+    async def handle_describe_user_scram_credentials(self, req: DecodedRequest) -> WireMessage:
         Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
         if not self._cluster(req, AclOperation.DESCRIBE):
             return refusal(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         store = self.broker.zk_store()
         # null or empty: every user, as Kafka (librdkafka sends an empty list for "all")
-        asked = [u.name for u in req.request.users] if req.request.users else None
+        users = req.body(DescribeUserScramCredentialsRequest).users
+        asked = [u.name for u in users] if users else None
         if asked is None:
             found = await self._zk(lambda: scram_users(store))
         else:
@@ -160,8 +169,8 @@ class SecurityApis:
         return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message=None,
                                                     results=results)
 
-    async def handle_alter_user_scram_credentials(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_alter_user_scram_credentials(self, req: DecodedRequest) -> AlterUserScramCredentialsResponse:
+        r = req.body(AlterUserScramCredentialsRequest)
         Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
         users = list(dict.fromkeys([d.name for d in r.deletions or []] + [u.name for u in r.upsertions or []]))
         if not self._cluster(req, AclOperation.ALTER):
@@ -199,7 +208,7 @@ def _mechanism(wire_id: int) -> ScramMechanism:
     return m
 
 
-def _enum(cls: Any, value: int, what: str) -> Any:
+def _enum(cls: type[_E], value: int, what: str) -> _E:
     try:
         return cls(value)
     except ValueError:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from praha.broker.handlers.authorization import NOT_REQUESTED
 from praha.broker.handlers.heartbeat_answers import heartbeat_answer, heartbeat_refusal
-from praha.broker.share.partition import AckBatch
+from praha.broker.share.partition import AckBatch, AcquiredRange
 from praha.broker.share.session import SessionDecision
 from praha.common import TopicPartition, by_topic, now_ms
 from praha.coordinator.group.share.heartbeat import ShareHeartbeat
@@ -25,12 +26,20 @@ from praha.coordinator.group.share.offsets import UNINITIALIZED, Refusal, group_
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.share import (
+    AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
+    ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
+    ShareFetchRequest,
     ShareFetchResponse,
+    ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
+    ShareGroupDescribeResponse_Assignment,
+    ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
 from praha.security.acl import AclOperation, ResourceType
@@ -50,6 +59,33 @@ _AT = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 _AP = _AT.PartitionData
 _DO = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+class _AckBatch(Protocol):
+    """An acknowledgement batch of a ShareFetch or a ShareAcknowledge (named alike in both)."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
+
+class _AckPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def acknowledgement_batches(self) -> Sequence[_AckBatch]: ...
+
+
+class _AckTopic(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[_AckPartition]: ...
+
 #: how long a ShareFetch that found nothing looks again, while it waits (up to its max_wait_ms)
 RECHECK_S = 0.05
 
@@ -59,8 +95,8 @@ class ShareApis:
         self.broker = broker
 
     # ---------------------------------------------------------------- the coordinator's
-    async def handle_share_group_heartbeat(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_share_group_heartbeat(self, req: DecodedRequest) -> ShareGroupHeartbeatResponse:
+        r = req.body(ShareGroupHeartbeatRequest)
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
             return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
@@ -72,8 +108,8 @@ class ShareApis:
             return heartbeat_refusal(_HB, a.error, a.message)
         return heartbeat_answer(_HB, a.member_id, a.member_epoch, a.heartbeat_interval_ms, a.assignment)
 
-    async def handle_share_group_describe(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_share_group_describe(self, req: DecodedRequest) -> ShareGroupDescribeResponse:
+        r = req.body(ShareGroupDescribeRequest)
         authz = self.broker.authz
         out = []
         for gid in r.group_ids or []:
@@ -90,7 +126,7 @@ class ShareApis:
             out.append(self._described(g, ops))
         return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
-    def _described(self, g: ShareGroup, ops: int) -> Any:
+    def _described(self, g: ShareGroup, ops: int) -> _DG:
         names = {t.topic_id: t.name for t in self.broker.consumer_group_topics().values()}
         members = [_DM(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
                        client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
@@ -101,17 +137,17 @@ class ShareApis:
                    members=members, authorized_operations=ops)
 
     # ---------------------------------------------------------------- the partition leaders'
-    async def _names(self, topic_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    async def _names(self, topic_ids: Sequence[uuid.UUID | None]) -> dict[uuid.UUID | None, str]:
         """Topic names by id; ids are read from ZooKeeper lazily, so an id not known yet (a topic
         created a moment ago) makes this broker read them before it answers UNKNOWN_TOPIC_ID."""
-        names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
+        names: dict[uuid.UUID | None, str] = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
         if any(t not in names for t in topic_ids):
             await self.broker.load_topic_ids()
             names = {tid: name for name, tid in self.broker.metadata_cache.topic_ids.items()}
         return names
 
-    async def _acks(self, req: DecodedRequest, group: str, member: str, topics: list[Any],
-              names: dict[uuid.UUID, str]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+    async def _acks(self, req: DecodedRequest, group: str, member: str, topics: Sequence[_AckTopic],
+              names: dict[uuid.UUID | None, str]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
         out: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
         sm = self.broker.share_manager
         now = now_ms()
@@ -140,13 +176,14 @@ class ShareApis:
             return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
         return None
 
-    async def handle_share_fetch(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
+        r = req.body(ShareFetchRequest)
         group, member = r.group_id or "", r.member_id or ""
         refused = self._refusal(req, group, member)
         if refused is not None:
             return _fetch_error(*refused)
-        names = await self._names([t.topic_id for t in [*(r.topics or []), *(r.forgotten_topics_data or [])]])
+        names = await self._names([*(t.topic_id for t in r.topics or []),
+                                   *(t.topic_id for t in r.forgotten_topics_data or [])])
         wanted = [TopicPartition(names[t.topic_id], p.partition_index)
                   for t in r.topics or [] for p in t.partitions or [] if t.topic_id in names]
         forgotten = [TopicPartition(names[t.topic_id], p) for t in r.forgotten_topics_data or []
@@ -172,7 +209,7 @@ class ShareApis:
         deadline = asyncio.get_running_loop().time() + max(r.max_wait_ms, 0) / 1000
         max_records = r.max_records if req.api_version >= 1 and r.max_records > 0 else 0
         while True:
-            got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]] = {}
+            got: dict[TopicPartition, tuple[bytes, tuple[AcquiredRange, ...], ErrorCode]] = {}
             budget = r.max_bytes if r.max_bytes > 0 else 2**31 - 1
             for tp in sorted(d.session.partitions):
                 if tp not in readable:
@@ -187,11 +224,11 @@ class ShareApis:
             await asyncio.sleep(RECHECK_S)
         return self._fetch_answer(group, got, acks, unknown)
 
-    def _fetch_answer(self, group: str, got: dict[TopicPartition, tuple[bytes, tuple[Any, ...], ErrorCode]],
+    def _fetch_answer(self, group: str, got: dict[TopicPartition, tuple[bytes, tuple[AcquiredRange, ...], ErrorCode]],
                       acks: dict[TopicPartition, tuple[ErrorCode, str | None]],
-                      unknown: list[tuple[uuid.UUID, int]]) -> Any:
+                      unknown: list[tuple[uuid.UUID | None, int]]) -> ShareFetchResponse:
         ids = self.broker.metadata_cache.topic_ids
-        answers: list[tuple[uuid.UUID, Any]] = []
+        answers: list[tuple[uuid.UUID | None, _FP]] = []
         for tp in sorted(set(got) | set(acks)):
             records, ranges, code = got.get(tp, (b"", (), ErrorCode.NONE))
             ack_code, ack_msg = acks.get(tp, (ErrorCode.NONE, None))
@@ -212,7 +249,7 @@ class ShareApis:
             responses=[_FT(topic_id=tid, partitions=parts) for tid, parts in by_topic(answers).items()],
             node_endpoints=[])
 
-    def _leader(self, tp: TopicPartition, code: ErrorCode) -> Any:
+    def _leader(self, tp: TopicPartition, code: ErrorCode) -> _FP.LeaderIdAndEpoch:
         if code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
             return _FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
         state = self.broker.metadata_cache.partition(tp)
@@ -220,8 +257,8 @@ class ShareApis:
             return _FP.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
         return _FP.LeaderIdAndEpoch(leader_id=state.leader, leader_epoch=state.leader_epoch)
 
-    async def handle_share_acknowledge(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
+        r = req.body(ShareAcknowledgeRequest)
         group, member = r.group_id or "", r.member_id or ""
         refused = self._refusal(req, group, member)
         if refused is not None:
@@ -250,8 +287,8 @@ class ShareApis:
             raise PrahaError("the share state store is not connected yet", ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return store
 
-    async def _zk(self, fn: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    async def _zk(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(None, partial(fn, *args, **kwargs))
 
     async def _group_refusal(self, req: DecodedRequest, gid: str, op: AclOperation, needs_empty: bool,
                              creates: bool = False) -> tuple[Refusal | None, dict[TopicPartition, ShareSnapshot]]:
@@ -277,13 +314,13 @@ class ShareApis:
         p = self.broker.replica_manager.partitions.get(tp)
         return -1 if p is None else int(p.high_watermark)
 
-    async def handle_describe_share_group_offsets(self, req: DecodedRequest) -> Any:
+    async def handle_describe_share_group_offsets(self, req: DecodedRequest) -> DescribeShareGroupOffsetsResponse:
         """Each group's share partitions: start offset, the leader epoch that wrote the state,
         and (v1) the lag, from the durable state; a partition without state is uninitialised."""
         await self.broker.load_topic_ids()
         authz, ids, cache = self.broker.authz, self.broker.metadata_cache.topic_ids, self.broker.metadata_cache
         out = []
-        for g in req.request.groups or []:
+        for g in req.body(DescribeShareGroupOffsetsRequest).groups or []:
             gid = g.group_id or ""
             refused, snaps = await self._group_refusal(req, gid, AclOperation.DESCRIBE, needs_empty=False)
             if refused is not None:
@@ -316,10 +353,10 @@ class ShareApis:
             out.append(_DO(group_id=gid, topics=topics, error_code=0, error_message=None))
         return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=out)
 
-    async def handle_alter_share_group_offsets(self, req: DecodedRequest) -> Any:
+    async def handle_alter_share_group_offsets(self, req: DecodedRequest) -> AlterShareGroupOffsetsResponse:
         """New start offsets for share partitions of a group without members (Kafka's reset):
         each partition's state becomes that start offset with nothing in flight."""
-        r = req.request
+        r = req.body(AlterShareGroupOffsetsRequest)
         gid = r.group_id or ""
         await self.broker.load_topic_ids()
         refused, _ = await self._group_refusal(req, gid, AclOperation.READ, needs_empty=True, creates=True)
@@ -357,10 +394,10 @@ class ShareApis:
         log.info("share group %s: start offsets of %d share partitions altered", gid, changed)
         return AlterShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=topics)
 
-    async def handle_delete_share_group_offsets(self, req: DecodedRequest) -> Any:
+    async def handle_delete_share_group_offsets(self, req: DecodedRequest) -> DeleteShareGroupOffsetsResponse:
         """Forget a group's share state of whole topics (the group must have no members); the
         next member starts there as share.auto.offset.reset says."""
-        r = req.request
+        r = req.body(DeleteShareGroupOffsetsRequest)
         gid = r.group_id or ""
         await self.broker.load_topic_ids()
         refused, _ = await self._group_refusal(req, gid, AclOperation.DELETE, needs_empty=True)
@@ -389,23 +426,23 @@ class ShareApis:
         return DeleteShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=topics)
 
 
-def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> Any:
+def _assignment(a: Assignment, names: dict[uuid.UUID, str]) -> ShareGroupDescribeResponse_Assignment:
     return ShareGroupDescribeResponse.Assignment(topic_partitions=[
         ShareGroupDescribeResponse.TopicPartitions(topic_id=tid, topic_name=names.get(tid, ""),
                                                    partitions=sorted(parts))
         for tid, parts in sorted(a.items(), key=lambda kv: kv[0].bytes)])
 
 
-def _empty(gid: str, code: ErrorCode, message: str | None) -> Any:
+def _empty(gid: str, code: ErrorCode, message: str | None) -> _DG:
     return _DG(error_code=int(code), error_message=message, group_id=gid, group_state="Dead", group_epoch=-1,
                assignment_epoch=-1, assignor_name="", members=[], authorized_operations=NOT_REQUESTED)
 
 
-def _fetch_error(code: ErrorCode, message: str | None) -> Any:
+def _fetch_error(code: ErrorCode, message: str | None) -> ShareFetchResponse:
     return ShareFetchResponse(throttle_time_ms=0, error_code=int(code), error_message=message,
                               acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
 
-def _ack_error(code: ErrorCode, message: str | None) -> Any:
+def _ack_error(code: ErrorCode, message: str | None) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=int(code), error_message=message, responses=[],
                                     node_endpoints=[])

@@ -11,7 +11,7 @@ producer APIs PRODUCER_FENCED did not exist, so those clients get INVALID_PRODUC
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.common import TopicPartition, by_topic
 from praha.coordinator.group.records import OFFSETS_TOPIC
@@ -21,12 +21,19 @@ from praha.errors import ErrorCode
 from praha.protocol.error_response import refusal
 from praha.protocol.framing import DecodedRequest
 from praha.protocol.messages.gen.txn import (
+    AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult,
+    DescribeTransactionsRequest,
     DescribeTransactionsResponse,
+    EndTxnRequest,
     EndTxnResponse,
+    ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from praha.protocol.messages.runtime import WireMessage
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
@@ -55,8 +62,8 @@ class TransactionApis:
         return self.broker.txn_coordinator
 
     # ------------------------------------------------------------ AddPartitionsToTxn
-    async def handle_add_partitions_to_txn(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_add_partitions_to_txn(self, req: DecodedRequest) -> AddPartitionsToTxnResponse:
+        r = req.body(AddPartitionsToTxnRequest)
         v = req.api_version
         if v < 4:
             wanted = [(t.name, p) for t in (r.v3_and_below_topics or []) for p in (t.partitions or [])]
@@ -93,8 +100,8 @@ class TransactionApis:
         return {tp: code for tp in wanted}
 
     # ------------------------------------------------------------ AddOffsetsToTxn, EndTxn
-    async def handle_add_offsets_to_txn(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_add_offsets_to_txn(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(AddOffsetsToTxnRequest)
         authz = self.broker.authz
         if not authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
             return refusal(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -107,17 +114,17 @@ class TransactionApis:
                                                      [offsets_partition])
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(for_version(code, req.api_version)))
 
-    async def handle_end_txn(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_end_txn(self, req: DecodedRequest) -> WireMessage:
+        r = req.body(EndTxnRequest)
         if not self.broker.authz.transactional_id_allowed(req, AclOperation.WRITE, r.transactional_id):
             return refusal(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         code = await self.coordinator.end_txn(r.transactional_id, r.producer_id, r.producer_epoch, bool(r.committed))
         return EndTxnResponse(throttle_time_ms=0, error_code=int(for_version(code, req.api_version)))
 
     # ------------------------------------------------------------ admin
-    async def handle_describe_transactions(self, req: DecodedRequest) -> Any:
+    async def handle_describe_transactions(self, req: DecodedRequest) -> DescribeTransactionsResponse:
         out = []
-        for tid in req.request.transactional_ids or []:
+        for tid in req.body(DescribeTransactionsRequest).transactional_ids or []:
             if not self.broker.authz.transactional_id_allowed(req, AclOperation.DESCRIBE, tid):
                 out.append(_DTState(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
                                     transactional_id=tid, transaction_state="", transaction_timeout_ms=0,
@@ -131,8 +138,8 @@ class TransactionApis:
                                 topics=[_DTState.TopicData(topic=t, partitions=ps) for t, ps in topics.items()]))
         return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=out)
 
-    async def handle_list_transactions(self, req: DecodedRequest) -> Any:
-        r = req.request
+    async def handle_list_transactions(self, req: DecodedRequest) -> ListTransactionsResponse:
+        r = req.body(ListTransactionsRequest)
         filters = list(r.state_filters or [])
         unknown = [s for s in filters if TxnState.of_name(s) is None]
         duration = r.duration_filter if req.api_version >= 1 else -1
@@ -148,7 +155,7 @@ class TransactionApis:
                                                      transaction_state=t.state) for t in listed])
 
 
-def _by_topic(results: dict[Partition, ErrorCode]) -> list[Any]:
+def _by_topic(results: dict[Partition, ErrorCode]) -> list[AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]:
     topics = by_topic((t, _APPartition(partition_index=p, partition_error_code=int(code)))
                       for (t, p), code in results.items())
     return [_APTopic(name=t, results_by_partition=ps) for t, ps in topics.items()]

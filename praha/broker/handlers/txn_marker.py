@@ -18,13 +18,13 @@ Markers of one request are independent: each partition gets its own error code.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from praha.broker.replication.delayed import ProduceWait
 from praha.common import TopicPartition, by_topic
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.framing import DecodedRequest
-from praha.protocol.messages.gen.txn import WriteTxnMarkersResponse
+from praha.protocol.messages.gen.txn import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from praha.security.acl import AclOperation
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: how long the answer waits for the markers to replicate (Kafka uses request.timeout.ms, 30 s)
 MARKER_REPLICATION_TIMEOUT_MS = 30_000
 
+_Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
 _TopicResult = _Result.WritableTxnMarkerTopicResult
 _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
@@ -45,7 +46,7 @@ class TxnMarkerApis:
     def __init__(self, broker: Broker):
         self.broker = broker
 
-    def _append(self, tp: TopicPartition, marker: Any) -> tuple[int, int]:
+    def _append(self, tp: TopicPartition, marker: _Marker) -> tuple[int, int]:
         """(error code, offset after the marker) for one partition of one marker."""
         rm = self.broker.replica_manager
         p = rm.partitions.get(tp)
@@ -62,8 +63,8 @@ class TxnMarkerApis:
         rm.after_leader_append(p)
         return ErrorCode.NONE, info.last_offset + 1
 
-    async def handle_write_txn_markers(self, req: DecodedRequest) -> Any:
-        markers = req.request.markers or []
+    async def handle_write_txn_markers(self, req: DecodedRequest) -> WriteTxnMarkersResponse:
+        markers = req.body(WriteTxnMarkersRequest).markers or []
         codes: list[dict[TopicPartition, int]] = []
         if not self.broker.authz.cluster_allowed(req, AclOperation.CLUSTER_ACTION):  # brokers only (Kafka)
             return WriteTxnMarkersResponse(markers=[_Result(producer_id=m.producer_id, topics=[
@@ -103,12 +104,9 @@ class TxnMarkerApis:
                   sum(len(mine) for mine in codes) - written)
         return WriteTxnMarkersResponse(markers=results)
 
-    def _complete_offsets(self, marker: Any, codes: dict[TopicPartition, int]) -> None:
-        """Tell the group coordinator about each `__consumer_offsets` partition this marker
-        ended (part B's `complete_transactional_offsets`; absent until it exists)."""
-        complete = getattr(self.broker.group_coordinator, "complete_transactional_offsets", None)
-        if complete is None:
-            return
+    def _complete_offsets(self, marker: _Marker, codes: dict[TopicPartition, int]) -> None:
+        """Tell the group coordinator about each `__consumer_offsets` partition this marker ended."""
+        complete = self.broker.group_coordinator.complete_transactional_offsets
         for tp, code in codes.items():
             if tp.topic == OFFSETS_TOPIC and code == ErrorCode.NONE:
                 complete(tp.partition, marker.producer_id, bool(marker.transaction_result))

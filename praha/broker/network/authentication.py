@@ -22,7 +22,12 @@ from typing import Any, Protocol
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.framing import DecodedRequest, Session, decode_request, encode_response
-from praha.protocol.messages.gen.metadata import SaslAuthenticateResponse, SaslHandshakeResponse
+from praha.protocol.messages.gen.metadata import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from praha.security.listener import ListenerSecurity
 from praha.security.principal import map_dn
 from praha.security.sasl import SaslAuthenticator, SaslFailure, SaslState
@@ -90,14 +95,15 @@ async def _answer(conn: FrameConnection, auth: SaslAuthenticator, req: DecodedRe
         await _send(conn, req, await api_versions(req))
         return
     if req.api_key == ApiKey.SASL_HANDSHAKE:
-        error = auth.handshake(req.request.mechanism, req.api_version)
+        mechanism = req.body(SaslHandshakeRequest).mechanism
+        error = auth.handshake(mechanism, req.api_version)
         await _send(conn, req, SaslHandshakeResponse(error_code=error, mechanisms=list(auth.listener.mechanisms)))
         if error != ErrorCode.NONE:
-            raise AuthenticationFailed(f"SASL mechanism {req.request.mechanism!r} refused ({error.name})")
+            raise AuthenticationFailed(f"SASL mechanism {mechanism!r} refused ({error.name})")
         return
     if req.api_key == ApiKey.SASL_AUTHENTICATE and auth.state is SaslState.AUTHENTICATE:
         try:
-            reply = await auth.step(bytes(req.request.auth_bytes or b""))
+            reply = await auth.step(bytes(req.body(SaslAuthenticateRequest).auth_bytes or b""))
         except SaslFailure as e:
             await _send(conn, req, SaslAuthenticateResponse(error_code=e.code, error_message=str(e), auth_bytes=b"",
                                                             session_lifetime_ms=0))

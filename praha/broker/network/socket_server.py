@@ -49,6 +49,7 @@ from praha.protocol.fetch import Region
 from praha.protocol.framing import (
     FRAME_SIZE_BYTES,
     DecodedRequest,
+    Response,
     Session,
     decode_request,
     encode_response,
@@ -67,8 +68,12 @@ class Muted:
     """A handler's answer (None: no response, as for acks=0) after which the connection is
     muted for `mute_ms` (a client over its quota, KIP-219)."""
 
-    response: Any
+    response: Response | None
     mute_ms: int
+
+
+#: what a handler answers: a response, one to send before muting, or None (no answer)
+Answer = Response | Muted | None
 
 
 class RequestThrottler(Protocol):
@@ -377,7 +382,7 @@ class ApiTable(Protocol):
     """What the socket server needs of the broker's API table (`praha.broker.handlers.routes`)."""
 
     @property
-    def handlers(self) -> Mapping[int, Callable[[DecodedRequest], Awaitable[Any]]]: ...
+    def handlers(self) -> Mapping[int, Callable[[DecodedRequest], Awaitable[Answer]]]: ...
 
     @property
     def versions(self) -> Mapping[int, tuple[int, int]]: ...
@@ -595,8 +600,9 @@ class SocketServer:
             if response is None:
                 return False, 0
         mute_ms = 0
-        if type(response) is Muted:
-            response, mute_ms = response.response, response.mute_ms
+        if isinstance(response, Muted):
+            mute_ms = response.mute_ms
+            response = response.response
         if response is None or not decoded.expects_response:
             return None, mute_ms
         frame = encode_response(decoded.header, response, decoded.api_version)

@@ -82,7 +82,7 @@ class RequestQuotaThrottler:
         key = request.api_key
         if key in EXEMPT_APIS or (key == ApiKey.FETCH and fetch_replica_id(request.request,
                                                                            request.header.api_version) >= 0) or \
-                (key == ApiKey.PRODUCE and request.request.acks == 0):  # Kafka exempts acks=0 too
+                (key == ApiKey.PRODUCE and not request.expects_response):  # Kafka exempts acks=0 too
             return await handler(request)
         timer = BusyTimer(handler(request))  # type: ignore[arg-type]
         response = await timer

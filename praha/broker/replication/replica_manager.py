@@ -26,13 +26,8 @@ partition (topic deleted) stops serving it too.
 
 Running as leader:
 - every `replica.lag.time.max.ms`/2 each led partition drops ISR members that have not
-  caught up; a follower fetch that catches up adds it back. Each change is one
-  conditional write of the partition state znode (same leader epoch, our last
-  zkVersion), on a ZooKeeper thread; BAD_VERSION → re-read (maybe it did land), else
-  no more ISR changes until the next LeaderAndIsr, as Kafka does;
-- changed partitions are collected and written as one `/isr_change_notification`
-  sequential node per `isr.change.notification.interval.ms`, so the controller
-  propagates the new ISR with UpdateMetadata;
+  caught up, and a follower fetch that catches up adds it back: conditional writes of
+  the partition state znode and batched `/isr_change_notification` nodes (`isr.py`);
 - high watermarks are checkpointed to `replication-offset-checkpoint` every
   `replica.high.watermark.checkpoint.interval.ms` (and at shutdown), recovery points
   every minute, retention every `log.retention.check.interval.ms`.
@@ -58,9 +53,10 @@ from praha.broker.quotas.replication_quota import (
 )
 from praha.broker.replication.delayed import DelayedFetch, DelayedProduce, ProduceWait, Purgatory
 from praha.broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from praha.broker.replication.isr import IsrUpkeep
 from praha.broker.replication.log_dir_mover import LogDirMover
 from praha.broker.replication.partition import Partition
-from praha.common import BrokerInfo, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, now_ms
+from praha.common import BrokerInfo, TopicPartition, now_ms
 from praha.config import DYNAMIC_LOG_KEYS, FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, BrokerConfig
 from praha.errors import ConfigError, ErrorCode
 from praha.log import LogConfig, LogManager
@@ -135,8 +131,6 @@ class ReplicaManager:
         self.follower_quota = ReplicationQuota()
         self.stats = ReplicaStats()
         self._hw_checkpoint: dict[TopicPartition, int] = {}
-        self._isr_changed: set[TopicPartition] = set()
-        self._isr_flush_scheduled = False
         self._state_lock: asyncio.Lock | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
@@ -160,6 +154,8 @@ class ReplicaManager:
         cfg = self.config
         self.lag_time_max_ms = cfg.replica_lag_time_max_ms
         self.isr_notification_interval_ms = cfg.isr_change_notification_interval_ms
+        #: ISR shrinks and expansions of the led partitions, and their change notifications
+        self.isr = IsrUpkeep(self, self._zk, self._partition_changed)
         self.hw_checkpoint_interval_ms = cfg.replica_high_watermark_checkpoint_interval_ms
 
     # ------------------------------------------------------------------ lifecycle
@@ -262,8 +258,7 @@ class ReplicaManager:
         for p in (self.produce_purgatory, self.fetch_purgatory):
             if p is not None:
                 p.expire_all()
-        if self._isr_changed and self.store is not None:
-            self._flush_isr_changes()
+        self.isr.flush_pending()
         await self._checkpoint_hw()
 
     def close_logs(self) -> None:
@@ -664,9 +659,8 @@ class ReplicaManager:
         if moved:
             self.produce_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
             self.fetch_purgatory.check(p.tp)  # type: ignore[union-attr]  # set in start(), before any append
-        if join and p.pending_isr is None and not p.isr_frozen:
-            new_isr = tuple(sorted(set(p.isr) | {replica_id}, key=lambda r: (r != self.broker_id, r)))
-            self._write_isr(p, new_isr, expand=True)
+        if join:
+            self.isr.maybe_expand(p, replica_id)
 
     def produce_status(self, tp: TopicPartition, required_offset: int) -> int | None:
         """acks=all: the error code once decided, None while waiting.
@@ -712,97 +706,8 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ ISR upkeep
     def maybe_shrink_isr(self) -> None:
-        now = now_ms()
-        for p in list(self.partitions.values()):
-            if not p.is_leader or p.pending_isr is not None or p.isr_frozen or len(p.isr) <= 1:
-                continue
-            out = p.out_of_sync_replicas(now, self.lag_time_max_ms)
-            if out:
-                new_isr = tuple(r for r in p.isr if r not in out)
-                self._write_isr(p, new_isr, expand=False)
-
-    def _write_isr(self, p: Partition, new_isr: tuple[int, ...], expand: bool) -> None:
-        """Conditional write of the partition state znode, off the loop."""
-        if self.store is None or self.loop is None:
-            return
-        p.pending_isr = new_isr
-        epoch = p.leader_epoch
-        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(self.broker_id, new_isr, epoch, p.zk_version),
-                                            p.controller_epoch)
-        store, version, tp = self.store, p.zk_version, p.tp
-
-        def write() -> tuple[bool, int]:
-            r = store.conditional_update_partition_state(tp, state, version)
-            if r.ok:
-                return True, r.stat_version if r.stat_version is not None else version + 1
-            # maybe our write landed but the answer was lost: compare what is there
-            got, _bad = store.get_partition_states([tp])
-            cur = got.get(tp)
-            if cur is not None:
-                li = cur.leader_and_isr
-                if (li.leader, li.leader_epoch, tuple(li.isr)) == (self.broker_id, epoch, new_isr):
-                    return True, li.zk_version
-            return False, -1
-
-        fut = self.loop.run_in_executor(self._zk, write)
-        fut.add_done_callback(lambda f: self._isr_written(p, epoch, new_isr, expand, f))
-
-    def _isr_written(self, p: Partition, epoch: int, new_isr: tuple[int, ...], expand: bool,
-                     fut: asyncio.Future[tuple[bool, int]]) -> None:
-        if self.partitions.get(p.tp) is not p or p.leader_epoch != epoch or not p.is_leader:
-            return  # a LeaderAndIsr replaced this state meanwhile
-        p.pending_isr = None
-        try:
-            ok, version = fut.result()
-        except Exception as e:  # noqa: BLE001 - ZooKeeper away: retry at the next check
-            self.stats.isr_write_failures += 1
-            log.warning("%s: ISR change to %s not written: %s", p.tp, list(new_isr), e)
-            return
-        if not ok:
-            self.stats.isr_write_failures += 1
-            p.isr_frozen = True
-            log.warning("%s: ISR change to %s refused (zkVersion %d is stale); waiting for the controller",
-                        p.tp, list(new_isr), p.zk_version)
-            return
-        old = p.isr
-        p.isr = new_isr
-        p.zk_version = version
-        if expand:
-            self.stats.isr_expands += 1
-        else:
-            self.stats.isr_shrinks += 1
-        log.info("%s: ISR %s -> %s (leader epoch %d, zkVersion %d)", p.tp, list(old), list(new_isr), epoch, version)
-        p.maybe_increment_high_watermark()
-        self._partition_changed(p.tp)
-        self._record_isr_change(p.tp)
-
-    def _record_isr_change(self, tp: TopicPartition) -> None:
-        self._isr_changed.add(tp)
-        if not self._isr_flush_scheduled and self.loop is not None:
-            self._isr_flush_scheduled = True
-            self.loop.call_later(self.isr_notification_interval_ms / 1000.0, self._flush_isr_changes)
-
-    def _flush_isr_changes(self) -> None:
-        """One sequential notification for every ISR change since the last one."""
-        self._isr_flush_scheduled = False
-        tps, self._isr_changed = self._isr_changed, set()
-        if not tps or self.store is None or self.loop is None:
-            return
-        store = self.store
-
-        def write() -> None:
-            store.create_isr_change_notification(sorted(tps))
-
-        def done(f: asyncio.Future[Any]) -> None:
-            try:
-                f.result()
-                self.stats.isr_notifications += 1
-            except Exception as e:  # noqa: BLE001 - put them back for the next attempt
-                log.warning("ISR change notification for %d partitions failed: %s", len(tps), e)
-                for tp in tps:
-                    self._record_isr_change(tp)
-
-        self.loop.run_in_executor(self._zk, write).add_done_callback(done)
+        """Kafka's ReplicaManager.maybeShrinkIsr: every led partition's laggards out (`isr.py`)."""
+        self.isr.maybe_shrink()
 
     # ------------------------------------------------------------------ checkpoints, retention
     def _hw_snapshot(self) -> dict[TopicPartition, int]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from praha.common import by_topic
 from praha.coordinator.group.records import partition_for
+from praha.encoding.varint import read_uvarint
 from praha.errors import CorruptLogError
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"  # one of topic_rules.INTERNAL_TOPICS
@@ -75,15 +76,9 @@ class _Reader:
         return tuple(int(x) for x in out)
 
     def varint(self) -> int:
-        shift = out = 0
-        while True:
-            (b,) = self.take(">B")
-            out |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return out
-            shift += 7
-            if shift > 28:
-                raise CorruptLogError(f"{TRANSACTION_STATE_TOPIC} record: varint too long")
+        """An unsigned varint (a compact length, a tag); a truncated or overlong one is corrupt."""
+        value, self.pos = read_uvarint(self.data, self.pos)
+        return value
 
     def length(self, fmt: str) -> int:
         """An array or string length: int16/int32 before flexible versions, compact (n+1) after."""

@@ -9,9 +9,9 @@ import struct
 import uuid
 from typing import Any, ClassVar, Self
 
+from praha.encoding.varint import MalformedVarintError, skip_tagged_fields, write_uvarint
+from praha.encoding.varint import read_uvarint as _read_uvarint
 from praha.protocol.errors import MalformedRequestError
-from praha.protocol.varint import MalformedVarintError, skip_tagged_fields, write_uvarint
-from praha.protocol.varint import read_uvarint as _read_uvarint
 
 Buffer = bytes | bytearray | memoryview
 ZERO_UUID = uuid.UUID(int=0)
@@ -23,7 +23,7 @@ class WireFormatError(MalformedRequestError):
     """Bytes that do not decode as the message at that version (Kafka: INVALID_REQUEST)."""
 
 
-#: Kafka's unsigned varint (flexible lengths, tags): the one writer, in praha.protocol.varint
+#: Kafka's unsigned varint (flexible lengths, tags): the one writer, in praha.encoding.varint
 uvarint = write_uvarint
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.consumer import FetchResponse
 
 from praha.broker.handlers import data as data_handlers
 from praha.broker.handlers.authorization import RequestAuthorizer
@@ -28,7 +28,8 @@ from praha.broker.replication.replica_manager import ReplicaStats
 from praha.common import TopicPartition
 from praha.log import FileRegion, Log, LogConfig
 from praha.protocol.fetch import FetchedPartition
-from praha.protocol.framing import RequestHeader, encode_request, encode_response
+from praha.protocol.framing import DecodedRequest, RequestHeader, encode_request, encode_response
+from praha.protocol.messages.gen.produce_fetch import FetchRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "log"))
 from log_helpers import decode, make_batch  # noqa: E402
@@ -286,7 +287,7 @@ def test_parked_fetch_releases_the_regions_of_its_first_read(tmp_path, monkeypat
     req.min_bytes, req.max_wait_ms = 10 << 20, 100
 
     async def go():
-        resp = await apis.handle_fetch(SimpleNamespace(request=req, header=RequestHeader(FETCH, 12, 1)))
+        resp = await apis.handle_fetch(DecodedRequest(RequestHeader(FETCH, 12, 1), req))
         return resp
 
     resp = asyncio.run(go())
@@ -303,8 +304,8 @@ def test_small_reads_stay_one_bytes_frame(tmp_path):
     tp = TopicPartition("events", 0)
     lg = filled_log(tmp_path / "events-0", batches=1, records=5, value_size=100)
     apis = DataApis(Broker({tp: leader(tp, lg)}))
-    resp = asyncio.run(apis.handle_fetch(SimpleNamespace(request=fetch_request(-1, [("events", 0, 0, 1 << 20)]),
-                                                         header=RequestHeader(FETCH, 12, 1))))
+    resp = asyncio.run(apis.handle_fetch(DecodedRequest(RequestHeader(FETCH, 12, 1),
+                                                        fetch_request(-1, [("events", 0, 0, 1 << 20)]))))
     frame = encode_response(RequestHeader(FETCH, 12, 1), resp, 12)
     assert type(frame) is bytes
     assert data_handlers.ZERO_COPY_MIN_BYTES > lg.read_slice(0, 1 << 20).size

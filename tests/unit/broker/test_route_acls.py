@@ -14,8 +14,7 @@ from praha.broker.handlers.routes import OPEN_APIS, REFUSALS, ROUTES, RequestHan
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.error_response import fields_of
-from praha.protocol.framing import DecodedRequest, Session, decode_response, encode_response
-from praha.protocol.header import RequestHeader
+from praha.protocol.framing import Session, decode_request, decode_response, encode_request, encode_response
 from praha.protocol.registry import response_class
 from praha.security.acl import AuthorizerConfig
 from praha.testing.fake_broker import FakeBroker, sample_request
@@ -70,7 +69,8 @@ def answer(api_key: int, version: int):
     request = sample_request(api_key, version)
     for name, value in SAMPLE_FIELDS.get(api_key, {}).items():
         setattr(request, name, value)
-    req = DecodedRequest(RequestHeader(api_key, version, 1, "c"), request, client_host="/127.0.0.1", session=NOBODY)
+    # through the bytes, decoded as the socket server decodes a frame (Produce: its view of the frame)
+    req = decode_request(encode_request(request, version, 1, "c")[4:], session=NOBODY)
     response = asyncio.run(handlers.handlers[api_key](req))
     frame = bytes(encode_response(req.header, response, version))  # the answer as a client reads it
     return decode_response(response_class(api_key), frame[4:], version), authz

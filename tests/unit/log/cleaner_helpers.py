@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from praha.encoding.varint import read_uvarlong as _uvarint
 from praha.log import Log
 from praha.log.batch import iter_batches
-from praha.log.records import _uvarint, decode_batch
+from praha.log.records import decode_batch
 
 
 def keyed(pairs: list[tuple[bytes | None, bytes | None]], ts: int = 1_000, compression: int = 0,

@@ -12,6 +12,7 @@ import pytest
 from cleaner_helpers import fill, keyed, records_of
 
 from praha.common import TopicPartition
+from praha.encoding.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, codec_available, compress, decompress
 from praha.errors import ErrorCode
 from praha.log import Log, LogConfig, LogManager
 from praha.log.batch import iter_batches
@@ -29,19 +30,7 @@ from praha.log.cleaner import (
 )
 from praha.log.errors import InvalidRecordError
 from praha.log.offset_map import OffsetMap
-from praha.log.records import (
-    GZIP,
-    LZ4,
-    NONE,
-    SNAPPY,
-    ZSTD,
-    build_batch,
-    codec_available,
-    compress,
-    decode_batch,
-    decompress,
-    encode_records,
-)
+from praha.log.records import build_batch, decode_batch, encode_records
 
 TP = TopicPartition("t", 0)
 COMPACT = dict(cleanup_policy="compact", file_delete_delay_ms=0)

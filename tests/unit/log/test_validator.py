@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from praha.encoding.compression import compress
 from praha.errors import ErrorCode, PrahaError
 from praha.log import Log, LogConfig
 from praha.log.errors import InvalidRecordError
-from praha.log.records import compress
 from praha.log.validator import RecordRules, RecordValidationError, validate_records
 from praha.testing.batches import forge_batch, record
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from praha.coordinator.group.consumer.model import Assignment, ClassicMetadata, MemberState, TopicInfo, assignment_of
 from praha.coordinator.group.records import _Reader, _Writer
+from praha.encoding.varint import read_uvarint, skip_tagged_fields, write_uvarint
 from praha.errors import CorruptLogError
-from praha.protocol.varint import read_uvarint, skip_tagged_fields, write_uvarint
 
 
 # ---------------------------------------------------------------- keys

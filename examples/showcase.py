@@ -17,7 +17,8 @@ What it does, printing progress as it goes:
      in the final window counts;
   7. prints a report and writes `.praha/showcase/throughput.png`; stops everything by PID.
 
-`praha cluster up` remains the way to run just the cluster.
+`praha cluster up` remains the way to run just the cluster. This is a program built on
+praha, as a user's would be, and not part of the library: run it as `python examples/showcase.py`.
 """
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from praha.cluster.local import DEFAULT_DIR, LocalCluster
+# run from a checkout (`make run`): praha is imported from it
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from praha.cluster.local import DEFAULT_DIR, LocalCluster  # noqa: E402
 
 INPUT, OUTPUT = "pageviews", "pageview-counts"
 WINDOW_S = 10
@@ -302,7 +306,7 @@ def spark_session(master: str | None, out_dir: Path) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m praha.showcase", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python examples/showcase.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rate", type=int, default=600, help="page views per second (default 600)")
     ap.add_argument("--seconds", type=float, default=70,
