@@ -141,7 +141,7 @@ def test_update_metadata_reusing_the_batch_leader_states_equals_the_states_built
     a topic being deleted, a new replica, and a leadership changed after its LeaderAndIsr."""
     ctx = context(live=(1, 2, 3, 4), topics=4)
     ctx.topics_to_be_deleted = {"t3"}
-    moving, changed, fresh = TopicPartition("t0", 1), TopicPartition("t1", 0), TopicPartition("t1", 1)
+    changed, fresh = TopicPartition("t1", 0), TopicPartition("t1", 1)
     ctx.assignments["t0"][1] = ReplicaAssignment((1, 2, 3), adding=(3,))
     rb = ControllerRequestBatch(1, ctx, Sender())
     for tp in ctx.all_partitions():
