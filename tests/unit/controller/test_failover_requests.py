@@ -141,8 +141,10 @@ def test_update_metadata_reusing_the_batch_leader_states_equals_the_states_built
     a topic being deleted, a new replica, and a leadership changed after its LeaderAndIsr."""
     ctx = context(live=(1, 2, 3, 4), topics=4)
     ctx.topics_to_be_deleted = {"t3"}
-    changed, fresh = TopicPartition("t1", 0), TopicPartition("t1", 1)
-    ctx.assignments["t0"][1] = ReplicaAssignment((1, 2, 3), adding=(3,))
+    # t0-0, t0-1 and t3-3 have all their replicas live (1-4; 5 is down), so only what the test
+    # changes keeps them from being reused
+    changed, moving, fresh = TopicPartition("t0", 0), TopicPartition("t0", 1), TopicPartition("t2", 3)
+    ctx.assignments["t0"][1] = ReplicaAssignment((2, 3, 4), adding=(4,))
     rb = ControllerRequestBatch(1, ctx, Sender())
     for tp in ctx.all_partitions():
         rb.add_leader_and_isr([1, 2], tp, ctx.leadership[tp], ctx.known_assignment(tp), is_new=tp == fresh)
@@ -154,7 +156,8 @@ def test_update_metadata_reusing_the_batch_leader_states_equals_the_states_built
     assert reused == afresh
     by_tp = {s.tp: s for s in reused}
     assert by_tp[changed].leader_epoch == li.leader_epoch + 1
-    assert by_tp[TopicPartition("t3", 0)].leader == -2
+    assert by_tp[moving] is not rb._leader_and_isr[2][moving]  # its LeaderAndIsr state carries adding replicas
+    assert by_tp[TopicPartition("t3", 3)].leader == -2
     assert any(s.offline_replicas for s in reused)  # broker 5 is down
 
 
