@@ -134,19 +134,23 @@ def run_size(partitions: int, args, root: Path) -> list[Trial]:
     trials: list[Trial] = []
     try:
         store = bench_store(zk)
-        t = time.perf_counter()
-        # Broker 1 (the new controller) leads nothing: it registers after the pre-load, so
-        # partitions it led would look led by an earlier incarnation (a bounce no controller saw)
-        # and be elected anew inside the failover: a sixth of them re-elected in the first trial
-        # only (its shutdown moves them away), which made trial 1 two to three times trial 2.
-        state_paths = preload(store, topics, leader_of=stand_in_leads)
-        topic_paths = [zn.topic_path(name) for name, _ in topics]
-        print(f"  pre-loaded {len(state_paths):,} partitions in {time.perf_counter() - t:.1f}s "
-              f"(ZooKeeper {'.'.join(map(str, store.server_version or ()))}, pid {zk.pid})", flush=True)
+        # The failover treats a partition whose leader registered after the partition's state
+        # znode was last written as led by an earlier incarnation (a bounce no controller saw,
+        # stale_leaderships) and elects it anew. So, as in a running cluster, the stand-ins
+        # register before the states are written, and broker 1 (the new controller, registered
+        # at each trial) leads nothing. Before 2026-11-27 the stand-ins registered after the
+        # pre-load: trial 1 re-elected all P partitions inside the failover, later trials the
+        # sixth that broker 1 had been elected to lead (`stale leaderships re-elected`, printed).
+        store.ensure_persistent_paths()
         for bid in range(2, BROKERS + 1):
             sink = StandInBroker(bid).start()
             sinks.append(sink)
             store.register_broker(sink.info())
+        t = time.perf_counter()
+        state_paths = preload(store, topics, leader_of=stand_in_leads)
+        topic_paths = [zn.topic_path(name) for name, _ in topics]
+        print(f"  pre-loaded {len(state_paths):,} partitions in {time.perf_counter() - t:.1f}s "
+              f"(ZooKeeper {'.'.join(map(str, store.server_version or ()))}, pid {zk.pid})", flush=True)
         all_paths = topic_paths + state_paths
         client = store.client
         for i in range(args.repeat):
