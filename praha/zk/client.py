@@ -657,10 +657,13 @@ class ZooKeeperClient:
         return self._watch(path, WatchKind.DATA, callback, group)
 
     def watch_data_many(self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback],
-                        group: str | None = None) -> dict[str, WatchHandle]:
+                        group: str | None = None, wait: bool = True) -> dict[str, WatchHandle]:
         """`watch_data` for many paths: all are armed first, then waited for together, so the
         cost is about one round trip instead of one per path (a failover watches every topic).
-        `callback_for_path(path)` gives each path's callback. Returns path → handle."""
+        `callback_for_path(path)` gives each path's callback. Returns path → handle. With
+        `wait=False` it returns once the requests are queued; `wait_armed(handles)` waits for
+        them (a request queued before a read is answered before it, so the watch is in place
+        when the read is served)."""
         client = self.client
         handles = {path: WatchHandle(client, path, WatchKind.DATA, callback_for_path(path), group, self._forget_watch)
                    for path in dict.fromkeys(paths)}
@@ -668,10 +671,15 @@ class ZooKeeperClient:
             self._watches.update(handles.values())
         for h in handles.values():
             h.arm()
-        deadline = time.monotonic() + self.request_timeout
-        for h in handles.values():  # registered server-side before the caller reads
-            h.wait_armed(max(0.0, deadline - time.monotonic()))
+        if wait:
+            self.wait_armed(handles.values())
         return handles
+
+    def wait_armed(self, handles: Iterable[WatchHandle]) -> None:
+        """Until ZooKeeper has registered each watch (or the request timeout has passed)."""
+        deadline = time.monotonic() + self.request_timeout
+        for h in handles:  # registered server-side before the caller reads
+            h.wait_armed(max(0.0, deadline - time.monotonic()))
 
     def watch_children(self, path: str, callback: WatchCallback, group: str | None = None) -> WatchHandle:
         """Fire `callback(WatchEvent)` whenever the children of `path` change (also on its
