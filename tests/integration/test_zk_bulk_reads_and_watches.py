@@ -15,11 +15,17 @@ from praha.zk.watches import WatchEventType
 
 
 @pytest.mark.integration
-def test_watch_data_many_arms_every_watch_before_returning(zk_store):
+@pytest.mark.parametrize("wait", [True, False])
+def test_watch_data_many_arms_every_watch_before_returning(zk_store, wait):
+    """wait=False (the failover's topic watches, queued before the partition states are read):
+    once `wait_armed` returns, the same holds."""
     events: queue.Queue = queue.Queue()
     paths = [f"/many/{i}" for i in range(50)]
     zk_store.client.ensure_path("/many/0")
-    handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g")
+    handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g",
+                                       wait=wait)
+    if not wait:
+        zk_store.wait_armed(handles.values())
     assert list(handles) == paths
     assert all(h.active for h in handles.values())
     # armed server-side on return: a change right away is seen, for present and absent nodes
