@@ -58,9 +58,12 @@ def start(tree: str, root: str, partitions: int) -> tuple[LocalCluster, str, lis
     """A 3-broker cluster whose brokers run the code in `tree`, with an RF 3 topic."""
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = tree
+    cluster = LocalCluster(root)
     try:
-        cluster = LocalCluster(root)
         state = start_cluster(cluster)
+    except BaseException:
+        cluster.down()  # what did start (ZooKeeper, brokers) is stopped, also when it never got ready
+        raise
     finally:
         if saved is None:
             os.environ.pop("PYTHONPATH", None)

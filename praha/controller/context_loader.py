@@ -26,7 +26,11 @@ log = logging.getLogger(__name__)
 Lap = Callable[[str], None]
 
 
-def load_context(store: ControllerStore, ctx: ControllerContext, lap: Lap) -> None:
+def load_context(store: ControllerStore, ctx: ControllerContext, lap: Lap,
+                 on_topics: Callable[[list[str]], None] | None = None) -> None:
+    """Fill `ctx` from ZooKeeper; `on_topics(topics)` is called once the topics are known,
+    before their configs and partition states are read (the failover queues its topic watches
+    there, as Kafka registers them before reading the states)."""
     brokers, corrupt = store.get_live_brokers()
     for bid, err in corrupt.items():
         log.error("ignoring broker %d: %s", bid, err)
@@ -46,6 +50,8 @@ def load_context(store: ControllerStore, ctx: ControllerContext, lap: Lap) -> No
             if a.is_being_reassigned:
                 ctx.partitions_being_reassigned.add(TopicPartition(t, p))
     assign_missing_ids(store, ctx, assignments)
+    if on_topics is not None:
+        on_topics(sorted(ctx.all_topics))
     lap("assignments")
     ctx.topic_configs, bad_configs = store.get_topic_configs(sorted(ctx.all_topics))
     for t, err in bad_configs.items():

@@ -165,9 +165,12 @@ class ControllerFlows:
             self.store.delete_log_dir_event_notifications(names, self.context.epoch_zk_version)
 
     def load_context(self, lap: Lap) -> None:
-        """Read what the controller knows from ZooKeeper; watch every topic's znode."""
-        load_context(self.store, self.context, lap)
-        self.topic_watches.watch(sorted(self.context.all_topics))
+        """Read what the controller knows from ZooKeeper; watch every topic's znode. The topic
+        watches are queued as soon as the topics are known and waited for after the partition
+        states are read: their round trips overlap the reads (`topic_watches` is the wait left)."""
+        queue_watches = lambda topics: self.topic_watches.watch(topics, wait=False)  # noqa: E731
+        load_context(self.store, self.context, lap, on_topics=queue_watches)
+        self.topic_watches.wait_armed()
         lap("topic_watches")
 
     def on_failover(self, lap: Lap) -> None:

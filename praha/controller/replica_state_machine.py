@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from praha.common import NO_LEADER, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from praha.common import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from praha.controller.context import ControllerContext
 from praha.controller.leadership import update_leader_and_isr
 from praha.controller.request_batch import ControllerRequestBatch
@@ -56,17 +56,70 @@ class ReplicaStateMachine:
         self.invalid_transitions = 0
 
     def startup(self) -> None:
-        self.initialize_replica_state()
+        """Every replica Online if its broker lives, else Offline (DeletionIneligible if its topic
+        is queued for deletion); the Online ones get LeaderAndIsr with their partition's current
+        leadership, the Offline ones (topics not being deleted) go → Offline.
+
+        At failover the table starts empty, and each live replica's move to Online is valid by
+        construction (it was just set Online): the states are set and each partition's
+        LeaderAndIsr added in one pass over the assignments (the same entries, in the same order,
+        as checking and applying 300k transitions at 100k partitions). A table that already
+        holds entries takes the general path."""
         ctx = self.context
-        online: list[PartitionAndReplica] = []
-        offline: list[PartitionAndReplica] = []
-        live = ctx.live_broker_ids
-        for pr in ctx.replica_states:
-            (online if pr.replica in live else offline).append(pr)
-        self.handle_state_changes(online, ReplicaState.ONLINE)
+        if ctx.replica_states:
+            self.initialize_replica_state()
+            live = ctx.live_broker_ids
+            self.handle_state_changes([pr for pr in ctx.replica_states if pr.replica in live], ReplicaState.ONLINE)
+            offline = [pr for pr in ctx.replica_states if pr.replica not in live]
+        else:
+            online_brokers: set[int] = set()
+            offline = []
+            counts = [0]
+            self.batch.add_leader_and_isr_many(self._initial_states(online_brokers, offline, counts))
+            if counts[0]:
+                self.state_log.record(
+                    "ReplicaStateChange", self.controller_id, ctx.epoch, target=ReplicaState.ONLINE.value,
+                    count=counts[0], brokers=sorted(online_brokers),
+                )
         self.handle_state_changes(
             [pr for pr in offline if not ctx.is_topic_queued_for_deletion(pr.partition.topic)], ReplicaState.OFFLINE
         )
+
+    def _initial_states(
+        self, online_brokers: set[int], offline: list[PartitionAndReplica], counts: list[int]
+    ) -> Iterator[tuple[list[int], TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]]:
+        """Fills an empty table as `initialize_replica_state` does and yields, per partition with
+        a leadership, its live replicas (the LeaderAndIsr recipients); collects the replicas on
+        dead brokers in `offline`, the live ones' brokers in `online_brokers` and their count
+        in `counts[0]`."""
+        ctx = self.context
+        live = ctx.live_broker_ids
+        states = ctx.replica_states
+        leadership = ctx.leadership
+        online = ReplicaState.ONLINE
+        n = 0
+        for t, parts in ctx.assignments.items():
+            dead = ReplicaState.DELETION_INELIGIBLE if ctx.is_topic_queued_for_deletion(t) else ReplicaState.OFFLINE
+            for p, a in parts.items():
+                tp = _new_tuple(TopicPartition, (t, p))
+                recipients: list[int] = []
+                for r in a.replicas:
+                    pr = _new_tuple(PartitionAndReplica, (tp, r))
+                    if pr in states:
+                        continue  # a replica listed twice
+                    if r in live:
+                        states[pr] = online
+                        recipients.append(r)
+                    else:
+                        states[pr] = dead
+                        offline.append(pr)
+                if recipients:
+                    n += len(recipients)
+                    online_brokers.update(recipients)
+                    li = leadership.get(tp)
+                    if li is not None:
+                        yield recipients, tp, li, a
+        counts[0] = n
 
     def initialize_replica_state(self) -> None:
         ctx = self.context

@@ -13,7 +13,7 @@ a store for optional capabilities.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from praha.common import (
     BrokerInfo,
@@ -134,9 +134,15 @@ class ControllerStore(PartitionStateStore, Protocol):
     def watch_data(self, path: str, callback: WatchCallback, group: str | None = None) -> Watch: ...
 
     def watch_data_many(
-        self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback], group: str | None = None
+        self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback], group: str | None = None,
+        wait: bool = True,
     ) -> Mapping[str, Watch]:
-        """All armed together: about one round trip, not one per path."""
+        """All armed together: about one round trip, not one per path. `wait=False`: only
+        queued; `wait_armed` waits for them."""
+        ...
+
+    def wait_armed(self, handles: Iterable[Any]) -> None:
+        """Until the watches `watch_data_many(..., wait=False)` returned are registered."""
         ...
 
     def watch_children(self, path: str, callback: WatchCallback, group: str | None = None) -> Watch: ...

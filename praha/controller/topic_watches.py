@@ -18,9 +18,12 @@ class TopicWatches:
     def __init__(self, services: ControllerServices):
         self._services = services
         self._watches: dict[str, Watch] = {}
+        self._pending: list[Watch] = []
 
-    def watch(self, topics: Iterable[str]) -> None:
-        """Watch each topic's znode; armed together (one round trip, not one per topic)."""
+    def watch(self, topics: Iterable[str], wait: bool = True) -> None:
+        """Watch each topic's znode; armed together (one round trip, not one per topic).
+        `wait=False`: only queued (the failover reads the partition states meanwhile);
+        `wait_armed()` waits for them."""
         new = {znodes.topic_path(t): t for t in topics if t not in self._watches}
         if not new:
             return
@@ -30,8 +33,17 @@ class TopicWatches:
             topic = new[path]
             return on_watch(lambda: ev.PartitionModifications(topic))
 
-        for path, handle in self._services.store.watch_data_many(list(new), callback_for).items():
+        handles = self._services.store.watch_data_many(list(new), callback_for, wait=wait)
+        for path, handle in handles.items():
             self._watches[new[path]] = handle
+        if not wait:
+            self._pending.extend(handles.values())
+
+    def wait_armed(self) -> None:
+        """Until every watch `watch(..., wait=False)` queued is registered."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self._services.store.wait_armed(pending)
 
     def unwatch(self, topic: str) -> None:
         handle = self._watches.pop(topic, None)
@@ -39,6 +51,7 @@ class TopicWatches:
             handle.cancel()
 
     def unwatch_all(self) -> None:
+        self._pending = []
         for topic in list(self._watches):
             self.unwatch(topic)
 

@@ -247,9 +247,13 @@ class FakeControllerStore:
         return watch
 
     def watch_data_many(
-        self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback], group: str | None = None
+        self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback], group: str | None = None,
+        wait: bool = True,
     ) -> dict[str, FakeWatch]:
         return {p: self.watch_data(p, callback_for_path(p), group) for p in dict.fromkeys(paths)}
+
+    def wait_armed(self, handles: Iterable[FakeWatch]) -> None:
+        """Fake watches are armed at once."""
 
     def watch_children(self, path: str, callback: WatchCallback, group: str | None = None) -> FakeWatch:
         return self.watch_data(path, callback, group)

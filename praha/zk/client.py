@@ -441,11 +441,15 @@ class ZooKeeperClient:
         return self._bulk(list(dict.fromkeys(paths)), GET_CHILDREN_OPCODE, use_multi_read)
 
     def stream_data(self, paths: Sequence[str], consume: Callable[[int, tuple[bytes, ZnodeStat] | None], None],
-                    restart: Callable[[], None], multi_read_batch: int | None = None) -> None:
+                    restart: Callable[[], None], multi_read_batch: int | None = None,
+                    consume_batch: Callable[[int, list[tuple[bytes, ZnodeStat]]], None] | None = None) -> None:
         """`consume(i, (data, stat) or None if absent)` for each path in order, as the answers
         come in, while the later reads are in flight. A read interrupted by a lost connection
-        starts over after `restart()`, within the request timeout; any other error raises."""
-        self._bulk_each(list(paths), GET_DATA_OPCODE, None, multi_read_batch, consume, restart)
+        starts over after `restart()`, within the request timeout; any other error raises.
+        With `consume_batch`, a multi-read answer in which every path was found is handed over
+        whole instead, as `consume_batch(index of its first path, [(data, stat), ...])`: the
+        same values, without a call per path (a failover reads 100k partition states)."""
+        self._bulk_each(list(paths), GET_DATA_OPCODE, None, multi_read_batch, consume, restart, consume_batch)
 
     def _bulk(self, paths: list[str], opcode: int, use_multi_read: bool | None,
               multi_read_batch: int | None = None) -> dict[str, Any]:
@@ -457,7 +461,8 @@ class ZooKeeperClient:
         return out
 
     def _bulk_each(self, paths: list[str], opcode: int, use_multi_read: bool | None, multi_read_batch: int | None,
-                   consume: Callable[[int, Any], None], restart: Callable[[], None]) -> None:
+                   consume: Callable[[int, Any], None], restart: Callable[[], None],
+                   consume_batch: Callable[[int, list[Any]], None] | None = None) -> None:
         """`consume(i, value)` for each path in order, as the results come in (value: (data, stat)
         or the child list; None if absent). A read interrupted by a lost connection starts over
         after `restart()`, within the request timeout; any other error raises."""
@@ -490,6 +495,9 @@ class ZooKeeperClient:
                                                         window=self.multi_read_window):
                 if isinstance(batch_result, BaseException):
                     raise self._wrap(batch_result, "multi-read")
+                if consume_batch is not None and all(type(r) is tuple for r in batch_result):
+                    consume_batch(b * step, batch_result)  # every path found: (data, stat) each
+                    continue
                 for k, r in enumerate(batch_result, b * step):
                     one(k, r)
         self._read(what, once)
@@ -649,10 +657,13 @@ class ZooKeeperClient:
         return self._watch(path, WatchKind.DATA, callback, group)
 
     def watch_data_many(self, paths: Iterable[str], callback_for_path: Callable[[str], WatchCallback],
-                        group: str | None = None) -> dict[str, WatchHandle]:
+                        group: str | None = None, wait: bool = True) -> dict[str, WatchHandle]:
         """`watch_data` for many paths: all are armed first, then waited for together, so the
         cost is about one round trip instead of one per path (a failover watches every topic).
-        `callback_for_path(path)` gives each path's callback. Returns path → handle."""
+        `callback_for_path(path)` gives each path's callback. Returns path → handle. With
+        `wait=False` it returns once the requests are queued; `wait_armed(handles)` waits for
+        them (a request queued before a read is answered before it, so the watch is in place
+        when the read is served)."""
         client = self.client
         handles = {path: WatchHandle(client, path, WatchKind.DATA, callback_for_path(path), group, self._forget_watch)
                    for path in dict.fromkeys(paths)}
@@ -660,10 +671,15 @@ class ZooKeeperClient:
             self._watches.update(handles.values())
         for h in handles.values():
             h.arm()
-        deadline = time.monotonic() + self.request_timeout
-        for h in handles.values():  # registered server-side before the caller reads
-            h.wait_armed(max(0.0, deadline - time.monotonic()))
+        if wait:
+            self.wait_armed(handles.values())
         return handles
+
+    def wait_armed(self, handles: Iterable[WatchHandle]) -> None:
+        """Until ZooKeeper has registered each watch (or the request timeout has passed)."""
+        deadline = time.monotonic() + self.request_timeout
+        for h in handles:  # registered server-side before the caller reads
+            h.wait_armed(max(0.0, deadline - time.monotonic()))
 
     def watch_children(self, path: str, callback: WatchCallback, group: str | None = None) -> WatchHandle:
         """Fire `callback(WatchEvent)` whenever the children of `path` change (also on its

@@ -348,9 +348,10 @@ class ZkStore(ZooKeeperClient):
         return sorted(self.get_children(zn.TOPICS_PATH) or [])
 
     def _decode_bulk(self, keys: Iterable[K], path_of: Callable[[K], str],
-                     decode: Callable[[str, bytes, ZnodeStat], Any], multi_read_batch: int | None = None
-                     ) -> tuple[dict[K, Any], dict[K, ZNodeDecodeError]]:
-        """Read and decode; each result is decoded as it arrives, while later reads are in flight."""
+                     decode: Callable[[str, bytes, ZnodeStat], Any], multi_read_batch: int | None = None,
+                     mzxids: dict[K, int] | None = None) -> tuple[dict[K, Any], dict[K, ZNodeDecodeError]]:
+        """Read and decode; each result is decoded as it arrives, while later reads are in flight.
+        With `mzxids`, also the zxid of each znode's last write, by key."""
         keys = list(dict.fromkeys(keys))
         paths = [path_of(k) for k in keys]
         ok: dict[K, Any] = {}
@@ -359,15 +360,24 @@ class ZkStore(ZooKeeperClient):
         def restart() -> None:
             ok.clear()
             bad.clear()
+            if mzxids is not None:
+                mzxids.clear()
 
         def consume(i: int, got: tuple[bytes, ZnodeStat] | None) -> None:
             if got is None:
                 return
-            try:
-                ok[keys[i]] = decode(paths[i], got[0], got[1])
-            except ZNodeDecodeError as e:
-                bad[keys[i]] = e
-        self.stream_data(paths, consume, restart, multi_read_batch)
+            consume_batch(i, [got])
+
+        def consume_batch(start: int, got: list[tuple[bytes, ZnodeStat]]) -> None:
+            for i, (data, stat) in enumerate(got, start):
+                key = keys[i]
+                if mzxids is not None:
+                    mzxids[key] = stat.mzxid
+                try:
+                    ok[key] = decode(paths[i], data, stat)
+                except ZNodeDecodeError as e:
+                    bad[key] = e
+        self.stream_data(paths, consume, restart, multi_read_batch, consume_batch)
         return ok, bad
 
     def get_topic_assignments(self, topics: Iterable[str]
@@ -382,15 +392,7 @@ class ZkStore(ZooKeeperClient):
         """Leader/ISR per partition (zk_version from the stat); missing ones are in neither dict.
         With `mzxids`, also fills in the zxid of each znode's last write (a failover compares
         it with leaders' registration czxids to spot leaders that restarted unseen)."""
-        if mzxids is None:
-            return self._decode_bulk(tps, zn.tp_state_path, fast.decode_partition_state)
-        tps = list(dict.fromkeys(tps))
-        by_path = {zn.tp_state_path(tp): tp for tp in tps}
-
-        def decode(path: str, data: bytes, stat: ZnodeStat) -> LeaderIsrAndControllerEpoch:
-            mzxids[by_path[path]] = stat.mzxid
-            return fast.decode_partition_state(path, data, stat)
-        return self._decode_bulk(tps, zn.tp_state_path, decode)
+        return self._decode_bulk(tps, zn.tp_state_path, fast.decode_partition_state, mzxids=mzxids)
 
     def stream_partition_states(self, tps: Sequence[TopicPartition],
                                 consume: Callable[[TopicPartition, LeaderIsrAndControllerEpoch | None,

@@ -15,11 +15,17 @@ from praha.zk.watches import WatchEventType
 
 
 @pytest.mark.integration
-def test_watch_data_many_arms_every_watch_before_returning(zk_store):
+@pytest.mark.parametrize("wait", [True, False])
+def test_watch_data_many_arms_every_watch_before_returning(zk_store, wait):
+    """wait=False (the failover's topic watches, queued before the partition states are read):
+    once `wait_armed` returns, the same holds."""
     events: queue.Queue = queue.Queue()
     paths = [f"/many/{i}" for i in range(50)]
     zk_store.client.ensure_path("/many/0")
-    handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g")
+    handles = zk_store.watch_data_many(paths, lambda path: (lambda e: events.put((path, e.type))), group="g",
+                                       wait=wait)
+    if not wait:
+        zk_store.wait_armed(handles.values())
     assert list(handles) == paths
     assert all(h.active for h in handles.values())
     # armed server-side on return: a change right away is seen, for present and absent nodes
@@ -42,19 +48,25 @@ def test_bulk_decoding_while_reading_matches_the_reference(zk_store, multi_read)
     zk_store.multi_read_supported = multi_read and zk_store.multi_read_supported
     tps = [TopicPartition("t", p) for p in range(1203)]  # several multi-read batches, a partial last one
     zk_store.client.ensure_path("/brokers/topics/t/partitions")
+
+    def absent(tp: TopicPartition) -> bool:  # the first batch of 500 has every znode (decoded as one)
+        return tp.partition % 100 == 5 and tp.partition >= 500
+
     for tp in tps:
-        if tp.partition % 100 == 5:
+        if absent(tp):
             continue  # absent: in neither dict
         data = (b"garbage" if tp.partition % 100 == 9 else
                 zn.encode_partition_state(LeaderIsrAndControllerEpoch(LeaderAndIsr(1, (1, 2), tp.partition, 0), 3)))
         zk_store.client.create(zn.tp_state_path(tp), data, makepath=True)
-    ok, bad = zk_store.get_partition_states(tps)
-    assert list(ok) == [tp for tp in tps if tp.partition % 100 not in (5, 9)]
+    mzxids: dict[TopicPartition, int] = {}
+    ok, bad = zk_store.get_partition_states(tps, mzxids=mzxids)
+    assert list(ok) == [tp for tp in tps if not absent(tp) and tp.partition % 100 != 9]
     assert set(bad) == {tp for tp in tps if tp.partition % 100 == 9}
     raw = zk_store.get_data_bulk([zn.tp_state_path(tp) for tp in tps], use_multi_read=multi_read)
     for tp, state in ok.items():
         data, stat = raw[zn.tp_state_path(tp)]
         assert state == zn.decode_partition_state(data, stat.version)
+    assert mzxids == {tp: raw[zn.tp_state_path(tp)][1].mzxid for tp in tps if not absent(tp)}
 
 
 @pytest.mark.integration

@@ -134,6 +134,33 @@ def test_update_metadata_marks_deleted_topics_and_offline_replicas():
     assert rb._partition_metadata(TopicPartition("nope", 0)) is None
 
 
+
+def test_update_metadata_reusing_the_batch_leader_states_equals_the_states_built_afresh():
+    """At failover the full UpdateMetadata takes the plain LeaderAndIsr states of the batch: the
+    same list as building each anew, also with a partition being reassigned, a replica offline,
+    a topic being deleted, a new replica, and a leadership changed after its LeaderAndIsr."""
+    ctx = context(live=(1, 2, 3, 4), topics=4)
+    ctx.topics_to_be_deleted = {"t3"}
+    # t0-0, t0-1 and t3-3 have all their replicas live (1-4; 5 is down), so only what the test
+    # changes keeps them from being reused
+    changed, moving, fresh = TopicPartition("t0", 0), TopicPartition("t0", 1), TopicPartition("t2", 3)
+    ctx.assignments["t0"][1] = ReplicaAssignment((2, 3, 4), adding=(4,))
+    rb = ControllerRequestBatch(1, ctx, Sender())
+    for tp in ctx.all_partitions():
+        rb.add_leader_and_isr([1, 2], tp, ctx.leadership[tp], ctx.known_assignment(tp), is_new=tp == fresh)
+    li = ctx.leadership[changed].leader_and_isr
+    ctx.leadership[changed] = LeaderIsrAndControllerEpoch(LeaderAndIsr(li.leader, li.isr, li.leader_epoch + 1, 4), 2)
+    reused = rb._partitions_metadata(ctx.all_partitions())
+    assert any(s is rb._leader_and_isr[1][s.tp] for s in reused)  # some were reused
+    afresh = ControllerRequestBatch(1, ctx, Sender())._partitions_metadata(ctx.all_partitions())
+    assert reused == afresh
+    by_tp = {s.tp: s for s in reused}
+    assert by_tp[changed].leader_epoch == li.leader_epoch + 1
+    assert by_tp[moving] is not rb._leader_and_isr[2][moving]  # its LeaderAndIsr state carries adding replicas
+    assert by_tp[TopicPartition("t3", 3)].leader == -2
+    assert any(s.offline_replicas for s in reused)  # broker 5 is down
+
+
 # ---------------------------------------------------------------------- the shared UpdateMetadata body
 def _um_requests(n_partitions: int, epochs=(101, 102, 103), controller_epoch=7, shared=True):
     parts = [
