@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
+from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest, TimerKind
 from praha.coordinator.group.consumer.model import ConsumerGroupState, TopicInfo
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.coordinator.group.metadata import CommittedOffset
@@ -155,4 +155,35 @@ def test_empty_consumer_groups_expire_with_their_last_offset_or_at_once_without_
         assert not d.consumer.groups
         assert d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
         d.shutdown()
+    run(go())
+
+
+def test_a_heartbeat_moves_the_session_deadline_without_a_new_timer_and_the_member_is_fenced_after_its_last():
+    """Each heartbeat restarts the member's session timer; the restart only moves its deadline
+    (no cancel and reschedule on the loop's timer heap: that was 40% of a steady heartbeat's CPU),
+    and the member is still fenced one session after its last heartbeat, not after its first."""
+    async def go():
+        c = await coordinator(MemoryLog())
+        c.consumer.set_group_config("g", {"consumer.session.timeout.ms": "300"})
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        owned = tuple((t, tuple(sorted(p))) for t, p in a.answer.assignment.items())
+        a = await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", a.answer.member_epoch, topic_partitions=owned))
+        assert c.consumer.groups["g"].state is ConsumerGroupState.STABLE
+        timer = c.consumer._timers[("g", "a", TimerKind.SESSION)]
+        handle, deadlines = timer.handle, []
+        for _ in range(20):
+            out = await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", a.answer.member_epoch))
+            assert out.error == E.NONE
+            deadlines.append(c.consumer.deadlines("g", "a")[TimerKind.SESSION])
+            assert c.consumer._timers[("g", "a", TimerKind.SESSION)] is timer
+            assert timer.handle is handle  # the deadline moved; nothing was rescheduled
+            await asyncio.sleep(0.01)  # time passes between heartbeats (not a wait for anything)
+        assert deadlines == sorted(deadlines)
+        assert deadlines[-1] > handle.when()
+        fenced, told = asyncio.Event(), c.consumer.on_fenced
+        c.consumer.on_fenced = lambda gid: (told(gid), fenced.set())
+        await asyncio.wait_for(fenced.wait(), 60)
+        assert "a" not in c.consumer.groups["g"].members
+        assert asyncio.get_running_loop().time() >= deadlines[-1] - 0.001  # a session after its last heartbeat
+        c.shutdown()
     run(go())
