@@ -14,10 +14,9 @@ asked at a version the server lacks can still read the answer.
 """
 from __future__ import annotations
 
-import asyncio
 import struct
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +81,6 @@ class DecodedRequest:
     session: Session = ANONYMOUS
     #: the frame's size without its size prefix (what a produce counts against its quota)
     size: int = 0
-    #: a future done once another request arrives behind this one on its connection (or the
-    #: peer goes): a consumer's parked Fetch answers then (set by the socket server for Fetch)
-    behind: Callable[[], asyncio.Future[None]] | None = None
 
     @property
     def principal(self) -> str:

@@ -25,10 +25,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from praha.admin.status import cluster_status
 from praha.common import ReplicaAssignment, TopicAssignment
 from praha.errors import ErrorCode
-from praha.protocol.api_keys import ApiKey
 from praha.protocol.client import BrokerConnection
-from praha.protocol.framing import encode_request
-from praha.protocol.registry import APIS
 from praha.testing.cluster import bootstrap, scrape_metrics, wait_for
 
 pytestmark = pytest.mark.integration
@@ -642,44 +639,3 @@ def test_fetch_by_topic_id_serves_records_and_names_an_unknown_id(env):
         assert [(x.partition_index, x.error_code) for x in by_id[stranger]] == [(3, ErrorCode.UNKNOWN_TOPIC_ID)]
     got = consume_confluent(bs, topic, [0], 3)
     assert [m.value() for m in got] == [b"i0", b"i1", b"i2"]
-
-
-def test_a_consumers_parked_fetch_answers_once_another_request_arrives_behind_it(env):
-    """A consumer given a new partition sends ListOffsets on the connection where its Fetch
-    long-polls (librdkafka does, after a rebalance): the Fetch answers at once (empty), then the
-    ListOffsets, instead of both waiting out the Fetch's max wait (issue 22: a member consuming
-    the partitions a rebalance gave it). Without it the Fetch below waits its 120 s."""
-    topic = "parked-fetch-behind"
-    create_topic(env, topic, {0: (1,)})
-    conn = broker_conn(env, 1)
-    try:
-        parked = FetchRequest(replica_id=-1, max_wait_ms=120_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-                              session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
-                                  FetchRequest.FetchTopic.FetchPartition(
-                                      partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
-                                      log_start_offset=-1, partition_max_bytes=1 << 20)])],
-                              forgotten_topics_data=[], rack_id="")
-        behind = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
-            name=topic, partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                partition_index=0, current_leader_epoch=-1, timestamp=-2)])])
-        deadline = time.monotonic() + 60  # a bound for a loaded machine, half the Fetch's max wait
-        conn._send_all(encode_request(parked, 12, 101, "t"), deadline)
-        conn._send_all(encode_request(behind, 7, 102, "t"), deadline)
-        fetched = conn._decode(APIS[ApiKey.FETCH].response, conn._read_frame(deadline), 12, 101)
-        listed = conn._decode(APIS[ApiKey.LIST_OFFSETS].response, conn._read_frame(deadline), 7, 102)
-        part = fetched.responses[0].partitions[0]
-        assert part.error_code == ErrorCode.NONE
-        assert not part.records  # nothing to read: answered because of the request behind it
-        assert listed.topics[0].partitions[0].error_code == ErrorCode.NONE
-        assert listed.topics[0].partitions[0].offset == 0
-        # a Fetch alone still long-polls: a record produced while it waits is what answers it
-        conn._send_all(encode_request(parked, 12, 103, "t"), deadline)
-        other = broker_conn(env, 1)
-        try:
-            assert produce_code(other, topic, 0, batch([b"r"])) == (ErrorCode.NONE, 0)
-        finally:
-            other.close()
-        part = conn._decode(APIS[ApiKey.FETCH].response, conn._read_frame(deadline), 12, 103).responses[0].partitions[0]
-        assert part.records
-    finally:
-        conn.close()

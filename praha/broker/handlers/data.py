@@ -19,8 +19,7 @@ aborted transactions overlapping what they read (Kafka's `aborted_transactions`)
 answer carries the last stable offset. Whole
 batches, `partition_max_bytes` each and `max_bytes` in all, at least one batch for
 the first partition with data. Below `min_bytes` the request is parked until enough
-bytes arrive or `max_wait_ms` passes (a consumer's, or another request arrives behind it on
-its connection: see the socket server), then read again. Fetch sessions are not kept:
+bytes arrive or `max_wait_ms` passes, then read again. Fetch sessions are not kept:
 every answer is a full, sessionless one (session id 0), which both kafka-python and
 librdkafka accept. The answer is encoded by `encode_fetch_frame` (byte-identical to
 kafka-python's codec; `encode_fetch_response` when every record is bytes: those are
@@ -37,7 +36,6 @@ leader epoch moved on.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
 import uuid
@@ -410,14 +408,7 @@ class DataApis:
         parts, total, errored = self._read_all(wanted, replica_id, max_bytes, committed)
         if r.max_wait_ms > 0 and total < min(r.min_bytes, max_bytes) and not errored and wanted:
             _close_regions(parts)
-            # a consumer's fetch also answers when the client sends another request behind it
-            behind = req.behind() if replica_id < 0 and req.behind is not None else None
-            try:
-                await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms, committed,
-                                       behind)
-            finally:
-                if behind is not None:
-                    behind.cancel()
+            await self._park_fetch(wanted, replica_id, min(r.min_bytes, max_bytes), r.max_wait_ms, committed)
             parts, total, _ = self._read_all(wanted, replica_id, max_bytes, committed)
         if limited:
             throttle = quota.record(req.principal, client_id, total)
@@ -522,8 +513,7 @@ class DataApis:
         return FetchedPartition(tp.partition, ErrorCode.NONE, hw, lso, lg.log_start_offset, data or b"", aborted), n
 
     async def _park_fetch(self, wanted: list[tuple[TopicPartition, Any]], replica_id: int,
-                          min_bytes: int, max_wait_ms: int, committed: bool = False,
-                          until: asyncio.Future[None] | None = None) -> None:
+                          min_bytes: int, max_wait_ms: int, committed: bool = False) -> None:
         rm = self.rm
         by_tp = dict(wanted)
         epochs = {}
@@ -550,7 +540,7 @@ class DataApis:
                 return -1
             return sl.size
 
-        await rm.park_fetch(min_bytes, list(by_tp), available, max_wait_ms, until)
+        await rm.park_fetch(min_bytes, list(by_tp), available, max_wait_ms)
 
     # ------------------------------------------------------------------ ListOffsets
     async def handle_list_offsets(self, req: DecodedRequest) -> Any:

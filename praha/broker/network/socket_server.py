@@ -5,10 +5,7 @@ huge or negative size closes the connection), read the body (a large one straigh
 a buffer of its own, so the kernel's copy is nearly the only one), decode it, await the
 handler, write the response.
 Like Kafka, a connection's requests are processed in order and its responses go back in
-order. Unlike Kafka, which reads nothing more of a connection until its answer is out,
-praha reads ahead: a consumer's Fetch parked on a connection answers (`request_behind`)
-as soon as another request arrives behind it, so that request does not wait out the
-Fetch's max wait. Any bad frame costs only that connection: ApiVersions at an unknown version gets
+order. Any bad frame costs only that connection: ApiVersions at an unknown version gets
 Kafka's v0 UNSUPPORTED_VERSION answer; anything else malformed is logged (counted) and
 the connection closed. Other clients are unaffected.
 
@@ -33,7 +30,6 @@ request-time quota) wraps the handlers while it is active.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import socket
@@ -201,8 +197,6 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._eof = False  # the peer sends no more
         self._paused_reading = False
         self._frame_waiter: asyncio.Future[None] | None = None
-        #: futures of requests being handled, done when another request arrives behind them
-        self._behind: list[asyncio.Future[None]] = []
         self._write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
         #: for the server's timers (monotonic time): the last bytes received, when the
@@ -365,23 +359,6 @@ class FrameConnection(asyncio.BufferedProtocol):
     def _wake_reader(self) -> None:
         if self._frame_waiter is not None and not self._frame_waiter.done():
             self._frame_waiter.set_result(None)
-        if self._behind and (self._frames or self._closed or self._eof or self._error is not None):
-            for f in self._behind:
-                if not f.done():
-                    f.set_result(None)
-            self._behind.clear()
-
-    def request_behind(self) -> asyncio.Future[None]:
-        """Done once another request is queued behind the one being handled (or the peer is
-        gone): a consumer's Fetch parked on this connection then answers at once, so a
-        request the client sent behind it (a ListOffsets for a partition it was just given)
-        does not wait out the Fetch's max wait. Kafka reads nothing behind a request in
-        progress, so its clients wait it out; praha reads ahead."""
-        f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._behind = [w for w in self._behind if not w.done()]
-        self._behind.append(f)
-        self._wake_reader()
-        return f
 
     def _pause_reading(self) -> None:
         if not self._paused_reading and self.transport is not None and not self._closed:
@@ -501,7 +478,7 @@ class SocketServer:
                     return
                 conn.handling = True
                 try:
-                    response, mute_ms = await self._handle(body, peer, session, conn)
+                    response, mute_ms = await self._handle(body, peer, session)
                 finally:
                     conn.handling = False
                     conn.last_active = time.monotonic()
@@ -584,8 +561,7 @@ class SocketServer:
             conn.handling = False
             conn.last_active = time.monotonic()
 
-    async def _handle(self, body: bytes | bytearray, peer: object, session: Session,
-                      conn: FrameConnection | None = None
+    async def _handle(self, body: bytes | bytearray, peer: object, session: Session
                       ) -> tuple[bytes | SegmentedFrame | None | Literal[False], int]:
         """(response bytes, None for no response or False to close the connection; the
         milliseconds to mute the connection for after it)."""
@@ -602,8 +578,6 @@ class SocketServer:
             self._bad(peer, e)
             return False, 0
         self.requests += 1
-        if decoded.api_key == ApiKey.FETCH and conn is not None:
-            decoded = dataclasses.replace(decoded, behind=conn.request_behind)
         handler = handlers.handlers[decoded.api_key]
         throttler = self.throttler
         try:

@@ -115,12 +115,6 @@ class Purgatory(Generic[K]):
         if not op.future.done():
             op.future.set_result(op.result(expired))
 
-    def finish_early(self, op: DelayedOperation[K]) -> None:
-        """Answer `op` now, as if its time were up (a consumer's Fetch with a request waiting
-        behind it on its connection)."""
-        if not op.done:
-            self._expire(op)
-
     def expire_all(self) -> None:
         """Shutdown: time out every parked op now."""
         ops: set[DelayedOperation[K]] = set()

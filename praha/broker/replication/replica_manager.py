@@ -704,16 +704,11 @@ class ReplicaManager:
         return self.produce_purgatory.watch(op, list(waits), timeout_ms)
 
     def park_fetch(self, min_bytes: int, keys: list[TopicPartition], available: Callable[[TopicPartition], int],
-                   timeout_ms: int, until: asyncio.Future[None] | None = None) -> asyncio.Future[Any]:
-        """Park a fetch below min_bytes; it answers on enough bytes, its timeout, or `until`."""
+                   timeout_ms: int) -> asyncio.Future[Any]:
         assert self.fetch_purgatory is not None
         assert self.loop is not None
-        purgatory = self.fetch_purgatory
         op = DelayedFetch(self.loop, min_bytes, keys, available)
-        fut = purgatory.watch(op, keys, timeout_ms)
-        if until is not None and not fut.done():
-            until.add_done_callback(lambda _: purgatory.finish_early(op))
-        return fut
+        return self.fetch_purgatory.watch(op, keys, timeout_ms)
 
     # ------------------------------------------------------------------ ISR upkeep
     def maybe_shrink_isr(self) -> None:

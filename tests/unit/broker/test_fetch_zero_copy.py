@@ -286,7 +286,7 @@ def test_parked_fetch_releases_the_regions_of_its_first_read(tmp_path, monkeypat
     req.min_bytes, req.max_wait_ms = 10 << 20, 100
 
     async def go():
-        resp = await apis.handle_fetch(SimpleNamespace(request=req, header=RequestHeader(FETCH, 12, 1), behind=None))
+        resp = await apis.handle_fetch(SimpleNamespace(request=req, header=RequestHeader(FETCH, 12, 1)))
         return resp
 
     resp = asyncio.run(go())

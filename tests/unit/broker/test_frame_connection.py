@@ -159,25 +159,3 @@ def test_a_half_closed_peer_still_gets_its_answers():
     async def take():
         return bytes(await conn.next_frame()), await conn.next_frame()
     assert asyncio.run(take()) == (b"last request", None)
-
-
-def test_request_behind_is_done_once_another_frame_is_queued_or_the_peer_goes():
-    """What a consumer's parked Fetch waits on besides its bytes and its max wait."""
-    async def go():
-        conn, _ = connection()
-        feed(conn, frame(b"fetch"), 1 << 10)
-        assert await conn.next_frame() == bytearray(b"fetch")  # being handled
-        behind = conn.request_behind()
-        feed(conn, frame(b"list-off")[:6], 1 << 10)  # part of the next request: not yet
-        await asyncio.sleep(0)
-        assert not behind.done()
-        feed(conn, frame(b"list-off")[6:], 1 << 10)
-        assert behind.done()
-        assert conn.request_behind().done()  # asked again with a request already waiting
-        assert await conn.next_frame() == bytearray(b"list-off")
-        alone = conn.request_behind()
-        await asyncio.sleep(0)
-        assert not alone.done()
-        conn.connection_lost(None)
-        assert alone.done()
-    asyncio.run(go())
