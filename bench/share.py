@@ -83,7 +83,7 @@ def classic_reader(bs: str, topic: str, group: str, n: int, work_s: float, ready
 
 
 def share_reader(bs: str, topic: str, group: str, n: int, work_s: float, max_poll: int, ready, start, seen,
-                 done) -> None:
+                 done, timings=None) -> None:
     from confluent_kafka import AcknowledgeType, ShareConsumer
     c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit",
                        "max.poll.records": max_poll, "log_level": 3})
@@ -92,14 +92,18 @@ def share_reader(bs: str, topic: str, group: str, n: int, work_s: float, max_pol
         ready.value += 1
     start.wait()
     deadline = time.monotonic() + 600
+    spent = [0.0, 0.0, 0.0, 0, 0]  # seconds in poll, in work and acknowledge, in commit_sync; polls, empty polls
     while seen.value < n and time.monotonic() < deadline:
+        t0 = time.perf_counter()
         ms = c.poll(0.2)
+        t1 = time.perf_counter()
         k = 0
         for m in ms:
             if m.error() is None:
                 time.sleep(work_s)
                 c.acknowledge(m, AcknowledgeType.ACCEPT)
                 k += 1
+        t2 = time.perf_counter()
         if k:
             res = c.commit_sync(30)
             if all(e is None for e in res.values()):
@@ -107,16 +111,26 @@ def share_reader(bs: str, topic: str, group: str, n: int, work_s: float, max_pol
                     seen.value += k
                     if seen.value >= n:
                         done.value = time.monotonic()
+        spent[0] += t1 - t0
+        spent[1] += t2 - t1
+        spent[2] += time.perf_counter() - t2
+        spent[3] += 1
+        spent[4] += 0 if k else 1
+    if timings is not None:
+        timings.put(tuple(spent))
     c.close()
 
 
-def run(bs: str, topic: str, n: int, readers: int, share: bool, work_s: float, max_poll: int) -> dict:
+def run(bs: str, topic: str, n: int, readers: int, share: bool, work_s: float, max_poll: int,
+        timed: bool = False) -> dict:
     ctx = mp.get_context("spawn")
     ready, start, seen, done = ctx.Value("q", 0), ctx.Event(), ctx.Value("q", 0), ctx.Value("d", 0.0)
+    timings = ctx.Queue() if timed and share else None
     group = f"bench-{'share' if share else 'classic'}-{readers}-{time.monotonic_ns()}"
     target = share_reader if share else classic_reader
     args = (bs, topic, group, n, work_s, max_poll) if share else (bs, topic, group, n, work_s)
-    procs = [ctx.Process(target=target, args=(*args, ready, start, seen, done)) for _ in range(readers)]
+    extra = (timings,) if timings is not None else ()
+    procs = [ctx.Process(target=target, args=(*args, ready, start, seen, done, *extra)) for _ in range(readers)]
     for p in procs:
         p.start()
     joined = wait_joined(bs, group, readers, share, ready)
@@ -134,8 +148,12 @@ def run(bs: str, topic: str, n: int, readers: int, share: bool, work_s: float, m
                 p.join(10)
     assert seen.value == n, f"{seen.value} of {n} records read"
     elapsed = max(done.value - t0, 1e-6)
-    return {"readers": readers, "kind": "share" if share else "classic", "seconds": elapsed, "rate": n / elapsed,
-            "join_s": joined}
+    out = {"readers": readers, "kind": "share" if share else "classic", "seconds": elapsed, "rate": n / elapsed,
+           "join_s": joined}
+    if timings is not None:  # each reader's (poll s, work s, commit_sync s, polls, empty polls), summed
+        got = [timings.get(timeout=30) for _ in range(readers)]
+        out["timings"] = [sum(x[i] for x in got) for i in range(5)]
+    return out
 
 
 def wait_joined(bs: str, group: str, readers: int, share: bool, ready, bound_s: float = 300.0) -> float:
@@ -166,6 +184,8 @@ def main() -> None:
     ap.add_argument("--consumers", default="1,4,16")
     ap.add_argument("--work-ms", type=float, default=1.0)
     ap.add_argument("--max-poll", type=int, default=50)
+    ap.add_argument("--timings", action="store_true",
+                    help="print where the share readers' time went: poll (ShareFetch), work, commit_sync")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="praha-bench-share-"))
     cluster = LocalCluster(root)
@@ -179,7 +199,7 @@ def main() -> None:
         work_s = args.work_ms / 1000
         rows.append(run(bs, "share-bench", args.records, 1, False, work_s, args.max_poll))
         for k in [int(x) for x in args.consumers.split(",")]:
-            rows.append(run(bs, "share-bench", args.records, k, True, work_s, args.max_poll))
+            rows.append(run(bs, "share-bench", args.records, k, True, work_s, args.max_poll, args.timings))
     finally:
         cluster.down()
         shutil.rmtree(root, ignore_errors=True)
@@ -190,6 +210,11 @@ def main() -> None:
         name = "1 classic consumer" if r["kind"] == "classic" else f"{r['readers']} share consumers"
         lines.append(f"| {name} | {r['rate']:.0f} | {r['seconds']:.2f} | {r['rate'] / base:.2f}x | {r['join_s']:.1f} |")
     table = "\n".join(lines)
+    for r in rows:
+        if "timings" in r:
+            poll, work, commit, polls, empty = r["timings"]
+            print(f"{r['readers']} share readers, summed: poll (ShareFetch) {poll:.2f} s, work and acknowledge "
+                  f"{work:.2f} s, commit_sync (ShareAcknowledge) {commit:.2f} s; {polls:.0f} polls, {empty:.0f} empty")
     four = next((r for r in rows if r["kind"] == "share" and r["readers"] == 4), None)
     verdict = ("" if four is None else
                f"4 share consumers: {four['rate'] / base:.2f}x the classic consumer "

@@ -11,10 +11,12 @@ FENCED_STATE_EPOCH) instead of overwriting its successor's state.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -25,6 +27,39 @@ from praha.zk.znodes import SHARE_GROUP_STATE_PATH, decode_partition_state, part
 
 class FencedStateEpoch(PrahaError):
     code = ErrorCode.FENCED_STATE_EPOCH
+
+
+_T = TypeVar("_T")
+
+
+def _on_loop(results: list[Any], decide: Callable[[list[Any]], _T]) -> asyncio.Future[_T]:
+    """kazoo's async results as one future of the running event loop: settled from kazoo's
+    callback thread, with no executor thread between (each ZooKeeper round trip of the share
+    path is on a member's critical path). `decide` turns the settled results (kazoo's
+    `get_nowait()` raises a failed one's error) into the answer, or raises."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[_T] = loop.create_future()
+    left = [len(results)]
+
+    def settle() -> None:
+        if fut.done():
+            return
+        try:
+            fut.set_result(decide(results))
+        except Exception as e:  # noqa: BLE001 - the caller decides what a failed read or write means
+            fut.set_exception(e)
+
+    def one_done(_: Any) -> None:  # kazoo's callback thread
+        left[0] -= 1
+        if left[0] == 0:
+            try:
+                loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop closed meanwhile (the broker stopping): nobody waits
+                pass
+
+    for r in results:
+        r.rawlink(one_done)
+    return fut
 
 
 #: (first offset, last offset, record state, delivery count): Kafka's state batch fields
@@ -91,16 +126,35 @@ class ShareStateStore:
         except NoNodeError:  # deleted since this leader read it (DeleteShareGroupOffsets, DeleteGroups)
             raise FencedStateEpoch(f"share state of {group_id} {tp} was deleted") from None
 
-    def standing(self, group_id: str, tp: TopicPartition) -> tuple[int, int]:
+    def write_async(self, group_id: str, tp: TopicPartition, snap: ShareSnapshot, version: int
+                    ) -> asyncio.Future[int]:
+        """`write` of an existing znode (version >= 0) as a future of the running loop. The
+        request is queued at once, so a read queued after it on this session sees its outcome
+        (ZooKeeper answers a session's requests in order)."""
+        path = state_path(group_id, tp)
+
+        def decide(results: list[Any]) -> int:
+            try:
+                return int(results[0].get_nowait().version)
+            except BadVersionError:
+                raise FencedStateEpoch(f"share state of {group_id} {tp} was written by a newer leader") from None
+            except NoNodeError:  # deleted since this leader read it (DeleteShareGroupOffsets, DeleteGroups)
+                raise FencedStateEpoch(f"share state of {group_id} {tp} was deleted") from None
+
+        return _on_loop([self.client.set_async(path, encode(snap), version=version)], decide)
+
+    def standing_async(self, group_id: str, tp: TopicPartition) -> asyncio.Future[tuple[int, int]]:
         """The state znode's version (-1: none) and the partition's leader epoch as ZooKeeper has
-        it, read together: before handing records out, a leader checks that nobody rewrote the
-        state and that the controller has not elected another leader it has not heard of yet."""
-        state = self.client.exists_async(state_path(group_id, tp))
-        partition = self.client.get_async(partition_state_path(tp.topic, tp.partition))
-        stat = state.get()
-        data, pstat = partition.get()
-        epoch = decode_partition_state(data, pstat.version).leader_and_isr.leader_epoch
-        return (-1 if stat is None else int(stat.version)), epoch
+        it, read together (two pipelined reads, queued at once): before handing records out, a
+        leader checks that nobody rewrote the state and that the controller has not elected
+        another leader it has not heard of yet."""
+        def decide(results: list[Any]) -> tuple[int, int]:
+            stat, (data, pstat) = (r.get_nowait() for r in results)
+            epoch = decode_partition_state(data, pstat.version).leader_and_isr.leader_epoch
+            return (-1 if stat is None else int(stat.version)), epoch
+
+        return _on_loop([self.client.exists_async(state_path(group_id, tp)),
+                         self.client.get_async(partition_state_path(tp.topic, tp.partition))], decide)
 
     def version(self, group_id: str, tp: TopicPartition) -> int:
         """The state znode's version (-1: none), to see whether another broker rewrote it."""
@@ -146,3 +200,4 @@ class ShareStateStore:
             self.client.delete(group_path(group_id), recursive=True)
         except NoNodeError:
             pass
+

@@ -212,7 +212,8 @@ def assert_never_owned_twice(members: list[Member]) -> None:
 
 def produce(bs: str, topic: str, n: int, per_second: float) -> threading.Thread:
     def run() -> None:
-        p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5})
+        # idempotent: a retried request under load must not write a record twice (offsets are checked)
+        p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5, "enable.idempotence": True})
         for i in range(n):
             p.produce(topic, key=str(i).encode(), value=str(i).encode(), partition=i % PARTITIONS)
             p.poll(0)

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from praha.broker.replication.replica_manager import ReplicaManager
 from praha.broker.share.partition import (
@@ -70,7 +71,10 @@ class _Held:
     #: the durable state's znode version as last read or written (-1: none yet)
     version: int = -1
     written: tuple[int, tuple[object, ...]] | None = None
+    #: one write at a time (each is conditional on the version the previous one produced)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: the write sent and not answered yet: a check queued behind it is judged by its outcome
+    writing: asyncio.Future[int] | None = None
 
 
 class SharePartitionManager:
@@ -180,8 +184,15 @@ class SharePartitionManager:
                 return ErrorCode.NONE
             snap = ShareSnapshot(sp.start_offset, batches, h.leader_epoch)
             try:
-                h.version = await asyncio.get_running_loop().run_in_executor(
-                    None, store.write, group_id, tp, snap, h.version)
+                if h.version < 0:  # the first write creates the znode and its parents (rare)
+                    h.version = await asyncio.get_running_loop().run_in_executor(
+                        None, store.write, group_id, tp, snap, h.version)
+                else:
+                    h.writing = store.write_async(group_id, tp, snap, h.version)
+                    try:
+                        h.version = await asyncio.shield(h.writing)
+                    finally:
+                        h.writing = None
             except FencedStateEpoch as e:
                 log.warning("share partition %s %s: %s; unloaded", group_id, tp, e)
                 self.held.pop((group_id, tp), None)
@@ -249,23 +260,39 @@ class SharePartitionManager:
         records accepted at the new leader were handed out again by the old one); a successor that
         has not written yet may be handing the same records to another member (seed 503). Then, or
         when ZooKeeper cannot say, the share partition is dropped and nothing is delivered; the
-        next look loads it again (or finds it is not the leader)."""
+        next look loads it again (or finds it is not the leader).
+
+        The reads are sent at once, after the acquisition, without waiting for this leader's own
+        write in flight (acknowledgements of other members): ZooKeeper answers a session's
+        requests in order, so they see that write's outcome, which is what they are compared
+        with. Checks of several members' fetches run side by side (they used to queue behind
+        each other and behind every write: with 4 members that queue was the share path's limit)."""
         h = self.held.get((group_id, tp))
         if self.store is None or h is None or h.partition is not sp:
             return self.store is None
-        store = self.store
-        async with h.lock:  # not in the middle of our own write
-            try:
-                version, epoch = await asyncio.get_running_loop().run_in_executor(None, store.standing, group_id, tp)
-            except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: hand nothing out
-                version, epoch, why = None, None, f"state version not read ({type(e).__name__}: {e})"
-            else:
-                why = (f"state rewritten elsewhere (version {version}, loaded {h.version})" if version != h.version
-                       else f"leader epoch {epoch} in ZooKeeper, this leader's {h.leader_epoch}")
-            if version == h.version and epoch == h.leader_epoch:
+        if h.version < 0:
+            async with h.lock:  # the first write (a create, its parents first) is not ordered with reads
+                pass
+        writing, expected = h.writing, h.version
+        try:
+            answers: list[Any] = await asyncio.gather(
+                self.store.standing_async(group_id, tp), *([] if writing is None else [asyncio.shield(writing)]),
+                return_exceptions=True)
+        except Exception as e:  # noqa: BLE001 - the reads not even sent (the client stopping)
+            answers = [e]
+        failed = next((a for a in answers if isinstance(a, BaseException)), None)
+        if isinstance(failed, FencedStateEpoch):
+            why = f"our own write fenced ({failed})"
+        elif failed is not None:  # ZooKeeper unreachable, or our write's outcome unknown: hand nothing out
+            why = f"state version not read ({type(failed).__name__}: {failed})"
+        else:
+            (version, epoch), expected = answers[0], (answers[1] if writing is not None else expected)
+            if version == expected and epoch == h.leader_epoch:
                 return True
-            if self.held.get((group_id, tp)) is h:
-                del self.held[(group_id, tp)]
+            why = (f"state rewritten elsewhere (version {version}, expected {expected})" if version != expected
+                   else f"leader epoch {epoch} in ZooKeeper, this leader's {h.leader_epoch}")
+        if self.held.get((group_id, tp)) is h:
+            del self.held[(group_id, tp)]
         log.warning("share partition %s %s: %s; unloaded before delivering", group_id, tp, why)
         return False
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest
+from praha.coordinator.group.consumer.heartbeat import HeartbeatRequest, TimerKind
 from praha.coordinator.group.consumer.model import ConsumerGroupState, TopicInfo
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.coordinator.group.metadata import CommittedOffset
@@ -156,3 +156,47 @@ def test_empty_consumer_groups_expire_with_their_last_offset_or_at_once_without_
         assert d.fetch_offsets("g", [("orders", 0)])[1] == {("orders", 0): None}
         d.shutdown()
     run(go())
+
+
+def test_a_heartbeat_moves_the_session_deadline_without_a_new_timer_and_the_member_is_fenced_after_its_last():
+    """Each heartbeat restarts the member's session timer; the restart only moves its deadline
+    (no cancel and reschedule on the loop's timer heap: that was 40% of a steady heartbeat's CPU).
+    On the loop's clock, driven by hand: heartbeating for ten sessions keeps the member (its
+    wake-up comes and waits on), and it is fenced one session after its last heartbeat, not before."""
+    async def go():
+        loop = asyncio.get_running_loop()
+        clock = [loop.time()]
+        loop.time = lambda: clock[0]  # type: ignore[method-assign]
+
+        async def advance(seconds: float) -> None:
+            clock[0] += seconds
+            for _ in range(5):  # the timers now due run, and what they started
+                await asyncio.sleep(0)
+
+        c = await coordinator(MemoryLog())
+        c.consumer.set_group_config("g", {"consumer.session.timeout.ms": "1000"})
+        fenced, told = asyncio.Event(), c.consumer.on_fenced
+        c.consumer.on_fenced = lambda gid: (told(gid), fenced.set())
+        a = await c.consumer_group_heartbeat(join_req("a"))
+        owned = tuple((t, tuple(sorted(p))) for t, p in a.answer.assignment.items())
+        a = await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", a.answer.member_epoch, topic_partitions=owned))
+        assert c.consumer.groups["g"].state is ConsumerGroupState.STABLE
+        timer = c.consumer._timers[("g", "a", TimerKind.SESSION)]
+        handles = {id(timer.handle)}
+        for _ in range(50):  # 10 s of heartbeats every 200 ms, a 1 s session
+            await advance(0.2)
+            out = await c.consumer_group_heartbeat(HeartbeatRequest("g", "a", a.answer.member_epoch))
+            assert out.error == E.NONE
+            assert c.consumer._timers[("g", "a", TimerKind.SESSION)] is timer
+            assert c.consumer.deadlines("g", "a")[TimerKind.SESSION] == clock[0] + 1.0
+            handles.add(id(timer.handle))
+        assert "a" in c.consumer.groups["g"].members
+        assert len(handles) <= 11  # re-armed only when its wake-up came (every session), not per heartbeat
+        await advance(0.95)
+        assert "a" in c.consumer.groups["g"].members  # not before a session after its last heartbeat
+        assert not fenced.is_set()
+        await advance(0.1)
+        assert fenced.is_set()
+        assert "a" not in c.consumer.groups["g"].members
+        c.shutdown()
+    asyncio.run(go())  # not `run`: its bound is on the loop clock this test drives by hand

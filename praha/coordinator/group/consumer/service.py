@@ -44,6 +44,26 @@ log = logging.getLogger(__name__)
 Append = Callable[[int, list[tuple[bytes, bytes | None]]], Awaitable[ErrorCode]]
 
 
+#: a timer woken this close to its deadline fires (the loop may run a handle a hair early)
+_EARLY_S = 0.001
+
+
+class _Timer:
+    """A member's timer whose restarts cost no timer-heap work: a heartbeat only moves the
+    deadline later; the scheduled wake-up, when it comes, waits on for the rest. (Restarting
+    by cancel and reschedule was 40% of a steady heartbeat's CPU with 1,000 members.)"""
+
+    __slots__ = ("deadline", "ms", "decide", "handle")
+
+    def __init__(self, deadline: float, ms: int, decide: Callable[[], list[Record]]) -> None:
+        self.deadline, self.ms, self.decide = deadline, ms, decide
+        self.handle: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
 @dataclass(frozen=True, slots=True)
 class HeartbeatOutcome:
     error: ErrorCode
@@ -69,7 +89,7 @@ class ConsumerGroupService:
         self.topics = topics
         self.map_error = map_error
         self.groups: dict[str, ConsumerGroup] = {}
-        self._timers: dict[tuple[str, str, TimerKind], asyncio.TimerHandle] = {}
+        self._timers: dict[tuple[str, str, TimerKind], _Timer] = {}
         self._pending: set[asyncio.Task[ErrorCode]] = set()
         self.heartbeats = 0
         self.rebalances = 0
@@ -176,7 +196,7 @@ class ConsumerGroupService:
 
     def deadlines(self, group_id: str, member_id: str) -> dict[TimerKind, float]:
         """The member's running timers and when each fires (the event loop's clock)."""
-        return {k: h.when() for (g, m, k), h in self._timers.items() if (g, m) == (group_id, member_id)}
+        return {k: t.deadline for (g, m, k), t in self._timers.items() if (g, m) == (group_id, member_id)}
 
     def _stop(self, group_id: str, member_id: str, *kinds: TimerKind) -> None:
         for kind in kinds:
@@ -236,26 +256,38 @@ class ConsumerGroupService:
     def _restart(self, group_id: str, member_id: str, kind: TimerKind, ms: int,
                  decide: Callable[[], list[Record]]) -> None:
         key = (group_id, member_id, kind)
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + ms / 1000
+        t = self._timers.get(key)
+        if t is None:
+            t = self._timers[key] = _Timer(deadline, ms, decide)
+        else:
+            t.deadline, t.ms, t.decide = deadline, ms, decide
+            if t.handle is not None and t.handle.when() <= deadline:
+                return  # it wakes first and waits on (most restarts: a heartbeat within the session)
+            t.cancel()
+        t.handle = loop.call_at(deadline, self._due, key, t)
 
-        def fire() -> None:
-            self._timers.pop(key, None)
-            before = self._snapshot_of(group_id)
-            records = decide()
-            if records:
-                log.info("consumer group %s: member %s fenced (%s timeout, %d ms)", group_id, member_id,
-                         kind.value, ms)
-                self._stop(group_id, member_id, *TimerKind)
-                task = loop.create_task(self._write(group_id, records, before))
-                task.add_done_callback(lambda t: self.on_fenced(group_id) if not t.cancelled() and
-                                       t.exception() is None and t.result() == ErrorCode.NONE else None)
-                self._pending.add(task)
-                task.add_done_callback(self._pending.discard)
-
-        self._timers[key] = loop.call_later(ms / 1000, fire)
+    def _due(self, key: tuple[str, str, TimerKind], t: _Timer) -> None:
+        if self._timers.get(key) is not t:
+            return
+        loop = asyncio.get_running_loop()
+        if t.deadline - loop.time() > _EARLY_S:  # restarted since it was scheduled
+            t.handle = loop.call_at(t.deadline, self._due, key, t)
+            return
+        del self._timers[key]
+        group_id, member_id, kind = key
+        before = self._snapshot_of(group_id)
+        records = t.decide()
+        if records:
+            log.info("consumer group %s: member %s fenced (%s timeout, %d ms)", group_id, member_id,
+                     kind.value, t.ms)
+            self._stop(group_id, member_id, *TimerKind)
+            task = loop.create_task(self._write(group_id, records, before))
+            task.add_done_callback(lambda done: self.on_fenced(group_id) if not done.cancelled() and
+                                   done.exception() is None and done.result() == ErrorCode.NONE else None)
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
 
     # ------------------------------------------------------------ topics
     async def on_topics_changed(self) -> int:
@@ -276,6 +308,6 @@ class ConsumerGroupService:
         return {gid: g.state for gid, g in self.groups.items() if not g.dead}
 
     def shutdown(self) -> None:
-        for h in self._timers.values():
-            h.cancel()
+        for t in self._timers.values():
+            t.cancel()
         self._timers.clear()
