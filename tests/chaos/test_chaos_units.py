@@ -156,12 +156,10 @@ def test_seed_217_every_id_stored_twice_is_examined_not_the_first_20(tmp_path):
     assert len(v.details["examples"]) == inv.EXAMPLES
 
 
-def test_praha_chaos_check_rejudges_a_saved_campaigns_copies(tmp_path):
+def test_praha_chaos_check_rejudges_a_saved_campaigns_copies(tmp_path, capsys):
     """`praha chaos check DIR` judges every id a saved campaign stored twice from its replicas'
     files, where the campaign then lived (log.dirs re-rooted at the directory given)."""
-    import subprocess
-    import sys
-
+    from praha.cli.main import main
     from praha.log.records import encode_records
 
     root = tmp_path / "seed-217-copy"
@@ -172,10 +170,9 @@ def test_praha_chaos_check_rejudges_a_saved_campaigns_copies(tmp_path):
     log.write_bytes(resent_batches(22) + encode_records(44, [(None, b"p1-5", 1)], producer_id=1, producer_epoch=0,
                                                         base_sequence=5)
                     + encode_records(45, [(None, b"p1-5", 1)], producer_id=1, producer_epoch=0, base_sequence=5))
-    run = subprocess.run([sys.executable, "-m", "praha", "chaos", "check", str(root)], capture_output=True,
-                         text=True, timeout=60)
-    assert run.returncode == 1, run.stderr
-    out = json.loads(run.stdout)
+    capsys.readouterr()
+    assert main(["chaos", "check", str(root)]) == 1
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["history"] is None
     assert {k: out["copies"][k] for k in ("stored_twice", "duplicated_client_resend", "duplicated", "unexamined")} \
         == {"stored_twice": 23, "duplicated_client_resend": 22, "duplicated": 1, "unexamined": 0}
