@@ -56,13 +56,33 @@ class ControllerFence:
 
     def decide(self, controller_id: int, controller_epoch: int, broker_epoch: int) -> Verdict:
         """Steps 1-4 without I/O: VERIFY means "read the seat, then call `after_reading`"."""
+        if (stale := self._stale(controller_epoch, broker_epoch)) is not None:
+            return stale
+        if self.known_controller == (controller_id, controller_epoch):
+            return Verdict.ACCEPT
+        return Verdict.VERIFY
+
+    def _stale(self, controller_epoch: int, broker_epoch: int) -> Verdict | None:
+        """Steps 1 and 2."""
         if controller_epoch < self.highest_controller_epoch:
             return Verdict.STALE_CONTROLLER
         if broker_epoch != -1 and broker_epoch < self.broker_epoch:
             return Verdict.STALE_BROKER
-        if self.known_controller == (controller_id, controller_epoch):
-            return Verdict.ACCEPT
-        return Verdict.VERIFY
+        return None
+
+    def still_current(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """Steps 1 and 2 again where an admitted LeaderAndIsr takes effect (under the replica
+        manager's lock, after its ZooKeeper reads; Kafka's ReplicaManager checks the controller
+        epoch there too). In seed 216, broker 2 admitted a LeaderAndIsr during a `zk_expire` and
+        waited 3.7 s for a topic-config read. Meanwhile it registered again, and the controller
+        gave the leadership to another broker. It then applied the request and led an epoch the
+        controller had already replaced."""
+        stale = self._stale(controller_epoch, broker_epoch)
+        if stale is Verdict.STALE_CONTROLLER:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if stale is Verdict.STALE_BROKER:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return ErrorCode.NONE
 
     def after_reading(self, controller_id: int, controller_epoch: int, seat: ControllerSeat,
                       read_failed: bool = False) -> Verdict:
