@@ -16,6 +16,9 @@ names. Per request (LeaderAndIsr, UpdateMetadata, StopReplica):
 If ZooKeeper cannot be read for the check, a request whose epoch is not below the highest
 accepted is let through as before (and logged): a broker cut off from ZooKeeper must not
 also refuse the real controller.
+Steps 1 and 2 are checked again where a LeaderAndIsr takes effect (`still_current`, under the
+replica manager's lock): it may have waited there on ZooKeeper while the broker registered
+again or a newer controller's request got in.
 
 Every accepted and refused request is counted by epoch so that tests and the chaos
 harness can check that no write of an older epoch was ever accepted; `on_accept`, when
