@@ -177,6 +177,9 @@ def test_praha_chaos_check_rejudges_a_saved_campaigns_copies(tmp_path, capsys):
     assert {k: out["copies"][k] for k in ("stored_twice", "duplicated_client_resend", "duplicated", "unexamined")} \
         == {"stored_twice": 23, "duplicated_client_resend": 22, "duplicated": 1, "unexamined": 0}
     assert list(out["copies"]["examples"]["duplicated"]) == ["p1-5"]
+    (tmp_path / "empty").mkdir()
+    assert main(["chaos", "check", str(tmp_path / "empty")]) == 1
+    assert capsys.readouterr().err.strip().endswith("not a campaign directory (no cluster/ with the brokers' log dirs)")
 
 
 def test_acknowledgements_out_of_send_order_are_a_nonmonotonic_send():
