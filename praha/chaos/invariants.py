@@ -4,11 +4,10 @@ records      every acknowledged id is at the offset it was acknowledged at (else
              the log reads back in offset order without holes below the high
              watermark; every offset a consumer was served still holds the same id
              (else divergent); every offset ever below a reported high watermark is
-             still readable. Counted, not judged (Kafka's at-least-once with a
-             non-idempotent producer): ids stored at two offsets and acknowledged ids
-             sitting behind later ones, both from librdkafka's resends after
-             NOT_LEADER_OR_FOLLOWER; only an id twice inside one batch, which no
-             resend makes, is a violation.
+             still readable. The producers are idempotent: an id at two offsets is
+             a violation, judged by the batch of each copy (two producer epochs: the
+             client's resend after an epoch bump, `duplicated_client_resend`; one
+             epoch: `duplicated`), and so is an acknowledged id behind a later one.
 replicas     after shutdown, the segment files of every replica hold the same records
              below the final high watermark (no divergence left after truncation).
 controllers  from all state-change logs: one controller per epoch; each broker's
@@ -26,6 +25,7 @@ memory       every broker process stays under the RSS bound and grows less than 
 """
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
@@ -45,6 +45,7 @@ from praha.zk import znodes as zn
 log = logging.getLogger(__name__)
 
 _RID = re.compile(r"^(p\d+)-(\d+)$")
+EXAMPLES = 20  # examples kept per violation; every case is judged
 
 
 # ---------------------------------------------------------------------------- final read
@@ -118,11 +119,8 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
     f.pending = max(0, ledger.sent - f.acked - f.failed)
     for err in ledger.failed.values():
         f.failed_by_error[err] = f.failed_by_error.get(err, 0) + 1
-    where: dict[str, list[tuple[Tp, int]]] = {}
-    for tp, recs in final.records.items():
-        f.read += len(recs)
-        for off, rid in recs.items():
-            where.setdefault(rid, []).append((tp, off))
+    where = where_stored(final)
+    f.read = sum(len(recs) for recs in final.records.values())
     for tp in final.incomplete:
         timeline.violate("unreadable", f"{tp[0]}-{tp[1]} could not be read up to its high watermark "
                          f"{final.high_watermarks.get(tp)}", topic=tp[0], partition=tp[1])
@@ -144,22 +142,26 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
                          t=min(acked[e["id"]].t for e in lost_examples), examples=lost_examples)
     dups = stored_twice(where)
     f.duplicated = len(dups)
-    f.duplicated_examples = {rid: {"stored_at": locs, "acked_at": [acked[rid].tp, acked[rid].offset]
-                                   if rid in acked else None, "send_error": ledger.failed.get(rid),
-                                   **({"batches": final.copies[rid]} if rid in final.copies else {})}
-                             for rid, locs in list(dups.items())[:20]}
+
+    def example(rid: str) -> dict[str, Any]:
+        return {"stored_at": dups[rid], "acked_at": [acked[rid].tp, acked[rid].offset] if rid in acked else None,
+                "send_error": ledger.failed.get(rid), **({"batches": final.copies[rid]} if rid in final.copies else {})}
+
+    f.duplicated_examples = {rid: example(rid) for rid in list(dups)[:EXAMPLES]}
     # the producers are idempotent: a resend must be deduplicated by the leader, unless the client
     # renumbered it under a newer producer epoch (librdkafka's epoch bump, confluentinc/librdkafka#4953,
-    # seed 210), which no leader can recognise: that is its own kind; ids not examined stay `duplicated`
-    resent = {rid for rid, c in final.copies.items() if len({(b["producer_id"], b["producer_epoch"]) for b in c}) > 1}
-    if resent:
-        timeline.violate("duplicated_client_resend", f"{len(resent)} record ids stored twice under two producer "
-                         "epochs: re-sent by the client after an epoch bump, not recognisable by any leader",
-                         examples={rid: e for rid, e in f.duplicated_examples.items() if rid in resent})
-    if len(dups) > len(resent):
-        timeline.violate("duplicated", f"{len(dups) - len(resent)} record ids stored at two offsets (idempotent "
-                         "producers)",
-                         examples={rid: e for rid, e in f.duplicated_examples.items() if rid not in resent})
+    # seed 210), which no leader can recognise: that is its own kind. Every id is judged; only the
+    # examples are capped (seed 217: 24 of 44 ids were left unexamined by a cap on the judging)
+    verdict = classify_copies(dups, final.copies)
+    if verdict.resent:
+        timeline.violate("duplicated_client_resend", f"{len(verdict.resent)} record ids stored twice under two "
+                         "producer epochs: re-sent by the client after an epoch bump, not recognisable by any "
+                         "leader", examples={rid: example(rid) for rid in verdict.resent[:EXAMPLES]})
+    others = verdict.same_epoch + verdict.unexamined
+    if others:
+        unnamed = f"; {len(verdict.unexamined)} with a copy no replica's files hold" if verdict.unexamined else ""
+        timeline.violate("duplicated", f"{len(others)} record ids stored at two offsets (idempotent "
+                         f"producers){unnamed}", examples={rid: example(rid) for rid in others[:EXAMPLES]})
     f.unacked_present = sum(1 for rid in where if rid not in acked)
     _check_contiguous(final, f, timeline)
     _check_order(acked, f, timeline)
@@ -259,6 +261,15 @@ def segment_batches(partition_dir: Path) -> Iterator[tuple[Any, list[Any]]]:
             log.debug("stopped reading %s: %s", seg, e)
 
 
+def where_stored(final: FinalRead) -> dict[str, list[tuple[Tp, int]]]:
+    """id -> every (partition, offset) the final read found it at."""
+    where: dict[str, list[tuple[Tp, int]]] = {}
+    for tp, recs in final.records.items():
+        for off, rid in recs.items():
+            where.setdefault(rid, []).append((tp, off))
+    return where
+
+
 def stored_twice(where: dict[str, list[tuple[Tp, int]]]) -> dict[str, list[tuple[Tp, int]]]:
     return {rid: locs for rid, locs in where.items() if len(locs) > 1}
 
@@ -267,27 +278,23 @@ def batch_producers(partition_dir: Path, offsets: set[int]) -> dict[int, dict[st
     """offset -> producer id, epoch, base sequence and leader epoch of the batch holding it, from
     a partition directory's .log segments (read-only)."""
     out: dict[int, dict[str, int]] = {}
+    wanted = sorted(offsets)
     for h, _ in segment_batches(partition_dir):
-        for off in offsets:
-            if h.base_offset <= off <= h.last_offset:
-                out[off] = {"offset": off, "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
-                            "base_sequence": h.base_sequence, "leader_epoch": h.leader_epoch}
+        for off in wanted[bisect.bisect_left(wanted, h.base_offset):bisect.bisect_right(wanted, h.last_offset)]:
+            out[off] = {"offset": off, "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
+                        "base_sequence": h.base_sequence, "leader_epoch": h.leader_epoch}
     return out
 
 
-def describe_copies(log_dirs: dict[int, list[Path]], final: FinalRead, limit: int = 20) -> None:
-    """For up to `limit` ids the final read found at two offsets, the batch of each copy from
-    the first replica that holds it, into `final.copies` (call it before any tmpfs dir is
+def describe_copies(log_dirs: dict[int, list[Path]], final: FinalRead) -> None:
+    """For every id the final read found at two offsets, the batch of each copy from the first
+    replica that holds them all, into `final.copies` (call it before any tmpfs dir is
     unmounted). Copies under two producer epochs are the client's resend after an epoch bump,
     which no broker can recognise; the same producer epoch twice would be the leader's fault
     (seed 210)."""
-    where: dict[str, list[tuple[Tp, int]]] = {}
-    for tp, recs in final.records.items():
-        for off, rid in recs.items():
-            where.setdefault(rid, []).append((tp, off))
+    dups = stored_twice(where_stored(final))
     wanted: dict[Tp, set[int]] = {}
-    examined = list(stored_twice(where).items())[:limit]
-    for _, locs in examined:
+    for locs in dups.values():
         for tp, off in locs:
             wanted.setdefault(tp, set()).add(off)
     found: dict[Tp, dict[int, dict[str, int]]] = {}
@@ -297,9 +304,81 @@ def describe_copies(log_dirs: dict[int, list[Path]], final: FinalRead, limit: in
             if d is not None and (got := batch_producers(d, offsets)).keys() >= offsets:
                 found[tp] = got
                 break
-    for rid, locs in examined:
+    for rid, locs in dups.items():
         if all(off in found.get(tp, {}) for tp, off in locs):
             final.copies[rid] = [found[tp][off] for tp, off in locs]
+
+
+def saved_log_dirs(root: Path) -> dict[int, list[Path]]:
+    """broker -> its log dirs in a saved campaign directory (from each broker's
+    server.properties, re-rooted at `root` so a copied campaign reads its own files)."""
+    out: dict[int, list[Path]] = {}
+    for props in sorted((root / "cluster").glob("broker-*/server.properties")):
+        bid = int(props.parent.name.removeprefix("broker-"))
+        for line in props.read_text().splitlines():
+            if line.startswith("log.dirs="):
+                for entry in line.removeprefix("log.dirs=").split(","):
+                    parts = Path(entry).parts
+                    at = max((i for i, x in enumerate(parts) if x in ("cluster", "disks")), default=None)
+                    out.setdefault(bid, []).append(root.joinpath(*parts[at:]) if at is not None else Path(entry))
+    return out
+
+
+def final_from_replicas(log_dirs: dict[int, list[Path]], prefix: str) -> FinalRead:
+    """What the final read found, rebuilt from a stopped campaign's segment files: each
+    partition of the topics named `prefix`... as its longest replica holds it (the replicas agree below the high
+    watermark, which `check_replicas` judged), to re-judge a saved campaign."""
+    out = FinalRead()
+    for dirs in log_dirs.values():
+        for d in dirs:
+            for part in d.glob("*-*") if d.is_dir() else ():
+                topic, _, num = part.name.rpartition("-")
+                if topic.startswith(prefix) and num.isdigit():
+                    recs, _ = read_segment_records(part)
+                    if len(recs) >= len(out.records.get((topic, int(num)), {})):
+                        out.records[(topic, int(num))] = recs
+    out.high_watermarks = {tp: max(recs, default=-1) + 1 for tp, recs in out.records.items()}
+    return out
+
+
+def rejudge_copies(root: Path, prefix: str = "chaos-data-") -> dict[str, Any]:
+    """Every id a saved campaign stored twice in its data topics, judged again from its
+    replicas' files (`praha chaos check DIR`)."""
+    dirs = saved_log_dirs(root)
+    final = final_from_replicas(dirs, prefix)
+    describe_copies(dirs, final)
+    dups = stored_twice(where_stored(final))
+    v = classify_copies(dups, final.copies)
+    return {"stored_twice": len(dups), "duplicated_client_resend": len(v.resent), "duplicated": len(v.same_epoch),
+            "unexamined": len(v.unexamined),
+            "examples": {kind: {rid: {"stored_at": dups[rid], "batches": final.copies.get(rid)}
+                                for rid in ids[:EXAMPLES]}
+                         for kind, ids in (("duplicated_client_resend", v.resent), ("duplicated", v.same_epoch),
+                                           ("unexamined", v.unexamined)) if ids}}
+
+
+@dataclass(frozen=True)
+class CopiesVerdict:
+    """Ids stored twice, each judged by the batches of its copies (in the order given)."""
+    resent: list[str]       # copies under two producer epochs: the client renumbered them
+    same_epoch: list[str]   # one producer epoch: a resend the leader should have recognised
+    unexamined: list[str]   # some copy's batch was in no replica's files
+
+
+def classify_copies(dups: dict[str, list[tuple[Tp, int]]],
+                    copies: dict[str, list[dict[str, Any]]]) -> CopiesVerdict:
+    resent: list[str] = []
+    same: list[str] = []
+    unexamined: list[str] = []
+    for rid in dups:
+        batches = copies.get(rid)
+        if batches is None:
+            unexamined.append(rid)
+        elif len({(b["producer_id"], b["producer_epoch"]) for b in batches}) > 1:
+            resent.append(rid)
+        else:
+            same.append(rid)
+    return CopiesVerdict(resent, same, unexamined)
 
 
 def replica_dir(log_dirs: list[Path], tp: Tp) -> tuple[Path | None, list[Path]]:

@@ -4,6 +4,10 @@
               [--group-members 3] [--netns] [--secure] [--workload queue|txn|share] [--dir D] [--json]
   praha chaos check HISTORY     re-check a saved queue history (JSON lines; format and
                                 anomalies in praha/chaos/history.py); exit 1 on any anomaly
+  praha chaos check DIR         re-judge a saved campaign directory: its history.jsonl (if
+                                any) and every id its data topics hold twice, each judged
+                                by the batches of its copies in the replicas' segment files
+                                (two producer epochs: the client's resend); exit 1 on any
   praha chaos cleanup           remove what campaigns killed from outside left behind: their
                                 processes, tmpfs log dirs, namespaces and nftables rules
                                 (praha/chaos/leftovers.py; each campaign also does it first)
@@ -59,9 +63,10 @@ _positive = at_least(0)
 def register(sub: Any) -> None:
     p = sub.add_parser("chaos", help="run a chaos campaign (faults + workload + invariant checks)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("check", nargs="*", metavar="check HISTORY | cleanup",
-                   help="instead of a campaign: check the queue history in the file HISTORY, or remove "
-                        "what killed campaigns left behind")
+    p.add_argument("check", nargs="*", metavar="check HISTORY|DIR | cleanup",
+                   help="instead of a campaign: check the queue history in the file HISTORY, re-judge a saved "
+                        "campaign directory DIR (its history and the records stored twice), or remove what killed "
+                        "campaigns left behind")
     p.add_argument("--brokers", type=int, default=5, help="brokers to start (3-5; default 5)")
     p.add_argument("--faults", type=_positive, default=20, help="faults to inject (default 20)")
     p.add_argument("--seed", type=int, help="seed of the fault schedule (default: random, printed)")
@@ -138,13 +143,30 @@ def _check_history(words: list[str]) -> int:
     from praha.cli.options import CliError
 
     if len(words) != 2 or words[0] != "check":
-        raise CliError(f"expected `praha chaos check HISTORY` or `praha chaos cleanup`, got {' '.join(words)!r}")
+        raise CliError(f"expected `praha chaos check HISTORY|DIR` or `praha chaos cleanup`, got {' '.join(words)!r}")
     path = Path(words[1])
+    if path.is_dir():
+        return _check_campaign(path)
     if not path.is_file():
-        raise CliError(f"{path}: no such history file")
+        raise CliError(f"{path}: no such history file or campaign directory")
     verdict = check(load(path))
     print(json.dumps(verdict.to_json()), flush=True)
     return 0 if verdict.clean else 1
+
+
+def _check_campaign(root: Path) -> int:
+    from praha.chaos.history import check, load
+    from praha.chaos.invariants import rejudge_copies
+    from praha.cli.options import CliError
+
+    if not (root / "cluster").is_dir():
+        raise CliError(f"{root}: not a campaign directory (no cluster/ with the brokers' log dirs)")
+    history = check(load(root / "history.jsonl")) if (root / "history.jsonl").is_file() else None
+    copies = rejudge_copies(root)
+    print(json.dumps({"history": history.to_json() if history is not None else None, "copies": copies},
+                     default=list), flush=True)
+    clean = (history is None or history.clean) and copies["stored_twice"] == 0
+    return 0 if clean else 1
 
 
 def _cleanup() -> int:

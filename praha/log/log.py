@@ -840,7 +840,12 @@ class Log:
     # -- truncation --------------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
         """Drop every batch holding an offset ≥ `offset` (a batch straddling it goes
-        whole) and the epochs starting there; returns the new log end offset."""
+        whole) and the epochs starting there; returns the new log end offset. At or past
+        the log end no batch goes, but an epoch starting at the log end does (as in Kafka's
+        `UnifiedLog.truncateTo`): a leader that recorded its epoch and appended nothing
+        before losing the seat must not keep it, or it answers and asks OffsetsForLeaderEpoch
+        about an epoch it holds no record of (seed 216: a follower asked the same question
+        for two minutes and never fetched)."""
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         try:
@@ -852,6 +857,7 @@ class Log:
         with self._lock:
             self._check_open()
             if offset >= self._leo:
+                self.epoch_cache.truncate_from_end(self._leo)
                 return self._leo
             if offset < self._segments[0].base_offset:
                 self._truncate_fully_locked(offset)

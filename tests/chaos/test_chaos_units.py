@@ -127,6 +127,61 @@ def test_a_duplicate_under_one_producer_epoch_stays_the_leaders_violation(tmp_pa
     assert [v.invariant for v in tl.violations] == ["duplicated"]
 
 
+def resent_batches(n: int) -> bytes:
+    """n records in one batch of producer 0 at epoch 0, and the same n again renumbered under
+    epoch 1 (librdkafka's resend after an epoch bump)."""
+    from praha.log.records import encode_records
+
+    values = [(None, f"p0-{i}".encode(), 1) for i in range(n)]
+    return (encode_records(0, values, producer_id=0, producer_epoch=0, base_sequence=3019, leader_epoch=22)
+            + encode_records(n, values, producer_id=0, producer_epoch=1, base_sequence=0, leader_epoch=24))
+
+
+def test_seed_217_every_id_stored_twice_is_examined_not_the_first_20(tmp_path):
+    """Seed 217 stored 44 ids twice, all under two producer epochs, but the judge read the
+    batches of 20 ids only and called the other 24 plain `duplicated`. Every id is judged now;
+    only the examples are capped."""
+    n = 44
+    d = tmp_path / "broker-1" / "t-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(resent_batches(n))
+    final = final_read({**{i: f"p0-{i}" for i in range(n)}, **{n + i: f"p0-{i}" for i in range(n)}})
+    inv.describe_copies({1: [tmp_path / "broker-1"]}, final)
+    assert len(final.copies) == n
+    ledger, tl = ledger_with({f"p0-{i}": (0, n + i) for i in range(n)})
+    assert inv.check_records(ledger, final, HwState(), tl).duplicated == n
+    [v] = tl.violations
+    assert v.invariant == "duplicated_client_resend"
+    assert v.message.startswith(f"{n} record ids")
+    assert len(v.details["examples"]) == inv.EXAMPLES
+
+
+def test_praha_chaos_check_rejudges_a_saved_campaigns_copies(tmp_path, capsys):
+    """`praha chaos check DIR` judges every id a saved campaign stored twice from its replicas'
+    files, where the campaign then lived (log.dirs re-rooted at the directory given)."""
+    from praha.cli.main import main
+    from praha.log.records import encode_records
+
+    root = tmp_path / "seed-217-copy"
+    (root / "cluster" / "broker-1" / "data" / "chaos-data-0-1").mkdir(parents=True)
+    (root / "cluster" / "broker-1" / "server.properties").write_text(
+        "broker.id=1\nlog.dirs=/elsewhere/seed-217/cluster/broker-1/data,/elsewhere/seed-217/disks/broker-1\n")
+    log = root / "cluster" / "broker-1" / "data" / "chaos-data-0-1" / "00000000000000000000.log"
+    log.write_bytes(resent_batches(22) + encode_records(44, [(None, b"p1-5", 1)], producer_id=1, producer_epoch=0,
+                                                        base_sequence=5)
+                    + encode_records(45, [(None, b"p1-5", 1)], producer_id=1, producer_epoch=0, base_sequence=5))
+    capsys.readouterr()
+    assert main(["chaos", "check", str(root)]) == 1
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["history"] is None
+    assert {k: out["copies"][k] for k in ("stored_twice", "duplicated_client_resend", "duplicated", "unexamined")} \
+        == {"stored_twice": 23, "duplicated_client_resend": 22, "duplicated": 1, "unexamined": 0}
+    assert list(out["copies"]["examples"]["duplicated"]) == ["p1-5"]
+    (tmp_path / "empty").mkdir()
+    assert main(["chaos", "check", str(tmp_path / "empty")]) == 1
+    assert capsys.readouterr().err.strip().endswith("not a campaign directory (no cluster/ with the brokers' log dirs)")
+
+
 def test_acknowledgements_out_of_send_order_are_a_nonmonotonic_send():
     ledger, tl = ledger_with({"p0-0": (0, 1), "p0-1": (0, 0)})
     f = inv.check_records(ledger, final_read({0: "p0-1", 1: "p0-0"}), HwState(), tl)

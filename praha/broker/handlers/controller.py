@@ -63,7 +63,14 @@ class ControllerApis:
         refusal = await self._refusal(LEADER_AND_ISR, "LeaderAndIsr", data)
         if refusal is not None:
             return refusal
-        result = await self.broker.replica_manager_call(lambda rm: rm.become_leader_or_follower(data))
+        fence = self.broker.fence
+        result = await self.broker.replica_manager_call(lambda rm: rm.become_leader_or_follower(
+            data, still_current=lambda: fence.still_current(data.controller_epoch, data.broker_epoch)))
+        if result.error_code != ErrorCode.NONE:  # went stale while it waited to take effect
+            fence.refused[(LEADER_AND_ISR, data.controller_epoch)] += 1
+            self._log_refused("LeaderAndIsr", data.controller_id, data.controller_epoch, ErrorCode(result.error_code),
+                              "stale by the time it could take effect")
+            return wire.response_to_wire(LEADER_AND_ISR, result)
         self.broker.state_log.record(
             "LeaderAndIsrReceived", data.controller_id, data.controller_epoch, partitions=len(data.partitions),
             leaders={str(s.tp): [s.leader, s.leader_epoch] for s in data.partitions},

@@ -16,6 +16,9 @@ names. Per request (LeaderAndIsr, UpdateMetadata, StopReplica):
 If ZooKeeper cannot be read for the check, a request whose epoch is not below the highest
 accepted is let through as before (and logged): a broker cut off from ZooKeeper must not
 also refuse the real controller.
+Steps 1 and 2 are checked again where a LeaderAndIsr takes effect (`still_current`, under the
+replica manager's lock): it may have waited there on ZooKeeper while the broker registered
+again or a newer controller's request got in.
 
 Every accepted and refused request is counted by epoch so that tests and the chaos
 harness can check that no write of an older epoch was ever accepted; `on_accept`, when
@@ -56,13 +59,33 @@ class ControllerFence:
 
     def decide(self, controller_id: int, controller_epoch: int, broker_epoch: int) -> Verdict:
         """Steps 1-4 without I/O: VERIFY means "read the seat, then call `after_reading`"."""
+        if (stale := self._stale(controller_epoch, broker_epoch)) is not None:
+            return stale
+        if self.known_controller == (controller_id, controller_epoch):
+            return Verdict.ACCEPT
+        return Verdict.VERIFY
+
+    def _stale(self, controller_epoch: int, broker_epoch: int) -> Verdict | None:
+        """Steps 1 and 2."""
         if controller_epoch < self.highest_controller_epoch:
             return Verdict.STALE_CONTROLLER
         if broker_epoch != -1 and broker_epoch < self.broker_epoch:
             return Verdict.STALE_BROKER
-        if self.known_controller == (controller_id, controller_epoch):
-            return Verdict.ACCEPT
-        return Verdict.VERIFY
+        return None
+
+    def still_current(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """Steps 1 and 2 again where an admitted LeaderAndIsr takes effect (under the replica
+        manager's lock, after its ZooKeeper reads; Kafka's ReplicaManager checks the controller
+        epoch there too). In seed 216, broker 2 admitted a LeaderAndIsr during a `zk_expire` and
+        waited 3.7 s for a topic-config read. Meanwhile it registered again, and the controller
+        gave the leadership to another broker. It then applied the request and led an epoch the
+        controller had already replaced."""
+        stale = self._stale(controller_epoch, broker_epoch)
+        if stale is Verdict.STALE_CONTROLLER:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if stale is Verdict.STALE_BROKER:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return ErrorCode.NONE
 
     def after_reading(self, controller_id: int, controller_epoch: int, seat: ControllerSeat,
                       read_failed: bool = False) -> Verdict:

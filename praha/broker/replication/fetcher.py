@@ -54,6 +54,7 @@ from praha.protocol.messages.gen.produce_fetch import (
 if TYPE_CHECKING:
     from praha.broker.quotas.replication_quota import ReplicationQuota
     from praha.broker.replication.partition import Partition
+    from praha.log import Log
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,16 @@ def truncation_offset(leader_epoch: int, leader_end_offset: int, log_end: int, h
         # we lack the epoch the leader named: cut to the end of our last earlier epoch, ask again
         return Truncation(min(our_end, log_end), False)
     return Truncation(min(our_end, leader_end_offset, log_end), True)
+
+
+def truncate_follower(log_: Log, offset: int) -> bool:
+    """Truncate a follower's log to `offset`, also when that is its log end (the log then
+    drops an epoch that starts there and holds no record, so the next OffsetsForLeaderEpoch
+    asks about an older one: seed 216's follower asked about such an epoch for ever).
+    Returns whether records went."""
+    before = log_.log_end_offset
+    log_.truncate_to(offset)
+    return log_.log_end_offset < before
 
 
 # ------------------------------------------------------------------------- fetcher
@@ -309,12 +320,10 @@ class ReplicaFetcher:
             self._delay(asks[tp][0])
 
     def _truncate_to(self, p: Partition, offset: int, why: str) -> None:
-        log_ = p.log
-        if offset < log_.log_end_offset:
-            before = log_.log_end_offset
-            log_.truncate_to(offset)
+        before = p.log.log_end_offset
+        if truncate_follower(p.log, offset):
             self.stats.truncations += 1
-            log.info("%s: truncated from %d to %d as follower of %d (%s)", p.tp, before, log_.log_end_offset,
+            log.info("%s: truncated from %d to %d as follower of %d (%s)", p.tp, before, p.log.log_end_offset,
                      self.source.id, why)
         p.after_truncation()
 

@@ -460,10 +460,16 @@ class ReplicaManager:
             return self.config.min_insync_replicas
 
     # ------------------------------------------------------------------ controller requests
-    async def become_leader_or_follower(self, req: LeaderAndIsrRequestData) -> ControllerResponseData:
+    async def become_leader_or_follower(self, req: LeaderAndIsrRequestData,
+                                        still_current: Callable[[], ErrorCode] | None = None) -> ControllerResponseData:
+        """Apply a LeaderAndIsr. `still_current` is the fence asked again once the request holds
+        the lock and ZooKeeper's topic configs are read (which waits while ZooKeeper is away): a
+        request whose broker or controller epoch went stale meanwhile is refused with that error."""
         assert self._state_lock is not None
         async with self._state_lock:
             await self._load_topic_configs({s.tp.topic for s in req.partitions})
+            if still_current is not None and (code := still_current()) != ErrorCode.NONE:
+                return ControllerResponseData(code)
             await self._create_new_logs(req)
             return self._apply_leader_and_isr(req)
 
