@@ -51,6 +51,9 @@ SETTINGS = {
     "group.share.heartbeat.interval.ms": "500",
     "group.share.session.timeout.ms": "6000",
     "group.initial.rebalance.delay.ms": "0",
+    # a killed leader's partitions stay where the election put them: a coordinator that moves drops
+    # its in-memory share groups (see the offsets test)
+    "auto.leader.rebalance.enable": "false",
     # let a GROUP config set a short lock (Kafka's minimum is 15 s)
     "group.share.min.record.lock.duration.ms": "1000",
 }
