@@ -215,11 +215,11 @@ def test_delete_records_between_planning_and_reading_fails_or_is_skipped(pipelin
 
 def test_micro_batches_read_and_write_with_the_python_workers_kept_clients(spark, pipeline, topic_name, tmp_path):
     """Spark reuses its Python workers, and their tasks borrow the worker's cluster client and
-    producer (`praha.spark.pool`), and the micro-batch's commit (a new Python process each time)
-    does not check the topic again: after a first query has made the clients, six micro-batches of
-    two read and two write tasks open fewer connections than there are micro-batches (the new
-    query's planning makes a few). With ten micro-batches, tasks that connected anew opened 105;
-    with the clients kept but the topic checked at every commit, 10."""
+    producer (`praha.spark.pool`); the micro-batch's commit (a new Python process each time) does
+    not check the topic again. So once a query runs, its micro-batches of two read and two write
+    tasks open (next to) no connections: counted from the brokers' accepted connections between
+    its third and its ninth micro-batch. Tasks that connected anew opened about ten per
+    micro-batch; with the clients kept but the topic checked at every commit, one."""
     from praha.testing.cluster import scrape_metrics
 
     out_topic = f"{topic_name}-out"
@@ -231,21 +231,24 @@ def test_micro_batches_read_and_write_with_the_python_workers_kept_clients(spark
         return sum(scrape_metrics(b.actual_metrics_port)["praha_broker_connections_accepted"]
                    for b in pipeline.cluster.load().brokers.values())
 
-    def run(checkpoint, per_trigger: str) -> list[int]:
-        q = (_stream(spark, pipeline, subscribe=topic_name, startingOffsets="earliest",
-                     maxOffsetsPerTrigger=per_trigger)
-             .selectExpr("key", "value")
-             .writeStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap)
-             .option("topic", out_topic).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-        assert q.awaitTermination(180), "availableNow query did not finish"
-        assert q.exception() is None
-        return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    def batches_read() -> int:
+        return sum(1 for p in q.recentProgress if p["numInputRows"])
 
-    assert sum(run(tmp_path / "warm", "300")) == 600  # the workers make their clients here
-    before = accepted()
-    batches = run(tmp_path / "ck", "100")
-    opened = accepted() - before
-    assert batches == [100] * 6
-    assert opened < len(batches), f"{opened:.0f} connections opened for {len(batches)} micro-batches"
-    assert len(pipeline.values(out_topic, 1200)) == 1200
+    q = (_stream(spark, pipeline, subscribe=topic_name, startingOffsets="earliest", maxOffsetsPerTrigger="60")
+         .selectExpr("key", "value")
+         .writeStream.format("praha").option("kafka.bootstrap.servers", pipeline.bootstrap)
+         .option("topic", out_topic).option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        wait_for(lambda: batches_read() >= 3, 180, what="three micro-batches")
+        before, first = accepted(), batches_read()
+        wait_for(lambda: batches_read() >= 9, 180, what="nine micro-batches")
+        opened, between = accepted() - before, batches_read() - first
+        wait_for(lambda: batches_read() >= 10, 180, what="all ten micro-batches")
+        assert q.exception() is None
+    finally:
+        q.stop()
+    assert between >= 6
+    # a Python worker Spark replaced makes its clients again: two to spare, not one per micro-batch
+    assert opened <= 2, f"{opened:.0f} connections opened over {between} micro-batches"
+    assert len(pipeline.values(out_topic, 600)) == 600
