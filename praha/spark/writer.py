@@ -25,10 +25,12 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Shor
 from praha.errors import PrahaError
 from praha.spark.exactly_once import Row
 from praha.spark.options import OptionError, WriteOptions
-from praha.spark.pool import PRODUCERS
+from praha.spark.pool import CLIENTS, PRODUCERS
 
 #: Kafka's AclOperation code of WRITE (its bit in authorised-operation fields)
 WRITE = 4
+#: the client id of the sink's own metadata checks
+SINK_CLIENT_ID = "praha-spark-sink"
 #: how long a task waits for its last acknowledgements (librdkafka retries within it)
 FLUSH_TIMEOUT_S = 120.0
 
@@ -79,11 +81,13 @@ def check_topic_exists(opts: WriteOptions) -> None:
     names a topic that exists (praha does not auto-create) and that the user may write."""
     from praha.spark.kafka import ClusterClient, not_authorized
 
-    # a new Python process each time (a write's plan, a streaming query's start): nothing to keep
-    with ClusterClient(opts.bootstrap, client_id="praha-spark-sink", security=opts.security.client_security()) \
-            as client:
-        # from any broker that answers: Spark plans a streaming write again for every
-        # micro-batch, and a broker of the last metadata may just have died
+    key = (opts.bootstrap, SINK_CLIENT_ID, False, opts.security)
+    make = lambda: ClusterClient(opts.bootstrap, client_id=SINK_CLIENT_ID,  # noqa: E731
+                                 security=opts.security.client_security())
+    # Spark plans a streaming write again for every micro-batch (pyspark's write_into_data_source,
+    # in a reused Python worker): the check borrows that worker's client, from any broker that
+    # answers, since a broker of the last metadata may just have died
+    with CLIENTS.borrow(key, make) as client:
         md = client.refresh([opts.topic] if opts.topic else [], authorized_operations=opts.security.sasl)
         if opts.topic is None:
             return
