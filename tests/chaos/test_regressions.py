@@ -80,6 +80,62 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
             store.stop()
 
 
+def test_seed_216_kafka_python_records_its_reset_after_offset_out_of_range(tmp_path, zk_connect):
+    """Seed 216's nonmonotonic_poll was kafka-python's own rewind (auto_offset_reset after an
+    OFFSET_OUT_OF_RANGE from a stale leader): the workload's kafka-python consumer records such
+    a reset, with the real client and a real broker answering, and the checker excuses exactly it."""
+    import io
+    import json
+    import logging
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    from praha.chaos.history import check
+    from praha.chaos.txnclient import History, ResetRecorder, _poll_op
+    from praha.testing.cluster import bootstrap
+
+    with running_cluster(tmp_path / "c", zk_connect, 1) as cluster:
+        servers = bootstrap(cluster)
+        producer = Producer({"bootstrap.servers": servers, "log_level": 0})
+        for i in range(3):
+            producer.produce("reset216", value=b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        buf = io.StringIO()
+        out = History(buf)
+        recorder = ResetRecorder("c2", out)
+        recorder.install()
+        consumer = KafkaConsumer(bootstrap_servers=servers, auto_offset_reset="earliest", group_id=None,
+                                 enable_auto_commit=False, fetch_max_wait_ms=200)
+        try:
+            tp = KTP("reset216", 0)
+            consumer.assign([tp])
+            seen: list[list[object]] = []
+
+            def read() -> bool:
+                got = consumer.poll(timeout_ms=300).get(tp, [])
+                if got:
+                    seen.extend([m.offset, m.value.decode()] for m in got)
+                    out.write(_poll_op("c2", "read_uncommitted", {"reset216-0": [[m.offset, m.value.decode()]
+                                                                                  for m in got]}))
+                return len(seen) >= 3
+
+            wait_for(read, 60, what="the first read")
+            consumer.seek(tp, 100)  # above the log end (3): OFFSET_OUT_OF_RANGE, then earliest
+            seen.clear()
+            wait_for(read, 60, what="the read after the reset")
+        finally:
+            consumer.close()
+            logging.getLogger(ResetRecorder.LOGGER).removeHandler(recorder)
+    ops = [json.loads(line) for line in buf.getvalue().splitlines()]
+    resets = [o for o in ops if o["op"] == "reset"]
+    assert [(o["partition"], o["from"], o["to"]) for o in resets] == [("reset216-0", 100, 0)]
+    v = check(ops)
+    assert v.clean, v.to_json()
+    assert v.offset_resets == 1
+    assert not check([o for o in ops if o["op"] != "reset"]).clean  # the same polls without it
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_seed_replays(tmp_path, seed):
