@@ -237,7 +237,7 @@ def _reset(o: dict[str, Any], last: dict[tuple[str, str], int], v: Verdict) -> N
     frm, to = o.get("from"), o.get("to")
     if not isinstance(frm, int) or not isinstance(to, int) or (key in last and frm <= last[key]):
         return
-    last[key] = to - 1
+    last[key] = min(to - 1, last.get(key, to - 1))  # a move forward excuses no skip
     v.offset_resets += 1
     if len(v.reset_examples) < EXAMPLES:
         v.reset_examples.append({"process": key[0], "partition": key[1], "from": frm, "to": to})

@@ -164,3 +164,29 @@ def test_a_reset_excuses_only_the_rewind_it_names(reset, again, anomaly):
     op = {"op": "reset", "process": "c2", "partition": "t-0", "from": 4, "to": 0, "t": 2.5, **reset}
     v = check([*SEED_216, op, poll("c2", {"t-0": again}, t=3.0)])
     assert v.counts[anomaly] >= 1, v.to_json()
+
+
+def test_a_reset_forward_excuses_no_skip():
+    h = [*SEED_216, send("x0", "c", offset=3), poll("c2", {"t-0": [[1, "a"], [2, "b"]]}, t=2.0),
+         {"op": "reset", "process": "c2", "partition": "t-0", "from": 3, "to": 4, "t": 2.5},
+         poll("c2", {"t-0": [[4, "d"]]}, t=3.0)]
+    assert check(h).counts["poll_skip"] == 1
+
+
+def test_librdkafka_resets_are_read_from_its_log_lines():
+    from praha.chaos.txn import librdkafka_resets
+
+    head = "%4|1795778951.311|OFFSET|rdkafka#consumer-1| [thrd:198.18.0.14:9092/2]: chaos-txn-out-1 [1]: "
+    why = ": fetch failed due to requested offset not available on the broker: Broker: Offset out of range"
+    text = "\n".join([
+        head + "offset reset (at offset 581 (leader epoch 4), broker 2) to offset BEGINNING (leader epoch -1)" + why,
+        head + "offset reset (at offset 9 (leader epoch 4), broker 2) to cached BEGINNING offset offset 3 "
+               "(leader epoch -1)" + why,
+        head + "offset reset (at offset 7 (leader epoch 4), broker 2) to offset END (leader epoch -1)" + why,
+        head + "offset reset (at offset 5, broker 2) to offset BEGINNING: no previously committed offset: Local: "
+               "No offset stored",
+        "%6|1795778951.400|FAIL|rdkafka#consumer-1| [thrd:main]: Disconnected",
+    ])
+    assert librdkafka_resets("c0", text) == [
+        {"op": "reset", "process": "c0", "partition": "chaos-txn-out-1-1", "from": 581, "to": 0, "t": 1795778951.311},
+        {"op": "reset", "process": "c0", "partition": "chaos-txn-out-1-1", "from": 9, "to": 3, "t": 1795778951.311}]
