@@ -10,6 +10,13 @@ A history is JSON lines, one per completed operation (in completion order):
    "t": 2.0, "records": {"t-0": [[offset, value], ...]}}
   {"op": "assign", "process": "c0", "t": 2.1}          # assign/subscribe/rebalance: positions reset
   {"op": "commit", "process": "c0", "group": "g", "type": "ok", "t": 2.2, "offsets": {"t-0": 12}}
+  {"op": "reset", "process": "c0", "partition": "t-0", "from": 13, "to": 0, "t": 2.3}
+
+A `reset` is a consumer's own rewind: its fetch at `from` was answered OFFSET_OUT_OF_RANGE
+and the client moved to `to` (auto.offset.reset), as Kafka's clients do when a stale leader
+whose log ends below `from` answers. It excuses one rewind of that process on that
+partition, to `to` and no lower (counted as `offset_resets`, not as an anomaly); a reset at
+or below an offset the process had already read excuses nothing.
 
 A plain (idempotent) send is a txn op with `txn` null and one send. `ok` is acknowledged
 (committed, for a transaction), `fail` is known not to have happened (aborted), `info` is
@@ -57,6 +64,9 @@ class Verdict:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {a: [] for a in ANOMALIES})
     g0_cycles: int = 0
     ops: int = 0
+    #: consumers' own rewinds after OFFSET_OUT_OF_RANGE (see `reset` above), with examples
+    offset_resets: int = 0
+    reset_examples: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, anomaly: str, example: dict[str, Any]) -> None:
         self.counts[anomaly] += 1
@@ -69,6 +79,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"ops": self.ops, "anomalies": self.counts, "g0_cycles": self.g0_cycles,
+                "offset_resets": self.offset_resets, "reset_examples": self.reset_examples,
                 "examples": {k: v for k, v in self.examples.items() if v}}
 
 
@@ -195,6 +206,9 @@ def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
             for key in [k for k in last if k[0] == proc]:
                 del last[key]
             continue
+        if o.get("op") == "reset":
+            _reset(o, last, v)
+            continue
         if o.get("op") != "poll" or o.get("type", "ok") != "ok":
             continue
         committed_only = o.get("isolation") == "read_committed"
@@ -213,6 +227,20 @@ def _positions(ops: list[dict[str, Any]], at: dict[tuple[str, int], set[str]],
                 prev = off if prev is None else max(prev, off)
             if prev is not None:
                 last[(proc, part)] = prev
+
+
+def _reset(o: dict[str, Any], last: dict[tuple[str, str], int], v: Verdict) -> None:
+    """A client's rewind after OFFSET_OUT_OF_RANGE: its next poll of the partition starts at
+    `to` (nothing below it, nothing visible skipped from it); one refused at or below what
+    the process had read is no out-of-range answer a correct broker gives, and excuses nothing."""
+    key = (o.get("process", ""), o.get("partition", ""))
+    frm, to = o.get("from"), o.get("to")
+    if not isinstance(frm, int) or not isinstance(to, int) or (key in last and frm <= last[key]):
+        return
+    last[key] = min(to - 1, last.get(key, to - 1))  # a move forward excuses no skip
+    v.offset_resets += 1
+    if len(v.reset_examples) < EXAMPLES:
+        v.reset_examples.append({"process": key[0], "partition": key[1], "from": frm, "to": to})
 
 
 def _sends(txns: list[dict[str, Any]], v: Verdict) -> None:

@@ -84,7 +84,8 @@ def _txn_line(t: dict[str, Any]) -> str:
     return (f"  transactions: {t['committed_txns']} committed ({t['acked']} values), {t['aborted_txns']} aborted, "
             f"{t['indeterminate_txns']} indeterminate; {t['polled']} records polled, {t['ops']} operations; "
             f"anomalies: {', '.join(f'{k} {n}' for k, n in sorted(found.items())) or 'none'} "
-            f"(G0 cycles, allowed: {t['g0_cycles']})")
+            f"(G0 cycles, allowed: {t['g0_cycles']}; consumers' own rewinds after OFFSET_OUT_OF_RANGE: "
+            f"{t.get('offset_resets', 0)})")
 
 
 def _security_line(refusals: dict[str, bool]) -> str:

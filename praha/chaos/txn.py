@@ -14,10 +14,11 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,34 @@ def summarize(ops: list[dict[str, Any]]) -> TxnSummary:
     return s
 
 
-def merge(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every process's history, in time order (each file's own order kept)."""
-    return list(heapq.merge(*(load(p) for p in paths), key=lambda o: float(o.get("t", 0.0))))
+def merge(paths: list[Path], more: Sequence[list[dict[str, Any]]] = ()) -> list[dict[str, Any]]:
+    """Every process's history (and `more` lists of ops, each in time order), in time order
+    (each file's own order kept)."""
+    return list(heapq.merge(*(load(p) for p in paths), *more, key=lambda o: float(o.get("t", 0.0))))
+
+
+#: librdkafka's line for a position it moved after an error, e.g. `%4|1795778951.311|OFFSET|rdkafka#consumer-2|
+#: [thrd:main]: r [0]: offset reset (at offset 100 (leader epoch -1), broker 1) to cached BEGINNING offset
+#: offset 0 (leader epoch -1): fetch failed due to ...: Broker: Offset out of range`
+_RDKAFKA_RESET = re.compile(r"^%\d\|(?P<t>\d+(?:\.\d+)?)\|OFFSET\|[^|]*\|\s*\[thrd:[^\]]*\]: "
+                            r"(?P<topic>[^\s\[]+) \[(?P<partition>\d+)\]: offset reset "
+                            r"\(at offset (?P<frm>\d+)\b.*?\) to (?P<to>.*?): .*Offset out of range")
+
+
+def librdkafka_resets(process: str, text: str) -> list[dict[str, Any]]:
+    """A confluent-kafka consumer's `reset` ops (praha/chaos/history.py), from what librdkafka
+    writes to its stderr when an OFFSET_OUT_OF_RANGE answer moved its position to the
+    beginning (`auto.offset.reset=earliest`). A beginning not yet resolved to an offset is
+    taken as 0: the chaos topics never move their log start."""
+    ops = []
+    for line in text.splitlines():
+        m = _RDKAFKA_RESET.match(line)
+        if m is None or "BEGINNING" not in m["to"]:
+            continue
+        to = re.search(r"offset (\d+)", m["to"])
+        ops.append({"op": "reset", "process": process, "partition": f"{m['topic']}-{m['partition']}",
+                    "from": int(m["frm"]), "to": int(to[1]) if to else 0, "t": float(m["t"])})
+    return ops
 
 
 class TxnWorkload:
@@ -180,7 +206,10 @@ class TxnWorkload:
         if not reached:
             self.problems.append(f"the final read did not reach every high watermark within {FINAL_READ_S:.0f}s")
         self.stop()
-        ops = merge(sorted(self.dir.glob("*.jsonl")))
+        resets = [librdkafka_resets(s.name, (self.dir / f"{s.name}.stderr").read_text(errors="replace"))
+                  for s in CLIENTS if s.role == "consumer" and s.lib == "confluent"
+                  and (self.dir / f"{s.name}.stderr").exists()]
+        ops = merge(sorted(self.dir.glob("*.jsonl")), resets)
         with open(self.history_path, "w", encoding="utf-8") as f:
             for o in ops:
                 f.write(json.dumps(o) + "\n")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import signal
@@ -56,10 +57,12 @@ def _running(parent: int) -> bool:
 class History:
     def __init__(self, f: TextIO):
         self.f = f
+        self._lock = threading.Lock()  # kafka-python's network thread writes resets
 
     def write(self, op: dict[str, Any]) -> None:
-        self.f.write(json.dumps(op) + "\n")
-        self.f.flush()
+        with self._lock:
+            self.f.write(json.dumps(op) + "\n")
+            self.f.flush()
 
 
 def _part(topic: str, partition: int) -> str:
@@ -332,6 +335,7 @@ def _commit(c: Any, group: str, name: str, nxt: dict[tuple[str, int], int], out:
 def _run_kafka_python_consumer(args: argparse.Namespace, out: History, parent: int) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
+    ResetRecorder(args.name, out).install()
     c = KafkaConsumer(**_access(args).kafka_python(), isolation_level=args.isolation, enable_auto_commit=False,
                       auto_offset_reset="earliest", group_id=None, metadata_max_age_ms=2000,
                       request_timeout_ms=15000, fetch_max_wait_ms=200)
@@ -354,6 +358,37 @@ def _run_kafka_python_consumer(args: argparse.Namespace, out: History, parent: i
                 out.write(_poll_op(args.name, args.isolation, records))
     finally:
         c.close()
+
+
+class ResetRecorder(logging.Handler):
+    """kafka-python moves a consumer's position after an OFFSET_OUT_OF_RANGE answer
+    (`auto_offset_reset`) and says so only in its log: each such reset becomes a `reset`
+    op, so the checker can tell the client's own rewind from a broker's wrong answer.
+    A reset without an out-of-range answer before it (the first seek) is not one."""
+
+    OUT_OF_RANGE = "Fetch offset %s is out of range for topic-partition %s"
+    RESETTING = "Resetting offset for partition %s to offset %s."
+    LOGGER = "kafka.consumer.fetcher"
+
+    def __init__(self, name: str, out: History):
+        super().__init__(logging.INFO)
+        self.name, self.out = name, out
+        self.refused: dict[str, int] = {}  # partition -> the fetch offset answered OFFSET_OUT_OF_RANGE
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args: tuple[Any, ...] = record.args if isinstance(record.args, tuple) else ()
+        if record.msg == self.OUT_OF_RANGE and len(args) == 2:
+            self.refused[_part(args[1].topic, args[1].partition)] = int(args[0])
+        elif record.msg == self.RESETTING and len(args) == 2:
+            part = _part(args[0].topic, args[0].partition)
+            if part in self.refused:
+                self.out.write({"op": "reset", "process": self.name, "partition": part,
+                                "from": self.refused.pop(part), "to": int(args[1]), "t": time.time()})
+
+    def install(self) -> None:
+        log = logging.getLogger(self.LOGGER)
+        log.setLevel(logging.INFO)
+        log.addHandler(self)
 
 
 def run_ctp(args: argparse.Namespace, out: History, parent: int) -> None:

@@ -53,7 +53,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
 from kazoo.protocol.states import KazooState, KeeperState, ZnodeStat
-from kazoo.retry import KazooRetry
+from kazoo.retry import KazooRetry, RetryFailedError
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from praha.errors import PrahaError
@@ -172,7 +172,7 @@ class ZooKeeperClient:
         self._session_id = client.client_id[0] if client.client_id else None
         self._connected.set()
         self._ready = True
-        if client.chroot and client.exists("/") is None:
+        if client.chroot and self.exists("/") is None:
             self._create_chroot()
         self._detect_server_version(client)
         return self
@@ -236,8 +236,9 @@ class ZooKeeperClient:
         client = self._new_client(hosts)
         try:
             client.start(timeout=self.connection_timeout_ms / 1000.0)
-            client.ensure_path(chroot)
-        except KazooTimeoutError:
+            KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0,
+                       deadline=self.request_timeout)(client.ensure_path, chroot)
+        except (KazooTimeoutError, RetryFailedError):
             raise ZkUnavailableError(f"could not connect to ZooKeeper at {hosts}") from None
         finally:
             client.stop()
@@ -303,12 +304,16 @@ class ZooKeeperClient:
     def ensure_paths(self, paths: Iterable[str]) -> None:
         """Create each path and its ancestors if missing (pipelined, parents first: ZooKeeper
         serves one client's requests in order); existing ones are fine."""
-        client = self.client
         ordered = with_ancestors(paths)
-        results = self._pipelined(ordered, lambda p: client.create_async(p, b""))
-        for path, r in zip(ordered, results):
-            if isinstance(r, BaseException) and not isinstance(r, NodeExistsError):
-                raise self._wrap(r, f"create {path}")
+
+        def once() -> None:
+            client = self.client
+            results = self._pipelined(ordered, lambda p: client.create_async(p, b""))
+            for path, r in zip(ordered, results):
+                if isinstance(r, BaseException) and not isinstance(r, NodeExistsError):
+                    raise self._wrap(r, f"create {path}")
+
+        self._retrying(f"create {len(ordered)} paths", once)
 
     # -- session events ---------------------------------------------------------------------
     def add_session_listener(self, listener: SessionListener) -> None:
@@ -393,8 +398,10 @@ class ZooKeeperClient:
             j, ar = inflight.popleft()
             yield j, self._outcome(ar)
 
-    def _read(self, what: str, fn: Callable[[], T]) -> T:
-        """Run a read, retrying across reconnections until the request timeout."""
+    def _retrying(self, what: str, fn: Callable[[], T]) -> T:
+        """Run a request that is safe to repeat (a read, or a write whose repeat is recognised),
+        waiting across reconnections until the request timeout: Kafka's ZooKeeper client waits
+        for the connection to come back rather than failing on one ConnectionLoss."""
         deadline = time.monotonic() + self.request_timeout
         while True:
             try:
@@ -402,7 +409,9 @@ class ZooKeeperClient:
             except (ZkUnavailableError, *CONNECTION_ERRORS) as e:
                 remaining = deadline - time.monotonic()
                 if self._stopping or self._client is None or remaining <= 0:
-                    raise (e if isinstance(e, ZkUnavailableError) else self._wrap(e, what)) from None
+                    if isinstance(e, ZkUnavailableError):
+                        raise ZkUnavailableError(f"ZooKeeper unavailable during {what}: {e}") from None
+                    raise self._wrap(e, what) from None
                 self._connected.wait(min(remaining, 1.0))
             except KazooException as e:
                 raise self._wrap(e, what) from None
@@ -415,7 +424,7 @@ class ZooKeeperClient:
             except NoNodeError:
                 return None
             return (data or b""), stat
-        return self._read(f"get {path}", once)
+        return self._retrying(f"get {path}", once)
 
     def get_children(self, path: str) -> list[str] | None:
         def once() -> list[str] | None:
@@ -424,10 +433,10 @@ class ZooKeeperClient:
                 return children
             except NoNodeError:
                 return None
-        return self._read(f"get children {path}", once)
+        return self._retrying(f"get children {path}", once)
 
     def exists(self, path: str) -> ZnodeStat | None:
-        return self._read(f"exists {path}", lambda: self._get(self.client.exists_async(path)))
+        return self._retrying(f"exists {path}", lambda: self._get(self.client.exists_async(path)))
 
     def get_data_bulk(self, paths: Iterable[str], use_multi_read: bool | None = None,
                       multi_read_batch: int | None = None) -> dict[str, tuple[bytes, ZnodeStat] | None]:
@@ -500,7 +509,7 @@ class ZooKeeperClient:
                     continue
                 for k, r in enumerate(batch_result, b * step):
                     one(k, r)
-        self._read(what, once)
+        self._retrying(what, once)
 
     # -- batched writes -----------------------------------------------------------------------
     def multi(self, ops: Sequence[ZkOp], batch_size: int = 100) -> list[WriteResult]:

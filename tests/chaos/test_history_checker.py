@@ -122,3 +122,71 @@ def test_praha_chaos_check_rechecks_a_saved_history(tmp_path):
     assert missing.returncode == 1
     assert not missing.stdout
     assert "no such history file" in missing.stderr
+
+
+# Seed 216 (nonmonotonic_poll 423): the kafka-python consumer c2 (assign, read_committed) had read
+# chaos-txn-out-1 to 579 from the new leader (epoch 4, whose first record, the commit marker,
+# is at 580); the old leader, SIGSTOPped at epoch 3 with its log ending at 580, woke up and
+# still named itself leader at epoch 3 in its Metadata answer until the controller's
+# LeaderAndIsr reached it; kafka-python took that older epoch (Kafka's Java client keeps the
+# newer one), fetched 581 there, got OFFSET_OUT_OF_RANGE (as Kafka 3.9 answers: the offset is
+# above the log end, or the last fetched epoch 4 is unknown there), and auto_offset_reset
+# moved it to 0: it read 47..579 again. The client now records that reset.
+SEED_216 = [
+    send("x0", "a", offset=1, txn="T1", commit_t=0.9, more=[{"partition": "t-0", "value": "b", "offset": 2}]),
+    poll("c2", {"t-0": [[1, "a"], [2, "b"]]}, t=2.0),
+]
+
+
+def test_seed_216_a_consumers_reset_after_offset_out_of_range_is_its_own_rewind():
+    reset = {"op": "reset", "process": "c2", "partition": "t-0", "from": 4, "to": 0, "t": 2.5}
+    again = poll("c2", {"t-0": [[1, "a"], [2, "b"]]}, t=3.0)
+    v = check([*SEED_216, reset, again])
+    assert v.clean, v.to_json()
+    assert v.offset_resets == 1
+    assert v.to_json()["reset_examples"] == [{"process": "c2", "partition": "t-0", "from": 4, "to": 0}]
+    # without the recorded reset the same polls are the anomaly seed 216 reported
+    assert found([*SEED_216, again]) == {"nonmonotonic_poll": 2}
+
+
+@pytest.mark.parametrize(("reset", "again", "anomaly"), [
+    # a reset on another partition, or by another process, excuses nothing here
+    ({"partition": "t-9"}, [[1, "a"]], "nonmonotonic_poll"),
+    ({"process": "c9"}, [[1, "a"]], "nonmonotonic_poll"),
+    # refused at an offset the consumer had already read: no answer a correct broker gives
+    ({"from": 2}, [[1, "a"]], "nonmonotonic_poll"),
+    # moved to 2, read below it
+    ({"to": 2}, [[1, "a"]], "nonmonotonic_poll"),
+    # moved to 0, then skipped the visible record at 1
+    ({}, [[2, "b"]], "poll_skip"),
+])
+def test_a_reset_excuses_only_the_rewind_it_names(reset, again, anomaly):
+    op = {"op": "reset", "process": "c2", "partition": "t-0", "from": 4, "to": 0, "t": 2.5, **reset}
+    v = check([*SEED_216, op, poll("c2", {"t-0": again}, t=3.0)])
+    assert v.counts[anomaly] >= 1, v.to_json()
+
+
+def test_a_reset_forward_excuses_no_skip():
+    h = [*SEED_216, send("x0", "c", offset=3), poll("c2", {"t-0": [[1, "a"], [2, "b"]]}, t=2.0),
+         {"op": "reset", "process": "c2", "partition": "t-0", "from": 3, "to": 4, "t": 2.5},
+         poll("c2", {"t-0": [[4, "d"]]}, t=3.0)]
+    assert check(h).counts["poll_skip"] == 1
+
+
+def test_librdkafka_resets_are_read_from_its_log_lines():
+    from praha.chaos.txn import librdkafka_resets
+
+    head = "%4|1795778951.311|OFFSET|rdkafka#consumer-1| [thrd:198.18.0.14:9092/2]: chaos-txn-out-1 [1]: "
+    why = ": fetch failed due to requested offset not available on the broker: Broker: Offset out of range"
+    text = "\n".join([
+        head + "offset reset (at offset 581 (leader epoch 4), broker 2) to offset BEGINNING (leader epoch -1)" + why,
+        head + "offset reset (at offset 9 (leader epoch 4), broker 2) to cached BEGINNING offset offset 3 "
+               "(leader epoch -1)" + why,
+        head + "offset reset (at offset 7 (leader epoch 4), broker 2) to offset END (leader epoch -1)" + why,
+        head + "offset reset (at offset 5, broker 2) to offset BEGINNING: no previously committed offset: Local: "
+               "No offset stored",
+        "%6|1795778951.400|FAIL|rdkafka#consumer-1| [thrd:main]: Disconnected",
+    ])
+    assert librdkafka_resets("c0", text) == [
+        {"op": "reset", "process": "c0", "partition": "chaos-txn-out-1-1", "from": 581, "to": 0, "t": 1795778951.311},
+        {"op": "reset", "process": "c0", "partition": "chaos-txn-out-1-1", "from": 9, "to": 3, "t": 1795778951.311}]

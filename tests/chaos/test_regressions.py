@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -78,6 +79,91 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
                 time.sleep(0.1)
         finally:
             store.stop()
+
+
+def test_seed_216_both_clients_resets_after_offset_out_of_range_are_recorded(tmp_path, zk_connect, capfd):
+    """Seed 216's nonmonotonic_poll was kafka-python's own rewind (auto_offset_reset after an
+    OFFSET_OUT_OF_RANGE from a stale leader): the workload records such a reset of either
+    client (kafka-python's from its log, librdkafka's from its stderr), with the real clients
+    and a real broker answering, and the checker excuses exactly it."""
+    import io
+    import json
+    import logging
+
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTP
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    from praha.chaos.history import check
+    from praha.chaos.txn import librdkafka_resets
+    from praha.chaos.txnclient import History, ResetRecorder, _poll_op
+    from praha.testing.cluster import bootstrap
+
+    with running_cluster(tmp_path / "c", zk_connect, 1) as cluster:
+        servers = bootstrap(cluster)
+        producer = Producer({"bootstrap.servers": servers, "log_level": 0})
+        for i in range(3):
+            producer.produce("reset216", value=b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        buf = io.StringIO()
+        out = History(buf)
+        recorder = ResetRecorder("c2", out)
+        recorder.install()
+        consumer = KafkaConsumer(bootstrap_servers=servers, auto_offset_reset="earliest", group_id=None,
+                                 enable_auto_commit=False, fetch_max_wait_ms=200)
+        try:
+            tp = KTP("reset216", 0)
+            consumer.assign([tp])
+            seen: list[list[object]] = []
+
+            def read() -> bool:
+                got = consumer.poll(timeout_ms=300).get(tp, [])
+                if got:
+                    seen.extend([m.offset, m.value.decode()] for m in got)
+                    out.write(_poll_op("c2", "read_uncommitted", {"reset216-0": [[m.offset, m.value.decode()]
+                                                                                  for m in got]}))
+                return len(seen) >= 3
+
+            wait_for(read, 60, what="the first read")
+            consumer.seek(tp, 100)  # above the log end (3): OFFSET_OUT_OF_RANGE, then earliest
+            seen.clear()
+            wait_for(read, 60, what="the read after the reset")
+        finally:
+            consumer.close()
+            logging.getLogger(ResetRecorder.LOGGER).removeHandler(recorder)
+        capfd.readouterr()
+        librdkafka = Consumer({"bootstrap.servers": servers, "group.id": "reset216", "auto.offset.reset": "earliest",
+                               "enable.auto.commit": False})
+        try:
+            librdkafka.assign([CTP("reset216", 0, 1)])
+            def message() -> Any:
+                m = librdkafka.poll(0.5)
+                return m if m is not None and m.error() is None else None
+
+            assert wait_for(message, 60, what="librdkafka's first read").offset() == 1
+            librdkafka.seek(CTP("reset216", 0, 100))  # above the log end again
+            again = wait_for(message, 60, what="librdkafka's read after the reset")
+        finally:
+            librdkafka.close()
+        stderr = capfd.readouterr().err
+    ops = [json.loads(line) for line in buf.getvalue().splitlines()]
+    resets = [o for o in ops if o["op"] == "reset"]
+    assert [(o["partition"], o["from"], o["to"]) for o in resets] == [("reset216-0", 100, 0)]
+    v = check(ops)
+    assert v.clean, v.to_json()
+    assert v.offset_resets == 1
+    assert not check([o for o in ops if o["op"] != "reset"]).clean  # the same polls without it
+    assert again.offset() == 0
+    polls = [_poll_op("c0", "read_uncommitted", {"reset216-0": [[1, "v1"]]}),
+             _poll_op("c0", "read_uncommitted", {"reset216-0": [[0, "v0"]]})]
+    polls[1]["t"] = polls[0]["t"] + 3600  # after the reset, whenever librdkafka logged it
+    (reset,) = librdkafka_resets("c0", stderr)
+    assert (reset["partition"], reset["from"], reset["to"]) == ("reset216-0", 100, 0), stderr
+    reset["t"] = polls[0]["t"] + 1
+    assert check([*polls[:1], reset, *polls[1:]]).offset_resets == 1
+    assert check([*polls[:1], reset, *polls[1:]]).clean
+    assert not check(polls).clean
 
 
 @pytest.mark.slow
