@@ -49,11 +49,7 @@ from praha.controller.channel_manager import Transport
 from praha.controller.controller import Controller
 from praha.coordinator.group.consumer.model import TopicInfo
 from praha.coordinator.group.coordinator import GroupConfig, GroupCoordinator
-from praha.coordinator.group.metadata import GroupState
 from praha.coordinator.group.records import OFFSETS_TOPIC
-from praha.coordinator.group.share.heartbeat import ShareSettings
-from praha.coordinator.group.share.service import ShareGroupService
-from praha.coordinator.ownership import ownership_error
 from praha.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
 from praha.coordinator.transaction.markers import Leader, MarkerChannel
 from praha.coordinator.transaction.records import TRANSACTION_STATE_TOPIC
@@ -125,10 +121,7 @@ class BrokerServer:
             CoordinatorLog(self.replica_manager, OFFSETS_TOPIC, config.offsets_commit_timeout_ms),
             run_blocking=run_blocking, on_event=self._coordinator_event, topics=self.consumer_group_topics)
         #: KIP-932: share groups on the coordinator, share sessions and partitions on the leaders
-        self.share_groups = ShareGroupService(
-            ShareSettings(config.group_share_heartbeat_interval_ms, config.group_share_session_timeout_ms,
-                          config.group_share_max_size),
-            self._owns_group, self._is_other_group_type, self.consumer_group_topics)
+        self.share_groups = self.group_coordinator.share
         self.share_sessions = ShareSessionCache()
         self.share_manager = SharePartitionManager(self.replica_manager, ShareConfig(
             SharePartitionSettings(config.group_share_partition_max_record_locks,
@@ -376,15 +369,6 @@ class BrokerServer:
             return {i: b for i, b in found.items() if b is not None}
 
         return await asyncio.get_running_loop().run_in_executor(None, _zk_call(read))
-
-    def _owns_group(self, group_id: str) -> ErrorCode:
-        gc = self.group_coordinator
-        return ownership_error(gc.owned.get(gc.partition_of(group_id)))
-
-    def _is_other_group_type(self, group_id: str) -> bool:
-        gc = self.group_coordinator
-        classic = gc.groups.get(group_id)
-        return group_id in gc.consumer.groups or (classic is not None and not classic.is_(GroupState.DEAD))
 
     def _share_tick(self) -> None:
         """Share groups' timers: acquisition locks run out, silent members leave (every SHARE_TICK_S)."""

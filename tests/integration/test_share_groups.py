@@ -51,9 +51,6 @@ SETTINGS = {
     "group.share.heartbeat.interval.ms": "500",
     "group.share.session.timeout.ms": "6000",
     "group.initial.rebalance.delay.ms": "0",
-    # a killed leader's partitions stay where the election put them: a coordinator that moves drops
-    # its in-memory share groups (see the offsets test)
-    "auto.leader.rebalance.enable": "false",
     # let a GROUP config set a short lock (Kafka's minimum is 15 s)
     "group.share.min.record.lock.duration.ms": "1000",
 }
@@ -534,6 +531,46 @@ def test_share_group_offsets_described_reset_and_deleted_while_the_group_is_empt
     assert accepted([third]) == list(range(10))
     third.kill()
     admin.close()
+
+
+def test_an_empty_share_group_survives_a_coordinator_move(cluster, bs, members):
+    """Kafka keeps a share group's metadata in __consumer_offsets: when the coordinator's broker
+    dies, the next coordinator of the partition answers the emptied group as before (described,
+    listed, its offsets described and deleted, the group deleted), at the same epoch."""
+    topic = new_topic(bs, 10)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    first = Member(bs, group, topic)
+    members.append(first)
+    wait_for(lambda: len(accepted([first])) >= 10, timeout=120, what="every record accepted")
+    first.kill()
+    admin = ShareGroupAdmin(bs, timeout=30)
+    wait_for(lambda: _empty(admin, group), timeout=60, what="the killed member's session to time out")
+    tp = TopicPartition(topic, 0)
+    d = admin.describe_share_group_offsets([group])[group]
+    assert d is not None
+    assert (d[tp].start_offset, d[tp].lag) == (10, 0)
+    # its share state deleted, the group has nothing in ZooKeeper: only its record says it exists
+    assert admin.delete_share_group_offsets(group, [topic]) == {topic: 0}
+    assert admin.describe_share_group_offsets([group])[group] == {}
+    before = admin.describe_share_groups([group])[group]
+    assert (before.state, before.members) == ("Empty", ())
+    cluster.kill_broker(before.coordinator.id)
+    try:
+        def moved():
+            g = admin.describe_share_groups([group])[group]
+            return g if g.coordinator.id != before.coordinator.id else None
+
+        after = wait_for(moved, timeout=120, what="another coordinator")
+        assert (after.state, after.group_epoch, after.members) == ("Empty", before.group_epoch, ())
+        assert group in [g.group_id for g in admin.list_share_groups()]
+        assert admin.describe_share_group_offsets([group])[group] == {}
+        assert admin.delete_share_group_offsets(group, [topic]) == {topic: 0}
+        assert admin.delete_groups([group]) == {group: 0}
+        assert not admin.describe_share_groups([group])[group].exists
+        assert admin.describe_share_group_offsets([group])[group] is None
+    finally:
+        admin.close()
+        cluster.start_broker(before.coordinator.id, timeout=120)
 
 
 def test_share_group_offsets_bad_input_and_describe_groups_of_a_share_group(bs):

@@ -100,7 +100,7 @@ class ShareApis:
         if not self.broker.authz.group_allowed(req, AclOperation.READ, r.group_id or ""):
             return heartbeat_refusal(_HB, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
         await self.broker.load_topic_ids()
-        a = self.broker.share_groups.heartbeat(ShareHeartbeat(
+        a = await self.broker.share_groups.heartbeat(ShareHeartbeat(
             r.group_id or "", r.member_id or "", r.member_epoch, r.rack_id,
             None if r.subscribed_topic_names is None else tuple(r.subscribed_topic_names),
             req.header.client_id or "", req.client_host), now_ms())

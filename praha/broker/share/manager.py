@@ -340,7 +340,7 @@ class SharePartitionManager:
         its membership and every share partition's state; one with members is NON_EMPTY_GROUP."""
         out: dict[str, ErrorCode] = {}
         for gid in group_ids:
-            code = groups.delete(gid)
+            code = await groups.delete(gid)
             if code == ErrorCode.GROUP_ID_NOT_FOUND and self.store is not None and groups.check(gid) == ErrorCode.NONE:
                 store = self.store
                 has_state = bool(await asyncio.get_running_loop().run_in_executor(None, store.of_group, gid))

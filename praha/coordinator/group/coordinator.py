@@ -54,6 +54,8 @@ from praha.coordinator.group.consumer.records import encode as encode_consumer_r
 from praha.coordinator.group.consumer.service import ConsumerGroupService, HeartbeatOutcome, snapshot
 from praha.coordinator.group.metadata import CommittedOffset, Group, GroupState, Member
 from praha.coordinator.group.records import group_key, group_value
+from praha.coordinator.group.share.heartbeat import ShareSettings
+from praha.coordinator.group.share.service import ShareGroupService
 from praha.coordinator.group.storage import (
     CoordinatorStats,
     GroupMetadataManager,
@@ -91,6 +93,8 @@ class GroupConfig:
     #: KIP-848 consumer groups (`group.consumer.*`)
     consumer: ConsumerGroupSettings = ConsumerGroupSettings()
     migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
+    #: KIP-932 share groups (`group.share.*`)
+    share: ShareSettings = ShareSettings()
 
     @classmethod
     def from_broker_config(cls, c: BrokerConfig) -> GroupConfig:
@@ -99,7 +103,9 @@ class GroupConfig:
                    c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes,
                    ConsumerGroupSettings(c.group_consumer_heartbeat_interval_ms, c.group_consumer_session_timeout_ms,
                                          c.group_consumer_max_size, c.group_consumer_assignors),
-                   MigrationPolicy(c.group_consumer_migration_policy))
+                   MigrationPolicy(c.group_consumer_migration_policy),
+                   ShareSettings(c.group_share_heartbeat_interval_ms, c.group_share_session_timeout_ms,
+                                 c.group_share_max_size))
 
 
 @dataclass(slots=True)
@@ -173,6 +179,9 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupService(config.consumer, self._append_consumer_records, self.partition_of,
                                              topics, map_append_error)
         self.consumer.on_fenced = lambda gid: self._spawn(self._maybe_downgrade(gid))
+        #: KIP-932 share groups: membership in memory, each group's record in its partition
+        self.share = ShareGroupService(config.share, self._check, self._is_classic_or_consumer_group, topics,
+                                       self._append_consumer_records, self.partition_of, map_append_error)
 
     # ================================================================ leadership
     def partition_of(self, group_id: str) -> int:
@@ -195,7 +204,7 @@ class GroupCoordinator:
         self._markers_while_loading.pop(partition, None)
         if self.owned.pop(partition, None) is not None:
             self.stats.load_time_ms.pop(partition, None)
-            n = self._unload(partition) + self.consumer.unload(partition)
+            n = self._unload(partition) + self.consumer.unload(partition) + self.share.unload(partition)
             log.info("group coordinator: resigned %s-%d, %d groups unloaded", "__consumer_offsets", partition, n)
             self.on_event("GroupCoordinatorUnloaded", partition, groups=n)
 
@@ -230,6 +239,7 @@ class GroupCoordinator:
             self.groups[gid] = g
             n += 1
         n += self.consumer.load(partition, replayed.consumer_records)
+        n += self.share.load(partition, replayed.share_records)
         self.owned[partition] = (Ownership.ACTIVE, epoch)
         for producer_id, commit in self._markers_while_loading.pop(partition, []):
             self.complete_transactional_offsets(partition, producer_id, commit)
@@ -256,6 +266,11 @@ class GroupCoordinator:
     def _has_classic_members(self, group_id: str) -> bool:
         g = self.groups.get(group_id)
         return g is not None and not g.is_(GroupState.DEAD) and bool(g.members or g.pending_members)
+
+    def _is_classic_or_consumer_group(self, group_id: str) -> bool:
+        """The id names a group of another type than share (a live classic group, or a consumer group)."""
+        classic = self.groups.get(group_id)
+        return group_id in self.consumer.groups or (classic is not None and not classic.is_(GroupState.DEAD))
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         g = self.consumer.groups.get(group_id)

@@ -31,6 +31,8 @@ from praha.coordinator.group.records import (
     offset_value,
     partition_for,
 )
+from praha.coordinator.group.share.records import ShareRecord, is_share_group_key
+from praha.coordinator.group.share.records import decode as decode_share_record
 from praha.errors import ErrorCode, PrahaError
 
 log = logging.getLogger(__name__)
@@ -93,11 +95,13 @@ def map_append_error(code: ErrorCode) -> ErrorCode:
 @dataclass(slots=True)
 class Replayed:
     """A partition's log read back: its groups (offsets, pending transactional offsets, the
-    last group record), the KIP-848 consumer-group records in order, and how many records."""
+    last group record), the KIP-848 consumer-group and KIP-932 share-group records in order,
+    and how many records."""
 
     groups: dict[str, Group]
     consumer_records: list[ConsumerRecord]
     records: int
+    share_records: list[ShareRecord] = field(default_factory=list)
 
 
 class GroupMetadataManager:
@@ -118,6 +122,7 @@ class GroupMetadataManager:
         removing, transaction markers applying or dropping their producer's offsets."""
         groups: dict[str, Group] = {}
         consumer_records: list[ConsumerRecord] = []
+        share_records: list[ShareRecord] = []
         n = 0
         for rec in self.log.read(partition):
             key, value = rec.key, rec.value
@@ -131,6 +136,9 @@ class GroupMetadataManager:
             try:
                 if is_consumer_group_key(key):
                     consumer_records.append(decode_consumer_record(key, value))
+                    continue
+                if is_share_group_key(key):
+                    share_records.append(decode_share_record(key, value))
                     continue
                 k = decode_key(key)
                 if isinstance(k, OffsetKey):
@@ -154,7 +162,7 @@ class GroupMetadataManager:
                         _apply_group_value(groups.setdefault(k.group, Group(k.group)), decode_group_value(value))
             except PrahaError as e:
                 log.warning("skipping an unreadable record in __consumer_offsets-%d: %s", partition, e)
-        return Replayed(groups, consumer_records, n)
+        return Replayed(groups, consumer_records, n, share_records)
 
     # ---------------------------------------------------------------- the cache
     def still_ours(self, group: Group) -> bool:

@@ -18,7 +18,7 @@ from praha.coordinator.group.consumer.migration import (
     encode_assignment,
 )
 from praha.coordinator.group.consumer.model import MemberState, TopicInfo
-from praha.coordinator.group.consumer.records import decode, encode
+from praha.coordinator.group.consumer.records import MemberMetadataKey, Record, decode, encode
 from praha.coordinator.group.coordinator import GroupCoordinator
 from praha.coordinator.group.metadata import CommittedOffset, GroupState
 from praha.errors import ErrorCode
@@ -54,19 +54,23 @@ async def coordinator(log: MemoryLog, policy: MigrationPolicy = MigrationPolicy.
     return c
 
 
-async def join(c: GroupCoordinator, member_id: str, protocols=PROTOCOLS, rebalance_ms: int = 2000):
-    return await c.join_group("g", member_id, None, "client", "/127.0.0.1", 5000, rebalance_ms, "consumer", protocols,
-                              require_known_member_id=True)
+async def join(c: GroupCoordinator, member_id: str, protocols=PROTOCOLS, rebalance_ms: int = 2000,
+               session_ms: int = 5000):
+    return await c.join_group("g", member_id, None, "client", "/127.0.0.1", session_ms, rebalance_ms, "consumer",
+                              protocols, require_known_member_id=True)
 
 
-async def classic_group(c: GroupCoordinator, rebalance_ms: int = 2000) -> tuple[str, str, int]:
+async def classic_group(c: GroupCoordinator, rebalance_ms: int = 2000,
+                        session_ms: int = 5000) -> tuple[str, str, int]:
     """Two classic members, a owning orders 0-2 and b 3-5, and a committed offset; (a, b, generation)."""
-    a = (await join(c, "", rebalance_ms=rebalance_ms)).member_id
-    first = await join(c, a, rebalance_ms=rebalance_ms)
+    def joined(member_id: str):
+        return join(c, member_id, rebalance_ms=rebalance_ms, session_ms=session_ms)
+    a = (await joined("")).member_id
+    first = await joined(a)
     await c.sync_group("g", first.generation, a, None, "consumer", "range",
                        {a: encode_assignment([("orders", range(6))], 1)})
-    b = (await join(c, "", rebalance_ms=rebalance_ms)).member_id
-    ja, jb = await asyncio.gather(join(c, a, rebalance_ms=rebalance_ms), join(c, b, rebalance_ms=rebalance_ms))
+    b = (await joined("")).member_id
+    ja, jb = await asyncio.gather(joined(a), joined(b))
     assert ja.generation == jb.generation == 2
     assert ja.leader == a
     sa, sb = await asyncio.gather(
@@ -222,7 +226,7 @@ def test_the_classic_member_metadata_round_trips_as_kafkas_tagged_field():
     assert decode_subscription(sub).topics == ("orders", "audit")
     assert decode_subscription(sub).owned == (("orders", (1, 2)),)
     from praha.coordinator.group.consumer.model import ClassicMetadata
-    from praha.coordinator.group.consumer.records import MemberMetadataKey, MemberMetadataValue, Record
+    from praha.coordinator.group.consumer.records import MemberMetadataValue
     value = MemberMetadataValue(None, None, "c", "/h", ("orders",), None, 3000, None,
                                 ClassicMetadata(45000, (("range", sub), ("roundrobin", b""))))
     r = Record(MemberMetadataKey("g", "m"), value)
@@ -244,11 +248,15 @@ async def until(check, what: str, bound_s: float = 5.0) -> None:
 def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_timeout_is_fenced():
     """Kafka's join and sync timers of classic members in a consumer group: told REBALANCE_IN_PROGRESS,
     a member must send JoinGroup within its rebalance timeout (the first answer starts the timer, later
-    ones keep its deadline); answered, it must send SyncGroup within it; a member that does both stays."""
+    ones keep its deadline); answered, it must send SyncGroup within it; a member that does both stays.
+    Sessions of a minute: only the 300 ms join and sync timers can fence within the waits' bounds,
+    and b's session does not run out on a slow machine."""
+    session_ms = 60_000
+
     async def go():
         log = MemoryLog()
         c = await coordinator(log)
-        a, b, gen = await classic_group(c, rebalance_ms=300)
+        a, b, gen = await classic_group(c, rebalance_ms=300, session_ms=session_ms)
         await c.consumer_group_heartbeat(HeartbeatRequest("g", "x", 0, rebalance_timeout_ms=30000,
                                                           subscribed_topic_names=("orders",), topic_partitions=()))
         g = c.consumer.groups["g"]
@@ -261,13 +269,13 @@ def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_time
         assert c.consumer.deadlines("g", a)[TimerKind.JOIN] == first
         # b rejoins: its join timer stops, its sync timer starts; the sync stops it
         assert c.heartbeat("g", gen, b, None) == E.REBALANCE_IN_PROGRESS
-        j = await join(c, b, rebalance_ms=300)
+        j = await join(c, b, rebalance_ms=300, session_ms=session_ms)
         assert j.error == E.NONE
         assert set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION, TimerKind.SYNC}
         s = await c.sync_group("g", j.generation, b, None, "consumer", j.protocol, {})
         assert s.error == E.NONE
         assert set(c.consumer.deadlines("g", b)) == {TimerKind.SESSION}
-        # a never rejoins: fenced by its join timer (its session, 5 s, has not run out), its partitions freed
+        # a never rejoins: fenced by its join timer (its session, a minute, has not run out), its partitions freed
         epoch = g.group_epoch
         await until(lambda: a not in g.members, "a fenced by its join timer")
         assert g.group_epoch == epoch + 1
@@ -275,12 +283,18 @@ def test_a_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_time
         assert b in g.members
         assert c.heartbeat("g", j.generation, a, None) == E.UNKNOWN_MEMBER_ID
         # a new classic member joins and never syncs: fenced by its sync timer
-        new = await join(c, (await join(c, "", rebalance_ms=300)).member_id, rebalance_ms=300)
+        new = await join(c, (await join(c, "", rebalance_ms=300, session_ms=session_ms)).member_id, rebalance_ms=300,
+                         session_ms=session_ms)
         assert new.error == E.NONE
         assert TimerKind.SYNC in c.consumer.deadlines("g", new.member_id)
         await until(lambda: new.member_id not in g.members, "the joined member fenced by its sync timer")
         assert b in g.members
         assert "x" in g.members
+        # a fence leaves memory when its timer fires and reaches the log one append later: the
+        # reload below reads the log, so it waits for both fences' records there
+        written = log.records[c.partition_of("g")]
+        tombstones = [encode(Record(MemberMetadataKey("g", fenced), None)) for fenced in (a, new.member_id)]
+        await until(lambda: all(t in written for t in tombstones), "both fences written")
         c.shutdown()
         # the fences were written: a reload has neither
         d = await coordinator(log)

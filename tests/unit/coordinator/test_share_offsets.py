@@ -2,8 +2,9 @@
 state, the group-level refusals in Kafka's order, and GROUP configs applied per share group."""
 from praha.coordinator.group.share.heartbeat import ShareHeartbeat, ShareSettings
 from praha.coordinator.group.share.offsets import group_refusal, lag, start_offset_refusal
-from praha.coordinator.group.share.service import ShareGroupService
 from praha.errors import ErrorCode
+from tests.unit.coordinator.test_group_coordinator import run
+from tests.unit.coordinator.test_share_group_coordinator import service
 
 ACQ, ACKED, ARCHIVED = 0, 2, 4  # available, acknowledged, archived (as stored)
 
@@ -34,12 +35,14 @@ def test_group_refusals_in_kafkas_order():
 
 
 def test_a_group_config_sets_that_share_groups_heartbeat_interval_and_session_timeout():
-    svc = ShareGroupService(ShareSettings(5000, 45000, 10), lambda g: ErrorCode.NONE, lambda g: False, dict)
-    svc.set_group_config("g", {"share.heartbeat.interval.ms": "7000", "share.session.timeout.ms": "50000"})
-    a = svc.heartbeat(ShareHeartbeat("g", "m", 0, None, ("t",)), 0)
-    b = svc.heartbeat(ShareHeartbeat("h", "m", 0, None, ("t",)), 0)
-    assert (a.heartbeat_interval_ms, b.heartbeat_interval_ms) == (7000, 5000)
-    assert svc.expire(49_000) == 1  # h's member: 45 s; g's member stays until 50 s
-    assert svc.expire(50_001) == 1
-    svc.set_group_config("g", {})
-    assert svc.settings_for("g") == svc.settings
+    async def go():
+        svc = service(topics=dict, settings=ShareSettings(5000, 45000, 10))
+        svc.set_group_config("g", {"share.heartbeat.interval.ms": "7000", "share.session.timeout.ms": "50000"})
+        a = await svc.heartbeat(ShareHeartbeat("g", "m", 0, None, ("t",)), 0)
+        b = await svc.heartbeat(ShareHeartbeat("h", "m", 0, None, ("t",)), 0)
+        assert (a.heartbeat_interval_ms, b.heartbeat_interval_ms) == (7000, 5000)
+        assert svc.expire(49_000) == 1  # h's member: 45 s; g's member stays until 50 s
+        assert svc.expire(50_001) == 1
+        svc.set_group_config("g", {})
+        assert svc.settings_for("g") == svc.settings
+    run(go())
