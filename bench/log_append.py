@@ -4,6 +4,8 @@ Prints MB/s (payload bytes of whole batches) for:
 - validate: framing + CRC32C walk only
 - records:  the leader's record walk (praha.log.validator: every record's structure, offsets, keys)
 - append:   Log.append_as_leader (validate, patch offsets, pwrite, index)
+- idem:     the same with an idempotent producer's batches (one producer, sequences advancing):
+            the producer-state analysis and its record on every append
 - read:     sequential Log.read with 1 MiB max_bytes (a consumer's fetch), bounded by a high watermark
 - slice:    Log.read_slice only (what a sendfile path would do before the syscall)
 
@@ -15,25 +17,42 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import struct
 import tempfile
 import time
 
+from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from praha.log import Log, LogConfig
-from praha.log.batch import validate
+from praha.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, validate
 from praha.log.validator import RecordRules, validate_records
 
 RECORD = 1024
+BASE_SEQUENCE_OFFSET = 53  # baseSequence in the v2 batch header
 
 
-def make_batch(batch_bytes: int) -> bytes:
-    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+def make_batch(batch_bytes: int, producer_id: int = -1) -> bytes:
+    epoch, sequence = (0, 0) if producer_id >= 0 else (-1, -1)
+    b = DefaultRecordBatchBuilder(2, 0, 0, producer_id, epoch, sequence, 1 << 30)
     value = os.urandom(RECORD)
     ts = int(time.time() * 1000)
     for i in range(max(1, batch_bytes // (RECORD + 16))):
         b.append(i, timestamp=ts, key=None, value=value, headers=[])
     return bytes(b.build())
+
+
+def idempotent_batches(batch_bytes: int, n: int) -> list[bytes]:
+    """`n` batches of one idempotent producer, each with the base sequence after the last
+    (built before the clock starts: only the base sequence and the CRC differ)."""
+    template = bytearray(make_batch(batch_bytes, producer_id=1))
+    count = validate(template).batches[0].record_count
+    out = []
+    for i in range(n):
+        struct.pack_into(">i", template, BASE_SEQUENCE_OFFSET, i * count)
+        struct.pack_into(">I", template, CRC_OFFSET, crc32c(memoryview(template)[ATTRIBUTES_OFFSET:]))
+        out.append(bytes(template))
+    return out
 
 
 def run(batch_bytes: int, total_mb: int, base_dir: str) -> dict[str, float]:
@@ -73,6 +92,14 @@ def run(batch_bytes: int, total_mb: int, base_dir: str) -> dict[str, float]:
                 got += r.size if name == "slice" else len(r.data)
             out[name] = got / 1e6 / (time.perf_counter() - t)
         lg.close()
+
+        idem = idempotent_batches(batch_bytes, n)
+        lg = Log(os.path.join(d, "idem-0"), LogConfig(segment_bytes=128 << 20, file_delete_delay_ms=0))
+        t = time.perf_counter()
+        for b in idem:
+            lg.append_as_leader(b, 1)
+        out["idem"] = mb / (time.perf_counter() - t)
+        lg.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return out
@@ -85,15 +112,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per size; the best figure of each column is shown")
     args = ap.parse_args()
     print(f"log append/read, 1 KiB records, {args.total_mb} MiB per run, best of {args.repeat}, dir {args.dir}")
-    print(f"{'batch':>9} {'validate':>10} {'records':>10} {'append':>10} {'read':>10} {'slice':>10}  (MB/s)  "
-          f"{'append µs':>10}")
+    print(f"{'batch':>9} {'validate':>10} {'records':>10} {'append':>10} {'idem':>10} {'read':>10} {'slice':>10}"
+          f"  (MB/s)  {'append µs':>10} {'idem µs':>8}")
     for kib in (16, 64, 256, 1024):
         runs = [run(kib * 1024, args.total_mb, args.dir) for _ in range(args.repeat)]
         best = {k: max(r[k] for r in runs) for k in runs[0]}
         per_append_us = best["batch_kib"] * 1024 / 1e6 / best["append"] * 1e6
+        per_idem_us = best["batch_kib"] * 1024 / 1e6 / best["idem"] * 1e6
         print(f"{best['batch_kib']:>7.0f}Ki {best['validate']:>10.0f} {best['records']:>10.0f} "
-              f"{best['append']:>10.0f} {best['read']:>10.0f} "
-              f"{best['slice']:>10.0f}  {per_append_us:>16.1f}")
+              f"{best['append']:>10.0f} {best['idem']:>10.0f} {best['read']:>10.0f} "
+              f"{best['slice']:>10.0f}  {per_append_us:>16.1f} {per_idem_us:>8.1f}")
 
 
 if __name__ == "__main__":
