@@ -1,13 +1,9 @@
 """The log of one partition: a directory `<topic>-<partition>/` of segments.
 
-Leader append: 1. validate framing, magic 2, CRC and record counts (no record decode),
-2. check batch and append sizes, 3. patch base offsets (from the log end) and the
-leader epoch, 4. roll if the active segment is full, too old, or its relative offsets
-would overflow, 5. append, 6. note a new leader epoch in the epoch cache.
-
-Follower append: 1. validate framing and CRC, 2. skip leading batches we already
-have, refuse gaps and overlaps, 3. roll/append as above, 4. note every new
-partitionLeaderEpoch seen.
+Appends (leader, follower, transaction marker) run through one function, `_append`, in one
+pass as Kafka's `UnifiedLog.append`: validate, one producer-state analysis, offsets from the
+log end (leader), write with rolls, each batch's producer state recorded as it lands, new
+leader epochs noted (its docstring lists the steps).
 
 Read: find the segment by base offset, the first batch holding the start offset, then
 whole batches up to `max_bytes` that end below `max_offset` (the high watermark; the
@@ -16,13 +12,13 @@ changes replace the segment list, and removed segments are renamed `*.deleted` a
 closed only after `file_delete_delay_ms`, so an in-flight read still works.
 
 Transactions: every append feeds transactional batches and markers to the producer table
-(`producer_state`), which knows each open transaction's first offset; an ABORT marker adds
-an entry to the aborted-transaction index of the segment it lands in (`txn_index`), on
-the leader and on followers alike. `last_stable_offset(hw)` bounds read_committed reads
-and `collect_aborted_transactions` answers their `aborted_transactions`. A marker is
-appended by the leader with `append_marker_as_leader` (WriteTxnMarkers). Recovery that
-checks segments rebuilds their aborted-transaction indexes by replaying producer state
-from the newest snapshot before them.
+(`producer_state`; built, snapshotted and replayed by `producer_state_manager`), which knows
+each open transaction's first offset; an ABORT marker adds an entry to the aborted-transaction
+index of the segment it lands in (`txn_index`), on the leader and on followers alike.
+`last_stable_offset(hw)` bounds read_committed reads and `collect_aborted_transactions`
+answers their `aborted_transactions`. Recovery that checks segments rebuilds their
+aborted-transaction indexes by replaying producer state from the newest snapshot before them.
+What a read hands out (`LogSlice`, `FileRegion`, `ReadResult`) is `slices`.
 
 Writes (appends, truncation, rolls, retention, the cleaner's swap) hold the log's lock.
 The cleaner (`cleaner`) reads sealed segments without it and swaps its output in with
@@ -44,7 +40,6 @@ from dataclasses import dataclass
 
 from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
-from praha.log import producer_snapshot
 from praha.log.batch import (
     CONTROL_MASK,
     MAX_RELATIVE_OFFSET,
@@ -61,7 +56,6 @@ from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
 from praha.log.control import ControlType, TxnMarker, build_marker_batch
 from praha.log.errors import (
-    CorruptCheckpointError,
     LogStorageError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
@@ -69,13 +63,8 @@ from praha.log.errors import (
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from praha.log.producer_snapshot import SnapshotEntry
-from praha.log.producer_state import (
-    AppendOrigin,
-    CompletedTxn,
-    ProducerAppendInfo,
-    ProducerStateTable,
-    marker_of,
-)
+from praha.log.producer_state import AppendOrigin, ProducerAppendInfo, ProducerStateTable
+from praha.log.producer_state_manager import ProducerStateManager, aborted_entry
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from praha.log.slices import FileRegion as FileRegion
@@ -84,9 +73,6 @@ from praha.log.txn_index import AbortedTxn
 from praha.log.validator import RecordRules, validate_records
 
 log = logging.getLogger(__name__)
-
-#: how much of the active segment's tail rebuilds the idempotent producers' state
-PRODUCER_SCAN_BYTES = 64 << 20
 
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
 _TXN_BITS = TRANSACTIONAL_MASK | CONTROL_MASK
@@ -154,8 +140,7 @@ class Log:
         self._failed: str | None = None
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
-        self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
-        self._has_snapshot: bool | None = None  # any producer snapshot on disk? (None: look)
+        self._pstate = ProducerStateManager(directory)
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -173,9 +158,9 @@ class Log:
         start = max(log_start_offset or 0, segments[0].base_offset)
         self._log_start = min(start, self._leo)
         self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
-        stale = [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo]
+        stale = [o for o in self._pstate.snapshots() if o > self._leo]
         if stale:  # recovery cut the log below them
-            self._delete_snapshots(stale)
+            self._pstate.delete_snapshots(stale)
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
@@ -192,7 +177,7 @@ class Log:
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
         if report.first_checked_base is not None:
-            self._rebuild_txn_indexes(report.first_checked_base)
+            self._pstate.rebuild_txn_indexes(self._segments, self._leo, report.first_checked_base)
         if report.eventful:
             log.warning("Recovered log %s (log end %d): %s", self.dir, self._leo, report.describe())
         elif report.segments:
@@ -398,7 +383,7 @@ class Log:
         batch has a producer id; or a follower's plain idempotent batches while the table is
         not built (it is rebuilt from the log when needed)."""
         if origin is AppendOrigin.REPLICATION:
-            if self._producers is None and not any(h.attributes & _TXN_BITS for h in batches):
+            if self._pstate.table is None and not any(h.attributes & _TXN_BITS for h in batches):
                 return None
         elif all(h.producer_id < 0 for h in batches):
             return None
@@ -406,75 +391,8 @@ class Log:
 
     # -- idempotent and transactional producers ----------------------------------------
     def _producer_table(self) -> ProducerStateTable:
-        """The producers' recent batches and open transactions, rebuilt when first needed
-        after a load or truncation: from the newest snapshot at or below the log end and
-        the batches from its offset on; with no snapshot (a log written before they
-        existed), from the tail of the active segment (at most PRODUCER_SCAN_BYTES)."""
-        table = self._producers
-        if table is None:
-            table, since = self._load_producer_snapshot(self._leo)
-            if since is None:
-                seg = self._segments[-1]
-                start = 0
-                if seg.size > PRODUCER_SCAN_BYTES:
-                    seg.ensure_indexes()
-                    start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
-                for h in seg.scan_headers(start, seg.size):
-                    self._replay_batch(table, seg, h)
-            else:
-                self._replay_from(table, since)
-            self._producers = table
-        return table
-
-    def _replay_from(self, table: ProducerStateTable, since: int) -> dict[LogSegment, list[AbortedTxn]]:
-        """Feed every batch from offset `since` on to `table`; the aborted transactions
-        they close, by the segment holding their marker."""
-        aborted: dict[LogSegment, list[AbortedTxn]] = {}
-        for seg in self._segments:
-            if (seg.next_offset if seg.next_offset is not None else self._leo) <= since:
-                continue
-            for h in seg.scan_headers(0, seg.size):
-                if h.base_offset < since:
-                    continue
-                done = self._replay_batch(table, seg, h)
-                if done is not None and done.aborted:
-                    aborted.setdefault(seg, []).append(self._aborted_entry(table, done))
-        return aborted
-
-    def _replay_batch(self, table: ProducerStateTable, seg: LogSegment, h: BatchHeader) -> CompletedTxn | None:
-        """Recovery's record of one batch already in the log (no checks)."""
-        if h.producer_id < 0:
-            return None
-        if h.attributes & CONTROL_MASK:
-            marker = marker_of(seg.read_bytes(h.position, h.size), h.base_offset, self.dir)
-            return table.record_marker(h.producer_id, h.producer_epoch, marker, h.base_offset) if marker else None
-        table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset,
-                     h.is_transactional)
-        return None
-
-    @staticmethod
-    def _aborted_entry(table: ProducerStateTable, done: CompletedTxn) -> AbortedTxn:
-        return AbortedTxn(done.producer_id, done.first_offset, done.last_offset, table.last_stable_offset_after(done))
-
-    def _rebuild_txn_indexes(self, from_base: int) -> None:
-        """Recovery checked the segments from `from_base` on: rewrite their aborted-
-        transaction indexes by replaying producer state from the newest snapshot at or
-        below `from_base` (the whole log without one); the table is kept."""
-        table, since = self._load_producer_snapshot(from_base)
-        if since is None:
-            since = self._segments[0].base_offset
-        aborted = self._replay_from(table, since)
-        rewritten = 0
-        for seg in self._segments:
-            if seg.base_offset >= from_base:
-                entries = aborted.get(seg, [])
-                if entries or len(seg.txn_index):
-                    seg.txn_index.reset(entries)
-                    rewritten += 1
-        self._producers = table
-        if rewritten:
-            log.info("Rebuilt the aborted-transaction indexes of %d segments of %s from offset %d",
-                     rewritten, self.dir, since)
+        """The producers' recent batches and open transactions (`producer_state_manager`)."""
+        return self._pstate.get(self._segments, self._leo)
 
     def active_producers(self) -> list[SnapshotEntry]:
         """Each producer this log knows, with its last batch and open transaction
@@ -482,35 +400,6 @@ class Log:
         with self._lock:
             self._check_open()
             return self._producer_table().snapshot()
-
-    def _load_producer_snapshot(self, upto: int) -> tuple[ProducerStateTable, int | None]:
-        """The newest readable snapshot at or below `upto` (corrupt ones are deleted),
-        and its offset; an empty table and None if there is none."""
-        for offset in reversed(producer_snapshot.list_snapshots(self.dir)):
-            if offset > upto:
-                continue
-            try:
-                return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
-            except (CorruptCheckpointError, OSError) as e:
-                log.warning("Deleting unreadable producer snapshot of %s at %d: %s", self.dir, offset, e)
-                self._delete_snapshots([offset])
-        return ProducerStateTable(), None
-
-    def _delete_snapshots(self, offsets: list[int]) -> None:
-        producer_snapshot.delete(self.dir, offsets)
-        self._has_snapshot = None
-
-    def _snapshot_producers(self, offset: int) -> None:
-        """Write the producer table as the snapshot at `offset` (if the table is built: an
-        unbuilt one has not changed since the snapshot it would be rebuilt from)."""
-        table = self._producers
-        if table is None:
-            return
-        try:
-            producer_snapshot.write(self.dir, offset, table.snapshot())
-            self._has_snapshot = True
-        except OSError as e:  # the log stays correct; only a longer rebuild after a restart
-            log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
 
     def begin_verification(self, producer_id: int, producer_epoch: int) -> object | None:
         """KIP-890: None if the producer's transaction is already open here (no check
@@ -530,7 +419,7 @@ class Log:
         """Where read_committed reads stop: below `high_watermark`, the first offset of a
         transaction still open or whose marker is not replicated yet — but never below the
         log start (DeleteRecords may have removed a transaction's first batches)."""
-        table = self._producers
+        table = self._pstate.table
         if table is not None and not table.ongoing and not table.unreplicated:
             return high_watermark  # the common case, without the lock
         with self._lock:
@@ -542,7 +431,7 @@ class Log:
     def on_high_watermark(self, high_watermark: int) -> None:
         """Forget closed transactions whose marker is now below the high watermark (they
         no longer hold the last stable offset back); leader and followers alike."""
-        table = self._producers
+        table = self._pstate.table
         if table is not None and table.unreplicated:
             with self._lock:
                 table.first_unstable_offset(high_watermark)
@@ -571,12 +460,7 @@ class Log:
         view = memoryview(data)
         effects = state.effects if state is not None else None
         if table is not None and effects:
-            if self._has_snapshot is None:
-                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
-            if not self._has_snapshot:
-                # the log's first producer: a snapshot below it, so that recovery after a crash
-                # rebuilds from there (every batch since), not from a bounded tail of the log
-                self._snapshot_producers(headers[0].base_offset)
+            self._pstate.snapshot_before_first_producer(headers[0].base_offset)
         try:
             for chunk in self._chunks(headers):
                 first, last = chunk[0], chunk[-1]
@@ -590,7 +474,7 @@ class Log:
                         if effect is not None:
                             done = table.apply(effect, h.base_offset)
                             if done is not None and done.aborted:
-                                seg.txn_index.append(self._aborted_entry(table, done))
+                                seg.txn_index.append(aborted_entry(table, done))
         except OSError as e:
             raise self.io_error("append to", e) from e
 
@@ -666,7 +550,7 @@ class Log:
         if old.size == 0:
             return old
         old.seal(flush_log=False)
-        self._snapshot_producers(new_base)
+        self._pstate.take_snapshot(new_base)
         new = LogSegment.create(self.dir, new_base, self.config.index_interval_bytes)
         self._set_segments(self._segments + [new])
         log.debug("Rolled %s at offset %d", self.dir, new_base)
@@ -845,10 +729,10 @@ class Log:
             removed_bytes = seg.truncate_to(offset) + sum(s.size for s in removed)
             self._set_segments(self._segments[:keep])
             self._schedule_delete(removed)
-            self._producers = None
+            self._pstate.forget()
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
-            self._delete_snapshots([o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
+            self._pstate.delete_snapshots([o for o in self._pstate.snapshots() if o > self._leo])
             self._log_start = min(self._log_start, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
@@ -872,8 +756,8 @@ class Log:
         self._schedule_delete(old)
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
-        self._producers = None
-        self._delete_snapshots(producer_snapshot.list_snapshots(self.dir))
+        self._pstate.forget()
+        self._pstate.delete_snapshots(self._pstate.snapshots())
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
@@ -936,8 +820,8 @@ class Log:
                 self._log_start = new_start
                 self.epoch_cache.truncate_from_start(new_start)
             self._schedule_delete(doomed, now)
-            snapshots = producer_snapshot.list_snapshots(self.dir)
-            self._delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
+            snapshots = self._pstate.snapshots()
+            self._pstate.delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
             log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
                      count, self.dir, sum(s.size for s in doomed), self._log_start)
             return count
@@ -988,8 +872,8 @@ class Log:
             if self._closed:
                 return
             self.epoch_cache.sync()
-            if self._leo not in producer_snapshot.list_snapshots(self.dir):
-                self._snapshot_producers(self._leo)
+            if self._leo not in self._pstate.snapshots():
+                self._pstate.take_snapshot(self._leo)
             for seg in self._segments:
                 seg.close()
             for _, seg in self._pending_deletes:
