@@ -141,6 +141,7 @@ class Log:
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self._pstate = ProducerStateManager(directory)
+        self._rules: tuple[LogConfig, RecordRules] | None = None
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -339,17 +340,33 @@ class Log:
                 for h in batches:
                     if h.leader_epoch > cache.latest_epoch:
                         self._assign_epoch(h.leader_epoch, h.base_offset)
-        if client and cfg.log_append_time:
-            last = batches[-1].last_offset
+        if not client:
+            return _append_info(batches)
+        last = self._leo - 1
+        if cfg.log_append_time:
             return AppendInfo(first, last, now, last, summary.record_count, summary.batch_count, summary.size_bytes,
                               log_append_time=now)
-        return _append_info(batches)
+        off_max = -1
+        if summary.max_timestamp >= 0:
+            for h in batches:
+                if h.max_timestamp == summary.max_timestamp:
+                    off_max = h.last_offset
+                    break
+        return AppendInfo(first, last, summary.max_timestamp, off_max, summary.record_count, summary.batch_count,
+                          summary.size_bytes)
 
     def _record_rules(self) -> RecordRules:
+        """What the topic asks of each produced record (kept until the config changes)."""
         cfg = self.config
+        cached = self._rules
+        if cached is not None and cached[0] is cfg:
+            return cached[1]
         if cfg.log_append_time:  # the producer's timestamps are replaced, not checked (Kafka)
-            return RecordRules(cfg.compact)
-        return RecordRules(cfg.compact, cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms)
+            rules = RecordRules(cfg.compact)
+        else:
+            rules = RecordRules(cfg.compact, cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms)
+        self._rules = (cfg, rules)
+        return rules
 
     def _batches_to_copy(self, batches: list[BatchHeader]) -> list[BatchHeader]:
         """A follower's fetched batches without those it holds already; raises

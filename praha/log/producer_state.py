@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from praha.log.batch import CONTROL_MASK, BatchHeader, Buffer
 from praha.log.control import TxnMarker, parse_marker
@@ -129,9 +129,9 @@ class AppendOrigin(Enum):
     REPLICATION = "replication"
 
 
-@dataclass(frozen=True, slots=True)
-class BatchEffect:
-    """What one batch does to its producer's state once it is in the log."""
+class BatchEffect(NamedTuple):
+    """What one batch does to its producer's state once it is in the log (a tuple: one is
+    made per producer batch on the produce path)."""
 
     producer_id: int
     epoch: int
@@ -150,6 +150,10 @@ class ProducerAppendInfo:
     effects: dict[int, BatchEffect]
     #: an idempotent producer's retry: the earlier write, answered instead of appending
     duplicate: WrittenBatch | None = None
+
+
+#: the verdict of every accepted batch (one object: none is made per batch)
+ACCEPTED = SequenceCheck(SequenceVerdict.ACCEPT)
 
 
 class ProducerStateTable:
@@ -247,7 +251,7 @@ class ProducerStateTable:
             if check.verdict is not SequenceVerdict.ACCEPT:
                 return check
         staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
-        return SequenceCheck(SequenceVerdict.ACCEPT)
+        return ACCEPTED
 
     def apply(self, effect: BatchEffect, offset: int) -> CompletedTxn | None:
         """Record one batch now in the log at `offset` (its effect from `analyze`, or from a
@@ -383,7 +387,7 @@ def _sequence_check(entry: ProducerEntry | None, epoch: int, base_sequence: int,
                     ) -> SequenceCheck:
     """Kafka's idempotence rules for one batch against its producer's entry (see module doc)."""
     if entry is None or epoch > entry.epoch:
-        return SequenceCheck(SequenceVerdict.ACCEPT)
+        return ACCEPTED
     if epoch < entry.epoch:
         return SequenceCheck(SequenceVerdict.FENCED_EPOCH)
     last = last_sequence(base_sequence, last_offset_delta)
@@ -393,7 +397,7 @@ def _sequence_check(entry: ProducerEntry | None, epoch: int, base_sequence: int,
     expected = next_sequence(entry.last_sequence) if entry.last_sequence is not None else base_sequence
     if base_sequence != expected:
         return SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
-    return SequenceCheck(SequenceVerdict.ACCEPT)
+    return ACCEPTED
 
 
 def _marker_verdict(entry: ProducerEntry | None, epoch: int, coordinator_epoch: int) -> MarkerVerdict:

@@ -147,6 +147,8 @@ class ProducerStateManager:
         """An append brings producer batches from `offset` on: if the log has no snapshot
         yet, one below them, so that recovery after a crash rebuilds from there (every
         batch since), not from a bounded tail of the log."""
+        if self._has_snapshot:
+            return
         if self._has_snapshot is None:
             self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
         if not self._has_snapshot:
