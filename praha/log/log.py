@@ -340,10 +340,10 @@ class Log:
                 for h in batches:
                     if h.leader_epoch > cache.latest_epoch:
                         self._assign_epoch(h.leader_epoch, h.base_offset)
-        if not client:
+        if not leader:
             return _append_info(batches)
-        last = self._leo - 1
-        if cfg.log_append_time:
+        last = batches[-1].last_offset
+        if client and cfg.log_append_time:
             return AppendInfo(first, last, now, last, summary.record_count, summary.batch_count, summary.size_bytes,
                               log_append_time=now)
         off_max = -1
@@ -488,10 +488,15 @@ class Log:
                 if table is not None and effects:
                     for h in chunk:
                         effect = effects.get(h.position)
-                        if effect is not None:
-                            done = table.apply(effect, h.base_offset)
-                            if done is not None and done.aborted:
-                                seg.txn_index.append(aborted_entry(table, done))
+                        if effect is None:
+                            continue
+                        if effect.marker is None:
+                            table.record(effect.producer_id, effect.epoch, effect.base_sequence,
+                                         effect.last_offset_delta, h.base_offset, effect.transactional)
+                            continue
+                        done = table.record_marker(effect.producer_id, effect.epoch, effect.marker, h.base_offset)
+                        if done is not None and done.aborted:
+                            seg.txn_index.append(aborted_entry(table, done))
         except OSError as e:
             raise self.io_error("append to", e) from e
 

@@ -146,7 +146,7 @@ class BatchEffect(NamedTuple):
 class ProducerAppendInfo:
     """The outcome of `ProducerStateTable.analyze` for one append (Kafka's ProducerAppendInfo)."""
 
-    #: by the batch's position in the appended buffer: what `apply` records once it lands
+    #: by the batch's position in the appended buffer: what the log records once it lands
     effects: dict[int, BatchEffect]
     #: an idempotent producer's retry: the earlier write, answered instead of appending
     duplicate: WrittenBatch | None = None
@@ -176,7 +176,7 @@ class ProducerStateTable:
                 verified: dict[int, object] | None = None, where: str = "") -> ProducerAppendInfo:
         """The one producer-state pass of an append (Kafka's analyzeAndValidateProducerState),
         before anything is written: each batch's producer entry is read once, checked as its
-        origin asks, and its effect kept for `apply` once the batch is in the log.
+        origin asks, and its effect kept for the log to record once the batch is written.
 
         CLIENT (a Produce on the leader): Kafka's idempotence and transaction rules, in order
         per batch (a batch continues the one before it from the same producer and epoch in
@@ -252,15 +252,6 @@ class ProducerStateTable:
                 return check
         staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
         return ACCEPTED
-
-    def apply(self, effect: BatchEffect, offset: int) -> CompletedTxn | None:
-        """Record one batch now in the log at `offset` (its effect from `analyze`, or from a
-        recovery scan); a marker returns the transaction it closed."""
-        if effect.marker is not None:
-            return self.record_marker(effect.producer_id, effect.epoch, effect.marker, offset)
-        self.record(effect.producer_id, effect.epoch, effect.base_sequence, effect.last_offset_delta, offset,
-                    effect.transactional)
-        return None
 
     def snapshot(self) -> list[SnapshotEntry]:
         """Each producer's epoch, last batch and transaction state, as Kafka's snapshot
