@@ -56,7 +56,7 @@ def _grouped(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, list[
 
 
 # ---------------------------------------------------------------------- requests → wire
-def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
+def request_to_wire(req: ControllerRequest) -> tuple[WireMessage, int]:
     """The wire object and the API version to send it at."""
     if isinstance(req, LeaderAndIsrRequestData):
         return _LazyLeaderAndIsrRequest.of(req), LEADER_AND_ISR_VERSION
@@ -67,7 +67,7 @@ def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
     raise TypeError(f"not a controller request: {type(req).__name__}")
 
 
-def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
+def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> LeaderAndIsrRequest:
     topic_states = [
         _LI.LeaderAndIsrTopicState(
             topic_name=topic,
@@ -90,7 +90,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
     )
 
 
-def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> Any:
+def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> UpdateMetadataRequest:
     shared = _shared_update_metadata(req)
     if shared is not None:
         return _SharedUpdateMetadataRequest.of(req, shared)
@@ -449,7 +449,7 @@ def _shared_update_metadata(req: UpdateMetadataRequestData) -> _SharedUpdateMeta
     return shared if shared.live_brokers is req.live_brokers else None
 
 
-def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
+def _stop_replica_to_wire(req: StopReplicaRequestData) -> StopReplicaRequest:
     topic_states = [
         _SR.StopReplicaTopicState(
             topic_name=topic,
@@ -469,7 +469,7 @@ def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
 
 
 # ---------------------------------------------------------------------- wire → requests
-def leader_and_isr_from_wire(w: Any) -> LeaderAndIsrRequestData:
+def leader_and_isr_from_wire(w: LeaderAndIsrRequest) -> LeaderAndIsrRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -484,7 +484,7 @@ def leader_and_isr_from_wire(w: Any) -> LeaderAndIsrRequestData:
     return LeaderAndIsrRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, leaders)
 
 
-def update_metadata_from_wire(w: Any) -> UpdateMetadataRequestData:
+def update_metadata_from_wire(w: UpdateMetadataRequest) -> UpdateMetadataRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -509,7 +509,7 @@ def update_metadata_from_wire(w: Any) -> UpdateMetadataRequestData:
     return UpdateMetadataRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, brokers)
 
 
-def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
+def stop_replica_from_wire(w: StopReplicaRequest) -> StopReplicaRequestData:
     parts = [
         StopReplicaPartition(TopicPartition(ts.topic_name, p.partition_index), p.leader_epoch, bool(p.delete_partition))
         for ts in (w.topic_states or [])
@@ -538,7 +538,8 @@ def response_to_wire(api_key: int, resp: ControllerResponseData) -> WireMessage:
     raise TypeError(f"api key {api_key} is not a controller request")
 
 
-def response_from_wire(w: Any) -> ControllerResponseData:
+def response_from_wire(w: LeaderAndIsrResponse | StopReplicaResponse | UpdateMetadataResponse
+                       ) -> ControllerResponseData:
     errors = {
         TopicPartition(e.topic_name, e.partition_index): e.error_code
         for e in (getattr(w, "partition_errors", None) or [])
