@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.common import BrokerInfo, EndPoint, TopicPartition, by_topic
 from praha.encoding.varint import write_uvarint
 from praha.errors import PrahaError
 from praha.protocol.controller_requests import (
@@ -48,13 +47,6 @@ _UM = UpdateMetadataRequest
 _SR = StopReplicaRequest
 
 
-def _grouped(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, list[Any]]:
-    groups: dict[str, list[Any]] = defaultdict(list)
-    for item in items:
-        groups[key(item)].append(item)
-    return groups
-
-
 # ---------------------------------------------------------------------- requests → wire
 def request_to_wire(req: ControllerRequest) -> tuple[WireMessage, int]:
     """The wire object and the API version to send it at."""
@@ -81,7 +73,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> LeaderAndIsrRequest
                 for s in states
             ],
         )
-        for topic, states in _grouped(req.partitions, lambda s: s.tp.topic).items()
+        for topic, states in by_topic((s.tp.topic, s) for s in req.partitions).items()
     ]
     leaders = [_LI.LeaderAndIsrLiveLeader(broker_id=b.id, host_name=b.host, port=b.port) for b in req.live_leaders]
     return LeaderAndIsrRequest(
@@ -113,7 +105,7 @@ def _um_topic_states(partitions: Iterable[Any]) -> list[Any]:
                 for s in states
             ],
         )
-        for topic, states in _grouped(partitions, lambda s: s.tp.topic).items()
+        for topic, states in by_topic((s.tp.topic, s) for s in partitions).items()
     ]
 
 
@@ -460,7 +452,7 @@ def _stop_replica_to_wire(req: StopReplicaRequestData) -> StopReplicaRequest:
                 for p in parts
             ],
         )
-        for topic, parts in _grouped(req.partitions, lambda p: p.tp.topic).items()
+        for topic, parts in by_topic((p.tp.topic, p) for p in req.partitions).items()
     ]
     return StopReplicaRequest(
         controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
