@@ -48,7 +48,6 @@ from praha.log.batch import (
     BatchHeader,
     Buffer,
     assign_offsets,
-    rebase_headers,
     stamp_log_append_time,
     validate,
 )
@@ -327,8 +326,10 @@ class Log:
             first = self._leo
             data: Buffer = records
             if leader:
-                data = assign_offsets(records, first, leader_epoch, batches=batches, in_place=in_place)
-                batches = rebase_headers(batches, first, leader_epoch)
+                rebased: list[BatchHeader] = []
+                data = assign_offsets(records, first, leader_epoch, batches=batches, in_place=in_place,
+                                      headers_out=rebased)
+                batches = rebased
                 if client and cfg.log_append_time:
                     batches = stamp_log_append_time(data, batches, now)
             self._write(data, batches, now, table, state)
