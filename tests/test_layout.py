@@ -274,6 +274,32 @@ def test_the_handlers_use_no_any():
     assert not found, "typing.Any in the handlers:\n" + "\n".join(found)
 
 
+def test_the_framing_uses_no_any():
+    """`protocol/framing.py` frames and unframes every request and response: it gives the
+    generated message class it was asked for (issue 21), so callers keep their types."""
+    path = PRAHA / "protocol" / "framing.py"
+    found = list(_uses_of_any(ast.parse(path.read_text(), str(path))))
+    assert not found, f"typing.Any in protocol/framing.py at lines {found}"
+
+
+def test_no_kafka_protocol_import_under_praha():
+    """The wire format is praha's own (`protocol/messages/`): kafka-python's codecs
+    (`kafka.protocol`) stay an independent client in the tests, never a part of praha,
+    lazily imported or not."""
+    found = []
+    for path in sorted(PRAHA.rglob("*.py")):
+        source = path.read_text()
+        if "kafka.protocol" not in source and "from kafka import" not in source:
+            continue  # parsing every file (the generated codecs are large) costs seconds
+        for node in ast.walk(ast.parse(source, str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)] \
+                if isinstance(node, ast.ImportFrom) else []
+            if any(n == "kafka.protocol" or n.startswith("kafka.protocol.") for n in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, "kafka.protocol imported under praha/:\n" + "\n".join(found)
+
+
 def test_the_any_check_sees_every_spelling():
     """The check above would fail on each way `Any` can be written."""
     spellings = ("from typing import Any", "x: Any = 1", "import typing\nx: typing.Any", 'def f() -> "list[Any]": ...')

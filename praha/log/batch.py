@@ -221,13 +221,15 @@ def assign_offsets(
     *,
     batches: Sequence[BatchHeader] | None = None,
     in_place: bool = False,
+    headers_out: list[BatchHeader] | None = None,
 ) -> bytearray | memoryview:
     """Give the batches contiguous offsets from `base_offset` and stamp the leader epoch.
 
     Only baseOffset and partitionLeaderEpoch change; both lie outside the CRC'd range, so
     every CRC stays valid. With `in_place` a writable `buf` is patched and returned
     (saves a copy on the produce path); otherwise a patched bytearray copy is returned.
-    `batches` (from `validate`) avoids walking the headers again."""
+    `batches` (from `validate`) avoids walking the headers again; `headers_out` receives
+    the patched headers in the same walk (what `rebase_headers` gives)."""
     out = (
         cast("bytearray | memoryview", buf) if in_place else bytearray(buf)
     )  # in place: the caller passes a writable buffer
@@ -239,6 +241,8 @@ def assign_offsets(
     for h in batches:
         pack_i64(out, h.position, nxt)
         pack_i32(out, h.position + LEADER_EPOCH_OFFSET, leader_epoch)
+        if headers_out is not None:
+            headers_out.append(h._replace(base_offset=nxt, leader_epoch=leader_epoch))
         nxt += h.last_offset_delta + 1
     return out
 

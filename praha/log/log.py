@@ -1,13 +1,9 @@
 """The log of one partition: a directory `<topic>-<partition>/` of segments.
 
-Leader append: 1. validate framing, magic 2, CRC and record counts (no record decode),
-2. check batch and append sizes, 3. patch base offsets (from the log end) and the
-leader epoch, 4. roll if the active segment is full, too old, or its relative offsets
-would overflow, 5. append, 6. note a new leader epoch in the epoch cache.
-
-Follower append: 1. validate framing and CRC, 2. skip leading batches we already
-have, refuse gaps and overlaps, 3. roll/append as above, 4. note every new
-partitionLeaderEpoch seen.
+Appends (leader, follower, transaction marker) run through one function, `_append`, in one
+pass as Kafka's `UnifiedLog.append`: validate, one producer-state analysis, offsets from the
+log end (leader), write with rolls, each batch's producer state recorded as it lands, new
+leader epochs noted (its docstring lists the steps).
 
 Read: find the segment by base offset, the first batch holding the start offset, then
 whole batches up to `max_bytes` that end below `max_offset` (the high watermark; the
@@ -16,13 +12,13 @@ changes replace the segment list, and removed segments are renamed `*.deleted` a
 closed only after `file_delete_delay_ms`, so an in-flight read still works.
 
 Transactions: every append feeds transactional batches and markers to the producer table
-(`producer_state`), which knows each open transaction's first offset; an ABORT marker adds
-an entry to the aborted-transaction index of the segment it lands in (`txn_index`), on
-the leader and on followers alike. `last_stable_offset(hw)` bounds read_committed reads
-and `collect_aborted_transactions` answers their `aborted_transactions`. A marker is
-appended by the leader with `append_marker_as_leader` (WriteTxnMarkers). Recovery that
-checks segments rebuilds their aborted-transaction indexes by replaying producer state
-from the newest snapshot before them.
+(`producer_state`; built, snapshotted and replayed by `producer_state_manager`), which knows
+each open transaction's first offset; an ABORT marker adds an entry to the aborted-transaction
+index of the segment it lands in (`txn_index`), on the leader and on followers alike.
+`last_stable_offset(hw)` bounds read_committed reads and `collect_aborted_transactions`
+answers their `aborted_transactions`. Recovery that checks segments rebuilds their
+aborted-transaction indexes by replaying producer state from the newest snapshot before them.
+What a read hands out (`LogSlice`, `FileRegion`, `ReadResult`) is `slices`.
 
 Writes (appends, truncation, rolls, retention, the cleaner's swap) hold the log's lock.
 The cleaner (`cleaner`) reads sealed segments without it and swaps its output in with
@@ -44,7 +40,6 @@ from dataclasses import dataclass
 
 from praha.common import TopicPartition
 from praha.common import now_ms as wall_clock_ms
-from praha.log import producer_snapshot
 from praha.log.batch import (
     CONTROL_MASK,
     MAX_RELATIVE_OFFSET,
@@ -53,34 +48,22 @@ from praha.log.batch import (
     BatchHeader,
     Buffer,
     assign_offsets,
-    rebase_headers,
     stamp_log_append_time,
     validate,
 )
 from praha.log.checkpoints import fsync_dir
 from praha.log.config import LogConfig
-from praha.log.control import ControlType, TxnMarker, build_marker_batch, parse_marker
+from praha.log.control import ControlType, TxnMarker, build_marker_batch
 from praha.log.errors import (
-    CorruptBatchError,
-    CorruptCheckpointError,
-    InvalidProducerEpochError,
-    InvalidTxnStateError,
     LogStorageError,
     OffsetOutOfRangeError,
-    OutOfOrderSequenceError,
     RecordListTooLargeError,
-    TransactionCoordinatorFencedError,
     UnexpectedAppendOffsetError,
 )
 from praha.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from praha.log.producer_snapshot import SnapshotEntry
-from praha.log.producer_state import (
-    CompletedTxn,
-    MarkerVerdict,
-    ProducerStateTable,
-    SequenceVerdict,
-    WrittenBatch,
-)
+from praha.log.producer_state import AppendOrigin, ProducerAppendInfo, ProducerStateTable
+from praha.log.producer_state_manager import ProducerStateManager, aborted_entry
 from praha.log.recovery import load_segments
 from praha.log.segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment
 from praha.log.slices import FileRegion as FileRegion
@@ -90,12 +73,17 @@ from praha.log.validator import RecordRules, validate_records
 
 log = logging.getLogger(__name__)
 
-#: how much of the active segment's tail rebuilds the idempotent producers' state
-PRODUCER_SCAN_BYTES = 64 << 20
-
 _flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="praha-log-flush")
 _TXN_BITS = TRANSACTIONAL_MASK | CONTROL_MASK
 
+
+
+def _append_info(batches: Sequence[BatchHeader]) -> AppendInfo:
+    """Where appended batches landed (their headers as written)."""
+    best = max(batches, key=lambda h: h.max_timestamp)  # the first of equals
+    return AppendInfo(batches[0].base_offset, batches[-1].last_offset, best.max_timestamp,
+                      best.last_offset if best.max_timestamp >= 0 else -1, sum(h.record_count for h in batches),
+                      len(batches), sum(h.size for h in batches))
 
 
 def parse_log_dir_name(name: str) -> TopicPartition | None:
@@ -151,8 +139,8 @@ class Log:
         self._failed: str | None = None
         os.makedirs(directory, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
-        self._producers: ProducerStateTable | None = None  # built on first use, dropped by truncation
-        self._has_snapshot: bool | None = None  # any producer snapshot on disk? (None: look)
+        self._pstate = ProducerStateManager(directory)
+        self._rules: tuple[LogConfig, RecordRules] | None = None
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- loading -----------------------------------------------------------------------
@@ -170,9 +158,9 @@ class Log:
         start = max(log_start_offset or 0, segments[0].base_offset)
         self._log_start = min(start, self._leo)
         self._recovery_point = self._leo if clean_shutdown else min(max(recovery_point or 0, 0), self._leo)
-        stale = [o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo]
+        stale = [o for o in self._pstate.snapshots() if o > self._leo]
         if stale:  # recovery cut the log below them
-            self._delete_snapshots(stale)
+            self._pstate.delete_snapshots(stale)
 
         cache = self.epoch_cache
         if cache.needs_rebuild and report.segments == 0:
@@ -189,7 +177,7 @@ class Log:
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
         if report.first_checked_base is not None:
-            self._rebuild_txn_indexes(report.first_checked_base)
+            self._pstate.rebuild_txn_indexes(self._segments, self._leo, report.first_checked_base)
         if report.eventful:
             log.warning("Recovered log %s (log end %d): %s", self.dir, self._leo, report.describe())
         elif report.segments:
@@ -258,53 +246,14 @@ class Log:
     def append_as_leader(self, records: Buffer, leader_epoch: int, now_ms: int | None = None, *,
                          in_place: bool = False, verified: dict[int, object] | None = None) -> AppendInfo:
         """Validate producer batches, give them offsets from the log end, stamp the epoch and
-        append. With `in_place`, the (writable) `records` are stamped where they lie
+        append (`_append`). With `in_place`, the (writable) `records` are stamped where they lie
         instead of in a copy: for a buffer nobody reads again, like a request frame.
         With `verified` (KIP-890), a transactional batch of a producer with no open
         transaction here is accepted only under the token `begin_verification` gave
         for it, still current (no marker came meanwhile). Raises CorruptBatchError,
         UnsupportedMagicError, InvalidRecordError, MessageTooLargeError,
         RecordListTooLargeError or InvalidTxnStateError (all PrahaError with a code)."""
-        cfg = self.config
-        summary = validate(records, strict=True, max_batch_bytes=cfg.max_message_bytes)
-        if not summary.batches:
-            return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
-        if summary.size_bytes > cfg.segment_bytes:
-            raise RecordListTooLargeError(
-                f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
-        now = now_ms if now_ms is not None else wall_clock_ms()
-        if cfg.log_append_time:  # the producer's timestamps are replaced, not checked (Kafka)
-            rules = RecordRules(cfg.compact)
-        else:
-            rules = RecordRules(cfg.compact, cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms)
-        validate_records(records, summary.batches, rules, now)
-        with self._lock:
-            self._check_open()
-            duplicate = self._check_sequences(summary.batches)
-            if verified is not None:
-                self._check_verified(summary.batches, verified)
-            if duplicate is not None:
-                return AppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1, 0, duplicate=True)
-            first = self._leo
-            data = assign_offsets(records, first, leader_epoch, batches=summary.batches, in_place=in_place)
-            headers = rebase_headers(summary.batches, first, leader_epoch)
-            if cfg.log_append_time:
-                headers = stamp_log_append_time(data, headers, now)
-            self._append_locked(data, headers, now_ms, record_producers=True)
-            if leader_epoch > self.epoch_cache.latest_epoch:
-                self._assign_epoch(leader_epoch, first)
-            last = self._leo - 1
-        if cfg.log_append_time:
-            return AppendInfo(first, last, now, last, summary.record_count, summary.batch_count, summary.size_bytes,
-                              log_append_time=now)
-        off_max = -1
-        if summary.max_timestamp >= 0:
-            for h in headers:
-                if h.max_timestamp == summary.max_timestamp:
-                    off_max = h.last_offset
-                    break
-        return AppendInfo(first, last, summary.max_timestamp, off_max, summary.record_count,
-                          summary.batch_count, summary.size_bytes)
+        return self._append(records, AppendOrigin.CLIENT, leader_epoch, now_ms, in_place=in_place, verified=verified)
 
     def append_as_follower(self, records: Buffer, now_ms: int | None = None) -> AppendInfo:
         """Append batches fetched from the leader, offsets and epochs as they are.
@@ -312,124 +261,156 @@ class Log:
         Leading batches wholly below the log end are skipped (a refetch after a retry);
         the first new batch must start exactly at the log end and each batch must follow
         the previous one, else UnexpectedAppendOffsetError. Every new partitionLeaderEpoch is cached."""
-        summary = validate(records)
+        return self._append(records, AppendOrigin.REPLICATION, -1, now_ms)
+
+    def append_marker_as_leader(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                                leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+        """Append the marker ending `producer_id`'s transaction (WriteTxnMarkers). Raises
+        InvalidProducerEpochError for an epoch older than the producer's here and
+        TransactionCoordinatorFencedError for an older coordinator epoch; nothing is
+        appended then."""
+        now = wall_clock_ms() if now_ms is None else now_ms
+        marker = TxnMarker(ControlType.COMMIT if commit else ControlType.ABORT, coordinator_epoch)
+        batch = build_marker_batch(producer_id, producer_epoch, marker, now, leader_epoch)
+        return self._append(batch, AppendOrigin.COORDINATOR, leader_epoch, now)
+
+    def _append(self, records: Buffer, origin: AppendOrigin, leader_epoch: int, now_ms: int | None, *,
+                in_place: bool = False, verified: dict[int, object] | None = None) -> AppendInfo:
+        """Every append, in one pass as Kafka's `UnifiedLog.append` reads: each batch is
+        validated once, analysed by producer state once, given offsets once, written once
+        and its producer state recorded once.
+
+        1. validate framing, magic 2 and CRC; a producer's batches (CLIENT) also record
+           counts, sizes and every record against the topic's rules (`validator`);
+        2. a follower (REPLICATION) drops the batches it already holds; the rest must
+           follow its log end;
+        3. under the lock, one producer-state pass (`ProducerStateTable.analyze`):
+           idempotence, transaction state, KIP-890 verification, marker fencing; a
+           retried batch returns the earlier write and appends nothing;
+        4. the leader (CLIENT, COORDINATOR) assigns offsets from the log end and its
+           epoch, and stamps LogAppendTime where the topic asks for it;
+        5. write, rolling where a batch would overflow the segment, each chunk's
+           producer state recorded as it lands (`_write`);
+        6. note new leader epochs.
+
+        Before (issue 21), a produced batch went through `append_as_leader`,
+        `_check_sequences` (`check_append`), `_check_verified` (`has_ongoing_transaction`),
+        `_append_locked`, `_chunks` and `_record_producers` (`record`): three reads of its
+        producer's state, and a marker was parsed back from the bytes just built."""
+        cfg = self.config
+        client = origin is AppendOrigin.CLIENT
+        leader = origin is not AppendOrigin.REPLICATION
+        now = wall_clock_ms() if now_ms is None else now_ms
+        summary = validate(records, strict=client, max_batch_bytes=cfg.max_message_bytes if client else None)
+        batches = summary.batches
+        if not batches:
+            return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
+        if client:
+            if summary.size_bytes > cfg.segment_bytes:
+                raise RecordListTooLargeError(
+                    f"append of {summary.size_bytes} bytes exceeds segment.bytes {cfg.segment_bytes}")
+            validate_records(records, batches, self._record_rules(), now)
         with self._lock:
             self._check_open()
-            leo = self._leo
-            batches = summary.batches
-            skip = 0
-            while skip < len(batches) and batches[skip].last_offset < leo:
-                skip += 1
-            batches = batches[skip:]
-            if not batches:
-                return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
-            if batches[0].base_offset < leo:
+            if not leader:
+                batches = self._batches_to_copy(batches)
+                if not batches:
+                    return AppendInfo(-1, -1, NO_TIMESTAMP, -1, 0)
+            table = self._table_for(origin, batches)
+            state = None
+            if table is not None:
+                state = table.analyze(batches, origin, records, verified=verified, where=self.dir)
+            if state is not None and state.duplicate is not None:
+                dup = state.duplicate
+                return AppendInfo(dup.first_offset, dup.last_offset, NO_TIMESTAMP, -1, 0, duplicate=True)
+            first = self._leo
+            data: Buffer = records
+            if leader:
+                rebased: list[BatchHeader] = []
+                data = assign_offsets(records, first, leader_epoch, batches=batches, in_place=in_place,
+                                      headers_out=rebased)
+                batches = rebased
+                if client and cfg.log_append_time:
+                    batches = stamp_log_append_time(data, batches, now)
+            self._write(data, batches, now, table, state)
+            if leader:
+                if leader_epoch > self.epoch_cache.latest_epoch:
+                    self._assign_epoch(leader_epoch, first)
+            else:
+                cache = self.epoch_cache
+                for h in batches:
+                    if h.leader_epoch > cache.latest_epoch:
+                        self._assign_epoch(h.leader_epoch, h.base_offset)
+        if not leader:
+            return _append_info(batches)
+        last = batches[-1].last_offset
+        if client and cfg.log_append_time:
+            return AppendInfo(first, last, now, last, summary.record_count, summary.batch_count, summary.size_bytes,
+                              log_append_time=now)
+        off_max = -1
+        if summary.max_timestamp >= 0:
+            for h in batches:
+                if h.max_timestamp == summary.max_timestamp:
+                    off_max = h.last_offset
+                    break
+        return AppendInfo(first, last, summary.max_timestamp, off_max, summary.record_count, summary.batch_count,
+                          summary.size_bytes)
+
+    def _record_rules(self) -> RecordRules:
+        """What the topic asks of each produced record (kept until the config changes)."""
+        cfg = self.config
+        cached = self._rules
+        if cached is not None and cached[0] is cfg:
+            return cached[1]
+        if cfg.log_append_time:  # the producer's timestamps are replaced, not checked (Kafka)
+            rules = RecordRules(cfg.compact)
+        else:
+            rules = RecordRules(cfg.compact, cfg.timestamp_before_max_ms, cfg.timestamp_after_max_ms)
+        self._rules = (cfg, rules)
+        return rules
+
+    def _batches_to_copy(self, batches: list[BatchHeader]) -> list[BatchHeader]:
+        """A follower's fetched batches without those it holds already; raises
+        UnexpectedAppendOffsetError unless the rest start at the log end and grow, and
+        RecordListTooLargeError for a batch larger than a segment."""
+        leo = self._leo
+        skip = 0
+        while skip < len(batches) and batches[skip].last_offset < leo:
+            skip += 1
+        batches = batches[skip:]
+        if batches and batches[0].base_offset < leo:
+            raise UnexpectedAppendOffsetError(
+                f"{self.dir}: follower append starts at {batches[0].base_offset}, log end is {leo} (overlap)",
+                batches[0].base_offset, leo)
+        prev = None
+        for h in batches:
+            # a compacted leader log has offset gaps (Kafka's followers accept them); offsets
+            # must still grow
+            if prev is not None and h.base_offset < prev.next_offset:
                 raise UnexpectedAppendOffsetError(
-                    f"{self.dir}: follower append starts at {batches[0].base_offset}, log end is {leo} (overlap)",
-                    batches[0].base_offset, leo)
-            prev = None
-            for h in batches:
-                # a compacted leader log has offset gaps (Kafka's followers accept them); offsets
-                # must still grow
-                if prev is not None and h.base_offset < prev.next_offset:
-                    raise UnexpectedAppendOffsetError(
-                        f"{self.dir}: batch at offset {h.base_offset} does not follow {prev.last_offset}",
-                        h.base_offset, leo)
-                if h.size > self.config.segment_bytes:
-                    raise RecordListTooLargeError(
-                        f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
-                prev = h
-            record = self._producers is not None or any(h.attributes & _TXN_BITS for h in batches)
-            self._append_locked(records, batches, now_ms, record_producers=record)
-            cache = self.epoch_cache
-            for h in batches:
-                if h.leader_epoch > cache.latest_epoch:
-                    self._assign_epoch(h.leader_epoch, h.base_offset)
-        records_n = sum(h.record_count for h in batches)
-        size = sum(h.size for h in batches)
-        best = max(batches, key=lambda h: h.max_timestamp)
-        return AppendInfo(batches[0].base_offset, batches[-1].last_offset, best.max_timestamp,
-                          best.last_offset if best.max_timestamp >= 0 else -1, records_n, len(batches), size)
+                    f"{self.dir}: batch at offset {h.base_offset} does not follow {prev.last_offset}",
+                    h.base_offset, leo)
+            if h.size > self.config.segment_bytes:
+                raise RecordListTooLargeError(
+                    f"batch of {h.size} bytes exceeds segment.bytes {self.config.segment_bytes}")
+            prev = h
+        return batches
+
+    def _table_for(self, origin: AppendOrigin, batches: Sequence[BatchHeader]) -> ProducerStateTable | None:
+        """The producer table an append goes through, None when it has nothing to say: no
+        batch has a producer id; or a follower's plain idempotent batches while the table is
+        not built (it is rebuilt from the log when needed)."""
+        if origin is AppendOrigin.REPLICATION:
+            if self._pstate.table is None and not any(h.attributes & _TXN_BITS for h in batches):
+                return None
+        elif all(h.producer_id < 0 for h in batches):
+            return None
+        return self._producer_table()
 
     # -- idempotent and transactional producers ----------------------------------------
     def _producer_table(self) -> ProducerStateTable:
-        """The producers' recent batches and open transactions, rebuilt when first needed
-        after a load or truncation: from the newest snapshot at or below the log end and
-        the batches from its offset on; with no snapshot (a log written before they
-        existed), from the tail of the active segment (at most PRODUCER_SCAN_BYTES)."""
-        table = self._producers
-        if table is None:
-            table, since = self._load_producer_snapshot(self._leo)
-            if since is None:
-                seg = self._segments[-1]
-                start = 0
-                if seg.size > PRODUCER_SCAN_BYTES:
-                    seg.ensure_indexes()
-                    start = seg.offset_index.floor_position_for_limits(seg.size - PRODUCER_SCAN_BYTES, None)[1]
-                for h in seg.scan_headers(start, seg.size):
-                    self._replay_batch(table, seg, h)
-            else:
-                self._replay_from(table, since)
-            self._producers = table
-        return table
-
-    def _replay_from(self, table: ProducerStateTable, since: int) -> dict[LogSegment, list[AbortedTxn]]:
-        """Feed every batch from offset `since` on to `table`; the aborted transactions
-        they close, by the segment holding their marker."""
-        aborted: dict[LogSegment, list[AbortedTxn]] = {}
-        for seg in self._segments:
-            if (seg.next_offset if seg.next_offset is not None else self._leo) <= since:
-                continue
-            for h in seg.scan_headers(0, seg.size):
-                if h.base_offset < since:
-                    continue
-                done = self._replay_batch(table, seg, h)
-                if done is not None and done.aborted:
-                    aborted.setdefault(seg, []).append(self._aborted_entry(table, done))
-        return aborted
-
-    def _replay_batch(self, table: ProducerStateTable, seg: LogSegment, h: BatchHeader) -> CompletedTxn | None:
-        if h.producer_id < 0:
-            return None
-        if h.attributes & CONTROL_MASK:
-            return self._record_marker(table, h, seg.read_bytes(h.position, h.size))
-        table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset,
-                     h.is_transactional)
-        return None
-
-    def _record_marker(self, table: ProducerStateTable, h: BatchHeader, batch: Buffer) -> CompletedTxn | None:
-        try:
-            marker = parse_marker(batch)
-        except CorruptBatchError as e:  # already in the log: it cannot be refused any more
-            log.warning("Unreadable transaction marker in %s at offset %d: %s", self.dir, h.base_offset, e)
-            return None
-        if marker is None:
-            return None
-        return table.record_marker(h.producer_id, h.producer_epoch, marker, h.base_offset)
-
-    @staticmethod
-    def _aborted_entry(table: ProducerStateTable, done: CompletedTxn) -> AbortedTxn:
-        return AbortedTxn(done.producer_id, done.first_offset, done.last_offset, table.last_stable_offset_after(done))
-
-    def _rebuild_txn_indexes(self, from_base: int) -> None:
-        """Recovery checked the segments from `from_base` on: rewrite their aborted-
-        transaction indexes by replaying producer state from the newest snapshot at or
-        below `from_base` (the whole log without one); the table is kept."""
-        table, since = self._load_producer_snapshot(from_base)
-        if since is None:
-            since = self._segments[0].base_offset
-        aborted = self._replay_from(table, since)
-        rewritten = 0
-        for seg in self._segments:
-            if seg.base_offset >= from_base:
-                entries = aborted.get(seg, [])
-                if entries or len(seg.txn_index):
-                    seg.txn_index.reset(entries)
-                    rewritten += 1
-        self._producers = table
-        if rewritten:
-            log.info("Rebuilt the aborted-transaction indexes of %d segments of %s from offset %d",
-                     rewritten, self.dir, since)
+        """The producers' recent batches and open transactions (`producer_state_manager`)."""
+        return self._pstate.get(self._segments, self._leo)
 
     def active_producers(self) -> list[SnapshotEntry]:
         """Each producer this log knows, with its last batch and open transaction
@@ -437,56 +418,6 @@ class Log:
         with self._lock:
             self._check_open()
             return self._producer_table().snapshot()
-
-    def _load_producer_snapshot(self, upto: int) -> tuple[ProducerStateTable, int | None]:
-        """The newest readable snapshot at or below `upto` (corrupt ones are deleted),
-        and its offset; an empty table and None if there is none."""
-        for offset in reversed(producer_snapshot.list_snapshots(self.dir)):
-            if offset > upto:
-                continue
-            try:
-                return ProducerStateTable.from_snapshot(producer_snapshot.read(self.dir, offset)), offset
-            except (CorruptCheckpointError, OSError) as e:
-                log.warning("Deleting unreadable producer snapshot of %s at %d: %s", self.dir, offset, e)
-                self._delete_snapshots([offset])
-        return ProducerStateTable(), None
-
-    def _delete_snapshots(self, offsets: list[int]) -> None:
-        producer_snapshot.delete(self.dir, offsets)
-        self._has_snapshot = None
-
-    def _snapshot_producers(self, offset: int) -> None:
-        """Write the producer table as the snapshot at `offset` (if the table is built: an
-        unbuilt one has not changed since the snapshot it would be rebuilt from)."""
-        table = self._producers
-        if table is None:
-            return
-        try:
-            producer_snapshot.write(self.dir, offset, table.snapshot())
-            self._has_snapshot = True
-        except OSError as e:  # the log stays correct; only a longer rebuild after a restart
-            log.warning("Could not write the producer snapshot of %s at %d: %s", self.dir, offset, e)
-
-    def _check_sequences(self, batches: Sequence[BatchHeader]) -> WrittenBatch | None:
-        """Kafka's idempotence and transaction-state checks (`producer_state`): the
-        earlier write if this append retries one; raises on a fenced epoch, a sequence
-        gap or a plain batch inside an open transaction."""
-        if all(h.producer_id < 0 for h in batches):
-            return None
-        refused = self._producer_table().check_append(batches)
-        if refused is None:
-            return None
-        h, check = refused
-        if check.verdict is SequenceVerdict.DUPLICATE:
-            return check.duplicate_of
-        if check.verdict is SequenceVerdict.FENCED_EPOCH:
-            raise InvalidProducerEpochError(
-                f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
-        if check.verdict is SequenceVerdict.INVALID_TXN_STATE:
-            raise InvalidTxnStateError(f"expected a transactional write from producer {h.producer_id} "
-                                       f"in {self.dir}: its transaction is open")
-        raise OutOfOrderSequenceError(
-            f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")
 
     def begin_verification(self, producer_id: int, producer_epoch: int) -> object | None:
         """KIP-890: None if the producer's transaction is already open here (no check
@@ -502,49 +433,11 @@ class Log:
                 token = table.verifying[producer_id] = object()
             return token
 
-    def _check_verified(self, batches: Sequence[BatchHeader], verified: dict[int, object]) -> None:
-        table = self._producer_table()
-        for h in batches:
-            pid = h.producer_id
-            if not h.is_transactional or pid < 0 or table.has_ongoing_transaction(pid, h.producer_epoch):
-                continue
-            token = verified.get(pid)
-            if token is None or table.verifying.get(pid) is not token:
-                raise InvalidTxnStateError(f"producer {pid}: {self.dir} is not verified to be in its transaction")
-
-    def append_marker_as_leader(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                                leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
-        """Append the marker ending `producer_id`'s transaction (WriteTxnMarkers). Raises
-        InvalidProducerEpochError for an epoch older than the producer's here and
-        TransactionCoordinatorFencedError for an older coordinator epoch; nothing is
-        appended then."""
-        now = wall_clock_ms() if now_ms is None else now_ms
-        marker = TxnMarker(ControlType.COMMIT if commit else ControlType.ABORT, coordinator_epoch)
-        batch = build_marker_batch(producer_id, producer_epoch, marker, now, leader_epoch)
-        summary = validate(batch)
-        with self._lock:
-            self._check_open()
-            verdict = self._producer_table().check_marker(producer_id, producer_epoch, coordinator_epoch)
-            if verdict is MarkerVerdict.FENCED_EPOCH:
-                raise InvalidProducerEpochError(
-                    f"marker for producer {producer_id} with epoch {producer_epoch}, older than the one this log knows")
-            if verdict is MarkerVerdict.COORDINATOR_FENCED:
-                raise TransactionCoordinatorFencedError(
-                    f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, older than the "
-                    f"last one in {self.dir}")
-            first = self._leo
-            data = assign_offsets(batch, first, leader_epoch, batches=summary.batches)
-            headers = rebase_headers(summary.batches, first, leader_epoch)
-            self._append_locked(data, headers, now, record_producers=True)
-            if leader_epoch > self.epoch_cache.latest_epoch:
-                self.epoch_cache.assign(leader_epoch, first, durable=False)
-        return AppendInfo(first, first, now, first, 1, 1, summary.size_bytes)
-
     def last_stable_offset(self, high_watermark: int) -> int:
         """Where read_committed reads stop: below `high_watermark`, the first offset of a
         transaction still open or whose marker is not replicated yet — but never below the
         log start (DeleteRecords may have removed a transaction's first batches)."""
-        table = self._producers
+        table = self._pstate.table
         if table is not None and not table.ongoing and not table.unreplicated:
             return high_watermark  # the common case, without the lock
         with self._lock:
@@ -556,7 +449,7 @@ class Log:
     def on_high_watermark(self, high_watermark: int) -> None:
         """Forget closed transactions whose marker is now below the high watermark (they
         no longer hold the last stable offset back); leader and followers alike."""
-        table = self._producers
+        table = self._pstate.table
         if table is not None and table.unreplicated:
             with self._lock:
                 table.first_unstable_offset(high_watermark)
@@ -575,38 +468,17 @@ class Log:
                 break
         return out
 
-    def _record_producers(self, table: ProducerStateTable, headers: Sequence[BatchHeader], data: memoryview,
-                          seg: LogSegment) -> None:
-        """Feed one appended chunk to the table; an aborted transaction's entry goes to the
-        index of `seg`, the segment the chunk landed in."""
-        for h in headers:
-            if h.producer_id < 0:
-                continue
-            if h.attributes & CONTROL_MASK:
-                done = self._record_marker(table, h, data[h.position:h.position + h.size])
-                if done is not None and done.aborted:
-                    seg.txn_index.append(self._aborted_entry(table, done))
-            else:
-                table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.last_offset_delta, h.base_offset,
-                             h.is_transactional)
-
-    def _append_locked(self, data: Buffer, headers: Sequence[BatchHeader], now_ms: int | None, *,
-                       record_producers: bool = False) -> None:
+    def _write(self, data: Buffer, headers: Sequence[BatchHeader], now: int, table: ProducerStateTable | None,
+               state: ProducerAppendInfo | None) -> None:
         """Write the batches; an OSError (disk full, I/O error) becomes LogStorageError and
-        leaves the log end where the last complete write put it. With `record_producers`
-        each chunk's idempotent and transactional batches enter the producer table as it
-        lands, so a snapshot taken at a roll between chunks holds everything below it."""
-        now = wall_clock_ms() if now_ms is None else now_ms
+        leaves the log end where the last complete write put it. Each chunk's batches enter
+        the producer table (their `state` effects) as the chunk lands, so a snapshot taken at
+        a roll between chunks holds everything below it; an aborted transaction's entry goes
+        to the index of the segment its marker landed in."""
         view = memoryview(data)
-        table = None
-        if record_producers and any(h.producer_id >= 0 for h in headers):
-            table = self._producer_table()  # built from what is on disk before this append
-            if self._has_snapshot is None:
-                self._has_snapshot = bool(producer_snapshot.list_snapshots(self.dir))
-            if not self._has_snapshot:
-                # the log's first producer: a snapshot below it, so that recovery after a crash
-                # rebuilds from there (every batch since), not from a bounded tail of the log
-                self._snapshot_producers(headers[0].base_offset)
+        effects = state.effects if state is not None else None
+        if table is not None and effects:
+            self._pstate.snapshot_before_first_producer(headers[0].base_offset)
         try:
             for chunk in self._chunks(headers):
                 first, last = chunk[0], chunk[-1]
@@ -614,8 +486,18 @@ class Log:
                 seg = self._maybe_roll(end - start, first.base_offset, last.last_offset, now)
                 seg.append(view[start:end], chunk, start, now)
                 self._leo = last.next_offset
-                if table is not None:
-                    self._record_producers(table, chunk, view, seg)
+                if table is not None and effects:
+                    for h in chunk:
+                        effect = effects.get(h.position)
+                        if effect is None:
+                            continue
+                        if effect.marker is None:
+                            table.record(effect.producer_id, effect.epoch, effect.base_sequence,
+                                         effect.last_offset_delta, h.base_offset, effect.transactional)
+                            continue
+                        done = table.record_marker(effect.producer_id, effect.epoch, effect.marker, h.base_offset)
+                        if done is not None and done.aborted:
+                            seg.txn_index.append(aborted_entry(table, done))
         except OSError as e:
             raise self.io_error("append to", e) from e
 
@@ -691,7 +573,7 @@ class Log:
         if old.size == 0:
             return old
         old.seal(flush_log=False)
-        self._snapshot_producers(new_base)
+        self._pstate.take_snapshot(new_base)
         new = LogSegment.create(self.dir, new_base, self.config.index_interval_bytes)
         self._set_segments(self._segments + [new])
         log.debug("Rolled %s at offset %d", self.dir, new_base)
@@ -870,10 +752,10 @@ class Log:
             removed_bytes = seg.truncate_to(offset) + sum(s.size for s in removed)
             self._set_segments(self._segments[:keep])
             self._schedule_delete(removed)
-            self._producers = None
+            self._pstate.forget()
             old_leo = self._leo
             self._leo = seg.next_offset if seg.next_offset is not None else offset
-            self._delete_snapshots([o for o in producer_snapshot.list_snapshots(self.dir) if o > self._leo])
+            self._pstate.delete_snapshots([o for o in self._pstate.snapshots() if o > self._leo])
             self._log_start = min(self._log_start, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
@@ -897,8 +779,8 @@ class Log:
         self._schedule_delete(old)
         new = LogSegment.create(self.dir, offset, self.config.index_interval_bytes)
         self._set_segments([new])
-        self._producers = None
-        self._delete_snapshots(producer_snapshot.list_snapshots(self.dir))
+        self._pstate.forget()
+        self._pstate.delete_snapshots(self._pstate.snapshots())
         self._leo = self._log_start = self._recovery_point = offset
         self.epoch_cache.clear()
         log.info("Truncated %s fully, now starting at offset %d (%d segments removed)", self.dir, offset, len(old))
@@ -961,8 +843,8 @@ class Log:
                 self._log_start = new_start
                 self.epoch_cache.truncate_from_start(new_start)
             self._schedule_delete(doomed, now)
-            snapshots = producer_snapshot.list_snapshots(self.dir)
-            self._delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
+            snapshots = self._pstate.snapshots()
+            self._pstate.delete_snapshots([o for o in snapshots[:-1] if o < self._segments[0].base_offset])
             log.info("Retention deleted %d segments of %s (%d bytes); log start now %d",
                      count, self.dir, sum(s.size for s in doomed), self._log_start)
             return count
@@ -1013,8 +895,8 @@ class Log:
             if self._closed:
                 return
             self.epoch_cache.sync()
-            if self._leo not in producer_snapshot.list_snapshots(self.dir):
-                self._snapshot_producers(self._leo)
+            if self._leo not in self._pstate.snapshots():
+                self._pstate.take_snapshot(self._leo)
             for seg in self._segments:
                 seg.close()
             for _, seg in self._pending_deletes:

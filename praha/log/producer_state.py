@@ -28,14 +28,25 @@ No I/O here.
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import NamedTuple, NoReturn
 
-from praha.log.control import TxnMarker
+from praha.log.batch import CONTROL_MASK, BatchHeader, Buffer
+from praha.log.control import TxnMarker, parse_marker
+from praha.log.errors import (
+    CorruptBatchError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from praha.log.producer_snapshot import SnapshotEntry
+
+log = logging.getLogger(__name__)
 
 MAX_SEQUENCE = 2**31 - 1
 BATCHES_KEPT = 5  # Kafka's max.in.flight.requests.per.connection bound for idempotence
@@ -107,6 +118,44 @@ class SequenceCheck:
     expected: int | None = None
 
 
+class AppendOrigin(Enum):
+    """Who appends, which decides the checks (Kafka's AppendOrigin)."""
+
+    #: a producer's Produce on the leader: every idempotence and transaction rule
+    CLIENT = "client"
+    #: a transaction marker the leader writes for the coordinator (WriteTxnMarkers)
+    COORDINATOR = "coordinator"
+    #: a follower copying its leader's batches: no checks, the state only follows
+    REPLICATION = "replication"
+
+
+class BatchEffect(NamedTuple):
+    """What one batch does to its producer's state once it is in the log (a tuple: one is
+    made per producer batch on the produce path)."""
+
+    producer_id: int
+    epoch: int
+    base_sequence: int
+    last_offset_delta: int
+    transactional: bool
+    #: a control batch's marker (it closes the producer's transaction)
+    marker: TxnMarker | None
+
+
+@dataclass(slots=True)
+class ProducerAppendInfo:
+    """The outcome of `ProducerStateTable.analyze` for one append (Kafka's ProducerAppendInfo)."""
+
+    #: by the batch's position in the appended buffer: what the log records once it lands
+    effects: dict[int, BatchEffect]
+    #: an idempotent producer's retry: the earlier write, answered instead of appending
+    duplicate: WrittenBatch | None = None
+
+
+#: the verdict of every accepted batch (one object: none is made per batch)
+ACCEPTED = SequenceCheck(SequenceVerdict.ACCEPT)
+
+
 class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
@@ -121,46 +170,88 @@ class ProducerStateTable:
         return len(self.producers)
 
     def check(self, producer_id: int, epoch: int, base_sequence: int, last_offset_delta: int) -> SequenceCheck:
-        entry = self.producers.get(producer_id)
-        if entry is None or epoch > entry.epoch:
-            return SequenceCheck(SequenceVerdict.ACCEPT)
-        if epoch < entry.epoch:
-            return SequenceCheck(SequenceVerdict.FENCED_EPOCH)
-        last = last_sequence(base_sequence, last_offset_delta)
-        for b in entry.batches:
-            if b.first_sequence == base_sequence and b.last_sequence == last:
-                return SequenceCheck(SequenceVerdict.DUPLICATE, duplicate_of=b)
-        expected = next_sequence(entry.last_sequence) if entry.last_sequence is not None else base_sequence
-        if base_sequence != expected:
-            return SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
-        return SequenceCheck(SequenceVerdict.ACCEPT)
+        return _sequence_check(self.producers.get(producer_id), epoch, base_sequence, last_offset_delta)
 
-    def check_append(self, batches: Iterable[Any]) -> tuple[Any, SequenceCheck] | None:
-        """`check` for every idempotent batch of one append (headers with producer_id,
-        producer_epoch, base_sequence, last_offset_delta); a batch continues the one before
-        it in the same append from the same producer and epoch. The first batch that is
-        not accepted, with its verdict, or None."""
+    def analyze(self, batches: Sequence[BatchHeader], origin: AppendOrigin, data: Buffer, *,
+                verified: dict[int, object] | None = None, where: str = "") -> ProducerAppendInfo:
+        """The one producer-state pass of an append (Kafka's analyzeAndValidateProducerState),
+        before anything is written: each batch's producer entry is read once, checked as its
+        origin asks, and its effect kept for the log to record once the batch is written.
+
+        CLIENT (a Produce on the leader): Kafka's idempotence and transaction rules, in order
+        per batch (a batch continues the one before it from the same producer and epoch in
+        this append); the first sequence refusal raises; a duplicate stops the checks and is
+        returned; with `verified` (KIP-890) a transactional batch of a producer with no open
+        transaction here needs its still-current token, else INVALID_TXN_STATE (raised
+        after every sequence check, as before). COORDINATOR (a marker the leader writes):
+        an older producer epoch or coordinator epoch raises. REPLICATION (a follower): no
+        checks. Raises InvalidProducerEpochError, OutOfOrderSequenceError,
+        InvalidTxnStateError or TransactionCoordinatorFencedError; `where` names the log."""
+        effects: dict[int, BatchEffect] = {}
+        info = ProducerAppendInfo(effects)
         staged: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last sequence) so far
         opened: set[int] = set()  # producers whose transaction this append opens
+        unverified = -1  # the first producer whose transactional batch lacks its token
+        entries: dict[int, ProducerEntry | None] = {}  # each producer's state, read once per append
+        client = origin is AppendOrigin.CLIENT
         for h in batches:
             pid = h.producer_id
             if pid < 0:
                 continue
-            if h.is_transactional:
-                opened.add(pid)
-            elif pid in self.ongoing or pid in opened:
-                return h, SequenceCheck(SequenceVerdict.INVALID_TXN_STATE)
-            before = staged.get(pid)
-            if before is not None and before[0] == h.producer_epoch:
-                expected = next_sequence(before[1])
-                if h.base_sequence != expected:
-                    return h, SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
-            else:
-                check = self.check(pid, h.producer_epoch, h.base_sequence, h.last_offset_delta)
-                if check.verdict is not SequenceVerdict.ACCEPT:
-                    return h, check
-            staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
-        return None
+            if h.attributes & CONTROL_MASK:
+                marker = marker_of(memoryview(data)[h.position:h.position + h.size], h.base_offset, where)
+                if marker is None:
+                    continue
+                if origin is AppendOrigin.COORDINATOR:
+                    _check_marker_entry(self.producers.get(pid), h, marker, where)
+                effects[h.position] = BatchEffect(pid, h.producer_epoch, h.base_sequence, h.last_offset_delta,
+                                                  True, marker)
+                continue
+            if client:
+                if pid in entries:
+                    entry = entries[pid]
+                else:
+                    entry = entries[pid] = self.producers.get(pid)
+                if info.duplicate is None:
+                    check = self._check_in_append(entry, h, staged, opened)
+                    if check.verdict is SequenceVerdict.DUPLICATE:
+                        info.duplicate = check.duplicate_of
+                    elif check.verdict is not SequenceVerdict.ACCEPT:
+                        _refuse(h, check, where)
+                if (verified is not None and unverified < 0 and h.is_transactional
+                        and not _txn_open(entry, h.producer_epoch)):
+                    token = verified.get(pid)
+                    if token is None or self.verifying.get(pid) is not token:
+                        unverified = pid
+                if info.duplicate is not None:
+                    continue
+            effects[h.position] = BatchEffect(pid, h.producer_epoch, h.base_sequence, h.last_offset_delta,
+                                              h.is_transactional, None)
+        if unverified >= 0:
+            raise InvalidTxnStateError(f"producer {unverified}: {where} is not verified to be in its transaction")
+        return info
+
+    @staticmethod
+    def _check_in_append(entry: ProducerEntry | None, h: BatchHeader, staged: dict[int, tuple[int, int]],
+                         opened: set[int]) -> SequenceCheck:
+        """One client batch's verdict against its producer's entry and the batches before it
+        in the same append (`staged`, `opened` are updated for an accepted batch)."""
+        pid = h.producer_id
+        if h.is_transactional:
+            opened.add(pid)
+        elif (entry is not None and entry.current_txn_first_offset >= 0) or pid in opened:
+            return SequenceCheck(SequenceVerdict.INVALID_TXN_STATE)
+        before = staged.get(pid)
+        if before is not None and before[0] == h.producer_epoch:
+            expected = next_sequence(before[1])
+            if h.base_sequence != expected:
+                return SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
+        else:
+            check = _sequence_check(entry, h.producer_epoch, h.base_sequence, h.last_offset_delta)
+            if check.verdict is not SequenceVerdict.ACCEPT:
+                return check
+        staged[pid] = (h.producer_epoch, last_sequence(h.base_sequence, h.last_offset_delta))
+        return ACCEPTED
 
     def snapshot(self) -> list[SnapshotEntry]:
         """Each producer's epoch, last batch and transaction state, as Kafka's snapshot
@@ -226,14 +317,7 @@ class ProducerStateTable:
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> MarkerVerdict:
         """The leader's checks of a marker before it is appended (Kafka's for a
         coordinator's append): an older producer epoch, an older coordinator epoch."""
-        entry = self.producers.get(producer_id)
-        if entry is None:
-            return MarkerVerdict.ACCEPT
-        if epoch < entry.epoch:
-            return MarkerVerdict.FENCED_EPOCH
-        if entry.coordinator_epoch > coordinator_epoch:
-            return MarkerVerdict.COORDINATOR_FENCED
-        return MarkerVerdict.ACCEPT
+        return _marker_verdict(self.producers.get(producer_id), epoch, coordinator_epoch)
 
     def record_marker(self, producer_id: int, epoch: int, marker: TxnMarker, offset: int) -> CompletedTxn | None:
         """A marker now in the log at `offset`: closes the producer's open transaction
@@ -277,5 +361,67 @@ class ProducerStateTable:
     def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
         """Whether the producer has an open transaction here under this epoch (then a
         transactional produce needs no KIP-890 verification)."""
-        entry = self.producers.get(producer_id)
-        return entry is not None and entry.epoch == epoch and entry.current_txn_first_offset >= 0
+        return _txn_open(self.producers.get(producer_id), epoch)
+
+
+def marker_of(batch: Buffer, offset: int, where: str) -> TxnMarker | None:
+    """The marker of one whole control batch; None if the cleaner emptied it or it cannot
+    be read (a replica's or a recovered copy is kept as the leader wrote it)."""
+    try:
+        return parse_marker(batch)
+    except CorruptBatchError as e:
+        log.warning("Unreadable transaction marker in %s at offset %d: %s", where, offset, e)
+        return None
+
+
+def _sequence_check(entry: ProducerEntry | None, epoch: int, base_sequence: int, last_offset_delta: int
+                    ) -> SequenceCheck:
+    """Kafka's idempotence rules for one batch against its producer's entry (see module doc)."""
+    if entry is None or epoch > entry.epoch:
+        return ACCEPTED
+    if epoch < entry.epoch:
+        return SequenceCheck(SequenceVerdict.FENCED_EPOCH)
+    last = last_sequence(base_sequence, last_offset_delta)
+    for b in entry.batches:
+        if b.first_sequence == base_sequence and b.last_sequence == last:
+            return SequenceCheck(SequenceVerdict.DUPLICATE, duplicate_of=b)
+    expected = next_sequence(entry.last_sequence) if entry.last_sequence is not None else base_sequence
+    if base_sequence != expected:
+        return SequenceCheck(SequenceVerdict.OUT_OF_ORDER, expected=expected)
+    return ACCEPTED
+
+
+def _marker_verdict(entry: ProducerEntry | None, epoch: int, coordinator_epoch: int) -> MarkerVerdict:
+    if entry is None:
+        return MarkerVerdict.ACCEPT
+    if epoch < entry.epoch:
+        return MarkerVerdict.FENCED_EPOCH
+    if entry.coordinator_epoch > coordinator_epoch:
+        return MarkerVerdict.COORDINATOR_FENCED
+    return MarkerVerdict.ACCEPT
+
+
+def _txn_open(entry: ProducerEntry | None, epoch: int) -> bool:
+    return entry is not None and entry.epoch == epoch and entry.current_txn_first_offset >= 0
+
+
+def _check_marker_entry(entry: ProducerEntry | None, h: BatchHeader, marker: TxnMarker, where: str) -> None:
+    verdict = _marker_verdict(entry, h.producer_epoch, marker.coordinator_epoch)
+    if verdict is MarkerVerdict.FENCED_EPOCH:
+        raise InvalidProducerEpochError(f"marker for producer {h.producer_id} with epoch {h.producer_epoch}, "
+                                        "older than the one this log knows")
+    if verdict is MarkerVerdict.COORDINATOR_FENCED:
+        raise TransactionCoordinatorFencedError(
+            f"marker for producer {h.producer_id} from coordinator epoch {marker.coordinator_epoch}, older than "
+            f"the last one in {where}")
+
+
+def _refuse(h: BatchHeader, check: SequenceCheck, where: str) -> NoReturn:
+    """The error a refused client batch gets (Kafka's codes)."""
+    if check.verdict is SequenceVerdict.FENCED_EPOCH:
+        raise InvalidProducerEpochError(
+            f"producer {h.producer_id} epoch {h.producer_epoch} is older than the one this log knows")
+    if check.verdict is SequenceVerdict.INVALID_TXN_STATE:
+        raise InvalidTxnStateError(f"expected a transactional write from producer {h.producer_id} "
+                                   f"in {where}: its transaction is open")
+    raise OutOfOrderSequenceError(f"producer {h.producer_id}: sequence {h.base_sequence}, expected {check.expected}")

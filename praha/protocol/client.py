@@ -13,7 +13,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
@@ -21,7 +21,10 @@ from praha.protocol.client_security import PLAINTEXT, ClientSecurity, SaslAuthen
 from praha.protocol.errors import BrokerConnectionError, BrokerTimeoutError, InvalidResponseError
 from praha.protocol.framing import MAX_REQUEST_BYTES, decode_response, encode_request
 from praha.protocol.messages.gen.metadata import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from praha.protocol.messages.runtime import WireMessage
 from praha.protocol.registry import APIS
+
+_Message = TypeVar("_Message", bound=WireMessage)
 
 DEFAULT_TIMEOUT = 30.0
 #: Responses (Fetch) can be as large as requests; the same cap guards the allocation.
@@ -113,7 +116,7 @@ class BrokerConnection:
                 except OSError:
                     pass
 
-    def send(self, request: Any, api_version: int, timeout: float | None = None) -> Any:
+    def send(self, request: WireMessage, api_version: int, timeout: float | None = None) -> Any:
         """Send `request` at `api_version` and return the decoded response.
 
         Connects first if needed. Returns None for requests that get no answer (Produce
@@ -186,7 +189,8 @@ class BrokerConnection:
             raise InvalidResponseError(f"bad response frame size {size} from {self.host}:{self.port}")
         return self._recv_exact(size, deadline)
 
-    def _decode(self, response_cls: Any, data: bytearray, api_version: int, correlation_id: int) -> Any:
+    def _decode(self, response_cls: type[_Message], data: bytearray, api_version: int, correlation_id: int
+                ) -> _Message:
         (got,) = _CORRELATION.unpack_from(data, 0)
         if got != correlation_id:
             raise InvalidResponseError(f"response correlation id {got}, expected {correlation_id}")

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from praha.common import BrokerInfo, EndPoint, TopicPartition
+from praha.common import BrokerInfo, EndPoint, TopicPartition, by_topic
 from praha.encoding.varint import write_uvarint
 from praha.errors import PrahaError
 from praha.protocol.controller_requests import (
@@ -48,15 +47,8 @@ _UM = UpdateMetadataRequest
 _SR = StopReplicaRequest
 
 
-def _grouped(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, list[Any]]:
-    groups: dict[str, list[Any]] = defaultdict(list)
-    for item in items:
-        groups[key(item)].append(item)
-    return groups
-
-
 # ---------------------------------------------------------------------- requests → wire
-def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
+def request_to_wire(req: ControllerRequest) -> tuple[WireMessage, int]:
     """The wire object and the API version to send it at."""
     if isinstance(req, LeaderAndIsrRequestData):
         return _LazyLeaderAndIsrRequest.of(req), LEADER_AND_ISR_VERSION
@@ -67,7 +59,7 @@ def request_to_wire(req: ControllerRequest) -> tuple[Any, int]:
     raise TypeError(f"not a controller request: {type(req).__name__}")
 
 
-def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
+def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> LeaderAndIsrRequest:
     topic_states = [
         _LI.LeaderAndIsrTopicState(
             topic_name=topic,
@@ -81,7 +73,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
                 for s in states
             ],
         )
-        for topic, states in _grouped(req.partitions, lambda s: s.tp.topic).items()
+        for topic, states in by_topic((s.tp.topic, s) for s in req.partitions).items()
     ]
     leaders = [_LI.LeaderAndIsrLiveLeader(broker_id=b.id, host_name=b.host, port=b.port) for b in req.live_leaders]
     return LeaderAndIsrRequest(
@@ -90,7 +82,7 @@ def _leader_and_isr_to_wire(req: LeaderAndIsrRequestData) -> Any:
     )
 
 
-def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> Any:
+def _update_metadata_to_wire(req: UpdateMetadataRequestData) -> UpdateMetadataRequest:
     shared = _shared_update_metadata(req)
     if shared is not None:
         return _SharedUpdateMetadataRequest.of(req, shared)
@@ -113,7 +105,7 @@ def _um_topic_states(partitions: Iterable[Any]) -> list[Any]:
                 for s in states
             ],
         )
-        for topic, states in _grouped(partitions, lambda s: s.tp.topic).items()
+        for topic, states in by_topic((s.tp.topic, s) for s in partitions).items()
     ]
 
 
@@ -449,7 +441,7 @@ def _shared_update_metadata(req: UpdateMetadataRequestData) -> _SharedUpdateMeta
     return shared if shared.live_brokers is req.live_brokers else None
 
 
-def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
+def _stop_replica_to_wire(req: StopReplicaRequestData) -> StopReplicaRequest:
     topic_states = [
         _SR.StopReplicaTopicState(
             topic_name=topic,
@@ -460,7 +452,7 @@ def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
                 for p in parts
             ],
         )
-        for topic, parts in _grouped(req.partitions, lambda p: p.tp.topic).items()
+        for topic, parts in by_topic((p.tp.topic, p) for p in req.partitions).items()
     ]
     return StopReplicaRequest(
         controller_id=req.controller_id, controller_epoch=req.controller_epoch, broker_epoch=req.broker_epoch,
@@ -469,7 +461,7 @@ def _stop_replica_to_wire(req: StopReplicaRequestData) -> Any:
 
 
 # ---------------------------------------------------------------------- wire → requests
-def leader_and_isr_from_wire(w: Any) -> LeaderAndIsrRequestData:
+def leader_and_isr_from_wire(w: LeaderAndIsrRequest) -> LeaderAndIsrRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -484,7 +476,7 @@ def leader_and_isr_from_wire(w: Any) -> LeaderAndIsrRequestData:
     return LeaderAndIsrRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, leaders)
 
 
-def update_metadata_from_wire(w: Any) -> UpdateMetadataRequestData:
+def update_metadata_from_wire(w: UpdateMetadataRequest) -> UpdateMetadataRequestData:
     parts = [
         PartitionLeaderState(
             tp=TopicPartition(ts.topic_name, p.partition_index), controller_epoch=p.controller_epoch,
@@ -509,7 +501,7 @@ def update_metadata_from_wire(w: Any) -> UpdateMetadataRequestData:
     return UpdateMetadataRequestData(w.controller_id, w.controller_epoch, w.broker_epoch, parts, brokers)
 
 
-def stop_replica_from_wire(w: Any) -> StopReplicaRequestData:
+def stop_replica_from_wire(w: StopReplicaRequest) -> StopReplicaRequestData:
     parts = [
         StopReplicaPartition(TopicPartition(ts.topic_name, p.partition_index), p.leader_epoch, bool(p.delete_partition))
         for ts in (w.topic_states or [])
@@ -538,7 +530,8 @@ def response_to_wire(api_key: int, resp: ControllerResponseData) -> WireMessage:
     raise TypeError(f"api key {api_key} is not a controller request")
 
 
-def response_from_wire(w: Any) -> ControllerResponseData:
+def response_from_wire(w: LeaderAndIsrResponse | StopReplicaResponse | UpdateMetadataResponse
+                       ) -> ControllerResponseData:
     errors = {
         TopicPartition(e.topic_name, e.partition_index): e.error_code
         for e in (getattr(w, "partition_errors", None) or [])

@@ -18,7 +18,7 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar, overload
 
 from praha.encoding.varint import MalformedVarintError, read_uvarint, skip_tagged_fields
 from praha.errors import ErrorCode, InvalidRequestError
@@ -55,6 +55,23 @@ Bytes = bytes | bytearray | memoryview
 #: what a request frame decodes to: a generated message, or Produce's view of the frame
 RequestBody = WireMessage | ProduceRequestView
 _Body = TypeVar("_Body", bound=RequestBody)
+_Message = TypeVar("_Message", bound=WireMessage)
+
+
+class FrameInPieces(Protocol):
+    """A response frame that is not one buffer (the socket server's `SegmentedFrame`: bytes
+    and file regions for sendfile): its size, its bytes when they must be copied, and the
+    regions it owns released by `close`."""
+
+    def __len__(self) -> int: ...
+
+    def __bytes__(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+#: a framed response, ready to send: one buffer, or pieces
+Frame = bytes | bytearray | FrameInPieces
 
 
 class SelfFramingResponse(Protocol):
@@ -66,7 +83,7 @@ class SelfFramingResponse(Protocol):
 
     def with_header(self, correlation_id: int = 0) -> None: ...
 
-    def encode(self, header: bool = True, framed: bool = True) -> object: ...
+    def encode(self, header: bool = True, framed: bool = True) -> bytes | FrameInPieces: ...
 
 
 #: what a handler answers with and `encode_response` frames
@@ -180,7 +197,14 @@ def decode_request(body: Bytes, supported: Mapping[int, tuple[int, int]] | None 
     return DecodedRequest(header, _decode_body(spec, body, header), session.client_host, session, size=len(body))
 
 
-def encode_response(header: RequestHeader, response: Response, api_version: int) -> Any:
+@overload
+def encode_response(header: RequestHeader, response: WireMessage, api_version: int) -> bytearray: ...
+@overload
+def encode_response(header: RequestHeader, response: SelfFramingResponse, api_version: int
+                    ) -> bytes | FrameInPieces: ...
+@overload
+def encode_response(header: RequestHeader, response: Response, api_version: int) -> Frame: ...
+def encode_response(header: RequestHeader, response: Response, api_version: int) -> Frame:
     """Frame a response for `header`'s request: size prefix, response header, body.
 
     A generated message gives a bytearray, ready for sendall; Fetch's own response
@@ -205,7 +229,7 @@ def encode_response(header: RequestHeader, response: Response, api_version: int)
     return out
 
 
-def decode_response(response_cls: type[WireMessage], data: Bytes, api_version: int) -> Any:
+def decode_response(response_cls: type[_Message], data: Bytes, api_version: int) -> _Message:
     """A response frame's body (after the size prefix): its header skipped, the message decoded."""
     pos = 4  # the correlation id, checked by the caller
     if response_cls.API_KEY == ApiKey.API_VERSIONS:

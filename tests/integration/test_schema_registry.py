@@ -21,7 +21,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from praha.testing.cluster import running_cluster, wait_for
+from praha.testing.cluster import bootstrap, running_cluster, wait_for
 from praha.testing.zookeeper import delete_chroot, unique_chroot
 
 pytestmark = pytest.mark.integration
@@ -40,10 +40,6 @@ def cluster(zookeeper, tmp_path_factory):
 
 def urls(cluster) -> dict[int, str]:
     return {b.id: b.schema_registry for b in cluster.load().brokers.values()}
-
-
-def bootstrap(cluster) -> str:
-    return ",".join(f"127.0.0.1:{b.port}" for b in cluster.load().brokers.values())
 
 
 def http(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, object]:

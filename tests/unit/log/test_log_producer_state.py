@@ -146,7 +146,7 @@ def test_state_older_than_the_active_segment_survives_a_restart(open_log, monkey
     zombie's older epoch accepted. Now the snapshot written at each roll keeps it."""
     from praha.log import LogConfig
     from praha.log import producer_snapshot as ps
-    monkeypatch.setattr("praha.log.log.PRODUCER_SCAN_BYTES", 1 << 10)
+    monkeypatch.setattr("praha.log.producer_state_manager.PRODUCER_SCAN_BYTES", 1 << 10)
     config = LogConfig(segment_bytes=1024, file_delete_delay_ms=0)
     lg = open_log("s-0", config=config)
     lg.append_as_leader(idem_batch(9, 0, epoch=1), 1)
