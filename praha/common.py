@@ -189,3 +189,8 @@ def by_topic(entries: Iterable[tuple[K, V]]) -> dict[K, list[V]]:
     for topic, entry in entries:
         out.setdefault(topic, []).append(entry)
     return out
+
+
+def partitions_by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Partition numbers under their topic, in the order they come (a request's topic list)."""
+    return by_topic((tp.topic, tp.partition) for tp in tps)

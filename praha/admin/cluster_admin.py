@@ -17,7 +17,7 @@ from typing import Any
 
 from praha.admin.controller_api import Locator, call_controller
 from praha.admin.groups import GroupAdmin, error_message
-from praha.common import TopicPartition
+from praha.common import TopicPartition, by_topic, partitions_by_topic
 from praha.errors import ErrorCode, PrahaError
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.messages.gen.admin import (
@@ -254,11 +254,8 @@ class ClusterAdmin(GroupAdmin):
     def list_reassignments(self, tps: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, Reassignment]:
         topics = None
         if tps is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in sorted(tps):
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
             topics = [ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
-                      for t, ps in by_topic.items()]
+                      for t, ps in partitions_by_topic(sorted(tps)).items()]
         request = ListPartitionReassignmentsRequest(timeout_ms=int(self.timeout * 1000), topics=topics)
         response = self._to_controller(request, lambda r: r.error_code == ErrorCode.NOT_CONTROLLER)
         if response.error_code:
@@ -270,13 +267,11 @@ class ClusterAdmin(GroupAdmin):
     def alter_reassignments(self, plan: Mapping[TopicPartition, Sequence[int]]) -> dict[TopicPartition, PrahaError]:
         """Start moving each partition to its replicas; the partitions refused, with why."""
         R = AlterPartitionReassignmentsRequest.ReassignableTopic
-        by_topic: dict[str, list[Any]] = {}
-        for tp in sorted(plan):
-            by_topic.setdefault(tp.topic, []).append(R.ReassignablePartition(partition_index=tp.partition,
-                                                                             replicas=list(plan[tp])))
+        moves = by_topic((tp.topic, R.ReassignablePartition(partition_index=tp.partition, replicas=list(plan[tp])))
+                         for tp in sorted(plan))
         request = AlterPartitionReassignmentsRequest(timeout_ms=int(self.timeout * 1000),
                                                      allow_replication_factor_change=True,
-                                                     topics=[R(name=t, partitions=ps) for t, ps in by_topic.items()])
+                                                     topics=[R(name=t, partitions=ps) for t, ps in moves.items()])
         response = self._to_controller(request, lambda r: r.error_code == ErrorCode.NOT_CONTROLLER)
         if response.error_code:
             raise kafka_error(response.error_code, response.error_message)

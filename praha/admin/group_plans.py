@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from praha.common import TopicPartition
+from praha.common import TopicPartition, partitions_by_topic
 from praha.errors import InvalidRequestError
 
 #: the column value Kafka's tool prints for "nothing here"
@@ -157,11 +157,9 @@ def decode_assignment(data: bytes | None) -> list[TopicPartition]:
 
 def encode_assignment(partitions: Sequence[TopicPartition], version: int = 0) -> bytes:
     """The inverse of `decode_assignment` (tests build members' assignments with it)."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    out = bytearray(struct.pack(">hi", version, len(by_topic)))
-    for topic, parts in by_topic.items():
+    topics = partitions_by_topic(partitions)
+    out = bytearray(struct.pack(">hi", version, len(topics)))
+    for topic, parts in topics.items():
         name = topic.encode()
         out += struct.pack(">h", len(name)) + name + struct.pack(">i", len(parts))
         out += b"".join(struct.pack(">i", p) for p in parts)
@@ -412,10 +410,8 @@ def members_table(group: str, members: Sequence[MemberInfo], verbose: bool,
 def format_assignment(assignment: Sequence[TopicPartition]) -> str:
     if not assignment:
         return MISSING
-    by_topic: dict[str, list[int]] = {}
-    for tp in assignment:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return ", ".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(by_topic.items()))
+    topics = partitions_by_topic(assignment)
+    return ", ".join(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(topics.items()))
 
 
 def state_table(group: str, coordinator: str, strategy: str, state: str, members: int) -> list[str]:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from praha.common import TopicPartition
+from praha.common import TopicPartition, partitions_by_topic
 from praha.errors import ErrorCode, InvalidRequestError, PrahaError, UnknownTopicError
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
 from praha.zk import znodes as zn
@@ -94,9 +94,7 @@ def elect_via_api(locate: Callable[[], tuple[str, int]], partitions: Collection[
 
     topic_partitions = None
     if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(partitions):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        by_topic = partitions_by_topic(sorted(partitions))
         topic_partitions = [Req.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
     request = Req(election_type=election_type, topic_partitions=topic_partitions, timeout_ms=int(timeout * 1000))
 

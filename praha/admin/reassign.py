@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from praha.common import BrokerInfo, TopicAssignment, TopicPartition
+from praha.common import BrokerInfo, TopicAssignment, TopicPartition, partitions_by_topic
 from praha.config import (
     FOLLOWER_THROTTLED_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
@@ -436,9 +436,7 @@ def _latest_offsets(info: BrokerInfo, tps: Iterable[TopicPartition], replica_id:
 
     topic_cls = ListOffsetsRequest.ListOffsetsTopic
     part_cls = topic_cls.ListOffsetsPartition
-    by_topic: dict[str, list[int]] = {}
-    for tp in tps:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    by_topic = partitions_by_topic(tps)
     request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[
         topic_cls(name=t, partitions=[part_cls(partition_index=i, current_leader_epoch=-1, timestamp=-1)
                                       for i in idx]) for t, idx in by_topic.items()])
@@ -517,9 +515,7 @@ def cancel_via_api(locate: Callable[[], tuple[str, int]], tps: Collection[TopicP
     from praha.admin.controller_api import call_controller
     from praha.protocol.messages.gen.admin import AlterPartitionReassignmentsRequest as Req
 
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(tps):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    by_topic = partitions_by_topic(sorted(tps))
     request = Req(timeout_ms=int(timeout * 1000), allow_replication_factor_change=True, topics=[
         Req.ReassignableTopic(name=t, partitions=[Req.ReassignableTopic.ReassignablePartition(
             partition_index=p, replicas=None) for p in ps]) for t, ps in by_topic.items()])

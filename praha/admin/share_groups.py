@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from praha.admin.groups import GroupAdmin, GroupListing, Node
-from praha.common import TopicPartition
+from praha.common import TopicPartition, partitions_by_topic
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.messages.gen.share import (
@@ -101,9 +101,7 @@ class ShareGroupAdmin(GroupAdmin):
                                      ) -> dict[str, dict[TopicPartition, ShareOffset] | None]:
         """Each group's share partitions (`partitions`, or every one with state); None for a
         group that does not exist (GROUP_ID_NOT_FOUND)."""
-        wanted: dict[str, list[int]] = {}
-        for tp in partitions or ():
-            wanted.setdefault(tp.topic, []).append(tp.partition)
+        wanted = partitions_by_topic(partitions or ())
         topics = None if partitions is None else [DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
                                                   .DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
                                                   for t, ps in sorted(wanted.items())]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from praha.admin.groups import GroupAdmin, GroupAdminError, Node, error_message, group_error
-from praha.common import TopicPartition
+from praha.common import TopicPartition, partitions_by_topic
 from praha.errors import ErrorCode
 from praha.protocol.api_keys import ApiKey
 from praha.protocol.client_security import PLAINTEXT, ClientSecurity
@@ -138,9 +138,7 @@ class TransactionAdmin(GroupAdmin):
         return self._producers_on(node, [tp])[tp]
 
     def _producers_on(self, node: Node, tps: Sequence[TopicPartition]) -> dict[TopicPartition, list[ProducerState]]:
-        by_topic: dict[str, list[int]] = {}
-        for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        by_topic = partitions_by_topic(tps)
         resp = self._send(node.host, node.port, ApiKey.DESCRIBE_PRODUCERS, lambda v: DescribeProducersRequest(
             topics=[DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in by_topic.items()]))
         out: dict[TopicPartition, list[ProducerState]] = {}
