@@ -94,9 +94,12 @@ class _BrokerSender:
             self.transport = None
 
     def stop(self) -> None:
+        """Ask the sender thread to end; it closes its connection as it leaves. Closing it
+        here would wait for a send in flight (the connection's lock), which to a broker cut
+        off from the network lasts the whole socket timeout (controller.socket.timeout.ms,
+        30 s) and held the controller's event thread, and every election, that long."""
         self.running = False
         self.queue.put(None)
-        self._drop_transport()
 
 
 class ControllerChannelManager:

@@ -25,6 +25,9 @@ from praha.zk.store import ZkStore
 #: broker settings that make tests fast but still realistic
 TEST_BROKER_CONFIG = {
     "zookeeper.session.timeout.ms": "3000",
+    # as Kafka's own test brokers: a group's first join is not held 3 s for members that never
+    # come (every consumer-group start in a test paid it; a test of the delay sets its own)
+    "group.initial.rebalance.delay.ms": "0",
     "controlled.shutdown.retry.backoff.ms": "200",
     "controlled.shutdown.max.retries": "3",
 }

@@ -13,6 +13,10 @@ from praha.testing.cluster import wait_for
 pytestmark = pytest.mark.integration
 
 
+# its own waits add up to more than the suite's 300 s default, and as the unit's first test it
+# also carries the session's Spark and cluster start: on the shared machine at load 40 it hit
+# 300 s mid-wait, and the interrupt broke the shared session for every pipeline test after it
+@pytest.mark.timeout(900)
 def test_analytics_reports_the_elections_of_a_kill_and_a_controlled_shutdown(spark, pipeline, topic_name, tmp_path):
     from praha.cli.main import main
 
