@@ -1,7 +1,10 @@
 """Auto topic creation (Kafka's `auto.create.topics.enable`, default true): a producer to an
 unknown topic creates it with `num.partitions` and `default.replication.factor`; a broker with
 it off answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing; internal and invalid names
-are never created. One 2-broker cluster: broker 1 has it off, broker 2 the default."""
+are never created. One 2-broker cluster: broker 1 has it off, broker 2 the default; then broker 1
+is restarted with it on (a static setting, as in Kafka), because librdkafka asks any broker it
+knows for a topic's metadata: with one broker off, a producer whose requests all went there
+never saw its topic created (a CI failure)."""
 from __future__ import annotations
 
 import logging
@@ -36,6 +39,13 @@ def test_auto_creation_on_and_off(make_cluster, zk_store):
     assert metadata(on, "__transaction_state").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert metadata(on, "bad name!").error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert zk_store.get_all_topics() == []
+
+    cluster.stop_broker(1)
+    state = cluster.load()
+    state.brokers[1].overrides["auto.create.topics.enable"] = "true"
+    cluster.save(state)
+    cluster.start_broker(1)
+    assert zk_store.get_all_topics() == []  # a restart creates nothing
 
     trace = _Trace()  # librdkafka's own account of the topic, printed only if delivery fails
     p = Producer({"bootstrap.servers": f"127.0.0.1:{on}", "acks": "all", "debug": "topic,metadata,msg"},
