@@ -11,6 +11,7 @@ helper imports rely on), so two test files with one name break collection of the
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -114,7 +115,11 @@ def _imports() -> dict[str, set[str]]:
     return graph
 
 
-GRAPH = _imports()
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """The import graph, parsed on first use: every xdist worker imports this module while
+    collecting, and only the one that runs it should pay for parsing all of praha."""
+    return _imports()
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -153,14 +158,14 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_every_package_is_in_the_table():
-    packages = {_package(m) for m in GRAPH}
+    packages = {_package(m) for m in graph()}
     assert packages <= set(ALLOWED), f"add these to ALLOWED (and docs/architecture.md): {packages - set(ALLOWED)}"
 
 
 def test_packages_import_only_what_the_table_allows():
     wrong = sorted(
         f"{mod} imports {dst}"
-        for mod, targets in GRAPH.items()
+        for mod, targets in graph().items()
         for dst in targets
         if _package(dst) != _package(mod) and _package(dst) not in ALLOWED.get(_package(mod), set())
     )
@@ -169,7 +174,7 @@ def test_packages_import_only_what_the_table_allows():
 
 def test_no_cycle_between_packages():
     edges: dict[str, set[str]] = defaultdict(set)
-    for mod, targets in GRAPH.items():
+    for mod, targets in graph().items():
         edges[_package(mod)] |= {_package(t) for t in targets if _package(t) != _package(mod)}
     assert not _cycles(edges)
 
@@ -177,7 +182,7 @@ def test_no_cycle_between_packages():
 @pytest.mark.parametrize("package", NO_MODULE_CYCLES)
 def test_no_cycle_between_modules_of(package):
     inside = {m: {t for t in ts if _package(t) == package and not _is_package_init(t)}
-              for m, ts in GRAPH.items() if _package(m) == package and not _is_package_init(m)}
+              for m, ts in graph().items() if _package(m) == package and not _is_package_init(m)}
     assert not _cycles(inside)
 
 
@@ -190,7 +195,7 @@ def test_narrow_crossings(src, dst):
     importers, imported = ONLY_THROUGH[(src, dst)]
     wrong = sorted(
         f"{mod} imports {t}"
-        for mod, targets in GRAPH.items() if _package(mod) == src
+        for mod, targets in graph().items() if _package(mod) == src
         for t in targets if _package(t) == dst
         and ((importers is not None and mod not in importers) or (imported is not None and t not in imported))
     )
@@ -206,14 +211,14 @@ def _room(module: str) -> str | None:
 
 
 def test_every_broker_room_is_in_the_table():
-    rooms = {r for m in GRAPH if (r := _room(m))}
+    rooms = {r for m in graph() if (r := _room(m))}
     assert rooms == set(BROKER_ROOMS), f"rooms on disk {sorted(rooms)}, table {sorted(BROKER_ROOMS)}"
 
 
 def test_broker_rooms_import_only_what_the_table_allows():
     wrong = sorted(
         f"{mod} imports {dst}"
-        for mod, targets in GRAPH.items() if _room(mod)
+        for mod, targets in graph().items() if _room(mod)
         for dst in targets
         if (room := _room(dst)) is not None and room != _room(mod) and room not in BROKER_ROOMS[_room(mod) or ""]
     )
