@@ -22,9 +22,7 @@ from selenium.webdriver.support.ui import Select
 from praha.cluster.certs import issue, make_ca
 from praha.common import TopicPartition
 from praha.console.app import PAGES
-from praha.testing.cluster import running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
-from praha.zk.store import ZkStore
+from praha.testing.cluster import cluster_on_chroot, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -39,21 +37,10 @@ class Env:
 @pytest.fixture(scope="module")
 def env(zookeeper, tmp_path_factory):
     root = tmp_path_factory.mktemp("console")
-    connect = unique_chroot(zookeeper.connect_string)
-    overrides = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
-    try:
-        with running_cluster(root / "cluster", connect, 3, overrides) as cluster:
-            state = cluster.load()
-            bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in state.brokers.values())
-            _seed(bootstrap)
-            store = ZkStore(connect).start()
-            try:
-                with console_process("--dir", str(cluster.root), log=root / "console.log") as url:
-                    yield Env(cluster, url, store, bootstrap)
-            finally:
-                store.stop()
-    finally:
-        delete_chroot(connect)
+    with cluster_on_chroot(zookeeper.connect_string, root / "cluster", 3, {"offsets.topic.num.partitions": "3"}) as c:
+        _seed(c.bootstrap)
+        with console_process("--dir", str(c.root), log=root / "console.log") as url:
+            yield Env(c.cluster, url, c.store, c.bootstrap)
 
 
 def _seed(bootstrap: str) -> None:

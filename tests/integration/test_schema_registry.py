@@ -21,8 +21,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from praha.testing.cluster import bootstrap, running_cluster, wait_for
-from praha.testing.zookeeper import delete_chroot, unique_chroot
+from praha.testing.cluster import bootstrap, cluster_on_chroot, wait_for
 
 pytestmark = pytest.mark.integration
 quix_python = test_quix_streams.quix_python  # the fixture that builds .venv-quix
@@ -30,12 +29,8 @@ quix_python = test_quix_streams.quix_python  # the fixture that builds .venv-qui
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    connect = unique_chroot(zookeeper.connect_string)
-    try:
-        with running_cluster(tmp_path_factory.mktemp("registry"), connect, 3) as c:
-            yield c
-    finally:
-        delete_chroot(connect)
+    with cluster_on_chroot(zookeeper.connect_string, tmp_path_factory.mktemp("registry"), 3, store=False) as c:
+        yield c.cluster
 
 
 def urls(cluster) -> dict[int, str]:
