@@ -199,7 +199,12 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
             p.join(timeout=60)
         progress(f"chaos: healed={health.healthy} in {health.waited_s:.1f}s; reading every record back")
         assignments = _assignments(env, _data_topics(cfg))
-        final = inv.read_everything(env.access(Role.READER), tps, clients_log)
+        final = inv.read_everything(env.access(Role.READER), tps, clients_log,
+                                    wanted=inv.acked_ends(ledger.snapshot_acked()))
+        if final.end_moves or final.below_acked:
+            timeline.add("note", f"final read: the end offsets moved {final.end_moves} times while the clients "
+                         f"were stopped; {len(final.below_acked)} partitions ended below what was acknowledged",
+                         end_queries=final.end_queries, below_acked=final.below_acked)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and any(
                 max(ledger.served.get(tp, {-1: ""}), default=-1) + 1 < final.high_watermarks.get(tp, 0) for tp in tps):
