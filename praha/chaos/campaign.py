@@ -197,6 +197,9 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         stop_clients.set()
         for p in producers:
             p.join(timeout=60)
+        if any(p.is_alive() for p in producers):  # its late acknowledgements would pass for lost records
+            timeline.add("note", "a producer was still running at the final read: "
+                         + ", ".join(p.pname for p in producers if p.is_alive()))
         progress(f"chaos: healed={health.healthy} in {health.waited_s:.1f}s; reading every record back")
         assignments = _assignments(env, _data_topics(cfg))
         final = inv.read_everything(env.access(Role.READER), tps, clients_log,
