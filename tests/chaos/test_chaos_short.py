@@ -61,8 +61,11 @@ def keep(tmp_path: Path, head: dict | None) -> str:
     where it is, the violations with their examples (the lost ids, the partition end the final
     read found for them), and the final read's own note."""
     dest = KEPT / f"test_short_campaign-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    shutil.copytree(tmp_path, dest, symlinks=True, ignore_dangling_symlinks=True, dirs_exist_ok=True)
     lines = [f"campaign directory kept at {dest}", f"load {Path('/proc/loadavg').read_text().strip()}"]
+    try:
+        shutil.copytree(tmp_path, dest, symlinks=True, ignore_dangling_symlinks=True, dirs_exist_ok=True)
+    except (shutil.Error, OSError) as e:  # a file gone while copying: keep what was copied
+        lines.append(f"copied in part: {str(e)[:500]}")
     try:
         report = json.loads(Path(head["report"]).read_text()) if head else {}
     except (OSError, KeyError, ValueError) as e:
@@ -98,7 +101,8 @@ def test_short_campaign(tmp_path):
     try:
         head, output = run_chaos(tmp_path, *args, *(["--netns"] if on_hosts else ["--kinds", LOOPBACK_KINDS]))
         check_campaign(head, output, seed, on_hosts)
-    except AssertionError as e:  # the next failure explains itself: its directory and findings are kept
+    except (AssertionError, subprocess.TimeoutExpired) as e:  # the next failure explains itself
+        leftovers.cleanup_leftovers()  # nothing of the campaign writes while its directory is copied
         raise AssertionError(f"{e}\n{keep(tmp_path, head)}") from None
     finally:
         leftovers.cleanup_leftovers()  # a campaign killed by the timeout: its processes, mounts, namespaces
