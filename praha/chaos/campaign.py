@@ -197,9 +197,17 @@ def run_campaign(cfg: CampaignConfig, progress: Progress = _stderr) -> dict[str,
         stop_clients.set()
         for p in producers:
             p.join(timeout=60)
+        if any(p.is_alive() for p in producers):  # its late acknowledgements would pass for lost records
+            timeline.add("note", "a producer was still running at the final read: "
+                         + ", ".join(p.pname for p in producers if p.is_alive()))
         progress(f"chaos: healed={health.healthy} in {health.waited_s:.1f}s; reading every record back")
         assignments = _assignments(env, _data_topics(cfg))
-        final = inv.read_everything(env.access(Role.READER), tps, clients_log)
+        final = inv.read_everything(env.access(Role.READER), tps, clients_log,
+                                    wanted=inv.acked_ends(ledger.snapshot_acked()))
+        if final.end_moves or final.below_acked:
+            timeline.add("note", f"final read: the end offsets moved {final.end_moves} times while the clients "
+                         f"were stopped; {len(final.below_acked)} partitions ended below what was acknowledged",
+                         end_queries=final.end_queries, below_acked=final.below_acked)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and any(
                 max(ledger.served.get(tp, {-1: ""}), default=-1) + 1 < final.high_watermarks.get(tp, 0) for tp in tps):

@@ -56,28 +56,80 @@ class FinalRead:
     incomplete: list[Tp] = field(default_factory=list)
     #: id stored twice -> the batch of each copy, read from the replicas' files (`describe_copies`)
     copies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: end-offset queries, and how many found an end other than the one before
+    end_queries: int = 0
+    end_moves: int = 0
+    #: partitions whose end stayed below their highest acknowledged offset + 1 until the bound
+    below_acked: dict[str, int] = field(default_factory=dict)
 
 
-def read_everything(access: ClientAccess, tps: list[Tp], logger: logging.Logger, timeout: float = 90.0) -> FinalRead:
-    """Every record of `tps` from the start to the high watermark, with a real client."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer
+def acked_ends(acked: dict[str, Any]) -> dict[Tp, int]:
+    """Per partition, one past the highest offset a producer was told it wrote at: where the
+    final read must at least end."""
+    ends: dict[Tp, int] = {}
+    for ack in acked.values():
+        if ack.offset >= 0:
+            ends[ack.tp] = max(ends.get(ack.tp, 0), ack.offset + 1)
+    return ends
+
+
+def read_settled(before: dict[Tp, int] | None, now: dict[Tp, int], wanted: dict[Tp, int]) -> bool:
+    """The final read may stop once it has read to `now`, if `now` is the same end a previous
+    query found and at least what was acknowledged. A leader elected just before the read (the
+    controller's imbalance check moves leaders back every 15 s in a campaign) answers with the
+    high watermark it had as a follower until its followers fetch from it; a read that stopped
+    there would call every acknowledged record past it lost (no error: Kafka answers
+    OFFSET_NOT_AVAILABLE in that state, praha does not yet)."""
+    return before == now and all(now.get(tp, 0) >= end for tp, end in wanted.items())
+
+
+def read_everything(access: ClientAccess, tps: list[Tp], logger: logging.Logger,
+                    wanted: dict[Tp, int] | None = None, timeout: float = 90.0) -> FinalRead:
+    """Every record of `tps` from the start to the high watermark, with a real client (the
+    clients have stopped: the end is queried again until it holds still and reaches `wanted`)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
     from confluent_kafka import TopicPartition as CTP
 
-    out = FinalRead()
+    out = FinalRead(records={tp: {} for tp in tps})
+    goal = {tp: end for tp, end in (wanted or {}).items() if tp in out.records}
     c = Consumer({**access.librdkafka(), "group.id": "chaos-verifier", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "enable.partition.eof": False, "fetch.wait.max.ms": 100,
                   "logger": logger})
+
+    def ends() -> dict[Tp, int] | None:
+        out.end_queries += 1
+        try:
+            found = {(t, p): c.get_watermark_offsets(CTP(t, p), timeout=10)[1] for t, p in tps}
+            logger.debug("final read: end query %d found %d records", out.end_queries, sum(found.values()))
+            return found
+        except KafkaException as e:  # a leader moving: asked again below
+            logger.warning("final read: end offsets unreadable (%s), asking again", e)
+            return None
+
     try:
-        for t, p in tps:
-            _low, high = c.get_watermark_offsets(CTP(t, p), timeout=10)
-            out.high_watermarks[(t, p)] = high
-            out.records[(t, p)] = {}
+        deadline = time.monotonic() + timeout
+        before: dict[Tp, int] | None = None
+        now = ends()
+        while now is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            now = ends()
+        if now is None:
+            raise RuntimeError("final read: no end offsets within the bound")
         c.assign([CTP(t, p, OFFSET_BEGINNING) for t, p in tps])
         pos = {tp: -1 for tp in tps}
-        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(pos[tp] + 1 >= out.high_watermarks[tp] for tp in tps):
-                break
+            if all(pos[tp] + 1 >= now[tp] for tp in tps):  # read to the last end found
+                if read_settled(before, now, goal):
+                    break
+                if before == now:  # holding still below what was acknowledged: followers catching up
+                    time.sleep(0.5)
+                again = ends()
+                if again is None:
+                    time.sleep(0.5)
+                else:
+                    out.end_moves += again != now
+                    before, now = now, again
+                continue
             for m in c.consume(1000, 0.5):
                 if m.error():
                     continue
@@ -85,9 +137,14 @@ def read_everything(access: ClientAccess, tps: list[Tp], logger: logging.Logger,
                 offset = cast(int, m.offset())
                 out.records[tp][offset] = (m.value() or b"").decode("utf-8", "replace")
                 pos[tp] = max(pos[tp], offset)
-        out.incomplete = [tp for tp in tps if pos[tp] + 1 < out.high_watermarks[tp]]
+        out.high_watermarks = now
+        out.incomplete = [tp for tp in tps if pos[tp] + 1 < now[tp]]
+        out.below_acked = {f"{t}-{p}": end for (t, p), end in goal.items() if now[(t, p)] < end}
     finally:
         c.close()
+    logger.info("final read: %d records of %d partitions, %d end queries, %d moved, %d incomplete, "
+                "%d below what was acknowledged", sum(map(len, out.records.values())), len(tps), out.end_queries,
+                out.end_moves, len(out.incomplete), len(out.below_acked))
     return out
 
 
@@ -136,7 +193,8 @@ def check_records(ledger: Ledger, final: FinalRead, hw: HwState, timeline: Timel
         if len(lost_examples) < 20:
             lost_examples.append({"id": rid, "topic": ack.tp[0], "partition": ack.tp[1], "offset": ack.offset,
                                   "acked_at_s": round(ack.t, 3), "found_at": where.get(rid, []),
-                                  "offset_holds": final.records.get(ack.tp, {}).get(ack.offset)})
+                                  "offset_holds": final.records.get(ack.tp, {}).get(ack.offset),
+                                  "partition_end": final.high_watermarks.get(ack.tp)})
     if f.lost:
         timeline.violate("acked_record_lost", f"{f.lost} acknowledged records are not at their acknowledged offsets",
                          t=min(acked[e["id"]].t for e in lost_examples), examples=lost_examples)

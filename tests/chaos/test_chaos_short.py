@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,30 @@ def run_chaos(tmp_path, *args: str, timeout: float = 600) -> tuple[dict, str]:
     return json.loads(lines[-1]), proc.stdout + proc.stderr[-2000:]
 
 
+#: where a failed run's campaign directory is kept (pytest's temp directories rotate; git-ignored)
+KEPT = Path(__file__).resolve().parents[2] / ".praha" / "chaos-failures"
+
+
+def keep(tmp_path: Path, head: dict | None) -> str:
+    """Copy the campaign directory out of pytest's rotating temp and say what a failure needs:
+    where it is, the violations with their examples (the lost ids, the partition end the final
+    read found for them), and the final read's own note."""
+    dest = KEPT / f"test_short_campaign-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    lines = [f"campaign directory kept at {dest}", f"load {Path('/proc/loadavg').read_text().strip()}"]
+    try:
+        shutil.copytree(tmp_path, dest, symlinks=True, ignore_dangling_symlinks=True, dirs_exist_ok=True)
+    except (shutil.Error, OSError) as e:  # a file gone while copying: keep what was copied
+        lines.append(f"copied in part: {str(e)[:500]}")
+    try:
+        report = json.loads(Path(head["report"]).read_text()) if head else {}
+    except (OSError, KeyError, ValueError) as e:
+        return "\n".join([*lines, f"no report: {e!r}"])
+    for v in report.get("violations", []):
+        lines.append(f"violation {json.dumps(v)[:4000]}")
+    lines += [f"note {json.dumps(e)}" for e in report.get("events", []) if "final read" in str(e.get("what", ""))]
+    return "\n".join(lines)
+
+
 def judge(head: dict, output: str) -> None:
     assert head["lost"] == 0, output
     assert head["divergent_offsets"] == 0, output
@@ -72,10 +97,20 @@ def test_short_campaign(tmp_path):
     seed = SEED if on_hosts else LOOPBACK_SEED
     args = ["--brokers", "3", "--faults", str(FAULTS), "--seed", str(seed), "--workload", "txn",
             "--session-timeout-ms", "3000"]
+    head = None
     try:
         head, output = run_chaos(tmp_path, *args, *(["--netns"] if on_hosts else ["--kinds", LOOPBACK_KINDS]))
+        check_campaign(head, output, seed, on_hosts)
+    except (AssertionError, subprocess.TimeoutExpired) as e:  # the next failure explains itself
+        leftovers.cleanup_leftovers()  # nothing of the campaign writes while its directory is copied
+        raise AssertionError(f"{e}\n{keep(tmp_path, head)}") from None
     finally:
         leftovers.cleanup_leftovers()  # a campaign killed by the timeout: its processes, mounts, namespaces
+
+
+def check_campaign(head: dict, output: str, seed: int, on_hosts: bool) -> None:
+    from praha.cluster import netns
+
     assert head["seed"] == seed, output
     assert head["faults"] == FAULTS, output
     kinds = set(head["fault_kinds"])

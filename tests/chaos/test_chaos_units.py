@@ -601,3 +601,18 @@ def test_seed_101_a_refused_commit_is_retried_with_nothing_new_served():
     owed.seen_committed(a, 15200)  # observed committed further (by a previous owner): nothing owed below it
     owed.processed({a: 15150})
     assert owed.due() == {}
+
+
+def test_the_final_read_stops_only_at_a_settled_end_past_every_acknowledgement():
+    """The final read's stop rule (session 14's one unexplained `lost`): an end found once may be
+    a new leader's stale high watermark, below offsets the previous leader acknowledged."""
+    ledger, _ = ledger_with({"p0-0": (0, 4), "p0-1": (0, 9), "p1-0": (1, 2), "p1-1": (1, -1)})
+    wanted = inv.acked_ends(ledger.snapshot_acked())
+    assert wanted == {("t", 0): 10, ("t", 1): 3}
+    ends = {("t", 0): 10, ("t", 1): 3}
+    assert not inv.read_settled(None, ends, wanted)  # found once: ask again
+    assert inv.read_settled(dict(ends), ends, wanted)
+    assert not inv.read_settled({**ends, ("t", 0): 8}, ends, wanted)  # still moving
+    lagging = {("t", 0): 7, ("t", 1): 3}
+    assert not inv.read_settled(dict(lagging), lagging, wanted)  # still, but below what was acknowledged
+    assert inv.read_settled(dict(lagging), lagging, {})

@@ -10,6 +10,8 @@ The seed replays are slow (a campaign each) and run with `make chaos`.
 """
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,12 @@ from praha.testing.cluster import running_cluster, wait_for
 from praha.zk.store import ZkStore
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def one_broker(module_cluster):
+    """One broker, shared by the module's tests that need no faults (each on topics of its own)."""
+    return module_cluster(1)
 
 
 def leader_hw(port: int, topic: str) -> tuple[int, int, int, int]:
@@ -81,7 +89,52 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
             store.stop()
 
 
-def test_seed_216_both_clients_resets_after_offset_out_of_range_are_recorded(tmp_path, zk_connect, capfd):
+def test_short_campaign_lost_a_final_read_ending_below_acknowledged_offsets_waits(one_broker):
+    """Session 14's one unexplained `lost` of the short campaign: the final read took each
+    partition's end once and stopped there. A leader elected just before it (the imbalance
+    check moves leaders back every 15 s) answers with its stale follower high watermark, below
+    what the previous leader acknowledged, and every record past it counted as lost. Here the
+    first end found (50) is below what was acknowledged (70: written only after that query);
+    the read must wait for those records, and one never written stays past the end (lost)."""
+    from praha.chaos import invariants as inv
+    from praha.chaos.access import ClientAccess
+
+    tp = ("ends", 0)
+    one_broker.store.create_topic("ends", TopicAssignment({0: ReplicaAssignment((1,))}), {})
+    access = ClientAccess(one_broker.bootstrap)
+    producer = Producer({**access.librdkafka(), "acks": "all", "log_level": 0})
+
+    def write(first: int, last: int) -> None:
+        for i in range(first, last):
+            producer.produce("ends", value=b"r%d" % i, partition=0)
+        assert producer.flush(60) == 0
+
+    write(0, 50)
+    asked = threading.Event()
+
+    class FirstQuery(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "final read: end query" in record.getMessage():
+                asked.set()
+
+    logger = logging.getLogger("test-final-read")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(FirstQuery())
+    late = threading.Thread(target=lambda: asked.wait(60) and write(50, 70))
+    late.start()
+    try:
+        final = inv.read_everything(access, [tp], logger, wanted={tp: 70}, timeout=90)
+    finally:
+        late.join(90)
+    assert final.records[tp] == {i: f"r{i}" for i in range(70)}
+    assert (final.high_watermarks, final.incomplete, final.below_acked) == ({tp: 70}, [], {})
+    assert final.end_moves >= 1
+    beyond = inv.read_everything(access, [tp], logger, wanted={tp: 71}, timeout=3)
+    assert (beyond.high_watermarks, beyond.below_acked) == ({tp: 70}, {"ends-0": 71})
+    assert len(beyond.records[tp]) == 70
+
+
+def test_seed_216_both_clients_resets_after_offset_out_of_range_are_recorded(one_broker, capfd):
     """Seed 216's nonmonotonic_poll was kafka-python's own rewind (auto_offset_reset after an
     OFFSET_OUT_OF_RANGE from a stale leader): the workload records such a reset of either
     client (kafka-python's from its log, librdkafka's from its stderr), with the real clients
@@ -98,55 +151,53 @@ def test_seed_216_both_clients_resets_after_offset_out_of_range_are_recorded(tmp
     from praha.chaos.history import check
     from praha.chaos.txn import librdkafka_resets
     from praha.chaos.txnclient import History, ResetRecorder, _poll_op
-    from praha.testing.cluster import bootstrap
 
-    with running_cluster(tmp_path / "c", zk_connect, 1) as cluster:
-        servers = bootstrap(cluster)
-        producer = Producer({"bootstrap.servers": servers, "log_level": 0})
-        for i in range(3):
-            producer.produce("reset216", value=b"v%d" % i, partition=0)
-        assert producer.flush(30) == 0
-        buf = io.StringIO()
-        out = History(buf)
-        recorder = ResetRecorder("c2", out)
-        recorder.install()
-        consumer = KafkaConsumer(bootstrap_servers=servers, auto_offset_reset="earliest", group_id=None,
-                                 enable_auto_commit=False, fetch_max_wait_ms=200)
-        try:
-            tp = KTP("reset216", 0)
-            consumer.assign([tp])
-            seen: list[list[object]] = []
+    servers = one_broker.bootstrap
+    producer = Producer({"bootstrap.servers": servers, "log_level": 0})
+    for i in range(3):
+        producer.produce("reset216", value=b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    buf = io.StringIO()
+    out = History(buf)
+    recorder = ResetRecorder("c2", out)
+    recorder.install()
+    consumer = KafkaConsumer(bootstrap_servers=servers, auto_offset_reset="earliest", group_id=None,
+                             enable_auto_commit=False, fetch_max_wait_ms=200)
+    try:
+        tp = KTP("reset216", 0)
+        consumer.assign([tp])
+        seen: list[list[object]] = []
 
-            def read() -> bool:
-                got = consumer.poll(timeout_ms=300).get(tp, [])
-                if got:
-                    seen.extend([m.offset, m.value.decode()] for m in got)
-                    out.write(_poll_op("c2", "read_uncommitted", {"reset216-0": [[m.offset, m.value.decode()]
-                                                                                  for m in got]}))
-                return len(seen) >= 3
+        def read() -> bool:
+            got = consumer.poll(timeout_ms=300).get(tp, [])
+            if got:
+                seen.extend([m.offset, m.value.decode()] for m in got)
+                out.write(_poll_op("c2", "read_uncommitted", {"reset216-0": [[m.offset, m.value.decode()]
+                                                                              for m in got]}))
+            return len(seen) >= 3
 
-            wait_for(read, 60, what="the first read")
-            consumer.seek(tp, 100)  # above the log end (3): OFFSET_OUT_OF_RANGE, then earliest
-            seen.clear()
-            wait_for(read, 60, what="the read after the reset")
-        finally:
-            consumer.close()
-            logging.getLogger(ResetRecorder.LOGGER).removeHandler(recorder)
-        capfd.readouterr()
-        librdkafka = Consumer({"bootstrap.servers": servers, "group.id": "reset216", "auto.offset.reset": "earliest",
-                               "enable.auto.commit": False})
-        try:
-            librdkafka.assign([CTP("reset216", 0, 1)])
-            def message() -> Any:
-                m = librdkafka.poll(0.5)
-                return m if m is not None and m.error() is None else None
+        wait_for(read, 60, what="the first read")
+        consumer.seek(tp, 100)  # above the log end (3): OFFSET_OUT_OF_RANGE, then earliest
+        seen.clear()
+        wait_for(read, 60, what="the read after the reset")
+    finally:
+        consumer.close()
+        logging.getLogger(ResetRecorder.LOGGER).removeHandler(recorder)
+    capfd.readouterr()
+    librdkafka = Consumer({"bootstrap.servers": servers, "group.id": "reset216", "auto.offset.reset": "earliest",
+                           "enable.auto.commit": False})
+    try:
+        librdkafka.assign([CTP("reset216", 0, 1)])
+        def message() -> Any:
+            m = librdkafka.poll(0.5)
+            return m if m is not None and m.error() is None else None
 
-            assert wait_for(message, 60, what="librdkafka's first read").offset() == 1
-            librdkafka.seek(CTP("reset216", 0, 100))  # above the log end again
-            again = wait_for(message, 60, what="librdkafka's read after the reset")
-        finally:
-            librdkafka.close()
-        stderr = capfd.readouterr().err
+        assert wait_for(message, 60, what="librdkafka's first read").offset() == 1
+        librdkafka.seek(CTP("reset216", 0, 100))  # above the log end again
+        again = wait_for(message, 60, what="librdkafka's read after the reset")
+    finally:
+        librdkafka.close()
+    stderr = capfd.readouterr().err
     ops = [json.loads(line) for line in buf.getvalue().splitlines()]
     resets = [o for o in ops if o["op"] == "reset"]
     assert [(o["partition"], o["from"], o["to"]) for o in resets] == [("reset216-0", 100, 0)]
