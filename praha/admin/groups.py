@@ -80,7 +80,8 @@ COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, Error
 #: ListOffsets answers after which the partition's leader is looked up again
 LEADER_RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
                               ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.UNKNOWN_LEADER_EPOCH,
-                              ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REQUEST_TIMED_OUT})
+                              ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REQUEST_TIMED_OUT,
+                              ErrorCode.OFFSET_NOT_AVAILABLE})  # a new leader whose high watermark lags
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
 #: Kafka's own messages (`org.apache.kafka.common.protocol.Errors`) for the codes a user meets here

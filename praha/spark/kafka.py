@@ -37,6 +37,7 @@ RETRIABLE = frozenset({
     ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.BROKER_NOT_AVAILABLE,
     ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.KAFKA_STORAGE_ERROR,
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # also what a broker says before UpdateMetadata reaches it
+    ErrorCode.OFFSET_NOT_AVAILABLE,  # ListOffsets from a new leader whose high watermark still lags
 })
 
 

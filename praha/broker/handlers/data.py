@@ -604,19 +604,24 @@ class DataApis:
         limit = p.high_watermark if replica_id == CONSUMER_REPLICA_ID else lg.log_end_offset
         if replica_id == CONSUMER_REPLICA_ID and isolation_level == READ_COMMITTED:
             limit = lg.last_stable_offset(limit)
+        # Kafka: a new leader's high watermark is its old follower one until its followers fetch
+        # from it; below the start of its epoch it would send a consumer back (a stale end)
+        lagging = replica_id == CONSUMER_REPLICA_ID and p.leader_epoch_start_offset > p.high_watermark
         if ts == LATEST_TIERED:  # nothing is ever tiered
             return _lo(tp.partition, ErrorCode.NONE, -1, -1, -1)
         if ts in (EARLIEST, EARLIEST_LOCAL):  # every offset from the log start is local
             off = lg.log_start_offset
             return _lo(tp.partition, ErrorCode.NONE, off, -1, lg.epoch_cache.epoch_for_offset(off))
         if ts == LATEST:
+            if lagging:
+                return _lo(tp.partition, ErrorCode.OFFSET_NOT_AVAILABLE)
             return _lo(tp.partition, ErrorCode.NONE, limit, -1, lg.epoch_cache.epoch_for_offset(max(limit - 1, 0)))
         try:
             found = lg.offset_of_max_timestamp() if ts == MAX_TIMESTAMP else lg.offset_for_timestamp(ts)
         except PrahaError as e:
             return _lo(tp.partition, int(e.code))
-        if found is None or found[0] >= limit:
-            return _lo(tp.partition, ErrorCode.NONE, -1, -1, -1)
+        if found is None or found[0] >= limit:  # not found below the limit: maybe only not yet
+            return _lo(tp.partition, ErrorCode.OFFSET_NOT_AVAILABLE if lagging else ErrorCode.NONE, -1, -1, -1)
         off, found_ts = found
         return _lo(tp.partition, ErrorCode.NONE, off, found_ts, lg.epoch_cache.epoch_for_offset(off))
 
