@@ -75,7 +75,7 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
             assert (leader, hw) == (ctrl, 200)
             cluster.kill_broker(ctrl)
             cluster.start_broker(ctrl, wait=False)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 try:
                     now = leader_hw(port, "bounce")
@@ -84,7 +84,11 @@ def test_controller_bounce_keeps_the_high_watermark(tmp_path, zk_connect):
                     continue
                 if now[0] == ctrl and now[1] == epoch and now[2] == 0:
                     assert now[3] >= hw, f"leader epoch {epoch} again, high watermark {hw} -> {now[3]}"
+                if now[1] > epoch:  # the restarted broker has the new leadership: the stale one is over
+                    break
                 time.sleep(0.1)
+            else:
+                raise AssertionError(f"the restarted broker never learned a leader epoch above {epoch} in 60 s")
         finally:
             store.stop()
 
