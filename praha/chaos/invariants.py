@@ -78,8 +78,9 @@ def read_settled(before: dict[Tp, int] | None, now: dict[Tp, int], wanted: dict[
     query found and at least what was acknowledged. A leader elected just before the read (the
     controller's imbalance check moves leaders back every 15 s in a campaign) answers with the
     high watermark it had as a follower until its followers fetch from it; a read that stopped
-    there would call every acknowledged record past it lost (no error: Kafka answers
-    OFFSET_NOT_AVAILABLE in that state, praha does not yet)."""
+    there would call every acknowledged record past it lost. praha now answers a consumer
+    OFFSET_NOT_AVAILABLE in that state, as Kafka does; a broker that still believes it leads
+    (just resumed) can still answer with its old high watermark, so the read settles either way."""
     return before == now and all(now.get(tp, 0) >= end for tp, end in wanted.items())
 
 
